@@ -1,0 +1,3 @@
+from tfvariants.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,62 @@
+"""Command-line entry point: argparse wiring only.
+
+Each subcommand lives in ``tfvariants/commands/<name>.py`` and exposes
+``register(subparsers)`` and ``run(args) -> int``. Nothing here (or in any command
+module at import time) imports TensorFlow, so ``tfvariants --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from tfvariants import __version__
+from tfvariants.errors import UserError
+
+# Order is the order shown in --help.
+COMMANDS = ["env", "run", "variants", "compare", "report", "prices"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line + exit 2, like UserError
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="tfvariants",
+        description="Benchmark TensorFlow builds (pip, compiled, GPU) across vCPU counts "
+        "and report which trains your Keras model fastest and cheapest.",
+    )
+    parser.add_argument("--version", action="version", version=f"tfvariants {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"tfvariants.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"tfvariants.commands.{name}":
+                continue  # command not part of this build
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except UserError as exc:
+        print(f"tfvariants: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("tfvariants: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
