@@ -85,7 +85,14 @@ fi
 log "bootstrapping $SUITE from $mirror"
 
 rootfs="$(mktemp -d /var/tmp/tfvariants-base.XXXXXX)"
-trap 'rm -rf "$rootfs"' EXIT
+cleanup() {
+    # debootstrap mounts /proc (and maybe more) inside the tree: unmount before deleting,
+    # and never let rm cross into another file system.
+    awk -v root="$rootfs" 'index($2, root "/") == 1 { print $2 }' /proc/mounts | sort -r \
+        | while read -r mnt; do umount -l "$mnt" || true; done
+    rm -rf --one-file-system "$rootfs"
+}
+trap cleanup EXIT
 debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates \
     "$SUITE" "$rootfs" "$mirror" >/dev/null
 if [ -f "$HOST_CA" ]; then

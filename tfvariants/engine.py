@@ -173,6 +173,7 @@ def container_command(
     extra_mounts: Sequence[tuple[str, str]] = (),
     device: str = "cpu",
     name: str | None = None,
+    module: str = "workloads.worker",
 ) -> list[str]:
     """The full ``<engine> run`` command for one worker process.
 
@@ -181,7 +182,7 @@ def container_command(
     --data-dir, which are mounted read-only and rewritten to their container paths.
     ``extra_mounts`` are (host, container) pairs, mounted read-only. ``env`` is the
     worker's environment; host-only variables (PATH, HOME, ...) are replaced by the
-    image's own.
+    image's own. ``module`` is what runs (the worker, or workloads.envprobe).
     """
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}")
@@ -214,7 +215,7 @@ def container_command(
     container_env.update(_CONTAINER_ENV)
     for key in sorted(container_env):
         cmd += ["-e", f"{key}={container_env[key]}"]
-    cmd += [image, "python", "-m", "workloads.worker", *argv]
+    cmd += [image, "python", "-m", module, *argv]
     return cmd
 
 
