@@ -212,6 +212,14 @@ GUARD_2_21 = (
     "AVX2 AVX512F AVX512_VNNI AVX512_BF16 FMA, in other operations, rebuild TensorFlow with "
     "the appropriate compiler flags.\n"
 )
+# Seen on a Sapphire Rapids host while building the pip image (2.21.0).
+GUARD_AMX = (
+    "I0000 00:00:1795306603.126518      38 cpu_feature_guard.cc:227] This TensorFlow binary "
+    "is optimized to use available CPU instructions in performance-critical operations.\n"
+    "To enable the following instructions: AVX2 AVX512F AVX512_VNNI AVX512_BF16 AVX512_FP16 "
+    "AVX_VNNI AMX_TILE AMX_INT8 AMX_BF16 FMA, in other operations, rebuild TensorFlow with the "
+    "appropriate compiler flags.\n"
+)
 GUARD_2_5 = (
     "I tensorflow/core/platform/cpu_feature_guard.cc:142] This TensorFlow binary is optimized "
     "with oneAPI Deep Neural Network Library (oneDNN) to use the following CPU instructions in "
@@ -235,6 +243,11 @@ GUARD_1_2 = (
     ("log", "names"),
     [
         (GUARD_2_21, ["AVX2", "AVX512F", "AVX512_VNNI", "AVX512_BF16", "FMA"]),
+        (
+            GUARD_AMX,
+            "AVX2 AVX512F AVX512_VNNI AVX512_BF16 AVX512_FP16 AVX_VNNI AMX_TILE AMX_INT8 "
+            "AMX_BF16 FMA".split(),
+        ),
         (GUARD_2_5, ["AVX2", "FMA"]),
         (GUARD_1_12, ["AVX2", "FMA"]),
         (GUARD_1_2, ["SSE4.1", "AVX"]),
