@@ -45,8 +45,8 @@ def test_mnist_mlp_cell_runs_inside_the_pip_image(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "tfvariants", "run", "mnist_mlp", "--variant", "pip",
          "--threads", "1", "--epochs", "2", "--samples", "2000", "--out", str(out),
-         "--timeout", "600"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=False,
+         "--timeout", "1500"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800, check=False,
     )  # fmt: skip
     cell_file = out / "cells" / "mnist_mlp__pip__t1__r0.json"
     assert cell_file.exists(), proc.stderr
