@@ -197,20 +197,25 @@ def synthetic_images(
     flat_templates = templates.reshape(classes, size)
 
     def draw(count: int, stream: int) -> tuple[np.ndarray, np.ndarray]:
-        r = np.random.default_rng([seed, stream])
-        y = r.integers(0, classes, count).astype(np.int32)
-        contrast = r.uniform(0.45, 0.75, (count, 1)).astype(np.float32)
         x = np.empty((count, size), dtype=np.float32)
-        # In place, in chunks, through one small buffer: fresh memory is the slow part
-        # (and 2-D arithmetic, because numpy is slow on a trailing axis of length 1).
+        y = np.empty(count, dtype=np.int32)
+        # Chunks with their own random streams: a capped run gets exactly the first
+        # samples of the full set. In place through one small buffer, because fresh
+        # memory is the slow part, and 2-D because numpy is slow on a trailing axis of 1.
         chunk = 2048
         tmp = np.empty((min(chunk, count), size), dtype=np.float32)
-        for lo in range(0, count, chunk):
-            part, buf = x[lo : lo + chunk], tmp[: min(chunk, count - lo)]
-            r.random(out=part, dtype=np.float32)
+        for index, lo in enumerate(range(0, count, chunk)):
+            m = min(chunk, count - lo)
+            part, buf = x[lo : lo + m], tmp[:m]
+            labels, contrasts, noise = (
+                np.random.default_rng([seed, stream, index, k]) for k in range(3)
+            )
+            y[lo : lo + m] = labels.integers(0, classes, chunk)[:m]
+            contrast = contrasts.uniform(0.45, 0.75, (chunk, 1))[:m].astype(np.float32)
+            noise.random(out=part, dtype=np.float32)
             part *= np.float32(110.0)
-            np.take(flat_templates, y[lo : lo + chunk], axis=0, out=buf)
-            buf *= contrast[lo : lo + chunk]
+            np.take(flat_templates, y[lo : lo + m], axis=0, out=buf)
+            buf *= contrast
             part += buf
             np.clip(part, 0, 255, out=part)
             np.floor(part, out=part)
