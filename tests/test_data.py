@@ -53,8 +53,9 @@ def test_image_dataset_caps_and_keeps_the_test_ratio():
     d = data.image_dataset("mnist", "synthetic", data_dir=None, samples=600, seed=0, shape=(784,))
     assert d["x"].shape == (600, 784) and d["y"].shape == (600,)
     assert len(d["x_val"]) == 100  # 10k/60k of 600
-    d = data.image_dataset("cifar10", "synthetic", data_dir=None, samples=50, seed=0,
-                           shape=(32, 32, 3))
+    d = data.image_dataset(
+        "cifar10", "synthetic", data_dir=None, samples=50, seed=0, shape=(32, 32, 3)
+    )
     assert d["x"].shape == (50, 32, 32, 3) and len(d["y_val"]) == 10
 
 
@@ -84,8 +85,9 @@ def test_reviews_sentiment_is_learnable():
     seqs, labels = data.synthetic_reviews(600, seed=2)
     positive, negative = data.sentiment_word_sets(2)
     # Only the last 100 tokens, as imdb_bilstm sees them.
-    score = np.array([np.isin(s[-100:], positive).sum() - np.isin(s[-100:], negative).sum()
-                      for s in seqs])
+    score = np.array(
+        [np.isin(s[-100:], positive).sum() - np.isin(s[-100:], negative).sum() for s in seqs]
+    )
     assert ((score > 0) == (labels == 1)).mean() > 0.75  # chance is 0.5
 
 

@@ -53,8 +53,12 @@ def cifar_batch_bytes(n, first_label):
         data_rows[i, :1024] = i  # red plane = sample index
         data_rows[i, 1024 + 5] = 200  # green at row 0, column 5
     labels = [(first_label + i) % 10 for i in range(n)]
-    batch = {b"batch_label": b"test", b"labels": labels, b"data": data_rows,
-             b"filenames": [b"x.png"] * n}
+    batch = {
+        b"batch_label": b"test",
+        b"labels": labels,
+        b"data": data_rows,
+        b"filenames": [b"x.png"] * n,
+    }
     return pickle.dumps(batch, protocol=4)  # bytes as BINBYTES, like py2 str
 
 
@@ -75,8 +79,13 @@ def write_imdb(path):
         x_train[i] = list(range(1, 5 + i)) + [30000]  # 30000 + 3 is out of vocabulary
     for i in range(2):
         x_test[i] = [7, 8, 9]
-    np.savez(path / "imdb.npz", x_train=x_train, y_train=np.array([0, 1, 0, 1, 0, 1]),
-             x_test=x_test, y_test=np.array([1, 0]))
+    np.savez(
+        path / "imdb.npz",
+        x_train=x_train,
+        y_train=np.array([0, 1, 0, 1, 0, 1]),
+        x_test=x_test,
+        y_test=np.array([1, 0]),
+    )
 
 
 def test_mnist_found_in_data_dir(tmp_path, no_download):
