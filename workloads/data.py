@@ -52,7 +52,9 @@ DOWNLOAD_TIMEOUT_S = 30.0
 # word ranks shifted by 3; the loader shuffles with seed 113.
 IMDB_START, IMDB_OOV, IMDB_INDEX_FROM, IMDB_SHUFFLE_SEED = 1, 2, 3, 113
 IMDB_TRAIN_SAMPLES = IMDB_TEST_SAMPLES = 25000
-SENTIMENT_WORDS = 50  # size of each synthetic "positive" / "negative" word set
+# Synthetic sentiment: each label has a set of SENTIMENT_WORDS words; that share of a
+# review's words comes from its label's set, NOISE_RATE from the other label's set.
+SENTIMENT_WORDS, SENTIMENT_RATE, NOISE_RATE = 30, 0.10, 0.02
 IMDB_MEAN_LENGTH = 238  # average review length in tokens (printed by the Keras examples)
 
 # Lower-cased Nietzsche has 57 distinct characters; the text workload's model is built for
@@ -357,7 +359,7 @@ def synthetic_reviews(
 
     Lengths follow a log-normal near IMDb's (mean ~238 tokens); words are Zipf-distributed
     ids in [3, num_words); each review starts with the start id 1. Two disjoint sets of
-    SENTIMENT_WORDS mid-frequency words act as "positive" and "negative" words: 6 % of a
+    SENTIMENT_WORDS mid-frequency words act as "positive" and "negative" words: 10 % of a
     label-1 review's words are positive ones and 2 % negative ones, and vice versa. Returns
     (list of int32 arrays, int32 labels).
     """
@@ -376,9 +378,9 @@ def synthetic_reviews(
     flat += IMDB_INDEX_FROM - 10
     np.clip(flat, IMDB_INDEX_FROM, num_words - 1, out=flat)
     signal = r.random(total, dtype=np.float32)
-    hits = np.flatnonzero(signal < 0.08)
+    hits = np.flatnonzero(signal < SENTIMENT_RATE + NOISE_RATE)
     owner = np.repeat(labels, lengths)[hits]
-    agrees = signal[hits] < 0.06
+    agrees = signal[hits] < SENTIMENT_RATE
     pick = r.integers(0, SENTIMENT_WORDS, len(hits))
     use_positive = (owner == 1) == agrees
     flat[hits] = np.where(use_positive, positive[pick], negative[pick])
