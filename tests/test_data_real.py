@@ -23,7 +23,7 @@ def no_download(monkeypatch):
 
     def refuse(fname, origin, directory, *, extract=False):
         attempts.append(fname)
-        raise OSError("network disabled in tests")
+        raise OSError("network disabled in tests\nsecond line")
 
     def no_connect(*args, **kwargs):
         raise OSError("network disabled in tests")

@@ -68,7 +68,7 @@ def test_formulas_agree_with_tensorflow_profiler():
 
         loss_fn = keras.losses.SparseCategoricalCrossentropy()
 
-        def gradients(x, y, m=model):
+        def gradients(x, y, m=model, loss_fn=loss_fn):
             with tf.GradientTape() as tape:
                 loss = loss_fn(y, m(x, training=True))
             return tape.gradient(loss, m.trainable_variables)

@@ -95,8 +95,9 @@ def validation_size(n_train: int, full_train: int, full_test: int) -> int:
 
 
 def _unavailable(what: str, fname: str, url: str, directory: Path, why: object) -> DataUnavailable:
+    reason = (str(why).strip().splitlines() or [type(why).__name__])[0]  # one line
     return DataUnavailable(
-        f"{what} is not in {directory} and could not be downloaded ({why}); "
+        f"{what} is not in {directory} and could not be downloaded ({reason}); "
         f"download {url} and save it as {directory / fname}, "
         f"or use --data synthetic (the offline default)"
     )
