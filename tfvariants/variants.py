@@ -1,12 +1,15 @@
 """Variants: named recipes for where a worker runs (this interpreter, a venv, an image).
 
 Built-ins are defined here; a user TOML file adds or overrides them. This module knows
-how to turn a worker's arguments into the command for each kind.
+how to turn a worker's arguments into the command for each kind, and whether a variant
+is ready to run on this host (see docs/builds.md for the TOML format).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -14,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import workloads
+from tfvariants import engine as engines
 from tfvariants.errors import UserError
 
 KINDS = ("local", "venv", "image")
@@ -21,6 +25,23 @@ DEVICES = ("cpu", "gpu")
 
 # The folder that contains the `workloads` package: the worker's PYTHONPATH.
 WORKLOADS_PARENT = str(Path(workloads.__file__).resolve().parent.parent)
+
+# The TensorFlow version the built-in images are built for (builds/builds.mk TF_VERSION).
+TF_VERSION = "2.21.0"
+
+# TOML fields a variant table may have; anything else is a typo worth an error.
+FIELDS = ("kind", "python", "image", "engine", "env", "device", "keras", "description", "build")
+
+# What the engine client itself needs from our environment (not the worker's: that is
+# passed into the container with -e).
+_ENGINE_CLIENT_ENV = (
+    "PATH", "HOME", "USER", "LANG", "TMPDIR", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME",
+    "DBUS_SESSION_BUS_ADDRESS", "DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG",
+    "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY", "CONTAINER_HOST", "CONTAINERS_CONF",
+)  # fmt: skip
+
+# Asks an interpreter whether it has TensorFlow without importing it (seconds saved).
+_HAS_TF = "import importlib.util,sys; sys.exit(importlib.util.find_spec('tensorflow') is None)"
 
 
 @dataclass(frozen=True)
@@ -34,6 +55,7 @@ class Variant:
     keras: Mapping[str, Any] = field(default_factory=dict)  # model.compile() options
     description: str = ""
     build: str | None = None  # how to make it, e.g. "make build-pip"
+    engine: str | None = None  # image: docker or podman (default: detected)
 
     def interpreter(self) -> str:
         if self.kind == "local":
@@ -58,20 +80,134 @@ class Variant:
             env["PYTHONPATH"] = WORKLOADS_PARENT
             result = str(scratch_dir / "result.json")
             return [self.interpreter(), "-m", module, *worker_args, "--result", result], env
+        if self.kind == "image":
+            return self._container_launch(worker_args, env, cpus, scratch_dir, module)
         raise UserError(f"variant '{self.name}': kind '{self.kind}' is not supported here")
+
+    def _container_launch(
+        self,
+        worker_args: list[str],
+        env: dict[str, str],
+        cpus: tuple[int, ...],
+        scratch_dir: Path,
+        module: str,
+    ) -> tuple[list[str], dict[str, str]]:
+        assert self.image
+        engine = engines.require_engine(self.engine)
+        if not engines.image_exists(engine, self.image):
+            raise UserError(engines.missing_image_message(self.name, self.image, self.build))
+        command = engines.container_command(
+            engine,
+            self.image,
+            [*worker_args, "--result", str(Path(scratch_dir) / "result.json")],
+            env,
+            cpus,
+            scratch_dir,
+            Path(WORKLOADS_PARENT) / "workloads",
+            device=self.device,
+            # Named, so a container left behind by a killed client can be found.
+            name="tfvariants-" + Path(scratch_dir).name.lstrip("."),
+            module=module,
+        )
+        client_env = {k: os.environ[k] for k in _ENGINE_CLIENT_ENV if k in os.environ}
+        return command, client_env
+
+    def where(self) -> str:
+        """The interpreter or image this variant runs in, for display."""
+        if self.kind == "image":
+            return self.image or ""
+        if self.kind == "venv":
+            return self.python or ""
+        return sys.executable
+
+    def readiness(self) -> tuple[bool, str]:
+        """(ready, detail): can a cell of this variant run here now? Cheap: TensorFlow is
+        looked up, never imported."""
+        if self.kind == "local":
+            if importlib.util.find_spec("tensorflow") is None:
+                return False, f"no TensorFlow in {sys.executable}: {self.build or 'pip install'}"
+            ready, detail = True, "TensorFlow importable in this interpreter"
+        elif self.kind == "venv":
+            ready, detail = _venv_readiness(self.python or "")
+        else:
+            ready, detail = _image_readiness(self)
+        if ready and self.device == "gpu":
+            reason = skip_reason(self)
+            if reason:
+                return False, reason
+        return ready, detail
 
     def pins_on_host(self) -> bool:
         """Host-side affinity applies to local/venv; containers use --cpuset-cpus."""
         return self.kind in ("local", "venv")
 
 
+def _venv_readiness(python: str) -> tuple[bool, str]:
+    if not python or not os.path.isfile(python):
+        return False, f"interpreter not found: {python}"
+    try:
+        proc = subprocess.run([python, "-c", _HAS_TF], capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"cannot run {python}: {exc}"
+    if proc.returncode != 0:
+        return False, f"no TensorFlow in {python}: {python} -m pip install tensorflow-cpu"
+    return True, "TensorFlow importable in this interpreter"
+
+
+def _image_readiness(variant: Variant) -> tuple[bool, str]:
+    engine = engines.detect_engine(variant.engine)
+    if engine is None or engines.shutil.which(engine) is None:
+        return False, "no container engine (install docker or podman)"
+    if not engines.image_exists(engine, variant.image or ""):
+        return False, f"not built: {variant.build}" if variant.build else "image not present"
+    return True, f"image present ({engine})"
+
+
+# Every built-in pins oneDNN explicitly: its default depends on the CPU, and a variant
+# must mean the same thing on every host.
+_ONEDNN_ON = {"TF_ENABLE_ONEDNN_OPTS": "1"}
+
 BUILTINS: dict[str, Variant] = {
     "local": Variant(
         name="local",
         kind="local",
-        env={"TF_ENABLE_ONEDNN_OPTS": "1"},
+        env=_ONEDNN_ON,
         description="TensorFlow installed in this interpreter (pip wheel)",
         build="make install",
+    ),
+    "xla": Variant(
+        name="xla",
+        kind="local",
+        env=_ONEDNN_ON,
+        keras={"jit_compile": True},
+        description="this interpreter's TensorFlow with XLA: host-ISA code generated at "
+        "run time, no build needed",
+        build="make install",
+    ),
+    "pip": Variant(
+        name="pip",
+        kind="image",
+        image=f"tfvariants/pip:{TF_VERSION}",
+        env=_ONEDNN_ON,
+        description="stock tensorflow-cpu wheel (AVX) in a container",
+        build="make build-pip",
+    ),
+    "compiled": Variant(
+        name="compiled",
+        kind="image",
+        image=f"tfvariants/compiled:{TF_VERSION}",
+        env=_ONEDNN_ON,
+        description="TensorFlow built from source with bazel for chosen CPU instructions",
+        build="make build-compiled",
+    ),
+    "gpu": Variant(
+        name="gpu",
+        kind="image",
+        image=f"tfvariants/gpu:{TF_VERSION}",
+        env=_ONEDNN_ON,
+        device="gpu",
+        description="tensorflow[and-cuda] on an NVIDIA GPU",
+        build="make build-gpu",
     ),
 }
 
@@ -80,6 +216,9 @@ def _from_table(name: str, table: Mapping[str, Any], source: str) -> Variant:
     def bad(field_name: str, why: str) -> UserError:
         return UserError(f"{source}: variant '{name}': field '{field_name}' {why}")
 
+    for key in table:
+        if key not in FIELDS:
+            raise bad(key, f"is not a variant field (fields: {', '.join(FIELDS)})")
     kind = table.get("kind")
     if kind not in KINDS:
         raise bad("kind", f"must be one of {', '.join(KINDS)} (got {kind!r})")
@@ -102,6 +241,12 @@ def _from_table(name: str, table: Mapping[str, Any], source: str) -> Variant:
     image = table.get("image")
     if kind == "image" and (not isinstance(image, str) or not image):
         raise bad("image", "is required for kind image")
+    engine = table.get("engine")
+    if engine is not None and engine not in engines.ENGINES:
+        raise bad("engine", f"must be docker or podman (got {engine!r})")
+    for text_field in ("description", "build"):
+        if not isinstance(table.get(text_field, ""), str):
+            raise bad(text_field, "must be a string")
     return Variant(
         name=name,
         kind=kind,
@@ -112,6 +257,7 @@ def _from_table(name: str, table: Mapping[str, Any], source: str) -> Variant:
         keras=dict(keras),
         description=str(table.get("description", "")),
         build=table.get("build"),
+        engine=engine,
     )
 
 
@@ -157,4 +303,8 @@ def skip_reason(variant: Variant) -> str | None:
 
 
 def _host_has_gpu() -> bool:
-    return any(Path("/dev").glob("nvidia[0-9]*")) or Path("/dev/kfd").exists()
+    return (
+        any(Path("/dev").glob("nvidia[0-9]*"))
+        or Path("/dev/kfd").exists()
+        or engines.gpu_visible()  # nvidia-smi -L: e.g. when /dev is not the host's
+    )

@@ -1,0 +1,59 @@
+# Image builds for the pip, compiled and gpu variants. Included from the top-level
+# Makefile (`include builds/builds.mk`); every variable can be overridden on the
+# command line, e.g. `make build-compiled ISA=avx512 ENGINE=podman`.
+
+PYTHON ?= python3
+TF_VERSION ?= 2.21.0
+# Instruction-set level for the compiled build: sse4.2, avx, avx2-fma, avx512, native,
+# or quoted compiler flags ("-mavx2 -mfma -mf16c").
+ISA ?= avx2-fma
+# docker or podman: the same choice `tfvariants` makes ($TFVARIANTS_ENGINE, else the
+# engine that can run containers here).
+ENGINE ?= $(shell $(PYTHON) -m tfvariants.engine 2>/dev/null || echo docker)
+# Extra `build` flags. Host networking lets apt/pip in the build reach a proxy on
+# hosts where the engine's default build network cannot; docker accepts it too.
+BUILD_FLAGS ?= --network host
+
+PIP_IMAGE ?= tfvariants/pip:$(TF_VERSION)
+COMPILED_IMAGE ?= tfvariants/compiled:$(TF_VERSION)
+GPU_IMAGE ?= tfvariants/gpu:$(TF_VERSION)
+
+# Bazel limits for the compiled build (see docs/builds.md for what a build needs).
+BAZEL_JOBS ?= 2
+BAZEL_RAM_MB ?= 12288
+
+# Base images: each Dockerfile has a public default; pass BASE_IMAGE to use another
+# (CI uses a locally bootstrapped Debian image). For build-compiled, BASE_IMAGE is the
+# build stage and RUNTIME_IMAGE the final image.
+BASE_IMAGE ?=
+RUNTIME_IMAGE ?= $(BASE_IMAGE)
+_base_arg = $(if $(strip $(BASE_IMAGE)),--build-arg BASE_IMAGE=$(BASE_IMAGE))
+_runtime_arg = $(if $(strip $(RUNTIME_IMAGE)),--build-arg RUNTIME_IMAGE=$(RUNTIME_IMAGE))
+
+# Derived by the tested function in tfvariants/isa.py (recursive variables: only
+# evaluated when build-compiled runs, so other targets never call Python for them).
+TF_COPTS = $(shell $(PYTHON) -m tfvariants.isa copts '$(ISA)')
+TF_EXPECT_ISA = $(shell $(PYTHON) -m tfvariants.isa expect '$(ISA)')
+
+.PHONY: build-pip build-compiled build-gpu
+
+build-pip:
+	$(ENGINE) build $(BUILD_FLAGS) $(_base_arg) \
+		--build-arg TF_VERSION=$(TF_VERSION) \
+		-t $(PIP_IMAGE) -f builds/pip/Dockerfile builds/pip
+
+build-compiled:
+	$(if $(strip $(TF_COPTS)),,$(error ISA '$(ISA)' gives no compiler flags: see `$(PYTHON) -m tfvariants.isa copts '$(ISA)'`))
+	$(ENGINE) build $(BUILD_FLAGS) $(_base_arg) $(_runtime_arg) \
+		--build-arg TF_VERSION=$(TF_VERSION) \
+		--build-arg TF_ISA='$(ISA)' \
+		--build-arg TF_COPTS='$(TF_COPTS)' \
+		--build-arg TF_EXPECT_ISA='$(TF_EXPECT_ISA)' \
+		--build-arg BAZEL_JOBS=$(BAZEL_JOBS) \
+		--build-arg BAZEL_RAM_MB=$(BAZEL_RAM_MB) \
+		-t $(COMPILED_IMAGE) -f builds/compiled/Dockerfile builds/compiled
+
+build-gpu:
+	$(ENGINE) build $(BUILD_FLAGS) $(_base_arg) \
+		--build-arg TF_VERSION=$(TF_VERSION) \
+		-t $(GPU_IMAGE) -f builds/gpu/Dockerfile builds/gpu
