@@ -489,6 +489,7 @@ def _conclude(
             )
         ]
     host = f"On {cpus} logical CPUs" if cpus else "On this host"
+    said: set[frozenset] = set()  # pairs already compared in a sentence
     b = wr.baseline if wr.baseline is not None and wr.baseline.time is not None else None
     f = wr.fastest
     if b is None:
@@ -503,17 +504,20 @@ def _conclude(
         )  # type: ignore[union-attr]
         if others:
             runner_up = min(others, key=lambda g: g.time.value)  # type: ignore[union-attr]
-            wr.conclusions.append(f"Next: {_speed_phrase(runner_up, b, runner_up.time_cmp)}.")  # type: ignore[arg-type]
+            cmp = stats.compare(b.times, runner_up.times)
+            wr.conclusions.append(f"Against the next best: {_speed_phrase(b, runner_up, cmp)}.")
+            said.add(frozenset((runner_up.label, b.label)))
     else:
         wr.conclusions.append(
             f"{host}, for {wr.name}, {_speed_phrase(f, b, f.time_cmp)}; it was the fastest configuration."
         )  # type: ignore[arg-type]
+        said.add(frozenset((f.label, b.label)))
     # Thread scaling per variant: most vs fewest threads (the question a 2-core --quick run answers).
     for v in dict.fromkeys(g.variant for g in with_time):
         vg = sorted((g for g in with_time if g.variant == v), key=lambda g: g.threads)
         if len(vg) >= 2:
             hi, lo = vg[-1], vg[0]
-            if min(len(hi.times), len(lo.times)) >= 1:
+            if frozenset((hi.label, lo.label)) not in said:
                 cmp = stats.compare(hi.times, lo.times)
                 wr.conclusions.append(f"Threads: {_speed_phrase(hi, lo, cmp)}.")
     if wr.cheapest is not None and pricing is not None:
