@@ -1,0 +1,25 @@
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def tf_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("tensorflow") is not None
+
+
+@pytest.fixture
+def needs_tf() -> None:
+    if not tf_available():
+        if os.environ.get("TFV_REQUIRE_TF") == "1":
+            pytest.fail("TensorFlow is required (TFV_REQUIRE_TF=1) but not importable")
+        pytest.skip("TensorFlow not installed in this interpreter")

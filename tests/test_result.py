@@ -1,0 +1,58 @@
+import json
+
+import pytest
+
+from tfvariants.result import ResultError, host_result, load_cells, load_result, write_json_atomic
+
+
+def ok_result():
+    return {
+        "schema_version": 1,
+        "kind": "tfvariants.cell",
+        "cell": {"variant": "local", "threads": 2, "workload": "mnist_mlp", "repeat": 0},
+        "status": "ok",
+        "timing": {"epoch_times_s": [2.0, 1.0]},
+    }
+
+
+def test_round_trip(tmp_path):
+    write_json_atomic(tmp_path / "a.json", ok_result())
+    assert load_result(tmp_path / "a.json")["status"] == "ok"
+    assert [p.name for p in tmp_path.iterdir()] == ["a.json"]  # no temp file left
+
+
+def test_atomic_write_leaves_old_file_on_failure(tmp_path):
+    target = tmp_path / "a.json"
+    write_json_atomic(target, ok_result())
+    with pytest.raises(ValueError):
+        write_json_atomic(target, {"bad": float("nan")})
+    assert load_result(target)["status"] == "ok"
+    assert [p.name for p in tmp_path.iterdir()] == ["a.json"]
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("{broken", "corrupt JSON at line 1"),
+        ("[1, 2]", "not a tfvariants result"),
+        (json.dumps({"kind": "pyperf"}), "not a tfvariants result"),
+        (json.dumps({**ok_result(), "schema_version": 99}), "newer than this tfvariants"),
+        (json.dumps({**ok_result(), "status": "great"}), "unknown status"),
+        (json.dumps({**ok_result(), "timing": {}}), "no timing.epoch_times_s"),
+        (json.dumps({k: v for k, v in ok_result().items() if k != "cell"}), "'cell'"),
+    ],
+)
+def test_bad_files_get_clear_errors(tmp_path, content, message):
+    path = tmp_path / "r.json"
+    path.write_text(content)
+    with pytest.raises(ResultError, match=message) as info:
+        load_result(path)
+    assert str(path) in str(info.value)
+
+
+def test_host_result_is_valid_and_loadable(tmp_path):
+    res = host_result(ok_result()["cell"], "timeout", "too slow", stderr="a\n" * 100)
+    write_json_atomic(tmp_path / "cells" / "x.json", res)
+    (loaded,) = load_cells(tmp_path / "cells")
+    assert loaded["status"] == "timeout"
+    assert loaded["stderr_tail"].count("\n") == 39

@@ -1,0 +1,170 @@
+"""The runner against stub workers: a 'venv' variant whose interpreter is a script.
+
+These exercise the real process handling (signals, timeouts, missing or bad result
+files, the environment allowlist, CPU pinning) without TensorFlow.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tfvariants import variants as variants_mod
+from tfvariants.result import load_result
+from tfvariants.runner import Cell, RunOptions, run_cell
+from tfvariants.topology import LogicalCpu, Topology
+from tfvariants.variants import Variant
+
+STUB_HEAD = f"""#!{sys.executable}
+import json, os, sys, time
+args = sys.argv[1:]
+def arg(name):
+    return args[args.index(name) + 1]
+result_path = arg("--result")
+cell = json.loads(arg("--cell"))
+def write_ok(extra=None):
+    data = {{"schema_version": 1, "kind": "tfvariants.cell", "cell": cell, "status": "ok",
+            "timing": {{"epoch_times_s": [1.0, 0.5]}},
+            "applied": {{"affinity": sorted(os.sched_getaffinity(0))}},
+            "seen_env": dict(os.environ)}}
+    data.update(extra or {{}})
+    tmp = result_path + ".tmp"
+    with open(tmp, "w") as fh:
+        json.dump(data, fh)
+    os.replace(tmp, result_path)
+"""
+
+TOPO = Topology(cpus=tuple(LogicalCpu(c, c, 0, 0) for c in sorted(os.sched_getaffinity(0))))
+
+
+def stub_variant(tmp_path: Path, body: str, env: dict | None = None) -> Variant:
+    script = tmp_path / "stub_python"
+    script.write_text(STUB_HEAD + body)
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return Variant(name="stub", kind="venv", python=str(script), env=env or {})
+
+
+def run(tmp_path, body, timeout=30.0, threads=1, env=None):
+    variant = stub_variant(tmp_path, body, env)
+    cell = Cell(variant="stub", threads=threads, workload="mnist_mlp", repeat=0)
+    out = tmp_path / "run"
+    result = run_cell(cell, variant, RunOptions(timeout_s=timeout), out / "cells", topology=TOPO)
+    return result, out / "cells" / f"{cell.cell_id}.json"
+
+
+def test_ok_result_is_stored_with_runner_info(tmp_path):
+    result, path = run(tmp_path, "write_ok()\n")
+    assert result["status"] == "ok"
+    stored = load_result(path)
+    assert stored["runner"]["exit_code"] == 0
+    assert stored["runner"]["variant_kind"] == "venv"
+    assert "workloads.worker" in stored["runner"]["command"]
+    # no scratch folder left behind
+    assert [p.name for p in path.parent.parent.iterdir() if p.name.startswith(".")] == []
+
+
+def test_environment_is_an_allowlist_plus_threads(tmp_path, monkeypatch):
+    monkeypatch.setenv("MY_API_TOKEN", "secret-value")
+    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "0")  # caller's setting must not leak
+    result, _ = run(tmp_path, "write_ok()\n", env={"TF_ENABLE_ONEDNN_OPTS": "1"})
+    seen = result["seen_env"]
+    assert "MY_API_TOKEN" not in seen
+    assert seen["TF_ENABLE_ONEDNN_OPTS"] == "1"
+    assert seen["TF_NUM_INTRAOP_THREADS"] == "1"
+    assert seen["OMP_NUM_THREADS"] == "1"
+    assert seen["PYTHONPATH"] == variants_mod.WORKLOADS_PARENT
+
+
+def test_worker_is_pinned_before_it_starts(tmp_path):
+    result, _ = run(tmp_path, "write_ok()\n", threads=1)
+    assert result["applied"]["affinity"] == [min(os.sched_getaffinity(0))]
+
+
+def test_sigkill_becomes_a_failed_result(tmp_path):
+    body = "print('about to die', file=sys.stderr, flush=True)\nos.kill(os.getpid(), 9)\n"
+    result, path = run(tmp_path, body)
+    assert result["status"] == "failed"
+    assert result["reason"] == "worker killed by SIGKILL"
+    assert "about to die" in result["stderr_tail"]
+    assert load_result(path)["status"] == "failed"
+
+
+def test_sigsegv_is_named(tmp_path):
+    result, _ = run(tmp_path, "os.kill(os.getpid(), 11)\n")
+    assert result["reason"] == "worker killed by SIGSEGV"
+
+
+def test_timeout_kills_the_whole_process_group(tmp_path):
+    marker = tmp_path / "child.pid"
+    body = (
+        "import subprocess\n"
+        f"child = subprocess.Popen(['sleep', '60'])\nopen({str(marker)!r}, 'w').write(str(child.pid))\n"
+        "time.sleep(60)\n"
+    )
+    started = time.monotonic()
+    result, _ = run(tmp_path, body, timeout=1.5)
+    assert result["status"] == "timeout"
+    assert "1.5 s timeout" in result["reason"]
+    assert time.monotonic() - started < 15
+    child = int(marker.read_text())
+    time.sleep(0.2)
+    assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text().split()[2]
+
+
+def test_exit_without_result_file(tmp_path):
+    result, _ = run(tmp_path, "print('nothing to see')\nsys.exit(0)\n")
+    assert result["status"] == "failed"
+    assert "wrote no result file" in result["reason"]
+    assert "nothing to see" in result["stderr_tail"]
+
+
+def test_corrupt_result_file(tmp_path):
+    result, _ = run(tmp_path, "open(result_path, 'w').write('{not json')\n")
+    assert result["status"] == "failed"
+    assert result["reason"].startswith("invalid result file")
+
+
+def test_result_for_another_cell_is_rejected(tmp_path):
+    result, _ = run(tmp_path, "cell['repeat'] = 7\nwrite_ok()\n")
+    assert result["status"] == "failed"
+    assert "different cell" in result["reason"]
+
+
+def test_worker_reported_failure_keeps_its_reason(tmp_path):
+    body = (
+        "print('Traceback: boom', file=sys.stderr)\n"
+        "write_ok({'status': 'failed', 'reason': 'DataUnavailable: no mnist.npz'})\nsys.exit(1)\n"
+    )
+    result, _ = run(tmp_path, body)
+    assert result["status"] == "failed"
+    assert result["reason"] == "DataUnavailable: no mnist.npz"
+    assert "Traceback: boom" in result["stderr_tail"]
+
+
+def test_missing_interpreter(tmp_path):
+    variant = Variant(name="stub", kind="venv", python=str(tmp_path / "nope"))
+    cell = Cell(variant="stub", threads=1, workload="mnist_mlp")
+    result = run_cell(cell, variant, RunOptions(), tmp_path / "cells", topology=TOPO)
+    assert result["status"] == "failed" and "cannot start worker" in result["reason"]
+
+
+def test_gpu_variant_without_gpu_is_skipped(tmp_path, monkeypatch):
+    monkeypatch.setattr(variants_mod, "_host_has_gpu", lambda: False)
+    variant = Variant(name="gpu", kind="local", device="gpu")
+    cell = Cell(variant="gpu", threads=1, workload="mnist_mlp")
+    result = run_cell(cell, variant, RunOptions(), tmp_path / "cells", topology=TOPO)
+    assert result["status"] == "skipped"
+    assert "no GPU" in result["reason"]
+    assert json.loads((tmp_path / "cells" / f"{cell.cell_id}.json").read_text())["status"] == "skipped"
+
+
+@pytest.mark.parametrize("repeat", [0, 3])
+def test_cell_id(repeat):
+    assert Cell("pip", 16, "mnist_cnn", repeat).cell_id == f"mnist_cnn__pip__t16__r{repeat}"
+    assert Cell("pip", 2, "/x/my_model.py").cell_id == "my_model__pip__t2__r0"

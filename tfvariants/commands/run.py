@@ -1,0 +1,123 @@
+"""`tfvariants run`: one cell (workload x variant x threads), one result file."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from tfvariants.argtypes import positive_float, positive_int
+from tfvariants.errors import UserError
+from tfvariants.outdir import check_writable, default_run_dir
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "run",
+        help="run one workload in one variant at one thread count",
+        description="Run one cell in a fresh, pinned worker and write its result JSON "
+        "to OUT/cells/<cell>.json.",
+    )
+    p.add_argument("workload", help="a built-in workload name or a path to a workload .py file")
+    p.add_argument("--threads", type=positive_int, required=True, help="vCPUs to emulate")
+    p.add_argument("--variant", default="local", help="variant name (default: local)")
+    p.add_argument("--variants-file", default=None, help="TOML file with more variants")
+    p.add_argument("--epochs", type=positive_int, default=None,
+                   help="epochs to run (default: the workload's full schedule)")  # fmt: skip
+    p.add_argument("--samples", type=positive_int, default=None,
+                   help="cap on training samples (quick scale)")  # fmt: skip
+    p.add_argument("--steps-per-epoch", type=positive_int, default=None)
+    p.add_argument("--data", choices=("synthetic", "real"), default="synthetic")
+    p.add_argument("--data-dir", default=None, help="cache folder for real data sets")
+    p.add_argument(
+        "--out", type=Path, default=None, help="run folder (default: results/run-<time>)"
+    )
+    p.add_argument("--timeout", type=positive_float, default=1800.0, help="seconds (default 1800)")
+    p.add_argument("--repeat", type=int, default=0, help="repeat index recorded in the cell")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true", help="print the result JSON")
+    p.set_defaults(func=run)
+
+
+def validate_workload(name: str) -> str:
+    from workloads import registry
+
+    if registry.is_path(name):
+        if not os.path.isfile(name):
+            raise UserError(f"workload file not found: {name}")
+        return os.path.abspath(name)
+    if name not in registry.available():
+        raise UserError(
+            f"unknown workload '{name}' (known: {', '.join(registry.available())}; "
+            "or give a path to a .py file)"
+        )
+    return name
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from tfvariants.runner import Cell, RunOptions, run_cell
+    from tfvariants.variants import get_variant
+
+    workload = validate_workload(args.workload)
+    variant = get_variant(args.variant, args.variants_file)
+    if variant.kind == "venv" and variant.python and not os.path.exists(variant.python):
+        raise UserError(f"variant '{variant.name}': interpreter not found: {variant.python}")
+    out = args.out or default_run_dir(Path(workload).stem)
+    check_writable(out)
+
+    cell = Cell(variant=variant.name, threads=args.threads, workload=workload, repeat=args.repeat)
+    options = RunOptions(
+        epochs=args.epochs,
+        samples=args.samples,
+        steps_per_epoch=args.steps_per_epoch,
+        data=args.data,
+        data_dir=args.data_dir,
+        timeout_s=args.timeout,
+        seed=args.seed,
+    )
+    console = Console(stderr=True)
+    started = time.monotonic()
+    with console.status(f"running {cell.cell_id} (log: {out / 'logs' / (cell.cell_id + '.log')})"):
+        result = run_cell(cell, variant, options, out / "cells")
+    if args.json:
+        import json
+
+        print(json.dumps(result, indent=2))
+    else:
+        print_summary(console, result, out / "cells" / f"{cell.cell_id}.json",
+                      time.monotonic() - started)  # fmt: skip
+    return 0 if result["status"] in ("ok", "skipped") else 1
+
+
+def print_summary(console: Any, result: dict, path: Path, wall_s: float) -> None:
+    status = result["status"]
+    colour = {"ok": "green", "skipped": "yellow"}.get(status, "red")
+    console.print(f"[{colour}]{status}[/] {path}  ({wall_s:.1f} s)")
+    if status != "ok":
+        console.print(f"  reason: {result.get('reason')}", markup=False, highlight=False)
+        return
+    timing = result["timing"]
+    epochs = ", ".join(f"{t:.2f}" for t in timing["epoch_times_s"])
+    console.print(f"  epochs (s): {epochs}  (first is warm-up)")
+    if timing.get("samples_per_s"):
+        console.print(f"  steady: {timing['samples_per_s']:.0f} samples/s"
+                      + (f", {result['gflops_per_s']:.1f} GFLOP/s" if result.get("gflops_per_s") else ""))  # fmt: skip
+    metrics = result.get("metrics", {})
+    if "accuracy" in metrics:
+        chance = result.get("chance_accuracy")
+        extra = f" (chance {chance:.2f})" if chance else ""
+        console.print(f"  accuracy: {metrics['accuracy']:.3f}{extra}")
+    applied = result.get("applied", {})
+    console.print(f"  applied: cpus {applied.get('affinity')}, intra-op {applied.get('intra_op')}, "
+                  f"inter-op {applied.get('inter_op')}")  # fmt: skip
+    if result.get("requested", {}).get("oversubscribed"):
+        console.print(f"  [yellow]oversubscribed[/]: {result['requested']['threads']} threads "
+                      f"on {len(applied.get('affinity') or [])} CPUs")  # fmt: skip
+    sched = result.get("schedule", {})
+    if sched.get("projected_full_s"):
+        console.print(f"  projected full schedule ({sched['full_epochs']} epochs x "
+                      f"{sched['full_samples']} samples): {sched['projected_full_s']:.0f} s")  # fmt: skip

@@ -1,0 +1,246 @@
+"""Running one cell: a fresh, pinned worker process and exactly one result file.
+
+Whatever happens to the worker (crash, signal, timeout, garbage output, a result file
+that never appears), the host writes one result for the cell and returns it; only a
+Ctrl-C propagates, after the worker's process group has been stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from tfvariants.pinning import PinPlan, plan_pinning
+from tfvariants.result import ResultError, host_result, load_result, stderr_tail, write_json_atomic
+from tfvariants.topology import Topology, format_cpu_list, read_topology
+from tfvariants.variants import Variant, skip_reason
+
+# Only these reach the worker from the caller's environment (pyperf's approach):
+# nothing else, so no secret and no stray TF_* setting leaks into a measurement.
+ENV_PASSTHROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "USER", "LD_LIBRARY_PATH")
+
+# After SIGTERM, how long a timed-out worker gets before SIGKILL.
+KILL_GRACE_S = 5.0
+
+
+@dataclass(frozen=True)
+class Cell:
+    variant: str
+    threads: int
+    workload: str
+    repeat: int = 0
+
+    @property
+    def cell_id(self) -> str:
+        workload = Path(self.workload).stem if self.workload.endswith(".py") else self.workload
+        return f"{workload}__{self.variant}__t{self.threads}__r{self.repeat}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    epochs: int | None = None
+    samples: int | None = None
+    steps_per_epoch: int | None = None
+    data: str = "synthetic"
+    data_dir: str | None = None
+    timeout_s: float = 1800.0
+    seed: int = 0
+
+
+def worker_env(variant: Variant, plan: PinPlan) -> dict[str, str]:
+    env = {k: os.environ[k] for k in ENV_PASSTHROUGH if k in os.environ}
+    env.update(plan.env())
+    env["KERAS_BACKEND"] = "tensorflow"
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # the workloads folder may be read-only
+    env.update(variant.env)  # last: a variant's env defines it
+    return env
+
+
+def worker_args(cell: Cell, plan: PinPlan, options: RunOptions, variant: Variant) -> list[str]:
+    """The worker's command line, without --result (the launcher adds it)."""
+    args = [
+        "--workload", cell.workload,
+        "--cell", json.dumps(cell.to_dict()),
+        "--threads", str(plan.intra_op),
+        "--inter-op", str(plan.inter_op),
+        "--cpus", format_cpu_list(plan.cpus),
+        "--data", options.data,
+        "--seed", str(options.seed),
+        "--keras-options", json.dumps(dict(variant.keras)),
+        "--requested", json.dumps(plan.to_dict()),
+    ]  # fmt: skip
+    if options.epochs:
+        args += ["--epochs", str(options.epochs)]
+    if options.samples:
+        args += ["--samples", str(options.samples)]
+    if options.steps_per_epoch:
+        args += ["--steps-per-epoch", str(options.steps_per_epoch)]
+    if options.data_dir:
+        args += ["--data-dir", options.data_dir]
+    return args
+
+
+def _signal_name(code: int) -> str:
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+
+
+def _stop_group(proc: subprocess.Popen[bytes]) -> None:
+    """Stop the worker and anything it started (it leads its own session)."""
+    for sig, wait_s in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, None)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def run_cell(
+    cell: Cell,
+    variant: Variant,
+    options: RunOptions,
+    cells_dir: str | Path,
+    topology: Topology | None = None,
+) -> dict[str, Any]:
+    """Run one cell in a fresh worker; write and return its result.
+
+    The result is stored as ``cells_dir/<cell_id>.json``; the worker's combined log as
+    ``cells_dir/../logs/<cell_id>.log``.
+    """
+    cells_dir = Path(cells_dir)
+    cells_dir.mkdir(parents=True, exist_ok=True)
+    logs_dir = cells_dir.parent / "logs"
+    logs_dir.mkdir(parents=True, exist_ok=True)
+    final_path = cells_dir / f"{cell.cell_id}.json"
+    plan = plan_pinning(cell.threads, topology or read_topology())
+    config = asdict(options)
+    config["keras_options"] = dict(variant.keras)
+
+    reason = skip_reason(variant)
+    if reason:
+        result = host_result(
+            cell.to_dict(), "skipped", reason, config=config, requested=plan.to_dict()
+        )
+        result["runner"] = {"variant_kind": variant.kind, "command": None, "exit_code": None}
+        write_json_atomic(final_path, result)
+        return result
+
+    scratch = Path(tempfile.mkdtemp(prefix=f".{cell.cell_id}.", dir=cells_dir.parent))
+    os.chmod(scratch, 0o777)  # a container's user may differ from ours
+    log_path = logs_dir / f"{cell.cell_id}.log"
+    try:
+        command, env = variant.launch(
+            worker_args(cell, plan, options, variant), worker_env(variant, plan), plan.cpus, scratch
+        )
+        result = _execute(cell, variant, options, plan, command, env, scratch, log_path, config)
+        result["runner"] = {
+            "variant_kind": variant.kind,
+            "image": variant.image,
+            "command": command,
+            "exit_code": result.pop("_exit_code", None),
+            "wall_s": result.pop("_wall_s", None),
+            "log": str(log_path),
+        }
+        write_json_atomic(final_path, result)
+        return result
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _execute(
+    cell: Cell,
+    variant: Variant,
+    options: RunOptions,
+    plan: PinPlan,
+    command: list[str],
+    env: dict[str, str],
+    scratch: Path,
+    log_path: Path,
+    config: dict[str, Any],
+) -> dict[str, Any]:
+    def preexec() -> None:
+        # Pin before exec: TensorFlow sizes some pools from the affinity it starts with.
+        if variant.pins_on_host() and hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(0, plan.cpus)
+
+    started = time.monotonic()
+    with open(log_path, "wb") as log:
+        try:
+            proc = subprocess.Popen(
+                command,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # own process group: a timeout kills it all
+                preexec_fn=preexec,
+            )
+        except OSError as exc:
+            return {
+                **host_result(
+                    cell.to_dict(), "failed", f"cannot start worker: {exc.strerror}: {command[0]}",
+                    config=config, requested=plan.to_dict(),
+                ),
+                "_exit_code": None,
+                "_wall_s": 0.0,
+            }  # fmt: skip
+        try:
+            code: int | None = proc.wait(timeout=options.timeout_s)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            _stop_group(proc)
+            code = proc.returncode
+            timed_out = True
+        except KeyboardInterrupt:
+            _stop_group(proc)
+            raise
+    wall = time.monotonic() - started
+    log_text = log_path.read_text(encoding="utf-8", errors="replace")
+    result_file = scratch / "result.json"
+
+    def failed(status: str, reason: str) -> dict[str, Any]:
+        res = host_result(
+            cell.to_dict(), status, reason, stderr=log_text, config=config,
+            requested=plan.to_dict(),
+        )  # fmt: skip
+        res["_exit_code"] = code
+        res["_wall_s"] = wall
+        return res
+
+    if timed_out:
+        return failed("timeout", f"no result within the {options.timeout_s:g} s timeout")
+    if code is not None and code < 0:
+        return failed("failed", f"worker killed by {_signal_name(code)}")
+    if not result_file.exists():
+        return failed("failed", f"worker exited with code {code} and wrote no result file")
+    try:
+        result = load_result(result_file)
+    except ResultError as exc:
+        return failed("failed", f"invalid result file: {exc}".replace(str(result_file), "result"))
+    if result.get("cell") != cell.to_dict():
+        return failed("failed", "result file is for a different cell")
+    if result["status"] != "ok":
+        result["stderr_tail"] = stderr_tail(log_text)
+    elif code != 0:
+        return failed("failed", f"worker wrote a result but exited with code {code}")
+    result["_exit_code"] = code
+    result["_wall_s"] = wall
+    return result

@@ -1,0 +1,302 @@
+"""The worker: one fresh process runs one cell and writes one result file.
+
+    python -m workloads.worker --result out.json --workload mnist_mlp --threads 2 ...
+
+Order matters: CPU affinity and thread-pool sizes are applied before TensorFlow's
+runtime initialises (``tf.config.threading.set_*`` raises afterwards), and what was
+actually applied is read back and recorded. Everything TensorFlow prints goes to
+stderr/stdout as usual; the only output the host reads is the result file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import statistics
+import sys
+import time
+import traceback
+from datetime import datetime, timezone
+from typing import Any
+
+from workloads import envprobe, registry
+from workloads.protocol import RESULT_KIND, SCHEMA_VERSION, write_json_atomic
+
+# Cap on recorded per-step samples: enough for distributions, small enough to read.
+MAX_STEP_SAMPLES = 2000
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _cpu_list(text: str) -> list[int]:
+    cpus: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if "-" in part:
+            lo, hi = part.split("-", 1)
+            cpus.extend(range(int(lo), int(hi) + 1))
+        elif part:
+            cpus.append(int(part))
+    return sorted(set(cpus))
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m workloads.worker")
+    p.add_argument("--result", required=True)
+    p.add_argument("--workload", required=True)
+    p.add_argument("--cell", default="{}", help="JSON echoed into the result")
+    p.add_argument("--threads", type=int, required=True)
+    p.add_argument("--inter-op", type=int, default=1)
+    p.add_argument("--cpus", default="", help="CPU ids to pin to, e.g. 0,1 or 0-3")
+    p.add_argument("--epochs", type=int, default=None)
+    p.add_argument("--samples", type=int, default=None)
+    p.add_argument("--steps-per-epoch", type=int, default=None)
+    p.add_argument("--data", choices=("synthetic", "real"), default="synthetic")
+    p.add_argument("--data-dir", default=None)
+    p.add_argument("--keras-options", default="{}")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--requested", default="{}", help="the host's pinning plan (JSON)")
+    return p.parse_args(argv)
+
+
+def _clean(obj: Any) -> Any:
+    """JSON has no NaN/inf: a diverged loss is recorded as null, not a broken file."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    if hasattr(obj, "item"):  # numpy scalars
+        return _clean(obj.item())
+    return obj
+
+
+def peak_rss_bytes() -> int:
+    # ru_maxrss is the peak, in KiB on Linux (psutil only knows the current RSS).
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def make_timer(keras: Any) -> Any:
+    class EpochStepTimer(keras.callbacks.Callback):
+        """Monotonic wall time of every epoch, its training phase, and every step."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.epoch_times: list[float] = []
+            self.train_times: list[float] = []
+            self.steps: list[list[float]] = []
+            self._epoch_t0 = 0.0
+            self._step_t0 = 0.0
+            self._last_train_end = 0.0
+
+        def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+            self.steps.append([])
+            self._epoch_t0 = self._last_train_end = time.perf_counter()
+
+        def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
+            self._step_t0 = time.perf_counter()
+
+        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+            self._last_train_end = time.perf_counter()
+            self.steps[-1].append(self._last_train_end - self._step_t0)
+
+        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+            end = time.perf_counter()
+            self.epoch_times.append(end - self._epoch_t0)
+            self.train_times.append(self._last_train_end - self._epoch_t0)
+
+    return EpochStepTimer()
+
+
+def _sample(values: list[float], cap: int) -> tuple[list[float], int]:
+    if len(values) <= cap:
+        return values, 1
+    stride = math.ceil(len(values) / cap)
+    return values[::stride], stride
+
+
+def _final_metrics(history: dict[str, list[float]]) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    for key, values in history.items():
+        if values:
+            out[key] = float(values[-1])
+    return out
+
+
+def run(args: argparse.Namespace, result: dict[str, Any]) -> None:
+    t_start = time.perf_counter()
+    cpus = _cpu_list(args.cpus) if args.cpus else []
+    if cpus and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, cpus)
+    # The host already set these; setting them again keeps a hand-run worker honest.
+    os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(args.threads))
+    os.environ.setdefault("TF_NUM_INTEROP_THREADS", str(args.inter_op))
+    os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
+    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+
+    workload = registry.load(args.workload)
+    spec = dict(workload.SPEC)
+
+    def configure(tf: Any) -> None:
+        tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+        tf.config.threading.set_inter_op_parallelism_threads(args.inter_op)
+
+    t0 = time.perf_counter()
+    tf, log_text = envprobe.import_tensorflow(configure)
+    import keras  # after TF, so Keras picks the configured runtime
+
+    import_s = time.perf_counter() - t0
+    result["applied"] = {
+        "affinity": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "intra_op": tf.config.threading.get_intra_op_parallelism_threads(),
+        "inter_op": tf.config.threading.get_inter_op_parallelism_threads(),
+        "env": envprobe.probe_env(),
+    }
+    result["environment"] = envprobe.probe(tf, log_text)
+
+    keras.utils.set_random_seed(args.seed)
+    batch_size = int(spec["batch_size"])
+    full_epochs = int(spec["epochs"])
+    epochs = args.epochs or full_epochs
+    samples = args.samples
+    if args.steps_per_epoch:
+        # A step cap is a sample cap: slicing keeps every epoch the same work.
+        cap = args.steps_per_epoch * batch_size
+        samples = min(samples, cap) if samples else cap
+
+    t0 = time.perf_counter()
+    data = workload.load_data(args.data, data_dir=args.data_dir, samples=samples, seed=args.seed)
+    data_s = time.perf_counter() - t0
+    x, y = data["x"], data["y"]
+    n_train = len(y) if not isinstance(y, dict) else len(next(iter(y.values())))
+    validation = None
+    if data.get("x_val") is not None and data.get("y_val") is not None:
+        validation = (data["x_val"], data["y_val"])
+
+    keras_options = json.loads(args.keras_options or "{}")
+    t0 = time.perf_counter()
+    model = workload.build_model(keras, compile_options=keras_options)
+    build_s = time.perf_counter() - t0
+
+    timer = make_timer(keras)
+    history = model.fit(
+        x,
+        y,
+        batch_size=batch_size,
+        epochs=epochs,
+        validation_data=validation,
+        callbacks=[timer],
+        verbose=0,
+        shuffle=True,
+    )
+
+    warmup = 1
+    epoch_times = timer.epoch_times
+    train_times = timer.train_times
+    steady = epoch_times[warmup:]
+    steady_train = train_times[warmup:]
+    steady_epoch_s = statistics.median(steady) if steady else None
+    steady_train_s = statistics.median(steady_train) if steady_train else None
+    steady_steps = [s for epoch in timer.steps[warmup:] for s in epoch]
+    step_sample, stride = _sample(steady_steps, MAX_STEP_SAMPLES)
+    steps_per_epoch = len(timer.steps[0]) if timer.steps else 0
+    samples_per_s = n_train / steady_train_s if steady_train_s else None
+
+    flops = None
+    flops_fn = getattr(workload, "flops_per_step", None)
+    if callable(flops_fn):
+        flops = flops_fn(batch_size)
+    gflops_per_s = None
+    if flops and steady_train_s and steps_per_epoch:
+        gflops_per_s = flops * steps_per_epoch / steady_train_s / 1e9
+
+    full_samples = spec.get("train_samples") or n_train
+    scale = full_samples / n_train if n_train else 1.0
+    projected = None
+    basis = None
+    if epoch_times:
+        if steady_epoch_s is not None:
+            # Warm-up overhead (tracing, first allocation) does not grow with data.
+            overhead = max(epoch_times[0] - steady_epoch_s, 0.0)
+            projected = overhead + full_epochs * steady_epoch_s * scale
+            basis = "warmup+steady"
+        else:
+            projected = full_epochs * epoch_times[0] * scale
+            basis = "warmup-only (overestimates: run 2+ epochs)"
+
+    result["config"].update({"epochs": epochs, "samples": n_train, "batch_size": batch_size})
+    result["timing"] = {
+        "epoch_times_s": epoch_times,
+        "train_times_s": train_times,
+        "warmup_epochs": min(warmup, len(epoch_times)),
+        "steady_epoch_s": steady_epoch_s,
+        "steady_train_s": steady_train_s,
+        "step_times_s": step_sample,
+        "step_sample_stride": stride,
+        "steps_per_epoch": steps_per_epoch,
+        "samples_per_epoch": n_train,
+        "samples_per_s": samples_per_s,
+        "import_tf_s": import_s,
+        "data_s": data_s,
+        "build_s": build_s,
+        "total_s": time.perf_counter() - t_start,
+    }
+    result["schedule"] = {
+        "full_epochs": full_epochs,
+        "full_samples": full_samples,
+        "ran_epochs": len(epoch_times),
+        "ran_samples": n_train,
+        "projected_full_s": projected,
+        "projection_basis": basis,
+    }
+    result["flops_per_step"] = flops
+    result["gflops_per_s"] = gflops_per_s
+    result["metrics"] = _final_metrics(history.history)
+    result["chance_accuracy"] = spec.get("chance_accuracy")
+    result["status"] = "ok"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    result: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "kind": RESULT_KIND,
+        "cell": json.loads(args.cell or "{}"),
+        "status": "failed",
+        "reason": None,
+        "stderr_tail": None,
+        "config": {
+            "data": args.data,
+            "epochs": args.epochs,
+            "samples": args.samples,
+            "steps_per_epoch": args.steps_per_epoch,
+            "seed": args.seed,
+            "keras_options": json.loads(args.keras_options or "{}"),
+        },
+        "requested": json.loads(args.requested or "{}"),
+        "started_at": _now(),
+    }
+    code = 0
+    try:
+        run(args, result)
+    except Exception as exc:
+        # A workload error is a result, not a lost cell: record it and exit non-zero.
+        traceback.print_exc()
+        result["status"] = "failed"
+        result["reason"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+        code = 1
+    result.setdefault("environment", envprobe.probe())
+    result["memory"] = {"peak_rss_bytes": peak_rss_bytes()}
+    result["finished_at"] = _now()
+    write_json_atomic(args.result, _clean(result))
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
