@@ -47,6 +47,7 @@ class FakeRunner:
             },
             "status": status,
             "reason": "boom" if status == "failed" else None,
+            "timing": {"epoch_times_s": [1.0]},
         }
         (cells_dir / f"{cell.cell_id}.json").write_text(json.dumps(result))
         return result
@@ -108,6 +109,8 @@ def test_failed_cell_does_not_stop_the_matrix_and_resume_reruns_it(tmp_path):
 def test_skipped_cells_are_done(tmp_path):
     def skipper(cell, cells_dir):
         r = {
+            "schema_version": 1,
+            "kind": "tfvariants.cell",
             "cell": {
                 "variant": cell.variant,
                 "threads": cell.threads,

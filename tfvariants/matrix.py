@@ -14,28 +14,14 @@ import os
 import statistics
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from tfvariants.errors import UserError
-
-try:  # the lead's runner owns Cell; keep a compatible stand-in until it lands
-    from tfvariants.runner import Cell  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - removed once runner.py is merged
-
-    @dataclass(frozen=True)
-    class Cell:  # type: ignore[no-redef]
-        variant: str
-        threads: int
-        workload: str
-        repeat: int
-
-        @property
-        def cell_id(self) -> str:
-            return f"{self.workload}__{self.variant}__t{self.threads}__r{self.repeat}"
-
+from tfvariants.result import ResultError, host_result, load_result, write_json_atomic
+from tfvariants.runner import Cell
 
 RUN_FILE = "run.json"
 CELLS_DIR = "cells"
@@ -98,31 +84,13 @@ def plan_cells(spec: MatrixSpec) -> list[Cell]:
 
 def _read_json(path: Path) -> dict | None:
     try:
-        from tfvariants.result import load_result  # validates the schema
-
         return load_result(path)
-    except ImportError:
-        pass
-    except Exception:  # a corrupt or foreign file counts as missing: the cell reruns
+    except ResultError:  # a corrupt or foreign file counts as missing: the cell reruns
         return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def _write_json(path: Path, obj: dict) -> None:
-    try:
-        from tfvariants.result import write_json_atomic
-
-        write_json_atomic(path, obj)
-        return
-    except ImportError:
-        pass
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(obj, indent=2, sort_keys=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_json_atomic(path, obj)
 
 
 def stored_results(results_dir: Path) -> dict[str, dict]:
@@ -302,14 +270,8 @@ class Matrix:
         return outcome
 
     def _record_crash(self, cell: Cell, exc: Exception) -> dict:
-        result = {
-            "schema_version": 1,
-            "kind": "tfvariants.cell",
-            "cell": asdict(cell) if hasattr(cell, "__dataclass_fields__") else dict(cell.__dict__),
-            "status": "failed",
-            "reason": f"runner error: {type(exc).__name__}: {exc}"[:300],
-            "stderr_tail": None,
-        }
+        reason = f"runner error: {type(exc).__name__}: {exc}"[:300]
+        result = host_result(cell.to_dict(), "failed", reason)
         _write_json(self.cells_dir / f"{cell.cell_id}.json", result)
         return result
 

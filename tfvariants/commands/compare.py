@@ -135,23 +135,25 @@ def build_spec(args: argparse.Namespace, stored: dict | None = None) -> tuple[An
 
     stored = stored or {}
     sopts = stored.get("options") or {}
-    variants = (
-        parse_names("variants", args.variants)
-        if args.variants
-        else stored.get("variants") or ["local"]
+
+    def given_or_stored(name: str, value: Any, parse: Any, default: Any) -> Any:
+        # None = not on the command line: a resume takes the stored value.
+        if value is not None:
+            return parse(value)
+        stored_value = sopts.get(name) if name in sopts else stored.get(name)
+        return stored_value if stored_value is not None else default
+
+    variants = given_or_stored(
+        "variants", args.variants, lambda v: parse_names("variants", v), ["local"]
     )
-    threads = (
-        parse_threads(args.threads)
-        if args.threads
-        else stored.get("threads") or default_threads(logical_cpus())
+    threads = given_or_stored(
+        "threads", args.threads, parse_threads, default_threads(logical_cpus())
     )
     known = _available_workloads()
-    if args.workloads in (None, "all"):
-        workloads = (
-            stored.get("workloads")
-            if (args.workloads is None and stored.get("workloads"))
-            else known
-        )
+    if args.workloads is None and stored.get("workloads"):
+        workloads = stored["workloads"]
+    elif args.workloads in (None, "all"):
+        workloads = known
     else:
         workloads = parse_names("workloads", args.workloads)
         for w in workloads:
@@ -161,31 +163,25 @@ def build_spec(args: argparse.Namespace, stored: dict | None = None) -> tuple[An
                 )
     if not workloads:
         raise UserError("no workloads available")
-    repeats = parse_positive("repeats", args.repeats) or stored.get("repeats") or 3
-    quick = bool(args.quick or sopts.get("quick"))
+
+    def positive(name: str) -> Any:
+        return lambda v: parse_positive(name, v)
+
     options: dict[str, Any] = {
-        "quick": quick,
-        "epochs": parse_positive("epochs", args.epochs)
-        if args.epochs
-        else sopts.get("epochs")
-        if stored
-        else None,
-        "samples": parse_positive("samples", args.samples)
-        if args.samples
-        else sopts.get("samples")
-        if stored
-        else None,
-        "steps_per_epoch": parse_positive("steps-per-epoch", args.steps_per_epoch)
-        if args.steps_per_epoch
-        else sopts.get("steps_per_epoch")
-        if stored
-        else None,
-        "data": args.data or sopts.get("data") or "synthetic",
-        "seed": parse_positive("seed", args.seed, allow_zero=True)
-        if args.seed is not None
-        else sopts.get("seed", 0),
+        "quick": bool(args.quick or sopts.get("quick")),
+        "epochs": given_or_stored("epochs", args.epochs, positive("epochs"), None),
+        "samples": given_or_stored("samples", args.samples, positive("samples"), None),
+        "steps_per_epoch": given_or_stored(
+            "steps_per_epoch", args.steps_per_epoch, positive("steps-per-epoch"), None
+        ),
+        "data": given_or_stored("data", args.data, str, "synthetic"),
+        "seed": given_or_stored(
+            "seed", args.seed, lambda v: parse_positive("seed", v, allow_zero=True), 0
+        ),
         "data_dir": args.data_dir,
     }
+    repeats = given_or_stored("repeats", args.repeats, positive("repeats"), 3)
+    quick = options["quick"]
     try:
         options["timeout_s"] = float(args.timeout)
         if options["timeout_s"] <= 0:
@@ -268,7 +264,7 @@ def run(args: argparse.Namespace) -> int:
     out = args.out or Path("results") / name
     report_path = args.report or Path("reports") / out.name / "index.html"
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)
     cells = len(spec.variants) * len(spec.threads) * len(spec.workloads) * spec.repeats
     console.print(
         f"[bold]compare[/]: {len(spec.variants)} variant(s) x {len(spec.threads)} thread count(s) "
