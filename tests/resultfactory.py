@@ -13,20 +13,21 @@ WORKLOAD_SPECS = {
 
 
 def environment(variant: str, *, gpu: bool = False) -> dict:
+    """The shape of workloads.envprobe.probe() output (abridged)."""
     return {
         "cpu": {
             "model": "Intel(R) Xeon(R) CPU @ 2.20GHz",
             "logical_cpus": 2,
-            "flags": ["avx", "avx2"],
+            "isa_flags": ["avx", "avx2", "fma"],
         },
+        "python": {"version": "3.11.7"},
         "tensorflow": {
             "version": "2.21.0",
-            "compiler": "clang 18" if variant != "compiled" else "gcc 12 -march=native",
-            "missing_isa": [] if variant == "compiled" else ["AVX2", "FMA"],
+            "compiler_version": "gcc 12 -march=native" if variant == "compiled" else "Clang 18.1.8",
+            "missing_instructions": [] if variant == "compiled" else ["AVX2", "FMA"],
+            "gpus": ["/physical_device:GPU:0 Tesla K80"] if gpu else [],
+            "onednn": {"state": "off" if variant == "pip" else "on"},
         },
-        "onednn": {"enabled": variant != "pip", "env": "1" if variant != "pip" else "0"},
-        "gpu": {"devices": ["Tesla K80"]} if gpu else {"devices": []},
-        "python": {"version": "3.11.2"},
     }
 
 

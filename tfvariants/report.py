@@ -191,18 +191,32 @@ def environment_summary(env: dict) -> dict[str, str]:
         return str(v)
 
     missing = _first(
-        env, ("tensorflow", "missing_isa"), ("tensorflow", "missing_instructions"), ("missing_isa",)
+        env,
+        ("tensorflow", "missing_instructions"),
+        ("tensorflow", "missing_isa"),
+        ("missing_isa",),
     )
+    if missing is None:  # an empty list is an answer: the binary lacks nothing
+        missing = _get(env, "tensorflow", "missing_instructions")
+    gpu = _first(env, ("tensorflow", "gpus"), ("gpu", "devices"), ("gpu", "name"), ("gpu",))
+    if gpu is None and isinstance(_get(env, "tensorflow", "gpus"), list):
+        gpu = "none"
     return {
         "TensorFlow": text(_first(env, ("tensorflow", "version"), ("tf_version",))),
         "Compiler": text(
-            _first(env, ("tensorflow", "compiler"), ("tensorflow", "build_info", "compiler"))
+            _first(env, ("tensorflow", "compiler_version"), ("tensorflow", "compiler"))
         ),
-        "Instructions the binary lacks": text(
-            missing if missing is not None else _get(env, "tensorflow", "missing_isa")
+        "Instructions the binary lacks": text(missing),
+        "oneDNN": text(
+            _first(
+                env,
+                ("tensorflow", "onednn", "state"),
+                ("onednn", "state"),
+                ("onednn", "enabled"),
+                ("onednn",),
+            )
         ),
-        "oneDNN": text(_first(env, ("onednn", "enabled"), ("onednn", "state"), ("onednn",))),
-        "GPU": text(_first(env, ("gpu", "devices"), ("gpu", "name"), ("gpu",))),
+        "GPU": text(gpu),
         "CPU": text(_first(env, ("cpu", "model"), ("cpu", "model_name"))),
     }
 
