@@ -635,6 +635,36 @@ def _ratio(cmp: stats.Comparison | None) -> str:
     return f"{mark}{r.value:.2f} ({r.lo:.2f}-{hi}) {word}"
 
 
+def _interval_sub(iv: stats.Interval | None, fmt: Any = _dur) -> str:
+    """Only the interval part, e.g. "9.7-10.2 min" ("" when there is none)."""
+    if iv is None or iv.method in ("none", "exact") or iv.lo == iv.hi:
+        return ""
+    lo, hi = fmt(iv.lo), fmt(iv.hi)
+    unit = hi.rpartition(" ")[2] if " " in hi else ""
+    if unit and lo.endswith(" " + unit):
+        lo = lo[: -len(unit) - 1]
+    return f"{lo}-{hi}"
+
+
+def _ratio_main(cmp: stats.Comparison | None) -> str:
+    if cmp is None:
+        return "n/a"
+    if cmp.verdict == "baseline":
+        return "1 (baseline)"
+    return f"{'' if cmp.significant else '~'}{cmp.ratio.value:.2f}x"
+
+
+def _ratio_sub(cmp: stats.Comparison | None) -> str:
+    if cmp is None or cmp.verdict == "baseline":
+        return ""
+    r = cmp.ratio
+    word = {"faster": "lower", "slower": "higher"}.get(cmp.verdict, "not significant")
+    if r.lo == r.hi:
+        return word
+    hi = f"{r.hi:.2f}" if math.isfinite(r.hi) else "inf"
+    return f"{r.lo:.2f}-{hi}, {word}"
+
+
 def _mem(b: int | None) -> str:
     return "n/a" if b is None else f"{b / 2**20:.0f} MiB"
 
@@ -656,6 +686,8 @@ def render_html(analysis: Analysis) -> str:
     env.filters.update(
         dur=_dur, money=_money, interval=_interval, ratio=_ratio, mem=_mem, num=_num_fmt
     )
+    env.filters.update(ratio_main=_ratio_main, ratio_sub=_ratio_sub, interval_sub=_interval_sub)
+    env.filters["money_sub"] = lambda iv: _interval_sub(iv, _money).replace("-$", "-")
     return env.get_template("report.html").render(a=analysis, version=__version__)
 
 
