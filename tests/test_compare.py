@@ -7,6 +7,7 @@ import resultfactory as rf
 from tfvariants import runner
 from tfvariants.cli import main
 from tfvariants.commands import compare
+from workloads import registry
 
 
 @pytest.mark.parametrize("bad", ["0", "-1", "abc", "", "8,,16", "1.5"])
@@ -53,7 +54,11 @@ def test_default_threads():
 
 
 def test_quick_scale_reads_the_workload_spec_with_a_fallback():
-    assert compare.quick_scale("mnist_mlp") == {"epochs": 2, "samples": 6000}
+    spec = registry.load("mnist_mlp").SPEC
+    assert compare.quick_scale("mnist_mlp") == {
+        "epochs": spec["quick_epochs"],
+        "samples": spec["quick_samples"],
+    }
     assert compare.quick_scale("no_such_workload") == {"epochs": 2, "samples": 2000}
 
 
@@ -89,7 +94,8 @@ def test_quick_compare_end_to_end_with_a_fake_runner(tmp_path, monkeypatch, caps
     assert main(["compare", "--quick", "--workloads", "mnist_mlp", "--out", "results/q"]) == 0
     assert len(fake.calls) == 1 * 2 * 1 * 3  # local x threads 1,2 x mnist_mlp x 3 repeats
     options = fake.calls[0][1]
-    assert (options.epochs, options.samples) == (2, 6000)  # the workload's quick scale
+    spec = registry.load("mnist_mlp").SPEC  # the workload's quick scale
+    assert (options.epochs, options.samples) == (spec["quick_epochs"], spec["quick_samples"])
     run = json.loads((tmp_path / "results/q/run.json").read_text())
     assert run["variants"] == ["local"] and run["threads"] == [1, 2] and run["options"]["quick"]
     html = (tmp_path / "reports/q/index.html").read_text()
