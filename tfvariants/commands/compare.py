@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tfvariants.errors import UserError
+from tfvariants.outdir import check_writable
 
 QUICK_SAMPLES, QUICK_EPOCHS = 2000, 2  # fallback when a workload's SPEC has no quick_* keys
 
@@ -263,6 +264,8 @@ def run(args: argparse.Namespace) -> int:
     )
     out = args.out or Path("results") / name
     report_path = args.report or Path("reports") / out.name / "index.html"
+    check_writable(out)
+    check_writable(report_path.parent)
 
     console = Console(stderr=True, soft_wrap=True)
     cells = len(spec.variants) * len(spec.threads) * len(spec.workloads) * spec.repeats

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from tfvariants.errors import UserError
+from tfvariants.outdir import check_writable
 
 
 def register(sub: Any) -> None:
@@ -43,6 +44,9 @@ def run(args: argparse.Namespace) -> int:
             args.pricing, tier=args.price_tier, instance_map=args.instance
         )
     out = args.output or Path("reports") / args.results_dir.resolve().name / "index.html"
+    check_writable(out.parent)
+    if args.csv:
+        check_writable(args.csv.parent)
     analysis = write_report(
         args.results_dir, out, pricing=pricing, baseline=args.baseline, csv_path=args.csv
     )
