@@ -115,7 +115,10 @@ def test_timeout_kills_the_whole_process_group(tmp_path):
     assert time.monotonic() - started < 6 + 10  # SIGTERM took effect, no 60 s wait
     child = int(marker.read_text())
     time.sleep(0.2)
-    assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text().split()[2]
+    assert (
+        not Path(f"/proc/{child}").exists()
+        or "Z" in Path(f"/proc/{child}/stat").read_text().split()[2]
+    )
 
 
 def test_exit_without_result_file(tmp_path):
@@ -162,7 +165,9 @@ def test_gpu_variant_without_gpu_is_skipped(tmp_path, monkeypatch):
     result = run_cell(cell, variant, RunOptions(), tmp_path / "cells", topology=TOPO)
     assert result["status"] == "skipped"
     assert "no GPU" in result["reason"]
-    assert json.loads((tmp_path / "cells" / f"{cell.cell_id}.json").read_text())["status"] == "skipped"
+    assert (
+        json.loads((tmp_path / "cells" / f"{cell.cell_id}.json").read_text())["status"] == "skipped"
+    )
 
 
 @pytest.mark.parametrize("repeat", [0, 3])
