@@ -124,9 +124,9 @@ MARGIN = {
     "mnist_mlp": 0.5,
     "mnist_cnn": 0.5,
     "cifar10_cnn": 0.2,
-    "imdb_fasttext": 0.05,
+    "imdb_fasttext": 0.02,  # 40 steps of Adam on a 61M-parameter table: a weak signal
     "imdb_bilstm": 0.1,
-    "text_generation": 0.05,
+    "text_generation": 0.08,  # chance is 1/57; character frequencies alone give ~0.15
 }
 
 

@@ -457,51 +457,41 @@ def add_hashed_bigrams(
 def synthetic_corpus(n_chars: int, *, seed: int = 0) -> np.ndarray:
     """A text-like stream of ``n_chars`` character indices into TEXT_ALPHABET.
 
-    Words from a fixed random lexicon of 3,000 pseudo-words (letters drawn with English
-    letter frequencies, a few with digits or accents) are chosen with Zipf frequencies and
-    joined by spaces, commas, full stops and newlines. Within a word the next character is
-    largely determined, so a character model learns well above the majority-class rate.
+    Words from a fixed random lexicon of 3,000 pseudo-words are chosen with Zipf
+    frequencies and joined by spaces, commas, full stops and newlines. Word spellings come
+    from a letter Markov chain (English letter frequencies, a few likely successors per
+    letter, like "th", "he", "in"), with rare digits and accents. So the next character is
+    predictable from the previous ones, and a character model learns well above the
+    majority-class rate.
     """
     alphabet = {c: i for i, c in enumerate(TEXT_ALPHABET)}
     r = np.random.default_rng([seed, 21])
     letters = np.array([alphabet[c] for c in "etaoinshrdlcumwfgypbvkjxqz"])
-    letter_p = np.array(
-        [
-            12.7,
-            9.1,
-            8.2,
-            7.5,
-            7.0,
-            6.7,
-            6.3,
-            6.1,
-            6.0,
-            4.3,
-            4.0,
-            2.8,
-            2.8,
-            2.4,
-            2.4,
-            2.2,
-            2.0,
-            2.0,
-            1.9,
-            1.5,
-            1.0,
-            0.8,
-            0.2,
-            0.2,
-            0.1,
-            0.1,
-        ]
-    )
-    letter_p /= letter_p.sum()
+    # English letter frequencies (%), in the order of `letters`.
+    freq = [12.7, 9.1, 8.2, 7.5, 7.0, 6.7, 6.3, 6.1, 6.0, 4.3, 4.0, 2.8, 2.8]
+    freq += [2.4, 2.4, 2.2, 2.0, 2.0, 1.9, 1.5, 1.0, 0.8, 0.2, 0.2, 0.1, 0.1]
+    letter_p = np.array(freq) / sum(freq)
+    # Each letter: 4 favoured successors (50/25/15/10 % of 80 %) + 20 % by frequency.
+    successors = np.tile(0.2 * letter_p, (26, 1))
+    for a in range(26):
+        successors[a, r.choice(26, size=4, replace=False, p=letter_p)] += 0.8 * np.array(
+            [0.5, 0.25, 0.15, 0.1]
+        )
+    cumulative = np.cumsum(successors, axis=1)
+    cumulative /= cumulative[:, -1:]
+    n_lex = 3000
+    lengths = r.integers(1, 10, n_lex)
+    spelled = np.empty((n_lex, 9), dtype=np.int64)
+    spelled[:, 0] = r.choice(26, size=n_lex, p=letter_p)
+    for pos in range(1, 9):
+        u = r.random(n_lex)[:, None]
+        spelled[:, pos] = (u > cumulative[spelled[:, pos - 1]]).sum(axis=1)
     rare = np.array([alphabet[c] for c in "0123456789äæéë-'"])
     lexicon = []
-    for _ in range(3000):
-        word = r.choice(letters, size=int(r.integers(1, 10)), p=letter_p)
+    for word, length in zip(letters[np.minimum(spelled, 25)], lengths, strict=True):
+        word = word[:length].copy()
         if r.random() < 0.02:
-            word[int(r.integers(0, len(word)))] = r.choice(rare)
+            word[int(r.integers(0, length))] = r.choice(rare)
         lexicon.append(word)
     separators = [np.array([alphabet[c] for c in s]) for s in (" ", ", ", ". ", "\n", "; ", '" ')]
     lexicon += separators

@@ -30,7 +30,7 @@ SPEC = {
     "epochs": 5,
     "train_samples": data.IMDB_TRAIN_SAMPLES,
     "chance_accuracy": 0.5,
-    "quick_samples": 1280,
+    "quick_samples": 640,
     "quick_epochs": 2,
 }
 
