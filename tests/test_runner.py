@@ -174,3 +174,13 @@ def test_gpu_variant_without_gpu_is_skipped(tmp_path, monkeypatch):
 def test_cell_id(repeat):
     assert Cell("pip", 16, "mnist_cnn", repeat).cell_id == f"mnist_cnn__pip__t16__r{repeat}"
     assert Cell("pip", 2, "/x/my_model.py").cell_id == "my_model__pip__t2__r0"
+
+
+def test_timed_out_container_is_removed_by_name(tmp_path, monkeypatch):
+    from tfvariants import runner
+
+    calls = []
+    monkeypatch.setattr(runner.subprocess, "run", lambda cmd, **kw: calls.append(cmd))
+    runner._remove_container(["podman", "run", "--rm", "--name", "tfvariants-x1", "img"])
+    runner._remove_container([sys.executable, "-m", "workloads.worker"])  # not a container
+    assert calls == [["podman", "rm", "-f", "--time", "2", "tfvariants-x1"]]
