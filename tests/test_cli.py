@@ -29,7 +29,10 @@ def test_unknown_workload(tmp_path, capsys):
 
 
 def test_missing_workload_file(tmp_path, capsys):
-    assert main(["run", str(tmp_path / "mine.py"), "--threads", "1", "--out", str(tmp_path / "o")]) == 2
+    assert (
+        main(["run", str(tmp_path / "mine.py"), "--threads", "1", "--out", str(tmp_path / "o")])
+        == 2
+    )
     assert "workload file not found" in capsys.readouterr().err
 
 
@@ -42,7 +45,9 @@ def test_unwritable_out(tmp_path, capsys):
 
 
 def test_unknown_variant(tmp_path, capsys):
-    rc = main(["run", "mnist_mlp", "--threads", "1", "--variant", "nope", "--out", str(tmp_path / "o")])
+    rc = main(
+        ["run", "mnist_mlp", "--threads", "1", "--variant", "nope", "--out", str(tmp_path / "o")]
+    )
     assert rc == 2
     assert "unknown variant 'nope'" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()

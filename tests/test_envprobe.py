@@ -35,7 +35,13 @@ TF_1_0 = (
 
 
 def test_guard_2_21():
-    assert parse_missing_instructions(TF_2_21) == ["AVX2", "AVX512F", "AVX512_VNNI", "AVX512_BF16", "FMA"]
+    assert parse_missing_instructions(TF_2_21) == [
+        "AVX2",
+        "AVX512F",
+        "AVX512_VNNI",
+        "AVX512_BF16",
+        "FMA",
+    ]
 
 
 def test_guard_older_wordings():

@@ -113,6 +113,18 @@ def _stop_group(proc: subprocess.Popen[bytes]) -> None:
             continue
 
 
+def _remove_container(command: list[str]) -> None:
+    """A killed engine client can leave its container running: remove it by name."""
+    if "--name" not in command or len(command) < 2 or command[1] != "run":
+        return
+    name = command[command.index("--name") + 1]
+    try:
+        subprocess.run([command[0], "rm", "-f", "--time", "2", name], capture_output=True,
+                       timeout=60, stdin=subprocess.DEVNULL)  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        pass  # best effort: the cell's result already says what happened
+
+
 def run_cell(
     cell: Cell,
     variant: Variant,
@@ -207,10 +219,12 @@ def _execute(
             timed_out = False
         except subprocess.TimeoutExpired:
             _stop_group(proc)
+            _remove_container(command)
             code = proc.returncode
             timed_out = True
         except KeyboardInterrupt:
             _stop_group(proc)
+            _remove_container(command)
             raise
     wall = time.monotonic() - started
     log_text = log_path.read_text(encoding="utf-8", errors="replace")

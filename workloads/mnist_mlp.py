@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from workloads import data, flops
+
 SPEC = {
     "name": "mnist_mlp",
     "description": "MNIST MLP: 2x Dense 512 + Dropout, RMSprop",
@@ -15,38 +17,18 @@ SPEC = {
     "epochs": 20,
     "train_samples": 60000,
     "chance_accuracy": 0.1,
-    "quick_samples": 6000,
+    "quick_samples": 5120,
     "quick_epochs": 2,
 }
 
-_LAYERS = [(784, 512), (512, 512), (512, 10)]
+_DENSE = [(784, 512), (512, 512), (512, 10)]  # (inputs, units) of each Dense layer
 
 
 def load_data(source: str, *, data_dir: str | None, samples: int | None, seed: int) -> dict:
-    import numpy as np
-
-    if source == "real":
-        import keras
-
-        path = None
-        if data_dir:
-            import os
-
-            path = os.path.join(os.path.abspath(data_dir), "mnist.npz")
-        (x, y), (xv, yv) = keras.datasets.mnist.load_data(path=path or "mnist.npz")
-        x = x.reshape(-1, 784).astype("float32") / 255.0
-        xv = xv.reshape(-1, 784).astype("float32") / 255.0
-    else:
-        rng = np.random.default_rng(seed)
-        n = samples or SPEC["train_samples"]
-        templates = rng.random((10, 784), dtype=np.float32)
-        y = rng.integers(0, 10, n)
-        x = np.clip(templates[y] * 0.6 + rng.random((n, 784), dtype=np.float32) * 0.4, 0, 1)
-        yv = rng.integers(0, 10, max(n // 6, 100))
-        xv = np.clip(templates[yv] * 0.6 + rng.random((len(yv), 784), dtype=np.float32) * 0.4, 0, 1)
-    if samples:
-        x, y = x[:samples], y[:samples]
-    return {"x": x, "y": y, "x_val": xv, "y_val": yv}
+    """MNIST (real or synthetic) as flat 784-float32 vectors in [0, 1], int labels."""
+    return data.image_dataset(
+        "mnist", source, data_dir=data_dir, samples=samples, seed=seed, shape=(784,)
+    )
 
 
 def build_model(keras: Any, *, compile_options: dict) -> Any:
@@ -58,7 +40,8 @@ def build_model(keras: Any, *, compile_options: dict) -> Any:
             keras.layers.Dense(512, activation="relu"),
             keras.layers.Dropout(0.2),
             keras.layers.Dense(10, activation="softmax"),
-        ]
+        ],
+        name="mnist_mlp",
     )
     model.compile(
         optimizer=keras.optimizers.RMSprop(),
@@ -69,7 +52,9 @@ def build_model(keras: Any, *, compile_options: dict) -> Any:
     return model
 
 
+def forward_flops_per_sample() -> float:
+    return sum(flops.dense_flops(i, o) for i, o in _DENSE)
+
+
 def flops_per_step(batch_size: int) -> float:
-    # Forward: 2 FLOPs per multiply-add; backward ~2x forward (input and weight grads).
-    forward = sum(2 * i * o for i, o in _LAYERS) * batch_size
-    return 3.0 * forward
+    return flops.training_step(forward_flops_per_sample(), batch_size)

@@ -1,0 +1,54 @@
+# tfvariants: set-up, image builds, benchmarks, tests.
+# Everything runs from the project's own virtualenv (.venv), made by `make install`.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+TFV := $(BIN)/tfvariants
+
+.PHONY: help install compare report test test-fast lint clean
+
+help:
+	@echo "make install         .venv with tfvariants + TensorFlow (tensorflow-cpu 2.21) + dev tools"
+	@echo "make compare         install if needed, run the built-in quick compare, write an HTML report"
+	@echo "make build-pip       container image with the stock TensorFlow wheel"
+	@echo "make build-compiled  TensorFlow built from source for ISA=avx2-fma|avx|sse4.2|avx512|native"
+	@echo "make build-gpu       GPU container image"
+	@echo "make test            all tests: unit, real TensorFlow, containers, headless browser"
+	@echo "make test-fast       unit tests only"
+	@echo "make lint            ruff + hadolint"
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed: $(BIN)/python setup.cfg pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[tf,dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+compare: install
+	$(TFV) compare --quick
+
+report: install
+	@test -n "$(RUN)" || (echo "usage: make report RUN=results/<run>" && exit 2)
+	$(TFV) report $(RUN)
+
+# `make test` runs every marker; set TFV_REQUIRE_CONTAINER=1 / TFV_REQUIRE_BROWSER=1
+# to turn "skipped: no podman/chromium" into failures (CI does).
+test: install
+	TFV_REQUIRE_TF=1 $(BIN)/python -m pytest -o addopts="" -q -rs
+
+test-fast: install
+	$(BIN)/python -m pytest -q
+
+lint: install
+	$(BIN)/ruff check tfvariants workloads tests
+	$(BIN)/ruff format --check tfvariants workloads tests
+	$(BIN)/hadolint builds/*/Dockerfile
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
+
+# Image builds (build-pip, build-compiled, build-gpu) live with the Dockerfiles.
+-include builds/builds.mk

@@ -1,0 +1,185 @@
+import json
+import os
+
+import pytest
+import resultfactory as rf
+
+from tfvariants import runner
+from tfvariants.cli import main
+from tfvariants.commands import compare
+from workloads import registry
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "abc", "", "8,,16", "1.5"])
+def test_bad_thread_lists_are_one_line_errors_and_write_nothing(bad, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["compare", f"--threads={bad}", "--out", "r"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tfvariants: error: --threads") and err.count("\n") == 1
+    assert os.listdir(tmp_path) == []
+
+
+def test_parse_threads_keeps_order_and_drops_duplicates():
+    assert compare.parse_threads("8,16, 32,8") == [8, 16, 32]
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--repeats", "0"], "--repeats: must be at least 1"),
+        (["--workloads", "nope"], "unknown workload 'nope'"),
+        (["--variants", "nope"], "unknown variant 'nope'"),
+        (["--baseline", "tpu"], "--baseline tpu: 'tpu' is not one of --variants"),
+        (
+            ["--threads", "1", "--baseline", "local@4"],
+            "--baseline local@4: 4 is not one of --threads",
+        ),
+        (["--pricing", "nope.toml"], "no pricing catalog 'nope.toml'"),
+        (["--timeout", "-3"], "--timeout"),
+        (["--resume"], "--resume needs --out"),
+    ],
+)
+def test_bad_arguments_fail_before_anything_runs(argv, message, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "run_cell", lambda *a, **k: pytest.fail("must not run"))
+    assert main(["compare", *argv]) == 2
+    assert message in capsys.readouterr().err
+    assert os.listdir(tmp_path) == []
+
+
+def test_default_threads():
+    assert compare.default_threads(2) == [1, 2]
+    assert compare.default_threads(16) == [1, 2, 4, 8, 16]
+    assert compare.default_threads(12) == [1, 2, 4, 8, 12]
+
+
+def test_quick_scale_reads_the_workload_spec_with_a_fallback():
+    spec = registry.load("mnist_mlp").SPEC
+    assert compare.quick_scale("mnist_mlp") == {
+        "epochs": spec["quick_epochs"],
+        "samples": spec["quick_samples"],
+    }
+    assert compare.quick_scale("no_such_workload") == {"epochs": 2, "samples": 2000}
+
+
+class FakeRunCell:
+    def __init__(self, fail=(), interrupt_at=None):
+        self.calls = []
+        self.fail = set(fail)
+        self.interrupt_at = interrupt_at
+
+    def __call__(self, cell, variant, options, cells_dir):
+        self.calls.append((cell.cell_id, options))
+        if self.interrupt_at and len(self.calls) == self.interrupt_at:
+            raise KeyboardInterrupt
+        status = "failed" if cell.cell_id in self.fail else "ok"
+        r = rf.make_result(
+            cell.variant,
+            cell.threads,
+            cell.workload,
+            cell.repeat,
+            status=status,
+            steady_epoch_s=2.0 / cell.threads**0.5,
+            noise=0.02,
+        )
+        (cells_dir / f"{cell.cell_id}.json").write_text(json.dumps(r))
+        return r
+
+
+def test_quick_compare_end_to_end_with_a_fake_runner(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("tfvariants.matrix.logical_cpus", lambda: 2)
+    fake = FakeRunCell()
+    monkeypatch.setattr(runner, "run_cell", fake)
+    assert main(["compare", "--quick", "--workloads", "mnist_mlp", "--out", "results/q"]) == 0
+    assert len(fake.calls) == 1 * 2 * 1 * 3  # local x threads 1,2 x mnist_mlp x 3 repeats
+    options = fake.calls[0][1]
+    spec = registry.load("mnist_mlp").SPEC  # the workload's quick scale
+    assert (options.epochs, options.samples) == (spec["quick_epochs"], spec["quick_samples"])
+    run = json.loads((tmp_path / "results/q/run.json").read_text())
+    assert run["variants"] == ["local"] and run["threads"] == [1, 2] and run["options"]["quick"]
+    html = (tmp_path / "reports/q/index.html").read_text()
+    assert "local@2" in html and html.count("<svg") == 2
+    err = capsys.readouterr().err
+    assert "6 ok, 0 failed" in err and "report: reports/q/index.html" in err
+
+
+def test_compare_exit_code_counts_failures_and_resume_reruns_them(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    bad = "mnist_mlp__local__t1__r1"
+    monkeypatch.setattr(runner, "run_cell", FakeRunCell(fail={bad}))
+    argv = [
+        "compare",
+        "--threads",
+        "1,2",
+        "--workloads",
+        "mnist_mlp",
+        "--epochs",
+        "1",
+        "--out",
+        "res",
+    ]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "1 failed" in err and bad in err and "--resume --out res" in err
+    assert (tmp_path / "reports/res/index.html").exists()  # the report is still written
+    again = FakeRunCell()
+    monkeypatch.setattr(runner, "run_cell", again)
+    assert main(["compare", "--resume", "--out", "res"]) == 0  # the stored matrix is reused
+    assert [c[0] for c in again.calls] == [bad]
+    assert main(["compare", "--resume", "--out", "res", "--threads", "1,4"]) == 2
+    assert "different matrix" in capsys.readouterr().err
+
+
+def test_interrupted_compare_says_how_to_resume(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "run_cell", FakeRunCell(interrupt_at=3))
+    assert main(["compare", "--threads", "1", "--workloads", "mnist_mlp", "--out", "res"]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted during mnist_mlp__local__t1__r2" in err and "--resume --out res" in err
+    assert len(list((tmp_path / "res/cells").glob("*.json"))) == 2
+    assert not (tmp_path / "reports").exists()
+
+
+def test_report_command_writes_html_and_csv(tmp_path, capsys):
+    results, run = rf.study_like_results()
+    d = rf.write_results(tmp_path / "res", results, run)
+    out, csv_path = tmp_path / "r.html", tmp_path / "c.csv"
+    assert (
+        main(["report", str(d), "-o", str(out), "--csv", str(csv_path), "--baseline", "pip@8"]) == 0
+    )
+    assert out.exists() and len(csv_path.read_text().splitlines()) == 37
+    assert "pip@8" in capsys.readouterr().out
+    assert main(["report", str(tmp_path / "missing")]) == 2
+
+
+def test_prices_command_prints_the_catalog(capsys):
+    assert main(["prices"]) == 0
+    out = capsys.readouterr().out
+    assert "n1-highcpu-64" in out and "0.5090" in out and "minimum 60 s" in out
+    assert main(["prices", "--catalog", "nope"]) == 2
+
+
+@pytest.mark.tf
+def test_real_compare_on_this_host(tmp_path, monkeypatch, needs_tf, capsys):
+    monkeypatch.chdir(tmp_path)
+    argv = [
+        "compare",
+        "--threads",
+        "1",
+        "--workloads",
+        "mnist_mlp",
+        "--repeats",
+        "2",
+        "--epochs",
+        "2",
+        "--samples",
+        "1024",
+        "--out",
+        "res",
+    ]
+    assert main(argv) == 0, capsys.readouterr().err
+    cells = sorted((tmp_path / "res/cells").glob("*.json"))
+    assert len(cells) == 2
+    assert all(json.loads(c.read_text())["status"] == "ok" for c in cells)
+    assert "<svg" in (tmp_path / "reports/res/index.html").read_text()

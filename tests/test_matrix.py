@@ -1,0 +1,195 @@
+import io
+import json
+
+import pytest
+from rich.console import Console
+
+from tfvariants.errors import UserError
+from tfvariants.matrix import EtaModel, Matrix, MatrixSpec, plan_cells, stored_results
+
+
+def spec(**kw):
+    base = dict(
+        variants=("pip", "compiled"),
+        threads=(1, 2),
+        workloads=("mnist_mlp", "mnist_cnn"),
+        repeats=3,
+        options={"epochs": 2, "samples": 2000, "data": "synthetic", "seed": 0, "timeout_s": 60},
+    )
+    base.update(kw)
+    return MatrixSpec(**base)
+
+
+class FakeRunner:
+    """Stands in for tfvariants.runner.run_cell: writes the result file like the runner."""
+
+    def __init__(self, fail=(), interrupt_at=None, raise_at=None):
+        self.calls = []
+        self.fail = set(fail)
+        self.interrupt_at = interrupt_at
+        self.raise_at = raise_at
+
+    def __call__(self, cell, cells_dir):
+        self.calls.append(cell.cell_id)
+        if self.interrupt_at is not None and len(self.calls) == self.interrupt_at:
+            raise KeyboardInterrupt
+        if self.raise_at is not None and len(self.calls) == self.raise_at:
+            raise RuntimeError("runner bug")
+        status = "failed" if cell.cell_id in self.fail else "ok"
+        result = {
+            "schema_version": 1,
+            "kind": "tfvariants.cell",
+            "cell": {
+                "variant": cell.variant,
+                "threads": cell.threads,
+                "workload": cell.workload,
+                "repeat": cell.repeat,
+            },
+            "status": status,
+            "reason": "boom" if status == "failed" else None,
+            "timing": {"epoch_times_s": [1.0]},
+        }
+        (cells_dir / f"{cell.cell_id}.json").write_text(json.dumps(result))
+        return result
+
+
+def test_plan_is_interleaved_rounds():
+    cells = plan_cells(spec())
+    assert len(cells) == 2 * 2 * 2 * 3
+    per_round = 8
+    for r in range(3):
+        round_cells = cells[r * per_round : (r + 1) * per_round]
+        assert {c.repeat for c in round_cells} == {r}
+        assert len({(c.variant, c.threads, c.workload) for c in round_cells}) == per_round
+    assert cells[0].cell_id == "mnist_mlp__pip__t1__r0"
+
+
+def test_run_writes_run_json_and_every_cell(tmp_path):
+    fake = FakeRunner()
+    out = Matrix(spec(), tmp_path / "run").run(run_cell=fake)
+    assert out.count("ok") == 24 and out.exit_code() == 0
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["variants"] == ["pip", "compiled"] and run["threads"] == [1, 2]
+    assert run["repeats"] == 3 and run["options"]["samples"] == 2000 and run["started_at"]
+    assert len(stored_results(tmp_path / "run")) == 24
+
+
+def test_interrupt_then_resume_keeps_finished_cells_and_skips_them(tmp_path):
+    out_dir = tmp_path / "run"
+    first = FakeRunner(interrupt_at=5)
+    outcome = Matrix(spec(), out_dir).run(run_cell=first)
+    assert outcome.was_interrupted and outcome.exit_code() == 130
+    assert outcome.interrupted.cell_id == first.calls[4]
+    saved = stored_results(out_dir)
+    assert set(saved) == set(first.calls[:4])  # the interrupted cell is not recorded
+    mtimes = {p.name: p.stat().st_mtime_ns for p in (out_dir / "cells").glob("*.json")}
+
+    second = FakeRunner()
+    outcome = Matrix(spec(), out_dir).run(run_cell=second, resume=True)
+    assert not set(first.calls[:4]) & set(second.calls)  # finished cells not re-run
+    assert second.calls[0] == first.calls[4]  # the interrupted one runs first
+    assert len(second.calls) == 24 - 4
+    assert outcome.count("ok") == 24 and outcome.exit_code() == 0
+    for name, mtime in mtimes.items():  # ... and not rewritten or lost
+        assert (out_dir / "cells" / name).stat().st_mtime_ns == mtime
+
+
+def test_failed_cell_does_not_stop_the_matrix_and_resume_reruns_it(tmp_path):
+    out_dir = tmp_path / "run"
+    bad = "mnist_cnn__compiled__t2__r1"
+    outcome = Matrix(spec(), out_dir).run(run_cell=FakeRunner(fail={bad}))
+    assert outcome.count("ok") == 23 and outcome.problems == [bad]
+    assert outcome.reasons[bad] == "boom" and outcome.exit_code() == 1
+    again = FakeRunner()
+    outcome = Matrix(spec(), out_dir).run(run_cell=again, resume=True)
+    assert again.calls == [bad]
+    assert outcome.exit_code() == 0
+
+
+def test_skipped_cells_are_done(tmp_path):
+    def skipper(cell, cells_dir):
+        r = {
+            "schema_version": 1,
+            "kind": "tfvariants.cell",
+            "cell": {
+                "variant": cell.variant,
+                "threads": cell.threads,
+                "workload": cell.workload,
+                "repeat": cell.repeat,
+            },
+            "status": "skipped",
+            "reason": "no GPU",
+        }
+        (cells_dir / f"{cell.cell_id}.json").write_text(json.dumps(r))
+        return r
+
+    out_dir = tmp_path / "run"
+    assert Matrix(spec(), out_dir).run(run_cell=skipper).exit_code() == 0
+    again = FakeRunner()
+    Matrix(spec(), out_dir).run(run_cell=again, resume=True)
+    assert again.calls == []
+
+
+def test_runner_exception_becomes_a_failed_cell(tmp_path):
+    out_dir = tmp_path / "run"
+    outcome = Matrix(spec(), out_dir).run(run_cell=FakeRunner(raise_at=2))
+    assert outcome.count("failed") == 1 and outcome.count("ok") == 23
+    failed = [r for r in stored_results(out_dir).values() if r["status"] == "failed"]
+    assert "runner error: RuntimeError: runner bug" in failed[0]["reason"]
+
+
+def test_corrupt_cell_file_is_rerun(tmp_path):
+    out_dir = tmp_path / "run"
+    Matrix(spec(), out_dir).run(run_cell=FakeRunner())
+    (out_dir / "cells" / "mnist_mlp__pip__t1__r0.json").write_text("{not json")
+    again = FakeRunner()
+    Matrix(spec(), out_dir).run(run_cell=again, resume=True)
+    assert again.calls == ["mnist_mlp__pip__t1__r0"]
+
+
+def test_resume_refuses_a_different_matrix(tmp_path):
+    out_dir = tmp_path / "run"
+    Matrix(spec(), out_dir).run(run_cell=FakeRunner(interrupt_at=2))
+    with pytest.raises(UserError, match=r"different matrix.*threads \[1, 2\] vs \[1, 4\]"):
+        Matrix(spec(threads=(1, 4)), out_dir).run(run_cell=FakeRunner(), resume=True)
+    other = dict(spec().options, samples=5000)
+    with pytest.raises(UserError, match=r"--samples 2000 vs 5000"):
+        Matrix(spec(options=other), out_dir).run(run_cell=FakeRunner(), resume=True)
+    # a longer timeout is fine: it does not change what a cell measures
+    longer = dict(spec().options, timeout_s=600)
+    assert (
+        Matrix(spec(options=longer), out_dir).run(run_cell=FakeRunner(), resume=True).exit_code()
+        == 0
+    )
+
+
+def test_fresh_run_into_an_existing_run_is_refused(tmp_path):
+    out_dir = tmp_path / "run"
+    Matrix(spec(), out_dir).run(run_cell=FakeRunner(interrupt_at=1))
+    with pytest.raises(UserError, match="already holds a run: add --resume"):
+        Matrix(spec(), out_dir).run(run_cell=FakeRunner())
+    with pytest.raises(UserError, match="nothing to resume"):
+        Matrix(spec(), tmp_path / "none").run(run_cell=FakeRunner(), resume=True)
+    assert not (tmp_path / "none").exists()
+
+
+def test_eta_learns_from_finished_cells():
+    cells = plan_cells(spec())
+    eta = EtaModel()
+    assert eta.remaining(cells) is None
+    eta.record(cells[0], 10.0)
+    assert eta.estimate(cells[1]) == 10.0  # overall mean before more is known
+    eta.record(cells[1], 20.0)
+    assert eta.estimate(cells[1]) == 20.0  # same configuration
+    assert eta.remaining(cells[8:10]) == 30.0  # next round: its own configs
+
+
+def test_progress_display_prints_a_line_per_cell(tmp_path):
+    buf = io.StringIO()
+    console = Console(file=buf, width=120, force_terminal=False)
+    Matrix(spec(repeats=1), tmp_path / "run").run(
+        run_cell=FakeRunner(fail={"mnist_mlp__pip__t2__r0"}), console=console
+    )
+    text = buf.getvalue()
+    assert "ok mnist_mlp__pip__t1__r0" in text
+    assert "failed mnist_mlp__pip__t2__r0" in text and "boom" in text

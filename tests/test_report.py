@@ -1,0 +1,178 @@
+import csv
+import json
+import re
+
+import pytest
+import resultfactory as rf
+
+from tfvariants.errors import UserError
+from tfvariants.pricing import Pricing, load_catalog
+from tfvariants.report import analyze, render_html, write_report
+from tfvariants.svgchart import Bar, bar_chart
+
+EVIL = "<script>alert(1)</script>"
+
+
+@pytest.fixture
+def study(tmp_path):
+    results, run = rf.study_like_results()
+    return rf.write_results(tmp_path / "res", results, run)
+
+
+@pytest.fixture(scope="module")
+def gce():
+    return Pricing(load_catalog("gce-2017"))
+
+
+def group(wr, label):
+    return next(g for g in wr.groups if g.label == label)
+
+
+def test_default_baseline_is_first_variant_at_most_threads(study, gce):
+    a = analyze(study, pricing=gce)
+    assert a.baseline_label == "pip@16"
+    mlp = a.workloads[0]
+    assert mlp.name == "mnist_mlp" and mlp.baseline.label == "pip@16"
+    assert [g.label for g in mlp.groups] == [
+        "pip@8",
+        "pip@16",
+        "compiled@8",
+        "compiled@16",
+        "gpu@8",
+        "gpu@16",
+    ]
+    assert group(mlp, "pip@16").time_cmp.verdict == "baseline"
+    assert group(mlp, "compiled@16").time_cmp.verdict == "faster"  # 2.4 vs 3.0 s/epoch
+    assert group(mlp, "pip@8").time_cmp.verdict == "slower"
+    assert mlp.fastest.variant == "gpu"
+
+
+def test_statistics_costs_and_pareto(study, gce):
+    a = analyze(study, pricing=gce, baseline="pip@16")
+    mlp = a.workloads[0]
+    g = group(mlp, "compiled@8")
+    assert g.cost.instance == "n1-highcpu-8" and g.cost.per_hour == 0.0636
+    assert g.cost.cost == pytest.approx(
+        gce.catalog.billing.billed_seconds(g.time.value) * 0.0636 / 3600
+    )
+    assert group(mlp, "gpu@8").cost.instance == "n1-standard-1+K80"
+    assert mlp.cheapest.label == "compiled@8"
+    pareto = {p.label for p in mlp.pareto}
+    assert "compiled@8" in pareto and mlp.fastest.label in pareto
+    assert "pip@8" not in pareto  # slower and dearer than compiled@8
+    # the projected full schedule is what is billed, not the quick run
+    assert g.time.value > 60 * 5
+
+
+def test_failed_skipped_and_oversubscribed_are_flagged(study, gce):
+    a = analyze(study, pricing=gce)
+    cnn = a.workloads[1]
+    c8 = group(cnn, "compiled@8")
+    assert c8.n("failed") == 1 and len(c8.times) == 2
+    assert "1 failed" in c8.flags and any("oversubscribed" in f for f in c8.flags)
+    gpu = group(cnn, "gpu@8")
+    assert gpu.time is None and "3 skipped" in gpu.flags
+    kinds = {w.kind for w in a.warnings}
+    assert {"oversubscribed", "failed", "skipped", "few_repeats"} <= kinds
+    assert any("emulates 16 vCPUs on 2 CPUs: not representative" in w.message for w in a.warnings)
+
+
+def test_conclusions_only_claim_what_the_data_shows(tmp_path):
+    results = []
+    for r in range(3):
+        results.append(rf.make_result("local", 1, "mnist_cnn", r, steady_epoch_s=4.0, noise=0.02))
+        results.append(rf.make_result("local", 2, "mnist_cnn", r, steady_epoch_s=2.9, noise=0.02))
+        results.append(
+            rf.make_result("local", 1, "mnist_mlp", r, steady_epoch_s=2.0, noise=0.2, seed=1)
+        )
+        results.append(
+            rf.make_result("local", 2, "mnist_mlp", r, steady_epoch_s=2.0, noise=0.2, seed=2)
+        )
+    d = rf.write_results(tmp_path / "q", results)
+    a = analyze(d)
+    by_name = {w.name: w for w in a.workloads}
+    cnn_text = " ".join(by_name["mnist_cnn"].conclusions)
+    assert "On 2 logical CPUs" in cnn_text
+    assert re.search(r"local@2 was 1\.[34]\dx faster than local@1 \(significant", cnn_text)
+    mlp_text = " ".join(by_name["mnist_mlp"].conclusions)
+    assert "faster than" not in mlp_text.replace("was the fastest", "")
+    assert "not distinguishable" in mlp_text and "not significant" in mlp_text
+    assert any(w.kind == "unstable" and "run more repeats" in w.hint for w in a.warnings)
+
+
+def test_no_baseline_data_gives_no_ratios_and_says_so(study, gce):
+    a = analyze(study, pricing=gce, baseline="gpu@8")
+    cnn = a.workloads[1]
+    assert all(g.time_cmp is None for g in cnn.groups)
+    assert any(w.kind == "no_baseline" and "mnist_cnn" in w.message for w in a.warnings)
+    assert "no comparison is claimed" in " ".join(cnn.conclusions)
+
+
+def test_bad_inputs_are_one_line_user_errors(tmp_path, study):
+    with pytest.raises(UserError, match="no result files"):
+        analyze(tmp_path)
+    with pytest.raises(UserError, match="no results for variant 'tpu'"):
+        analyze(study, baseline="tpu")
+    with pytest.raises(UserError, match="VARIANT@THREADS"):
+        analyze(study, baseline="pip@x")
+
+
+def test_html_is_one_self_contained_file(study, gce, tmp_path):
+    out = tmp_path / "r" / "index.html"
+    write_report(study, out, pricing=gce)
+    html = out.read_text()
+    assert html.count("<svg") == 4  # time + cost chart per workload
+    assert "stroke-dasharray" in html  # the dotted line at 1.0
+    assert "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "https://" not in html and "<script" not in html and "<link" not in html
+    assert "gce-2017" in html and "Woolf" in html
+    assert "Instructions the binary lacks" in html and "AVX2, FMA" in html
+    assert "Tesla K80" in html
+
+
+def test_without_pricing_there_is_no_cost_chart(study, tmp_path):
+    html = render_html(analyze(study))
+    assert html.count("<svg") == 2
+    assert "cost per run" not in html
+
+
+def test_strings_from_results_cannot_inject_markup(tmp_path):
+    results = []
+    for r in range(2):
+        ok = rf.make_result("local", 1, EVIL, r)
+        ok["environment"]["tensorflow"]["version"] = EVIL
+        ok["environment"]["cpu"]["model"] = '"><img src=x onerror=alert(2)>'
+        results.append(ok)
+        results.append(rf.make_result(EVIL, 2, EVIL, r, status="failed", reason=EVIL))
+    cells = tmp_path / "x" / "cells"
+    cells.mkdir(parents=True)
+    for i, res in enumerate(results):  # file names can't hold '/', the contents can
+        (cells / f"cell{i}.json").write_text(json.dumps(res))
+    html = render_html(
+        analyze(tmp_path / "x", pricing=Pricing(load_catalog("gce-2017")), baseline="local@1")
+    )
+    assert "<script>" not in html and "<img" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    svg = html[html.index("<svg") : html.index("</svg>")]
+    assert "&lt;script&gt;" in svg  # titles and labels inside the chart are escaped too
+
+
+def test_svg_chart_escapes_and_marks_missing_bars():
+    svg = bar_chart(EVIL, [Bar(EVIL, 1.2, 1.1, 1.3, note=EVIL), Bar("x@1", None, note="skipped")])
+    assert "<script>" not in svg and "skipped" in svg and 'stroke-dasharray="3,3"' in svg
+
+
+def test_csv_has_one_row_per_cell(study, gce, tmp_path):
+    out = tmp_path / "cells.csv"
+    write_report(study, tmp_path / "r.html", pricing=gce, csv_path=out)
+    rows = list(csv.DictReader(out.open()))
+    assert len(rows) == 36
+    row = next(r for r in rows if r["cell_id"] == "mnist_mlp__pip__t8__r0")
+    assert (
+        row["status"] == "ok" and row["instance"] == "n1-highcpu-8" and row["projected"] == "True"
+    )
+    assert float(row["cost"]) == pytest.approx(
+        float(row["billed_seconds"]) * 0.0636 / 3600, rel=1e-4
+    )
+    failed = next(r for r in rows if r["status"] == "failed")
+    assert failed["reason"] == "worker exited with code 1: OOM" and failed["cost"] == ""

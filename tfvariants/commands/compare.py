@@ -1,0 +1,314 @@
+"""`tfvariants compare`: run the matrix (variant x threads x workload x repeat), then
+render the report from the stored results."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from tfvariants.errors import UserError
+from tfvariants.outdir import check_writable
+
+QUICK_SAMPLES, QUICK_EPOCHS = 2000, 2  # fallback when a workload's SPEC has no quick_* keys
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "compare",
+        help="run the matrix of variants x threads x workloads and write a report",
+        description="Run every cell (variant x threads x workload x repeat) in interleaved "
+        "rounds, store one result per cell in OUT/cells/, then write the HTML report.",
+    )
+    p.add_argument("--quick", action="store_true",
+                   help="quick scale (each workload's quick_samples/quick_epochs): a few minutes on 2 cores")  # fmt: skip
+    p.add_argument("--threads", default=None, help="comma list, e.g. 8,16,32,64 (default: 1..CPUs)")
+    p.add_argument(
+        "--variants", default=None, help="comma list, e.g. pip,compiled,gpu (default: local)"
+    )
+    p.add_argument("--variants-file", default=None, help="TOML file with more variants")
+    p.add_argument("--workloads", default=None, help="'all' (default) or a comma list")
+    p.add_argument("--repeats", default=None, help="repeats per configuration (default 3)")
+    p.add_argument("--epochs", default=None, help="epochs per cell (default: full schedule)")
+    p.add_argument("--samples", default=None, help="cap on training samples per cell")
+    p.add_argument("--steps-per-epoch", default=None, help="cap on steps per epoch")
+    p.add_argument("--data", choices=("synthetic", "real"), default=None, help="default synthetic")
+    p.add_argument("--data-dir", default=None, help="cache folder for real data sets")
+    p.add_argument("--seed", default=None, help="default 0")
+    p.add_argument("--timeout", default="1800", help="seconds per cell (default 1800)")
+    p.add_argument("--pricing", default="gce-2017",
+                   help="catalog NAME or FILE, optionally @YYYY-MM for the price date (default gce-2017)")  # fmt: skip
+    p.add_argument("--price-tier", choices=("preemptible", "on_demand"), default=None)
+    p.add_argument("--instance", action="append", default=[], metavar="VARIANT[@THREADS]=INSTANCE",
+                   help="bill these cells as this catalog instance (repeatable)")  # fmt: skip
+    p.add_argument("--baseline", default=None,
+                   help="VARIANT[@THREADS] (default: the first variant at its most threads)")  # fmt: skip
+    p.add_argument("--out", type=Path, default=None, help="results folder (default results/<run>)")
+    p.add_argument(
+        "--report", type=Path, default=None, help="HTML path (default reports/<run>/index.html)"
+    )
+    p.add_argument("--resume", action="store_true",
+                   help="continue the run in --out: only missing, failed or timed-out cells run")  # fmt: skip
+    p.set_defaults(func=run)
+
+
+# ---- argument parsing (UserError, one line, before anything is written) ----
+
+
+def parse_threads(text: str) -> list[int]:
+    parts = [p.strip() for p in str(text).split(",")]
+    if not str(text).strip() or any(not p for p in parts):
+        raise UserError(f"--threads: expected positive whole numbers like 8,16,32, got {text!r}")
+    out = []
+    for p in parts:
+        try:
+            value = int(p)
+        except ValueError:
+            raise UserError(f"--threads: {p!r} is not a whole number") from None
+        if value < 1:
+            raise UserError(f"--threads: must be at least 1, got {value}")
+        out.append(value)
+    return list(dict.fromkeys(out))
+
+
+def parse_positive(name: str, text: str | None, *, allow_zero: bool = False) -> int | None:
+    if text is None:
+        return None
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        raise UserError(f"--{name}: expected a whole number, got {text!r}") from None
+    if value < (0 if allow_zero else 1):
+        raise UserError(f"--{name}: must be at least {0 if allow_zero else 1}, got {value}")
+    return value
+
+
+def parse_names(name: str, text: str) -> list[str]:
+    names = [p.strip() for p in text.split(",")]
+    if not text.strip() or any(not n for n in names):
+        raise UserError(f"--{name}: expected a comma list of names, got {text!r}")
+    return list(dict.fromkeys(names))
+
+
+def default_threads(cpus: int) -> list[int]:
+    """1..cpus; above 8 CPUs, powers of two plus cpus (64 thread counts help nobody)."""
+    if cpus <= 8:
+        return list(range(1, cpus + 1))
+    out, t = [], 1
+    while t < cpus:
+        out.append(t)
+        t *= 2
+    return [*out, cpus]
+
+
+def workload_spec(name: str) -> dict:
+    """The workload's SPEC without importing TensorFlow (workload modules don't)."""
+    try:
+        from workloads import registry
+
+        spec = getattr(registry.load(name), "SPEC", None)
+        return dict(spec) if isinstance(spec, dict) else {}
+    except Exception:  # a workload that can't load fails in its cells, with a reason
+        return {}
+
+
+def quick_scale(name: str) -> dict[str, int]:
+    spec = workload_spec(name)
+    return {
+        "epochs": int(spec.get("quick_epochs") or QUICK_EPOCHS),
+        "samples": int(spec.get("quick_samples") or QUICK_SAMPLES),
+    }
+
+
+def _available_workloads() -> list[str]:
+    from workloads import registry
+
+    return list(registry.available())
+
+
+def build_spec(args: argparse.Namespace, stored: dict | None = None) -> tuple[Any, dict[str, Any]]:
+    """MatrixSpec + the variant objects, from args (missing args taken from a stored run
+    when resuming)."""
+    from tfvariants.matrix import MatrixSpec, logical_cpus
+    from tfvariants.variants import get_variant
+
+    stored = stored or {}
+    sopts = stored.get("options") or {}
+
+    def given_or_stored(name: str, value: Any, parse: Any, default: Any) -> Any:
+        # None = not on the command line: a resume takes the stored value.
+        if value is not None:
+            return parse(value)
+        stored_value = sopts.get(name) if name in sopts else stored.get(name)
+        return stored_value if stored_value is not None else default
+
+    variants = given_or_stored(
+        "variants", args.variants, lambda v: parse_names("variants", v), ["local"]
+    )
+    threads = given_or_stored(
+        "threads", args.threads, parse_threads, default_threads(logical_cpus())
+    )
+    known = _available_workloads()
+    if args.workloads is None and stored.get("workloads"):
+        workloads = stored["workloads"]
+    elif args.workloads in (None, "all"):
+        workloads = known
+    else:
+        workloads = parse_names("workloads", args.workloads)
+        for w in workloads:
+            if w not in known and not (w.endswith(".py") and os.path.isfile(w)):
+                raise UserError(
+                    f"unknown workload {w!r} (known: {', '.join(known)}; or a path to a .py file)"
+                )
+    if not workloads:
+        raise UserError("no workloads available")
+
+    def positive(name: str) -> Any:
+        return lambda v: parse_positive(name, v)
+
+    options: dict[str, Any] = {
+        "quick": bool(args.quick or sopts.get("quick")),
+        "epochs": given_or_stored("epochs", args.epochs, positive("epochs"), None),
+        "samples": given_or_stored("samples", args.samples, positive("samples"), None),
+        "steps_per_epoch": given_or_stored(
+            "steps_per_epoch", args.steps_per_epoch, positive("steps-per-epoch"), None
+        ),
+        "data": given_or_stored("data", args.data, str, "synthetic"),
+        "seed": given_or_stored(
+            "seed", args.seed, lambda v: parse_positive("seed", v, allow_zero=True), 0
+        ),
+        "data_dir": args.data_dir,
+    }
+    repeats = given_or_stored("repeats", args.repeats, positive("repeats"), 3)
+    quick = options["quick"]
+    try:
+        options["timeout_s"] = float(args.timeout)
+        if options["timeout_s"] <= 0:
+            raise ValueError
+    except ValueError:
+        raise UserError(
+            f"--timeout: expected a number of seconds > 0, got {args.timeout!r}"
+        ) from None
+    if quick:
+        options["per_workload"] = {w: quick_scale(w) for w in workloads}
+    variant_objs = {v: get_variant(v, args.variants_file) for v in variants}
+    info = {v: {"kind": o.kind, "device": o.device} for v, o in variant_objs.items()}
+    spec = MatrixSpec(tuple(variants), tuple(threads), tuple(workloads), repeats, options, info)
+    return spec, variant_objs
+
+
+def run_options_for(spec: Any, workload: str) -> Any:
+    """RunOptions for a workload's cells: explicit --epochs/--samples beat quick scale."""
+    from tfvariants.runner import RunOptions
+
+    o = spec.options
+    scale = (o.get("per_workload") or {}).get(workload, {})
+    return RunOptions(
+        epochs=o.get("epochs") or scale.get("epochs"),
+        samples=o.get("samples") or scale.get("samples"),
+        steps_per_epoch=o.get("steps_per_epoch"),
+        data=o.get("data", "synthetic"),
+        data_dir=o.get("data_dir"),
+        timeout_s=float(o.get("timeout_s", 1800.0)),
+        seed=int(o.get("seed", 0)),
+    )
+
+
+def _check_baseline(
+    baseline: str | None, variants: tuple[str, ...], threads: tuple[int, ...]
+) -> None:
+    from tfvariants.report import parse_baseline
+
+    parsed = parse_baseline(baseline)
+    if parsed is None:
+        return
+    if parsed[0] not in variants:
+        raise UserError(
+            f"--baseline {baseline}: {parsed[0]!r} is not one of --variants ({', '.join(variants)})"
+        )
+    if parsed[1] is not None and parsed[1] not in threads:
+        raise UserError(f"--baseline {baseline}: {parsed[1]} is not one of --threads")
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    from rich.console import Console
+
+    from tfvariants import runner
+    from tfvariants.matrix import RUN_FILE, Matrix
+    from tfvariants.pricing import parse_pricing_option
+    from tfvariants.report import write_report
+
+    stored = None
+    if args.resume:
+        if args.out is None:
+            raise UserError("--resume needs --out RESULTS_DIR (the run to continue)")
+        run_file = args.out / RUN_FILE
+        if run_file.is_file():
+            try:
+                stored = json.loads(run_file.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise UserError(f"{run_file}: unreadable ({exc})") from None
+    spec, variant_objs = build_spec(args, stored)
+    _check_baseline(args.baseline, spec.variants, spec.threads)
+    pricing = (
+        parse_pricing_option(args.pricing, tier=args.price_tier, instance_map=args.instance)
+        if args.pricing
+        else None
+    )
+    name = ("quick-" if spec.options.get("quick") else "compare-") + datetime.now().strftime(
+        "%Y%m%d-%H%M%S"
+    )
+    out = args.out or Path("results") / name
+    report_path = args.report or Path("reports") / out.name / "index.html"
+    check_writable(out)
+    check_writable(report_path.parent)
+
+    console = Console(stderr=True, soft_wrap=True)
+    cells = len(spec.variants) * len(spec.threads) * len(spec.workloads) * spec.repeats
+    console.print(
+        f"[bold]compare[/]: {len(spec.variants)} variant(s) x {len(spec.threads)} thread count(s) "
+        f"x {len(spec.workloads)} workload(s) x {spec.repeats} repeat(s) = {cells} cells -> {out}",
+        highlight=False,
+    )
+
+    def run_one(cell: Any, cells_dir: Path) -> dict:
+        return runner.run_cell(
+            cell, variant_objs[cell.variant], run_options_for(spec, cell.workload), cells_dir
+        )
+
+    outcome = Matrix(spec, out).run(run_cell=run_one, resume=args.resume, console=console)
+    ok, skipped = outcome.count("ok"), outcome.count("skipped")
+    failed, timeout = outcome.count("failed"), outcome.count("timeout")
+    console.print(
+        f"{ok} ok, {failed} failed, {timeout} timed out, {skipped} skipped of {outcome.planned} cells "
+        f"({len(outcome.ran)} run now)",
+        highlight=False,
+    )
+    for cid in outcome.problems[:20]:
+        console.print(
+            f"  [red]{outcome.statuses[cid]}[/] {cid}: {outcome.reasons.get(cid, '')}",
+            highlight=False,
+        )
+    if outcome.was_interrupted:
+        console.print(
+            f"interrupted during {outcome.interrupted.cell_id if outcome.interrupted else '?'}: finished cells are "
+            f"saved in {out}/cells; continue with: tfvariants compare --resume --out {out}",
+            highlight=False,
+        )
+        return 130
+    analysis = write_report(out, report_path, pricing=pricing, baseline=args.baseline)
+    console.print(f"report: {report_path}", highlight=False)
+    for w in analysis.workloads:
+        for line in w.conclusions[:1]:
+            console.print(f"  {line}", highlight=False)
+    if outcome.problems:
+        console.print(
+            f"[red]{len(outcome.problems)} cell(s) failed or timed out[/]; rerun them with: "
+            f"tfvariants compare --resume --out {out}",
+            highlight=False,
+        )
+    return outcome.exit_code()

@@ -1,0 +1,330 @@
+"""The matrix: cells = variant x threads x workload x repeat, run in interleaved rounds.
+
+Every round runs each (variant, threads, workload) once, so slow drift of the machine
+(thermal state, a neighbour's load) spreads over all configurations instead of landing
+on one. Each finished cell is already on disk (the runner writes it atomically) before
+the next starts, so an interrupt loses at most the cell in flight, and ``resume`` runs
+only what is missing, failed or timed out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from tfvariants.errors import UserError
+from tfvariants.result import ResultError, host_result, load_result, write_json_atomic
+from tfvariants.runner import Cell
+
+RUN_FILE = "run.json"
+CELLS_DIR = "cells"
+DONE_STATUSES = ("ok", "skipped")  # skipped = cannot run here (e.g. no GPU): rerunning won't help
+# The options that define what a cell measures; a resume must not change them.
+IDENTITY_OPTIONS = ("quick", "epochs", "samples", "steps_per_epoch", "data", "seed")
+
+RunCell = Callable[..., dict]
+
+
+@dataclass(frozen=True)
+class MatrixSpec:
+    """What to run. ``options`` holds epochs/samples/steps_per_epoch/data/seed/timeout_s."""
+
+    variants: tuple[str, ...]
+    threads: tuple[int, ...]
+    workloads: tuple[str, ...]
+    repeats: int
+    options: dict[str, Any] = field(default_factory=dict)
+    variant_info: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> kind/device
+
+    def identity(self) -> dict[str, Any]:
+        return {
+            "variants": list(self.variants),
+            "threads": list(self.threads),
+            "workloads": list(self.workloads),
+            "repeats": self.repeats,
+            "options": {k: self.options.get(k) for k in IDENTITY_OPTIONS},
+        }
+
+    def to_json(self, started_at: str) -> dict[str, Any]:
+        return {
+            "schema_version": 1,
+            "kind": "tfvariants.run",
+            **self.identity(),
+            "options": {k: v for k, v in self.options.items()},
+            "variant_info": self.variant_info,
+            "started_at": started_at,
+            "logical_cpus": logical_cpus(),
+        }
+
+
+def logical_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def plan_cells(spec: MatrixSpec) -> list[Cell]:
+    """All cells in run order: round by round (repeat), every configuration once per round."""
+    return [
+        Cell(variant=v, threads=t, workload=w, repeat=r)
+        for r in range(spec.repeats)
+        for w in spec.workloads
+        for v in spec.variants
+        for t in spec.threads
+    ]
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        return load_result(path)
+    except ResultError:  # a corrupt or foreign file counts as missing: the cell reruns
+        return None
+
+
+def _write_json(path: Path, obj: dict) -> None:
+    write_json_atomic(path, obj)
+
+
+def stored_results(results_dir: Path) -> dict[str, dict]:
+    """cell_id -> result for every readable cell file under results_dir/cells."""
+    out: dict[str, dict] = {}
+    cells = Path(results_dir) / CELLS_DIR
+    for path in sorted(cells.glob("*.json")) if cells.is_dir() else []:
+        data = _read_json(path)
+        if data is not None and isinstance(data.get("cell"), dict):
+            out[path.stem] = data
+    return out
+
+
+def prepare_run_dir(out: Path, spec: MatrixSpec, *, resume: bool) -> dict:
+    """Create (or, with resume, check) results/<run>/run.json; returns the run record.
+
+    Refuses to mix matrices: a fresh run into a folder that already holds one, or a
+    resume whose arguments differ from the stored definition."""
+    run_file = Path(out) / RUN_FILE
+    if run_file.exists():
+        try:
+            stored = json.loads(run_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise UserError(f"{run_file}: unreadable run definition ({exc})") from None
+        if not resume:
+            raise UserError(
+                f"{out} already holds a run: add --resume to continue it, or choose another --out"
+            )
+        wanted = spec.identity()
+        have = {k: stored.get(k) for k in ("variants", "threads", "workloads", "repeats")}
+        have["options"] = {k: (stored.get("options") or {}).get(k) for k in IDENTITY_OPTIONS}
+        diffs = []
+        for key, value in wanted.items():
+            if key == "options":
+                diffs += [
+                    f"--{k.replace('_', '-')} {have['options'][k]} vs {value[k]}"
+                    for k in value
+                    if value[k] != have["options"][k]
+                ]
+            elif have[key] != value:
+                diffs.append(f"{key} {have[key]} vs {value}")
+        if diffs:
+            raise UserError(
+                f"--resume: {out} holds a different matrix (stored vs given: {'; '.join(diffs)})"
+            )
+        return stored
+    if resume:
+        raise UserError(f"--resume: {run_file} not found (nothing to resume)")
+    Path(out, CELLS_DIR).mkdir(parents=True, exist_ok=True)
+    record = spec.to_json(datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    _write_json(run_file, record)
+    return record
+
+
+def pending_cells(cells: Iterable[Cell], results: dict[str, dict]) -> list[Cell]:
+    """Cells with no stored result, or whose stored status is failed/timeout."""
+    return [c for c in cells if results.get(c.cell_id, {}).get("status") not in DONE_STATUSES]
+
+
+class EtaModel:
+    """Learns cell durations as cells finish: per (workload, variant, threads) when seen,
+    else per workload, else the overall mean."""
+
+    def __init__(self) -> None:
+        self._by_config: dict[tuple, list[float]] = {}
+        self._by_workload: dict[str, list[float]] = {}
+        self._all: list[float] = []
+
+    def record(self, cell: Cell, seconds: float) -> None:
+        self._by_config.setdefault((cell.workload, cell.variant, cell.threads), []).append(seconds)
+        self._by_workload.setdefault(cell.workload, []).append(seconds)
+        self._all.append(seconds)
+
+    def estimate(self, cell: Cell) -> float | None:
+        for samples in (
+            self._by_config.get((cell.workload, cell.variant, cell.threads)),
+            self._by_workload.get(cell.workload),
+            self._all,
+        ):
+            if samples:
+                return statistics.median(samples)
+        return None
+
+    def remaining(self, cells: Iterable[Cell]) -> float | None:
+        estimates = [self.estimate(c) for c in cells]
+        if any(e is None for e in estimates):
+            return None
+        return float(sum(estimates))  # type: ignore[arg-type]
+
+
+@dataclass
+class MatrixOutcome:
+    planned: int
+    ran: list[Cell] = field(default_factory=list)
+    statuses: dict[str, str] = field(default_factory=dict)  # cell_id -> status, whole matrix
+    reasons: dict[str, str] = field(default_factory=dict)
+    interrupted: Cell | None = None
+    was_interrupted: bool = False
+
+    def count(self, status: str) -> int:
+        return sum(1 for s in self.statuses.values() if s == status)
+
+    @property
+    def problems(self) -> list[str]:
+        return sorted(cid for cid, s in self.statuses.items() if s in ("failed", "timeout"))
+
+    @property
+    def missing(self) -> int:
+        return self.planned - len(self.statuses)
+
+    def exit_code(self) -> int:
+        if self.was_interrupted:
+            return 130
+        return 1 if self.problems or self.missing else 0
+
+
+def _fmt_s(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    seconds = int(round(seconds))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}h{m:02d}m" if h else (f"{m}m{s:02d}s" if m else f"{s}s")
+
+
+class Matrix:
+    """Runs a MatrixSpec into results/<run>/ with progress, interrupt and resume."""
+
+    def __init__(self, spec: MatrixSpec, out: Path) -> None:
+        self.spec = spec
+        self.out = Path(out)
+        self.cells_dir = self.out / CELLS_DIR
+
+    def run(
+        self,
+        *,
+        run_cell: RunCell,
+        resume: bool = False,
+        console: Any = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> MatrixOutcome:
+        """Run pending cells. ``run_cell(cell, cells_dir)`` returns the result dict and has
+        already stored it as cells_dir/<cell_id>.json (the runner's contract)."""
+        prepare_run_dir(self.out, self.spec, resume=resume)
+        self.cells_dir.mkdir(parents=True, exist_ok=True)
+        cells = plan_cells(self.spec)
+        stored = stored_results(self.out)
+        todo = pending_cells(cells, stored)
+        outcome = MatrixOutcome(planned=len(cells))
+        for c in cells:
+            if c.cell_id in stored and c not in todo:
+                outcome.statuses[c.cell_id] = stored[c.cell_id].get("status", "?")
+        eta = EtaModel()
+        display = _Display(console, total=len(cells), done=len(cells) - len(todo))
+        with display:
+            for i, cell in enumerate(todo):
+                display.start(cell, eta.remaining(todo[i:]))
+                t0 = clock()
+                try:
+                    result = run_cell(cell, self.cells_dir)
+                except KeyboardInterrupt:
+                    # The cell in flight is not recorded: resume reruns it.
+                    outcome.was_interrupted = True
+                    outcome.interrupted = cell
+                    break
+                except Exception as exc:  # a runner bug must not stop the matrix
+                    result = self._record_crash(cell, exc)
+                elapsed = clock() - t0
+                status = str(result.get("status", "failed"))
+                outcome.ran.append(cell)
+                outcome.statuses[cell.cell_id] = status
+                if status != "ok" and result.get("reason"):
+                    outcome.reasons[cell.cell_id] = str(result["reason"])
+                if status in ("ok", "failed", "timeout"):
+                    eta.record(cell, elapsed)  # skipped cells take no time: don't learn from them
+                display.finish(cell, status, elapsed, result.get("reason"))
+        return outcome
+
+    def _record_crash(self, cell: Cell, exc: Exception) -> dict:
+        reason = f"runner error: {type(exc).__name__}: {exc}"[:300]
+        result = host_result(cell.to_dict(), "failed", reason)
+        _write_json(self.cells_dir / f"{cell.cell_id}.json", result)
+        return result
+
+
+class _Display:
+    """Rich progress: current cell, done/total, ETA learned from finished cells; plus one
+    line per finished cell so logs (CI, non-terminals) show the run too."""
+
+    def __init__(self, console: Any, total: int, done: int) -> None:
+        self.total, self.done = total, done
+        self.console = console
+        self.progress = None
+        self.task = None
+
+    def __enter__(self) -> _Display:
+        if self.console is None:
+            return self
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("ETA {task.fields[eta]}"),
+            console=self.console,
+            transient=True,
+        )
+        self.progress.__enter__()
+        self.task = self.progress.add_task(
+            "starting", total=self.total, completed=self.done, eta="?"
+        )
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.progress is not None:
+            self.progress.__exit__(None, None, None)
+
+    def start(self, cell: Cell, remaining_s: float | None) -> None:
+        if self.progress is not None:
+            label = f"{cell.workload} {cell.variant}@{cell.threads} r{cell.repeat}"
+            self.progress.update(self.task, description=label, eta=_fmt_s(remaining_s))
+
+    def finish(self, cell: Cell, status: str, elapsed: float, reason: object) -> None:
+        self.done += 1
+        if self.progress is None:
+            return
+        mark = {"ok": "[green]ok[/]", "skipped": "[yellow]skipped[/]"}.get(
+            status, f"[red]{status}[/]"
+        )
+        why = f" - {reason}" if status != "ok" and reason else ""
+        from rich.markup import escape
+
+        self.progress.console.print(
+            f"{mark} {escape(cell.cell_id)} [dim]{elapsed:.1f}s[/]{escape(why)}", highlight=False
+        )
+        self.progress.update(self.task, completed=self.done)

@@ -1,0 +1,374 @@
+"""Cloud prices: dated TOML catalogs, billing rules, and the cost of a training run.
+
+A catalog names its source and lists instances (vCPUs, GPU) with dated price points
+per tier (on_demand, preemptible). Cost = price per hour x billed seconds, where the
+billed seconds follow the catalog's rule (e.g. per second with a 1-minute minimum).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tfvariants.errors import UserError
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+CATALOG_DIR = Path(__file__).parent / "catalogs"
+DEFAULT_CATALOG = "gce-2017"
+TIERS = ("preemptible", "on_demand")
+_RULE_UNITS = {"per_second": 1, "per_minute": 60, "per_hour": 3600}
+_DATE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
+
+
+@dataclass(frozen=True)
+class PricePoint:
+    as_of: str
+    on_demand: float | None = None
+    preemptible: float | None = None
+    note: str = ""
+
+    def get(self, tier: str) -> float | None:
+        return self.on_demand if tier == "on_demand" else self.preemptible
+
+
+@dataclass(frozen=True)
+class Instance:
+    name: str
+    vcpus: int
+    gpu_type: str | None
+    gpu_count: int
+    prices: tuple[PricePoint, ...]
+    cpu: str | None = None
+
+    @property
+    def label(self) -> str:
+        gpu = f", {self.gpu_count}x {self.gpu_type}" if self.gpu_type else ""
+        return f"{self.name} ({self.vcpus} vCPU{gpu})"
+
+
+@dataclass(frozen=True)
+class Billing:
+    rule: str
+    minimum_seconds: float = 0.0
+
+    @property
+    def unit_seconds(self) -> int:
+        return _RULE_UNITS[self.rule]
+
+    def billed_seconds(self, seconds: float) -> float:
+        """Seconds you pay for: rounded up to the billing unit, at least the minimum."""
+        unit = self.unit_seconds
+        rounded = math.ceil(seconds / unit - 1e-9) * unit if seconds > 0 else 0
+        return float(max(self.minimum_seconds, rounded))
+
+    def describe(self) -> str:
+        text = self.rule.replace("_", " ")
+        if self.minimum_seconds:
+            text += f", minimum {self.minimum_seconds:g} s"
+        return text
+
+
+@dataclass(frozen=True)
+class SelectedPrice:
+    instance: Instance
+    per_hour: float
+    tier: str
+    as_of: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Catalog:
+    name: str
+    title: str
+    source: str
+    currency: str
+    billing: Billing
+    instances: tuple[Instance, ...]
+    default_as_of: str | None
+    default_tier: str
+    default_gpu: str | None
+    path: str
+
+    def instance(self, name: str) -> Instance:
+        for inst in self.instances:
+            if inst.name == name:
+                return inst
+        known = ", ".join(i.name for i in self.instances)
+        raise UserError(f"catalog {self.name} has no instance {name!r} (known: {known})")
+
+    def price(
+        self, inst: Instance, *, as_of: str | None = None, tier: str | None = None
+    ) -> SelectedPrice | None:
+        """The latest price point on or before ``as_of`` in the preferred tier; falls
+        back to the other tier (noted) when the preferred one has no figure."""
+        as_of = as_of or self.default_as_of
+        tier = tier or self.default_tier
+        points = [p for p in inst.prices if as_of is None or p.as_of <= as_of]
+        if not points:
+            return None
+        for want in (tier, *[t for t in TIERS if t != tier]):
+            for point in sorted(points, key=lambda p: p.as_of, reverse=True):
+                value = point.get(want)
+                if value is not None:
+                    note = point.note
+                    if want != tier:
+                        note = (f"no {tier} price as of {as_of}; {want} used " + note).strip()
+                    return SelectedPrice(inst, value, want, point.as_of, note)
+        return None
+
+
+@dataclass(frozen=True)
+class CellCost:
+    instance: str
+    per_hour: float
+    tier: str
+    as_of: str
+    seconds: float
+    billed_seconds: float
+    cost: float
+    note: str = ""
+
+
+def _where(path: str, inst: str | None, fld: str) -> str:
+    return f"{path}: instance {inst!r}, field {fld!r}" if inst else f"{path}: field {fld!r}"
+
+
+def _number(value: object, where: str, *, positive: bool = True) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise UserError(f"{where}: expected a number, got {value!r}")
+    if positive and value < 0:
+        raise UserError(f"{where}: must not be negative, got {value!r}")
+    return float(value)
+
+
+def parse_catalog(data: dict, path: str) -> Catalog:
+    """Validate a parsed TOML catalog; errors name the file, instance and field."""
+    for key in ("name", "source"):
+        if not isinstance(data.get(key), str) or not data[key].strip():
+            raise UserError(f"{_where(path, None, key)}: missing or not a string")
+    billing_raw = data.get("billing")
+    if not isinstance(billing_raw, dict):
+        raise UserError(f"{_where(path, None, 'billing')}: missing table [billing]")
+    rule = billing_raw.get("rule")
+    if rule not in _RULE_UNITS:
+        raise UserError(
+            f"{_where(path, None, 'billing.rule')}: expected one of "
+            f"{', '.join(_RULE_UNITS)}, got {rule!r}"
+        )
+    minimum = _number(
+        billing_raw.get("minimum_seconds", 0), _where(path, None, "billing.minimum_seconds")
+    )
+    default = data.get("default", {})
+    if not isinstance(default, dict):
+        raise UserError(f"{_where(path, None, 'default')}: expected a table")
+    tier = default.get("tier", "on_demand")
+    if tier not in TIERS:
+        raise UserError(
+            f"{_where(path, None, 'default.tier')}: expected one of {', '.join(TIERS)}, got {tier!r}"
+        )
+    as_of = default.get("as_of")
+    if as_of is not None and (not isinstance(as_of, str) or not _DATE.match(as_of)):
+        raise UserError(
+            f"{_where(path, None, 'default.as_of')}: expected YYYY-MM or YYYY-MM-DD, got {as_of!r}"
+        )
+    raw_instances = data.get("instance")
+    if not isinstance(raw_instances, list) or not raw_instances:
+        raise UserError(f"{_where(path, None, 'instance')}: no [[instance]] entries")
+    instances: list[Instance] = []
+    seen: set[str] = set()
+    for i, raw in enumerate(raw_instances):
+        name = raw.get("name") if isinstance(raw, dict) else None
+        if not isinstance(name, str) or not name:
+            raise UserError(f"{path}: instance #{i + 1}: missing field 'name'")
+        if name in seen:
+            raise UserError(f"{_where(path, name, 'name')}: duplicate instance")
+        seen.add(name)
+        vcpus = raw.get("vcpus")
+        if isinstance(vcpus, bool) or not isinstance(vcpus, int) or vcpus < 1:
+            raise UserError(
+                f"{_where(path, name, 'vcpus')}: expected a positive integer, got {vcpus!r}"
+            )
+        gpu = raw.get("gpu", "none")
+        gpu_type, gpu_count = None, 0
+        if isinstance(gpu, dict):
+            gpu_type, gpu_count = gpu.get("type"), gpu.get("count", 1)
+            if not isinstance(gpu_type, str) or not isinstance(gpu_count, int) or gpu_count < 1:
+                raise UserError(
+                    f'{_where(path, name, "gpu")}: expected {{type = "K80", count = 1}} or "none"'
+                )
+        elif gpu not in ("none", None):
+            raise UserError(
+                f'{_where(path, name, "gpu")}: expected {{type = ..., count = ...}} or "none", got {gpu!r}'
+            )
+        raw_prices = raw.get("prices")
+        if not isinstance(raw_prices, list) or not raw_prices:
+            raise UserError(f"{_where(path, name, 'prices')}: expected a list of price points")
+        points = []
+        for j, rp in enumerate(raw_prices):
+            where = _where(path, name, f"prices[{j}]")
+            if not isinstance(rp, dict):
+                raise UserError(f"{where}: expected a table")
+            unknown = set(rp) - {"as_of", "on_demand", "preemptible", "note"}
+            if unknown:
+                raise UserError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+            date = rp.get("as_of")
+            if not isinstance(date, str) or not _DATE.match(date):
+                raise UserError(f"{where}.as_of: expected YYYY-MM or YYYY-MM-DD, got {date!r}")
+            od = rp.get("on_demand")
+            pe = rp.get("preemptible")
+            if od is None and pe is None:
+                raise UserError(f"{where}: needs on_demand and/or preemptible")
+            points.append(
+                PricePoint(
+                    date,
+                    None if od is None else _number(od, f"{where}.on_demand"),
+                    None if pe is None else _number(pe, f"{where}.preemptible"),
+                    str(rp.get("note", "")),
+                )
+            )
+        cpu = raw.get("cpu")
+        instances.append(
+            Instance(
+                name,
+                vcpus,
+                gpu_type,
+                gpu_count,
+                tuple(points),
+                cpu if isinstance(cpu, str) else None,
+            )
+        )
+    return Catalog(
+        name=data["name"],
+        title=str(data.get("title", data["name"])),
+        source=data["source"],
+        currency=str(data.get("currency", "USD")),
+        billing=Billing(rule, minimum),
+        instances=tuple(instances),
+        default_as_of=as_of,
+        default_tier=tier,
+        default_gpu=default.get("gpu") if isinstance(default.get("gpu"), str) else None,
+        path=path,
+    )
+
+
+def builtin_catalogs() -> list[str]:
+    return sorted(p.stem for p in CATALOG_DIR.glob("*.toml"))
+
+
+def load_catalog(name_or_path: str) -> Catalog:
+    """A built-in catalog by name (e.g. ``gce-2017``) or a TOML file path."""
+    path = CATALOG_DIR / f"{name_or_path}.toml"
+    if not (re.fullmatch(r"[\w.-]+", name_or_path) and path.is_file()):
+        path = Path(name_or_path)
+        if not path.is_file():
+            raise UserError(
+                f"no pricing catalog {name_or_path!r}: not a built-in "
+                f"({', '.join(builtin_catalogs())}) and no such file"
+            )
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:  # its message carries "(at line L, column C)"
+        raise UserError(f"{path}: invalid TOML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: cannot read: {exc}") from None
+    return parse_catalog(data, str(path))
+
+
+@dataclass
+class Pricing:
+    """A catalog plus the selection (date, tier) and the cell -> instance mapping.
+
+    ``overrides`` maps "variant@threads", "variant" or "threads" to an instance name.
+    Without one, GPU variants map to the catalog's default GPU instance, and CPU cells to
+    the smallest instance (without GPU) that has at least ``threads`` vCPUs."""
+
+    catalog: Catalog
+    as_of: str | None = None
+    tier: str | None = None
+    overrides: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.tier is not None and self.tier not in TIERS:
+            raise UserError(f"unknown price tier {self.tier!r}: expected {' or '.join(TIERS)}")
+        if self.as_of is not None and not _DATE.match(self.as_of):
+            raise UserError(f"price date {self.as_of!r}: expected YYYY-MM or YYYY-MM-DD")
+        for target in self.overrides.values():
+            self.catalog.instance(target)  # fail early on a typo
+
+    @property
+    def effective_as_of(self) -> str | None:
+        return self.as_of or self.catalog.default_as_of
+
+    @property
+    def effective_tier(self) -> str:
+        return self.tier or self.catalog.default_tier
+
+    def instance_for(
+        self, variant: str, threads: int, device: str = "cpu"
+    ) -> tuple[Instance, str] | None:
+        for key in (f"{variant}@{threads}", variant, str(threads)):
+            if key in self.overrides:
+                return self.catalog.instance(self.overrides[key]), f"mapped by option {key}"
+        if device == "gpu":
+            gpus = [i for i in self.catalog.instances if i.gpu_type]
+            preferred = [i for i in gpus if i.gpu_type == self.catalog.default_gpu] or gpus
+            if not preferred:
+                return None
+            inst = min(preferred, key=lambda i: (i.gpu_count, i.vcpus))
+            return inst, f"GPU variant billed as {inst.name}"
+        cpus = sorted((i for i in self.catalog.instances if not i.gpu_type), key=lambda i: i.vcpus)
+        for inst in cpus:
+            if inst.vcpus >= threads and self.catalog.price(inst, as_of=self.as_of, tier=self.tier):
+                if inst.vcpus == threads:
+                    return inst, ""
+                return inst, f"smallest instance with at least {threads} vCPUs"
+        return None
+
+    def cost(
+        self, variant: str, threads: int, seconds: float, device: str = "cpu"
+    ) -> CellCost | None:
+        """Cost of ``seconds`` of training for this cell; None when nothing fits."""
+        found = self.instance_for(variant, threads, device)
+        if found is None:
+            return None
+        inst, why = found
+        sel = self.catalog.price(inst, as_of=self.as_of, tier=self.tier)
+        if sel is None:
+            return None
+        billed = self.catalog.billing.billed_seconds(seconds)
+        note = "; ".join(x for x in (why, sel.note) if x)
+        return CellCost(
+            inst.name,
+            sel.per_hour,
+            sel.tier,
+            sel.as_of,
+            seconds,
+            billed,
+            sel.per_hour * billed / 3600,
+            note,
+        )
+
+
+def parse_pricing_option(
+    text: str, *, tier: str | None = None, instance_map: list[str] | None = None
+) -> Pricing:
+    """``NAME|FILE[@AS_OF]`` plus ``VARIANT[@THREADS]=INSTANCE`` mappings -> Pricing."""
+    as_of = None
+    m = re.match(r"^(.*)@(\d{4}-\d{2}(?:-\d{2})?)$", text)
+    if m:
+        text, as_of = m.group(1), m.group(2)
+    catalog = load_catalog(text)
+    overrides: dict[str, str] = {}
+    for item in instance_map or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise UserError(f"--instance {item!r}: expected VARIANT[@THREADS]=INSTANCE")
+        overrides[key.strip()] = value.strip()
+    return Pricing(catalog, as_of=as_of, tier=tier, overrides=overrides)
