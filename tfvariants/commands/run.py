@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import time
 from pathlib import Path
@@ -24,6 +25,8 @@ def register(sub: Any) -> None:
     p.add_argument("--threads", type=positive_int, required=True, help="vCPUs to emulate")
     p.add_argument("--variant", default="local", help="variant name (default: local)")
     p.add_argument("--variants-file", default=None, help="TOML file with more variants")
+    p.add_argument("--engine", choices=("docker", "podman"), default=None,
+                   help="container engine for image variants (default: detected)")  # fmt: skip
     p.add_argument("--epochs", type=positive_int, default=None,
                    help="epochs to run (default: the workload's full schedule)")  # fmt: skip
     p.add_argument("--samples", type=positive_int, default=None,
@@ -64,6 +67,13 @@ def run(args: argparse.Namespace) -> int:
 
     workload = validate_workload(args.workload)
     variant = get_variant(args.variant, args.variants_file)
+    if args.engine and variant.kind == "image":
+        variant = dataclasses.replace(variant, engine=args.engine)
+    if variant.kind == "image":
+        # Fail before anything is written: a missing image or engine is one line.
+        ready, detail = variant.readiness()
+        if not ready and not variant.device == "gpu":
+            raise UserError(f"variant '{variant.name}' is not ready: {detail}")
     if variant.kind == "venv" and variant.python and not os.path.exists(variant.python):
         raise UserError(f"variant '{variant.name}': interpreter not found: {variant.python}")
     out = args.out or default_run_dir(Path(workload).stem)
