@@ -96,7 +96,7 @@ def test_conclusions_only_claim_what_the_data_shows(tmp_path):
     assert re.search(r"local@2 was 1\.[34]\dx faster than local@1 \(significant", cnn_text)
     mlp_text = " ".join(by_name["mnist_mlp"].conclusions)
     assert "faster than" not in mlp_text.replace("was the fastest", "")
-    assert "not distinguishable" in mlp_text and "not significant" in mlp_text
+    assert "no significant difference shown" in mlp_text and "not significant" in mlp_text
     assert any(w.kind == "unstable" and "run more repeats" in w.hint for w in a.warnings)
 
 

@@ -474,7 +474,7 @@ def _speed_phrase(a: Group, b: Group, cmp: stats.Comparison) -> str:
     if cmp.verdict == "slower":
         return f"{a.label} was {r.value:.2f}x slower than {b.label} (significant; 95% interval {r.lo:.2f}-{r.hi:.2f}x the time)"
     return (
-        f"{a.label} and {b.label} were not distinguishable (time ratio {r.value:.2f}, "
+        f"{a.label} vs {b.label}: no significant difference shown (time ratio {r.value:.2f}, "
         f"not significant: {'; '.join(cmp.reasons) or 'too little data'})"
     )
 
@@ -658,7 +658,7 @@ def _ratio_sub(cmp: stats.Comparison | None) -> str:
     if cmp is None or cmp.verdict == "baseline":
         return ""
     r = cmp.ratio
-    word = {"faster": "lower", "slower": "higher"}.get(cmp.verdict, "not significant")
+    word = {"faster": "lower", "slower": "higher"}.get(cmp.verdict, "n.s.")
     if r.lo == r.hi:
         return word
     hi = f"{r.hi:.2f}" if math.isfinite(r.hi) else "inf"

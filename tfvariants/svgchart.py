@@ -52,12 +52,12 @@ def bar_chart(
     label_w, right_pad, row_h, top, bottom = 130, 90, 26, 42, 58
     plot_w = width - label_w - right_pad
     height = top + bottom + row_h * max(1, len(bars))
-    finite = [
-        b.hi if b.hi is not None and math.isfinite(b.hi) else b.value
-        for b in bars
-        if b.value is not None
-    ]
-    vmax = _nice_max(max([*finite, reference or 0, 0.0]) * 1.05)
+    values = [b.value for b in bars if b.value is not None]
+    his = [b.hi for b in bars if b.value is not None and b.hi is not None and math.isfinite(b.hi)]
+    # Scale to the bars, not to a huge interval (3 noisy repeats can give a 100x upper
+    # bound); an error bar that runs past the axis ends in an arrow at the edge.
+    cap = max([*values, reference or 0.0, 0.0]) * 2.5
+    vmax = _nice_max(min(max([*values, *his, reference or 0.0, 0.0]), cap) * 1.05)
 
     def x(v: float) -> float:
         return label_w + plot_w * min(max(v, 0.0), vmax) / vmax
@@ -100,12 +100,19 @@ def bar_chart(
         )
         end = x(b.value)
         if b.lo is not None and b.hi is not None and b.hi > b.lo:
+            clipped = not math.isfinite(b.hi) or b.hi > vmax
             x1, x2 = x(b.lo), x(b.hi) if math.isfinite(b.hi) else label_w + plot_w
             cy = y + row_h / 2
+            right_end = (
+                f"M{x2 - 6:.1f},{cy - 4:.1f}L{x2:.1f},{cy:.1f}L{x2 - 6:.1f},{cy + 4:.1f}"
+                if clipped
+                else f"M{x2:.1f},{cy - 5:.1f}V{cy + 5:.1f}"
+            )
             out.append(
                 f'<path d="M{x1:.1f},{cy:.1f}H{x2:.1f}M{x1:.1f},{cy - 5:.1f}V{cy + 5:.1f}'
-                f'M{x2:.1f},{cy - 5:.1f}V{cy + 5:.1f}" stroke="#222" stroke-width="1.2" fill="none"/>'
+                f'{right_end}" stroke="#222" stroke-width="1.2" fill="none"/>'
             )
+
             end = max(end, x2)
         note = f" {b.note}" if b.note else ""
         out.append(
