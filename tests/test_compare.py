@@ -183,3 +183,17 @@ def test_real_compare_on_this_host(tmp_path, monkeypatch, needs_tf, capsys):
     assert len(cells) == 2
     assert all(json.loads(c.read_text())["status"] == "ok" for c in cells)
     assert "<svg" in (tmp_path / "reports/res/index.html").read_text()
+
+
+def test_variant_that_is_not_ready_stops_before_the_sweep(tmp_path, capsys):
+    from tfvariants.cli import main as cli_main
+
+    vfile = tmp_path / "v.toml"
+    vfile.write_text('[variants.old]\nkind = "venv"\npython = "/nonexistent/bin/python"\n')
+    out = tmp_path / "run"
+    rc = cli_main(["compare", "--variants", "old", "--threads", "1", "--workloads", "mnist_mlp",
+                   "--variants-file", str(vfile), "--out", str(out)])  # fmt: skip
+    assert rc == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("tfvariants: error: variant(s) not ready: old:")
+    assert not out.exists()

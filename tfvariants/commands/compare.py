@@ -29,6 +29,8 @@ def register(sub: Any) -> None:
         "--variants", default=None, help="comma list, e.g. pip,compiled,gpu (default: local)"
     )
     p.add_argument("--variants-file", default=None, help="TOML file with more variants")
+    p.add_argument("--engine", choices=("docker", "podman"), default=None,
+                   help="container engine for image variants (default: detected)")  # fmt: skip
     p.add_argument("--workloads", default=None, help="'all' (default) or a comma list")
     p.add_argument("--repeats", default=None, help="repeats per configuration (default 3)")
     p.add_argument("--epochs", default=None, help="epochs per cell (default: full schedule)")
@@ -232,6 +234,30 @@ def _check_baseline(
         raise UserError(f"--baseline {baseline}: {parsed[1]} is not one of --threads")
 
 
+def _ready_variants(variant_objs: dict[str, Any], engine: str | None) -> dict[str, Any]:
+    """Stop before the sweep, not in the middle of it, when a variant cannot run here.
+    GPU variants on a host without a GPU are exempt: their cells are recorded as
+    skipped with that reason."""
+    import dataclasses
+
+    from tfvariants.variants import skip_reason
+
+    ready_objs = {}
+    problems = []
+    for name, variant in variant_objs.items():
+        if engine and variant.kind == "image":
+            variant = dataclasses.replace(variant, engine=engine)
+        ready_objs[name] = variant
+        if skip_reason(variant):
+            continue
+        ready, detail = variant.readiness()
+        if not ready:
+            problems.append(f"{name}: {detail}")
+    if problems:
+        raise UserError("variant(s) not ready: " + "; ".join(problems))
+    return ready_objs
+
+
 def run(args: argparse.Namespace) -> int:
     import json
 
@@ -254,6 +280,7 @@ def run(args: argparse.Namespace) -> int:
                 raise UserError(f"{run_file}: unreadable ({exc})") from None
     spec, variant_objs = build_spec(args, stored)
     _check_baseline(args.baseline, spec.variants, spec.threads)
+    variant_objs = _ready_variants(variant_objs, args.engine)
     pricing = (
         parse_pricing_option(args.pricing, tier=args.price_tier, instance_map=args.instance)
         if args.pricing
