@@ -298,6 +298,10 @@ class _Display:
             TextColumn("ETA {task.fields[eta]}"),
             console=self.console,
             transient=True,
+            # The host shares the CPUs being measured: redraw rarely (rich's default of
+            # 10/s cost a visible share of a core), and not at all without a terminal.
+            refresh_per_second=1,
+            auto_refresh=bool(getattr(self.console, "is_terminal", False)),
         )
         self.progress.__enter__()
         self.task = self.progress.add_task(
@@ -313,6 +317,7 @@ class _Display:
         if self.progress is not None:
             label = f"{cell.workload} {cell.variant}@{cell.threads} r{cell.repeat}"
             self.progress.update(self.task, description=label, eta=_fmt_s(remaining_s))
+            self.progress.refresh()
 
     def finish(self, cell: Cell, status: str, elapsed: float, reason: object) -> None:
         self.done += 1
@@ -328,3 +333,4 @@ class _Display:
             f"{mark} {escape(cell.cell_id)} [dim]{elapsed:.1f}s[/]{escape(why)}", highlight=False
         )
         self.progress.update(self.task, completed=self.done)
+        self.progress.refresh()

@@ -91,7 +91,13 @@ def run(args: argparse.Namespace) -> int:
     )
     console = Console(stderr=True)
     started = time.monotonic()
-    with console.status(f"running {cell.cell_id} (log: {out / 'logs' / (cell.cell_id + '.log')})"):
+    label = f"running {cell.cell_id} (log: {out / 'logs' / (cell.cell_id + '.log')})"
+    if console.is_terminal:
+        # One redraw a second: the spinner shares the CPUs being measured.
+        with console.status(label, refresh_per_second=1, speed=0.1):
+            result = run_cell(cell, variant, options, out / "cells")
+    else:
+        console.print(label, highlight=False)
         result = run_cell(cell, variant, options, out / "cells")
     if args.json:
         import json
