@@ -37,7 +37,7 @@ report: install
 # `make test` runs every marker; set TFV_REQUIRE_CONTAINER=1 / TFV_REQUIRE_BROWSER=1
 # to turn "skipped: no podman/chromium" into failures (CI does).
 test: install
-	TFV_REQUIRE_TF=1 $(BIN)/python -m pytest -o addopts="" -q -rs
+	TFV_REQUIRE_TF=1 $(BIN)/python -m pytest -o addopts="" -q -rs --durations=15
 
 test-fast: install
 	$(BIN)/python -m pytest -q

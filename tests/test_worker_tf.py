@@ -24,12 +24,16 @@ def cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     )  # fmt: skip
 
 
-def test_run_writes_a_valid_result(tmp_path):
-    out = tmp_path / "x"
-    proc = cli("run", "mnist_mlp", "--threads", "1", "--epochs", "2", "--samples", "1024",
-               "--out", str(out))  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    res = load_result(out / "cells" / "mnist_mlp__local__t1__r0.json")
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs")
+def test_run_writes_valid_results_with_the_applied_pinning(tmp_path):
+    """One real worker per thread count (TensorFlow imports are the slow part)."""
+    seen = {}
+    for n in (1, 2):
+        proc = cli("run", "mnist_mlp", "--threads", str(n), "--epochs", "2", "--samples", "1024",
+                   "--out", str(tmp_path))  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        seen[n] = load_result(tmp_path / "cells" / f"mnist_mlp__local__t{n}__r0.json")
+    res = seen[1]
     assert res["status"] == "ok"
     timing = res["timing"]
     assert len(timing["epoch_times_s"]) == 2 and timing["warmup_epochs"] == 1
@@ -44,64 +48,11 @@ def test_run_writes_a_valid_result(tmp_path):
     assert res["applied"]["env"]["TF_ENABLE_ONEDNN_OPTS"] == "1"
     # learnable synthetic data: accuracy clearly above chance
     assert res["metrics"]["accuracy"] > res["chance_accuracy"] + 0.2
-
-
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs")
-def test_threads_1_and_2_apply_different_masks_and_pools(tmp_path):
-    seen = {}
-    for n in (1, 2):
-        proc = cli("run", "mnist_mlp", "--threads", str(n), "--epochs", "1", "--samples", "256",
-                   "--out", str(tmp_path))  # fmt: skip
-        assert proc.returncode == 0, proc.stderr
-        res = load_result(tmp_path / "cells" / f"mnist_mlp__local__t{n}__r0.json")
-        seen[n] = res["applied"]
-    assert len(seen[1]["affinity"]) == 1 and len(seen[2]["affinity"]) == 2
-    assert seen[1]["intra_op"] == 1 and seen[2]["intra_op"] == 2
-    assert seen[1]["env"]["OMP_NUM_THREADS"] == "1" and seen[2]["env"]["OMP_NUM_THREADS"] == "2"
-
-
-WORKLOAD_TEMPLATE = """
-SPEC = {{"name": "{name}", "batch_size": 32, "epochs": 1}}
-
-def load_data(source, *, data_dir, samples, seed):
-    {body}
-
-def build_model(keras, *, compile_options):
-    raise AssertionError("not reached")
-"""
-
-
-def custom(tmp_path: Path, name: str, body: str) -> str:
-    path = tmp_path / f"{name}.py"
-    path.write_text(WORKLOAD_TEMPLATE.format(name=name, body=body))
-    return str(path)
-
-
-def test_real_worker_killed_by_sigkill(tmp_path):
-    wl = custom(tmp_path, "suicide", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
-    proc = cli("run", wl, "--threads", "1", "--out", str(tmp_path / "o"))
-    assert proc.returncode == 1
-    res = load_result(tmp_path / "o" / "cells" / "suicide__local__t1__r0.json")
-    assert res["status"] == "failed" and res["reason"] == "worker killed by SIGKILL"
-
-
-def test_real_worker_timeout(tmp_path):
-    wl = custom(tmp_path, "sleepy", "import time; time.sleep(120)")
-    proc = cli("run", wl, "--threads", "1", "--timeout", "20", "--out", str(tmp_path / "o"))
-    assert proc.returncode == 1
-    res = load_result(tmp_path / "o" / "cells" / "sleepy__local__t1__r0.json")
-    assert res["status"] == "timeout"
-
-
-def test_workload_exception_is_a_failed_result(tmp_path):
-    wl = custom(tmp_path, "broken", "raise RuntimeError('no data here')")
-    proc = cli("run", wl, "--threads", "1", "--out", str(tmp_path / "o"))
-    assert proc.returncode == 1
-    res = load_result(tmp_path / "o" / "cells" / "broken__local__t1__r0.json")
-    assert res["status"] == "failed"
-    assert res["reason"] == "RuntimeError: no data here"
-    assert "Traceback" in res["stderr_tail"]
-    assert res["environment"]["tensorflow"]["version"]
+    # different pinning, read back inside the worker
+    one, two = seen[1]["applied"], seen[2]["applied"]
+    assert len(one["affinity"]) == 1 and len(two["affinity"]) == 2
+    assert one["intra_op"] == 1 and two["intra_op"] == 2
+    assert one["env"]["OMP_NUM_THREADS"] == "1" and two["env"]["OMP_NUM_THREADS"] == "2"
 
 
 def test_env_probe_in_variant():
