@@ -176,3 +176,17 @@ def test_csv_has_one_row_per_cell(study, gce, tmp_path):
     )
     failed = next(r for r in rows if r["status"] == "failed")
     assert failed["reason"] == "worker exited with code 1: OOM" and failed["cost"] == ""
+
+
+def test_cells_planned_but_missing_are_reported(tmp_path):
+    from tfvariants.report import analyze
+
+    results, run = rf.study_like_results()
+    d = rf.write_results(tmp_path / "res", results, run)
+    assert not [w for w in analyze(d).warnings if w.kind == "incomplete"]
+    victim = sorted((d / "cells").glob("*.json"))[0]
+    victim.unlink()
+    (warning,) = [w for w in analyze(d).warnings if w.kind == "incomplete"]
+    assert warning.message.startswith("1 of ")
+    assert victim.stem in warning.message
+    assert "--resume" in warning.hint

@@ -257,6 +257,26 @@ def _device(variant: str, run: dict, results: list[dict]) -> str:
     return "gpu" if variant == "gpu" else "cpu"
 
 
+def _planned_ids(run: dict) -> list[str]:
+    """Cell ids the run's matrix (run.json) planned; empty without run.json."""
+    from tfvariants.runner import Cell
+
+    try:
+        return [
+            Cell(str(v), int(t), str(w), r).cell_id
+            for v in run.get("variants", [])
+            for t in run.get("threads", [])
+            for w in run.get("workloads", [])
+            for r in range(int(run.get("repeats", 0)))
+        ]
+    except (TypeError, ValueError):
+        return []
+
+
+def _missing_cells(run: dict, stored: dict) -> list[str]:
+    return [cid for cid in _planned_ids(run) if cid not in stored]
+
+
 def analyze(
     results_dir: Path,
     *,
@@ -321,6 +341,19 @@ def analyze(
         configs = ", ".join(dict.fromkeys(labels))
         w = stats.oversubscribed_warning(configs, threads, cpus or 0)
         all_warnings.insert(0, w)
+
+    missing = _missing_cells(run, stored)
+    if missing:
+        planned = len(missing) + sum(1 for cid in stored if cid in _planned_ids(run))
+        all_warnings.insert(
+            0,
+            stats.StatWarning(
+                "incomplete",
+                f"{len(missing)} of {planned} planned cells have no result "
+                f"(e.g. {', '.join(missing[:3])}): the run was interrupted or is still going",
+                f"finish it with: tfvariants compare --resume --out {results_dir}",
+            ),
+        )
 
     reports = []
     for w in workloads:
