@@ -24,9 +24,22 @@ def _make_n(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     # includes it the same way.
     makefile = tmp_path / "Makefile"
     makefile.write_text(f"include {BUILDS / 'builds.mk'}\n")
+    # Run as a top-level make even under `make test`: a sub-make (MAKELEVEL set) would
+    # print "Entering directory" lines and inherit the outer make's flags.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
     return subprocess.run(
-        ["make", "-f", str(makefile), "-n", *args, f"PYTHON={sys.executable}", "ENGINE=podman"],
+        [
+            "make",
+            "--no-print-directory",
+            "-f",
+            str(makefile),
+            "-n",
+            *args,
+            f"PYTHON={sys.executable}",
+            "ENGINE=podman",
+        ],  # fmt: skip
         cwd=ROOT,
+        env=env,
         capture_output=True,
         text=True,
         check=False,
