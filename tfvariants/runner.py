@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -111,6 +112,46 @@ def _stop_group(proc: subprocess.Popen[bytes]) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
+
+
+def _wait_blocking(
+    proc: subprocess.Popen[bytes], timeout_s: float, command: list[str]
+) -> tuple[int | None, bool]:
+    """Wait for the worker without polling; stop its group if it outlives the timeout.
+
+    ``Popen.wait(timeout=...)`` polls every few milliseconds, which on a 2-core host
+    took a visible share of the CPUs being measured; a blocking waitpid costs nothing,
+    and a timer thread does the killing.
+    """
+    finished = threading.Event()
+    timed_out = threading.Event()
+
+    def on_timeout() -> None:
+        timed_out.set()
+        for sig, grace_s in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, 0.0)):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                return
+            if finished.wait(grace_s):
+                return
+
+    timer = threading.Timer(timeout_s, on_timeout)
+    timer.daemon = True
+    timer.start()
+    try:
+        code = proc.wait()
+    except KeyboardInterrupt:
+        timer.cancel()
+        _stop_group(proc)
+        _remove_container(command)
+        raise
+    finally:
+        finished.set()
+        timer.cancel()
+    if timed_out.is_set():
+        _remove_container(command)
+    return code, timed_out.is_set()
 
 
 def _remove_container(command: list[str]) -> None:
@@ -214,18 +255,7 @@ def _execute(
                 "_exit_code": None,
                 "_wall_s": 0.0,
             }  # fmt: skip
-        try:
-            code: int | None = proc.wait(timeout=options.timeout_s)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            _stop_group(proc)
-            _remove_container(command)
-            code = proc.returncode
-            timed_out = True
-        except KeyboardInterrupt:
-            _stop_group(proc)
-            _remove_container(command)
-            raise
+        code, timed_out = _wait_blocking(proc, options.timeout_s, command)
     wall = time.monotonic() - started
     log_text = log_path.read_text(encoding="utf-8", errors="replace")
     result_file = scratch / "result.json"
