@@ -9,6 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from tfvariants import argtypes
 from tfvariants.errors import UserError
 from tfvariants.outdir import check_writable
 
@@ -59,20 +60,17 @@ def register(sub: Any) -> None:
 # ---- argument parsing (UserError, one line, before anything is written) ----
 
 
+def _checked(option: str, parse: Any, text: str) -> Any:
+    """Run a shared argtypes parser at run time (values may come from run.json on
+    --resume), turning its error into the one-line UserError."""
+    try:
+        return parse(str(text))
+    except argparse.ArgumentTypeError as exc:
+        raise UserError(f"--{option}: {exc}") from None
+
+
 def parse_threads(text: str) -> list[int]:
-    parts = [p.strip() for p in str(text).split(",")]
-    if not str(text).strip() or any(not p for p in parts):
-        raise UserError(f"--threads: expected positive whole numbers like 8,16,32, got {text!r}")
-    out = []
-    for p in parts:
-        try:
-            value = int(p)
-        except ValueError:
-            raise UserError(f"--threads: {p!r} is not a whole number") from None
-        if value < 1:
-            raise UserError(f"--threads: must be at least 1, got {value}")
-        out.append(value)
-    return list(dict.fromkeys(out))
+    return _checked("threads", argtypes.thread_list, text)
 
 
 def parse_positive(name: str, text: str | None, *, allow_zero: bool = False) -> int | None:
@@ -185,14 +183,7 @@ def build_spec(args: argparse.Namespace, stored: dict | None = None) -> tuple[An
     }
     repeats = given_or_stored("repeats", args.repeats, positive("repeats"), 3)
     quick = options["quick"]
-    try:
-        options["timeout_s"] = float(args.timeout)
-        if options["timeout_s"] <= 0:
-            raise ValueError
-    except ValueError:
-        raise UserError(
-            f"--timeout: expected a number of seconds > 0, got {args.timeout!r}"
-        ) from None
+    options["timeout_s"] = _checked("timeout", argtypes.positive_float, args.timeout)
     if quick:
         options["per_workload"] = {w: quick_scale(w) for w in workloads}
     variant_objs = {v: get_variant(v, args.variants_file) for v in variants}
