@@ -9,7 +9,7 @@ TF_VERSION ?= 2.21.0
 ISA ?= avx2-fma
 # docker or podman: the same choice `tfvariants` makes ($TFVARIANTS_ENGINE, else the
 # engine that can run containers here).
-ENGINE ?= $(shell $(PYTHON) -m tfvariants.engine 2>/dev/null || echo docker)
+ENGINE ?= $(shell $(PYTHON) -m tfvariants.variants.engine 2>/dev/null || echo docker)
 # Extra `build` flags. Host networking lets apt/pip in the build reach a proxy on
 # hosts where the engine's default build network cannot; docker accepts it too.
 BUILD_FLAGS ?= --network host
@@ -30,10 +30,10 @@ RUNTIME_IMAGE ?= $(BASE_IMAGE)
 _base_arg = $(if $(strip $(BASE_IMAGE)),--build-arg BASE_IMAGE=$(BASE_IMAGE))
 _runtime_arg = $(if $(strip $(RUNTIME_IMAGE)),--build-arg RUNTIME_IMAGE=$(RUNTIME_IMAGE))
 
-# Derived by the tested function in tfvariants/isa.py (recursive variables: only
+# Derived by the tested function in tfvariants/variants/isa.py (recursive variables: only
 # evaluated when build-compiled runs, so other targets never call Python for them).
-TF_COPTS = $(shell $(PYTHON) -m tfvariants.isa copts '$(ISA)')
-TF_EXPECT_ISA = $(shell $(PYTHON) -m tfvariants.isa expect '$(ISA)')
+TF_COPTS = $(shell $(PYTHON) -m tfvariants.variants.isa copts '$(ISA)')
+TF_EXPECT_ISA = $(shell $(PYTHON) -m tfvariants.variants.isa expect '$(ISA)')
 
 .PHONY: build-pip build-compiled build-gpu
 
@@ -43,7 +43,7 @@ build-pip:
 		-t $(PIP_IMAGE) -f builds/pip/Dockerfile builds/pip
 
 build-compiled:
-	$(if $(strip $(TF_COPTS)),,$(error ISA '$(ISA)' gives no compiler flags: see `$(PYTHON) -m tfvariants.isa copts '$(ISA)'`))
+	$(if $(strip $(TF_COPTS)),,$(error ISA '$(ISA)' gives no compiler flags: see `$(PYTHON) -m tfvariants.variants.isa copts '$(ISA)'`))
 	$(ENGINE) build $(BUILD_FLAGS) $(_base_arg) $(_runtime_arg) \
 		--build-arg TF_VERSION=$(TF_VERSION) \
 		--build-arg TF_ISA='$(ISA)' \

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tfvariants import isa
+from tfvariants.variants import isa
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILDS = ROOT / "builds"

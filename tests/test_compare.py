@@ -4,9 +4,9 @@ import os
 import pytest
 import resultfactory as rf
 
-from tfvariants import runner
 from tfvariants.cli import main
 from tfvariants.commands import compare
+from tfvariants.execute import runner
 from workloads import registry
 
 
@@ -88,7 +88,7 @@ class FakeRunCell:
 
 def test_quick_compare_end_to_end_with_a_fake_runner(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("tfvariants.matrix.logical_cpus", lambda: 2)
+    monkeypatch.setattr("tfvariants.plan.spec.logical_cpus", lambda: 2)
     fake = FakeRunCell()
     monkeypatch.setattr(runner, "run_cell", fake)
     assert main(["compare", "--quick", "--workloads", "mnist_mlp", "--out", "results/q"]) == 0

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tfvariants import engine as engines
 from tfvariants.variants import BUILTINS
+from tfvariants.variants import engine as engines
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.container

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tfvariants import engine
 from tfvariants.errors import UserError
+from tfvariants.variants import engine
 
 
 def _command(tmp_path: Path, **overrides):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tfvariants import isa
 from tfvariants.errors import UserError
+from tfvariants.variants import isa
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,9 @@ import pytest
 from rich.console import Console
 
 from tfvariants.errors import UserError
-from tfvariants.matrix import EtaModel, Matrix, MatrixSpec, plan_cells, stored_results
+from tfvariants.execute.matrix import EtaModel, Matrix
+from tfvariants.plan.spec import MatrixSpec, plan_cells
+from tfvariants.store.rundir import stored_results
 
 
 def spec(**kw):
@@ -21,7 +23,7 @@ def spec(**kw):
 
 
 class FakeRunner:
-    """Stands in for tfvariants.runner.run_cell: writes the result file like the runner."""
+    """Stands in for tfvariants.execute.runner.run_cell: writes the result file like the runner."""
 
     def __init__(self, fail=(), interrupt_at=None, raise_at=None):
         self.calls = []

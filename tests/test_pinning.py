@@ -2,8 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from tfvariants.pinning import plan_pinning
-from tfvariants.topology import (
+from tfvariants.plan.pinning import plan_pinning
+from tfvariants.plan.topology import (
     LogicalCpu,
     Topology,
     format_cpu_list,

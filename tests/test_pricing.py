@@ -1,7 +1,7 @@
 import pytest
 
+from tfvariants.analyze.pricing import Billing, Pricing, load_catalog, parse_pricing_option
 from tfvariants.errors import UserError
-from tfvariants.pricing import Billing, Pricing, load_catalog, parse_pricing_option
 
 
 @pytest.fixture(scope="module")

@@ -5,10 +5,11 @@ import re
 import pytest
 import resultfactory as rf
 
+from tfvariants.analyze.analysis import analyze
+from tfvariants.analyze.pricing import Pricing, load_catalog
 from tfvariants.errors import UserError
-from tfvariants.pricing import Pricing, load_catalog
-from tfvariants.report import analyze, render_html, write_report
-from tfvariants.svgchart import Bar, bar_chart
+from tfvariants.render.html import render_html, write_report
+from tfvariants.render.svgchart import Bar, bar_chart
 
 EVIL = "<script>alert(1)</script>"
 
@@ -179,7 +180,7 @@ def test_csv_has_one_row_per_cell(study, gce, tmp_path):
 
 
 def test_cells_planned_but_missing_are_reported(tmp_path):
-    from tfvariants.report import analyze
+    from tfvariants.analyze.analysis import analyze
 
     results, run = rf.study_like_results()
     d = rf.write_results(tmp_path / "res", results, run)

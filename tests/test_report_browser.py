@@ -7,8 +7,8 @@ import subprocess
 import pytest
 import resultfactory as rf
 
-from tfvariants.pricing import Pricing, load_catalog
-from tfvariants.report import write_report
+from tfvariants.analyze.pricing import Pricing, load_catalog
+from tfvariants.render.html import write_report
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = [

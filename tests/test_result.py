@@ -2,7 +2,13 @@ import json
 
 import pytest
 
-from tfvariants.result import ResultError, host_result, load_cells, load_result, write_json_atomic
+from tfvariants.store.result import (
+    ResultError,
+    host_result,
+    load_cells,
+    load_result,
+    write_json_atomic,
+)
 
 
 def ok_result():

@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from tfvariants import variants as variants_mod
-from tfvariants.result import load_result
-from tfvariants.runner import Cell, RunOptions, run_cell
-from tfvariants.topology import LogicalCpu, Topology
+from tfvariants.execute.runner import RunOptions, run_cell
+from tfvariants.plan.cell import Cell
+from tfvariants.plan.topology import LogicalCpu, Topology
+from tfvariants.store.result import load_result
 from tfvariants.variants import Variant
+from tfvariants.variants import registry as variants_mod
 
 STUB_HEAD = f"""#!{sys.executable}
 import json, os, sys, time
@@ -177,7 +178,7 @@ def test_cell_id(repeat):
 
 
 def test_timed_out_container_is_removed_by_name(tmp_path, monkeypatch):
-    from tfvariants import runner
+    from tfvariants.execute import runner
 
     calls = []
     monkeypatch.setattr(runner.subprocess, "run", lambda cmd, **kw: calls.append(cmd))

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from tfvariants import stats
+from tfvariants.analyze import stats
 
 
 def test_median_interval_small_n_uses_t_interval_around_the_median():

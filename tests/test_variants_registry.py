@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tfvariants import engine as engines
-from tfvariants import variants
 from tfvariants.cli import main
 from tfvariants.errors import UserError
+from tfvariants.variants import engine as engines
+from tfvariants.variants import registry as variants
 
 
 def _write(tmp_path: Path, text: str) -> Path:

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tfvariants.result import load_result
+from tfvariants.store.result import load_result
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tfvariants.result import load_result
+from tfvariants.store.result import load_result
 
 pytestmark = [pytest.mark.tf, pytest.mark.usefixtures("needs_tf")]
 

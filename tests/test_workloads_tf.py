@@ -132,7 +132,7 @@ MARGIN = {
 
 @pytest.mark.parametrize("name", list(MARGIN))
 def test_quick_run_learns_above_chance(tmp_path, name):
-    from tfvariants.result import load_result
+    from tfvariants.store.result import load_result
 
     spec = importlib.import_module(f"workloads.{name}").SPEC
     proc = cli("run", name, "--threads", "2", "--epochs", str(spec["quick_epochs"]),
@@ -151,7 +151,7 @@ def test_quick_run_learns_above_chance(tmp_path, name):
 
 
 def test_documented_example_runs_through_the_cli(tmp_path):
-    from tfvariants.result import load_result
+    from tfvariants.store.result import load_result
 
     proc = cli("run", str(EXAMPLE), "--threads", "1", "--epochs", "2", "--samples", "1024",
                "--out", str(tmp_path))  # fmt: skip

@@ -5,7 +5,7 @@
 # version pinned in the source tree's .bazelversion, Clang is the compiler, Python is
 # hermetic (HERMETIC_PYTHON_VERSION), the target is //tensorflow/tools/pip_package:wheel
 # with --config=opt, and the instruction-set flags go in as --copt. The flags come
-# already derived (tfvariants/isa.py, via `python -m tfvariants.isa copts LEVEL`), so
+# already derived (tfvariants/variants/isa.py, via `python -m tfvariants.variants.isa copts LEVEL`), so
 # this script never guesses them.
 #
 # --dry-run prints the commands instead of running them (tested in tests/).
@@ -61,7 +61,7 @@ done
 
 die() { echo "build_tf.sh: error: $*" >&2; exit 2; }
 
-[ -n "$COPTS" ] || die "--copts is required (e.g. from: python -m tfvariants.isa copts avx2-fma)"
+[ -n "$COPTS" ] || die "--copts is required (e.g. from: python -m tfvariants.variants.isa copts avx2-fma)"
 [[ "$JOBS" =~ ^[1-9][0-9]*$ ]] || die "--jobs must be a positive integer, got '$JOBS'"
 [[ "$RAM_MB" =~ ^[1-9][0-9]*$ ]] || die "--ram-mb must be a positive integer, got '$RAM_MB'"
 [[ "$PYTHON_VERSION" =~ ^3\.[0-9]+$ ]] || die "--python-version must look like 3.11"

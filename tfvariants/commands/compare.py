@@ -9,9 +9,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tfvariants import argtypes
+from tfvariants.commands import argtypes
+from tfvariants.commands.outdir import check_writable
 from tfvariants.errors import UserError
-from tfvariants.outdir import check_writable
 
 QUICK_SAMPLES, QUICK_EPOCHS = 2000, 2  # fallback when a workload's SPEC has no quick_* keys
 
@@ -131,7 +131,7 @@ def _available_workloads() -> list[str]:
 def build_spec(args: argparse.Namespace, stored: dict | None = None) -> tuple[Any, dict[str, Any]]:
     """MatrixSpec + the variant objects, from args (missing args taken from a stored run
     when resuming)."""
-    from tfvariants.matrix import MatrixSpec, logical_cpus
+    from tfvariants.plan.spec import MatrixSpec, logical_cpus
     from tfvariants.variants import get_variant
 
     stored = stored or {}
@@ -194,7 +194,7 @@ def build_spec(args: argparse.Namespace, stored: dict | None = None) -> tuple[An
 
 def run_options_for(spec: Any, workload: str) -> Any:
     """RunOptions for a workload's cells: explicit --epochs/--samples beat quick scale."""
-    from tfvariants.runner import RunOptions
+    from tfvariants.execute.runner import RunOptions
 
     o = spec.options
     scale = (o.get("per_workload") or {}).get(workload, {})
@@ -212,7 +212,7 @@ def run_options_for(spec: Any, workload: str) -> Any:
 def _check_baseline(
     baseline: str | None, variants: tuple[str, ...], threads: tuple[int, ...]
 ) -> None:
-    from tfvariants.report import parse_baseline
+    from tfvariants.analyze.analysis import parse_baseline
 
     parsed = parse_baseline(baseline)
     if parsed is None:
@@ -254,10 +254,11 @@ def run(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from tfvariants import runner
-    from tfvariants.matrix import RUN_FILE, Matrix
-    from tfvariants.pricing import parse_pricing_option
-    from tfvariants.report import write_report
+    from tfvariants.analyze.pricing import parse_pricing_option
+    from tfvariants.execute import runner
+    from tfvariants.execute.matrix import Matrix
+    from tfvariants.render.html import write_report
+    from tfvariants.store.rundir import RUN_FILE
 
     stored = None
     if args.resume:

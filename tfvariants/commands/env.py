@@ -32,9 +32,9 @@ def register(sub: Any) -> None:
 
 def probe_variant(variant: Any) -> dict[str, Any]:
     """Run workloads.envprobe inside the variant; TensorFlow never loads in this process."""
-    from tfvariants.pinning import plan_pinning
-    from tfvariants.runner import worker_env
-    from tfvariants.topology import read_topology
+    from tfvariants.execute.runner import worker_env
+    from tfvariants.plan.pinning import plan_pinning
+    from tfvariants.plan.topology import read_topology
 
     topo = read_topology()
     plan = plan_pinning(topo.logical_count, topo)
@@ -64,8 +64,8 @@ def probe_variant(variant: Any) -> dict[str, Any]:
 
 
 def host_info() -> dict[str, Any]:
-    from tfvariants.pinning import plan_pinning
-    from tfvariants.topology import read_topology
+    from tfvariants.plan.pinning import plan_pinning
+    from tfvariants.plan.topology import read_topology
     from workloads.envprobe import probe
 
     topo = read_topology()
@@ -105,7 +105,7 @@ def render(data: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from tfvariants.topology import format_cpu_list
+    from tfvariants.plan.topology import format_cpu_list
 
     console = Console()
     host = data["host"]

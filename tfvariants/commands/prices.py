@@ -20,7 +20,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from tfvariants.pricing import builtin_catalogs, load_catalog
+    from tfvariants.analyze.pricing import builtin_catalogs, load_catalog
 
     cat = load_catalog(args.catalog)
     console = Console()

@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from tfvariants.commands.outdir import check_writable
 from tfvariants.errors import UserError
-from tfvariants.outdir import check_writable
 
 
 def register(sub: Any) -> None:
@@ -33,8 +33,8 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tfvariants.pricing import parse_pricing_option
-    from tfvariants.report import write_report
+    from tfvariants.analyze.pricing import parse_pricing_option
+    from tfvariants.render.html import write_report
 
     if not args.results_dir.is_dir():
         raise UserError(f"{args.results_dir}: no such results folder")

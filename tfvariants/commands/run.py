@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tfvariants.argtypes import positive_float, positive_int
+from tfvariants.commands.argtypes import positive_float, positive_int
+from tfvariants.commands.outdir import check_writable, default_run_dir
 from tfvariants.errors import UserError
-from tfvariants.outdir import check_writable, default_run_dir
 
 
 def register(sub: Any) -> None:
@@ -62,7 +62,8 @@ def validate_workload(name: str) -> str:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from tfvariants.runner import Cell, RunOptions, run_cell
+    from tfvariants.execute.runner import RunOptions, run_cell
+    from tfvariants.plan.cell import Cell
     from tfvariants.variants import get_variant
 
     workload = validate_workload(args.workload)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from itertools import groupby
 
-from tfvariants.topology import Topology
+from tfvariants.plan.topology import Topology
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ The compiled variant is TensorFlow built with bazel for chosen CPU instructions.
 module turns what the user asks for (``ISA=avx2-fma`` in ``make build-compiled``) into
 the ``--copt`` flags bazel gets and into the instruction names TensorFlow's
 cpu_feature_guard uses, so the built image can check that none of them is still
-reported missing. The Makefile calls it as ``python -m tfvariants.isa copts avx2-fma``:
+reported missing. The Makefile calls it as ``python -m tfvariants.variants.isa copts avx2-fma``:
 one tested table, no string pasting in make.
 
 Standard library only: it runs on the host before any image exists.
@@ -123,7 +123,7 @@ def bazel_copt_args(copts: tuple[str, ...] | list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m tfvariants.isa",
+        prog="python -m tfvariants.variants.isa",
         description="Compiler flags for a TensorFlow source build targeting an ISA level.",
     )
     parser.add_argument(

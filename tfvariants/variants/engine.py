@@ -220,7 +220,7 @@ def container_command(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m tfvariants.engine``: print the detected engine (used by builds/builds.mk)."""
+    """``python -m tfvariants.variants.engine``: print the detected engine (used by builds/builds.mk)."""
     engine = detect_engine((argv or sys.argv[1:] or [None])[0])
     if engine is None:
         print("tfvariants: error: neither docker nor podman is installed", file=sys.stderr)

@@ -1,153 +1,21 @@
-"""The matrix: cells = variant x threads x workload x repeat, run in interleaved rounds.
-
-Every round runs each (variant, threads, workload) once, so slow drift of the machine
-(thermal state, a neighbour's load) spreads over all configurations instead of landing
-on one. Each finished cell is already on disk (the runner writes it atomically) before
-the next starts, so an interrupt loses at most the cell in flight, and ``resume`` runs
-only what is missing, failed or timed out.
-"""
+"""Running the matrix: planned cells one after another, with progress, ETA, interrupt
+and resume (the run folder itself belongs to :mod:`tfvariants.store.rundir`)."""
 
 from __future__ import annotations
 
-import json
-import os
 import statistics
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from tfvariants.errors import UserError
-from tfvariants.result import ResultError, host_result, load_result, write_json_atomic
-from tfvariants.runner import Cell
-
-RUN_FILE = "run.json"
-CELLS_DIR = "cells"
-DONE_STATUSES = ("ok", "skipped")  # skipped = cannot run here (e.g. no GPU): rerunning won't help
-# The options that define what a cell measures; a resume must not change them.
-IDENTITY_OPTIONS = ("quick", "epochs", "samples", "steps_per_epoch", "data", "seed")
+from tfvariants.plan.cell import Cell
+from tfvariants.plan.spec import MatrixSpec, plan_cells
+from tfvariants.store.result import host_result, write_json_atomic
+from tfvariants.store.rundir import CELLS_DIR, pending_cells, prepare_run_dir, stored_results
 
 RunCell = Callable[..., dict]
-
-
-@dataclass(frozen=True)
-class MatrixSpec:
-    """What to run. ``options`` holds epochs/samples/steps_per_epoch/data/seed/timeout_s."""
-
-    variants: tuple[str, ...]
-    threads: tuple[int, ...]
-    workloads: tuple[str, ...]
-    repeats: int
-    options: dict[str, Any] = field(default_factory=dict)
-    variant_info: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> kind/device
-
-    def identity(self) -> dict[str, Any]:
-        return {
-            "variants": list(self.variants),
-            "threads": list(self.threads),
-            "workloads": list(self.workloads),
-            "repeats": self.repeats,
-            "options": {k: self.options.get(k) for k in IDENTITY_OPTIONS},
-        }
-
-    def to_json(self, started_at: str) -> dict[str, Any]:
-        return {
-            "schema_version": 1,
-            "kind": "tfvariants.run",
-            **self.identity(),
-            "options": {k: v for k, v in self.options.items()},
-            "variant_info": self.variant_info,
-            "started_at": started_at,
-            "logical_cpus": logical_cpus(),
-        }
-
-
-def logical_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def plan_cells(spec: MatrixSpec) -> list[Cell]:
-    """All cells in run order: round by round (repeat), every configuration once per round."""
-    return [
-        Cell(variant=v, threads=t, workload=w, repeat=r)
-        for r in range(spec.repeats)
-        for w in spec.workloads
-        for v in spec.variants
-        for t in spec.threads
-    ]
-
-
-def _read_json(path: Path) -> dict | None:
-    try:
-        return load_result(path)
-    except ResultError:  # a corrupt or foreign file counts as missing: the cell reruns
-        return None
-
-
-def _write_json(path: Path, obj: dict) -> None:
-    write_json_atomic(path, obj)
-
-
-def stored_results(results_dir: Path) -> dict[str, dict]:
-    """cell_id -> result for every readable cell file under results_dir/cells."""
-    out: dict[str, dict] = {}
-    cells = Path(results_dir) / CELLS_DIR
-    for path in sorted(cells.glob("*.json")) if cells.is_dir() else []:
-        data = _read_json(path)
-        if data is not None and isinstance(data.get("cell"), dict):
-            out[path.stem] = data
-    return out
-
-
-def prepare_run_dir(out: Path, spec: MatrixSpec, *, resume: bool) -> dict:
-    """Create (or, with resume, check) results/<run>/run.json; returns the run record.
-
-    Refuses to mix matrices: a fresh run into a folder that already holds one, or a
-    resume whose arguments differ from the stored definition."""
-    run_file = Path(out) / RUN_FILE
-    if run_file.exists():
-        try:
-            stored = json.loads(run_file.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise UserError(f"{run_file}: unreadable run definition ({exc})") from None
-        if not resume:
-            raise UserError(
-                f"{out} already holds a run: add --resume to continue it, or choose another --out"
-            )
-        wanted = spec.identity()
-        have = {k: stored.get(k) for k in ("variants", "threads", "workloads", "repeats")}
-        have["options"] = {k: (stored.get("options") or {}).get(k) for k in IDENTITY_OPTIONS}
-        diffs = []
-        for key, value in wanted.items():
-            if key == "options":
-                diffs += [
-                    f"--{k.replace('_', '-')} {have['options'][k]} vs {value[k]}"
-                    for k in value
-                    if value[k] != have["options"][k]
-                ]
-            elif have[key] != value:
-                diffs.append(f"{key} {have[key]} vs {value}")
-        if diffs:
-            raise UserError(
-                f"--resume: {out} holds a different matrix (stored vs given: {'; '.join(diffs)})"
-            )
-        return stored
-    if resume:
-        raise UserError(f"--resume: {run_file} not found (nothing to resume)")
-    Path(out, CELLS_DIR).mkdir(parents=True, exist_ok=True)
-    record = spec.to_json(datetime.now(timezone.utc).isoformat(timespec="seconds"))
-    _write_json(run_file, record)
-    return record
-
-
-def pending_cells(cells: Iterable[Cell], results: dict[str, dict]) -> list[Cell]:
-    """Cells with no stored result, or whose stored status is failed/timeout."""
-    return [c for c in cells if results.get(c.cell_id, {}).get("status") not in DONE_STATUSES]
 
 
 class EtaModel:
@@ -272,7 +140,7 @@ class Matrix:
     def _record_crash(self, cell: Cell, exc: Exception) -> dict:
         reason = f"runner error: {type(exc).__name__}: {exc}"[:300]
         result = host_result(cell.to_dict(), "failed", reason)
-        _write_json(self.cells_dir / f"{cell.cell_id}.json", result)
+        write_json_atomic(self.cells_dir / f"{cell.cell_id}.json", result)
         return result
 
 

@@ -1,6 +1,6 @@
 """CPU topology of this host, read from Linux sysfs.
 
-Reading is separated from planning (tfvariants.pinning) so that the plan can be tested
+Reading is separated from planning (tfvariants.plan.pinning) so that the plan can be tested
 against fake topologies: a sysfs tree written into a temp folder, or a Topology built
 by hand.
 """

@@ -19,9 +19,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from tfvariants.pinning import PinPlan, plan_pinning
-from tfvariants.result import ResultError, host_result, load_result, stderr_tail, write_json_atomic
-from tfvariants.topology import Topology, format_cpu_list, read_topology
+from tfvariants.plan.cell import Cell
+from tfvariants.plan.pinning import PinPlan, plan_pinning
+from tfvariants.plan.topology import Topology, format_cpu_list, read_topology
+from tfvariants.store.result import (
+    ResultError,
+    host_result,
+    load_result,
+    stderr_tail,
+    write_json_atomic,
+)
 from tfvariants.variants import Variant, skip_reason
 
 # Only these reach the worker from the caller's environment (pyperf's approach):
@@ -30,22 +37,6 @@ ENV_PASSTHROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "USER", "LD
 
 # After SIGTERM, how long a timed-out worker gets before SIGKILL.
 KILL_GRACE_S = 5.0
-
-
-@dataclass(frozen=True)
-class Cell:
-    variant: str
-    threads: int
-    workload: str
-    repeat: int = 0
-
-    @property
-    def cell_id(self) -> str:
-        workload = Path(self.workload).stem if self.workload.endswith(".py") else self.workload
-        return f"{workload}__{self.variant}__t{self.threads}__r{self.repeat}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)

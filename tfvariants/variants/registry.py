@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import workloads
-from tfvariants import engine as engines
 from tfvariants.errors import UserError
+from tfvariants.variants import engine as engines
 
 KINDS = ("local", "venv", "image")
 DEVICES = ("cpu", "gpu")

@@ -1,0 +1,1 @@
+"""Analyse: statistics and pricing over stored results -> plain data (no HTML)."""

@@ -1,0 +1,67 @@
+"""The matrix definition: what to run, and the cells in run order.
+
+Every round runs each (variant, threads, workload) once, so slow drift of the machine
+(thermal state, a neighbour's load) spreads over all configurations instead of landing
+on one.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from tfvariants.plan.cell import Cell
+
+# The options that define what a cell measures; a resume must not change them.
+IDENTITY_OPTIONS = ("quick", "epochs", "samples", "steps_per_epoch", "data", "seed")
+
+
+@dataclass(frozen=True)
+class MatrixSpec:
+    """What to run. ``options`` holds epochs/samples/steps_per_epoch/data/seed/timeout_s."""
+
+    variants: tuple[str, ...]
+    threads: tuple[int, ...]
+    workloads: tuple[str, ...]
+    repeats: int
+    options: dict[str, Any] = field(default_factory=dict)
+    variant_info: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> kind/device
+
+    def identity(self) -> dict[str, Any]:
+        return {
+            "variants": list(self.variants),
+            "threads": list(self.threads),
+            "workloads": list(self.workloads),
+            "repeats": self.repeats,
+            "options": {k: self.options.get(k) for k in IDENTITY_OPTIONS},
+        }
+
+    def to_json(self, started_at: str) -> dict[str, Any]:
+        return {
+            "schema_version": 1,
+            "kind": "tfvariants.run",
+            **self.identity(),
+            "options": {k: v for k, v in self.options.items()},
+            "variant_info": self.variant_info,
+            "started_at": started_at,
+            "logical_cpus": logical_cpus(),
+        }
+
+
+def logical_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def plan_cells(spec: MatrixSpec) -> list[Cell]:
+    """All cells in run order: round by round (repeat), every configuration once per round."""
+    return [
+        Cell(variant=v, threads=t, workload=w, repeat=r)
+        for r in range(spec.repeats)
+        for w in spec.workloads
+        for v in spec.variants
+        for t in spec.threads
+    ]

@@ -1,0 +1,54 @@
+"""The report's bar charts (time and cost relative to the baseline), as inline SVG."""
+
+from __future__ import annotations
+
+import math
+
+from tfvariants.analyze.analysis import WorkloadReport
+from tfvariants.analyze.pricing import Pricing
+from tfvariants.render.svgchart import PALETTE, Bar, bar_chart
+
+
+def workload_charts(
+    wr: WorkloadReport, baseline_label: str, variants: list[str], pricing: Pricing | None
+) -> tuple[str, str | None]:
+    """(time chart, cost chart or None) for one workload, as SVG markup."""
+    colors = {v: PALETTE[i % len(PALETTE)] for i, v in enumerate(variants)}
+
+    def bars(kind: str) -> list[Bar]:
+        out = []
+        for g in wr.groups:
+            cmp = g.time_cmp if kind == "time" else g.cost_cmp
+            if cmp is None:
+                why = (
+                    "; ".join(
+                        sorted({str(r.get("status")) for r in g.results if r.get("status") != "ok"})
+                    )
+                    or "no data"
+                )
+                if g.times and kind == "cost":
+                    why = "no price for this instance"
+                elif g.times:
+                    why = "no baseline"
+                out.append(Bar(g.label, None, color=colors[g.variant], note=why))
+                continue
+            r = cmp.ratio
+            note = {"baseline": "baseline", "not significant": "n.s."}.get(cmp.verdict, "")
+            label = g.label + (" *" if g.oversubscribed else "")
+            hi = r.hi if math.isfinite(r.hi) else None
+            out.append(
+                Bar(label, r.value, r.lo, hi, colors[g.variant], note, emphasis=cmp.verdict == "baseline",
+                    faded=cmp.verdict == "not significant")
+            )  # fmt: skip
+        return out
+
+    foot = "* more threads than host CPUs" if any(g.oversubscribed for g in wr.groups) else ""
+    time_chart = bar_chart(
+        f"{wr.name}: training time vs {baseline_label}", bars("time"), footnote=foot
+    )
+    cost_chart = None
+    if pricing is not None:
+        cost_chart = bar_chart(
+            f"{wr.name}: training cost vs {baseline_label}", bars("cost"), footnote=foot
+        )
+    return time_chart, cost_chart

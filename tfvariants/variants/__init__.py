@@ -1,0 +1,31 @@
+"""Variants: named recipes for where a worker runs, and how their images are built.
+
+The public names live in :mod:`tfvariants.variants.registry`; they are re-exported here
+so callers can write ``from tfvariants.variants import get_variant``.
+"""
+
+from tfvariants.variants.registry import (
+    BUILTINS,
+    DEVICES,
+    FIELDS,
+    KINDS,
+    TF_VERSION,
+    WORKLOADS_PARENT,
+    Variant,
+    get_variant,
+    load_variants,
+    skip_reason,
+)
+
+__all__ = [
+    "BUILTINS",
+    "DEVICES",
+    "FIELDS",
+    "KINDS",
+    "TF_VERSION",
+    "WORKLOADS_PARENT",
+    "Variant",
+    "get_variant",
+    "load_variants",
+    "skip_reason",
+]
