@@ -29,11 +29,12 @@ def group(wr, label):
     return next(g for g in wr.groups if g.label == label)
 
 
-def test_default_baseline_is_first_variant_at_most_threads(study, gce):
-    a = analyze(study, pricing=gce)
-    assert a.baseline_label == "pip@16"
-    mlp = a.workloads[0]
-    assert mlp.name == "mnist_mlp" and mlp.baseline.label == "pip@16"
+def test_default_baseline_is_the_gpu_then_most_threads_never_empty(tmp_path, gce):
+    results, run = rf.study_like_results(repeats=5)
+    a = analyze(rf.write_results(tmp_path / "res", results, run), pricing=gce)
+    assert a.baseline_label == "gpu@16"  # a GPU ran: it is the reference
+    mlp, cnn = a.workloads
+    assert mlp.name == "mnist_mlp" and mlp.baseline.label == "gpu@16"
     assert [g.label for g in mlp.groups] == [
         "pip@8",
         "pip@16",
@@ -42,10 +43,18 @@ def test_default_baseline_is_first_variant_at_most_threads(study, gce):
         "gpu@8",
         "gpu@16",
     ]
-    assert group(mlp, "pip@16").time_cmp.verdict == "baseline"
-    assert group(mlp, "compiled@16").time_cmp.verdict == "faster"  # 2.4 vs 3.0 s/epoch
-    assert group(mlp, "pip@8").time_cmp.verdict == "slower"
-    assert mlp.fastest.variant == "gpu"
+    # the GPU was skipped for mnist_cnn: its baseline is the most threads with results
+    assert cnn.baseline.label == "pip@16" and cnn.baseline.times
+    assert group(cnn, "compiled@16").time_cmp.verdict == "different"  # 2.4 vs 3.0 s/epoch
+    assert group(cnn, "compiled@16").time_cmp.direction == "lower"
+    assert group(cnn, "pip@8").time_cmp.ratio.value > 1
+    assert group(mlp, "gpu@8").time_cmp.verdict in ("equivalent", "undecided")  # same speed
+    # GPU against the fastest and the cheapest CPU configuration comes first, time and cost
+    first = mlp.conclusions[0]
+    assert first.startswith("GPU vs the fastest CPU configuration (compiled@16)")
+    assert "faster than compiled@16" in first and "more expensive than compiled@16" in first
+    assert any(c.startswith("GPU vs the cheapest CPU configuration") for c in mlp.conclusions)
+    assert not any("no significant" in c for w in a.workloads for c in w.conclusions)
 
 
 def test_statistics_costs_and_pareto(study, gce):
@@ -80,7 +89,7 @@ def test_failed_skipped_and_oversubscribed_are_flagged(study, gce):
 
 def test_conclusions_only_claim_what_the_data_shows(tmp_path):
     results = []
-    for r in range(3):
+    for r in range(5):
         results.append(rf.make_result("local", 1, "mnist_cnn", r, steady_epoch_s=4.0, noise=0.02))
         results.append(rf.make_result("local", 2, "mnist_cnn", r, steady_epoch_s=2.9, noise=0.02))
         results.append(
@@ -91,14 +100,21 @@ def test_conclusions_only_claim_what_the_data_shows(tmp_path):
         )
     d = rf.write_results(tmp_path / "q", results)
     a = analyze(d)
+    assert a.baseline_label == "local@2"
     by_name = {w.name: w for w in a.workloads}
     cnn_text = " ".join(by_name["mnist_cnn"].conclusions)
     assert "On 2 logical CPUs" in cnn_text
-    assert re.search(r"local@2 was 1\.[34]\dx faster than local@1 \(significant", cnn_text)
+    assert re.search(
+        r"local@2 was 1\.[34]\dx faster than local@1 \(96\.8% interval [\d.]+-[\d.]+x, decided",
+        cnn_text,
+    )
     mlp_text = " ".join(by_name["mnist_mlp"].conclusions)
     assert "faster than" not in mlp_text.replace("was the fastest", "")
-    assert "no significant difference shown" in mlp_text and "not significant" in mlp_text
-    assert any(w.kind == "unstable" and "run more repeats" in w.hint for w in a.warnings)
+    assert "undecided" in mlp_text and "more repeat" in mlp_text
+    # a stricter min_effect or confidence is honoured in the verdicts and the sentences
+    strict = analyze(d, min_effect=0.5)
+    assert "decided" not in " ".join(strict.workloads[0].conclusions).replace("undecided", "")
+    assert strict.settings.min_effect == 0.5 and "50%" in strict.settings.describe()
 
 
 def test_no_baseline_data_gives_no_ratios_and_says_so(study, gce):

@@ -15,6 +15,7 @@ from typing import Any
 
 from tfvariants.analyze import stats
 from tfvariants.analyze.conclusions import conclude
+from tfvariants.analyze.decide import Settings, choose_baseline, run_looks
 from tfvariants.analyze.fields import (
     accuracy_of,
     environment_summary,
@@ -25,10 +26,20 @@ from tfvariants.analyze.fields import (
     training_time_s,
     warmup_time_s,
 )
+from tfvariants.analyze.noise import HostNoise, host_noise
 from tfvariants.analyze.pricing import CellCost, Pricing
 from tfvariants.errors import UserError
 from tfvariants.plan.cell import cell_id
 from tfvariants.store.rundir import read_run, stored_results
+
+# Where a cell spends its time: result paths of the per-cell overhead split.
+OVERHEAD_PARTS = {
+    "import": ("timing", "import_tf_s"),
+    "build": ("timing", "build_s"),
+    "warm-up": ("timing", "warmup_s"),
+    "steady": ("timing", "steady_s"),
+    "cell": ("runner", "wall_s"),
+}
 
 
 @dataclass
@@ -58,6 +69,10 @@ class Group:
     cost_cmp: stats.Comparison | None = None
     is_baseline: bool = False
     warnings: list[stats.StatWarning] = field(default_factory=list)
+    step_s: stats.Interval | None = None  # steady step time over repeats
+    utilisation: float | None = None  # CPU time / wall / CPUs pinned, median over repeats
+    overhead: dict[str, float] = field(default_factory=dict)  # import/build/warm-up/steady, s
+    bimodal: str | None = None
 
     @property
     def label(self) -> str:
@@ -91,9 +106,11 @@ class Group:
         if (
             self.time_cmp is not None
             and not self.is_baseline
-            and self.time_cmp.verdict == "not significant"
+            and self.time_cmp.verdict == "undecided"
         ):
-            out.append("not significant")
+            out.append("undecided")
+        if self.bimodal:
+            out.append("bimodal")
         return out
 
 
@@ -123,6 +140,8 @@ class Analysis:
     generated_at: str
     cells: list[dict]
     variants: list[str] = field(default_factory=list)  # in display order
+    settings: Settings = field(default_factory=lambda: Settings())
+    noise: HostNoise | None = None
 
 
 # ---- analysis ----
@@ -173,7 +192,8 @@ def analyze(
     *,
     pricing: Pricing | None = None,
     baseline: str | None = None,
-    min_effect: float = stats.MIN_EFFECT,
+    min_effect: float | None = None,
+    confidence: float | None = None,
 ) -> Analysis:
     """Group stored results, compute statistics, costs, comparisons and conclusions."""
     results_dir = Path(results_dir)
@@ -202,10 +222,20 @@ def analyze(
 
     variants = _order((k[1] for k in groups), run.get("variants"))
     workloads = _order((k[0] for k in groups), run.get("workloads"))
+    opts = run.get("options") if isinstance(run.get("options"), dict) else {}
+    if min_effect is None:
+        min_effect = finite_number(opts.get("min_effect")) or stats.MIN_EFFECT
+    if confidence is None:
+        confidence = finite_number(opts.get("confidence")) or stats.CONFIDENCE
+    looks = run_looks(run)
+    ok_counts: dict[tuple[str, int], int] = {}
+    for (_w, v, t), g in groups.items():
+        ok_counts[(v, t)] = ok_counts.get((v, t), 0) + len(g.ok)  # before _summarise
+    devices = {v: device_of(v, run, cells) for v in variants}
     base = parse_baseline(baseline)
     if base is None:
-        first = variants[0]
-        base = (first, max(k[2] for k in groups if k[1] == first))
+        chosen = choose_baseline(ok_counts, devices, variants)
+        base = chosen or (variants[0], max(k[2] for k in groups if k[1] == variants[0]))
     elif base[0] not in variants:
         raise UserError(
             f"--baseline {baseline}: no results for variant {base[0]!r} (have: {', '.join(variants)})"
@@ -217,7 +247,7 @@ def analyze(
     all_warnings: list[stats.StatWarning] = []
     over: dict[int, list[str]] = {}
     for g in groups.values():
-        _summarise(g, pricing, cpus)
+        _summarise(g, pricing, cpus, confidence)
         all_warnings += [w for w in g.warnings if w.kind != "oversubscribed"]
         if g.oversubscribed:
             over.setdefault(g.threads, []).append(g.label)
@@ -240,6 +270,7 @@ def analyze(
             ),
         )
 
+    settings = Settings(min_effect, confidence, looks)
     reports = []
     for w in workloads:
         wgroups = sorted(
@@ -247,8 +278,13 @@ def analyze(
             key=lambda g: (variants.index(g.variant), g.threads),
         )
         bgroup = groups.get((w, base[0], base[1]))
+        if baseline is None:
+            # The default is chosen per workload too: never a configuration without results.
+            counts = {(g.variant, g.threads): len(g.times) for g in wgroups}
+            mine = choose_baseline(counts, devices, variants)
+            bgroup = groups.get((w, *mine)) if mine else bgroup
         wr = WorkloadReport(w, wgroups, bgroup)
-        _compare_to_baseline(wr, min_effect)
+        _compare_to_baseline(wr, min_effect, confidence, looks)
         if wr.baseline is None or wr.baseline.time is None:
             all_warnings.append(
                 stats.StatWarning(
@@ -257,8 +293,10 @@ def analyze(
                     "pick another --baseline (VARIANT@THREADS) or --resume the failed cells",
                 )
             )
-        conclude(wr, baseline_label, cpus, pricing)
+        conclude(wr, baseline_label, cpus, pricing, settings)
         reports.append(wr)
+    noise = host_noise(list(groups.values()), settings)
+    all_warnings += noise.warnings
 
     envs: dict[str, dict[str, str]] = {}
     raw_envs: dict[str, list[tuple[str, str]]] = {}
@@ -291,10 +329,14 @@ def analyze(
         generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         cells=cells,
         variants=variants,
+        settings=settings,
+        noise=noise,
     )
 
 
-def _summarise(g: Group, pricing: Pricing | None, cpus: int | None) -> None:
+def _summarise(
+    g: Group, pricing: Pricing | None, cpus: int | None, confidence: float = stats.CONFIDENCE
+) -> None:
     ok = g.ok
     g.oversubscribed = any(bool(get_path(r, "requested", "oversubscribed")) for r in g.results)
     ratios = [finite_number(get_path(r, "requested", "oversubscription_ratio")) for r in g.results]
@@ -328,11 +370,19 @@ def _summarise(g: Group, pricing: Pricing | None, cpus: int | None) -> None:
     g.times = [t for t in (training_time_s(r) for r in ok) if t]
     if not g.times:
         return
-    g.time = stats.median_interval(g.times)
+    g.time = stats.median_interval(g.times, confidence)
     steadies = [
         x for x in (finite_number(get_path(r, "timing", "steady_epoch_s")) for r in ok) if x
     ]
-    g.steady = stats.median_interval(steadies) if steadies else None
+    g.steady = stats.median_interval(steadies, confidence) if steadies else None
+    steps = [x for x in (finite_number(get_path(r, "timing", "steady_step_s")) for r in ok) if x]
+    g.step_s = stats.median_interval(steps, confidence) if steps else None
+    g.utilisation = median_of(get_path(r, "cpu", "utilisation") for r in ok)
+    for name, path in OVERHEAD_PARTS.items():
+        value = median_of(get_path(r, *path) for r in ok)
+        if value is not None:
+            g.overhead[name] = value
+    g.bimodal = stats.bimodal(g.times)
     g.warmup_s = median_of(warmup_time_s(r) for r in ok)
     g.samples_per_s = median_of(get_path(r, "timing", "samples_per_s") for r in ok)
     g.gflops_per_s = median_of(get_path(r, "gflops_per_s") for r in ok)
@@ -342,24 +392,19 @@ def _summarise(g: Group, pricing: Pricing | None, cpus: int | None) -> None:
     )
     rss = [x for x in (finite_number(get_path(r, "memory", "peak_rss_bytes")) for r in ok) if x]
     g.peak_rss_bytes = int(max(rss)) if rss else None
-    g.warnings += stats.stability_warnings(label, steadies or g.times)
+    g.warnings += stats.stability_warnings(label, g.times)
     if pricing is not None:
         g.cost = pricing.cost(g.variant, g.threads, g.time.value, g.device)
         if g.cost is not None:
             per_s = g.cost.per_hour / 3600
             bill = pricing.catalog.billing.billed_seconds
             g.costs = [per_s * bill(t) for t in g.times]
-            # Billing is monotone in time, so the time interval maps to a cost interval.
-            g.cost_iv = stats.Interval(
-                g.cost.cost,
-                per_s * bill(g.time.lo),
-                per_s * bill(g.time.hi),
-                g.time.method,
-                g.time.n,
-            )
+            g.cost_iv = stats.median_interval(g.costs, confidence)
 
 
-def _compare_to_baseline(wr: WorkloadReport, min_effect: float) -> None:
+def _compare_to_baseline(
+    wr: WorkloadReport, min_effect: float, confidence: float, looks: int
+) -> None:
     b = wr.baseline
     if b is None or not b.times:
         return
@@ -369,18 +414,12 @@ def _compare_to_baseline(wr: WorkloadReport, min_effect: float) -> None:
             continue
         if g is b:
             one = stats.Interval(1.0, 1.0, 1.0, "exact", len(g.times))
-            g.time_cmp = stats.Comparison(one, None, None, "baseline")
+            g.time_cmp = stats.Comparison(one, "baseline", min_effect=min_effect)
             if g.costs:
-                g.cost_cmp = stats.Comparison(one, None, None, "baseline")
+                g.cost_cmp = stats.Comparison(one, "baseline", min_effect=min_effect)
             continue
-        g.time_cmp = stats.compare(g.times, b.times, min_effect=min_effect)
+        kw = {"min_effect": min_effect, "confidence": confidence, "looks": looks}
+        g.time_cmp = stats.compare(g.times, b.times, **kw)
         if g.costs and b.costs:
-            g.cost_cmp = _cost_compare(g, b, min_effect)
-
-
-def _cost_compare(g: Group, b: Group, min_effect: float) -> stats.Comparison:
-    cmp = stats.compare(g.costs, b.costs, min_effect=min_effect)
-    if g.cost_iv and b.cost_iv and g.cost_iv.value > 0 and b.cost_iv.value > 0:
-        ratio = stats.ratio_interval(g.cost_iv, b.cost_iv)
-        return stats.Comparison(ratio, cmp.p_value, cmp.ci_overlap, cmp.verdict, cmp.reasons)
-    return cmp
+            # Costs per repeat through the same statistic as times: one machinery.
+            g.cost_cmp = stats.compare(g.costs, b.costs, **kw)

@@ -16,6 +16,7 @@ from tfvariants.store.result import host_result, write_json_atomic
 from tfvariants.store.rundir import CELLS_DIR, pending_cells, prepare_run_dir, stored_results
 
 RunCell = Callable[..., dict]
+NextRound = Callable[[dict[str, dict]], tuple[list[Cell], str]]
 
 
 class EtaModel:
@@ -57,6 +58,9 @@ class MatrixOutcome:
     reasons: dict[str, str] = field(default_factory=dict)
     interrupted: Cell | None = None
     was_interrupted: bool = False
+    rounds: list[dict] = field(default_factory=list)  # adaptive rounds run now
+    stopped: str = ""  # why adaptive rounds stopped
+    spent_s: float = 0.0
 
     def count(self, status: str) -> int:
         return sum(1 for s in self.statuses.values() if s == status)
@@ -99,9 +103,16 @@ class Matrix:
         resume: bool = False,
         console: Any = None,
         clock: Callable[[], float] = time.monotonic,
+        next_round: NextRound | None = None,
+        budget_s: float | None = None,
+        spent_before: float = 0.0,
     ) -> MatrixOutcome:
         """Run pending cells. ``run_cell(cell, cells_dir)`` returns the result dict and has
-        already stored it as cells_dir/<cell_id>.json (the runner's contract)."""
+        already stored it as cells_dir/<cell_id>.json (the runner's contract).
+
+        ``next_round(stored results)`` (adaptive repeats) returns the cells of one more
+        round and why, or no cells and why it stops; ``budget_s`` caps the whole run's
+        time (``spent_before``: time an interrupted run already used)."""
         prepare_run_dir(self.out, self.spec, resume=resume)
         self.cells_dir.mkdir(parents=True, exist_ok=True)
         cells = plan_cells(self.spec)
@@ -112,30 +123,64 @@ class Matrix:
             if c.cell_id in stored and c not in todo:
                 outcome.statuses[c.cell_id] = stored[c.cell_id].get("status", "?")
         eta = EtaModel()
+        started = clock()
         display = _Display(console, total=len(cells), done=len(cells) - len(todo))
         with display:
-            for i, cell in enumerate(todo):
-                display.start(cell, eta.remaining(todo[i:]))
-                t0 = clock()
-                try:
-                    result = run_cell(cell, self.cells_dir)
-                except KeyboardInterrupt:
-                    # The cell in flight is not recorded: resume reruns it.
-                    outcome.was_interrupted = True
-                    outcome.interrupted = cell
+            self._run_cells(todo, run_cell, outcome, eta, display, clock)
+            # Adaptive rounds: ask which cells the next round needs until the answer is
+            # none, or the budget (run time so far + the round's estimate) would be exceeded.
+            while next_round is not None and not outcome.was_interrupted:
+                more, why = next_round(stored_results(self.out))
+                if not more:
+                    outcome.stopped = why
                     break
-                except Exception as exc:  # a runner bug must not stop the matrix
-                    result = self._record_crash(cell, exc)
-                elapsed = clock() - t0
-                status = str(result.get("status", "failed"))
-                outcome.ran.append(cell)
-                outcome.statuses[cell.cell_id] = status
-                if status != "ok" and result.get("reason"):
-                    outcome.reasons[cell.cell_id] = str(result["reason"])
-                if status in ("ok", "failed", "timeout"):
-                    eta.record(cell, elapsed)  # skipped cells take no time: don't learn from them
-                display.finish(cell, status, elapsed, result.get("reason"))
+                spent = spent_before + clock() - started
+                estimate = eta.remaining(more) or 0.0
+                if budget_s is not None and spent + estimate > budget_s:
+                    outcome.stopped = (
+                        f"budget: {_fmt_s(spent)} spent, the next round needs about "
+                        f"{_fmt_s(estimate)} of the {_fmt_s(budget_s)} budget ({why})"
+                    )
+                    break
+                outcome.planned += len(more)
+                display.add(len(more))
+                t0 = clock()
+                self._run_cells(more, run_cell, outcome, eta, display, clock)
+                outcome.rounds.append({"repeat": more[0].repeat, "cells": len(more),
+                                       "seconds": round(clock() - t0, 1)})  # fmt: skip
+        outcome.spent_s = spent_before + clock() - started
         return outcome
+
+    def _run_cells(
+        self,
+        todo: list[Cell],
+        run_cell: RunCell,
+        outcome: MatrixOutcome,
+        eta: EtaModel,
+        display: _Display,
+        clock: Callable[[], float],
+    ) -> None:
+        for i, cell in enumerate(todo):
+            display.start(cell, eta.remaining(todo[i:]))
+            t0 = clock()
+            try:
+                result = run_cell(cell, self.cells_dir)
+            except KeyboardInterrupt:
+                # The cell in flight is not recorded: resume reruns it.
+                outcome.was_interrupted = True
+                outcome.interrupted = cell
+                return
+            except Exception as exc:  # a runner bug must not stop the matrix
+                result = self._record_crash(cell, exc)
+            elapsed = clock() - t0
+            status = str(result.get("status", "failed"))
+            outcome.ran.append(cell)
+            outcome.statuses[cell.cell_id] = status
+            if status != "ok" and result.get("reason"):
+                outcome.reasons[cell.cell_id] = str(result["reason"])
+            if status in ("ok", "failed", "timeout"):
+                eta.record(cell, elapsed)  # skipped cells take no time: don't learn from them
+            display.finish(cell, status, elapsed, result.get("reason"))
 
     def _record_crash(self, cell: Cell, exc: Exception) -> dict:
         reason = f"runner error: {type(exc).__name__}: {exc}"[:300]
@@ -180,6 +225,11 @@ class _Display:
     def __exit__(self, *exc: object) -> None:
         if self.progress is not None:
             self.progress.__exit__(None, None, None)
+
+    def add(self, cells: int) -> None:
+        self.total += cells
+        if self.progress is not None:
+            self.progress.update(self.task, total=self.total)
 
     def start(self, cell: Cell, remaining_s: float | None) -> None:
         if self.progress is not None:

@@ -10,11 +10,13 @@ from tfvariants import __version__
 from tfvariants.analyze.analysis import Analysis, analyze
 from tfvariants.analyze.format import (
     dur,
+    interval_label,
     interval_sub,
     interval_text,
     mem,
     money,
     num_fmt,
+    pct,
     ratio_main,
     ratio_sub,
     ratio_text,
@@ -40,6 +42,7 @@ def render_html(analysis: Analysis) -> str:
         dur=dur, money=money, interval=interval_text, ratio=ratio_text, mem=mem, num=num_fmt
     )
     env.filters.update(ratio_main=ratio_main, ratio_sub=ratio_sub, interval_sub=interval_sub)
+    env.filters.update(interval_label=interval_label, pct=pct)
     env.filters["money_sub"] = lambda iv: interval_sub(iv, money).replace("-$", "-")
     charts = {
         w.name: workload_charts(w, analysis.baseline_label, analysis.variants, analysis.pricing)
@@ -55,9 +58,14 @@ def write_report(
     pricing: Pricing | None = None,
     baseline: str | None = None,
     csv_path: Path | None = None,
+    min_effect: float | None = None,
+    confidence: float | None = None,
 ) -> Analysis:
     """Analyse results_dir and write the HTML report (atomically) and optional CSV."""
-    analysis = analyze(results_dir, pricing=pricing, baseline=baseline)
+    analysis = analyze(
+        results_dir, pricing=pricing, baseline=baseline, min_effect=min_effect,
+        confidence=confidence,
+    )  # fmt: skip
     html = render_html(analysis)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
