@@ -9,11 +9,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tfvariants.commands import argtypes
+from tfvariants.analyze import adaptive, stats
+from tfvariants.commands import argtypes, rounds
 from tfvariants.commands.outdir import check_writable
 from tfvariants.errors import UserError
 
-QUICK_SAMPLES, QUICK_EPOCHS = 2000, 2  # fallback when a workload's SPEC has no quick_* keys
+QUICK_SAMPLES = 2000  # fallback when a workload's SPEC has no quick_samples
 
 
 def register(sub: Any) -> None:
@@ -33,8 +34,26 @@ def register(sub: Any) -> None:
     p.add_argument("--engine", choices=("docker", "podman"), default=None,
                    help="container engine for image variants (default: detected)")  # fmt: skip
     p.add_argument("--workloads", default=None, help="'all' (default) or a comma list")
-    p.add_argument("--repeats", default=None, help="repeats per configuration (default 3)")
-    p.add_argument("--epochs", default=None, help="epochs per cell (default: full schedule)")
+    p.add_argument("--repeats", default=None,
+                   help="repeats per configuration (default 5, the fewest that can decide with "
+                        "--budget's 4 looks); with --budget: the repeats before the first look")  # fmt: skip
+    p.add_argument("--budget", default=None, metavar="DURATION",
+                   help="adaptive repeats: after --repeats rounds, keep running rounds of the "
+                        "undecided comparisons until decided, --max-repeats, or this much time "
+                        "for the whole run (e.g. 10m; default with --quick: 10m)")  # fmt: skip
+    p.add_argument(
+        "--max-repeats", default=None, help="with --budget: at most this many repeats (default 20)"
+    )
+    p.add_argument("--min-steady-s", default=None,
+                   help="seconds of steady-state steps each cell measures after its warm-up "
+                        "(default 10; --quick 5)")  # fmt: skip
+    p.add_argument("--min-steady-steps", default=None,
+                   help="steady-state steps each cell measures after its warm-up (default 100; --quick 50)")  # fmt: skip
+    p.add_argument("--min-effect", default=None,
+                   help="smallest ratio difference that matters, e.g. 5%% (default): smaller ones are 'equivalent'")  # fmt: skip
+    p.add_argument("--confidence", default=None, help="confidence of the intervals (default 0.95)")
+    p.add_argument("--epochs", default=None,
+                   help="train whole epochs per cell instead of stopping after the steady window")  # fmt: skip
     p.add_argument("--samples", default=None, help="cap on training samples per cell")
     p.add_argument("--steps-per-epoch", default=None, help="cap on steps per epoch")
     p.add_argument("--data", choices=("synthetic", "real"), default=None, help="default synthetic")
@@ -115,11 +134,10 @@ def workload_spec(name: str) -> dict:
 
 
 def quick_scale(name: str) -> dict[str, int]:
+    """A quick cell trains on a sample of the data and stops after the (shorter) steady
+    window; the full schedule is projected from it."""
     spec = workload_spec(name)
-    return {
-        "epochs": int(spec.get("quick_epochs") or QUICK_EPOCHS),
-        "samples": int(spec.get("quick_samples") or QUICK_SAMPLES),
-    }
+    return {"samples": int(spec.get("quick_samples") or QUICK_SAMPLES)}
 
 
 def _available_workloads() -> list[str]:
@@ -181,8 +199,44 @@ def build_spec(args: argparse.Namespace, stored: dict | None = None) -> tuple[An
         ),
         "data_dir": args.data_dir,
     }
-    repeats = given_or_stored("repeats", args.repeats, positive("repeats"), 3)
+    repeats = given_or_stored("repeats", args.repeats, positive("repeats"), stats.DEFAULT_REPEATS)
     quick = options["quick"]
+    window = rounds.QUICK_WINDOW if quick else (10.0, 100)
+    options["min_steady_s"] = given_or_stored(
+        "min_steady_s",
+        args.min_steady_s,
+        lambda v: _checked("min-steady-s", argtypes.positive_float, v),
+        window[0],
+    )
+    options["min_steady_steps"] = given_or_stored(
+        "min_steady_steps", args.min_steady_steps, positive("min-steady-steps"), window[1]
+    )
+    options["min_effect"] = given_or_stored(
+        "min_effect",
+        args.min_effect,
+        lambda v: _checked("min-effect", argtypes.fraction, v),
+        stats.MIN_EFFECT,
+    )
+    options["confidence"] = given_or_stored(
+        "confidence",
+        args.confidence,
+        lambda v: _checked("confidence", argtypes.fraction, v),
+        stats.CONFIDENCE,
+    )
+    if not options["confidence"] > 0.5:
+        raise UserError(f"--confidence: must be above 0.5, got {options['confidence']}")
+    options["budget_s"] = given_or_stored(
+        "budget_s", args.budget, lambda v: _checked("budget", argtypes.duration, v),
+        rounds.QUICK_BUDGET_S if quick else None,
+    )  # fmt: skip
+    options["max_repeats"] = given_or_stored(
+        "max_repeats",
+        args.max_repeats,
+        positive("max-repeats"),
+        max(adaptive.DEFAULT_MAX_REPEATS, repeats),
+    )
+    if options["max_repeats"] < repeats:
+        raise UserError(f"--max-repeats {options['max_repeats']} is below --repeats {repeats}")
     options["timeout_s"] = _checked("timeout", argtypes.positive_float, args.timeout)
     if quick:
         options["per_workload"] = {w: quick_scale(w) for w in workloads}
@@ -206,6 +260,8 @@ def run_options_for(spec: Any, workload: str) -> Any:
         data_dir=o.get("data_dir"),
         timeout_s=float(o.get("timeout_s", 1800.0)),
         seed=int(o.get("seed", 0)),
+        min_steady_s=float(o.get("min_steady_s", 10.0)),
+        min_steady_steps=int(o.get("min_steady_steps", 100)),
     )
 
 
@@ -258,7 +314,7 @@ def run(args: argparse.Namespace) -> int:
     from tfvariants.execute import runner
     from tfvariants.execute.matrix import Matrix
     from tfvariants.render.html import write_report
-    from tfvariants.store.rundir import RUN_FILE
+    from tfvariants.store.rundir import RUN_FILE, update_run
 
     stored = None
     if args.resume:
@@ -299,7 +355,33 @@ def run(args: argparse.Namespace) -> int:
             cell, variant_objs[cell.variant], run_options_for(spec, cell.workload), cells_dir
         )
 
-    outcome = Matrix(spec, out).run(run_cell=run_one, resume=args.resume, console=console)
+    next_round, rule = None, None
+    budget_s = spec.options.get("budget_s")
+    if budget_s:
+        from tfvariants.analyze.analysis import parse_baseline
+
+        rule = adaptive.stopping_rule(spec.repeats, int(spec.options["max_repeats"]))
+        next_round = rounds.make_next_round(
+            spec, rule, baseline=parse_baseline(args.baseline),
+            min_effect=spec.options["min_effect"], confidence=spec.options["confidence"],
+        )  # fmt: skip
+        console.print(
+            f"adaptive: looks after {', '.join(map(str, rule.looks))} repeats; more rounds only "
+            f"while a comparison is undecided, within a budget of {budget_s / 60:.3g} min",
+            highlight=False,
+        )
+    before = (stored or {}).get("adaptive") or {}
+    outcome = Matrix(spec, out).run(
+        run_cell=run_one, resume=args.resume, console=console, next_round=next_round,
+        budget_s=budget_s, spent_before=float(before.get("spent_s") or 0.0),
+    )  # fmt: skip
+    if rule is not None:
+        record = {**rule.to_json(), "budget_s": budget_s,
+                  "rounds": list(before.get("rounds") or []) + outcome.rounds,
+                  "stopped": outcome.stopped, "spent_s": round(outcome.spent_s, 1)}  # fmt: skip
+        update_run(out, adaptive=record)
+        if outcome.stopped:
+            console.print(f"adaptive repeats stopped: {outcome.stopped}", highlight=False)
     ok, skipped = outcome.count("ok"), outcome.count("skipped")
     failed, timeout = outcome.count("failed"), outcome.count("timeout")
     console.print(
@@ -320,10 +402,24 @@ def run(args: argparse.Namespace) -> int:
         )
         return 130
     analysis = write_report(out, report_path, pricing=pricing, baseline=args.baseline)
+    undecided = [
+        f"{w.name} {g.label}"
+        for w in analysis.workloads
+        for g in w.groups
+        if g.time_cmp is not None and g.time_cmp.verdict == "undecided"
+    ]
     console.print(f"report: {report_path}", highlight=False)
     for w in analysis.workloads:
-        for line in w.conclusions[:1]:
+        for line in w.conclusions[:2]:
             console.print(f"  {line}", highlight=False)
+    if analysis.noise is not None:
+        console.print(f"  {analysis.noise.sentence()}", highlight=False)
+    if undecided:
+        console.print(
+            f"  undecided against the baseline: {', '.join(undecided)} (the report says how many "
+            f"more repeats would likely decide; add --budget or continue with --resume --out {out} --budget 10m)",
+            highlight=False,
+        )
     if outcome.problems:
         console.print(
             f"[red]{len(outcome.problems)} cell(s) failed or timed out[/]; rerun them with: "

@@ -94,6 +94,15 @@ def prepare_run_dir(out: Path, spec: MatrixSpec, *, resume: bool) -> dict:
     return record
 
 
+def update_run(out: Path, **fields: Any) -> dict[str, Any]:
+    """Add or replace top-level fields of run.json (atomically), e.g. the adaptive
+    rounds run so far, so that a resume and the report see them."""
+    record = read_run(out)
+    record.update(fields)
+    write_json_atomic(Path(out) / RUN_FILE, record)
+    return record
+
+
 def pending_cells(cells: Iterable[Cell], results: dict[str, dict]) -> list[Cell]:
     """Cells with no stored result, or whose stored status is failed/timeout."""
     return [c for c in cells if results.get(c.cell_id, {}).get("status") not in DONE_STATUSES]
