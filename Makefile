@@ -6,11 +6,12 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TFV := $(BIN)/tfvariants
 
-.PHONY: help install compare report test test-fast lint clean
+.PHONY: help install compare report bench-decide test test-fast lint clean
 
 help:
 	@echo "make install         .venv with tfvariants + TensorFlow (tensorflow-cpu 2.21) + dev tools"
 	@echo "make compare         install if needed, run the built-in quick compare, write an HTML report"
+	@echo "make bench-decide    simulated false-positive rate and power of the verdicts (fake runner)"
 	@echo "make build-pip       container image with the stock TensorFlow wheel"
 	@echo "make build-compiled  TensorFlow built from source for ISA=avx2-fma|avx|sse4.2|avx512|native"
 	@echo "make build-gpu       GPU container image"
@@ -29,6 +30,9 @@ install: $(VENV)/.installed
 
 compare: install
 	$(TFV) compare --quick
+
+bench-decide: install
+	PYTHONPATH=. $(BIN)/python benchmarks/decide.py --trials 2000
 
 report: install
 	@test -n "$(RUN)" || (echo "usage: make report RUN=results/<run>" && exit 2)

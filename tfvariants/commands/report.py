@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from tfvariants.commands import argtypes
 from tfvariants.commands.outdir import check_writable
 from tfvariants.errors import UserError
 
@@ -26,6 +27,10 @@ def register(sub: Any) -> None:
     p.add_argument("--instance", action="append", default=[], metavar="VARIANT[@THREADS]=INSTANCE",
                    help="bill these cells as this catalog instance (repeatable)")  # fmt: skip
     p.add_argument("--baseline", default=None, help="VARIANT[@THREADS]")
+    p.add_argument("--min-effect", type=argtypes.fraction, default=None,
+                   help="smallest difference that matters, e.g. 5%% (default: the run's, else 5%%)")  # fmt: skip
+    p.add_argument("--confidence", type=argtypes.fraction, default=None,
+                   help="confidence of the intervals (default: the run's, else 0.95)")  # fmt: skip
     p.add_argument(
         "--csv", type=Path, default=None, help="also write one row per cell to this CSV file"
     )
@@ -47,9 +52,12 @@ def run(args: argparse.Namespace) -> int:
     check_writable(out.parent)
     if args.csv:
         check_writable(args.csv.parent)
+    if args.confidence is not None and not args.confidence > 0.5:
+        raise UserError(f"--confidence: must be above 0.5, got {args.confidence}")
     analysis = write_report(
-        args.results_dir, out, pricing=pricing, baseline=args.baseline, csv_path=args.csv
-    )
+        args.results_dir, out, pricing=pricing, baseline=args.baseline, csv_path=args.csv,
+        min_effect=args.min_effect, confidence=args.confidence,
+    )  # fmt: skip
     print(f"report: {out}")
     if args.csv:
         print(f"csv: {args.csv} ({len(analysis.cells)} rows)")
