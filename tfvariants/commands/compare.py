@@ -25,7 +25,7 @@ def register(sub: Any) -> None:
         "rounds, store one result per cell in OUT/cells/, then write the HTML report.",
     )
     p.add_argument("--quick", action="store_true",
-                   help="quick scale (each workload's quick_samples/quick_epochs): a few minutes on 2 cores")  # fmt: skip
+                   help="quick scale: each workload's quick_samples, a 5 s/50-step steady window, --budget 10m")  # fmt: skip
     p.add_argument("--threads", default=None, help="comma list, e.g. 8,16,32,64 (default: 1..CPUs)")
     p.add_argument(
         "--variants", default=None, help="comma list, e.g. pip,compiled,gpu (default: local)"
