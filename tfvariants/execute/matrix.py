@@ -13,7 +13,15 @@ from typing import Any
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.spec import MatrixSpec, plan_cells
 from tfvariants.store.result import host_result, write_json_atomic
-from tfvariants.store.rundir import CELLS_DIR, pending_cells, prepare_run_dir, stored_results
+from tfvariants.store.rundir import (
+    CELLS_DIR,
+    check_resume,
+    load_run_dir,
+    pending_cells,
+    prepare_run_dir,
+    quarantine_unreadable,
+)
+from workloads.envprobe import host_id
 
 RunCell = Callable[..., dict]
 
@@ -57,6 +65,7 @@ class MatrixOutcome:
     reasons: dict[str, str] = field(default_factory=dict)
     interrupted: Cell | None = None
     was_interrupted: bool = False
+    quarantined: list[str] = field(default_factory=list)  # "file -> where (why)"
 
     def count(self, status: str) -> int:
         return sum(1 for s in self.statuses.values() if s == status)
@@ -99,15 +108,29 @@ class Matrix:
         resume: bool = False,
         console: Any = None,
         clock: Callable[[], float] = time.monotonic,
+        allow_mixed_hosts: bool = False,
+        quarantine: bool = False,
+        hosts: list[dict[str, Any]] | None = None,
     ) -> MatrixOutcome:
         """Run pending cells. ``run_cell(cell, cells_dir)`` returns the result dict and has
-        already stored it as cells_dir/<cell_id>.json (the runner's contract)."""
-        prepare_run_dir(self.out, self.spec, resume=resume)
+        already stored it as cells_dir/<cell_id>.json (the runner's contract).
+
+        A resume first checks the folder: a file it cannot read stops it (UserError,
+        nothing written) unless ``quarantine`` moves such files aside."""
+        contents = load_run_dir(self.out, allow_mixed_hosts=allow_mixed_hosts)
+        if resume:
+            check_resume(contents, quarantine=quarantine)
+        prepare_run_dir(
+            self.out, self.spec, resume=resume, hosts=hosts, allow_mixed_hosts=allow_mixed_hosts
+        )
+        outcome = MatrixOutcome(planned=0)
+        if resume and contents.problems:
+            outcome.quarantined = quarantine_unreadable(contents)
         self.cells_dir.mkdir(parents=True, exist_ok=True)
         cells = plan_cells(self.spec)
-        stored = stored_results(self.out)
+        stored = contents.results
         todo = pending_cells(cells, stored)
-        outcome = MatrixOutcome(planned=len(cells))
+        outcome.planned = len(cells)
         for c in cells:
             if c.cell_id in stored and c not in todo:
                 outcome.statuses[c.cell_id] = stored[c.cell_id].get("status", "?")
@@ -140,6 +163,7 @@ class Matrix:
     def _record_crash(self, cell: Cell, exc: Exception) -> dict:
         reason = f"runner error: {type(exc).__name__}: {exc}"[:300]
         result = host_result(cell.to_dict(), "failed", reason)
+        result["runner"] = {"host_id": host_id()}
         write_json_atomic(self.cells_dir / f"{cell.cell_id}.json", result)
         return result
 

@@ -30,6 +30,7 @@ from tfvariants.store.result import (
     write_json_atomic,
 )
 from tfvariants.variants import Variant, skip_reason
+from workloads.envprobe import host_id
 
 # Only these reach the worker from the caller's environment (pyperf's approach):
 # nothing else, so no secret and no stray TF_* setting leaks into a measurement.
@@ -183,7 +184,8 @@ def run_cell(
         result = host_result(
             cell.to_dict(), "skipped", reason, config=config, requested=plan.to_dict()
         )
-        result["runner"] = {"variant_kind": variant.kind, "command": None, "exit_code": None}
+        result["runner"] = {"variant_kind": variant.kind, "command": None, "exit_code": None,
+                            "host_id": host_id()}  # fmt: skip
         write_json_atomic(final_path, result)
         return result
 
@@ -196,6 +198,7 @@ def run_cell(
         )
         result = _execute(cell, variant, options, plan, command, env, scratch, log_path, config)
         result["runner"] = {
+            "host_id": host_id(),  # the worker's own may be a container's
             "variant_kind": variant.kind,
             "image": variant.image,
             "command": command,
