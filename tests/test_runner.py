@@ -25,10 +25,9 @@ from tfvariants.variants import registry as variants_mod
 STUB_HEAD = f"""#!{sys.executable}
 import json, os, sys, time
 args = sys.argv[1:]
-def arg(name):
-    return args[args.index(name) + 1]
-result_path = arg("--result")
-cell = json.loads(arg("--cell"))
+request = json.loads(args[args.index("--request") + 1])
+result_path = request["result"]
+cell = request["cell"]
 def write_ok(extra=None):
     data = {{"schema_version": 1, "kind": "tfvariants.cell", "cell": cell, "status": "ok",
             "timing": {{"epoch_times_s": [1.0, 0.5]}},

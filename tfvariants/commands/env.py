@@ -43,7 +43,7 @@ def probe_variant(variant: Any) -> dict[str, Any]:
     scratch = Path(tempfile.mkdtemp(prefix="tfv-env-"))
     scratch.chmod(0o777)
     try:
-        cmd, env = variant.launch([], worker_env(variant, plan), plan.cpus, scratch,
+        cmd, env = variant.launch(None, worker_env(variant, plan), plan.cpus, scratch,
                                   module="workloads.envprobe")  # fmt: skip
         try:
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True,
