@@ -271,7 +271,14 @@ def run(args: argparse.Namespace) -> int:
     common.check_report_outputs(report_path, args.csv, results_dirs=[out])
     variant_objs = _ready_variants(variant_objs, args.engine)
 
+    matrix = Matrix(spec, out)
+    moved = matrix.prepare(
+        resume=args.resume, allow_mixed_hosts=args.allow_mixed_hosts, quarantine=args.quarantine
+    )  # the folder's checks come before any output: a refusal is one line
+
     console = Console(stderr=True, soft_wrap=True)
+    for line in moved:
+        console.print(f"[yellow]quarantined[/] {escape(line)}", highlight=False)
     cells = len(spec.variants) * len(spec.threads) * len(spec.workloads) * spec.repeats
     console.print(
         f"[bold]compare[/]: {len(spec.variants)} variant(s) x {len(spec.threads)} thread count(s) "
@@ -285,15 +292,7 @@ def run(args: argparse.Namespace) -> int:
             cell, variant_objs[cell.variant], run_options_for(spec, cell.workload), cells_dir
         )
 
-    outcome = Matrix(spec, out).run(
-        run_cell=run_one,
-        resume=args.resume,
-        console=console,
-        allow_mixed_hosts=args.allow_mixed_hosts,
-        quarantine=args.quarantine,
-    )
-    for line in outcome.quarantined:
-        console.print(f"[yellow]quarantined[/] {escape(line)}", highlight=False)
+    outcome = matrix.run(run_cell=run_one, resume=args.resume, console=console)
     ok, skipped = outcome.count("ok"), outcome.count("skipped")
     failed, timeout = outcome.count("failed"), outcome.count("timeout")
     console.print(

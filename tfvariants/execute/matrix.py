@@ -100,6 +100,29 @@ class Matrix:
         self.spec = spec
         self.out = Path(out)
         self.cells_dir = self.out / CELLS_DIR
+        self._prepared: tuple[dict[str, dict], list[str]] | None = None
+
+    def prepare(
+        self,
+        *,
+        resume: bool = False,
+        allow_mixed_hosts: bool = False,
+        quarantine: bool = False,
+        hosts: list[dict[str, Any]] | None = None,
+    ) -> list[str]:
+        """Check the folder and write run.json; returns the quarantine moves (one line
+        each). A resume stops (UserError, nothing written) on a file it cannot read,
+        unless ``quarantine`` moves such files aside first."""
+        contents = load_run_dir(self.out, allow_mixed_hosts=allow_mixed_hosts)
+        if resume:
+            check_resume(contents, quarantine=quarantine)
+        prepare_run_dir(
+            self.out, self.spec, resume=resume, hosts=hosts, allow_mixed_hosts=allow_mixed_hosts
+        )
+        moved = quarantine_unreadable(contents) if resume and contents.problems else []
+        self.cells_dir.mkdir(parents=True, exist_ok=True)
+        self._prepared = (contents.results, moved)
+        return moved
 
     def run(
         self,
@@ -113,24 +136,16 @@ class Matrix:
         hosts: list[dict[str, Any]] | None = None,
     ) -> MatrixOutcome:
         """Run pending cells. ``run_cell(cell, cells_dir)`` returns the result dict and has
-        already stored it as cells_dir/<cell_id>.json (the runner's contract).
-
-        A resume first checks the folder: a file it cannot read stops it (UserError,
-        nothing written) unless ``quarantine`` moves such files aside."""
-        contents = load_run_dir(self.out, allow_mixed_hosts=allow_mixed_hosts)
-        if resume:
-            check_resume(contents, quarantine=quarantine)
-        prepare_run_dir(
-            self.out, self.spec, resume=resume, hosts=hosts, allow_mixed_hosts=allow_mixed_hosts
-        )
-        outcome = MatrixOutcome(planned=0)
-        if resume and contents.problems:
-            outcome.quarantined = quarantine_unreadable(contents)
-        self.cells_dir.mkdir(parents=True, exist_ok=True)
+        already stored it as cells_dir/<cell_id>.json (the runner's contract). Prepares
+        the folder first (see ``prepare``) unless the caller already did."""
+        if self._prepared is None:
+            self.prepare(resume=resume, allow_mixed_hosts=allow_mixed_hosts,
+                         quarantine=quarantine, hosts=hosts)  # fmt: skip
+        assert self._prepared is not None
+        stored, moved = self._prepared
         cells = plan_cells(self.spec)
-        stored = contents.results
         todo = pending_cells(cells, stored)
-        outcome.planned = len(cells)
+        outcome = MatrixOutcome(planned=len(cells), quarantined=moved)
         for c in cells:
             if c.cell_id in stored and c not in todo:
                 outcome.statuses[c.cell_id] = stored[c.cell_id].get("status", "?")

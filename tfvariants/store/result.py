@@ -90,11 +90,11 @@ def _check_numbers(table: Any, source: str, name: str, *, required: tuple[str, .
         if key not in table:
             raise ResultError(f"{source}: field '{name}.{key}' is missing")
     for key, value in table.items():
-        where = f"{source}: field '{name}.{key}'"
         duration = key.endswith("_s") and not key.endswith("_per_s")
         items = value if isinstance(value, list) else [value]
         for i, x in enumerate(items):
-            at = f"{where}[{i}]" if isinstance(value, list) else where
+            index = f"[{i}]" if isinstance(value, list) else ""
+            at = f"{source}: field '{name}.{key}{index}'"
             if x is None and not isinstance(value, list):
                 continue
             if isinstance(x, (int, float)) or duration:
