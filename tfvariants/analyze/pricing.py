@@ -13,12 +13,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from tfvariants.errors import UserError
+import tomllib
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+from tfvariants.errors import UserError
 
 CATALOG_DIR = Path(__file__).parent / "catalogs"
 DEFAULT_CATALOG = "gce-2017"

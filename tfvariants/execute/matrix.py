@@ -222,7 +222,9 @@ class _Display:
 
     def start(self, cell: Cell, remaining_s: float | None) -> None:
         if self.progress is not None:
-            label = f"{cell.workload} {cell.variant}@{cell.threads} r{cell.repeat}"
+            from rich.markup import escape
+
+            label = escape(f"{cell.workload} {cell.variant}@{cell.threads} r{cell.repeat}")
             self.progress.update(self.task, description=label, eta=_fmt_s(remaining_s))
             self.progress.refresh()
 

@@ -17,7 +17,6 @@ from tfvariants.analyze.format import (
     num_fmt,
     ratio_main,
     ratio_sub,
-    ratio_text,
 )
 from tfvariants.analyze.pricing import Pricing
 from tfvariants.render.charts import workload_charts
@@ -37,9 +36,7 @@ def render_html(analysis: Analysis) -> str:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(
-        dur=dur, money=money, interval=interval_text, ratio=ratio_text, mem=mem, num=num_fmt
-    )
+    env.filters.update(dur=dur, money=money, interval=interval_text, mem=mem, num=num_fmt)
     env.filters.update(ratio_main=ratio_main, ratio_sub=ratio_sub, interval_sub=interval_sub)
     env.filters["money_sub"] = lambda iv: interval_sub(iv, money).replace("-$", "-")
     charts = {
