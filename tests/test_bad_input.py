@@ -14,7 +14,7 @@ import resultfactory as rf
 
 from tfvariants.cli import main
 from tfvariants.execute import runner
-from tfvariants.store.rundir import local_host
+from tfvariants.store.runfile import local_host
 
 CELL = "mnist_mlp__local__t1__r0"
 

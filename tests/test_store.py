@@ -20,7 +20,8 @@ from tfvariants.execute import runner
 from tfvariants.execute.matrix import Matrix
 from tfvariants.plan.spec import MatrixSpec
 from tfvariants.render.html import render_html, write_report
-from tfvariants.store.rundir import load_run, load_run_dir, local_host
+from tfvariants.store.rundir import load_run_dir
+from tfvariants.store.runfile import load_run, local_host
 
 HERE, OTHER = local_host()["host_id"], "0ther0host00"
 CELL = "mnist_mlp__pip__t8__r0"

@@ -239,17 +239,11 @@ def probe(tf: Any = None, log_text: str = "") -> dict[str, Any]:
 
 
 def host_id() -> str:
-    """A stable, non-identifying tag for the machine, so results from different hosts
-    are never merged by accident (the hostname itself is not recorded): a hash of
-    /etc/machine-id, which survives hostname changes, else of the hostname. Inside a
-    container both belong to the container, so the host runner records its own id in
-    result["runner"]["host_id"] and readers trust that first."""
-    try:
-        with open("/etc/machine-id", encoding="ascii") as fh:
-            seed = fh.read().strip()
-    except (OSError, UnicodeDecodeError):
-        seed = ""
-    return hashlib.sha256((seed or platform.node()).encode()).hexdigest()[:12]
+    """A stable, non-identifying tag for the machine (a hash of its hostname, which is
+    not recorded itself), so results from different hosts are never merged by accident.
+    Inside a container the hostname is the container's, so the host runner records its
+    own id in result["runner"]["host_id"] and readers trust that first."""
+    return hashlib.sha256(platform.node().encode()).hexdigest()[:12]
 
 
 def _in_container() -> bool:

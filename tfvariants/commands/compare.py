@@ -250,7 +250,7 @@ def run(args: argparse.Namespace) -> int:
     from tfvariants.execute import runner
     from tfvariants.execute.matrix import Matrix
     from tfvariants.render.html import write_report
-    from tfvariants.store.rundir import load_run
+    from tfvariants.store.runfile import load_run
 
     stored = None
     if args.quarantine and not args.resume:
