@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tfvariants.analyze import stats
+from tfvariants.analyze.billing import device_of, no_price_reason
 from tfvariants.analyze.conclusions import conclude
 from tfvariants.analyze.decide import Settings, choose_baseline, run_looks
 from tfvariants.analyze.fields import (
@@ -30,7 +31,7 @@ from tfvariants.analyze.noise import HostNoise, host_noise
 from tfvariants.analyze.pricing import CellCost, Pricing
 from tfvariants.errors import UserError
 from tfvariants.plan.cell import cell_id
-from tfvariants.store.rundir import read_run, stored_results
+from tfvariants.store.rundir import RunContents, load_run_dir
 
 # Where a cell spends its time: result paths of the per-cell overhead split.
 OVERHEAD_PARTS = {
@@ -142,6 +143,8 @@ class Analysis:
     variants: list[str] = field(default_factory=list)  # in display order
     settings: Settings = field(default_factory=lambda: Settings())
     noise: HostNoise | None = None
+    devices: dict[str, str] = field(default_factory=dict)  # variant -> cpu|gpu (billing)
+    store: RunContents | None = None  # the run folder as loaded, with its named problems
 
 
 # ---- analysis ----
@@ -162,13 +165,6 @@ def _order(values: Iterable[Any], preferred: list | None) -> list:
     return pref + sorted((v for v in seen if v not in pref), key=str)
 
 
-def device_of(variant: str, run: dict, results: list[dict]) -> str:
-    dev = get_path(run, "variant_info", variant, "device")
-    if dev in ("cpu", "gpu"):
-        return dev
-    return "gpu" if variant == "gpu" else "cpu"
-
-
 def _planned_ids(run: dict) -> list[str]:
     """Cell ids the run's matrix (run.json) planned; empty without run.json."""
     try:
@@ -183,8 +179,11 @@ def _planned_ids(run: dict) -> list[str]:
         return []
 
 
-def _missing_cells(run: dict, stored: dict) -> list[str]:
-    return [cid for cid in _planned_ids(run) if cid not in stored]
+def _missing_cells(run: dict, contents: RunContents) -> list[str]:
+    """Planned cells with no file at all (an unreadable or foreign file is not missing:
+    it is reported as what it is, and a resume must not overwrite it)."""
+    present = set(contents.results) | set(contents.foreign) | contents.unreadable_ids
+    return [cid for cid in _planned_ids(run) if cid not in present]
 
 
 def analyze(
@@ -194,12 +193,21 @@ def analyze(
     baseline: str | None = None,
     min_effect: float | None = None,
     confidence: float | None = None,
+    allow_mixed_hosts: bool = False,
 ) -> Analysis:
     """Group stored results, compute statistics, costs, comparisons and conclusions."""
     results_dir = Path(results_dir)
-    run = read_run(results_dir)
-    stored = stored_results(results_dir)
+    contents = load_run_dir(results_dir, allow_mixed_hosts=allow_mixed_hosts)
+    run, stored = contents.run, contents.results
     if not stored:
+        skipped = contents.problems + contents.duplicates
+        if skipped or contents.foreign:
+            first = str(skipped[0]) if skipped else contents.notices()[0].message
+            raise UserError(
+                f"{results_dir}: no usable results ({len(contents.problems)} unreadable, "
+                f"{len(contents.duplicates)} duplicate, {len(contents.foreign)} from another "
+                f"host; first: {first})"
+            )
         raise UserError(f"{results_dir}: no result files in {results_dir / 'cells'}")
     cells = [r for _, r in sorted(stored.items())]
     cpus = run.get("logical_cpus") if isinstance(run.get("logical_cpus"), int) else None
@@ -213,11 +221,12 @@ def analyze(
             None,
         )
 
+    devices = {v: device_of(v, run, cells) for v in {str(r["cell"]["variant"]) for r in cells}}
     groups: dict[tuple[str, str, int], Group] = {}
     for r in cells:
         c = r["cell"]
-        key = (str(c.get("workload")), str(c.get("variant")), int(c.get("threads", 0)))
-        g = groups.setdefault(key, Group(key[0], key[1], key[2], device_of(key[1], run, cells)))
+        key = (str(c["workload"]), str(c["variant"]), int(c["threads"]))
+        g = groups.setdefault(key, Group(key[0], key[1], key[2], devices[key[1]]))
         g.results.append(r)
 
     variants = _order((k[1] for k in groups), run.get("variants"))
@@ -231,7 +240,6 @@ def analyze(
     ok_counts: dict[tuple[str, int], int] = {}
     for (_w, v, t), g in groups.items():
         ok_counts[(v, t)] = ok_counts.get((v, t), 0) + len(g.ok)  # before _summarise
-    devices = {v: device_of(v, run, cells) for v in variants}
     base = parse_baseline(baseline)
     if base is None:
         chosen = choose_baseline(ok_counts, devices, variants)
@@ -257,9 +265,9 @@ def analyze(
         w = stats.oversubscribed_warning(configs, threads, cpus or 0)
         all_warnings.insert(0, w)
 
-    missing = _missing_cells(run, stored)
+    missing = _missing_cells(run, contents)
     if missing:
-        planned = len(missing) + sum(1 for cid in stored if cid in _planned_ids(run))
+        planned = len(set(_planned_ids(run)))
         all_warnings.insert(
             0,
             stats.StatWarning(
@@ -269,6 +277,9 @@ def analyze(
                 f"finish it with: tfvariants compare --resume --out {results_dir}",
             ),
         )
+
+    # What the store could not use comes first: it changes what every figure means.
+    all_warnings[:0] = [stats.StatWarning(n.kind, n.message, n.hint) for n in contents.notices()]
 
     settings = Settings(min_effect, confidence, looks)
     reports = []
@@ -331,6 +342,8 @@ def analyze(
         variants=variants,
         settings=settings,
         noise=noise,
+        devices=devices,
+        store=contents,
     )
 
 
@@ -395,7 +408,16 @@ def _summarise(
     g.warnings += stats.stability_warnings(label, g.times)
     if pricing is not None:
         g.cost = pricing.cost(g.variant, g.threads, g.time.value, g.device)
-        if g.cost is not None:
+        if g.cost is None:
+            g.warnings.append(
+                stats.StatWarning(
+                    "no_price",
+                    f"{label}: no cost: {no_price_reason(pricing, g.variant, g.threads, g.device)}",
+                    "choose another price date (--pricing NAME@YYYY-MM) or catalog, or map "
+                    "the cell with --instance VARIANT[@THREADS]=INSTANCE",
+                )
+            )
+        else:
             per_s = g.cost.per_hour / 3600
             bill = pricing.catalog.billing.billed_seconds
             g.costs = [per_s * bill(t) for t in g.times]

@@ -55,19 +55,6 @@ def interval_label(iv: stats.Interval | None) -> str:
 VERDICT_WORDS = {"different": "decided", "equivalent": "equivalent", "undecided": "undecided"}
 
 
-def ratio_text(cmp: stats.Comparison | None) -> str:
-    if cmp is None:
-        return "n/a"
-    if cmp.verdict == "baseline":
-        return "1 (baseline)"
-    r = cmp.ratio
-    word = VERDICT_WORDS.get(cmp.verdict, cmp.verdict)
-    if not r.has_interval:
-        return f"~{sig3(r.value)} (no interval) {word}"
-    mark = "" if cmp.verdict != "undecided" else "~"
-    return f"{mark}{sig3(r.value)} ({sig3(r.lo)}-{sig3(r.hi)}) {word}"
-
-
 def interval_sub(iv: stats.Interval | None, fmt: Any = dur) -> str:
     """Only the interval part, e.g. "9.70-10.2 min" ("" when there is none)."""
     if iv is None or not iv.has_interval:

@@ -370,9 +370,7 @@ def bimodal(values: Sequence[float]) -> str | None:
 # ---- warnings ----
 
 
-def stability_warnings(
-    label: str, values: Sequence[float], *, n_planned: int | None = None
-) -> list[StatWarning]:
+def stability_warnings(label: str, values: Sequence[float]) -> list[StatWarning]:
     """Plain-words warnings about a group of repeats (spread, two clusters, few repeats)."""
     out: list[StatWarning] = []
     spread = relative_spread(values)

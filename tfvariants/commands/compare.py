@@ -9,10 +9,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tfvariants.analyze import adaptive, stats
-from tfvariants.commands import argtypes, rounds
+from tfvariants.analyze.stats import DEFAULT_REPEATS
+from tfvariants.commands import argtypes, common, rounds
 from tfvariants.commands.outdir import check_writable
 from tfvariants.errors import UserError
+from tfvariants.plan.cell import MAX_THREADS
 
 QUICK_SAMPLES = 2000  # fallback when a workload's SPEC has no quick_samples
 
@@ -26,53 +27,42 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--quick", action="store_true",
                    help="quick scale: each workload's quick_samples, a 5 s/50-step steady window, --budget 10m")  # fmt: skip
-    p.add_argument("--threads", default=None, help="comma list, e.g. 8,16,32,64 (default: 1..CPUs)")
+    p.add_argument("--threads", type=argtypes.thread_list, default=None,
+                   help=f"comma list of vCPU counts (1..{MAX_THREADS}), e.g. 8,16,32,64 (default: 1..CPUs)")  # fmt: skip
     p.add_argument(
         "--variants", default=None, help="comma list, e.g. pip,compiled,gpu (default: local)"
     )
-    p.add_argument("--variants-file", default=None, help="TOML file with more variants")
-    p.add_argument("--engine", choices=("docker", "podman"), default=None,
-                   help="container engine for image variants (default: detected)")  # fmt: skip
+    common.add_variants_file(p)
+    common.add_engine(p)
     p.add_argument("--workloads", default=None, help="'all' (default) or a comma list")
-    p.add_argument("--repeats", default=None,
+    p.add_argument("--repeats", type=argtypes.repeats, default=None,
                    help="repeats per configuration (default 5, the fewest that can decide with "
-                        "--budget's 4 looks); with --budget: the repeats before the first look")  # fmt: skip
-    p.add_argument("--budget", default=None, metavar="DURATION",
-                   help="adaptive repeats: after --repeats rounds, keep running rounds of the "
-                        "undecided comparisons until decided, --max-repeats, or this much time "
-                        "for the whole run (e.g. 10m; default with --quick: 10m)")  # fmt: skip
-    p.add_argument(
-        "--max-repeats", default=None, help="with --budget: at most this many repeats (default 20)"
-    )
-    p.add_argument("--min-steady-s", default=None,
-                   help="seconds of steady-state steps each cell measures after its warm-up "
-                        "(default 10; --quick 5)")  # fmt: skip
-    p.add_argument("--min-steady-steps", default=None,
-                   help="steady-state steps each cell measures after its warm-up (default 100; --quick 50)")  # fmt: skip
-    p.add_argument("--min-effect", default=None,
-                   help="smallest ratio difference that matters, e.g. 5%% (default): smaller ones are 'equivalent'")  # fmt: skip
-    p.add_argument("--confidence", default=None, help="confidence of the intervals (default 0.95)")
-    p.add_argument("--epochs", default=None,
+                   "--budget's 4 looks); with --budget: the repeats before the first look")  # fmt: skip
+    rounds.add_options(p)
+    p.add_argument("--epochs", type=argtypes.positive_int, default=None,
                    help="train whole epochs per cell instead of stopping after the steady window")  # fmt: skip
-    p.add_argument("--samples", default=None, help="cap on training samples per cell")
-    p.add_argument("--steps-per-epoch", default=None, help="cap on steps per epoch")
+    p.add_argument("--samples", type=argtypes.positive_int, default=None,
+                   help="cap on training samples per cell")  # fmt: skip
+    p.add_argument("--steps-per-epoch", type=argtypes.positive_int, default=None,
+                   help="cap on steps per epoch")  # fmt: skip
     p.add_argument("--data", choices=("synthetic", "real"), default=None, help="default synthetic")
     p.add_argument("--data-dir", default=None, help="cache folder for real data sets")
-    p.add_argument("--seed", default=None, help="default 0")
-    p.add_argument("--timeout", default="1800", help="seconds per cell (default 1800)")
-    p.add_argument("--pricing", default="gce-2017",
-                   help="catalog NAME or FILE, optionally @YYYY-MM for the price date (default gce-2017)")  # fmt: skip
-    p.add_argument("--price-tier", choices=("preemptible", "on_demand"), default=None)
-    p.add_argument("--instance", action="append", default=[], metavar="VARIANT[@THREADS]=INSTANCE",
-                   help="bill these cells as this catalog instance (repeatable)")  # fmt: skip
+    p.add_argument("--seed", type=argtypes.seed, default=None, help="default 0")
+    p.add_argument("--timeout", type=argtypes.positive_float, default=1800.0,
+                   help="seconds per cell (default 1800)")  # fmt: skip
+    common.add_pricing(p)
     p.add_argument("--baseline", default=None,
-                   help="VARIANT[@THREADS] (default: the first variant at its most threads)")  # fmt: skip
+                   help="VARIANT[@THREADS] (default: the GPU if one ran, else the most threads "
+                   "with the most successful repeats)")  # fmt: skip
     p.add_argument("--out", type=Path, default=None, help="results folder (default results/<run>)")
-    p.add_argument(
-        "--report", type=Path, default=None, help="HTML path (default reports/<run>/index.html)"
-    )
+    common.add_report_outputs(p, old_flag="--report")
     p.add_argument("--resume", action="store_true",
-                   help="continue the run in --out: only missing, failed or timed-out cells run")  # fmt: skip
+                   help="continue the run in --out: only missing, failed or timed-out cells run; "
+                   "stops, writing nothing, if a file in it cannot be read")  # fmt: skip
+    p.add_argument("--quarantine", action="store_true",
+                   help="with --resume: move files that cannot be read to OUT/quarantine/ "
+                   "(and say so) instead of stopping")  # fmt: skip
+    common.add_allow_mixed_hosts(p)
     p.set_defaults(func=run)
 
 
@@ -92,16 +82,9 @@ def parse_threads(text: str) -> list[int]:
     return _checked("threads", argtypes.thread_list, text)
 
 
-def parse_positive(name: str, text: str | None, *, allow_zero: bool = False) -> int | None:
-    if text is None:
-        return None
-    try:
-        value = int(str(text).strip())
-    except ValueError:
-        raise UserError(f"--{name}: expected a whole number, got {text!r}") from None
-    if value < (0 if allow_zero else 1):
-        raise UserError(f"--{name}: must be at least {0 if allow_zero else 1}, got {value}")
-    return value
+def _parsed(option: str, parse: Any, value: Any) -> Any:
+    """Command-line text through the shared parser; values already parsed pass."""
+    return _checked(option, parse, value) if isinstance(value, str) else value
 
 
 def parse_names(name: str, text: str) -> list[str]:
@@ -158,7 +141,7 @@ def build_spec(args: argparse.Namespace, stored: dict | None = None) -> tuple[An
     def given_or_stored(name: str, value: Any, parse: Any, default: Any) -> Any:
         # None = not on the command line: a resume takes the stored value.
         if value is not None:
-            return parse(value)
+            return _parsed(name.replace("_", "-"), parse, value)
         stored_value = sopts.get(name) if name in sopts else stored.get(name)
         return stored_value if stored_value is not None else default
 
@@ -183,61 +166,21 @@ def build_spec(args: argparse.Namespace, stored: dict | None = None) -> tuple[An
     if not workloads:
         raise UserError("no workloads available")
 
-    def positive(name: str) -> Any:
-        return lambda v: parse_positive(name, v)
-
     options: dict[str, Any] = {
         "quick": bool(args.quick or sopts.get("quick")),
-        "epochs": given_or_stored("epochs", args.epochs, positive("epochs"), None),
-        "samples": given_or_stored("samples", args.samples, positive("samples"), None),
+        "epochs": given_or_stored("epochs", args.epochs, argtypes.positive_int, None),
+        "samples": given_or_stored("samples", args.samples, argtypes.positive_int, None),
         "steps_per_epoch": given_or_stored(
-            "steps_per_epoch", args.steps_per_epoch, positive("steps-per-epoch"), None
+            "steps_per_epoch", args.steps_per_epoch, argtypes.positive_int, None
         ),
         "data": given_or_stored("data", args.data, str, "synthetic"),
-        "seed": given_or_stored(
-            "seed", args.seed, lambda v: parse_positive("seed", v, allow_zero=True), 0
-        ),
+        "seed": given_or_stored("seed", args.seed, argtypes.seed, 0),
         "data_dir": args.data_dir,
     }
-    repeats = given_or_stored("repeats", args.repeats, positive("repeats"), stats.DEFAULT_REPEATS)
+    repeats = given_or_stored("repeats", args.repeats, argtypes.repeats, DEFAULT_REPEATS)
     quick = options["quick"]
-    window = rounds.QUICK_WINDOW if quick else (10.0, 100)
-    options["min_steady_s"] = given_or_stored(
-        "min_steady_s",
-        args.min_steady_s,
-        lambda v: _checked("min-steady-s", argtypes.positive_float, v),
-        window[0],
-    )
-    options["min_steady_steps"] = given_or_stored(
-        "min_steady_steps", args.min_steady_steps, positive("min-steady-steps"), window[1]
-    )
-    options["min_effect"] = given_or_stored(
-        "min_effect",
-        args.min_effect,
-        lambda v: _checked("min-effect", argtypes.fraction, v),
-        stats.MIN_EFFECT,
-    )
-    options["confidence"] = given_or_stored(
-        "confidence",
-        args.confidence,
-        lambda v: _checked("confidence", argtypes.fraction, v),
-        stats.CONFIDENCE,
-    )
-    if not options["confidence"] > 0.5:
-        raise UserError(f"--confidence: must be above 0.5, got {options['confidence']}")
-    options["budget_s"] = given_or_stored(
-        "budget_s", args.budget, lambda v: _checked("budget", argtypes.duration, v),
-        rounds.QUICK_BUDGET_S if quick else None,
-    )  # fmt: skip
-    options["max_repeats"] = given_or_stored(
-        "max_repeats",
-        args.max_repeats,
-        positive("max-repeats"),
-        max(adaptive.DEFAULT_MAX_REPEATS, repeats),
-    )
-    if options["max_repeats"] < repeats:
-        raise UserError(f"--max-repeats {options['max_repeats']} is below --repeats {repeats}")
-    options["timeout_s"] = _checked("timeout", argtypes.positive_float, args.timeout)
+    options.update(rounds.options_from(args, given_or_stored, quick=quick, repeats=repeats))
+    options["timeout_s"] = _parsed("timeout", argtypes.positive_float, args.timeout)
     if quick:
         options["per_workload"] = {w: quick_scale(w) for w in workloads}
     variant_objs = {v: get_variant(v, args.variants_file) for v in variants}
@@ -306,47 +249,47 @@ def _ready_variants(variant_objs: dict[str, Any], engine: str | None) -> dict[st
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-
     from rich.console import Console
+    from rich.markup import escape
 
-    from tfvariants.analyze.pricing import parse_pricing_option
+    from tfvariants.commands.report import print_store_warnings
     from tfvariants.execute import runner
     from tfvariants.execute.matrix import Matrix
     from tfvariants.render.html import write_report
-    from tfvariants.store.rundir import RUN_FILE, update_run
+    from tfvariants.store.runfile import load_run
 
     stored = None
+    if args.quarantine and not args.resume:
+        raise UserError("--quarantine only applies to --resume")
     if args.resume:
         if args.out is None:
             raise UserError("--resume needs --out RESULTS_DIR (the run to continue)")
-        run_file = args.out / RUN_FILE
-        if run_file.is_file():
-            try:
-                stored = json.loads(run_file.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                raise UserError(f"{run_file}: unreadable ({exc})") from None
+        stored = load_run(args.out) or None
     spec, variant_objs = build_spec(args, stored)
     _check_baseline(args.baseline, spec.variants, spec.threads)
-    variant_objs = _ready_variants(variant_objs, args.engine)
-    pricing = (
-        parse_pricing_option(args.pricing, tier=args.price_tier, instance_map=args.instance)
-        if args.pricing
-        else None
-    )
+    pricing = common.pricing_from(args)
     name = ("quick-" if spec.options.get("quick") else "compare-") + datetime.now().strftime(
         "%Y%m%d-%H%M%S"
     )
     out = args.out or Path("results") / name
-    report_path = args.report or Path("reports") / out.name / "index.html"
+    report_path = args.output or Path("reports") / out.name / "index.html"
     check_writable(out)
-    check_writable(report_path.parent)
+    common.check_report_outputs(report_path, args.csv, results_dirs=[out])
+    variant_objs = _ready_variants(variant_objs, args.engine)
+
+    matrix = Matrix(spec, out)
+    moved = matrix.prepare(
+        resume=args.resume, allow_mixed_hosts=args.allow_mixed_hosts, quarantine=args.quarantine
+    )  # the folder's checks come before any output: a refusal is one line
 
     console = Console(stderr=True, soft_wrap=True)
+    for line in moved:
+        console.print(f"[yellow]quarantined[/] {escape(line)}", highlight=False)
     cells = len(spec.variants) * len(spec.threads) * len(spec.workloads) * spec.repeats
     console.print(
         f"[bold]compare[/]: {len(spec.variants)} variant(s) x {len(spec.threads)} thread count(s) "
-        f"x {len(spec.workloads)} workload(s) x {spec.repeats} repeat(s) = {cells} cells -> {out}",
+        f"x {len(spec.workloads)} workload(s) x {spec.repeats} repeat(s) = {cells} cells -> "
+        f"{escape(str(out))}",
         highlight=False,
     )
 
@@ -355,33 +298,14 @@ def run(args: argparse.Namespace) -> int:
             cell, variant_objs[cell.variant], run_options_for(spec, cell.workload), cells_dir
         )
 
-    next_round, rule = None, None
-    budget_s = spec.options.get("budget_s")
-    if budget_s:
-        from tfvariants.analyze.analysis import parse_baseline
-
-        rule = adaptive.stopping_rule(spec.repeats, int(spec.options["max_repeats"]))
-        next_round = rounds.make_next_round(
-            spec, rule, baseline=parse_baseline(args.baseline),
-            min_effect=spec.options["min_effect"], confidence=spec.options["confidence"],
-        )  # fmt: skip
-        console.print(
-            f"adaptive: looks after {', '.join(map(str, rule.looks))} repeats; more rounds only "
-            f"while a comparison is undecided, within a budget of {budget_s / 60:.3g} min",
-            highlight=False,
-        )
+    next_round, rule = rounds.adaptive_hook(spec, args.baseline, console)
     before = (stored or {}).get("adaptive") or {}
-    outcome = Matrix(spec, out).run(
+    outcome = matrix.run(
         run_cell=run_one, resume=args.resume, console=console, next_round=next_round,
-        budget_s=budget_s, spent_before=float(before.get("spent_s") or 0.0),
+        budget_s=spec.options.get("budget_s"), spent_before=float(before.get("spent_s") or 0.0),
     )  # fmt: skip
     if rule is not None:
-        record = {**rule.to_json(), "budget_s": budget_s,
-                  "rounds": list(before.get("rounds") or []) + outcome.rounds,
-                  "stopped": outcome.stopped, "spent_s": round(outcome.spent_s, 1)}  # fmt: skip
-        update_run(out, adaptive=record)
-        if outcome.stopped:
-            console.print(f"adaptive repeats stopped: {outcome.stopped}", highlight=False)
+        rounds.record(out, rule, spec, before, outcome, console)
     ok, skipped = outcome.count("ok"), outcome.count("skipped")
     failed, timeout = outcome.count("failed"), outcome.count("timeout")
     console.print(
@@ -391,7 +315,7 @@ def run(args: argparse.Namespace) -> int:
     )
     for cid in outcome.problems[:20]:
         console.print(
-            f"  [red]{outcome.statuses[cid]}[/] {cid}: {outcome.reasons.get(cid, '')}",
+            f"  [red]{outcome.statuses[cid]}[/] {escape(cid)}: {escape(outcome.reasons.get(cid, ''))}",
             highlight=False,
         )
     if outcome.was_interrupted:
@@ -399,31 +323,26 @@ def run(args: argparse.Namespace) -> int:
             f"interrupted during {outcome.interrupted.cell_id if outcome.interrupted else '?'}: finished cells are "
             f"saved in {out}/cells; continue with: tfvariants compare --resume --out {out}",
             highlight=False,
+            markup=False,
         )
         return 130
-    analysis = write_report(out, report_path, pricing=pricing, baseline=args.baseline)
-    undecided = [
-        f"{w.name} {g.label}"
-        for w in analysis.workloads
-        for g in w.groups
-        if g.time_cmp is not None and g.time_cmp.verdict == "undecided"
-    ]
-    console.print(f"report: {report_path}", highlight=False)
-    for w in analysis.workloads:
-        for line in w.conclusions[:2]:
-            console.print(f"  {line}", highlight=False)
-    if analysis.noise is not None:
-        console.print(f"  {analysis.noise.sentence()}", highlight=False)
-    if undecided:
-        console.print(
-            f"  undecided against the baseline: {', '.join(undecided)} (the report says how many "
-            f"more repeats would likely decide; add --budget or continue with --resume --out {out} --budget 10m)",
-            highlight=False,
-        )
+    analysis = write_report(
+        out,
+        report_path,
+        pricing=pricing,
+        baseline=args.baseline,
+        csv_path=args.csv,
+        allow_mixed_hosts=args.allow_mixed_hosts,
+    )
+    print_store_warnings(analysis)
+    console.print(f"report: {report_path}", highlight=False, markup=False)
+    if args.csv:
+        console.print(f"csv: {args.csv}", highlight=False, markup=False)
+    rounds.summary(analysis, out, console)
     if outcome.problems:
         console.print(
             f"[red]{len(outcome.problems)} cell(s) failed or timed out[/]; rerun them with: "
-            f"tfvariants compare --resume --out {out}",
+            f"tfvariants compare --resume --out {escape(str(out))}",
             highlight=False,
         )
     return outcome.exit_code()

@@ -18,6 +18,7 @@ IDENTITY_OPTIONS = (
     "quick", "epochs", "samples", "steps_per_epoch", "data", "seed", "min_steady_s",
     "min_steady_steps",
 )  # fmt: skip
+MAX_REPEATS = 10_000
 
 
 @dataclass(frozen=True)
@@ -41,9 +42,8 @@ class MatrixSpec:
         }
 
     def to_json(self, started_at: str) -> dict[str, Any]:
+        """The matrix part of run.json (the run store adds kind, version and hosts)."""
         return {
-            "schema_version": 1,
-            "kind": "tfvariants.run",
             **self.identity(),
             "options": {k: v for k, v in self.options.items()},
             "variant_info": self.variant_info,

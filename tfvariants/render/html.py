@@ -19,11 +19,11 @@ from tfvariants.analyze.format import (
     pct,
     ratio_main,
     ratio_sub,
-    ratio_text,
 )
 from tfvariants.analyze.pricing import Pricing
 from tfvariants.render.charts import workload_charts
 from tfvariants.render.csvout import write_csv
+from tfvariants.render.output import write_text_atomic
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 
@@ -38,9 +38,7 @@ def render_html(analysis: Analysis) -> str:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(
-        dur=dur, money=money, interval=interval_text, ratio=ratio_text, mem=mem, num=num_fmt
-    )
+    env.filters.update(dur=dur, money=money, interval=interval_text, mem=mem, num=num_fmt)
     env.filters.update(ratio_main=ratio_main, ratio_sub=ratio_sub, interval_sub=interval_sub)
     env.filters.update(interval_label=interval_label, pct=pct)
     env.filters["money_sub"] = lambda iv: interval_sub(iv, money).replace("-$", "-")
@@ -60,18 +58,14 @@ def write_report(
     csv_path: Path | None = None,
     min_effect: float | None = None,
     confidence: float | None = None,
+    allow_mixed_hosts: bool = False,
 ) -> Analysis:
     """Analyse results_dir and write the HTML report (atomically) and optional CSV."""
     analysis = analyze(
         results_dir, pricing=pricing, baseline=baseline, min_effect=min_effect,
-        confidence=confidence,
+        confidence=confidence, allow_mixed_hosts=allow_mixed_hosts,
     )  # fmt: skip
-    html = render_html(analysis)
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(html, encoding="utf-8")
-    tmp.replace(out)
+    write_text_atomic(Path(out), render_html(analysis))
     if csv_path is not None:
         write_csv(analysis, csv_path)
     return analysis
