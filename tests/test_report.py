@@ -206,3 +206,37 @@ def test_cells_planned_but_missing_are_reported(tmp_path):
     assert warning.message.startswith("1 of ")
     assert victim.stem in warning.message
     assert "--resume" in warning.hint
+
+
+def test_csv_carries_ratios_intervals_and_verdicts(tmp_path, gce):
+    results, run = rf.study_like_results(repeats=5)
+    d = rf.write_results(tmp_path / "res", results, run)
+    out = tmp_path / "cells.csv"
+    a = write_report(d, tmp_path / "r.html", pricing=gce, csv_path=out)
+    rows = list(csv.DictReader(out.open()))
+    row = next(r for r in rows if r["cell_id"] == "mnist_mlp__compiled__t16__r0")
+    g = group(a.workloads[0], "compiled@16")
+    assert float(row["time_ratio"]) == pytest.approx(g.time_cmp.ratio.value, rel=1e-5)
+    lo, hi = float(row["time_ratio_lo"]), float(row["time_ratio_hi"])
+    assert lo < float(row["time_ratio"]) < hi and row["time_verdict"] == "different"
+    assert "Mann-Whitney" in row["ratio_interval"] and "median of 5" in row["config_time_interval"]
+    assert row["cost_verdict"] == g.cost_cmp.verdict and row["cost_ratio_lo"]
+
+
+def test_report_shows_the_machines_noise_and_labels_intervals(tmp_path):
+    results = []
+    for r in range(6):
+        slow = 1.85 if r in (1, 4) else 1.0  # the same configuration at two speeds
+        results.append(rf.make_result("local", 1, "mnist_cnn", r, steady_epoch_s=4.0 * slow))
+        results.append(rf.make_result("local", 2, "mnist_cnn", r, steady_epoch_s=2.0, noise=0.1))
+    d = rf.write_results(tmp_path / "q", results)
+    a = analyze(d)
+    assert a.noise is not None and a.noise.repeats == 6 and a.noise.resolvable > 1.05
+    assert "resolve differences of about" in a.noise.sentence()
+    assert any("local@1" in b and "two clusters" in b for b in a.noise.bimodal)
+    assert any(w.kind == "bimodal" for w in a.warnings)
+    html = render_html(a)
+    assert "This machine&#39;s noise" in html or "This machine's noise" in html
+    assert 'title="median of 6; range of the repeats = 96.9% interval for the median"' in html
+    assert "Bimodal timings: mnist_cnn local@1" in html
+    assert "Hodges-Lehmann ratio; 95.9% Mann-Whitney interval" in html
