@@ -33,14 +33,26 @@ from tfvariants.errors import UserError
 from tfvariants.plan.cell import cell_id
 from tfvariants.store.rundir import RunContents, load_run_dir
 
-# Where a cell spends its time: result paths of the per-cell overhead split.
-OVERHEAD_PARTS = {
-    "import": ("timing", "import_tf_s"),
-    "build": ("timing", "build_s"),
-    "warm-up": ("timing", "warmup_s"),
-    "steady": ("timing", "steady_s"),
-    "cell": ("runner", "wall_s"),
-}
+
+def overhead_split(r: dict) -> dict[str, float]:
+    """Where one cell's wall time went: TensorFlow import, data + model build, warm-up
+    steps, steady steps, time between epochs (start-up, validation), and the rest
+    (process start, probing, writing), which makes the parts add up to the cell."""
+    t = r.get("timing") or {}
+    parts = {
+        "import": finite_number(t.get("import_tf_s")),
+        "build": (finite_number(t.get("build_s")) or 0.0) + (finite_number(t.get("data_s")) or 0.0),
+        "warm-up": finite_number(t.get("warmup_s")),
+        "steady": finite_number(t.get("steady_s")),
+    }
+    fit = finite_number(t.get("fit_s"))
+    if fit is not None and parts["warm-up"] is not None and parts["steady"] is not None:
+        parts["between epochs"] = max(fit - parts["warm-up"] - parts["steady"], 0.0)
+    wall = finite_number(get_path(r, "runner", "wall_s"))
+    known = [v for v in parts.values() if v is not None]
+    if wall is not None and fit is not None and parts["import"] is not None:
+        parts["other"] = max(wall - parts["import"] - parts["build"] - fit, 0.0)  # type: ignore[operator]
+    return {k: v for k, v in parts.items() if v is not None} if known else {}
 
 
 @dataclass
@@ -391,8 +403,9 @@ def _summarise(
     steps = [x for x in (finite_number(get_path(r, "timing", "steady_step_s")) for r in ok) if x]
     g.step_s = stats.median_interval(steps, confidence) if steps else None
     g.utilisation = median_of(get_path(r, "cpu", "utilisation") for r in ok)
-    for name, path in OVERHEAD_PARTS.items():
-        value = median_of(get_path(r, *path) for r in ok)
+    splits = [overhead_split(r) for r in ok]
+    for name in dict.fromkeys(k for sp in splits for k in sp):
+        value = median_of(sp.get(name) for sp in splits)
         if value is not None:
             g.overhead[name] = value
     g.bimodal = stats.bimodal(g.times)

@@ -158,7 +158,12 @@ def conclude(
             text += f" ({phrase(c, b, c.cost_cmp, 'cost')})"  # type: ignore[arg-type]
         wr.conclusions.append(text + ".")
     undecided = [
-        g for g in with_time if g.time_cmp is not None and g.time_cmp.verdict == "undecided"
+        g
+        for g in with_time
+        if g.time_cmp is not None
+        and g.time_cmp.verdict == "undecided"
+        and b is not None
+        and frozenset((g.label, b.label)) not in said  # not repeated if a sentence said it
     ]
     if undecided and b is not None:
         parts = [
