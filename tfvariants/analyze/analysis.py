@@ -455,6 +455,6 @@ def _compare_to_baseline(
             continue
         kw = {"min_effect": min_effect, "confidence": confidence, "looks": looks}
         g.time_cmp = stats.compare(g.times, b.times, **kw)
-        if g.costs and b.costs:
+        if g.costs and b.costs and min(g.costs + b.costs) > 0:  # a free instance has no ratio
             # Costs per repeat through the same statistic as times: one machinery.
             g.cost_cmp = stats.compare(g.costs, b.costs, **kw)

@@ -52,7 +52,7 @@ def phrase(a: Group, b: Group, cmp: stats.Comparison, what: str = "time") -> str
 
 def _cmp(a: Group, b: Group, settings: Settings, what: str) -> stats.Comparison | None:
     xa, xb = (a.times, b.times) if what == "time" else (a.costs, b.costs)
-    if not xa or not xb:
+    if not xa or not xb or min(xa + xb) <= 0:
         return None
     return stats.compare(
         xa, xb, min_effect=settings.min_effect, confidence=settings.confidence,
