@@ -41,7 +41,8 @@ def phrase(a: Group, b: Group, cmp: stats.Comparison, what: str = "time") -> str
     more = (
         f"about {cmp.more_repeats} more repeat(s) per side would likely decide it"
         if cmp.more_repeats
-        else "more repeats are unlikely to decide it (the ratio sits near the threshold)"
+        else "no practical number of repeats would likely decide it at this noise (the ratio "
+        f"is close to the {cmp.min_effect:.0%} threshold)"
     )
     why = "; ".join(cmp.reasons)
     return (
@@ -169,7 +170,7 @@ def conclude(
         parts = [
             f"{g.label} (about {g.time_cmp.more_repeats} more repeats per side would likely decide it)"  # type: ignore[union-attr]
             if g.time_cmp.more_repeats  # type: ignore[union-attr]
-            else f"{g.label} (its ratio sits near the {settings.min_effect:.0%} threshold)"
+            else f"{g.label} (no practical number of repeats would likely decide it)"
             for g in undecided
         ]
         wr.conclusions.append(f"Still undecided against {b.label}: {'; '.join(parts)}.")

@@ -37,6 +37,7 @@ UNSTABLE_SPREAD = 0.10
 MIN_REPEATS = 4  # smallest n per side for which a 95 % one-look ratio interval exists
 DEFAULT_REPEATS = 5  # the default: decidable with up to 4 looks (2/252 < 0.05/4)
 VERDICTS = ("different", "equivalent", "undecided", "baseline")
+MAX_MORE = 500  # "about N more repeats" above this is reported as not practical
 
 
 @dataclass(frozen=True)
@@ -230,7 +231,9 @@ def _more_repeats(
         if half is None:
             return smallest_decidable_n(alpha) - n if n < smallest_decidable_n(alpha) else None
     target = abs(abs(est) - band)
-    if target < half / 10:  # the estimate sits on the band's edge: no sample size is enough
+    # Beyond MAX_MORE the answer is "not practical": the estimate sits close to the band's
+    # edge for this much noise.
+    if target <= 0 or n * (half / target) ** 2 > n + MAX_MORE:
         return None
     need = max(math.ceil(n * (half / target) ** 2), smallest_decidable_n(alpha))
     return max(need - n, 1)
