@@ -164,6 +164,10 @@ def _planned_ids(run: dict) -> list[str]:
         return []
 
 
+def _is_serving(result: dict) -> bool:
+    return get_path(result, "cell", "task") == "serve"
+
+
 def _missing_cells(run: dict, stored: dict) -> list[str]:
     return [cid for cid in _planned_ids(run) if cid not in stored]
 
@@ -178,7 +182,8 @@ def analyze(
     """Group stored results, compute statistics, costs, comparisons and conclusions."""
     results_dir = Path(results_dir)
     run = read_run(results_dir)
-    stored = stored_results(results_dir)
+    # Serving cells have their own analysis (analyze/serving.py).
+    stored = {k: r for k, r in stored_results(results_dir).items() if not _is_serving(r)}
     if not stored:
         raise UserError(f"{results_dir}: no result files in {results_dir / 'cells'}")
     cells = [r for _, r in sorted(stored.items())]

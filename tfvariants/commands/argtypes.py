@@ -38,3 +38,21 @@ def thread_list(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"expected thread counts like 8,16,32, got {text!r}")
     values = [positive_int(p) for p in parts]
     return list(dict.fromkeys(values))
+
+
+_DURATION_UNITS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0}
+
+
+def duration_s(text: str) -> float:
+    """'100ms', '0.5s', '2m' -> seconds. A unit is required: '100' could mean either."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|min|m)\s*", str(text))
+    if not m:
+        raise argparse.ArgumentTypeError(
+            f"expected a duration with a unit like 100ms, 0.5s or 2m, got {text!r}"
+        )
+    value = float(m.group(1)) * _DURATION_UNITS[m.group(2)]
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be greater than 0, got {text!r}")
+    return value

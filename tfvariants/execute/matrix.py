@@ -87,10 +87,13 @@ def _fmt_s(seconds: float | None) -> str:
 class Matrix:
     """Runs a MatrixSpec into results/<run>/ with progress, interrupt and resume."""
 
-    def __init__(self, spec: MatrixSpec, out: Path) -> None:
+    def __init__(
+        self, spec: MatrixSpec, out: Path, plan: Callable[[Any], list] = plan_cells
+    ) -> None:
         self.spec = spec
         self.out = Path(out)
         self.cells_dir = self.out / CELLS_DIR
+        self.plan = plan  # spec -> cells in run order (serving cells have their own planner)
 
     def run(
         self,
@@ -104,7 +107,7 @@ class Matrix:
         already stored it as cells_dir/<cell_id>.json (the runner's contract)."""
         prepare_run_dir(self.out, self.spec, resume=resume)
         self.cells_dir.mkdir(parents=True, exist_ok=True)
-        cells = plan_cells(self.spec)
+        cells = self.plan(self.spec)
         stored = stored_results(self.out)
         todo = pending_cells(cells, stored)
         outcome = MatrixOutcome(planned=len(cells))

@@ -60,3 +60,20 @@ def write_csv(analysis: Analysis, path: Path) -> Path:
             writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
     tmp.replace(path)
     return path
+
+
+def write_serving_csv(serving: Any, path: Path) -> Path:
+    """One row per serving cell (tfvariants.analyze.serving.serving_csv_rows)."""
+    from tfvariants.analyze.serving import serving_csv_rows
+
+    rows = serving_csv_rows(serving)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with tmp.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else ["cell_id"])
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+    tmp.replace(path)
+    return path

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from workloads.protocol import RESULT_KIND, SCHEMA_VERSION, STATUSES, write_json_atomic
+from workloads.serving.request import SERVE_RESULT_KIND
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -45,6 +46,8 @@ def migrate(data: dict[str, Any]) -> dict[str, Any]:
 def validate_result(data: Any, source: str = "result") -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ResultError(f"{source}: not a tfvariants result (top level is not an object)")
+    if data.get("kind") == SERVE_RESULT_KIND:
+        return validate_serve_result(data, source)
     if data.get("kind") != RESULT_KIND:
         raise ResultError(f"{source}: not a tfvariants result (kind={data.get('kind')!r})")
     version = data.get("schema_version")
@@ -65,6 +68,22 @@ def validate_result(data: Any, source: str = "result") -> dict[str, Any]:
         timing = data.get("timing")
         if not isinstance(timing, dict) or not isinstance(timing.get("epoch_times_s"), list):
             raise ResultError(f"{source}: status ok but no timing.epoch_times_s")
+    return data
+
+
+def validate_serve_result(data: dict[str, Any], source: str = "result") -> dict[str, Any]:
+    """A serving cell's result (kind tfvariants.serve_cell, docs/serving.md)."""
+    version = data.get("schema_version")
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise ResultError(f"{source}: unsupported serving schema_version {version!r}")
+    if data.get("status") not in STATUSES:
+        raise ResultError(f"{source}: unknown status {data.get('status')!r}")
+    cell = data.get("cell")
+    need = {"task", "variant", "threads", "model", "scenario", "path", "workload"}
+    if not isinstance(cell, dict) or cell.get("task") != "serve" or not need <= set(cell):
+        raise ResultError(f"{source}: missing or incomplete serving 'cell'")
+    if data["status"] == "ok" and not isinstance(data.get("metrics"), dict):
+        raise ResultError(f"{source}: status ok but no metrics")
     return data
 
 
@@ -101,11 +120,12 @@ def host_result(
     requested: dict[str, Any] | None = None,
     environment: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A result the host writes for a cell whose worker produced none."""
+    """A result the host writes for a cell whose worker produced none (a serving
+    cell's has the serving kind, so it is analysed with its own kind)."""
     assert status in STATUSES
     return {
         "schema_version": SCHEMA_VERSION,
-        "kind": RESULT_KIND,
+        "kind": SERVE_RESULT_KIND if cell.get("task") == "serve" else RESULT_KIND,
         "cell": cell,
         "status": status,
         "reason": reason,

@@ -16,7 +16,7 @@ from typing import Any
 
 from tfvariants.errors import UserError
 from tfvariants.plan.cell import Cell
-from tfvariants.plan.spec import IDENTITY_OPTIONS, MatrixSpec
+from tfvariants.plan.spec import MatrixSpec
 from tfvariants.store.result import ResultError, load_result, write_json_atomic
 
 RUN_FILE = "run.json"
@@ -69,8 +69,9 @@ def prepare_run_dir(out: Path, spec: MatrixSpec, *, resume: bool) -> dict:
                 f"{out} already holds a run: add --resume to continue it, or choose another --out"
             )
         wanted = spec.identity()
-        have = {k: stored.get(k) for k in ("variants", "threads", "workloads", "repeats")}
-        have["options"] = {k: (stored.get("options") or {}).get(k) for k in IDENTITY_OPTIONS}
+        # Compare exactly what the spec calls its identity (training and serving differ).
+        have = {k: stored.get(k) for k in wanted if k != "options"}
+        have["options"] = {k: (stored.get("options") or {}).get(k) for k in wanted["options"]}
         diffs = []
         for key, value in wanted.items():
             if key == "options":
