@@ -248,6 +248,8 @@ def run(args: argparse.Namespace) -> int:
     variant_objs = _ready_variants(variant_objs, args.engine)
     out = args.out or Path("results") / f"serve-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     report_path = args.report or Path("reports") / out.name / "index.html"
+    if args.resume and not (out / "run.json").is_file():
+        raise UserError(f"--resume: {out / 'run.json'} not found (nothing to resume)")
     check_writable(out)
     check_writable(report_path.parent)
     _check_loadgen(spec.scenarios)
