@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TFV := $(BIN)/tfvariants
 
-.PHONY: help install compare report test test-fast lint clean
+.PHONY: help install compare report test test-fast lint clean bench-serve
 
 help:
 	@echo "make install         .venv with tfvariants + TensorFlow (tensorflow-cpu 2.21) + dev tools"
@@ -17,12 +17,13 @@ help:
 	@echo "make test            all tests: unit, real TensorFlow, containers, headless browser"
 	@echo "make test-fast       unit tests only"
 	@echo "make lint            ruff + hadolint"
+	@echo "make bench-serve     the serving harness's own ceiling on this host (no-op model QPS, HTTP overhead)"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(VENV)/.installed: $(BIN)/python setup.cfg pyproject.toml
-	$(BIN)/python -m pip install --quiet -e '.[tf,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[tf,serve,dev]'
 	touch $@
 
 install: $(VENV)/.installed
@@ -46,6 +47,10 @@ lint: install
 	$(BIN)/ruff check tfvariants workloads tests
 	$(BIN)/ruff format --check tfvariants workloads tests
 	$(BIN)/hadolint builds/*/Dockerfile
+
+# Not a test: what the serving harness itself can measure here (a few seconds).
+bench-serve: install
+	PYTHONPATH=. $(BIN)/python benchmarks/serve_ceiling.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

@@ -63,6 +63,7 @@ FAST = ["--threads", "1", "--repeats", "1", "--min-duration", "0.2s", "--max-dur
         "--min-queries", "20", "--pricing", "gce-2017"]  # fmt: skip
 
 
+@pytest.mark.serve
 def test_noop_model_in_process_and_over_http(tmp_path):
     out, report = tmp_path / "res", tmp_path / "rep" / "index.html"
     code = main(["serve", "--models", "noop", "--scenarios", "concurrency", "--concurrency", "1,2",
@@ -153,3 +154,37 @@ def test_serve_result_kind_is_validated(tmp_path):
     with pytest.raises(ResultError, match="serving 'cell'"):
         validate_result({**failed, "cell": {"variant": "local"}})
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.serve
+def test_loadgen_scenarios_with_the_noop_model_match_detail_logs(tmp_path):
+    """LoadGen without TensorFlow: the report's numbers are the detail logs' numbers,
+    and the Server QPS search keeps one log folder per step."""
+    pytest.importorskip("mlperf_loadgen")
+    from workloads.serving import mllog
+
+    out, report = tmp_path / "res", tmp_path / "rep" / "index.html"
+    code = main(["serve", "--models", "noop", "--scenarios", "single_stream,server_search",
+                 "--path", "inprocess", "--search-steps", "2", "--server-qps", "50", "--p99", "50ms",
+                 *FAST, "--out", str(out), "--report", str(report)])  # fmt: skip
+    assert code == 0
+    html = report.read_text()
+    cid = "serve__noop__single_stream__inprocess__local__t1__r0"
+    detail = out / "artifacts" / cid / "loadgen" / "mlperf_log_detail.txt"
+    p90 = mllog.parse_detail_log(detail)["result_90.00_percentile_latency_ns"] / 1e6
+    assert f'data-cell="{cid}" data-metric="p90_ms" data-value="{p90!r}"' in html
+    search = load_result(
+        out / "cells" / "serve__noop__server_search__inprocess__local__t1__r0.json"
+    )
+    steps = search["server_search"]["steps"]
+    assert [s["target_qps"] for s in steps] == [50.0, 100.0]  # both met 50 ms: doubling
+    assert search["metrics"]["max_qps_under_bound"] == 100.0
+    for s in steps:
+        logs = out / search["artifacts"] / "loadgen" / s["log_dir"]
+        assert (
+            mllog.parse_detail_log(logs / "mlperf_log_detail.txt")[
+                "result_99.00_percentile_latency_ns"
+            ]
+            / 1e6
+            == s["p99_ms"]
+        )

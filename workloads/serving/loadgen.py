@@ -111,7 +111,9 @@ def run_one(
     ts.max_query_count = int(max_queries)
     expected_qps = max(workers * max_batch / max(expected_latency_s, 1e-6), 0.1)
     ts.single_stream_expected_latency_ns = int(expected_latency_s * 1e9)
-    ts.offline_expected_qps = expected_qps
+    # Offline sends ONE query of expected_qps x min duration samples: overestimate, so a
+    # model faster than its warm-up suggested still fills the minimum duration.
+    ts.offline_expected_qps = expected_qps * 2
     ts.server_target_qps = float(server_qps)
     ts.server_target_latency_ns = int(p99_bound_ms * 1e6)
     ts.server_target_latency_percentile = 0.99
