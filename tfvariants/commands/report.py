@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from tfvariants.commands.argtypes import duration_s
 from tfvariants.commands.outdir import check_writable
 from tfvariants.errors import UserError
 
@@ -29,6 +30,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--csv", type=Path, default=None, help="also write one row per cell to this CSV file"
     )
+    p.add_argument("--p99", default=None,
+                   help="serving runs: the latency bound for the cheapest answer (default: the run's)")  # fmt: skip
     p.set_defaults(func=run)
 
 
@@ -47,12 +50,22 @@ def run(args: argparse.Namespace) -> int:
     check_writable(out.parent)
     if args.csv:
         check_writable(args.csv.parent)
+    p99_ms = None
+    if args.p99 is not None:
+        try:
+            p99_ms = duration_s(args.p99) * 1e3
+        except argparse.ArgumentTypeError as exc:
+            raise UserError(f"--p99: {exc}") from None
     analysis = write_report(
-        args.results_dir, out, pricing=pricing, baseline=args.baseline, csv_path=args.csv
-    )
+        args.results_dir, out, pricing=pricing, baseline=args.baseline, csv_path=args.csv,
+        p99_bound_ms=p99_ms,
+    )  # fmt: skip
     print(f"report: {out}")
     if args.csv:
-        print(f"csv: {args.csv} ({len(analysis.cells)} rows)")
+        rows = len(analysis.cells)
+        if not rows and args.csv.is_file():  # a serving-only run: the CSV holds serving cells
+            rows = max(len(args.csv.read_text(encoding="utf-8").splitlines()) - 1, 0)
+        print(f"csv: {args.csv} ({rows} rows)")
     for w in analysis.workloads:
         for line in w.conclusions:
             print(f"  {line}")
