@@ -12,6 +12,7 @@ from tfvariants.analyze.pricing import parse_pricing_option
 from tfvariants.analyze.serving import analyze_serving
 from tfvariants.plan.serve import ServeCell, ServeSpec, plan_serve_cells
 from tfvariants.store.result import write_json_atomic
+from tfvariants.store.runfile import new_run, write_run
 
 
 def _result(cell: ServeCell, thr: float, p99: float, status: str = "ok") -> dict:
@@ -70,8 +71,10 @@ def test_gpu_is_the_baseline_and_failed_cells_do_not_count(tmp_path):
                       (ServeCell("gpu", 1, "m", "concurrency", "inprocess", 1, 0), 900, 10)])  # fmt: skip
     bad = ServeCell("pip", 8, "m", "concurrency", "inprocess", 2, 0)
     write_json_atomic(tmp_path / "cells" / f"{bad.cell_id}.json", _result(bad, 1e6, 1, "failed"))
-    write_json_atomic(tmp_path / "run.json", {"variants": ["pip", "gpu"], "variant_info":
-                      {"gpu": {"device": "gpu"}, "pip": {"device": "cpu"}}})  # fmt: skip
+    spec = ServeSpec(("pip", "gpu"), (1, 8), ("m",), ("concurrency",), (1, 2), ("inprocess",), 1,
+                     variant_info={"gpu": {"kind": "image", "device": "gpu"},
+                                   "pip": {"kind": "image", "device": "cpu"}})  # fmt: skip
+    write_run(tmp_path, new_run(spec, []))
     sa = analyze_serving(tmp_path, pricing=parse_pricing_option("gce-2017"), p99_bound_ms=100)
     (rep,) = sa.models
     assert rep.baseline.variant == "gpu" and rep.baseline.device == "gpu"

@@ -227,7 +227,7 @@ def probe(tf: Any = None, log_text: str = "") -> dict[str, Any]:
     """Everything we record about where a cell ran."""
     env: dict[str, Any] = {
         "probed_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "host_id": _soft(_host_id),
+        "host_id": _soft(host_id),
         "cpu": _soft(probe_cpu) or {},
         "python": _soft(probe_python) or {},
         "env": _soft(probe_env) or {},
@@ -238,9 +238,11 @@ def probe(tf: Any = None, log_text: str = "") -> dict[str, Any]:
     return env
 
 
-def _host_id() -> str:
-    """A stable, non-identifying tag for the machine, so results from different hosts
-    are never merged by accident (the hostname itself is not recorded)."""
+def host_id() -> str:
+    """A stable, non-identifying tag for the machine (a hash of its hostname, which is
+    not recorded itself), so results from different hosts are never merged by accident.
+    Inside a container the hostname is the container's, so the host runner records its
+    own id in result["runner"]["host_id"] and readers trust that first."""
     return hashlib.sha256(platform.node().encode()).hexdigest()[:12]
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tfvariants.analyze import stats
+from tfvariants.analyze.billing import device_of, no_price_reason
 from tfvariants.analyze.conclusions import conclude
 from tfvariants.analyze.fields import (
     accuracy_of,
@@ -28,7 +29,7 @@ from tfvariants.analyze.fields import (
 from tfvariants.analyze.pricing import CellCost, Pricing
 from tfvariants.errors import UserError
 from tfvariants.plan.cell import cell_id
-from tfvariants.store.rundir import read_run, stored_results
+from tfvariants.store.rundir import RunContents, load_run_dir
 
 
 @dataclass
@@ -123,6 +124,8 @@ class Analysis:
     generated_at: str
     cells: list[dict]
     variants: list[str] = field(default_factory=list)  # in display order
+    devices: dict[str, str] = field(default_factory=dict)  # variant -> cpu|gpu (billing)
+    store: RunContents | None = None  # the run folder as loaded, with its named problems
 
 
 # ---- analysis ----
@@ -141,13 +144,6 @@ def _order(values: Iterable[Any], preferred: list | None) -> list:
     seen = list(dict.fromkeys(values))
     pref = [v for v in (preferred or []) if v in seen]
     return pref + sorted((v for v in seen if v not in pref), key=str)
-
-
-def device_of(variant: str, run: dict, results: list[dict]) -> str:
-    dev = get_path(run, "variant_info", variant, "device")
-    if dev in ("cpu", "gpu"):
-        return dev
-    return "gpu" if variant == "gpu" else "cpu"
 
 
 def _planned_ids(run: dict) -> list[str]:
@@ -172,19 +168,36 @@ def _missing_cells(run: dict, stored: dict) -> list[str]:
     return [cid for cid in _planned_ids(run) if cid not in stored]
 
 
+def _missing_cells(run: dict, contents: RunContents) -> list[str]:
+    """Planned cells with no file at all (an unreadable or foreign file is not missing:
+    it is reported as what it is, and a resume must not overwrite it)."""
+    present = set(contents.results) | set(contents.foreign) | contents.unreadable_ids
+    return [cid for cid in _planned_ids(run) if cid not in present]
+
+
 def analyze(
     results_dir: Path,
     *,
     pricing: Pricing | None = None,
     baseline: str | None = None,
     min_effect: float = stats.MIN_EFFECT,
+    allow_mixed_hosts: bool = False,
 ) -> Analysis:
     """Group stored results, compute statistics, costs, comparisons and conclusions."""
     results_dir = Path(results_dir)
-    run = read_run(results_dir)
+    contents = load_run_dir(results_dir, allow_mixed_hosts=allow_mixed_hosts)
+    run, stored = contents.run, contents.results
     # Serving cells have their own analysis (analyze/serving.py).
-    stored = {k: r for k, r in stored_results(results_dir).items() if not _is_serving(r)}
+    stored = {k: r for k, r in stored.items() if not _is_serving(r)}
     if not stored:
+        skipped = contents.problems + contents.duplicates
+        if skipped or contents.foreign:
+            first = str(skipped[0]) if skipped else contents.notices()[0].message
+            raise UserError(
+                f"{results_dir}: no usable results ({len(contents.problems)} unreadable, "
+                f"{len(contents.duplicates)} duplicate, {len(contents.foreign)} from another "
+                f"host; first: {first})"
+            )
         raise UserError(f"{results_dir}: no result files in {results_dir / 'cells'}")
     cells = [r for _, r in sorted(stored.items())]
     cpus = run.get("logical_cpus") if isinstance(run.get("logical_cpus"), int) else None
@@ -198,11 +211,12 @@ def analyze(
             None,
         )
 
+    devices = {v: device_of(v, run, cells) for v in {str(r["cell"]["variant"]) for r in cells}}
     groups: dict[tuple[str, str, int], Group] = {}
     for r in cells:
         c = r["cell"]
-        key = (str(c.get("workload")), str(c.get("variant")), int(c.get("threads", 0)))
-        g = groups.setdefault(key, Group(key[0], key[1], key[2], device_of(key[1], run, cells)))
+        key = (str(c["workload"]), str(c["variant"]), int(c["threads"]))
+        g = groups.setdefault(key, Group(key[0], key[1], key[2], devices[key[1]]))
         g.results.append(r)
 
     variants = _order((k[1] for k in groups), run.get("variants"))
@@ -232,9 +246,9 @@ def analyze(
         w = stats.oversubscribed_warning(configs, threads, cpus or 0)
         all_warnings.insert(0, w)
 
-    missing = _missing_cells(run, stored)
+    missing = _missing_cells(run, contents)
     if missing:
-        planned = len(missing) + sum(1 for cid in stored if cid in _planned_ids(run))
+        planned = len(set(_planned_ids(run)))
         all_warnings.insert(
             0,
             stats.StatWarning(
@@ -244,6 +258,9 @@ def analyze(
                 f"finish it with: tfvariants compare --resume --out {results_dir}",
             ),
         )
+
+    # What the store could not use comes first: it changes what every figure means.
+    all_warnings[:0] = [stats.StatWarning(n.kind, n.message, n.hint) for n in contents.notices()]
 
     reports = []
     for w in workloads:
@@ -296,6 +313,8 @@ def analyze(
         generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         cells=cells,
         variants=variants,
+        devices=devices,
+        store=contents,
     )
 
 
@@ -350,7 +369,16 @@ def _summarise(g: Group, pricing: Pricing | None, cpus: int | None) -> None:
     g.warnings += stats.stability_warnings(label, steadies or g.times)
     if pricing is not None:
         g.cost = pricing.cost(g.variant, g.threads, g.time.value, g.device)
-        if g.cost is not None:
+        if g.cost is None:
+            g.warnings.append(
+                stats.StatWarning(
+                    "no_price",
+                    f"{label}: no cost: {no_price_reason(pricing, g.variant, g.threads, g.device)}",
+                    "choose another price date (--pricing NAME@YYYY-MM) or catalog, or map "
+                    "the cell with --instance VARIANT[@THREADS]=INSTANCE",
+                )
+            )
+        else:
             per_s = g.cost.per_hour / 3600
             bill = pricing.catalog.billing.billed_seconds
             g.costs = [per_s * bill(t) for t in g.times]

@@ -15,7 +15,8 @@ from tfvariants.analyze import stats
 from tfvariants.analyze.analysis import device_of, parse_baseline
 from tfvariants.analyze.fields import finite_number, get_path
 from tfvariants.analyze.pricing import Pricing
-from tfvariants.store.rundir import read_run, stored_results
+from tfvariants.plan.serve import serve_cell_id
+from tfvariants.store.rundir import load_run_dir
 
 PCTS = ("p50_ms", "p90_ms", "p95_ms", "p99_ms")
 # The number each LoadGen scenario is judged by (the test compares it to the detail log).
@@ -104,6 +105,8 @@ class ServingAnalysis:
     p99_bound_ms: float
     pricing: Pricing | None
     counts: dict[str, int]
+    only_serving: bool = True  # no training cells in the folder
+    store: Any = None  # the run folder as loaded (RunContents), with its named problems
 
 
 def _summarise_row(row: Row) -> None:
@@ -158,13 +161,16 @@ def analyze_serving(
     pricing: Pricing | None = None,
     baseline: str | None = None,
     p99_bound_ms: float | None = None,
+    allow_mixed_hosts: bool = False,
 ) -> ServingAnalysis | None:
     """None when the folder holds no serving cells."""
     results_dir = Path(results_dir)
-    run = read_run(results_dir)
-    cells = [r for _, r in sorted(stored_results(results_dir).items()) if is_serving(r)]
+    contents = load_run_dir(results_dir, allow_mixed_hosts=allow_mixed_hosts)
+    run = contents.run
+    cells = [r for _, r in sorted(contents.results.items()) if is_serving(r)]
     if not cells:
         return None
+    only_serving = len(cells) == len(contents.results)
     bound = p99_bound_ms or finite_number(get_path(run, "options", "p99_bound_ms")) or 100.0
     configs: dict[tuple, Config] = {}
     for r in cells:
@@ -202,7 +208,8 @@ def analyze_serving(
     counts: dict[str, int] = {}
     for r in cells:
         counts[str(r.get("status"))] = counts.get(str(r.get("status")), 0) + 1
-    return ServingAnalysis(str(results_dir), run, reports, cells, bound, pricing, counts)
+    return ServingAnalysis(str(results_dir), run, reports, cells, bound, pricing, counts,
+                           only_serving, contents)  # fmt: skip
 
 
 def _model_report(model: str, cfgs: list[Config], base: tuple | None, bound: float,
@@ -265,11 +272,7 @@ def serving_csv_rows(sa: ServingAnalysis) -> list[dict[str, Any]]:
     return rows
 
 
-def serving_cell_id(c: dict) -> str:
-    from tfvariants.plan.serve import ServeCell
-
-    return ServeCell(c["variant"], int(c["threads"]), c["model"], c["scenario"], c["path"],
-                     int(c.get("concurrency", 1)), int(c.get("repeat", 0))).cell_id  # fmt: skip
+serving_cell_id = serve_cell_id  # the template and CSV name it so
 
 
 def serving_only_analysis(sa: ServingAnalysis) -> Any:
@@ -293,4 +296,5 @@ def serving_only_analysis(sa: ServingAnalysis) -> Any:
         counts=dict(sa.counts), logical_cpus=cpus,
         generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         cells=[], variants=list(dict.fromkeys(str(r["cell"]["variant"]) for r in sa.cells)),
+        store=sa.store,
     )  # fmt: skip

@@ -13,13 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tfvariants.commands import argtypes
-from tfvariants.commands.compare import (
-    _checked,
-    _ready_variants,
-    default_threads,
-    parse_names,
-    parse_positive,
-)
+from tfvariants.commands.compare import _checked, _ready_variants, default_threads, parse_names
 from tfvariants.commands.outdir import check_writable
 from tfvariants.errors import UserError
 
@@ -119,14 +113,26 @@ def _duration(option: str, text: str) -> float:
     return _checked(option, argtypes.duration_s, text)
 
 
+def parse_positive(option: str, text: str, hi: int = argtypes.MAX_COUNT) -> int:
+    return _checked(option, lambda t: argtypes.whole_number(t, 1, hi), text)
+
+
+def parse_rate(option: str, text: str) -> float:
+    try:
+        value = float(str(text).strip())
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 1e9:  # NaN fails too
+        raise UserError(f"--{option}: expected a number greater than 0, got {text!r}")
+    return value
+
+
 def parse_concurrency(text: str) -> list[int]:
     from workloads.serving.request import MAX_CONCURRENCY
 
-    values = [parse_positive("concurrency", v) for v in parse_names("concurrency", text)]
-    for v in values:
-        if v > MAX_CONCURRENCY:  # one client thread per request in flight
-            raise UserError(f"--concurrency: {v} is more than {MAX_CONCURRENCY} requests in flight")
-    return values  # type: ignore[return-value]
+    # One client thread per request in flight: 10^6 would be a million threads.
+    names = parse_names("concurrency", text)
+    return list(dict.fromkeys(parse_positive("concurrency", v, MAX_CONCURRENCY) for v in names))
 
 
 def build_serve_spec(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
@@ -175,11 +181,11 @@ def build_serve_spec(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
         parse_positive("min-queries", args.min_queries),
         parse_positive("max-queries", args.max_queries),
     )
-    if min_q > max_q:  # type: ignore[operator]
+    if min_q > max_q:
         raise UserError(f"--min-queries {min_q} is more than --max-queries {max_q}")
     options: dict[str, Any] = {
         "min_duration_s": min_d, "max_duration_s": max_d, "min_queries": min_q, "max_queries": max_q,
-        "server_qps": _checked("server-qps", argtypes.positive_float, args.server_qps),
+        "server_qps": parse_rate("server-qps", args.server_qps),
         "p99_bound_ms": _duration("p99", args.p99) * 1e3,
         "search_steps": parse_positive("search-steps", args.search_steps),
         "max_batch_size": parse_positive("max-batch-size", args.max_batch_size),

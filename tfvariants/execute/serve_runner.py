@@ -8,7 +8,6 @@ folder is removed, and the result says where.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
@@ -18,10 +17,12 @@ from typing import Any
 from tfvariants.execute.runner import _execute, worker_env
 from tfvariants.plan.pinning import plan_pinning
 from tfvariants.plan.serve import ServeCell
-from tfvariants.plan.topology import Topology, format_cpu_list, read_topology
+from tfvariants.plan.topology import Topology, read_topology
 from tfvariants.store.result import host_result, write_json_atomic
 from tfvariants.variants import Variant, skip_reason
-from workloads.serving.request import ServeRequest
+from workloads.envprobe import host_id
+from workloads.serving.models import is_file as model_is_file
+from workloads.serving.request import ServeRequest, ServeWorkerRequest
 
 ARTIFACTS_DIR = "artifacts"
 SERVING_MODULE = "workloads.serving.worker"
@@ -56,27 +57,28 @@ def run_serve_cell(
     if reason:
         result = host_result(cell.to_dict(), "skipped", reason, config=config,
                              requested=plan.to_dict())  # fmt: skip
-        result["runner"] = {"variant_kind": variant.kind, "command": None, "exit_code": None}
+        result["runner"] = {"variant_kind": variant.kind, "command": None, "exit_code": None,
+                            "host_id": host_id()}  # fmt: skip
         write_json_atomic(final_path, result)
         return result
 
     scratch = Path(tempfile.mkdtemp(prefix=f".{cell.cell_id}.", dir=run_dir))
     os.chmod(scratch, 0o777)  # a container's user may differ from ours
     log_path = run_dir / "logs" / f"{cell.cell_id}.log"
-    args = [
-        "--request", req.to_json(),
-        "--cell", json.dumps(cell.to_dict()),
-        "--threads", str(plan.intra_op),
-        "--inter-op", str(plan.inter_op),
-        "--cpus", format_cpu_list(plan.cpus),
-        "--requested", json.dumps(plan.to_dict()),
-    ]  # fmt: skip
+    # A model file goes by its absolute path: a container launcher mounts it from there.
+    model = str(Path(cell.model).resolve()) if model_is_file(cell.model) else cell.model
+    request = ServeWorkerRequest(
+        workload=model, cell=cell.to_dict(), result=str(scratch / "result.json"),
+        intra_op=plan.intra_op, serve=req.to_dict(), inter_op=plan.inter_op,
+        cpus=tuple(plan.cpus), requested=plan.to_dict(),
+    )  # fmt: skip
     try:
-        command, env = variant.launch(args, worker_env(variant, plan), plan.cpus, scratch,
+        command, env = variant.launch(request, worker_env(variant, plan), plan.cpus, scratch,  # type: ignore[arg-type]
                                       module=SERVING_MODULE)  # fmt: skip
         result = _execute(cell, variant, _Timeout(timeout_s), plan, command, env, scratch,
                           log_path, config)  # type: ignore[arg-type]  # fmt: skip
         result["runner"] = {
+            "host_id": host_id(),  # the worker's own may be a container's
             "variant_kind": variant.kind,
             "image": variant.image,
             "command": command,

@@ -13,8 +13,6 @@ from typing import Any
 
 from tfvariants.plan.spec import logical_cpus
 
-SERVE_RUN_KIND = "tfvariants.serve_run"
-
 
 def model_label(model: str) -> str:
     return Path(model).stem if model.endswith((".py", ".keras")) else model
@@ -77,9 +75,10 @@ class ServeSpec:
         }
 
     def to_json(self, started_at: str) -> dict[str, Any]:
+        """The matrix part of run.json (the run store adds kind, version and hosts);
+        ``task: serve`` says the workloads are serving cell labels."""
         return {
-            "schema_version": 1,
-            "kind": SERVE_RUN_KIND,
+            "task": "serve",
             **self.identity(),
             "models": list(self.models),
             "scenarios": list(self.scenarios),
@@ -104,3 +103,10 @@ def plan_serve_cells(spec: ServeSpec) -> list[ServeCell]:
                             for t in spec.threads:
                                 cells.append(ServeCell(v, t, m, s, p, c, r))
     return cells
+
+
+def serve_cell_id(cell: dict[str, Any]) -> str:
+    """The id (file stem) of a stored serving cell dict."""
+    return ServeCell(str(cell["variant"]), int(cell["threads"]), str(cell["model"]),
+                     str(cell["scenario"]), str(cell["path"]), int(cell.get("concurrency", 1)),
+                     int(cell.get("repeat", 0))).cell_id  # fmt: skip

@@ -17,7 +17,6 @@ from tfvariants.analyze.format import (
     num_fmt,
     ratio_main,
     ratio_sub,
-    ratio_text,
 )
 from tfvariants.analyze.pricing import Pricing
 from tfvariants.analyze.serving import (
@@ -29,7 +28,7 @@ from tfvariants.analyze.serving import (
 from tfvariants.render.charts import workload_charts
 from tfvariants.render.csvout import write_csv, write_serving_csv
 from tfvariants.render.linechart import throughput_chart
-from tfvariants.store.rundir import stored_results
+from tfvariants.render.output import write_text_atomic
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 
@@ -44,9 +43,7 @@ def render_html(analysis: Analysis, serving: ServingAnalysis | None = None) -> s
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(
-        dur=dur, money=money, interval=interval_text, ratio=ratio_text, mem=mem, num=num_fmt
-    )
+    env.filters.update(dur=dur, money=money, interval=interval_text, mem=mem, num=num_fmt)
     env.filters.update(ratio_main=ratio_main, ratio_sub=ratio_sub, interval_sub=interval_sub)
     env.filters["money_sub"] = lambda iv: interval_sub(iv, money).replace("-$", "-")
     charts = {
@@ -76,23 +73,22 @@ def write_report(
     pricing: Pricing | None = None,
     baseline: str | None = None,
     csv_path: Path | None = None,
+    allow_mixed_hosts: bool = False,
     p99_bound_ms: float | None = None,
 ) -> Analysis:
     """Analyse results_dir and write the HTML report (atomically) and optional CSV
     (serving cells, when present, get a section and ``<csv stem>-serving.csv``)."""
     serving = analyze_serving(
-        results_dir, pricing=pricing, baseline=baseline, p99_bound_ms=p99_bound_ms
-    )
-    if serving is not None and len(serving.cells) == len(stored_results(Path(results_dir))):
+        results_dir, pricing=pricing, baseline=baseline, p99_bound_ms=p99_bound_ms,
+        allow_mixed_hosts=allow_mixed_hosts,
+    )  # fmt: skip
+    if serving is not None and serving.only_serving:
         analysis = serving_only_analysis(serving)
     else:
-        analysis = analyze(results_dir, pricing=pricing, baseline=baseline)
-    html = render_html(analysis, serving)
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(html, encoding="utf-8")
-    tmp.replace(out)
+        analysis = analyze(
+            results_dir, pricing=pricing, baseline=baseline, allow_mixed_hosts=allow_mixed_hosts
+        )
+    write_text_atomic(Path(out), render_html(analysis, serving))
     if csv_path is not None:
         if analysis.workloads:
             write_csv(analysis, csv_path)

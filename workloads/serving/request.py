@@ -7,7 +7,7 @@ read it back, so both sides agree on one set of fields and defaults.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 SERVE_RESULT_KIND = "tfvariants.serve_cell"
@@ -80,3 +80,49 @@ class ServeRequest:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+SERVE_REQUEST_KIND = "tfvariants.serve_worker_request"
+
+
+@dataclass(frozen=True)
+class ServeWorkerRequest:
+    """The serving worker's one argument (``--request JSON``), shaped like the training
+    worker's WorkerRequest so the same launchers run it: ``workload`` is the model (a
+    name or a file path, which a container launcher rewrites and mounts), ``result``
+    the result path (rewritten to the container's), ``serve`` the ServeRequest."""
+
+    workload: str
+    cell: dict[str, Any]
+    result: str
+    intra_op: int
+    serve: dict[str, Any]
+    inter_op: int = 1
+    cpus: tuple[int, ...] = ()
+    requested: dict[str, Any] = field(default_factory=dict)
+    data_dir: str | None = None  # never used; launchers look for it
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data["cpus"] = list(self.cpus)
+        return json.dumps({"kind": SERVE_REQUEST_KIND, **data}, sort_keys=True)
+
+    def to_argv(self) -> list[str]:
+        return ["--request", self.to_json()]
+
+    @classmethod
+    def from_json(cls, text: str) -> ServeWorkerRequest:
+        data = json.loads(text)
+        if not isinstance(data, dict) or data.pop("kind", None) != SERVE_REQUEST_KIND:
+            raise ValueError("not a tfvariants serving worker request")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"serving worker request: unknown field(s) {', '.join(unknown)}")
+        data["cpus"] = tuple(int(c) for c in data.get("cpus") or ())
+        return cls(**data)
+
+    def serve_request(self) -> ServeRequest:
+        """The ServeRequest, its model being this request's (possibly rewritten) path."""
+        req = ServeRequest.from_json(json.dumps({**self.serve, "model": self.workload}))
+        return req

@@ -26,33 +26,28 @@ from workloads import envprobe
 from workloads.protocol import SCHEMA_VERSION, write_json_atomic
 from workloads.serving import closed_loop, http_client, models
 from workloads.serving.percentiles import summary
-from workloads.serving.request import SERVE_RESULT_KIND, ServeRequest
-from workloads.worker import _clean, _cpu_list, _now, peak_rss_bytes
+from workloads.serving.request import SERVE_RESULT_KIND, ServeRequest, ServeWorkerRequest
+from workloads.worker import _clean, _now, peak_rss_bytes
 
 SERVER_START_TIMEOUT_S = 600.0  # NASNetLarge builds in ~6 s; an image's first TF import is slower
 HTTP_SUT_WORKERS = 8  # LoadGen over HTTP: requests in flight at most (one connection each)
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+def parse_args(argv: list[str] | None) -> ServeWorkerRequest:
     p = argparse.ArgumentParser(prog="python -m workloads.serving.worker")
-    p.add_argument("--result", required=True)
-    p.add_argument("--request", required=True, help="the ServeRequest as JSON")
-    p.add_argument("--cell", default="{}", help="JSON echoed into the result")
-    p.add_argument("--threads", type=int, required=True)
-    p.add_argument("--inter-op", type=int, default=1)
-    p.add_argument("--cpus", default="")
-    p.add_argument("--requested", default="{}")
-    return p.parse_args(argv)
+    p.add_argument("--request", required=True, help="the ServeWorkerRequest as JSON")
+    args = p.parse_args(argv)
+    return ServeWorkerRequest.from_json(args.request)
 
 
 class _ServerProcess:
     """The model server as a child process (same CPUs, same environment)."""
 
-    def __init__(self, req: ServeRequest, args: argparse.Namespace, folder: Path) -> None:
+    def __init__(self, req: ServeRequest, args: ServeWorkerRequest, folder: Path) -> None:
         self.port_file = folder / "server.port.json"
         self.log_path = folder / "server.log"
         command = [sys.executable, "-m", "workloads.serving.http_server", "--model", req.model,
-                   "--port-file", str(self.port_file), "--threads", str(args.threads),
+                   "--port-file", str(self.port_file), "--threads", str(args.intra_op),
                    "--inter-op", str(args.inter_op), "--max-batch-size", str(req.max_batch_size),
                    "--batch-timeout-ms", str(req.batch_timeout_ms)]  # fmt: skip
         self.log = open(self.log_path, "wb")
@@ -83,9 +78,9 @@ class _ServerProcess:
         self.log.close()
 
 
-def _tf_setup(args: argparse.Namespace, result: dict[str, Any]) -> Any:
+def _tf_setup(args: ServeWorkerRequest, result: dict[str, Any]) -> Any:
     def configure(tf: Any) -> None:
-        tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+        tf.config.threading.set_intra_op_parallelism_threads(args.intra_op)
         tf.config.threading.set_inter_op_parallelism_threads(args.inter_op)
 
     tf, log_text = envprobe.import_tensorflow(configure)
@@ -122,7 +117,7 @@ def _http_callers(endpoint: http_client.Endpoint, bodies: list[bytes], frags: li
     return make_caller, infer
 
 
-def run(args: argparse.Namespace, req: ServeRequest, result: dict[str, Any], folder: Path) -> None:
+def run(args: ServeWorkerRequest, req: ServeRequest, result: dict[str, Any], folder: Path) -> None:
     import numpy as np
 
     cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
@@ -267,31 +262,30 @@ def _measure(req: ServeRequest, result: dict[str, Any], folder: Path, make_calle
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+    wreq = parse_args(argv)
     result: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "kind": SERVE_RESULT_KIND,
-        "cell": json.loads(args.cell or "{}"),
+        "cell": wreq.cell,
         "status": "failed",
         "reason": None,
         "stderr_tail": None,
-        "config": {},
-        "requested": json.loads(args.requested or "{}"),
+        "config": dict(wreq.serve),
+        "requested": wreq.requested,
         "started_at": _now(),
     }
     code = 0
-    folder = Path(args.result).resolve().parent
+    folder = Path(wreq.result).resolve().parent
     try:
-        req = ServeRequest.from_json(args.request)
+        req = wreq.serve_request()
         result["config"] = req.to_dict()
-        cpus = _cpu_list(args.cpus) if args.cpus else []
-        if cpus and hasattr(os, "sched_setaffinity"):
-            os.sched_setaffinity(0, cpus)  # before TF import and before the server child starts
-        os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(args.threads))
-        os.environ.setdefault("TF_NUM_INTEROP_THREADS", str(args.inter_op))
+        if wreq.cpus and hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(0, wreq.cpus)  # before TF import and before the server child
+        os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(wreq.intra_op))
+        os.environ.setdefault("TF_NUM_INTEROP_THREADS", str(wreq.inter_op))
         os.environ.setdefault("KERAS_BACKEND", "tensorflow")
         t0 = time.perf_counter()
-        run(args, req, result, folder)
+        run(wreq, req, result, folder)
         result["timing"] = {"total_s": time.perf_counter() - t0}
         result["status"] = "ok"
     except Exception as exc:
@@ -302,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     result.setdefault("environment", envprobe.probe())
     result["memory"] = {"peak_rss_bytes": peak_rss_bytes()}
     result["finished_at"] = _now()
-    write_json_atomic(args.result, _clean(result))
+    write_json_atomic(wreq.result, _clean(result))
     return code
 
 
