@@ -146,6 +146,19 @@ def test_broken_target_gives_failed_cells_with_reasons(mode, words, tmp_path):
     assert words in (tmp_path / "rep" / "index.html").read_text()
 
 
+def test_missing_loadgen_stops_before_the_sweep(tmp_path, monkeypatch, capsys):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "mlperf_loadgen" else real(name, *a))  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    assert main(["serve", "--threads", "1", "--scenarios", "offline", "--out", "r"]) == 2
+    err = capsys.readouterr().err
+    assert "need MLPerf LoadGen" in err and err.count("\n") == 1
+    assert os.listdir(tmp_path) == []
+
+
 def test_serve_result_kind_is_validated(tmp_path):
     from tfvariants.store.result import ResultError, host_result, validate_result
 

@@ -211,18 +211,22 @@ def _check_target(url: str, model: str) -> None:
         raise UserError(f"--target {url}: {exc}") from None
 
 
-def _check_loadgen(scenarios: tuple[str, ...]) -> None:
+def _check_loadgen(scenarios: tuple[str, ...], variant_objs: dict[str, Any]) -> None:
+    """LoadGen scenarios need mlcommons-loadgen where the worker runs: for this
+    interpreter that is known now (stop before the sweep); for venvs and images each
+    cell says so if it is missing."""
+    import importlib.util
+
     from workloads.serving.request import LOADGEN_SCENARIOS
 
     needs = [s for s in scenarios if s in LOADGEN_SCENARIOS]
-    if not needs:
-        return
-    import importlib.util
-
-    if importlib.util.find_spec("mlperf_loadgen") is None:
-        # The worker may run another interpreter (venv, image); only warn for local ones.
-        print(f"tfvariants: note: mlperf_loadgen is not installed here; the {', '.join(needs)} cells "
-              "need it in the variant (pip install 'tfvariants[serve]' or mlcommons-loadgen)")  # fmt: skip
+    local = [n for n, v in variant_objs.items() if v.kind == "local"]
+    if needs and local and importlib.util.find_spec("mlperf_loadgen") is None:
+        raise UserError(
+            f"--scenarios {','.join(needs)} need MLPerf LoadGen, which is not installed in this "
+            f"interpreter (variant {local[0]}): pip install 'tfvariants[serve]' "
+            "(mlcommons-loadgen), or run only --scenarios concurrency"
+        )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -258,7 +262,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--resume: {out / 'run.json'} not found (nothing to resume)")
     check_writable(out)
     check_writable(report_path.parent)
-    _check_loadgen(spec.scenarios)
+    _check_loadgen(spec.scenarios, variant_objs)
 
     console = Console(stderr=True, soft_wrap=True)
     cells = plan_serve_cells(spec)
