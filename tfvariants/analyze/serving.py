@@ -289,10 +289,12 @@ def serving_only_analysis(sa: ServingAnalysis) -> Any:
         if v not in envs and isinstance(env, dict) and r.get("status") == "ok":
             envs[v], raw[v] = environment_summary(env), flatten(env)
     base = next((m.baseline.label for m in sa.models if m.baseline), "n/a")
+    notices = sa.store.notices() if sa.store is not None else []
+    warnings = [stats.StatWarning(n.kind, n.message, n.hint) for n in notices]
     cpus = sa.run.get("logical_cpus") if isinstance(sa.run.get("logical_cpus"), int) else None
     return Analysis(
         results_dir=sa.results_dir, run=sa.run, workloads=[], baseline_label=base,
-        pricing=sa.pricing, environments=envs, raw_environments=raw, warnings=[],
+        pricing=sa.pricing, environments=envs, raw_environments=raw, warnings=warnings,
         counts=dict(sa.counts), logical_cpus=cpus,
         generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         cells=[], variants=list(dict.fromkeys(str(r["cell"]["variant"]) for r in sa.cells)),
