@@ -4,6 +4,7 @@ and the serving matrix's resume identity."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -97,3 +98,56 @@ def test_serve_plan_interleaves_and_ids_are_unique():
     assert cells[0].repeat == 0 and cells[-1].repeat == 1
     assert {c.concurrency for c in cells if c.scenario == "single_stream"} == {1}
     assert spec.identity()["workloads"][0] == "m/single_stream/inprocess"
+
+
+def _serving_run(tmp_path: Path) -> Path:
+    rows = []
+    for r in range(2):
+        for path in ("inprocess", "http"):
+            for c, thr, p99 in ((1, 50, 30), (4, 80, 120)):
+                rows.append((ServeCell("pip", 2, "m", "concurrency", path, c, r), thr, p99))
+    _store(tmp_path, rows)
+    bad = ServeCell("pip", 2, "m", "concurrency", "http", 8, 0)
+    res = _result(bad, 1.0, 1.0, "failed")
+    res["reason"] = "<script>alert(1)</script>"
+    write_json_atomic(tmp_path / "cells" / f"{bad.cell_id}.json", res)
+    return tmp_path
+
+
+def test_serving_only_report_renders_escaped(tmp_path):
+    from tfvariants.render.html import write_report
+
+    d = _serving_run(tmp_path / "res")
+    html_path = tmp_path / "rep" / "index.html"
+    write_report(
+        d, html_path, pricing=parse_pricing_option("gce-2017"), csv_path=tmp_path / "s.csv"
+    )
+    html = html_path.read_text()
+    assert "Which TensorFlow build serves fastest and cheapest?" in html
+    assert "m: throughput vs requests in flight" in html and html.count("<svg") == 1
+    assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "cheapest within bound" in html and "shared CPUs" in html
+    assert len((tmp_path / "s.csv").read_text().splitlines()) == 1 + 9
+
+
+@pytest.mark.browser
+def test_serving_report_in_headless_chromium(tmp_path):
+    import shutil
+    import subprocess
+
+    from test_report_browser import CHROMIUM, FLAGS
+
+    from tfvariants.render.html import write_report
+
+    if not shutil.which(CHROMIUM):
+        if os.environ.get("TFV_REQUIRE_BROWSER") == "1":
+            pytest.fail("chromium not installed (apt-get install chromium)")
+        pytest.skip("chromium not installed (apt-get install chromium)")
+    d = _serving_run(tmp_path / "res")
+    html = tmp_path / "index.html"
+    write_report(d, html, pricing=parse_pricing_option("gce-2017"))
+    common = [CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run([*common, "--dump-dom", html.as_uri()], check=True, capture_output=True,
+                         text=True, timeout=120)  # fmt: skip
+    assert dom.stdout.count("<svg") == 1 and "<script" not in dom.stdout
+    assert "Uncaught" not in dom.stderr
