@@ -77,7 +77,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--max-batch-size",
         default="1",
-        help="server-side batching (http) and Offline batch (default 1)",
+        help="batch limit: server-side batching over HTTP; in-process LoadGen runs and Offline batch queued samples up to it (default 1)",
     )
     p.add_argument(
         "--batch-timeout",
