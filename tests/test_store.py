@@ -252,3 +252,11 @@ def test_run_json_written_by_the_store_validates_and_declares_this_host(tmp_path
     run = load_run(tmp_path / "R")
     assert run["kind"] == "tfvariants.run" and run["schema_version"] == 2
     assert run["hosts"] == [local_host()] and run["hosts"][0]["kind"] == "local"
+
+
+def test_compare_report_flag_is_a_deprecated_alias_of_output(tmp_path, monkeypatch, capsys):
+    from tfvariants.cli import build_parser
+
+    args = build_parser().parse_args(["compare", "--report", "x.html"])
+    assert args.output == Path("x.html")
+    assert "--report is deprecated, use -o/--output" in capsys.readouterr().err

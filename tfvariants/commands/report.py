@@ -20,7 +20,8 @@ def register(sub: Any) -> None:
         help="write the HTML report (and optionally a CSV) from stored results",
         description="Read RESULTS_DIR/run.json and RESULTS_DIR/cells/*.json and write one "
         "self-contained HTML file. Nothing is run. Files that cannot be read, copies of a "
-        "cell and cells from undeclared hosts are named as warnings, never counted.",
+        "cell and cells from hosts run.json does not declare are named as warnings and left "
+        "out of the figures (the last ones unless --allow-mixed-hosts).",
     )
     p.add_argument("results_dir", type=Path, metavar="RESULTS_DIR")
     common.add_report_outputs(p)
