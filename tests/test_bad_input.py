@@ -188,6 +188,7 @@ CASES = [
     ("projected-negative", cell("pn.json", ok_with(schedule__projected_full_s=-5)), REPORT, W, "projected_full_s"),
     ("cell-schema-2", cell("v2.json", ok_with(schema_version=2)), REPORT, W, "newer than this tfvariants"),
     ("cell-status-unknown", cell("su.json", ok_with(status="great")), REPORT, W, "unknown status"),
+    ("cell-environment-nested-500", cell("en5.json", ok_with(environment=json.loads(nested(500)))), REPORT, W, "nested too deeply"),
     ("cell-environment-list", cell("el.json", ok_with(environment=[1])), REPORT, W, "'environment'"),
     ("cell-a-folder", lambda root: (root / "R/cells/d.json").mkdir(), REPORT, W, "cells/d.json: not a regular file"),
     ("cell-copy", lambda root: (root / f"R/cells/{CELL} (copy).json").write_bytes((root / f"R/cells/{CELL}.json").read_bytes()), REPORT, W, f"a copy of cell {CELL}"),
