@@ -77,6 +77,7 @@ def test_cells_from_an_undeclared_host_are_kept_apart_unless_allowed(tmp_path, c
     (w,) = [w for w in a.warnings if w.kind == "foreign_host"]
     assert f"ran on host {OTHER}, which run.json does not declare (declared: {HERE})" in w.message
     assert CELL in w.message and "--allow-mixed-hosts" in w.hint
+    assert a.counts["from another host"] == 1 and "1 from another host" in render_html(a)
     assert OTHER in render_html(a)
     assert not any(CELL in m for m in (x.message for x in a.warnings if x.kind == "incomplete"))
     mixed = analyze(d, allow_mixed_hosts=True)

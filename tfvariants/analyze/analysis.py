@@ -289,6 +289,14 @@ def analyze(
     counts: dict[str, int] = {}
     for r in cells:
         counts[str(r.get("status"))] = counts.get(str(r.get("status")), 0) + 1
+    # Files the store left out are counted next to the statuses, so the header adds up.
+    for label, n in (
+        ("unreadable", len(contents.problems)),
+        ("duplicate", len(contents.duplicates)),
+        ("from another host" + (" (included)" if allow_mixed_hosts else ""), len(contents.foreign)),
+    ):
+        if n:
+            counts[label] = n
     return Analysis(
         results_dir=str(results_dir),
         run=run,
