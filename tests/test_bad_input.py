@@ -156,6 +156,9 @@ CASES = [
     ("catalog-month-13", catalog('"2017-07"', '"2017-13"'), ["prices", "--catalog", "cat.toml"], E, "as_of"),
     ("catalog-negative-minimum", catalog("= 60", "= -60"), ["prices", "--catalog", "cat.toml"], E, "minimum_seconds"),
     ("catalog-binary", lambda root: (root / "cat.toml").write_bytes(b"\xff\xfe\x00"), ["prices", "--catalog", "cat.toml"], E, "cannot read"),
+    ("catalog-nested", lambda root: (root / "cat.toml").write_text("a = " + nested(5000)), ["prices", "--catalog", "cat.toml"], E, "nested too deeply"),
+    ("variants-file-binary", lambda root: (root / "v.toml").write_bytes(b"\xff\xfe\x00"), ["variants", "--variants-file", "v.toml"], E, "not UTF-8"),
+    ("variants-file-nested", lambda root: (root / "v.toml").write_text("a = " + nested(5000)), ["variants", "--variants-file", "v.toml"], E, "nested too deeply"),
     ("catalog-in-report", catalog("0.05", "nan"), [*REPORT, "--pricing", "cat.toml"], E, "finite"),
     # run.json: the run's definition; unusable is an error naming file and field
     ("run-json-binary", run_json(b"\x89PNG\r\n\x1a\n\x00"), REPORT, E, "not UTF-8"),

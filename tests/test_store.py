@@ -197,12 +197,20 @@ def test_gpu_billing_follows_what_the_results_say(tmp_path):
     assert mlp_group(a, "pip@8").cost.instance == "n1-highcpu-8"
 
 
-def test_a_cell_without_a_price_is_a_warning_naming_it(tmp_path):
+def test_a_cell_without_a_price_is_a_warning_naming_it(tmp_path, capsys):
     d = study(tmp_path)
     a = analyze(d, pricing=parse_pricing_option("gce-2017@2010-01"))
     msgs = [w.message for w in a.warnings if w.kind == "no_price"]
     assert any(m.startswith("mnist_mlp pip@8: no cost: catalog gce-2017 has no price for "
                             "n1-highcpu-8 on or before 2010-01") for m in msgs)  # fmt: skip
+    assert (
+        main(["report", str(d), "-o", str(tmp_path / "o.html"), "--pricing", "gce-2017@2010-01"])
+        == 0
+    )
+    assert (
+        "warning: mnist_mlp pip@8: no cost: catalog gce-2017 has no price"
+        in capsys.readouterr().err
+    )
     results = [rf.make_result("pip", 128, "mnist_mlp", r) for r in range(2)]
     a = analyze(
         rf.write_results(tmp_path / "big", results), pricing=Pricing(load_catalog("gce-2017"))

@@ -10,8 +10,8 @@ from typing import Any
 from tfvariants.commands import common
 from tfvariants.errors import UserError
 
-# Store notices that change what the figures mean: always printed, not only in the HTML.
-LOUD_KINDS = ("unreadable", "duplicate", "foreign_host", "mixed_hosts", "incomplete")
+# Warnings that change what the figures mean: always printed, not only in the HTML.
+LOUD_KINDS = ("unreadable", "duplicate", "foreign_host", "mixed_hosts", "incomplete", "no_price")
 
 
 def register(sub: Any) -> None:
