@@ -10,8 +10,8 @@ from typing import Any
 from tfvariants.commands import common
 from tfvariants.errors import UserError
 
-# Store notices that change what the figures mean: always printed, not only in the HTML.
-LOUD_KINDS = ("unreadable", "duplicate", "foreign_host", "mixed_hosts", "incomplete")
+# Warnings that change what the figures mean: always printed, not only in the HTML.
+LOUD_KINDS = ("unreadable", "duplicate", "foreign_host", "mixed_hosts", "incomplete", "no_price")
 
 
 def register(sub: Any) -> None:
@@ -20,7 +20,8 @@ def register(sub: Any) -> None:
         help="write the HTML report (and optionally a CSV) from stored results",
         description="Read RESULTS_DIR/run.json and RESULTS_DIR/cells/*.json and write one "
         "self-contained HTML file. Nothing is run. Files that cannot be read, copies of a "
-        "cell and cells from undeclared hosts are named as warnings, never counted.",
+        "cell and cells from hosts run.json does not declare are named as warnings and left "
+        "out of the figures (the last ones unless --allow-mixed-hosts).",
     )
     p.add_argument("results_dir", type=Path, metavar="RESULTS_DIR")
     common.add_report_outputs(p)
