@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TFV := $(BIN)/tfvariants
 
-.PHONY: help install compare report bench-decide test test-fast lint clean
+.PHONY: help install compare report bench-decide test test-fast lint clean bench-serve
 
 help:
 	@echo "make install         .venv with tfvariants + TensorFlow (tensorflow-cpu 2.21) + dev tools (EXTRAS=all: every extra)"
@@ -18,6 +18,7 @@ help:
 	@echo "make test            all tests: unit, real TensorFlow, containers, headless browser"
 	@echo "make test-fast       unit tests only"
 	@echo "make lint            ruff + hadolint"
+	@echo "make bench-serve     the serving harness's own ceiling on this host (no-op model QPS, HTTP overhead)"
 
 # Extras installed by `make install`: TensorFlow and the dev tools by default;
 # EXTRAS=all adds every optional extra (CI exercises them all).
@@ -60,6 +61,10 @@ lint: install
 	$(BIN)/ruff check tfvariants workloads tests
 	$(BIN)/ruff format --check tfvariants workloads tests
 	$(BIN)/hadolint builds/*/Dockerfile
+
+# Not a test: what the serving harness itself can measure here (a few seconds).
+bench-serve: install
+	PYTHONPATH=. $(BIN)/python benchmarks/serve_ceiling.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

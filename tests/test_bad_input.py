@@ -156,6 +156,9 @@ CASES = [
     ("catalog-month-13", catalog('"2017-07"', '"2017-13"'), ["prices", "--catalog", "cat.toml"], E, "as_of"),
     ("catalog-negative-minimum", catalog("= 60", "= -60"), ["prices", "--catalog", "cat.toml"], E, "minimum_seconds"),
     ("catalog-binary", lambda root: (root / "cat.toml").write_bytes(b"\xff\xfe\x00"), ["prices", "--catalog", "cat.toml"], E, "cannot read"),
+    ("catalog-nested", lambda root: (root / "cat.toml").write_text("a = " + nested(5000)), ["prices", "--catalog", "cat.toml"], E, "nested too deeply"),
+    ("variants-file-binary", lambda root: (root / "v.toml").write_bytes(b"\xff\xfe\x00"), ["variants", "--variants-file", "v.toml"], E, "not UTF-8"),
+    ("variants-file-nested", lambda root: (root / "v.toml").write_text("a = " + nested(5000)), ["variants", "--variants-file", "v.toml"], E, "nested too deeply"),
     ("catalog-in-report", catalog("0.05", "nan"), [*REPORT, "--pricing", "cat.toml"], E, "finite"),
     # run.json: the run's definition; unusable is an error naming file and field
     ("run-json-binary", run_json(b"\x89PNG\r\n\x1a\n\x00"), REPORT, E, "not UTF-8"),
@@ -188,6 +191,7 @@ CASES = [
     ("projected-negative", cell("pn.json", ok_with(schedule__projected_full_s=-5)), REPORT, W, "projected_full_s"),
     ("cell-schema-2", cell("v2.json", ok_with(schema_version=2)), REPORT, W, "newer than this tfvariants"),
     ("cell-status-unknown", cell("su.json", ok_with(status="great")), REPORT, W, "unknown status"),
+    ("cell-environment-nested-500", cell("en5.json", ok_with(environment=json.loads(nested(500)))), REPORT, W, "nested too deeply"),
     ("cell-environment-list", cell("el.json", ok_with(environment=[1])), REPORT, W, "'environment'"),
     ("cell-a-folder", lambda root: (root / "R/cells/d.json").mkdir(), REPORT, W, "cells/d.json: not a regular file"),
     ("cell-copy", lambda root: (root / f"R/cells/{CELL} (copy).json").write_bytes((root / f"R/cells/{CELL}.json").read_bytes()), REPORT, W, f"a copy of cell {CELL}"),

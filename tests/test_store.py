@@ -77,6 +77,7 @@ def test_cells_from_an_undeclared_host_are_kept_apart_unless_allowed(tmp_path, c
     (w,) = [w for w in a.warnings if w.kind == "foreign_host"]
     assert f"ran on host {OTHER}, which run.json does not declare (declared: {HERE})" in w.message
     assert CELL in w.message and "--allow-mixed-hosts" in w.hint
+    assert a.counts["from another host"] == 1 and "1 from another host" in render_html(a)
     assert OTHER in render_html(a)
     assert not any(CELL in m for m in (x.message for x in a.warnings if x.kind == "incomplete"))
     mixed = analyze(d, allow_mixed_hosts=True)
@@ -196,12 +197,20 @@ def test_gpu_billing_follows_what_the_results_say(tmp_path):
     assert mlp_group(a, "pip@8").cost.instance == "n1-highcpu-8"
 
 
-def test_a_cell_without_a_price_is_a_warning_naming_it(tmp_path):
+def test_a_cell_without_a_price_is_a_warning_naming_it(tmp_path, capsys):
     d = study(tmp_path)
     a = analyze(d, pricing=parse_pricing_option("gce-2017@2010-01"))
     msgs = [w.message for w in a.warnings if w.kind == "no_price"]
     assert any(m.startswith("mnist_mlp pip@8: no cost: catalog gce-2017 has no price for "
                             "n1-highcpu-8 on or before 2010-01") for m in msgs)  # fmt: skip
+    assert (
+        main(["report", str(d), "-o", str(tmp_path / "o.html"), "--pricing", "gce-2017@2010-01"])
+        == 0
+    )
+    assert (
+        "warning: mnist_mlp pip@8: no cost: catalog gce-2017 has no price"
+        in capsys.readouterr().err
+    )
     results = [rf.make_result("pip", 128, "mnist_mlp", r) for r in range(2)]
     a = analyze(
         rf.write_results(tmp_path / "big", results), pricing=Pricing(load_catalog("gce-2017"))
@@ -252,3 +261,11 @@ def test_run_json_written_by_the_store_validates_and_declares_this_host(tmp_path
     run = load_run(tmp_path / "R")
     assert run["kind"] == "tfvariants.run" and run["schema_version"] == 2
     assert run["hosts"] == [local_host()] and run["hosts"][0]["kind"] == "local"
+
+
+def test_compare_report_flag_is_a_deprecated_alias_of_output(tmp_path, monkeypatch, capsys):
+    from tfvariants.cli import build_parser
+
+    args = build_parser().parse_args(["compare", "--report", "x.html"])
+    assert args.output == Path("x.html")
+    assert "--report is deprecated, use -o/--output" in capsys.readouterr().err

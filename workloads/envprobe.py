@@ -247,7 +247,18 @@ def host_id() -> str:
 
 
 def _in_container() -> bool:
-    return os.path.exists("/run/.containerenv") or os.path.exists("/.dockerenv")
+    # A read-only podman container may have neither marker file, but podman (like
+    # systemd-nspawn) sets $container, and cgroup paths name the runtime.
+    if os.path.exists("/run/.containerenv") or os.path.exists("/.dockerenv"):
+        return True
+    if os.environ.get("container"):
+        return True
+    try:
+        with open("/proc/1/cgroup", encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError:
+        return False
+    return any(tag in text for tag in ("/docker", "libpod", "containerd", "kubepods"))
 
 
 def import_tensorflow(configure: Callable[[Any], None] | None = None) -> tuple[Any, str]:

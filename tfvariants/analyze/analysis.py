@@ -16,6 +16,7 @@ from typing import Any
 from tfvariants.analyze import stats
 from tfvariants.analyze.billing import device_of, no_price_reason
 from tfvariants.analyze.conclusions import conclude
+from tfvariants.analyze.coverage import cell_counts, folder_warnings, usable_results
 from tfvariants.analyze.decide import Settings, choose_baseline, run_looks
 from tfvariants.analyze.fields import (
     accuracy_of,
@@ -30,7 +31,6 @@ from tfvariants.analyze.fields import (
 from tfvariants.analyze.noise import HostNoise, host_noise
 from tfvariants.analyze.pricing import CellCost, Pricing
 from tfvariants.errors import UserError
-from tfvariants.plan.cell import cell_id
 from tfvariants.store.rundir import RunContents, load_run_dir
 
 
@@ -177,25 +177,8 @@ def _order(values: Iterable[Any], preferred: list | None) -> list:
     return pref + sorted((v for v in seen if v not in pref), key=str)
 
 
-def _planned_ids(run: dict) -> list[str]:
-    """Cell ids the run's matrix (run.json) planned; empty without run.json."""
-    try:
-        return [
-            cell_id(str(v), int(t), str(w), r)
-            for v in run.get("variants", [])
-            for t in run.get("threads", [])
-            for w in run.get("workloads", [])
-            for r in range(int(run.get("repeats", 0)))
-        ]
-    except (TypeError, ValueError):
-        return []
-
-
-def _missing_cells(run: dict, contents: RunContents) -> list[str]:
-    """Planned cells with no file at all (an unreadable or foreign file is not missing:
-    it is reported as what it is, and a resume must not overwrite it)."""
-    present = set(contents.results) | set(contents.foreign) | contents.unreadable_ids
-    return [cid for cid in _planned_ids(run) if cid not in present]
+def _is_serving(result: dict) -> bool:
+    return get_path(result, "cell", "task") == "serve"
 
 
 def analyze(
@@ -210,18 +193,9 @@ def analyze(
     """Group stored results, compute statistics, costs, comparisons and conclusions."""
     results_dir = Path(results_dir)
     contents = load_run_dir(results_dir, allow_mixed_hosts=allow_mixed_hosts)
-    run, stored = contents.run, contents.results
-    if not stored:
-        skipped = contents.problems + contents.duplicates
-        if skipped or contents.foreign:
-            first = str(skipped[0]) if skipped else contents.notices()[0].message
-            raise UserError(
-                f"{results_dir}: no usable results ({len(contents.problems)} unreadable, "
-                f"{len(contents.duplicates)} duplicate, {len(contents.foreign)} from another "
-                f"host; first: {first})"
-            )
-        raise UserError(f"{results_dir}: no result files in {results_dir / 'cells'}")
-    cells = [r for _, r in sorted(stored.items())]
+    run = contents.run
+    # Serving cells have their own analysis (analyze/serving.py).
+    cells = [r for r in usable_results(contents) if not _is_serving(r)]
     cpus = run.get("logical_cpus") if isinstance(run.get("logical_cpus"), int) else None
     if cpus is None:
         cpus = next(
@@ -277,21 +251,7 @@ def analyze(
         w = stats.oversubscribed_warning(configs, threads, cpus or 0)
         all_warnings.insert(0, w)
 
-    missing = _missing_cells(run, contents)
-    if missing:
-        planned = len(set(_planned_ids(run)))
-        all_warnings.insert(
-            0,
-            stats.StatWarning(
-                "incomplete",
-                f"{len(missing)} of {planned} planned cells have no result "
-                f"(e.g. {', '.join(missing[:3])}): the run was interrupted or is still going",
-                f"finish it with: tfvariants compare --resume --out {results_dir}",
-            ),
-        )
-
-    # What the store could not use comes first: it changes what every figure means.
-    all_warnings[:0] = [stats.StatWarning(n.kind, n.message, n.hint) for n in contents.notices()]
+    all_warnings[:0] = folder_warnings(contents)
 
     settings = Settings(min_effect, confidence, looks)
     reports = []
@@ -335,9 +295,6 @@ def analyze(
         if env:
             envs[v] = environment_summary(env)
             raw_envs[v] = flatten(env)
-    counts: dict[str, int] = {}
-    for r in cells:
-        counts[str(r.get("status"))] = counts.get(str(r.get("status")), 0) + 1
     return Analysis(
         results_dir=str(results_dir),
         run=run,
@@ -347,7 +304,7 @@ def analyze(
         environments=envs,
         raw_environments=raw_envs,
         warnings=all_warnings,
-        counts=counts,
+        counts=cell_counts(cells, contents),
         logical_cpus=cpus,
         generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         cells=cells,

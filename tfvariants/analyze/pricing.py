@@ -278,6 +278,8 @@ def load_catalog(name_or_path: str) -> Catalog:
         raise UserError(f"{path}: invalid TOML: {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"{path}: cannot read: {exc}") from None
+    except RecursionError:
+        raise UserError(f"{path}: invalid TOML: nested too deeply") from None
     return parse_catalog(data, str(path))
 
 

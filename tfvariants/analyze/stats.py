@@ -72,6 +72,10 @@ class Interval:
             return f"median of {self.n}; range of the repeats = {cov} interval for the median"
         if self.method == "order-statistics":
             return f"median of {self.n}; {cov} interval for the median (order statistics)"
+        if self.method == "propagated":
+            return (
+                "ratio of medians; approximate interval (both intervals combined on the log scale)"
+            )
         if self.method == "hodges-lehmann":
             looks = f", {self.looks} looks" if self.looks > 1 else ""
             return f"Hodges-Lehmann ratio; {cov} Mann-Whitney interval{looks}"
@@ -299,6 +303,20 @@ def compare(
         why = f"the interval includes both no difference and {min_effect:.0%} or more"
     more = _more_repeats(est, (hi - lo) / 2, n, band, alpha, spread)
     return Comparison(ratio, "undecided", (why,), more, min_effect)
+
+
+def ratio_interval(a: Interval, b: Interval) -> Interval:
+    """a / b of two summaries when the repeats themselves are not at hand (serving's
+    cost per million): the interval propagates both log half-widths in quadrature and is
+    labelled as approximate. It gives no verdict; comparisons of repeats use compare()."""
+    if a.value <= 0 or b.value <= 0:
+        raise ValueError("ratio of non-positive values")
+    r = a.value / b.value
+    if not (a.has_interval and b.has_interval) or a.lo <= 0 or b.lo <= 0:
+        return Interval(r, r, r, "single", min(a.n, b.n), None)
+    h = math.hypot(math.log(a.hi / a.lo) / 2, math.log(b.hi / b.lo) / 2)
+    cov = min(a.coverage or 0.0, b.coverage or 0.0)
+    return Interval(r, r * math.exp(-h), r * math.exp(h), "propagated", min(a.n, b.n), cov)
 
 
 # ---- the machine's noise ----

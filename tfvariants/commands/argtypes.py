@@ -105,3 +105,21 @@ def fraction(text: str) -> float:
     if not 0 <= value < 1:
         raise argparse.ArgumentTypeError(f"must be between 0 and 1 (0% and 100%), got {text}")
     return value
+
+
+_DURATION_UNITS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0}
+
+
+def duration_s(text: str) -> float:
+    """'100ms', '0.5s', '2m' -> seconds. A unit is required: '100' could mean either."""
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*(ms|s|min|m)\s*", str(text), re.ASCII)
+    if not m:
+        raise argparse.ArgumentTypeError(
+            f"expected a duration with a unit like 100ms, 0.5s or 2m, got {text!r}"
+        )
+    value = float(m.group(1)) * _DURATION_UNITS[m.group(2)]
+    if not 0 < value <= MAX_TIMEOUT_S:
+        raise argparse.ArgumentTypeError(
+            f"must be greater than 0 and at most {MAX_TIMEOUT_S:g} s, got {text!r}"
+        )
+    return value

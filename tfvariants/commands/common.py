@@ -11,10 +11,8 @@ from typing import Any
 
 from tfvariants.commands.outdir import check_writable
 from tfvariants.errors import UserError
-
-# Kept here (not imported from the store) so that registering options stays cheap.
-_RUN_FILE, _CELLS_DIR = "run.json", "cells"
-
+from tfvariants.store.rundir import CELLS_DIR as _CELLS_DIR
+from tfvariants.store.runfile import RUN_FILE as _RUN_FILE
 
 # ---- options ----
 

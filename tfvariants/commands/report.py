@@ -10,8 +10,8 @@ from typing import Any
 from tfvariants.commands import argtypes, common
 from tfvariants.errors import UserError
 
-# Store notices that change what the figures mean: always printed, not only in the HTML.
-LOUD_KINDS = ("unreadable", "duplicate", "foreign_host", "mixed_hosts", "incomplete")
+# Warnings that change what the figures mean: always printed, not only in the HTML.
+LOUD_KINDS = ("unreadable", "duplicate", "foreign_host", "mixed_hosts", "incomplete", "no_price")
 
 
 def register(sub: Any) -> None:
@@ -20,7 +20,8 @@ def register(sub: Any) -> None:
         help="write the HTML report (and optionally a CSV) from stored results",
         description="Read RESULTS_DIR/run.json and RESULTS_DIR/cells/*.json and write one "
         "self-contained HTML file. Nothing is run. Files that cannot be read, copies of a "
-        "cell and cells from undeclared hosts are named as warnings, never counted.",
+        "cell and cells from hosts run.json does not declare are named as warnings and left "
+        "out of the figures (the last ones unless --allow-mixed-hosts).",
     )
     p.add_argument("results_dir", type=Path, metavar="RESULTS_DIR")
     common.add_report_outputs(p)
@@ -31,6 +32,8 @@ def register(sub: Any) -> None:
     p.add_argument("--confidence", type=argtypes.fraction, default=None,
                    help="confidence of the intervals (default: the run's, else 0.95)")  # fmt: skip
     common.add_allow_mixed_hosts(p)
+    p.add_argument("--p99", default=None,
+                   help="serving runs: the latency bound for the cheapest answer (default: the run's)")  # fmt: skip
     p.set_defaults(func=run)
 
 
@@ -48,6 +51,14 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"{args.results_dir}: no such results folder")
     out = args.output or Path("reports") / args.results_dir.resolve().name / "index.html"
     common.check_report_outputs(out, args.csv, results_dirs=[args.results_dir])
+    p99_ms = None
+    if args.p99 is not None:
+        from tfvariants.commands.argtypes import duration_s
+
+        try:
+            p99_ms = duration_s(args.p99) * 1e3
+        except argparse.ArgumentTypeError as exc:
+            raise UserError(f"--p99: {exc}") from None
     if args.confidence is not None and not args.confidence > 0.5:
         raise UserError(f"--confidence: must be above 0.5, got {args.confidence}")
     pricing = common.pricing_from(args)
@@ -58,13 +69,17 @@ def run(args: argparse.Namespace) -> int:
         baseline=args.baseline,
         csv_path=args.csv,
         allow_mixed_hosts=args.allow_mixed_hosts,
+        p99_bound_ms=p99_ms,
         min_effect=args.min_effect,
         confidence=args.confidence,
     )
     print_store_warnings(analysis)
     print(f"report: {out}")
     if args.csv:
-        print(f"csv: {args.csv} ({len(analysis.cells)} rows)")
+        rows = len(analysis.cells)
+        if not rows and args.csv.is_file():  # a serving-only run: the CSV holds serving cells
+            rows = max(len(args.csv.read_text(encoding="utf-8").splitlines()) - 1, 0)
+        print(f"csv: {args.csv} ({rows} rows)")
     for w in analysis.workloads:
         for line in w.conclusions:
             print(f"  {line}")

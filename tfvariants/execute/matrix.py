@@ -100,10 +100,13 @@ def _fmt_s(seconds: float | None) -> str:
 class Matrix:
     """Runs a MatrixSpec into results/<run>/ with progress, interrupt and resume."""
 
-    def __init__(self, spec: MatrixSpec, out: Path) -> None:
+    def __init__(
+        self, spec: MatrixSpec, out: Path, plan: Callable[[Any], list] = plan_cells
+    ) -> None:
         self.spec = spec
         self.out = Path(out)
         self.cells_dir = self.out / CELLS_DIR
+        self.plan = plan  # spec -> cells in run order (serving cells have their own planner)
         self._prepared: tuple[dict[str, dict], list[str]] | None = None
 
     def prepare(
@@ -154,7 +157,7 @@ class Matrix:
                          quarantine=quarantine, hosts=hosts)  # fmt: skip
         assert self._prepared is not None
         stored, moved = self._prepared
-        cells = plan_cells(self.spec)
+        cells = self.plan(self.spec)
         todo = pending_cells(cells, stored)
         outcome = MatrixOutcome(planned=len(cells), quarantined=moved)
         for c in cells:

@@ -115,3 +115,17 @@ def write_csv(analysis: Analysis, path: Path) -> Path:
         writer.writerow({k: _cell_text(v) for k, v in row.items()})
     write_text_atomic(Path(path), buf.getvalue())
     return Path(path)
+
+
+def write_serving_csv(serving: Any, path: Path) -> Path:
+    """One row per serving cell (tfvariants.analyze.serving.serving_csv_rows)."""
+    from tfvariants.analyze.serving import serving_csv_rows
+
+    rows = serving_csv_rows(serving)
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(rows[0]) if rows else ["cell_id"])
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: _cell_text(v) for k, v in row.items()})
+    write_text_atomic(Path(path), buf.getvalue())
+    return Path(path)

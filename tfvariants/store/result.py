@@ -16,6 +16,7 @@ from typing import Any
 
 from tfvariants.plan.cell import MAX_THREADS
 from workloads.protocol import RESULT_KIND, SCHEMA_VERSION, STATUSES, write_json_atomic
+from workloads.serving.request import SERVE_RESULT_KIND
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -65,6 +66,24 @@ def read_json_file(path: str | Path) -> Any:
         raise ResultError(f"{path}: JSON nested too deeply") from None
 
 
+# Real results nest 5 levels deep; a deeper file is hostile (and would make every
+# recursive reader, down to the report's environment table, overflow the stack).
+MAX_DEPTH = 32
+
+
+def _too_deep(data: Any) -> bool:
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        if isinstance(value, dict):
+            stack += [(v, depth + 1) for v in value.values()]
+        elif isinstance(value, list):
+            stack += [(v, depth + 1) for v in value]
+    return False
+
+
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -78,10 +97,27 @@ def _check_number(v: Any, where: str, *, seconds: bool) -> None:
         raise ResultError(f"{where}: {v:g} s is not a plausible time (over 30 days)")
 
 
+def _is_duration(key: str) -> bool:
+    return key.endswith("_s") and not key.endswith("_per_s")  # seconds, not a rate
+
+
+def _check_value(value: Any, source: str, path: str, duration: bool, in_list: bool) -> None:
+    if isinstance(value, dict):
+        for key, v in value.items():
+            _check_value(v, source, f"{path}.{key}", _is_duration(str(key)), False)
+    elif isinstance(value, list):
+        for i, x in enumerate(value):
+            _check_value(x, source, f"{path}[{i}]", duration, True)
+    elif value is None and not (duration and in_list):
+        return  # not measured
+    elif duration or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+        _check_number(value, f"{source}: field '{path}'", seconds=duration)
+
+
 def _check_numbers(table: Any, source: str, name: str, *, required: tuple[str, ...] = ()) -> None:
-    """Every number in a flat table (and in its lists): finite, >= 0, and for durations
-    (keys ending in ``_s``, not rates ``_per_s``) below MAX_SECONDS. A duration must be a
-    number or null; other keys may hold text or nested detail, which no figure uses."""
+    """Every number in a table, nested ones too: finite and >= 0; a duration (a key
+    ending in ``_s``, not a rate ``_per_s``) must be a number (or null when not
+    measured) below MAX_SECONDS. Other keys may hold text, which no figure uses."""
     if not isinstance(table, dict):
         raise ResultError(
             f"{source}: field {name!r}: expected an object, got {type(table).__name__}"
@@ -89,16 +125,7 @@ def _check_numbers(table: Any, source: str, name: str, *, required: tuple[str, .
     for key in required:
         if key not in table:
             raise ResultError(f"{source}: field '{name}.{key}' is missing")
-    for key, value in table.items():
-        duration = key.endswith("_s") and not key.endswith("_per_s")
-        items = value if isinstance(value, list) else [value]
-        for i, x in enumerate(items):
-            index = f"[{i}]" if isinstance(value, list) else ""
-            at = f"{source}: field '{name}.{key}{index}'"
-            if x is None and not isinstance(value, list):
-                continue
-            if isinstance(x, (int, float)) or duration:
-                _check_number(x, at, seconds=duration)
+    _check_value(table, source, name, False, False)
 
 
 def _check_cell(cell: Any, source: str) -> None:
@@ -129,6 +156,10 @@ def validate_result(data: Any, source: str = "result") -> dict[str, Any]:
     (asv's update_to_N pattern) and the check below accepts the older number."""
     if not isinstance(data, dict):
         raise ResultError(f"{source}: not a tfvariants result (top level is not an object)")
+    if _too_deep(data):
+        raise ResultError(f"{source}: JSON nested too deeply (over {MAX_DEPTH} levels)")
+    if data.get("kind") == SERVE_RESULT_KIND:
+        return validate_serve_result(data, source)
     if data.get("kind") != RESULT_KIND:
         raise ResultError(
             f"{source}: not a tfvariants result (kind={str(data.get('kind'))[:40]!r})"
@@ -163,6 +194,22 @@ def validate_result(data: Any, source: str = "result") -> dict[str, Any]:
     return data
 
 
+def validate_serve_result(data: dict[str, Any], source: str = "result") -> dict[str, Any]:
+    """A serving cell's result (kind tfvariants.serve_cell, docs/serving.md)."""
+    version = data.get("schema_version")
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise ResultError(f"{source}: unsupported serving schema_version {version!r}")
+    if data.get("status") not in STATUSES:
+        raise ResultError(f"{source}: unknown status {data.get('status')!r}")
+    cell = data.get("cell")
+    need = {"task", "variant", "threads", "model", "scenario", "path", "workload"}
+    if not isinstance(cell, dict) or cell.get("task") != "serve" or not need <= set(cell):
+        raise ResultError(f"{source}: missing or incomplete serving 'cell'")
+    if data["status"] == "ok" and not isinstance(data.get("metrics"), dict):
+        raise ResultError(f"{source}: status ok but no metrics")
+    return data
+
+
 def load_result(path: str | Path) -> dict[str, Any]:
     """Read and validate one result file."""
     return validate_result(read_json_file(path), str(path))
@@ -182,11 +229,12 @@ def host_result(
     requested: dict[str, Any] | None = None,
     environment: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A result the host writes for a cell whose worker produced none."""
+    """A result the host writes for a cell whose worker produced none (a serving
+    cell's has the serving kind, so it is analysed with its own kind)."""
     assert status in STATUSES
     return {
         "schema_version": SCHEMA_VERSION,
-        "kind": RESULT_KIND,
+        "kind": SERVE_RESULT_KIND if cell.get("task") == "serve" else RESULT_KIND,
         "cell": cell,
         "status": status,
         "reason": reason,

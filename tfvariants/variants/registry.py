@@ -285,6 +285,10 @@ def load_variants(variants_file: str | Path | None = None) -> dict[str, Variant]
         raise UserError(f"cannot read variants file {path}: {exc.strerror}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{path}: invalid TOML: {exc}") from exc
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not UTF-8 text (a binary file?)") from None
+    except RecursionError:
+        raise UserError(f"{path}: invalid TOML: nested too deeply") from None
     tables = data.get("variants", {})
     if not isinstance(tables, Mapping):
         raise UserError(f"{path}: [variants] must be a table of tables")
