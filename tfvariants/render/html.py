@@ -50,7 +50,12 @@ def render_html(analysis: Analysis, serving: ServingAnalysis | None = None) -> s
     env.filters.update(interval_label=interval_label, pct=pct)
     env.filters["money_sub"] = lambda iv: interval_sub(iv, money).replace("-$", "-")
     charts = {
-        w.name: workload_charts(w, analysis.baseline_label, analysis.variants, analysis.pricing)
+        w.name: workload_charts(
+            w,
+            w.baseline.label if w.baseline else analysis.baseline_label,
+            analysis.variants,
+            analysis.pricing,
+        )  # fmt: skip
         for w in analysis.workloads
     }
     extra = {}
