@@ -57,3 +57,20 @@ def test_request_validates_the_window():
         )
         with pytest.raises(RequestError, match=field):
             WorkerRequest.from_json(text)
+
+
+def test_cpu_usage_separates_this_process_from_other_load():
+    from workloads import cpuload
+
+    hz = cpuload.os.sysconf("SC_CLK_TCK")
+    # two pinned CPUs over 10 s: busy 15 s in total, of which this process used 6 s
+    before = {"wall": 0.0, "cpu_s": 0.0, "stat": {0: [0] * 8, 1: [0] * 8}}
+    user, idle, steal = int(7.5 * hz), int(2.0 * hz), int(0.5 * hz)
+    after_stat = {c: [user, 0, 0, idle, 0, 0, 0, steal] for c in (0, 1)}
+    after = {"wall": 10.0, "cpu_s": 6.0, "stat": after_stat}
+    u = cpuload.usage(before, after, [0, 1])
+    assert u["utilisation"] == pytest.approx(0.3) and u["cpus_pinned"] == 2
+    assert u["steal_share"] == pytest.approx(0.05)
+    assert u["others_share"] == pytest.approx((15.0 - 6.0) / 20.0)
+    # unreadable /proc/stat: the shares are simply left out
+    assert "others_share" not in cpuload.usage({**before, "stat": {}}, after, [0, 1])
