@@ -235,3 +235,33 @@ def test_variant_that_is_not_ready_stops_before_the_sweep(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("tfvariants: error: variant(s) not ready: old:")
     assert not out.exists()
+
+
+def test_next_round_runs_only_the_undecided_workloads_configurations():
+    from tfvariants.analyze import adaptive
+    from tfvariants.commands import rounds
+    from tfvariants.plan.spec import MatrixSpec
+
+    spec = MatrixSpec(("local",), (1, 2), ("mnist_cnn", "mnist_mlp"), 5, {},
+                      {"local": {"kind": "local", "device": "cpu"}})  # fmt: skip
+    stored = {}
+    for r in range(5):
+        for t in (1, 2):
+            clear = rf.make_result("local", t, "mnist_cnn", r, steady_epoch_s=4.0 / t, noise=0.02)
+            noisy = rf.make_result("local", t, "mnist_mlp", r, steady_epoch_s=2.0, noise=0.3,
+                                   seed=t)  # fmt: skip
+            for res in (clear, noisy):
+                c = res["cell"]
+                stored[f"{c['workload']}__local__t{t}__r{r}"] = res
+    hook = rounds.make_next_round(spec, adaptive.stopping_rule(5), baseline=None,
+                                  min_effect=0.05, confidence=0.95)  # fmt: skip
+    cells, why = hook(stored)
+    assert {(c.workload, c.threads, c.repeat) for c in cells} == {
+        ("mnist_mlp", 1, 5),
+        ("mnist_mlp", 2, 5),
+    }
+    assert "1 comparison(s) undecided at the look after 5 repeats" == why
+    # between looks nothing is re-judged: round 6 keeps the same configurations
+    del stored["mnist_mlp__local__t2__r4"]
+    cells, _ = hook(stored)  # an interrupted round is completed first
+    assert [(c.workload, c.threads, c.repeat) for c in cells] == [("mnist_mlp", 2, 4)]

@@ -159,14 +159,16 @@ def make_next_round(
             return [], f"only {rounds} round(s) stored, fewer than the first look"
         look = looks_done[-1]
         at_look = {k: [t for rep, t in v.items() if rep < look] for k, v in times.items()}
-        base = baseline
-        if base is None or base[1] is None:
-            counts: dict[tuple[str, int], int] = {}
-            for (_w, v, t), xs in at_look.items():
-                if base is None or v == base[0]:
-                    counts[(v, t)] = counts.get((v, t), 0) + len(xs)
-            base = choose_baseline(counts, devices, list(spec.variants))
-        pairs = adaptive.watched_pairs(order, base)  # type: ignore[arg-type]
+        pairs: list[adaptive.Pair] = []
+        for w in spec.workloads:
+            # The same baseline the report will use: given, else chosen per workload.
+            if baseline is not None:
+                threads = baseline[1] or max(spec.threads)
+                base: tuple[str, int] | None = (baseline[0], threads)
+            else:
+                counts = {(v, t): len(xs) for (w2, v, t), xs in at_look.items() if w2 == w}
+                base = choose_baseline(counts, devices, list(spec.variants))
+            pairs += adaptive.watched_pairs([k for k in order if k[0] == w], base)
         open_pairs = adaptive.undecided(
             at_look, pairs, looks=rule.k, min_effect=min_effect, confidence=confidence
         )
