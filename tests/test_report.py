@@ -240,3 +240,20 @@ def test_report_shows_the_machines_noise_and_labels_intervals(tmp_path):
     assert 'title="median of 6; range of the repeats = 96.9% interval for the median"' in html
     assert "Bimodal timings: mnist_cnn local@1" in html
     assert "Hodges-Lehmann ratio; 95.9% Mann-Whitney interval" in html
+
+
+def test_overhead_split_adds_up_to_the_cell():
+    from tfvariants.analyze.analysis import overhead_split
+
+    r = {
+        "timing": {"import_tf_s": 3.0, "build_s": 0.2, "data_s": 0.1, "warmup_s": 2.0,
+                   "steady_s": 10.0, "fit_s": 14.0},
+        "runner": {"wall_s": 20.0},
+    }  # fmt: skip
+    split = overhead_split(r)
+    assert split["between epochs"] == pytest.approx(2.0)
+    assert split["build"] == pytest.approx(0.3)
+    assert sum(split.values()) == pytest.approx(20.0)
+    assert overhead_split({}) == {} and overhead_split({"timing": {"build_s": 1.0}}) == {
+        "build": 1.0
+    }

@@ -34,6 +34,11 @@ from tfvariants.errors import UserError
 from tfvariants.store.rundir import RunContents, load_run_dir
 
 
+def _sum_known(*values: Any) -> float | None:
+    known = [x for x in (finite_number(v) for v in values) if x is not None]
+    return sum(known) if known else None
+
+
 def overhead_split(r: dict) -> dict[str, float]:
     """Where one cell's wall time went: TensorFlow import, data + model build, warm-up
     steps, steady steps, time between epochs (start-up, validation), and the rest
@@ -41,7 +46,7 @@ def overhead_split(r: dict) -> dict[str, float]:
     t = r.get("timing") or {}
     parts = {
         "import": finite_number(t.get("import_tf_s")),
-        "build": (finite_number(t.get("build_s")) or 0.0) + (finite_number(t.get("data_s")) or 0.0),
+        "build": _sum_known(t.get("build_s"), t.get("data_s")),
         "warm-up": finite_number(t.get("warmup_s")),
         "steady": finite_number(t.get("steady_s")),
     }
@@ -49,10 +54,9 @@ def overhead_split(r: dict) -> dict[str, float]:
     if fit is not None and parts["warm-up"] is not None and parts["steady"] is not None:
         parts["between epochs"] = max(fit - parts["warm-up"] - parts["steady"], 0.0)
     wall = finite_number(get_path(r, "runner", "wall_s"))
-    known = [v for v in parts.values() if v is not None]
     if wall is not None and fit is not None and parts["import"] is not None:
-        parts["other"] = max(wall - parts["import"] - parts["build"] - fit, 0.0)  # type: ignore[operator]
-    return {k: v for k, v in parts.items() if v is not None} if known else {}
+        parts["other"] = max(wall - parts["import"] - (parts["build"] or 0.0) - fit, 0.0)
+    return {k: v for k, v in parts.items() if v is not None}
 
 
 @dataclass
