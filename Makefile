@@ -10,7 +10,7 @@ TFV := $(BIN)/tfvariants
 
 help:
 	@echo "make install         .venv with tfvariants + TensorFlow (tensorflow-cpu 2.21) + dev tools (EXTRAS=all: every extra)"
-	@echo "make compare         install if needed, run the built-in quick compare, write an HTML report"
+	@echo "make compare         install if needed, run the built-in quick compare (mnist_cnn, cifar10_cnn; ~10 min budget), write an HTML report"
 	@echo "make bench-decide    simulated false-positive rate and power of the verdicts (fake runner)"
 	@echo "make build-pip       container image with the stock TensorFlow wheel"
 	@echo "make build-compiled  TensorFlow built from source for ISA=avx2-fma|avx|sse4.2|avx512|native"
@@ -39,8 +39,12 @@ $(STAMP): $(BIN)/python setup.cfg pyproject.toml
 
 install: $(STAMP)
 
+# The built-in quick compare: the two convolutional workloads at 1..CPUs threads, with
+# the quick scale's 10-minute budget. All six workloads at the same rules need about
+# 60 cells before the first look (15-20 min on 2 cores): `tfvariants compare --quick`.
+QUICK_WORKLOADS ?= mnist_cnn,cifar10_cnn
 compare: install
-	$(TFV) compare --quick
+	$(TFV) compare --quick --workloads $(QUICK_WORKLOADS)
 
 bench-decide: install
 	PYTHONPATH=. $(BIN)/python benchmarks/decide.py --trials 2000
