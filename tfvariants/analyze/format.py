@@ -15,8 +15,12 @@ def sig3(x: float | None) -> str:
         return "n/a" if x is None else ("inf" if x > 0 else "-inf")
     if x == 0:
         return "0"
-    digits = max(0, 2 - int(math.floor(math.log10(abs(x)))))
-    return f"{round(x, digits):,.{digits}f}"
+    digits = 2 - int(math.floor(math.log10(abs(x))))
+    rounded = round(x, digits)
+    if rounded and abs(rounded) >= 10 ** (3 - digits):  # 9.996 rounds up to 10.0, not "10.00"
+        digits -= 1
+        rounded = round(x, digits)
+    return f"{rounded:,.{max(0, digits)}f}"
 
 
 def dur(seconds: float | None) -> str:

@@ -1,0 +1,27 @@
+"""Numbers for people: three significant digits, also where rounding carries a digit."""
+
+import pytest
+
+from tfvariants.analyze.format import dur, money, sig3
+
+
+@pytest.mark.parametrize(
+    ("x", "text"),
+    [
+        (9.996, "10.0"),  # rounding up must not add a fourth digit ("10.00")
+        (9.9949, "9.99"),
+        (0.09996, "0.100"),
+        (999.6, "1,000"),
+        (0.5, "0.500"),
+        (1234.5, "1,230"),
+        (-9.996, "-10.0"),
+        (0.0123, "0.0123"),
+    ],
+)
+def test_sig3(x, text):
+    assert sig3(x) == text
+
+
+def test_units_keep_three_digits_after_carry():
+    assert dur(599.8) == "10.0 min"  # was "10.00 min" in a real report
+    assert money(0.09997) == "$0.100"
