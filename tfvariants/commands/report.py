@@ -81,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
             rows = max(len(args.csv.read_text(encoding="utf-8").splitlines()) - 1, 0)
         print(f"csv: {args.csv} ({rows} rows)")
     for w in analysis.workloads:
+        print(f"{w.name}:")  # the sentences do not all name their workload
         for line in w.conclusions:
             print(f"  {line}")
     return 0

@@ -103,8 +103,9 @@ def record(out: Path, rule: adaptive.StoppingRule, spec: Any, before: dict, outc
 def summary(analysis: Any, out: Path, console: Any) -> None:
     """The first conclusions per workload, the host's noise, what stayed undecided."""
     for w in analysis.workloads:
+        console.print(f"  {w.name}:", highlight=False, markup=False)  # "GPU vs ..." names none
         for line in w.conclusions[:2]:
-            console.print(f"  {line}", highlight=False, markup=False)
+            console.print(f"    {line}", highlight=False, markup=False)
     if analysis.noise is not None:
         console.print(f"  {analysis.noise.sentence()}", highlight=False, markup=False)
     undecided = [
