@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
+from tfvariants.analyze.format import sig3
 from tfvariants.render.svgchart import PALETTE, _fmt, _nice_max
 
 
@@ -83,7 +84,7 @@ def line_chart(title: str, series: list[Series], *, x_label: str, y_label: str,
                     f'<path d="M{cx:.1f},{py(p.lo):.1f}V{hi:.1f}" stroke="{color}" stroke-width="1"/>'
                 )
             out.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="3.5" fill="{color}"><title>'
-                       f'{escape(s.label)}: {p.x:g} in flight, {_fmt(p.y)}/s</title></circle>')  # fmt: skip
+                       f'{escape(s.label)}: {p.x:g} in flight, {sig3(p.y)}/s</title></circle>')  # fmt: skip
         ly = top + 8 + i * 18
         out.append(f'<line x1="{left + plot_w + 14}" y1="{ly}" x2="{left + plot_w + 38}" y2="{ly}" '
                    f'stroke="{color}" stroke-width="2"{dash}/>')  # fmt: skip

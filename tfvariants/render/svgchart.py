@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
+from tfvariants.analyze.format import sig3
+
 PALETTE = ["#3b6fb6", "#e07b39", "#4c9a5b", "#b5485d", "#7a5aa6", "#8c6d3f", "#4a9fb0", "#777777"]
 
 
@@ -26,6 +28,7 @@ class Bar:
 
 
 def _fmt(v: float) -> str:
+    """Axis ticks (round steps: 0.40, 1.20, 10.0)."""
     return f"{v:.2f}" if v < 10 else f"{v:.1f}"
 
 
@@ -93,10 +96,15 @@ def bar_chart(
             )
             continue
         bw = max(x(b.value) - label_w, 1.0)
+        span = (
+            f" ({sig3(b.lo)}-{sig3(b.hi)})"
+            if b.lo is not None and b.hi is not None and b.hi > b.lo
+            else ""
+        )
         opacity = "0.4" if b.faded else "0.9"
         out.append(
             f'<rect x="{label_w}" y="{y + 4}" width="{bw:.1f}" height="{row_h - 8}" fill="{escape(b.color)}" '
-            f'fill-opacity="{opacity}"><title>{escape(b.label)}: {_fmt(b.value)}</title></rect>'
+            f'fill-opacity="{opacity}"><title>{escape(b.label)}: {sig3(b.value)}{span}</title></rect>'
         )
         end = x(b.value)
         if b.lo is not None and b.hi is not None and b.hi > b.lo:
@@ -116,7 +124,7 @@ def bar_chart(
             end = max(end, x2)
         note = f" {b.note}" if b.note else ""
         out.append(
-            f'<text x="{end + 6:.1f}" y="{y + row_h / 2 + 4:.1f}" fill="#333">{_fmt(b.value)}'
+            f'<text x="{end + 6:.1f}" y="{y + row_h / 2 + 4:.1f}" fill="#333">{sig3(b.value)}'
             f'<tspan fill="#888" font-size="10">{escape(note)}</tspan></text>'
         )
     if reference is not None:
