@@ -49,3 +49,61 @@ def test_cli_summary_heads_each_workload(study, tmp_path, capsys):
     assert len(heads) == 2
     # the GPU sentences come right under their workload's name
     assert all(out[i + 1].startswith("  GPU vs the fastest CPU") for i in heads[:1])
+
+
+def _serving(out):
+    from test_serving_analysis import _store
+
+    from tfvariants.plan.serve import ServeCell
+    from tfvariants.store.result import write_json_atomic
+
+    rows = []
+    for r, j in enumerate((0.9, 1.0, 1.1)):
+        for v, f in (("pip", 1.0), ("compiled", 1.2)):
+            rows += [(ServeCell(v, 2, "m", "concurrency", "inprocess", c, r), thr * f * j, p99)
+                     for c, thr, p99 in ((1, 20.0, 40.0), (4, 45.0, 90.0))]  # fmt: skip
+    _store(out, rows)
+    bad = ServeCell("pip", 2, "m", "server", "inprocess", 1, 0)
+    write_json_atomic(out / "cells" / f"{bad.cell_id}.json",
+                      {"kind": "tfvariants.serve_cell", "schema_version": 1, "cell": bad.to_dict(),
+                       "status": "failed", "reason": "server did not start"})  # fmt: skip
+    return out
+
+
+def test_serving_costs_keep_their_interval_and_sentences_their_label(tmp_path, capsys):
+    d = _serving(tmp_path / "res")
+    out = tmp_path / "r.html"
+    assert main(["report", str(d), "-o", str(out)]) == 0
+    a = write_report(d, out, pricing=Pricing(load_catalog("gce-2017")))
+    (m,) = a.serving.models
+    by = {c.label: c for c in m.configs}
+    pip, comp = by["pip@2 inprocess"], by["compiled@2 inprocess"]
+    # the cost per million keeps the throughput's coverage: an interval, not a point
+    assert pip.cost_per_million.has_interval and pip.cost_per_million.coverage == 0.75
+    # so the ratio to the baseline is a real interval, never "0.833-0.833"
+    assert comp.cost_ratio.has_interval and comp.cost_ratio.lo < comp.cost_ratio.hi
+    first = m.conclusions[0]
+    # three significant digits and the interval's name, then the runner-up
+    assert re.search(
+        r"at \$\d\.\d{3} per million predictions \(\$\d\.\d{3}-\$\d\.\d{3}: median of 3; range",
+        first,
+    )
+    assert "Next: pip@2 inprocess at $" in first
+    html = out.read_text()
+    assert not re.search(r"(\d\.\d+)-\1<", html)  # no zero-width interval anywhere
+    assert "95% interval over repeats" not in html  # 3 repeats give a 75% range
+    assert "range of the repeats = 75.0% interval" in html
+    # the failed cell has no LoadGen record: its row claims nothing about LoadGen's rules
+    row = html[html.index('data-cell="serve__m__server__inprocess__pip__t2__r0"') :]
+    row = row[: row.index("</tr>")]
+    assert "not met" not in row and "no / no" not in row
+    # the CLI prints the serving sentences too
+    printed = capsys.readouterr().out
+    assert "serving m:" in printed and "the cheapest configuration with p99 within" in printed
+
+
+def test_chart_values_have_three_significant_digits():
+    from tfvariants.render.svgchart import Bar, bar_chart
+
+    svg = bar_chart("t", [Bar("a", 0.77, 0.7, 0.8), Bar("b", 1.0, note="baseline")])
+    assert ">0.770<" in svg and "a: 0.770 (0.700-0.800)" in svg

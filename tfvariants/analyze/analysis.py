@@ -161,6 +161,7 @@ class Analysis:
     noise: HostNoise | None = None
     devices: dict[str, str] = field(default_factory=dict)  # variant -> cpu|gpu (billing)
     store: RunContents | None = None  # the run folder as loaded, with its named problems
+    serving: Any = None  # the serving analysis of the same folder, when it holds serving cells
 
 
 # ---- analysis ----

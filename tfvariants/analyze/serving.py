@@ -14,6 +14,7 @@ from typing import Any
 from tfvariants.analyze import stats
 from tfvariants.analyze.analysis import device_of, parse_baseline
 from tfvariants.analyze.fields import finite_number, get_path
+from tfvariants.analyze.format import money, sig3
 from tfvariants.analyze.pricing import Pricing
 from tfvariants.plan.serve import serve_cell_id
 from tfvariants.store.rundir import load_run_dir
@@ -128,7 +129,7 @@ def _operating_point(cfg: Config, bound_ms: float) -> None:
         if row.scenario == "concurrency" and row.throughput is not None:
             p99 = row.percentiles.get("p99_ms")
             if p99 is not None and p99 <= bound_ms:
-                cand = (row.throughput, f"{row.concurrency} in flight (p99 {p99:.1f} ms)")
+                cand = (row.throughput, f"{row.concurrency} in flight, p99 {sig3(p99)} ms")
                 best = cand if best is None or cand[0].value > best[0].value else best
         elif row.scenario == "server_search" and row.max_qps is not None:
             cand = (row.max_qps, "LoadGen Server QPS search")
@@ -151,8 +152,11 @@ def _cost(cfg: Config, pricing: Pricing | None) -> None:
         return sel.per_hour / (qps * 3600) * 1e6 if qps > 0 else float("inf")
 
     # Cost falls as throughput rises: the interval's ends swap.
+    # The coverage carries over: without it the interval reads as none (and the ratio to
+    # the baseline as a zero-width "1.17-1.17").
     cfg.cost_per_million = stats.Interval(per_million(iv.value), per_million(iv.hi),
-                                          per_million(iv.lo), iv.method, iv.n)  # fmt: skip
+                                          per_million(iv.lo), iv.method, iv.n,
+                                          iv.coverage)  # fmt: skip
 
 
 def analyze_serving(
@@ -232,12 +236,25 @@ def _model_report(model: str, cfgs: list[Config], base: tuple | None, bound: flo
     rep = ModelReport(model, cfgs, baseline, cheapest)
     if cheapest is not None:
         iv = cheapest.cost_per_million
+        span = f"{money(iv.lo)}-{money(iv.hi)}: {iv.label}" if iv.has_interval else iv.label
+        thr = cheapest.throughput_under_bound
         rep.conclusions.append(
             f"{model}: the cheapest configuration with p99 within {bound:g} ms is "
-            f"{cheapest.label} at ${iv.value:.4g} per million predictions "
-            f"(interval ${iv.lo:.4g}-${iv.hi:.4g}; {cheapest.throughput_under_bound.value:.1f} "  # type: ignore[union-attr]
-            f"predictions/s, {cheapest.operating}, billed as {cheapest.instance})."
+            f"{cheapest.label} at {money(iv.value)} per million predictions ({span}); "
+            f"{sig3(thr.value if thr else None)} predictions/s ({cheapest.operating}), "
+            f"billed as {cheapest.instance}."
         )
+        others = sorted(
+            (c for c in met if c is not cheapest), key=lambda c: c.cost_per_million.value
+        )  # type: ignore[union-attr]
+        if others:  # the runner-up with its interval, so overlap is visible
+            nxt, niv = others[0], others[0].cost_per_million
+            rep.conclusions[-1] += (
+                f" Next: {nxt.label} at {money(niv.value)}"  # type: ignore[union-attr]
+                + (f" ({money(niv.lo)}-{money(niv.hi)})" if niv.has_interval else "")  # type: ignore[union-attr]
+                + (" (the intervals overlap: not clearly cheaper)."
+                   if iv.has_interval and niv.has_interval and niv.lo <= iv.hi else ".")  # type: ignore[union-attr]
+            )  # fmt: skip
     elif pricing is None:
         rep.conclusions.append(f"{model}: no prices given, so no cost per million predictions.")
     else:

@@ -84,4 +84,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"{w.name}:")  # the sentences do not all name their workload
         for line in w.conclusions:
             print(f"  {line}")
+    if analysis.serving is not None:
+        for m in analysis.serving.models:
+            print(f"serving {m.model}:")
+            for line in m.conclusions:
+                print(f"  {line}")
     return 0

@@ -19,6 +19,7 @@ from tfvariants.analyze.format import (
     pct,
     ratio_main,
     ratio_sub,
+    sig3,
 )
 from tfvariants.analyze.pricing import Pricing
 from tfvariants.analyze.serving import (
@@ -47,7 +48,7 @@ def render_html(analysis: Analysis, serving: ServingAnalysis | None = None) -> s
     )
     env.filters.update(dur=dur, money=money, interval=interval_text, mem=mem, num=num_fmt)
     env.filters.update(ratio_main=ratio_main, ratio_sub=ratio_sub, interval_sub=interval_sub)
-    env.filters.update(interval_label=interval_label, pct=pct)
+    env.filters.update(interval_label=interval_label, pct=pct, sig3=sig3)
     env.filters["money_sub"] = lambda iv: interval_sub(iv, money).replace("-$", "-")
     charts = {
         w.name: workload_charts(
@@ -67,7 +68,7 @@ def render_html(analysis: Analysis, serving: ServingAnalysis | None = None) -> s
             "serving_charts": {m.model: throughput_chart(m) for m in serving.models},
             "serving_headline": HEADLINE,
             "serving_cell_id": serving_cell_id,
-            "num_fmt": lambda v: num_fmt(v, 1),
+            "num_fmt": sig3,
         }
     return env.get_template("report.html").render(
         a=analysis, charts=charts, version=__version__, **extra
@@ -99,6 +100,7 @@ def write_report(
             results_dir, pricing=pricing, baseline=baseline, min_effect=min_effect,
             confidence=confidence, allow_mixed_hosts=allow_mixed_hosts,
         )  # fmt: skip
+    analysis.serving = serving  # the CLI prints its sentences too
     write_text_atomic(Path(out), render_html(analysis, serving))
     if csv_path is not None:
         if analysis.workloads:
