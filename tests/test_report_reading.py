@@ -107,3 +107,41 @@ def test_chart_values_have_three_significant_digits():
 
     svg = bar_chart("t", [Bar("a", 0.77, 0.7, 0.8), Bar("b", 1.0, note="baseline")])
     assert ">0.770<" in svg and "a: 0.770 (0.700-0.800)" in svg
+
+
+def _two_configs(tmp_path, slow_s, noise):
+    from tfvariants.analyze.analysis import analyze
+
+    results = []
+    for r in range(5):
+        results.append(
+            rf.make_result("local", 1, "mnist_mlp", r, steady_epoch_s=slow_s, noise=noise, seed=1)
+        )
+        results.append(
+            rf.make_result("local", 2, "mnist_mlp", r, steady_epoch_s=2.0, noise=noise, seed=2)
+        )
+    return analyze(
+        rf.write_results(tmp_path / "q", results), pricing=Pricing(load_catalog("gce-2017"))
+    )
+
+
+def test_fastest_and_cheapest_only_when_decided(tmp_path):
+    (w,) = _two_configs(tmp_path / "a", 2.0, 0.2).workloads  # same mean, noisy: undecided
+    text = " ".join(w.conclusions)
+    assert "was the fastest" not in text and "local@2 had the shortest median time" in text
+    # the baseline is also the cheapest: it is compared with the next cheapest, not just named
+    cheapest = next(c for c in w.conclusions if c.startswith("Cheapest:"))
+    assert "against the next cheapest: local@2 vs local@1: undecided (cost ratio" in cheapest
+    (w,) = _two_configs(tmp_path / "b", 6.0, 0.02).workloads  # 3x apart: decided
+    assert "the baseline local@2 was the fastest for mnist_mlp" in w.conclusions[0]
+    assert "x cheaper than local@1" in next(c for c in w.conclusions if c.startswith("Cheapest:"))
+
+
+def test_a_single_configuration_is_not_called_the_fastest(tmp_path):
+    from tfvariants.analyze.analysis import analyze
+
+    results = [rf.make_result("local", 8, "mnist_mlp", r) for r in range(3)]
+    a = analyze(rf.write_results(tmp_path / "one", results))
+    (w,) = a.workloads
+    assert "only the baseline local@8 ran successfully for mnist_mlp" in w.conclusions[0]
+    assert "fastest" not in " ".join(w.conclusions)

@@ -127,21 +127,27 @@ def conclude(
             f"the baseline {baseline_label} has no successful runs, so no comparison is claimed."
         )
     elif f is b:
-        wr.conclusions.append(
-            f"{host}, the baseline {b.label} was the fastest for {wr.name} "
-            f"({dur(b.time.value)} for the full schedule)."  # type: ignore[union-attr]
-        )
         others = [g for g in with_time if g is not b]
-        if others:
-            runner_up = min(others, key=lambda g: g.time.value)  # type: ignore[union-attr]
-            cmp = _cmp(b, runner_up, settings, "time")
-            if cmp is not None and frozenset((b.label, runner_up.label)) not in said:
-                wr.conclusions.append(f"Against the next best: {phrase(b, runner_up, cmp)}.")
-                said.add(frozenset((runner_up.label, b.label)))
-    elif f.time_cmp is not None and frozenset((f.label, b.label)) not in said:
+        runner_up = min(others, key=lambda g: g.time.value) if others else None  # type: ignore[union-attr]
+        cmp = _cmp(b, runner_up, settings, "time") if runner_up is not None else None
+        # "Fastest" only when the comparison with the next best decided it; otherwise the
+        # median is shortest and the next sentence says why that is not (yet) a claim.
+        if runner_up is None:
+            lead = f"only the baseline {b.label} ran successfully for {wr.name}"
+        elif cmp is not None and cmp.verdict == "different" and cmp.direction == "lower":
+            lead = f"the baseline {b.label} was the fastest for {wr.name}"
+        else:
+            lead = f"the baseline {b.label} had the shortest median time for {wr.name}"
         wr.conclusions.append(
-            f"{host}, for {wr.name}, {phrase(f, b, f.time_cmp)}; it was the fastest configuration."
+            f"{host}, {lead} ({dur(b.time.value)} for the full schedule)."  # type: ignore[union-attr]
         )
+        if cmp is not None and frozenset((b.label, runner_up.label)) not in said:  # type: ignore[union-attr]
+            wr.conclusions.append(f"Against the next best: {phrase(b, runner_up, cmp)}.")  # type: ignore[arg-type]
+            said.add(frozenset((runner_up.label, b.label)))  # type: ignore[union-attr]
+    elif f.time_cmp is not None and frozenset((f.label, b.label)) not in said:
+        rank = ("it was the fastest configuration" if f.time_cmp.verdict == "different"
+                else "it had the shortest median time of all configurations")  # fmt: skip
+        wr.conclusions.append(f"{host}, for {wr.name}, {phrase(f, b, f.time_cmp)}; {rank}.")
         said.add(frozenset((f.label, b.label)))
     # Thread scaling per variant: most vs fewest threads (what a 2-core --quick run answers).
     for v in dict.fromkeys(g.variant for g in with_time):
@@ -157,6 +163,12 @@ def conclude(
         text = f"Cheapest: {c.label} at {money(c.cost.cost)} per full training run on {c.cost.instance}"  # type: ignore[union-attr]
         if c.cost_cmp is not None and c is not b and c.cost_cmp.verdict != "baseline":
             text += f" ({phrase(c, b, c.cost_cmp, 'cost')})"  # type: ignore[arg-type]
+        else:  # the baseline is cheapest: against the next cheapest, or "cheapest" is a bare claim
+            rest = [g for g in costed if g is not c]
+            nxt = min(rest, key=lambda g: g.cost.cost) if rest else None  # type: ignore[union-attr]
+            cc = _cmp(c, nxt, settings, "cost") if nxt is not None else None
+            if cc is not None:
+                text += f" (against the next cheapest: {phrase(c, nxt, cc, 'cost')})"  # type: ignore[arg-type]
         wr.conclusions.append(text + ".")
     undecided = [
         g
