@@ -145,3 +145,31 @@ def test_a_single_configuration_is_not_called_the_fastest(tmp_path):
     (w,) = a.workloads
     assert "only the baseline local@8 ran successfully for mnist_mlp" in w.conclusions[0]
     assert "fastest" not in " ".join(w.conclusions)
+
+
+def test_summary_table_flags_an_undecided_lead_and_the_baseline_bar_is_solid(tmp_path):
+    from tfvariants.render.html import render_html
+
+    a = _two_configs(tmp_path / "a", 2.0, 0.2)  # undecided
+    (w,) = a.workloads
+    assert not w.fastest_decided and not w.cheapest_decided
+    html = render_html(a)
+    summary = html[html.index("<th>workload</th>") : html.index("</table>")]
+    assert summary.count(">not decided</span>") == 2
+    # the baseline is the reference, not an undecided bar: drawn solid
+    assert re.search(r'<rect [^>]*fill-opacity="0.9"><title>local@2: 1.00<', html)
+    (w,) = _two_configs(tmp_path / "b", 6.0, 0.02).workloads
+    assert w.fastest_decided and w.cheapest_decided
+
+
+def test_steady_step_of_seconds_reads_in_ms_without_exponent(tmp_path):
+    from tfvariants.analyze.analysis import analyze
+    from tfvariants.render.html import render_html
+
+    results = []
+    for r in range(3):
+        res = rf.make_result("local", 2, "mnist_mlp", r)
+        res["timing"]["steady_step_s"] = 1.234  # a slow model: 1,230 ms, not "1.23e+03 ms"
+        results.append(res)
+    html = render_html(analyze(rf.write_results(tmp_path / "s", results)))
+    assert "e+0" not in html and "1,230 ms" in html

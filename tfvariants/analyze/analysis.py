@@ -140,6 +140,9 @@ class WorkloadReport:
     cheapest: Group | None = None
     pareto: list[Group] = field(default_factory=list)
     conclusions: list[str] = field(default_factory=list)
+    # decided against the next fastest / next cheapest (else the lead is only a median's)
+    fastest_decided: bool = False
+    cheapest_decided: bool = False
 
 
 @dataclass

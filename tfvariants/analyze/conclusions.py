@@ -61,6 +61,16 @@ def _cmp(a: Group, b: Group, settings: Settings, what: str) -> stats.Comparison 
     )  # fmt: skip
 
 
+def _leads(g: Group, groups: list[Group], settings: Settings, what: str) -> bool:
+    """g's lead over the next best is decided (lower, interval outside the threshold)."""
+    key = (lambda h: h.time.value) if what == "time" else (lambda h: h.cost.cost)  # type: ignore[union-attr]
+    rest = [h for h in groups if h is not g]
+    if not rest:
+        return False
+    cmp = _cmp(g, min(rest, key=key), settings, what)
+    return cmp is not None and cmp.verdict == "different" and cmp.direction == "lower"
+
+
 def _gpu_first(wr: WorkloadReport, with_time: list[Group], settings: Settings) -> set[frozenset]:
     said: set[frozenset] = set()
     gpus = [g for g in with_time if g.device == "gpu"]
@@ -117,6 +127,9 @@ def conclude(
                 for h in costed
             )
         ]
+    wr.fastest_decided = _leads(wr.fastest, with_time, settings, "time")
+    if wr.cheapest is not None:
+        wr.cheapest_decided = _leads(wr.cheapest, costed, settings, "cost")
     said = _gpu_first(wr, with_time, settings)
     host = f"On {cpus} logical CPUs" if cpus else "On this host"
     b = wr.baseline if wr.baseline is not None and wr.baseline.time is not None else None
@@ -145,7 +158,7 @@ def conclude(
             wr.conclusions.append(f"Against the next best: {phrase(b, runner_up, cmp)}.")  # type: ignore[arg-type]
             said.add(frozenset((runner_up.label, b.label)))  # type: ignore[union-attr]
     elif f.time_cmp is not None and frozenset((f.label, b.label)) not in said:
-        rank = ("it was the fastest configuration" if f.time_cmp.verdict == "different"
+        rank = ("it was the fastest configuration" if wr.fastest_decided
                 else "it had the shortest median time of all configurations")  # fmt: skip
         wr.conclusions.append(f"{host}, for {wr.name}, {phrase(f, b, f.time_cmp)}; {rank}.")
         said.add(frozenset((f.label, b.label)))
@@ -161,14 +174,19 @@ def conclude(
     if wr.cheapest is not None and pricing is not None:
         c = wr.cheapest
         text = f"Cheapest: {c.label} at {money(c.cost.cost)} per full training run on {c.cost.instance}"  # type: ignore[union-attr]
+        parts = []
         if c.cost_cmp is not None and c is not b and c.cost_cmp.verdict != "baseline":
-            text += f" ({phrase(c, b, c.cost_cmp, 'cost')})"  # type: ignore[arg-type]
-        else:  # the baseline is cheapest: against the next cheapest, or "cheapest" is a bare claim
-            rest = [g for g in costed if g is not c]
-            nxt = min(rest, key=lambda g: g.cost.cost) if rest else None  # type: ignore[union-attr]
-            cc = _cmp(c, nxt, settings, "cost") if nxt is not None else None
-            if cc is not None:
-                text += f" (against the next cheapest: {phrase(c, nxt, cc, 'cost')})"  # type: ignore[arg-type]
+            parts.append(phrase(c, b, c.cost_cmp, "cost"))  # type: ignore[arg-type]
+        # "Cheapest" claims a lead over the next cheapest: say whether that is decided.
+        rest = [g for g in costed if g is not c]
+        nxt = min(rest, key=lambda g: g.cost.cost) if rest else None  # type: ignore[union-attr]
+        cc = _cmp(c, nxt, settings, "cost") if nxt is not None and nxt is not b else None
+        if nxt is not None and nxt is b and not parts:
+            cc = _cmp(c, nxt, settings, "cost")
+        if cc is not None:
+            parts.append(f"against the next cheapest: {phrase(c, nxt, cc, 'cost')}")  # type: ignore[arg-type]
+        if parts:
+            text += f" ({'; '.join(parts)})"
         wr.conclusions.append(text + ".")
     undecided = [
         g

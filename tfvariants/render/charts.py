@@ -40,7 +40,7 @@ def workload_charts(
             hi = r.hi if math.isfinite(r.hi) else None
             out.append(
                 Bar(label, r.value, r.lo, hi, colors[g.variant], note, emphasis=cmp.verdict == "baseline",
-                    faded=cmp.verdict != "different")
+                    faded=cmp.verdict not in ("different", "baseline"))
             )  # fmt: skip
         return out
 
