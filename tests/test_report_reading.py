@@ -173,3 +173,13 @@ def test_steady_step_of_seconds_reads_in_ms_without_exponent(tmp_path):
         results.append(res)
     html = render_html(analyze(rf.write_results(tmp_path / "s", results)))
     assert "e+0" not in html and "1,230 ms" in html
+
+
+def test_failed_hint_names_the_cell_file_and_footnote_explains_coverage(study, tmp_path, gce):
+    out = tmp_path / "r.html"
+    a = write_report(study, out, pricing=gce)
+    (failed,) = [w for w in a.warnings if w.kind == "failed"]
+    name = re.search(r"cells/(\S+\.json)", failed.hint).group(1)
+    assert (study / "cells" / name).is_file() and "<run>" not in failed.hint
+    html = out.read_text()
+    assert "96.8% interval" in html and "achieved coverage" in html

@@ -16,7 +16,7 @@ from typing import Any
 from tfvariants.analyze import stats
 from tfvariants.analyze.billing import device_of, no_price_reason
 from tfvariants.analyze.conclusions import conclude
-from tfvariants.analyze.coverage import cell_counts, folder_warnings, usable_results
+from tfvariants.analyze.coverage import cell_counts, first_cell_id, folder_warnings, usable_results
 from tfvariants.analyze.decide import Settings, choose_baseline, run_looks
 from tfvariants.analyze.fields import (
     accuracy_of,
@@ -346,7 +346,9 @@ def _summarise(
                 stats.StatWarning(
                     status,
                     f"{label}: {g.n(status)} of {len(g.results)} repeats {status} ({'; '.join(g.reasons)[:200]})",
-                    "read the cell's stderr_tail in results/<run>/cells/, fix, then rerun with --resume",
+                    # the file to open, not a placeholder path
+                    f"read stderr_tail in the run folder's cells/{first_cell_id(g.results, status)}.json, "
+                    "fix, then rerun with --resume",
                 )
             )
     if g.n("skipped"):

@@ -77,3 +77,11 @@ def cell_counts(cells: list[dict], contents: RunContents) -> dict[str, int]:
         if n:
             counts[label] = n
     return counts
+
+
+def first_cell_id(results: list[dict], status: str) -> str:
+    """The id (file stem) of the first result with this status."""
+    r = next(r for r in results if r.get("status") == status)
+    c = r.get("cell") or {}
+    return cell_id(str(c.get("variant")), int(c.get("threads") or 0), str(c.get("workload")),
+                   int(c.get("repeat") or 0))  # fmt: skip
