@@ -183,3 +183,12 @@ def test_failed_hint_names_the_cell_file_and_footnote_explains_coverage(study, t
     assert (study / "cells" / name).is_file() and "<run>" not in failed.hint
     html = out.read_text()
     assert "96.8% interval" in html and "achieved coverage" in html
+
+
+def test_serve_help_agrees_with_compare_and_report(capsys):
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "-o FILE.html, --output FILE.html, --report FILE.html" in text
+    assert "(default gce-2017; 'none' for no costs)" in text  # the shared pricing options
+    assert "(default mobilenet_v2;" in text and "(default inprocess,http)" in text

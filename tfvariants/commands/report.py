@@ -26,14 +26,16 @@ def register(sub: Any) -> None:
     p.add_argument("results_dir", type=Path, metavar="RESULTS_DIR")
     common.add_report_outputs(p)
     common.add_pricing(p)
-    p.add_argument("--baseline", default=None, help="VARIANT[@THREADS]")
+    p.add_argument("--baseline", default=None,
+                   help="VARIANT[@THREADS] (default: the GPU if one ran, else the most threads with "
+                   "the most successful repeats; serving: the GPU, else the first variant)")  # fmt: skip
     p.add_argument("--min-effect", type=argtypes.fraction, default=None,
                    help="smallest difference that matters, e.g. 5%% (default: the run's, else 5%%)")  # fmt: skip
     p.add_argument("--confidence", type=argtypes.fraction, default=None,
                    help="confidence of the intervals (default: the run's, else 0.95)")  # fmt: skip
     common.add_allow_mixed_hosts(p)
     p.add_argument("--p99", default=None,
-                   help="serving runs: the latency bound for the cheapest answer (default: the run's)")  # fmt: skip
+                   help="serving runs: the latency bound for the cheapest answer (default: the run's, else 100ms)")  # fmt: skip
     p.set_defaults(func=run)
 
 

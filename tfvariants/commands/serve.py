@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tfvariants.commands import argtypes
+from tfvariants.commands import argtypes, common
 from tfvariants.commands.compare import _checked, _ready_variants, default_threads, parse_names
 from tfvariants.commands.outdir import check_writable
 from tfvariants.errors import UserError
@@ -30,7 +30,7 @@ def register(sub: Any) -> None:
         "LoadGen's logs in OUT/artifacts/, then write the HTML report.",
     )  # fmt: skip
     p.add_argument("--models", default="mobilenet_v2",
-                   help="comma list of built-in models (mobilenet_v2, resnet50, inception_v3, densenet121, "
+                   help="comma list of built-in models (default mobilenet_v2; mobilenet_v2, resnet50, inception_v3, densenet121, "
                         "efficientnet_b0, nasnet_mobile, nasnet_large, noop) or .py / .keras files")  # fmt: skip
     p.add_argument("--scenarios", default=DEFAULT_SCENARIOS,
                    help="comma list of single_stream, offline, server, server_search, concurrency "
@@ -38,7 +38,7 @@ def register(sub: Any) -> None:
     p.add_argument("--concurrency", default="1,2,4,8,20,50",
                    help="requests in flight for the closed-loop sweep (default 1,2,4,8,20,50)")  # fmt: skip
     p.add_argument("--path", default="inprocess,http",
-                   help="inprocess (client calls the model), http (TensorFlow Serving REST on 127.0.0.1), or both")  # fmt: skip
+                   help="inprocess (client calls the model), http (TensorFlow Serving REST on 127.0.0.1), or both (default inprocess,http)")  # fmt: skip
     p.add_argument("--target", default=None, metavar="URL",
                    help="measure an external server speaking TensorFlow Serving's REST API instead (replaces --path)")  # fmt: skip
     p.add_argument(
@@ -58,7 +58,9 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--min-queries", default="100", help="minimum queries per load run (default 100)"
     )
-    p.add_argument("--max-queries", default="100000", help="hard cap on queries per load run")
+    p.add_argument(
+        "--max-queries", default="100000", help="hard cap on queries per load run (default 100000)"
+    )
     p.add_argument(
         "--server-qps",
         default="10",
@@ -87,22 +89,20 @@ def register(sub: Any) -> None:
     p.add_argument("--encoding", choices=("json", "b64"), default="json",
                    help="request body: instances as JSON numbers, or {\"b64\": PNG} (default json)")  # fmt: skip
     p.add_argument("--timeout", default="1800", help="seconds per cell (default 1800)")
-    p.add_argument(
-        "--pricing", default="gce-2017", help="catalog NAME or FILE[@YYYY-MM]; 'none' for no costs"
-    )
-    p.add_argument("--price-tier", choices=("preemptible", "on_demand"), default=None)
-    p.add_argument("--instance", action="append", default=[], metavar="VARIANT[@THREADS]=INSTANCE")
+    common.add_pricing(p)  # the same options, defaults and help as compare and report
     p.add_argument(
         "--baseline",
         default=None,
-        help="VARIANT[@THREADS] for cost ratios (default: GPU if present, else the first variant)",
+        help="VARIANT[@THREADS] for cost ratios (default: the GPU if one ran, else the first "
+        "variant; at its most threads, in-process first)",
     )
     p.add_argument(
         "--out", type=Path, default=None, help="results folder (default results/serve-<time>)"
     )
     p.add_argument(
-        "--report", type=Path, default=None, help="HTML path (default reports/<run>/index.html)"
-    )
+        "-o", "--output", "--report", dest="report", type=Path, default=None, metavar="FILE.html",
+        help="HTML report path (default reports/<run>/index.html; -o/--output as in compare and report)",
+    )  # fmt: skip
     p.add_argument(
         "--resume", action="store_true", help="continue the run in --out (same arguments)"
     )
@@ -232,18 +232,13 @@ def _check_loadgen(scenarios: tuple[str, ...], variant_objs: dict[str, Any]) -> 
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from tfvariants.analyze.pricing import parse_pricing_option
     from tfvariants.execute.matrix import Matrix
     from tfvariants.execute.serve_runner import run_serve_cell
     from tfvariants.plan.serve import plan_serve_cells
     from tfvariants.render.html import write_report
 
     spec, variant_objs = build_serve_spec(args)
-    pricing = None
-    if args.pricing and args.pricing != "none":
-        pricing = parse_pricing_option(
-            args.pricing, tier=args.price_tier, instance_map=args.instance
-        )
+    pricing = common.pricing_from(args)
     if args.baseline:
         from tfvariants.analyze.analysis import parse_baseline
 
