@@ -191,3 +191,13 @@ def test_serve_help_agrees_with_compare_and_report(capsys):
     assert "-o FILE.html, --output FILE.html, --report FILE.html" in text
     assert "(default gce-2017; 'none' for no costs)" in text  # the shared pricing options
     assert "(default mobilenet_v2;" in text and "(default inprocess,http)" in text
+
+
+def test_gpu_cost_sentence_says_when_price_tiers_differ(study, gce):
+    from tfvariants.analyze.analysis import analyze
+
+    mlp = analyze(study, pricing=gce).workloads[0]
+    first = mlp.conclusions[0]
+    assert first.startswith("GPU vs the fastest CPU configuration")
+    # gce-2017 has only an on-demand K80 and preemptible CPUs: the sentence says so
+    assert "(prices of different tiers: gpu@16 on-demand, compiled@16 preemptible)" in first

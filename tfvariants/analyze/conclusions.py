@@ -71,6 +71,15 @@ def _leads(g: Group, groups: list[Group], settings: Settings, what: str) -> bool
     return cmp is not None and cmp.verdict == "different" and cmp.direction == "lower"
 
 
+def _tiers(a: Group, b: Group) -> str:
+    """Say so when a cost comparison mixes price tiers (gce-2017: on-demand K80 vs
+    preemptible CPUs, as the study did): the ratio is partly the tier's."""
+    if a.cost is None or b.cost is None or a.cost.tier == b.cost.tier:
+        return ""
+    ta, tb = (x.cost.tier.replace("_", "-") for x in (a, b))  # type: ignore[union-attr]
+    return f" (prices of different tiers: {a.label} {ta}, {b.label} {tb})"
+
+
 def _gpu_first(wr: WorkloadReport, with_time: list[Group], settings: Settings) -> set[frozenset]:
     said: set[frozenset] = set()
     gpus = [g for g in with_time if g.device == "gpu"]
@@ -94,7 +103,7 @@ def _gpu_first(wr: WorkloadReport, with_time: list[Group], settings: Settings) -
             parts.append(phrase(gpu, cpu, t, "time"))
         c = _cmp(gpu, cpu, settings, "cost")
         if c is not None:
-            parts.append(phrase(gpu, cpu, c, "cost"))
+            parts.append(phrase(gpu, cpu, c, "cost") + _tiers(gpu, cpu))
         wr.conclusions.append(f"GPU vs {label} ({cpu.label}): " + "; ".join(parts) + ".")
     return said
 
