@@ -201,3 +201,5 @@ def test_gpu_cost_sentence_says_when_price_tiers_differ(study, gce):
     assert first.startswith("GPU vs the fastest CPU configuration")
     # gce-2017 has only an on-demand K80 and preemptible CPUs: the sentence says so
     assert "(prices of different tiers: gpu@16 on-demand, compiled@16 preemptible)" in first
+    cheapest = next(c for c in mlp.conclusions if c.startswith("Cheapest:"))
+    assert "cheaper than gpu@16 (" in cheapest and "gpu@16 on-demand)" in cheapest

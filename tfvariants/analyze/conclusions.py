@@ -185,7 +185,7 @@ def conclude(
         text = f"Cheapest: {c.label} at {money(c.cost.cost)} per full training run on {c.cost.instance}"  # type: ignore[union-attr]
         parts = []
         if c.cost_cmp is not None and c is not b and c.cost_cmp.verdict != "baseline":
-            parts.append(phrase(c, b, c.cost_cmp, "cost"))  # type: ignore[arg-type]
+            parts.append(phrase(c, b, c.cost_cmp, "cost") + _tiers(c, b))  # type: ignore[arg-type]
         # "Cheapest" claims a lead over the next cheapest: say whether that is decided.
         rest = [g for g in costed if g is not c]
         nxt = min(rest, key=lambda g: g.cost.cost) if rest else None  # type: ignore[union-attr]
@@ -193,7 +193,7 @@ def conclude(
         if nxt is not None and nxt is b and not parts:
             cc = _cmp(c, nxt, settings, "cost")
         if cc is not None:
-            parts.append(f"against the next cheapest: {phrase(c, nxt, cc, 'cost')}")  # type: ignore[arg-type]
+            parts.append(f"against the next cheapest: {phrase(c, nxt, cc, 'cost')}{_tiers(c, nxt)}")  # type: ignore[arg-type]
         if parts:
             text += f" ({'; '.join(parts)})"
         wr.conclusions.append(text + ".")
