@@ -203,3 +203,19 @@ def test_gpu_cost_sentence_says_when_price_tiers_differ(study, gce):
     assert "(prices of different tiers: gpu@16 on-demand, compiled@16 preemptible)" in first
     cheapest = next(c for c in mlp.conclusions if c.startswith("Cheapest:"))
     assert "cheaper than gpu@16 (" in cheapest and "gpu@16 on-demand)" in cheapest
+
+
+def test_every_configuration_sharing_cpus_is_named(tmp_path):
+    from test_serving_analysis import _store
+
+    from tfvariants.analyze.pricing import parse_pricing_option
+    from tfvariants.analyze.serving import analyze_serving
+    from tfvariants.plan.serve import ServeCell
+
+    rows = [(ServeCell(v, 2, "m", "concurrency", "http", 1, r), 20.0, 40.0)
+            for v in ("pip", "compiled") for r in range(2)]  # fmt: skip
+    _store(tmp_path, rows)
+    sa = analyze_serving(tmp_path, pricing=parse_pricing_option("gce-2017"))
+    (m,) = sa.models
+    (line,) = [c for c in m.conclusions if "share CPUs" in c]
+    assert line.startswith("pip@2 http, compiled@2 http: server and load generator share CPUs 0,1")

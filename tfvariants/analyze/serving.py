@@ -262,13 +262,15 @@ def _model_report(model: str, cfgs: list[Config], base: tuple | None, bound: flo
             f"{model}: no configuration kept p99 within {bound:g} ms (or none could be priced): "
             "try fewer requests in flight, more threads, or run the concurrency / server_search scenarios."
         )
+    shared: dict[str, list[str]] = {}  # every such configuration, not only the first
     for c in cfgs:
         if c.shared_cpus:
-            rep.conclusions.append(
-                f"{c.label}: {c.shared_cpus}, so the client's work is counted against the model "
-                "(on a machine this small, expect lower throughput than a separate client would see)."
-            )
-            break
+            shared.setdefault(c.shared_cpus, []).append(c.label)
+    for where, labels in shared.items():
+        rep.conclusions.append(
+            f"{', '.join(labels)}: {where}, so the client's work is counted against the model "
+            "(on a machine this small, expect lower throughput than a separate client would see)."
+        )
     return rep
 
 
