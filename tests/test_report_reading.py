@@ -218,4 +218,4 @@ def test_every_configuration_sharing_cpus_is_named(tmp_path):
     sa = analyze_serving(tmp_path, pricing=parse_pricing_option("gce-2017"))
     (m,) = sa.models
     (line,) = [c for c in m.conclusions if "share CPUs" in c]
-    assert line.startswith("pip@2 http, compiled@2 http: server and load generator share CPUs 0,1")
+    assert line.startswith("compiled@2 http, pip@2 http: server and load generator share CPUs 0,1")
