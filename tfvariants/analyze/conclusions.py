@@ -145,7 +145,8 @@ def conclude(
     f = wr.fastest
     if b is None:
         wr.conclusions.append(
-            f"{host}, {f.label} was the fastest for {wr.name} ({dur(f.time.value)} for the full schedule); "  # type: ignore[union-attr]
+            f"{host}, {f.label} {'was the fastest' if wr.fastest_decided else 'had the shortest median time'} "
+            f"for {wr.name} ({dur(f.time.value)} for the full schedule); "  # type: ignore[union-attr]
             f"the baseline {baseline_label} has no successful runs, so no comparison is claimed."
         )
     elif f is b:
@@ -207,7 +208,7 @@ def conclude(
     ]
     if undecided and b is not None:
         parts = [
-            f"{g.label} (about {g.time_cmp.more_repeats} more repeats per side would likely decide it)"  # type: ignore[union-attr]
+            f"{g.label} (about {g.time_cmp.more_repeats} more repeat(s) per side would likely decide it)"  # type: ignore[union-attr]
             if g.time_cmp.more_repeats  # type: ignore[union-attr]
             else f"{g.label} (no practical number of repeats would likely decide it)"
             for g in undecided

@@ -23,14 +23,27 @@ def sig3(x: float | None) -> str:
     return f"{rounded:,.{max(0, digits)}f}"
 
 
+def _dur_unit(seconds: float) -> tuple[float, str]:
+    if seconds < 120:
+        return 1.0, "s"
+    if seconds < 7200:
+        return 60.0, "min"
+    return 3600.0, "h"
+
+
 def dur(seconds: float | None) -> str:
     if seconds is None:
         return "n/a"
-    if seconds < 120:
-        return f"{sig3(seconds)} s"
-    if seconds < 7200:
-        return f"{sig3(seconds / 60)} min"
-    return f"{sig3(seconds / 3600)} h"
+    div, unit = _dur_unit(seconds)
+    return f"{sig3(seconds / div)} {unit}"
+
+
+def dur_span(lo: float, hi: float, value: float | None = None) -> str:
+    """An interval of durations in one unit (the upper end's): "109-244 min", never
+    "109 min-4.07 h"; with ``value``: "2.42 h (1.82-4.07)"."""
+    div, unit = _dur_unit(hi)
+    span = f"{sig3(lo / div)}-{sig3(hi / div)}"
+    return f"{span} {unit}" if value is None else f"{sig3(value / div)} {unit} ({span})"
 
 
 def money(v: float | None) -> str:
@@ -44,6 +57,8 @@ def interval_text(iv: stats.Interval | None, fmt: Any = dur) -> str:
         return "n/a"
     if not iv.has_interval:
         return fmt(iv.value)
+    if fmt is dur:
+        return dur_span(iv.lo, iv.hi, iv.value)
     value, lo, hi = fmt(iv.value), fmt(iv.lo), fmt(iv.hi)
     unit = value.rpartition(" ")[2] if " " in value else ""
     if unit and lo.endswith(" " + unit) and hi.endswith(" " + unit):  # "10.0 min (9.70-10.2)"
@@ -63,6 +78,8 @@ def interval_sub(iv: stats.Interval | None, fmt: Any = dur) -> str:
     """Only the interval part, e.g. "9.70-10.2 min" ("" when there is none)."""
     if iv is None or not iv.has_interval:
         return ""
+    if fmt is dur:
+        return dur_span(iv.lo, iv.hi)
     lo, hi = fmt(iv.lo), fmt(iv.hi)
     unit = hi.rpartition(" ")[2] if " " in hi else ""
     if unit and lo.endswith(" " + unit):
