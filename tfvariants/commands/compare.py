@@ -9,7 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tfvariants.commands import argtypes
+from tfvariants.commands import argtypes, compare_cluster
 from tfvariants.commands.outdir import check_writable
 from tfvariants.errors import UserError
 
@@ -43,7 +43,8 @@ def register(sub: Any) -> None:
     p.add_argument("--timeout", default="1800", help="seconds per cell (default 1800)")
     p.add_argument("--pricing", default="gce-2017",
                    help="catalog NAME or FILE, optionally @YYYY-MM for the price date (default gce-2017)")  # fmt: skip
-    p.add_argument("--price-tier", choices=("preemptible", "on_demand"), default=None)
+    p.add_argument("--price-tier", choices=("spot", "preemptible", "on_demand"), default=None,
+                   help="spot and preemptible are the same tier (the catalog's own word is shown)")  # fmt: skip
     p.add_argument("--instance", action="append", default=[], metavar="VARIANT[@THREADS]=INSTANCE",
                    help="bill these cells as this catalog instance (repeatable)")  # fmt: skip
     p.add_argument("--baseline", default=None,
@@ -54,6 +55,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--resume", action="store_true",
                    help="continue the run in --out: only missing, failed or timed-out cells run")  # fmt: skip
+    compare_cluster.register(p)
     p.set_defaults(func=run)
 
 
@@ -260,6 +262,7 @@ def run(args: argparse.Namespace) -> int:
     from tfvariants.render.html import write_report
     from tfvariants.store.rundir import RUN_FILE
 
+    compare_cluster.check(args)
     stored = None
     if args.resume:
         if args.out is None:
@@ -272,12 +275,20 @@ def run(args: argparse.Namespace) -> int:
                 raise UserError(f"{run_file}: unreadable ({exc})") from None
     spec, variant_objs = build_spec(args, stored)
     _check_baseline(args.baseline, spec.variants, spec.threads)
-    variant_objs = _ready_variants(variant_objs, args.engine)
     pricing = (
         parse_pricing_option(args.pricing, tier=args.price_tier, instance_map=args.instance)
         if args.pricing
         else None
     )
+    console = Console(stderr=True, soft_wrap=True)
+    if args.dry_run:
+        if pricing is None:
+            raise UserError("--dry-run needs --pricing (the bill is its point)")
+        return compare_cluster.dry_run(args, spec, pricing, console)
+    if args.executor == "ray":
+        compare_cluster.placement(spec, pricing)  # a cell with no node type: stop now
+    else:  # on a cluster, readiness is checked on the node that runs the cell
+        variant_objs = _ready_variants(variant_objs, args.engine)
     name = ("quick-" if spec.options.get("quick") else "compare-") + datetime.now().strftime(
         "%Y%m%d-%H%M%S"
     )
@@ -286,7 +297,6 @@ def run(args: argparse.Namespace) -> int:
     check_writable(out)
     check_writable(report_path.parent)
 
-    console = Console(stderr=True, soft_wrap=True)
     cells = len(spec.variants) * len(spec.threads) * len(spec.workloads) * spec.repeats
     console.print(
         f"[bold]compare[/]: {len(spec.variants)} variant(s) x {len(spec.threads)} thread count(s) "
@@ -299,7 +309,10 @@ def run(args: argparse.Namespace) -> int:
             cell, variant_objs[cell.variant], run_options_for(spec, cell.workload), cells_dir
         )
 
-    outcome = Matrix(spec, out).run(run_cell=run_one, resume=args.resume, console=console)
+    if args.executor == "ray":
+        outcome = compare_cluster.run_on_ray(args, spec, variant_objs, pricing, out, console)
+    else:
+        outcome = Matrix(spec, out).run(run_cell=run_one, resume=args.resume, console=console)
     ok, skipped = outcome.count("ok"), outcome.count("skipped")
     failed, timeout = outcome.count("failed"), outcome.count("timeout")
     console.print(

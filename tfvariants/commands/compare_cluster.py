@@ -1,0 +1,184 @@
+"""`compare`'s executor options: --executor ray, --ray-address, --node-wait, and the
+--dry-run plan with its estimated bill (--estimate-from)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from tfvariants.errors import UserError
+
+
+def register(p: Any) -> None:
+    g = p.add_argument_group("where cells run (executor) and dry run")
+    g.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="local (default): one pinned cell at a time on this host; ray: each "
+                   "cell on a Ray node of its instance type (pip install 'tfvariants[ray]')")  # fmt: skip
+    g.add_argument("--ray-address", default=None, metavar="ADDR",
+                   help="Ray cluster to join (default: auto, the cluster this machine belongs to)")  # fmt: skip
+    g.add_argument("--node-wait", default=None, metavar="S",
+                   help="seconds a cell waits for a node of its type to join (default 900)")  # fmt: skip
+    g.add_argument("--dry-run", action="store_true",
+                   help="print the planned cells per node type and the estimated bill; run nothing")  # fmt: skip
+    g.add_argument("--estimate-from", type=Path, default=None, metavar="RUN",
+                   help="estimate times from an earlier results folder (default: rough figures)")  # fmt: skip
+
+
+def check(args: argparse.Namespace) -> None:
+    """Option combinations that make no sense, before anything else happens."""
+    if args.executor != "ray" and (args.ray_address or args.node_wait):
+        raise UserError("--ray-address/--node-wait need --executor ray")
+    if args.estimate_from is not None and not args.dry_run:
+        raise UserError("--estimate-from is for --dry-run")
+    if args.executor == "ray" and not args.pricing:
+        raise UserError("--executor ray needs --pricing: node types are catalog instances")
+
+
+def placement(spec: Any, pricing: Any) -> dict[tuple[str, int], Any]:
+    from tfvariants.analyze.estimate import place_cells
+
+    devices = {v: (spec.variant_info.get(v) or {}).get("device", "cpu") for v in spec.variants}
+    return place_cells(devices, spec.threads, pricing)
+
+
+def _scale_for(spec: Any) -> Any:
+    """Share of the full schedule a cell trains, for rough estimates."""
+    from tfvariants.commands.compare import workload_spec
+
+    o = spec.options
+
+    def scale(workload: str) -> float:
+        ws = workload_spec(workload)
+        epochs_full = ws.get("epochs") or 1
+        samples_full = ws.get("train_samples") or 1
+        per = (o.get("per_workload") or {}).get(workload, {})
+        epochs = o.get("epochs") or per.get("epochs") or epochs_full
+        samples = o.get("samples") or per.get("samples") or samples_full
+        return min(1.0, epochs / epochs_full) * min(1.0, samples / samples_full)
+
+    return scale
+
+
+def dry_run(args: argparse.Namespace, spec: Any, pricing: Any, console: Any) -> int:
+    """Print cells per node type and the estimated bill. Writes nothing."""
+    from rich.table import Table
+
+    from tfvariants.analyze import estimate as est
+    from tfvariants.analyze.format import money
+    from tfvariants.plan.spec import plan_cells
+
+    placed = placement(spec, pricing)
+    cells = plan_cells(spec)
+    devices = {v: (spec.variant_info.get(v) or {}).get("device", "cpu") for v in spec.variants}
+    run_times = est.times_from_run(args.estimate_from) if args.estimate_from else None
+    estimates = est.estimate_cells(
+        cells, placed, devices, run_times=run_times, scale_for=_scale_for(spec)
+    )
+    by_name = {i.name: i for i in placed.values()}
+    rows = est.bill(estimates, by_name, pricing)
+    cat = pricing.catalog
+    rough = any(e.source == "rough" for e in estimates)
+    where = "on a Ray cluster" if args.executor == "ray" else "billed as"
+    console.print(
+        f"[bold]dry run[/]: {len(cells)} cells {where} {len(rows)} node type(s); "
+        f"prices: {cat.name} ({cat.title}), billing {cat.billing.describe()}",
+        highlight=False,
+    )
+    table = Table(title="planned cells per node type", title_justify="left")
+    for col in ("node type", "vCPUs", "GPU", "cells", "cell time", "price/h", "tier",
+                "cells cost", "+ boot/idle"):  # fmt: skip
+        table.add_column(
+            col,
+            justify="left" if col in ("node type", "GPU", "tier") else "right",
+            no_wrap=col == "node type",
+        )
+    total, total_overhead = 0.0, 0.0
+    for r in rows:
+        gpu = f"{r.instance.gpu_count}x {r.instance.gpu_type}" if r.instance.gpu_type else "-"
+        table.add_row(
+            r.instance.name, str(r.instance.vcpus), gpu, str(r.cells),
+            _hours(r.cell_seconds),
+            "-" if r.per_hour is None else f"{r.per_hour:.4f}",
+            "-" if r.tier is None else cat.tier_word(r.tier),
+            "no price" if r.cells_cost is None else money(r.cells_cost),
+            "-" if r.node_overhead_cost is None else money(r.node_overhead_cost),
+        )  # fmt: skip
+        total += r.cells_cost or 0.0
+        total_overhead += r.node_overhead_cost or 0.0
+    console.print(table)
+    console.print(
+        f"estimated bill: {money(total)} for the cells + {money(total_overhead)} for one "
+        f"node per type booting (~{est.NODE_BOOT_S / 60:.0f} min) and idling until it stops "
+        f"(~{est.NODE_IDLE_S / 60:.0f} min) = {money(total + total_overhead)} {cat.currency}",
+        highlight=False,
+    )
+    if rough:
+        console.print(
+            f"times are ROUGH: {est.STUDY_2017_SOURCE}, scaled to this run's epochs/samples, "
+            f"+{est.CELL_OVERHEAD_S:g} s per cell. Measure once, then use --estimate-from RUN.",
+            highlight=False,
+        )
+    if run_times is not None:
+        console.print(f"times from {args.estimate_from} (median cell time per configuration)",
+                      highlight=False)  # fmt: skip
+    _per_config(console, estimates, pricing, rough)
+    return 0
+
+
+def _per_config(console: Any, estimates: list, pricing: Any, rough: bool) -> None:
+    from statistics import median
+
+    from rich.table import Table
+
+    from tfvariants.analyze.format import money
+
+    title = "per configuration (one cell)" + (" - rough times" if rough else "")
+    table = Table(title=title, title_justify="left")
+    for col in ("workload", "configuration", "node type", "time", "cost"):
+        table.add_column(col, justify="right" if col in ("time", "cost") else "left")
+    seen: dict[tuple, list] = {}
+    for e in estimates:
+        seen.setdefault((e.workload, e.variant, e.threads, e.instance), []).append(e.seconds)
+    for (w, v, t, inst), secs in seen.items():
+        s = median(secs)
+        cost = None  # the placement decides the instance, so price it directly
+        inst_obj = pricing.catalog.instance(inst)
+        sel = pricing.catalog.price(inst_obj, as_of=pricing.as_of, tier=pricing.tier)
+        if sel is not None:
+            cost = sel.per_hour * pricing.catalog.billing.billed_seconds(s) / 3600
+        table.add_row(w, f"{v}@{t}", inst, _hours(s), "-" if cost is None else money(cost))
+    console.print(table)
+
+
+def _hours(seconds: float) -> str:
+    if seconds >= 3600:
+        return f"{seconds / 3600:.2f} h"
+    if seconds >= 60:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds:.0f} s"
+
+
+def run_on_ray(
+    args: argparse.Namespace, spec: Any, variant_objs: dict, pricing: Any, out: Path,
+    console: Any,
+) -> Any:  # fmt: skip
+    """Run the matrix on the cluster; returns the MatrixOutcome."""
+    from tfvariants.commands import argtypes
+    from tfvariants.commands.compare import _checked, run_options_for
+    from tfvariants.execute.ray_executor import DEFAULT_NODE_WAIT_S, RayMatrix, RaySettings
+
+    node_wait = (
+        _checked("node-wait", argtypes.positive_float, args.node_wait)
+        if args.node_wait
+        else DEFAULT_NODE_WAIT_S
+    )
+    placed = {k: inst.name for k, inst in placement(spec, pricing).items()}
+    settings = RaySettings(address=args.ray_address or "auto", node_wait_s=node_wait)
+    return RayMatrix(spec, out, settings).run(
+        variants=variant_objs,
+        options_for=lambda workload: run_options_for(spec, workload),
+        placement=placed,
+        resume=args.resume,
+        console=console,
+    )
