@@ -170,7 +170,9 @@ def test_matrix_across_two_instance_types_node_loss_and_resume(cluster, setup):
     lost = cells.pop("mnist_mlp__stub__t1__r0")
     assert lost["status"] == "failed"
     assert "node lost mid-cell (sim-1)" in lost["reason"]
-    assert all(r["status"] == "ok" for r in cells.values()), {k: r.get("reason") for k, r in cells.items()}
+    assert all(r["status"] == "ok" for r in cells.values()), {
+        k: r.get("reason") for k, r in cells.items()
+    }
     # Ray's dump about the dead node is in the cell's log, not on the terminal.
     log = (out / "logs" / "mnist_mlp__stub__t1__r0.log").read_text()
     assert "node it was running on is dead" in log
@@ -198,7 +200,7 @@ def test_matrix_across_two_instance_types_node_loss_and_resume(cluster, setup):
     assert len(by_node) == 2  # sim-2 and the replacement sim-1 (the lost one finished none)
     for spans in by_node.values():
         spans.sort()
-        for (_s0, e0), (s1, _e1) in zip(spans, spans[1:]):
+        for (_s0, e0), (s1, _e1) in zip(spans, spans[1:], strict=False):
             assert s1 >= e0, f"overlapping cells on one node: {spans}"
     run = json.loads((out / "run.json").read_text())
     declared = [h for h in run["hosts"] if h["kind"] == "ray-node"]
