@@ -1,22 +1,49 @@
-"""`tfvariants prices`: show a pricing catalog."""
+"""`tfvariants prices`: show a pricing catalog, or build one from a CSV (`prices import`)."""
 
 from __future__ import annotations
 
 import argparse
+from datetime import date
+from pathlib import Path
 from typing import Any
+
+from tfvariants.errors import UserError
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "prices",
-        help="show a cloud pricing catalog",
-        description="Print a pricing catalog (built-in name or TOML file) as a table.",
+        help="show a cloud pricing catalog, or import one from a CSV",
+        description="Print a pricing catalog (built-in name or TOML file) as a table. "
+        "`prices import CSV -o FILE.toml` builds a catalog from a SkyPilot catalog CSV "
+        "(vms.csv) or a simple CSV with the columns instance,vcpus,gpu,on_demand,spot,region,date.",
     )
-    p.add_argument("--catalog", default="gce-2017", help="built-in NAME or FILE (default gce-2017)")
+    p.add_argument("action", nargs="?", choices=("show", "import"), default="show")
+    p.add_argument("csv", nargs="?", type=Path, help="import: the CSV file")
+    p.add_argument(
+        "--catalog", default="gce-2017", help="show: built-in NAME or FILE (default gce-2017)"
+    )
+    p.add_argument(
+        "-o", "--output", type=Path, default=None, help="import: the catalog TOML to write"
+    )
+    p.add_argument(
+        "--region", default=None, help="import: region to take (required for SkyPilot files)"
+    )
+    p.add_argument("--match", default=None,
+                   help="import: comma list of instance names, NAME* for a prefix (default all)")  # fmt: skip
+    p.add_argument(
+        "--name", default=None, help="import: catalog name (default: the output file's stem)"
+    )
+    p.add_argument("--as-of", default=None,
+                   help="import: price date for SkyPilot files, YYYY-MM[-DD] (default today)")  # fmt: skip
+    p.add_argument("--minimum-seconds", default="60",
+                   help="import: billing minimum with per-second billing (default 60: GCE and AWS)")  # fmt: skip
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.action == "import":
+        return run_import(args)
     from rich.console import Console
     from rich.table import Table
 
@@ -31,10 +58,10 @@ def run(args: argparse.Namespace) -> int:
         "GPU",
         "as of",
         f"on-demand {cat.currency}/h",
-        f"preemptible {cat.currency}/h",
+        f"{cat.spot_word} {cat.currency}/h",
         "note",
     ):
-        right = col.startswith(("vCPU", "on-", "pre"))
+        right = col.startswith(("vCPU", "on-", cat.spot_word))
         table.add_column(col, justify="right" if right else "left", no_wrap=col != "note")
     for inst in cat.instances:
         gpu = f"{inst.gpu_count}x {inst.gpu_type}" if inst.gpu_type else "-"
@@ -49,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
                 p.note,
             )
     console.print(table)
-    default = f"default selection: {cat.default_tier.replace('_', '-')}"
+    default = f"default selection: {cat.tier_word(cat.default_tier)}"
     if cat.default_as_of:
         default += f" prices as of {cat.default_as_of}"
     console.print(f"billing: {cat.billing.describe()}; {default}", highlight=False)
@@ -59,4 +86,36 @@ def run(args: argparse.Namespace) -> int:
         highlight=False,
         soft_wrap=True,
     )
+    return 0
+
+
+def run_import(args: argparse.Namespace) -> int:
+    import sys
+
+    from tfvariants.analyze import catalog_import as ci
+    from tfvariants.analyze.pricing import parse_catalog, tomllib
+    from tfvariants.commands import argtypes
+    from tfvariants.commands.compare import _checked
+
+    if args.csv is None or args.output is None:
+        raise UserError("prices import needs a CSV file and -o OUT.toml")
+    if args.output.exists() and args.output.is_dir():
+        raise UserError(f"-o {args.output}: is a folder; give a .toml file path")
+    as_of = args.as_of or date.today().isoformat()
+    if not ci.valid_date(as_of):
+        raise UserError(f"--as-of: expected a real YYYY-MM or YYYY-MM-DD, got {as_of!r}")
+    minimum = _checked("minimum-seconds", argtypes.positive_float, args.minimum_seconds)
+    match = [m.strip() for m in args.match.split(",") if m.strip()] if args.match else []
+    imported = ci.read_csv(args.csv, region=args.region, as_of=as_of, match=match)
+    where = f", region {args.region}" if args.region else ""
+    source = f"{args.csv.name}{where}, imported {date.today().isoformat()}"
+    text = ci.to_toml(imported, name=args.name or args.output.stem, source=source,
+                      minimum_s=minimum)  # fmt: skip
+    parse_catalog(tomllib.loads(text), str(args.output))  # the same checks as any catalog
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(text, encoding="utf-8")
+    for w in imported.warnings:
+        print(f"tfvariants: warning: {w}", file=sys.stderr)
+    print(f"{args.output}: {len(imported.rows)} instance(s); show with: "
+          f"tfvariants prices --catalog {args.output}")  # fmt: skip
     return 0
