@@ -9,7 +9,7 @@ TFV := $(BIN)/tfvariants
 .PHONY: help install compare report test test-fast lint clean
 
 help:
-	@echo "make install         .venv with tfvariants + TensorFlow (tensorflow-cpu 2.21) + dev tools"
+	@echo "make install         .venv with tfvariants + TensorFlow (tensorflow-cpu 2.21) + dev tools (EXTRAS=all: every extra)"
 	@echo "make compare         install if needed, run the built-in quick compare, write an HTML report"
 	@echo "make build-pip       container image with the stock TensorFlow wheel"
 	@echo "make build-compiled  TensorFlow built from source for ISA=avx2-fma|avx|sse4.2|avx512|native"
@@ -18,14 +18,24 @@ help:
 	@echo "make test-fast       unit tests only"
 	@echo "make lint            ruff + hadolint"
 
+# Extras installed by `make install`: TensorFlow and the dev tools by default;
+# EXTRAS=all adds every optional extra (CI exercises them all).
+OPTIONAL_EXTRAS := ray,serve
+EXTRAS ?= tf,dev
+ifeq ($(EXTRAS),all)
+override EXTRAS := tf,dev,$(OPTIONAL_EXTRAS)
+endif
+comma := ,
+STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
+
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.installed: $(BIN)/python setup.cfg pyproject.toml
-	$(BIN)/python -m pip install --quiet -e '.[tf,dev]'
+$(STAMP): $(BIN)/python setup.cfg pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
 	touch $@
 
-install: $(VENV)/.installed
+install: $(STAMP)
 
 compare: install
 	$(TFV) compare --quick

@@ -169,8 +169,11 @@ def test_cluster_option_errors_are_one_line(tmp_path, capsys, args, message):
 
 
 def test_declare_hosts_merges_ray_nodes(tmp_path):
-    (tmp_path / "run.json").write_text(json.dumps({"variants": ["x"], "hosts": [
-        {"host_id": "abc", "kind": "local", "label": "this host"}]}))  # fmt: skip
+    from tfvariants.plan.spec import MatrixSpec
+    from tfvariants.store.runfile import new_run, write_run
+
+    spec = MatrixSpec(("x",), (1,), ("mnist_mlp",), 1, {}, {})
+    write_run(tmp_path, new_run(spec, [{"host_id": "abc", "kind": "local", "label": "this host"}]))
     a = ray_node_entry(node_id="n1" * 10, hostname="h1", instance="n2-highcpu-8", simulated=False)
     b = ray_node_entry(node_id="n2" * 10, hostname="h1", instance="sim-1", simulated=True)
     assert declare_hosts(tmp_path, [a, b]) == 2

@@ -15,7 +15,8 @@ def test_bad_thread_lists_are_one_line_errors_and_write_nothing(bad, tmp_path, m
     monkeypatch.chdir(tmp_path)
     assert main(["compare", f"--threads={bad}", "--out", "r"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("tfvariants: error: --threads") and err.count("\n") == 1
+    assert err.startswith("tfvariants compare: error: argument --threads: expected")
+    assert err.count("\n") == 1
     assert os.listdir(tmp_path) == []
 
 
@@ -26,7 +27,7 @@ def test_parse_threads_keeps_order_and_drops_duplicates():
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--repeats", "0"], "--repeats: must be at least 1"),
+        (["--repeats", "0"], "--repeats: expected a whole number from 1 to 10000, got 0"),
         (["--workloads", "nope"], "unknown workload 'nope'"),
         (["--variants", "nope"], "unknown variant 'nope'"),
         (["--baseline", "tpu"], "--baseline tpu: 'tpu' is not one of --variants"),

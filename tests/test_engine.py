@@ -9,6 +9,14 @@ import pytest
 
 from tfvariants.errors import UserError
 from tfvariants.variants import engine
+from workloads.protocol import WorkerRequest
+
+
+def _request(result: Path, **changes) -> WorkerRequest:
+    base = dict(workload="mnist_mlp", cell={"variant": "pip", "threads": 2}, result=str(result),
+                intra_op=2, cpus=(0, 1))  # fmt: skip
+    base.update(changes)
+    return WorkerRequest(**base)
 
 
 def _command(tmp_path: Path, **overrides):
@@ -17,13 +25,7 @@ def _command(tmp_path: Path, **overrides):
     kwargs = dict(
         engine="podman",
         image="tfvariants/pip:2.21.0",
-        worker_argv=[
-            "--result", str(scratch / "result.json"),
-            "--cell", '{"variant": "pip", "threads": 2}',
-            "--workload", "mnist_mlp",
-            "--threads", "2",
-            "--cpus", "0,1",
-        ],
+        request=_request(scratch / "result.json"),
         env={
             "PATH": "/usr/bin", "HOME": "/root", "PYTHONPATH": "/repo", "TMPDIR": "/var/tmp",
             "TF_NUM_INTRAOP_THREADS": "2", "TF_ENABLE_ONEDNN_OPTS": "1",
@@ -65,11 +67,26 @@ def test_command_runs_the_worker_with_container_paths(tmp_path: Path) -> None:
     cmd = _command(tmp_path)
     i = cmd.index("tfvariants/pip:2.21.0")
     assert cmd[i + 1 : i + 4] == ["python", "-m", "workloads.worker"]
-    worker = cmd[i + 4 :]
-    assert worker[worker.index("--result") + 1] == "/out/result.json"
-    assert worker[worker.index("--workload") + 1] == "mnist_mlp"  # a name: unchanged
-    assert worker[worker.index("--cpus") + 1] == "0,1"
-    assert worker[worker.index("--cell") + 1] == '{"variant": "pip", "threads": 2}'
+    assert cmd[i + 4] == "--request" and len(cmd) == i + 6
+    inner = WorkerRequest.from_json(cmd[i + 5])
+    assert inner.result == "/out/result.json"
+    assert inner.workload == "mnist_mlp"  # a name: unchanged
+    assert inner.cpus == (0, 1)
+    assert inner.cell == {"variant": "pip", "threads": 2}
+
+
+def test_request_round_trip_and_bad_requests() -> None:
+    from workloads.protocol import RequestError
+
+    req = WorkerRequest(workload="w.py", cell={"variant": "local"}, result="/r.json",
+                        intra_op=4, inter_op=2, cpus=(0, 2), epochs=3, keras_options={"a": 1})  # fmt: skip
+    assert WorkerRequest.from_json(req.to_json()) == req
+    for bad in ("not json", "[]", '{"kind": "other"}',
+                req.to_json().replace('"intra_op": 4', '"intra_op": "4"'),
+                req.to_json().replace('"cpus": [0, 2]', '"cpus": [-1]'),
+                req.to_json().replace('"epochs": 3', '"epochs": 3, "threads": 4')):  # fmt: skip
+        with pytest.raises(RequestError):
+            WorkerRequest.from_json(bad)
 
 
 def test_command_env_replaces_host_paths(tmp_path: Path) -> None:
@@ -90,12 +107,8 @@ def test_workload_file_and_data_dir_are_mounted_read_only(tmp_path: Path) -> Non
     data.mkdir()
     cmd = _command(
         tmp_path,
-        worker_argv=[
-            f"--result={scratch / 'cell' / 'result.json'}",
-            "--workload", str(workload),
-            "--data", "real",
-            "--data-dir", str(data),
-        ],
+        request=_request(scratch / "cell" / "result.json", workload=str(workload), data="real",
+                         data_dir=str(data)),
         extra_mounts=[(str(tmp_path / "extra"), "/extra")],
     )  # fmt: skip
     volumes = _pairs(cmd, "-v")
@@ -103,17 +116,17 @@ def test_workload_file_and_data_dir_are_mounted_read_only(tmp_path: Path) -> Non
     assert f"{data.resolve()}:/data:ro" in volumes
     assert f"{(tmp_path / 'extra').resolve()}:/extra:ro" in volumes
     worker = cmd[cmd.index("workloads.worker") + 1 :]
-    assert worker == [
-        "--result", "/out/cell/result.json",
-        "--workload", "/opt/tfvariants-user/my_model.py",
-        "--data", "real",
-        "--data-dir", "/data",
-    ]  # fmt: skip
+    assert worker[0] == "--request" and len(worker) == 2
+    inner = WorkerRequest.from_json(worker[1])
+    assert inner.result == "/out/cell/result.json"
+    assert inner.workload == "/opt/tfvariants-user/my_model.py"
+    assert (inner.data, inner.data_dir) == ("real", "/data")
+    assert inner.cpus == (0, 1)  # everything but the paths is unchanged
 
 
 def test_result_outside_scratch_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="scratch"):
-        _command(tmp_path, worker_argv=["--result", "/etc/result.json"])
+        _command(tmp_path, request=_request(Path("/etc/result.json")))
 
 
 def test_no_cpus_is_refused(tmp_path: Path) -> None:

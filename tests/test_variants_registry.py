@@ -12,6 +12,7 @@ from tfvariants.cli import main
 from tfvariants.errors import UserError
 from tfvariants.variants import engine as engines
 from tfvariants.variants import registry as variants
+from workloads.protocol import WorkerRequest
 
 
 def _write(tmp_path: Path, text: str) -> Path:
@@ -155,8 +156,10 @@ def test_image_launch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(engines, "image_exists", lambda engine, image: True)
     scratch = tmp_path / ".mnist_mlp__pip__t2__r0.abc"
     scratch.mkdir()
+    request = WorkerRequest(workload="mnist_mlp", cell={}, result=str(scratch / "result.json"),
+                            intra_op=2, cpus=(0, 1))  # fmt: skip
     cmd, client_env = variants.BUILTINS["pip"].launch(
-        ["--workload", "mnist_mlp", "--cpus", "0,1"],
+        request,
         {"TF_NUM_INTRAOP_THREADS": "2", "PATH": "/usr/bin", "TF_ENABLE_ONEDNN_OPTS": "1"},
         (0, 1),
         scratch,
@@ -164,7 +167,8 @@ def test_image_launch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert cmd[:3] == ["podman", "run", "--rm"]
     assert "--cpuset-cpus" in cmd and cmd[cmd.index("--cpuset-cpus") + 1] == "0,1"
     assert cmd[cmd.index("--name") + 1] == "tfvariants-mnist_mlp__pip__t2__r0.abc"
-    assert cmd[-2:] == ["--result", "/out/result.json"]
+    assert cmd[-2] == "--request"
+    assert WorkerRequest.from_json(cmd[-1]).result == "/out/result.json"
     workloads_mount = (
         f"{Path(variants.WORKLOADS_PARENT) / 'workloads'}:/opt/tfvariants/workloads:ro"
     )
@@ -178,7 +182,7 @@ def test_image_launch_missing_image(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(engines, "require_engine", lambda preferred=None: "podman")
     monkeypatch.setattr(engines, "image_exists", lambda engine, image: False)
     with pytest.raises(UserError) as info:
-        variants.BUILTINS["pip"].launch([], {}, (0,), tmp_path)
+        variants.BUILTINS["pip"].launch(None, {}, (0,), tmp_path)
     assert str(info.value) == (
         "variant 'pip' needs image tfvariants/pip:2.21.0: run `make build-pip`"
     )

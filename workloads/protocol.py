@@ -1,4 +1,5 @@
-"""The result-file contract shared by worker and host (stdlib only, no TensorFlow).
+"""The contracts shared by worker and host (stdlib only, no TensorFlow): the worker
+request going in and the result file coming out.
 
 The host imports this module too, so the schema version lives in exactly one place.
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -35,3 +37,81 @@ def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> None:
         except OSError:
             pass
         raise
+
+
+# ---- the worker request: what the host asks one worker process to do ----
+
+REQUEST_KIND = "tfvariants.worker_request"
+
+
+class RequestError(ValueError):
+    """A worker request that is not valid JSON or lacks a field of the right type."""
+
+
+@dataclass(frozen=True)
+class WorkerRequest:
+    """Everything one worker needs, built by the host, passed as one JSON argument
+    (``--request``), read by the worker. A container launcher rewrites the paths on the
+    object (``dataclasses.replace``), never by re-parsing a command line.
+
+    ``intra_op`` is the size of the backend's intra-op pool (for TensorFlow,
+    ``intra_op_parallelism_threads``); the cell's ``threads`` is the vCPU count it
+    emulates. They are usually equal, but they are different things.
+    """
+
+    workload: str  # a registered name or a path to a .py file
+    cell: dict[str, Any]  # echoed into the result: variant, threads, workload, repeat
+    result: str  # where the worker writes its one result file
+    intra_op: int
+    inter_op: int = 1
+    cpus: tuple[int, ...] = ()  # pin to these CPUs (empty: leave the affinity alone)
+    data: str = "synthetic"
+    data_dir: str | None = None
+    seed: int = 0
+    epochs: int | None = None
+    samples: int | None = None
+    steps_per_epoch: int | None = None
+    keras_options: dict[str, Any] = field(default_factory=dict)  # model.compile() options
+    requested: dict[str, Any] = field(default_factory=dict)  # the host's pinning plan
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data["cpus"] = list(self.cpus)
+        return json.dumps({"kind": REQUEST_KIND, **data}, sort_keys=True)
+
+    def to_argv(self) -> list[str]:
+        return ["--request", self.to_json()]
+
+    @classmethod
+    def from_json(cls, text: str) -> WorkerRequest:
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise RequestError(f"worker request is not JSON: {exc}") from None
+        if not isinstance(data, dict) or data.pop("kind", None) != REQUEST_KIND:
+            raise RequestError("not a tfvariants worker request")
+        known = {f.name: f for f in fields(cls)}
+        unknown = sorted(set(data) - set(known))
+        if unknown:
+            raise RequestError(f"worker request: unknown field(s) {', '.join(unknown)}")
+        for name in ("workload", "result"):
+            if not isinstance(data.get(name), str) or not data[name]:
+                raise RequestError(f"worker request: '{name}' must be a non-empty string")
+        if not isinstance(data.get("cell"), dict):
+            raise RequestError("worker request: 'cell' must be an object")
+        for name in ("intra_op", "inter_op", "seed", "epochs", "samples", "steps_per_epoch"):
+            value = data.get(name)
+            if value is None and name not in ("intra_op",):
+                continue
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise RequestError(f"worker request: '{name}' must be a whole number >= 0")
+        cpus = data.get("cpus", [])
+        if not isinstance(cpus, list) or not all(
+            isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in cpus
+        ):
+            raise RequestError("worker request: 'cpus' must be a list of CPU ids")
+        data["cpus"] = tuple(cpus)
+        for name in ("keras_options", "requested"):
+            if not isinstance(data.get(name, {}), dict):
+                raise RequestError(f"worker request: '{name}' must be an object")
+        return cls(**data)

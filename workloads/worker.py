@@ -1,6 +1,10 @@
 """The worker: one fresh process runs one cell and writes one result file.
 
-    python -m workloads.worker --result out.json --workload mnist_mlp --threads 2 ...
+    python -m workloads.worker --request '{"kind": "tfvariants.worker_request", ...}'
+
+The request (workloads.protocol.WorkerRequest) is built by the host; it names the
+workload, the cell, the CPUs to pin to, the intra-/inter-op pool sizes and where to
+write the result.
 
 Order matters: CPU affinity and thread-pool sizes are applied before TensorFlow's
 runtime initialises (``tf.config.threading.set_*`` raises afterwards), and what was
@@ -11,7 +15,6 @@ stderr/stdout as usual; the only output the host reads is the result file.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import resource
@@ -23,7 +26,13 @@ from datetime import datetime, timezone
 from typing import Any
 
 from workloads import envprobe, registry
-from workloads.protocol import RESULT_KIND, SCHEMA_VERSION, write_json_atomic
+from workloads.protocol import (
+    RESULT_KIND,
+    SCHEMA_VERSION,
+    RequestError,
+    WorkerRequest,
+    write_json_atomic,
+)
 
 # Cap on recorded per-step samples: enough for distributions, small enough to read.
 MAX_STEP_SAMPLES = 2000
@@ -33,35 +42,16 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def _cpu_list(text: str) -> list[int]:
-    cpus: list[int] = []
-    for part in text.split(","):
-        part = part.strip()
-        if "-" in part:
-            lo, hi = part.split("-", 1)
-            cpus.extend(range(int(lo), int(hi) + 1))
-        elif part:
-            cpus.append(int(part))
-    return sorted(set(cpus))
-
-
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+def parse_args(argv: list[str] | None) -> WorkerRequest:
+    """The worker's one argument: ``--request JSON`` (built by the host)."""
     p = argparse.ArgumentParser(prog="python -m workloads.worker")
-    p.add_argument("--result", required=True)
-    p.add_argument("--workload", required=True)
-    p.add_argument("--cell", default="{}", help="JSON echoed into the result")
-    p.add_argument("--threads", type=int, required=True)
-    p.add_argument("--inter-op", type=int, default=1)
-    p.add_argument("--cpus", default="", help="CPU ids to pin to, e.g. 0,1 or 0-3")
-    p.add_argument("--epochs", type=int, default=None)
-    p.add_argument("--samples", type=int, default=None)
-    p.add_argument("--steps-per-epoch", type=int, default=None)
-    p.add_argument("--data", choices=("synthetic", "real"), default="synthetic")
-    p.add_argument("--data-dir", default=None)
-    p.add_argument("--keras-options", default="{}")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--requested", default="{}", help="the host's pinning plan (JSON)")
-    return p.parse_args(argv)
+    p.add_argument("--request", required=True, help="the WorkerRequest as JSON")
+    args = p.parse_args(argv)
+    try:
+        return WorkerRequest.from_json(args.request)
+    except RequestError as exc:
+        p.error(str(exc))
+        raise  # unreachable: error() exits
 
 
 def _clean(obj: Any) -> Any:
@@ -129,23 +119,22 @@ def _final_metrics(history: dict[str, list[float]]) -> dict[str, float | None]:
     return out
 
 
-def run(args: argparse.Namespace, result: dict[str, Any]) -> None:
+def run(req: WorkerRequest, result: dict[str, Any]) -> None:
     t_start = time.perf_counter()
-    cpus = _cpu_list(args.cpus) if args.cpus else []
-    if cpus and hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, cpus)
+    if req.cpus and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, req.cpus)
     # The host already set these; setting them again keeps a hand-run worker honest.
-    os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(args.threads))
-    os.environ.setdefault("TF_NUM_INTEROP_THREADS", str(args.inter_op))
-    os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
+    os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(req.intra_op))
+    os.environ.setdefault("TF_NUM_INTEROP_THREADS", str(req.inter_op))
+    os.environ.setdefault("OMP_NUM_THREADS", str(req.intra_op))
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
-    workload = registry.load(args.workload)
+    workload = registry.load(req.workload)
     spec = dict(workload.SPEC)
 
     def configure(tf: Any) -> None:
-        tf.config.threading.set_intra_op_parallelism_threads(args.threads)
-        tf.config.threading.set_inter_op_parallelism_threads(args.inter_op)
+        tf.config.threading.set_intra_op_parallelism_threads(req.intra_op)
+        tf.config.threading.set_inter_op_parallelism_threads(req.inter_op)
 
     t0 = time.perf_counter()
     tf, log_text = envprobe.import_tensorflow(configure)
@@ -160,18 +149,18 @@ def run(args: argparse.Namespace, result: dict[str, Any]) -> None:
     }
     result["environment"] = envprobe.probe(tf, log_text)
 
-    keras.utils.set_random_seed(args.seed)
+    keras.utils.set_random_seed(req.seed)
     batch_size = int(spec["batch_size"])
     full_epochs = int(spec["epochs"])
-    epochs = args.epochs or full_epochs
-    samples = args.samples
-    if args.steps_per_epoch:
+    epochs = req.epochs or full_epochs
+    samples = req.samples
+    if req.steps_per_epoch:
         # A step cap is a sample cap: slicing keeps every epoch the same work.
-        cap = args.steps_per_epoch * batch_size
+        cap = req.steps_per_epoch * batch_size
         samples = min(samples, cap) if samples else cap
 
     t0 = time.perf_counter()
-    data = workload.load_data(args.data, data_dir=args.data_dir, samples=samples, seed=args.seed)
+    data = workload.load_data(req.data, data_dir=req.data_dir, samples=samples, seed=req.seed)
     data_s = time.perf_counter() - t0
     x, y = data["x"], data["y"]
     n_train = len(y) if not isinstance(y, dict) else len(next(iter(y.values())))
@@ -179,7 +168,7 @@ def run(args: argparse.Namespace, result: dict[str, Any]) -> None:
     if data.get("x_val") is not None and data.get("y_val") is not None:
         validation = (data["x_val"], data["y_val"])
 
-    keras_options = json.loads(args.keras_options or "{}")
+    keras_options = dict(req.keras_options)
     t0 = time.perf_counter()
     model = workload.build_model(keras, compile_options=keras_options)
     build_s = time.perf_counter() - t0
@@ -263,28 +252,28 @@ def run(args: argparse.Namespace, result: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+    req = parse_args(argv)
     result: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "kind": RESULT_KIND,
-        "cell": json.loads(args.cell or "{}"),
+        "cell": dict(req.cell),
         "status": "failed",
         "reason": None,
         "stderr_tail": None,
         "config": {
-            "data": args.data,
-            "epochs": args.epochs,
-            "samples": args.samples,
-            "steps_per_epoch": args.steps_per_epoch,
-            "seed": args.seed,
-            "keras_options": json.loads(args.keras_options or "{}"),
+            "data": req.data,
+            "epochs": req.epochs,
+            "samples": req.samples,
+            "steps_per_epoch": req.steps_per_epoch,
+            "seed": req.seed,
+            "keras_options": dict(req.keras_options),
         },
-        "requested": json.loads(args.requested or "{}"),
+        "requested": dict(req.requested),
         "started_at": _now(),
     }
     code = 0
     try:
-        run(args, result)
+        run(req, result)
     except Exception as exc:
         # A workload error is a result, not a lost cell: record it and exit non-zero.
         traceback.print_exc()
@@ -294,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     result.setdefault("environment", envprobe.probe())
     result["memory"] = {"peak_rss_bytes": peak_rss_bytes()}
     result["finished_at"] = _now()
-    write_json_atomic(args.result, _clean(result))
+    write_json_atomic(req.result, _clean(result))
     return code
 
 

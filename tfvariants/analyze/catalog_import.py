@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
+from tfvariants.analyze.pricing import valid_date
 from tfvariants.errors import UserError
 
 SKYPILOT_HEADER = ("InstanceType", "vCPUs", "AcceleratorName", "AcceleratorCount", "Region",
                    "Price", "SpotPrice")  # fmt: skip
 SIMPLE_HEADER = ("instance", "vcpus", "gpu", "on_demand", "spot", "region", "date")
-_DATE = re.compile(r"^(\d{4})-(\d{2})(?:-(\d{2}))?$")
 _GPU = re.compile(r"^(?:(\d+)\s*x\s*)?([A-Za-z0-9][\w.-]*)$")
 
 
@@ -40,17 +40,6 @@ class Row:
 class Imported:
     rows: list[Row]
     warnings: list[str]
-
-
-def valid_date(text: str) -> bool:
-    m = _DATE.match(text)
-    if not m:
-        return False
-    try:
-        date(int(m.group(1)), int(m.group(2)), int(m.group(3) or 1))
-    except ValueError:
-        return False
-    return True
 
 
 def _price(text: str, where: str) -> float | None:

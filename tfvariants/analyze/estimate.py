@@ -122,12 +122,12 @@ def rough_seconds(
 def times_from_run(run_dir: Path) -> dict[tuple, list[float]]:
     """Cell wall times of an earlier run, keyed (workload, variant, threads) and
     (workload,) for fallbacks."""
-    from tfvariants.store.rundir import stored_results
+    from tfvariants.store.rundir import load_run_dir
 
     if not Path(run_dir, "cells").is_dir():
         raise UserError(f"--estimate-from {run_dir}: not a results folder (no cells/)")
     out: dict[tuple, list[float]] = {}
-    for result in stored_results(Path(run_dir)).values():
+    for result in load_run_dir(Path(run_dir), allow_mixed_hosts=True).results.values():
         if result.get("status") != "ok":
             continue
         cell = result.get("cell") or {}

@@ -10,14 +10,12 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
-from tfvariants.errors import UserError
+import tomllib
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+from tfvariants.errors import UserError
 
 CATALOG_DIR = Path(__file__).parent / "catalogs"
 DEFAULT_CATALOG = "gce-2017"
@@ -32,7 +30,7 @@ def normalize_tier(tier: str | None) -> str | None:
 
 
 _RULE_UNITS = {"per_second": 1, "per_minute": 60, "per_hour": 3600}
-_DATE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
+_DATE = re.compile(r"\d{4}-\d{2}(-\d{2})?", re.ASCII)
 
 
 @dataclass(frozen=True)
@@ -53,12 +51,6 @@ class Instance:
     gpu_type: str | None
     gpu_count: int
     prices: tuple[PricePoint, ...]
-    cpu: str | None = None
-
-    @property
-    def label(self) -> str:
-        gpu = f", {self.gpu_count}x {self.gpu_type}" if self.gpu_type else ""
-        return f"{self.name} ({self.vcpus} vCPU{gpu})"
 
 
 @dataclass(frozen=True)
@@ -134,8 +126,8 @@ class Catalog:
                     note = point.note
                     if want != tier:
                         note = (
-                            f"no {self.tier_word(tier)} price as of {as_of}; {self.tier_word(want)} used "
-                            + note
+                            f"no {self.tier_word(tier)} price as of {as_of}; "
+                            f"{self.tier_word(want)} used " + note
                         ).strip()
                     return SelectedPrice(inst, value, want, point.as_of, note)
         return None
@@ -158,11 +150,27 @@ def _where(path: str, inst: str | None, fld: str) -> str:
 
 
 def _number(value: object, where: str, *, positive: bool = True) -> float:
+    """A finite number: > 0 (a price), or >= 0 with ``positive=False`` (a minimum)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise UserError(f"{where}: expected a number, got {value!r}")
-    if positive and value < 0:
-        raise UserError(f"{where}: must not be negative, got {value!r}")
+    if not math.isfinite(value):
+        raise UserError(f"{where}: expected a finite number, got {value!r}")
+    if value < 0 or (positive and value == 0):
+        raise UserError(
+            f"{where}: must be {'greater than 0' if positive else '0 or more'}, got {value!r}"
+        )
     return float(value)
+
+
+def valid_date(text: object) -> bool:
+    """YYYY-MM or YYYY-MM-DD naming a real month (and day)."""
+    if not isinstance(text, str) or not _DATE.fullmatch(text):
+        return False
+    try:
+        datetime.strptime(text, "%Y-%m-%d" if len(text) == 10 else "%Y-%m")
+    except ValueError:
+        return False
+    return True
 
 
 def parse_catalog(data: dict, path: str) -> Catalog:
@@ -180,7 +188,9 @@ def parse_catalog(data: dict, path: str) -> Catalog:
             f"{', '.join(_RULE_UNITS)}, got {rule!r}"
         )
     minimum = _number(
-        billing_raw.get("minimum_seconds", 0), _where(path, None, "billing.minimum_seconds")
+        billing_raw.get("minimum_seconds", 0),
+        _where(path, None, "billing.minimum_seconds"),
+        positive=False,
     )
     default = data.get("default", {})
     if not isinstance(default, dict):
@@ -192,7 +202,7 @@ def parse_catalog(data: dict, path: str) -> Catalog:
             f"{_where(path, None, 'default.tier')}: expected one of {', '.join(TIERS)}, got {tier!r}"
         )
     as_of = default.get("as_of")
-    if as_of is not None and (not isinstance(as_of, str) or not _DATE.match(as_of)):
+    if as_of is not None and not valid_date(as_of):
         raise UserError(
             f"{_where(path, None, 'default.as_of')}: expected YYYY-MM or YYYY-MM-DD, got {as_of!r}"
         )
@@ -241,7 +251,7 @@ def parse_catalog(data: dict, path: str) -> Catalog:
             if unknown:
                 raise UserError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
             date = rp.get("as_of")
-            if not isinstance(date, str) or not _DATE.match(date):
+            if not valid_date(date):
                 raise UserError(f"{where}.as_of: expected YYYY-MM or YYYY-MM-DD, got {date!r}")
             od = rp.get("on_demand")
             pe = rp.get("preemptible")
@@ -255,17 +265,7 @@ def parse_catalog(data: dict, path: str) -> Catalog:
                     str(rp.get("note", "")),
                 )
             )
-        cpu = raw.get("cpu")
-        instances.append(
-            Instance(
-                name,
-                vcpus,
-                gpu_type,
-                gpu_count,
-                tuple(points),
-                cpu if isinstance(cpu, str) else None,
-            )
-        )
+        instances.append(Instance(name, vcpus, gpu_type, gpu_count, tuple(points)))
     return Catalog(
         name=data["name"],
         title=str(data.get("title", data["name"])),
@@ -313,6 +313,8 @@ def load_catalog(name_or_path: str) -> Catalog:
         raise UserError(f"{path}: invalid TOML: {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"{path}: cannot read: {exc}") from None
+    except RecursionError:
+        raise UserError(f"{path}: invalid TOML: nested too deeply") from None
     return parse_catalog(data, str(path))
 
 
@@ -335,7 +337,7 @@ class Pricing:
             raise UserError(
                 f"unknown price tier {self.tier!r}: expected spot (= preemptible) or on_demand"
             )
-        if self.as_of is not None and not _DATE.match(self.as_of):
+        if self.as_of is not None and not valid_date(self.as_of):
             raise UserError(f"price date {self.as_of!r}: expected YYYY-MM or YYYY-MM-DD")
         for target in self.overrides.values():
             self.catalog.instance(target)  # fail early on a typo

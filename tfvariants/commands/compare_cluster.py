@@ -31,8 +31,24 @@ def check(args: argparse.Namespace) -> None:
         raise UserError("--ray-address/--node-wait need --executor ray")
     if args.estimate_from is not None and not args.dry_run:
         raise UserError("--estimate-from is for --dry-run")
-    if args.executor == "ray" and not args.pricing:
-        raise UserError("--executor ray needs --pricing: node types are catalog instances")
+    no_pricing = not args.pricing or args.pricing.strip().lower() == "none"
+    if (args.executor == "ray" or args.dry_run) and no_pricing:
+        raise UserError(
+            f"{'--dry-run' if args.dry_run else '--executor ray'} needs --pricing: node types "
+            "are catalog instances"
+        )
+
+
+def with_engine(variant_objs: dict[str, Any], engine: str | None) -> dict[str, Any]:
+    """--engine applied to image variants (their readiness is checked on the nodes)."""
+    import dataclasses
+
+    if not engine:
+        return variant_objs
+    return {
+        n: dataclasses.replace(v, engine=engine) if v.kind == "image" else v
+        for n, v in variant_objs.items()
+    }
 
 
 def placement(spec: Any, pricing: Any) -> dict[tuple[str, int], Any]:
@@ -179,6 +195,5 @@ def run_on_ray(
         variants=variant_objs,
         options_for=lambda workload: run_options_for(spec, workload),
         placement=placed,
-        resume=args.resume,
         console=console,
     )

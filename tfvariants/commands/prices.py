@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 from datetime import date
 from pathlib import Path
 from typing import Any
 
+from tfvariants.commands import argtypes, common
 from tfvariants.errors import UserError
 
 
@@ -23,20 +26,19 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--catalog", default="gce-2017", help="show: built-in NAME or FILE (default gce-2017)"
     )
+    common.add_json(p)
     p.add_argument(
         "-o", "--output", type=Path, default=None, help="import: the catalog TOML to write"
     )
-    p.add_argument(
-        "--region", default=None, help="import: region to take (required for SkyPilot files)"
-    )
+    p.add_argument("--region", default=None,
+                   help="import: region to take (required for SkyPilot files)")  # fmt: skip
     p.add_argument("--match", default=None,
                    help="import: comma list of instance names, NAME* for a prefix (default all)")  # fmt: skip
-    p.add_argument(
-        "--name", default=None, help="import: catalog name (default: the output file's stem)"
-    )
+    p.add_argument("--name", default=None,
+                   help="import: catalog name (default: the output file's stem)")  # fmt: skip
     p.add_argument("--as-of", default=None,
                    help="import: price date for SkyPilot files, YYYY-MM[-DD] (default today)")  # fmt: skip
-    p.add_argument("--minimum-seconds", default="60",
+    p.add_argument("--minimum-seconds", type=argtypes.positive_float, default=60.0,
                    help="import: billing minimum with per-second billing (default 60: GCE and AWS)")  # fmt: skip
     p.set_defaults(func=run)
 
@@ -44,29 +46,17 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.action == "import":
         return run_import(args)
-    from rich.console import Console
-    from rich.table import Table
-
     from tfvariants.analyze.pricing import builtin_catalogs, load_catalog
 
     cat = load_catalog(args.catalog)
-    console = Console()
-    table = Table(title=f"{cat.name}: {cat.title}", title_justify="left")
-    for col in (
-        "instance",
-        "vCPUs",
-        "GPU",
-        "as of",
-        f"on-demand {cat.currency}/h",
-        f"{cat.spot_word} {cat.currency}/h",
-        "note",
-    ):
-        right = col.startswith(("vCPU", "on-", cat.spot_word))
-        table.add_column(col, justify="right" if right else "left", no_wrap=col != "note")
+    if args.json:
+        print(json.dumps(catalog_json(cat), indent=2))
+        return 0
+    rows = []
     for inst in cat.instances:
         gpu = f"{inst.gpu_count}x {inst.gpu_type}" if inst.gpu_type else "-"
         for i, p in enumerate(sorted(inst.prices, key=lambda p: p.as_of)):
-            table.add_row(
+            rows.append([
                 inst.name if i == 0 else "",
                 str(inst.vcpus) if i == 0 else "",
                 gpu if i == 0 else "",
@@ -74,43 +64,66 @@ def run(args: argparse.Namespace) -> int:
                 "-" if p.on_demand is None else f"{p.on_demand:.4f}",
                 "-" if p.preemptible is None else f"{p.preemptible:.4f}",
                 p.note,
-            )
-    console.print(table)
+            ])  # fmt: skip
+    od, pe = f"on-demand {cat.currency}/h", f"{cat.spot_word} {cat.currency}/h"
+    common.print_table(
+        f"{cat.name}: {cat.title}",
+        ["instance", "vCPUs", "GPU", "as of", od, pe, "note"],
+        rows,
+        right=("vCPUs", od, pe),
+    )
     default = f"default selection: {cat.tier_word(cat.default_tier)}"
     if cat.default_as_of:
         default += f" prices as of {cat.default_as_of}"
-    console.print(f"billing: {cat.billing.describe()}; {default}", highlight=False)
-    console.print(f"source: {cat.source}", highlight=False)
-    console.print(
-        f"file: {cat.path}  (built-in: {', '.join(builtin_catalogs())})",
-        highlight=False,
-        soft_wrap=True,
-    )
+    # print(), not rich: a catalog's text may hold anything, e.g. "[/]".
+    print(f"billing: {cat.billing.describe()}; {default}")
+    print(f"source: {cat.source}")
+    print(f"file: {cat.path}  (built-in: {', '.join(builtin_catalogs())})")
     return 0
+
+
+def catalog_json(cat: Any) -> dict[str, Any]:
+    return {
+        "name": cat.name,
+        "title": cat.title,
+        "source": cat.source,
+        "currency": cat.currency,
+        "billing": {"rule": cat.billing.rule, "minimum_seconds": cat.billing.minimum_seconds},
+        "default": {"tier": cat.default_tier, "as_of": cat.default_as_of, "gpu": cat.default_gpu},
+        "instances": [
+            {
+                "name": i.name,
+                "vcpus": i.vcpus,
+                "gpu": {"type": i.gpu_type, "count": i.gpu_count} if i.gpu_type else None,
+                "prices": [dataclasses.asdict(p) for p in i.prices],
+            }
+            for i in cat.instances
+        ],
+        "file": cat.path,
+    }
 
 
 def run_import(args: argparse.Namespace) -> int:
     import sys
 
+    import tomllib
+
     from tfvariants.analyze import catalog_import as ci
-    from tfvariants.analyze.pricing import parse_catalog, tomllib
-    from tfvariants.commands import argtypes
-    from tfvariants.commands.compare import _checked
+    from tfvariants.analyze.pricing import parse_catalog, valid_date
 
     if args.csv is None or args.output is None:
         raise UserError("prices import needs a CSV file and -o OUT.toml")
-    if args.output.exists() and args.output.is_dir():
+    if args.output.is_dir():
         raise UserError(f"-o {args.output}: is a folder; give a .toml file path")
     as_of = args.as_of or date.today().isoformat()
-    if not ci.valid_date(as_of):
+    if not valid_date(as_of):
         raise UserError(f"--as-of: expected a real YYYY-MM or YYYY-MM-DD, got {as_of!r}")
-    minimum = _checked("minimum-seconds", argtypes.positive_float, args.minimum_seconds)
     match = [m.strip() for m in args.match.split(",") if m.strip()] if args.match else []
     imported = ci.read_csv(args.csv, region=args.region, as_of=as_of, match=match)
     where = f", region {args.region}" if args.region else ""
     source = f"{args.csv.name}{where}, imported {date.today().isoformat()}"
     text = ci.to_toml(imported, name=args.name or args.output.stem, source=source,
-                      minimum_s=minimum)  # fmt: skip
+                      minimum_s=args.minimum_seconds)  # fmt: skip
     parse_catalog(tomllib.loads(text), str(args.output))  # the same checks as any catalog
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(text, encoding="utf-8")

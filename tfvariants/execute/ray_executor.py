@@ -25,7 +25,7 @@ from tfvariants.execute.runner import KILL_GRACE_S, RunOptions
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.spec import MatrixSpec, plan_cells
 from tfvariants.store.result import host_result, write_json_atomic
-from tfvariants.store.rundir import CELLS_DIR, pending_cells, prepare_run_dir, stored_results
+from tfvariants.store.rundir import CELLS_DIR, load_run_dir, pending_cells
 from tfvariants.store.runhosts import declare_hosts, ray_node_entry
 
 DEFAULT_NODE_WAIT_S = 900.0  # an autoscaled GPU node can take several minutes to join
@@ -138,17 +138,15 @@ class RayMatrix:
         variants: dict[str, Any],
         options_for: Callable[[str], RunOptions],
         placement: dict[tuple[str, int], str],
-        resume: bool = False,
         console: Any = None,
     ) -> MatrixOutcome:
         """``placement`` maps (variant, threads) to the catalog instance whose nodes run
-        those cells."""
+        those cells. The folder must be prepared (Matrix.prepare: run.json, resume checks)."""
         ray = _import_ray()
-        prepare_run_dir(self.out, self.spec, resume=resume)
         self.cells_dir.mkdir(parents=True, exist_ok=True)
         self.logs_dir.mkdir(parents=True, exist_ok=True)
         cells = plan_cells(self.spec)
-        stored = stored_results(self.out)
+        stored = load_run_dir(self.out, allow_mixed_hosts=True).results
         todo = pending_cells(cells, stored)
         outcome = MatrixOutcome(planned=len(cells))
         for c in cells:

@@ -45,7 +45,7 @@ def node_facts(instance: str) -> dict[str, Any]:
     node declares itself a real instance."""
     import ray
 
-    from workloads.envprobe import _host_id
+    from workloads.envprobe import host_id
 
     ctx = ray.get_runtime_context()
     try:
@@ -59,7 +59,7 @@ def node_facts(instance: str) -> dict[str, Any]:
         "instance": instance,
         "node_id": ctx.get_node_id(),
         "hostname": platform.node(),
-        "host_id": _host_id(),
+        "host_id": host_id(),
         "cpu_model": _cpu_model(),
         "cpus": os.cpu_count(),
         "cpus_usable": affinity,

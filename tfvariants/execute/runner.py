@@ -7,7 +7,6 @@ Ctrl-C propagates, after the worker's process group has been stopped.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -21,7 +20,7 @@ from typing import Any
 
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.pinning import PinPlan, plan_pinning
-from tfvariants.plan.topology import Topology, format_cpu_list, read_topology
+from tfvariants.plan.topology import Topology, read_topology
 from tfvariants.store.result import (
     ResultError,
     host_result,
@@ -30,6 +29,8 @@ from tfvariants.store.result import (
     write_json_atomic,
 )
 from tfvariants.variants import Variant, skip_reason
+from workloads.envprobe import host_id
+from workloads.protocol import WorkerRequest
 
 # Only these reach the worker from the caller's environment (pyperf's approach):
 # nothing else, so no secret and no stray TF_* setting leaks into a measurement.
@@ -60,28 +61,27 @@ def worker_env(variant: Variant, plan: PinPlan) -> dict[str, str]:
     return env
 
 
-def worker_args(cell: Cell, plan: PinPlan, options: RunOptions, variant: Variant) -> list[str]:
-    """The worker's command line, without --result (the launcher adds it)."""
-    args = [
-        "--workload", cell.workload,
-        "--cell", json.dumps(cell.to_dict()),
-        "--threads", str(plan.intra_op),
-        "--inter-op", str(plan.inter_op),
-        "--cpus", format_cpu_list(plan.cpus),
-        "--data", options.data,
-        "--seed", str(options.seed),
-        "--keras-options", json.dumps(dict(variant.keras)),
-        "--requested", json.dumps(plan.to_dict()),
-    ]  # fmt: skip
-    if options.epochs:
-        args += ["--epochs", str(options.epochs)]
-    if options.samples:
-        args += ["--samples", str(options.samples)]
-    if options.steps_per_epoch:
-        args += ["--steps-per-epoch", str(options.steps_per_epoch)]
-    if options.data_dir:
-        args += ["--data-dir", options.data_dir]
-    return args
+def worker_request(
+    cell: Cell, plan: PinPlan, options: RunOptions, variant: Variant, result_path: Path
+) -> WorkerRequest:
+    """What the worker is asked to do, with host paths (a container launcher rewrites
+    them on the object)."""
+    return WorkerRequest(
+        workload=cell.workload,
+        cell=cell.to_dict(),
+        result=str(result_path),
+        intra_op=plan.intra_op,
+        inter_op=plan.inter_op,
+        cpus=tuple(plan.cpus),
+        data=options.data,
+        data_dir=options.data_dir,
+        seed=options.seed,
+        epochs=options.epochs,
+        samples=options.samples,
+        steps_per_epoch=options.steps_per_epoch,
+        keras_options=dict(variant.keras),
+        requested=plan.to_dict(),
+    )
 
 
 def _signal_name(code: int) -> str:
@@ -194,7 +194,8 @@ def run_cell(
         result = host_result(
             cell.to_dict(), "skipped", reason, config=config, requested=plan.to_dict()
         )
-        result["runner"] = {"variant_kind": variant.kind, "command": None, "exit_code": None}
+        result["runner"] = {"variant_kind": variant.kind, "command": None, "exit_code": None,
+                            "host_id": host_id()}  # fmt: skip
         write_json_atomic(final_path, result)
         return result
 
@@ -202,11 +203,11 @@ def run_cell(
     os.chmod(scratch, 0o777)  # a container's user may differ from ours
     log_path = logs_dir / f"{cell.cell_id}.log"
     try:
-        command, env = variant.launch(
-            worker_args(cell, plan, options, variant), worker_env(variant, plan), plan.cpus, scratch
-        )
+        request = worker_request(cell, plan, options, variant, scratch / "result.json")
+        command, env = variant.launch(request, worker_env(variant, plan), plan.cpus, scratch)
         result = _execute(cell, variant, options, plan, command, env, scratch, log_path, config)
         result["runner"] = {
+            "host_id": host_id(),  # the worker's own may be a container's
             "variant_kind": variant.kind,
             "image": variant.image,
             "command": command,

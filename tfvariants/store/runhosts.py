@@ -1,20 +1,17 @@
-"""The hosts a run declares in ``run.json`` ("hosts": [...]): the local host, or the Ray
-nodes that ran its cells, so that their results are not taken for foreign ones."""
+"""Ray nodes as hosts of a run: ``run.json`` "hosts" entries of kind "ray-node", so that
+the cells they ran are not taken for another machine's."""
 
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
-from tfvariants.store.result import write_json_atomic
-
-RUN_FILE = "run.json"
+from tfvariants.store.runfile import load_run, write_run
 
 
 def host_id_for(hostname: str) -> str:
-    """The worker's host tag (workloads.envprobe._host_id) for a given hostname."""
+    """The host tag a worker records (workloads.envprobe.host_id) for a hostname."""
     return hashlib.sha256(hostname.encode()).hexdigest()[:12]
 
 
@@ -26,7 +23,7 @@ def ray_node_entry(
     return {
         "host_id": host_id_for(hostname),
         "kind": "ray-node",
-        "label": f"{instance} on {hostname} ({kind}, node {node_id[:8]})",
+        "label": f"{instance} ({kind}, node {node_id[:8]})",
         "instance": instance,
         "node_id": node_id,
         "simulated": bool(simulated),
@@ -34,18 +31,16 @@ def ray_node_entry(
 
 
 def declare_hosts(results_dir: Path, entries: list[dict[str, Any]]) -> int:
-    """Merge host entries into run.json (keyed by kind + node_id or host_id); returns how
-    many were new. The file is rewritten atomically, other keys untouched."""
-    path = Path(results_dir) / RUN_FILE
-    record = json.loads(path.read_text(encoding="utf-8"))
-    hosts = record.setdefault("hosts", [])
+    """Add host entries to run.json (a node once, by kind and node_id); returns how many
+    were new. Other keys are untouched; the file is validated and written atomically."""
+    record = load_run(Path(results_dir))
+    hosts = list(record.get("hosts") or [])
 
     def key(h: dict[str, Any]) -> tuple:
         return (h.get("kind"), h.get("node_id") or h.get("host_id"))
 
-    have = {key(h) for h in hosts if isinstance(h, dict)}
+    have = {key(h) for h in hosts}
     new = [e for e in entries if key(e) not in have]
     if new:
-        hosts.extend(new)
-        write_json_atomic(path, record)
+        write_run(Path(results_dir), {**record, "hosts": [*hosts, *new]})
     return len(new)

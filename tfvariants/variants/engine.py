@@ -14,6 +14,7 @@ recorded in the result (``runner.command``). What it guarantees, whatever the ca
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -22,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from tfvariants.errors import UserError
+from workloads.protocol import WorkerRequest
 
 ENGINES = ("docker", "podman")
 ENGINE_ENV = "TFVARIANTS_ENGINE"
@@ -132,40 +134,34 @@ def _inside(path: Path, folder: Path) -> bool:
     return True
 
 
-def _rewrite_worker_argv(
-    worker_argv: Sequence[str], scratch_dir: Path
-) -> tuple[list[str], list[tuple[str, str]]]:
-    """Host paths in the worker's arguments -> container paths, plus the read-only mounts
-    they need. --result must point inside the scratch folder (mounted at /out)."""
-    argv: list[str] = []
-    for token in worker_argv:  # --flag=value -> --flag value
-        if token.startswith("--") and "=" in token:
-            argv += token.split("=", 1)
-        else:
-            argv.append(token)
+def container_request(
+    request: WorkerRequest, scratch_dir: Path
+) -> tuple[WorkerRequest, list[tuple[str, str]]]:
+    """The request with host paths replaced by container paths, plus the read-only mounts
+    they need. The result file must be inside the scratch folder (mounted at /out)."""
+    scratch = Path(scratch_dir).resolve()
+    result = Path(request.result).resolve()
+    if not _inside(result, scratch):
+        raise ValueError(f"result {request.result} is not inside the scratch dir {scratch}")
+    changes: dict[str, str] = {
+        "result": f"{CONTAINER_OUT}/{result.relative_to(scratch).as_posix()}"
+    }
     mounts: list[tuple[str, str]] = []
-    for i in range(len(argv) - 1):
-        flag, value = argv[i], argv[i + 1]
-        if flag == "--result":
-            result = Path(value).resolve()
-            if not _inside(result, scratch_dir):
-                raise ValueError(f"--result {value} is not inside the scratch dir {scratch_dir}")
-            argv[i + 1] = f"{CONTAINER_OUT}/{result.relative_to(scratch_dir).as_posix()}"
-        elif flag == "--workload" and (value.endswith(".py") or os.sep in value):
-            # A workload given as a file, not a registered name.
-            source = Path(value).resolve()
-            argv[i + 1] = f"{CONTAINER_USER_WORKLOADS}/{source.name}"
-            mounts.append((str(source), argv[i + 1]))
-        elif flag == "--data-dir":
-            mounts.append((str(Path(value).resolve()), CONTAINER_DATA))
-            argv[i + 1] = CONTAINER_DATA
-    return argv, mounts
+    if request.workload.endswith(".py") or os.sep in request.workload:
+        # A workload given as a file, not a registered name.
+        source = Path(request.workload).resolve()
+        changes["workload"] = f"{CONTAINER_USER_WORKLOADS}/{source.name}"
+        mounts.append((str(source), changes["workload"]))
+    if request.data_dir:
+        mounts.append((str(Path(request.data_dir).resolve()), CONTAINER_DATA))
+        changes["data_dir"] = CONTAINER_DATA
+    return dataclasses.replace(request, **changes), mounts
 
 
 def container_command(
     engine: str,
     image: str,
-    worker_argv: Sequence[str],
+    request: WorkerRequest | None,
     env: Mapping[str, str],
     cpus: Sequence[int],
     scratch_dir: str | os.PathLike[str],
@@ -177,9 +173,10 @@ def container_command(
 ) -> list[str]:
     """The full ``<engine> run`` command for one worker process.
 
-    ``worker_argv`` are the arguments after ``python -m workloads.worker``, with host
-    paths: --result (inside ``scratch_dir``), and optionally a --workload file and a
-    --data-dir, which are mounted read-only and rewritten to their container paths.
+    ``request`` is the worker's request with host paths: its result (inside
+    ``scratch_dir``), and optionally a workload file and a data folder, which are mounted
+    read-only and rewritten to their container paths. ``None`` runs ``module`` with only
+    ``--result /out/result.json`` (the environment probe).
     ``extra_mounts`` are (host, container) pairs, mounted read-only. ``env`` is the
     worker's environment; host-only variables (PATH, HOME, ...) are replaced by the
     image's own. ``module`` is what runs (the worker, or workloads.envprobe).
@@ -189,7 +186,11 @@ def container_command(
     if not cpus:
         raise ValueError("a container cell needs at least one CPU to pin to")
     scratch = Path(scratch_dir).resolve()
-    argv, mounts = _rewrite_worker_argv(worker_argv, scratch)
+    if request is None:
+        argv, mounts = ["--result", f"{CONTAINER_OUT}/result.json"], []
+    else:
+        inner, mounts = container_request(request, scratch)
+        argv = inner.to_argv()
     mounts = [(str(Path(workloads_dir).resolve()), CONTAINER_WORKLOADS), *mounts]
     mounts += [(str(Path(host).resolve()), target) for host, target in extra_mounts]
 

@@ -19,6 +19,7 @@ from typing import Any
 import workloads
 from tfvariants.errors import UserError
 from tfvariants.variants import engine as engines
+from workloads.protocol import WorkerRequest
 
 KINDS = ("local", "venv", "image")
 DEVICES = ("cpu", "gpu")
@@ -67,26 +68,32 @@ class Variant:
 
     def launch(
         self,
-        worker_args: list[str],
+        request: WorkerRequest | None,
         env: dict[str, str],
         cpus: tuple[int, ...],
         scratch_dir: Path,
         module: str = "workloads.worker",
     ) -> tuple[list[str], dict[str, str]]:
-        """The command (and its environment) that runs ``python -m module`` (the worker,
-        or workloads.envprobe) in this variant. It writes ``scratch_dir/result.json``."""
+        """The command (and its environment) that runs ``python -m module`` in this
+        variant: the worker with ``request`` (whose result path is inside
+        ``scratch_dir``), or, with ``request=None``, ``module --result
+        scratch_dir/result.json`` (workloads.envprobe)."""
         if self.kind in ("local", "venv"):
             env = dict(env)
             env["PYTHONPATH"] = WORKLOADS_PARENT
-            result = str(scratch_dir / "result.json")
-            return [self.interpreter(), "-m", module, *worker_args, "--result", result], env
+            args = (
+                request.to_argv()
+                if request is not None
+                else ["--result", str(Path(scratch_dir) / "result.json")]
+            )
+            return [self.interpreter(), "-m", module, *args], env
         if self.kind == "image":
-            return self._container_launch(worker_args, env, cpus, scratch_dir, module)
+            return self._container_launch(request, env, cpus, scratch_dir, module)
         raise UserError(f"variant '{self.name}': kind '{self.kind}' is not supported here")
 
     def _container_launch(
         self,
-        worker_args: list[str],
+        request: WorkerRequest | None,
         env: dict[str, str],
         cpus: tuple[int, ...],
         scratch_dir: Path,
@@ -99,7 +106,7 @@ class Variant:
         command = engines.container_command(
             engine,
             self.image,
-            [*worker_args, "--result", str(Path(scratch_dir) / "result.json")],
+            request,
             env,
             cpus,
             scratch_dir,
@@ -278,6 +285,10 @@ def load_variants(variants_file: str | Path | None = None) -> dict[str, Variant]
         raise UserError(f"cannot read variants file {path}: {exc.strerror}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{path}: invalid TOML: {exc}") from exc
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not UTF-8 text (a binary file?)") from None
+    except RecursionError:
+        raise UserError(f"{path}: invalid TOML: nested too deeply") from None
     tables = data.get("variants", {})
     if not isinstance(tables, Mapping):
         raise UserError(f"{path}: [variants] must be a table of tables")
