@@ -236,3 +236,42 @@ def test_missing_node_type_and_missing_variant_fail_with_reasons(cluster, setup)
     assert missing["status"] == "failed"
     assert "variant 'nowhere' is not available on node" in missing["reason"]
     assert "interpreter not found: /no/such/python" in missing["reason"]
+
+
+def test_ctrl_c_stops_the_cells_in_flight_and_resume_finishes(cluster, setup):
+    import signal
+
+    tmp_path, control, variants, catalog = setup
+    (control / "hang-2-0").touch()
+    proc = _compare(cluster, tmp_path, variants, catalog, "--threads", "2", "--repeats", "2")
+    pid_file = control / "pid"
+    deadline = time.monotonic() + 90
+    while not pid_file.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert pid_file.exists(), proc.communicate()[1]
+    hung = int(pid_file.read_text())
+    proc.send_signal(signal.SIGINT)
+    _o, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "--resume" in stderr
+    assert not (tmp_path / "run" / "cells" / "mnist_mlp__stub__t2__r0.json").exists()
+    deadline = time.monotonic() + 15
+    while _alive(hung) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(hung)  # the node stopped the worker of the cancelled cell
+    proc = _compare(cluster, tmp_path, variants, catalog, "--resume")
+    _o, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    assert {r["status"] for r in _cells(tmp_path / "run").values()} == {"ok"}
+
+
+def test_cell_timeout_on_a_node_is_a_timeout_result(cluster, setup):
+    tmp_path, control, variants, catalog = setup
+    (control / "hang-2-0").touch()
+    proc = _compare(cluster, tmp_path, variants, catalog, "--threads", "2", "--repeats", "1",
+                    "--timeout", "3")  # fmt: skip
+    _o, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 1, stderr
+    result = _cells(tmp_path / "run")["mnist_mlp__stub__t2__r0"]
+    assert result["status"] == "timeout" and "3 s timeout" in result["reason"]
+    assert result["node"]["instance"] == "sim-2"
