@@ -183,3 +183,18 @@ def test_declare_hosts_merges_ray_nodes(tmp_path):
     assert [h["kind"] for h in run["hosts"]] == ["local", "ray-node", "ray-node"]
     assert run["hosts"][1]["simulated"] is False and "real instance" in run["hosts"][1]["label"]
     assert run["hosts"][2]["host_id"] == run["hosts"][1]["host_id"]  # same machine
+
+
+def test_2017_speeds_at_todays_prices(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.chdir(tmp_path)
+    code = main(["compare", "--dry-run", "--estimate-from", "study-2017", "--threads", "8",
+                 "--variants", "local,gpu", "--workloads", "cifar10_cnn", "--repeats", "1",
+                 "--pricing", "gce-2026", "--instance", "8=n2-highcpu-8",
+                 "--instance", "gpu=a2-highgpu-1g"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "2017 speeds at today's prices" in err and "ROUGH" not in err
+    # the study's cifar10_cnn: pip on 8 vCPUs 3151.5 s, K80 763.2 s; no overhead added
+    assert "$0.0718" in err  # 3151.5 s x 0.082 $/h (n2-highcpu-8 spot)
+    assert "$0.3062" in err  # 763.2 s x 1.44296 $/h (a2-highgpu-1g spot)

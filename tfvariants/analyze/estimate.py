@@ -106,8 +106,9 @@ def _study_seconds(workload: str, variant: str, threads: int, device: str) -> fl
 
 
 def rough_seconds(
-    workload: str, variant: str, threads: int, device: str, scale: float = 1.0
-) -> float:
+    workload: str, variant: str, threads: int, device: str, scale: float = 1.0,
+    overhead: float = CELL_OVERHEAD_S,
+) -> float:  # fmt: skip
     """A rough cell time: the study's time for the nearest configuration (median over
     workloads when the workload is not one of the study's), scaled to the run's share of
     the full schedule, plus the per-cell overhead."""
@@ -116,7 +117,7 @@ def rough_seconds(
         s = statistics.median(
             _study_seconds(w, variant, threads, device) or 0.0 for w in STUDY_2017
         )
-    return s * scale + CELL_OVERHEAD_S
+    return s * scale + overhead
 
 
 def times_from_run(run_dir: Path) -> dict[tuple, list[float]]:
@@ -189,9 +190,11 @@ def estimate_cells(
     *,
     run_times: dict[tuple, list[float]] | None,
     scale_for: Any,
+    study: bool = False,
 ) -> list[CellEstimate]:
     """One estimate per planned cell; ``scale_for(workload)`` is the share of the full
-    schedule the run trains (1.0 at full scale)."""
+    schedule the run trains (1.0 at full scale). ``study``: the 2017 study's training
+    times as they were (no per-cell overhead), for "2017 speeds at today's prices"."""
     out = []
     for c in cells:
         inst = placement[(c.variant, c.threads)].name
@@ -203,6 +206,10 @@ def estimate_cells(
         if times:
             out.append(CellEstimate(c.workload, c.variant, c.threads, inst,
                                     statistics.median(times), "run"))  # fmt: skip
+        elif study and c.workload in STUDY_2017:
+            seconds = rough_seconds(c.workload, c.variant, c.threads, devices[c.variant],
+                                    scale_for(c.workload), overhead=0.0)  # fmt: skip
+            out.append(CellEstimate(c.workload, c.variant, c.threads, inst, seconds, "study-2017"))
         else:
             seconds = rough_seconds(c.workload, c.variant, c.threads, devices[c.variant],
                                     scale_for(c.workload))  # fmt: skip

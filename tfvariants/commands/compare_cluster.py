@@ -9,6 +9,8 @@ from typing import Any
 
 from tfvariants.errors import UserError
 
+STUDY = "study-2017"  # --estimate-from study-2017: the 2017 study's own training times
+
 
 def register(p: Any) -> None:
     g = p.add_argument_group("where cells run (executor) and dry run")
@@ -21,8 +23,9 @@ def register(p: Any) -> None:
                    help="seconds a cell waits for a node of its type to join (default 900)")  # fmt: skip
     g.add_argument("--dry-run", action="store_true",
                    help="print the planned cells per node type and the estimated bill; run nothing")  # fmt: skip
-    g.add_argument("--estimate-from", type=Path, default=None, metavar="RUN",
-                   help="estimate times from an earlier results folder (default: rough figures)")  # fmt: skip
+    g.add_argument("--estimate-from", type=Path, default=None, metavar="RUN|study-2017",
+                   help="estimate times from an earlier results folder, or from the 2017 study's "
+                   "training times as measured then (default: rough figures)")  # fmt: skip
 
 
 def check(args: argparse.Namespace) -> None:
@@ -87,14 +90,21 @@ def dry_run(args: argparse.Namespace, spec: Any, pricing: Any, console: Any) -> 
     placed = placement(spec, pricing)
     cells = plan_cells(spec)
     devices = {v: (spec.variant_info.get(v) or {}).get("device", "cpu") for v in spec.variants}
-    run_times = est.times_from_run(args.estimate_from) if args.estimate_from else None
+    study = args.estimate_from == Path(STUDY) and not Path(STUDY).exists()
+    run_times = est.times_from_run(args.estimate_from) if args.estimate_from and not study else None
     estimates = est.estimate_cells(
-        cells, placed, devices, run_times=run_times, scale_for=_scale_for(spec)
+        cells, placed, devices, run_times=run_times, scale_for=_scale_for(spec), study=study
     )
     by_name = {i.name: i for i in placed.values()}
     rows = est.bill(estimates, by_name, pricing)
     cat = pricing.catalog
     rough = any(e.source == "rough" for e in estimates)
+    if study:
+        console.print(
+            f"[bold]2017 speeds at today's prices[/]: {est.STUDY_2017_SOURCE}, priced with "
+            f"{cat.name}; no per-cell overhead added",
+            highlight=False,
+        )
     where = "on a Ray cluster" if args.executor == "ray" else "billed as"
     console.print(
         f"[bold]dry run[/]: {len(cells)} cells {where} {len(rows)} node type(s); "
@@ -150,6 +160,8 @@ def _per_config(console: Any, estimates: list, pricing: Any, rough: bool) -> Non
     from tfvariants.analyze.format import money
 
     title = "per configuration (one cell)" + (" - rough times" if rough else "")
+    if any(e.source == "study-2017" for e in estimates):
+        title = "per configuration: 2017 speeds at today's prices"
     table = Table(title=title, title_justify="left")
     for col in ("workload", "configuration", "node type", "time", "cost"):
         table.add_column(col, justify="right" if col in ("time", "cost") else "left")
@@ -191,6 +203,15 @@ def run_on_ray(
     )
     placed = {k: inst.name for k, inst in placement(spec, pricing).items()}
     settings = RaySettings(address=args.ray_address or "auto", node_wait_s=node_wait)
+    by_type: dict[str, list[str]] = {}
+    for (variant, threads), name in placed.items():
+        by_type.setdefault(name, []).append(f"{variant}@{threads}")
+    console.print(
+        "node types: "
+        + "; ".join(f"{n} <- {', '.join(c)}" for n, c in sorted(by_type.items()))
+        + f" (a cell waits up to {node_wait:g} s for a node of its type)",
+        highlight=False,
+    )
     return RayMatrix(spec, out, settings).run(
         variants=variant_objs,
         options_for=lambda workload: run_options_for(spec, workload),
