@@ -121,7 +121,7 @@ def _compare(cluster, tmp_path, variants, catalog, *extra, names="stub", out="ru
         sys.executable, "-m", "tfvariants", "compare", "--executor", "ray",
         "--ray-address", cluster.address, "--variants", names, "--variants-file", str(variants),
         "--workloads", "mnist_mlp", "--pricing", str(catalog),
-        "--out", str(tmp_path / out), "--report", str(tmp_path / "report" / "index.html"),
+        "--out", str(tmp_path / out), "--output", str(tmp_path / "report" / "index.html"),
         *extra,
     ]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
