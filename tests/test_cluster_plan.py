@@ -198,3 +198,17 @@ def test_2017_speeds_at_todays_prices(tmp_path, capsys, monkeypatch):
     # the study's cifar10_cnn: pip on 8 vCPUs 3151.5 s, K80 763.2 s; no overhead added
     assert "$0.0718" in err  # 3151.5 s x 0.082 $/h (n2-highcpu-8 spot)
     assert "$0.3062" in err  # 763.2 s x 1.44296 $/h (a2-highgpu-1g spot)
+
+
+def test_report_and_csv_show_the_catalogs_tier_word(tmp_path):
+    from tfvariants.render.html import write_report
+
+    runs = [make_result("local", 8, "mnist_mlp", r) for r in range(2)]
+    write_results(tmp_path / "r", runs)
+    report, csv_path = tmp_path / "rep.html", tmp_path / "cells.csv"
+    write_report(tmp_path / "r", report, pricing=parse_pricing_option("gce-2026"),
+                 csv_path=csv_path)  # fmt: skip
+    html = report.read_text()
+    assert "gce-2026 (spot, as of 2026-11)" in html
+    assert "spot price as of 2026-11" in html
+    assert ",spot," in csv_path.read_text()

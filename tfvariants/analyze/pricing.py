@@ -143,6 +143,7 @@ class CellCost:
     billed_seconds: float
     cost: float
     note: str = ""
+    tier_word: str = ""  # the tier in the catalog's own word (spot, preemptible, on-demand)
 
 
 def _where(path: str, inst: str | None, fld: str) -> str:
@@ -393,6 +394,7 @@ class Pricing:
             billed,
             sel.per_hour * billed / 3600,
             note,
+            self.catalog.tier_word(sel.tier),
         )
 
 
