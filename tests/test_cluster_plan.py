@@ -121,8 +121,8 @@ def test_import_simple_csv(tmp_path):
 def test_dry_run_prints_node_types_and_bill(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
     code = main(["compare", "--executor", "ray", "--dry-run", "--threads", "8,16",
-                 "--variants", "local,gpu", "--workloads", "mnist_mlp", "--repeats", "2",
-                 "--pricing", "gce-2026", "--instance", "gpu=a2-highgpu-1g",
+                 "--variants", "local,gpu", "--workloads", "cifar10_cnn", "--repeats", "2",
+                 "--epochs", "1", "--pricing", "gce-2026", "--instance", "gpu=a2-highgpu-1g",
                  "--out", str(tmp_path / "r")])  # fmt: skip
     err = capsys.readouterr().err
     assert code == 0, err
@@ -130,8 +130,11 @@ def test_dry_run_prints_node_types_and_bill(tmp_path, capsys, monkeypatch):
     for name in ("n2d-highcpu-8", "n2d-highcpu-16", "a2-highgpu-1g"):
         assert name in err
     assert "times are ROUGH" in err and "estimated bill" in err
-    # mnist_mlp at full scale: study 138.5 s (pip@8) + 15 s; 2 cells billed per second.
-    assert "$0.0044" in err  # 2 x 153.5 s x 0.05179 $/h on n2d-highcpu-8 (spot)
+    # One epoch of cifar10_cnn: the study's 3151.5 s / 20 epochs (pip, 8 vCPUs) + 15 s per
+    # cell, 2 cells = 346 s billed at 0.05179 $/h (n2d-highcpu-8 spot, the cheapest 8-vCPU)
+    assert "$0.00498" in err
+    # the GPU: the K80's 763.2 s / 20 + 15 s, 4 cells = 213 s at 1.44296 $/h
+    assert "$0.0854" in err
     assert not (tmp_path / "r").exists()  # a dry run writes nothing
 
 
@@ -197,7 +200,7 @@ def test_2017_speeds_at_todays_prices(tmp_path, capsys, monkeypatch):
     assert "2017 speeds at today's prices" in err and "ROUGH" not in err
     # the study's cifar10_cnn: pip on 8 vCPUs 3151.5 s, K80 763.2 s; no overhead added
     assert "$0.0718" in err  # 3151.5 s x 0.082 $/h (n2-highcpu-8 spot)
-    assert "$0.3062" in err  # 763.2 s x 1.44296 $/h (a2-highgpu-1g spot)
+    assert "$0.306" in err  # 763.2 s x 1.44296 $/h (a2-highgpu-1g spot)
 
 
 def test_report_and_csv_show_the_catalogs_tier_word(tmp_path):

@@ -2,10 +2,11 @@
 estimated bill (``compare --dry-run``).
 
 Times come from an earlier run (``--estimate-from RUN``: the median stored cell time per
-configuration) or, failing that, from rough figures: the 2017 study's full-schedule
-training times (Keras 2 / TensorFlow 1.2 on GCE Skylake n1-highcpu and a K80; the
-study's logs, github.com/minimaxir/deep-learning-cpu-gpu-benchmark, logs/*/*.csv, sum of
-per-epoch ``elapsed``), always labelled as rough.
+configuration) or, failing that, from rough figures: the step time implied by the 2017
+study's full-schedule training times (Keras 2 / TensorFlow 1.2 on GCE Skylake
+n1-highcpu and a K80; the study's logs, github.com/minimaxir/deep-learning-cpu-gpu-benchmark,
+logs/*/*.csv, sum of per-epoch ``elapsed``) times the steps a cell trains, always
+labelled as rough.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ STUDY_2017_SOURCE = (
     "K80; github.com/minimaxir/deep-learning-cpu-gpu-benchmark logs)"
 )
 # Per cell on a node: interpreter + TensorFlow import, probe, model build (DESIGN: ~4 s
-# here) plus the warm-up epoch's tracing; rough.
+# here) plus the warm-up (tracing, first steps); rough.
 CELL_OVERHEAD_S = 15.0
 # Per node: boot + setup before the first cell, and the idle time before it stops
 # (docs/cluster/*.yaml: idle_timeout_minutes = 5). Rough.
@@ -105,19 +106,41 @@ def _study_seconds(workload: str, variant: str, threads: int, device: str) -> fl
     return column[nearest]
 
 
-def rough_seconds(
-    workload: str, variant: str, threads: int, device: str, scale: float = 1.0,
-    overhead: float = CELL_OVERHEAD_S,
-) -> float:  # fmt: skip
-    """A rough cell time: the study's time for the nearest configuration (median over
-    workloads when the workload is not one of the study's), scaled to the run's share of
-    the full schedule, plus the per-cell overhead."""
+@dataclass(frozen=True)
+class CellShape:
+    """What a cell trains, for rough times: the workload's full schedule (SPEC) and the
+    run's options. Without ``epochs`` a cell stops after its steady window."""
+
+    epochs_full: int = 1
+    steps_per_epoch_full: int = 1
+    epochs: int | None = None  # --epochs: whole epochs instead of a steady window
+    steps_per_epoch: int | None = None  # of the run's sample (or --steps-per-epoch)
+    min_steady_s: float = 10.0
+    min_steady_steps: int = 100
+
+
+def study_training_seconds(workload: str, variant: str, threads: int, device: str) -> float:
+    """The study's full-schedule training time for the nearest configuration (the median
+    over its workloads when the workload is not one of the study's)."""
     s = _study_seconds(workload, variant, threads, device)
     if s is None:
         s = statistics.median(
             _study_seconds(w, variant, threads, device) or 0.0 for w in STUDY_2017
         )
-    return s * scale + overhead
+    return s
+
+
+def rough_seconds(
+    workload: str, variant: str, threads: int, device: str, shape: CellShape
+) -> float:
+    """A rough cell time: the study's step time for the nearest configuration, times the
+    steps the cell trains (its steady window, or --epochs), plus the per-cell overhead."""
+    full = study_training_seconds(workload, variant, threads, device)
+    step_s = full / max(1, shape.epochs_full * shape.steps_per_epoch_full)
+    if shape.epochs:
+        steps = shape.epochs * (shape.steps_per_epoch or shape.steps_per_epoch_full)
+        return CELL_OVERHEAD_S + steps * step_s
+    return CELL_OVERHEAD_S + max(shape.min_steady_s, shape.min_steady_steps * step_s)
 
 
 def times_from_run(run_dir: Path) -> dict[tuple, list[float]]:
@@ -189,12 +212,12 @@ def estimate_cells(
     devices: dict[str, str],
     *,
     run_times: dict[tuple, list[float]] | None,
-    scale_for: Any,
+    shape_for: Any,
     study: bool = False,
 ) -> list[CellEstimate]:
-    """One estimate per planned cell; ``scale_for(workload)`` is the share of the full
-    schedule the run trains (1.0 at full scale). ``study``: the 2017 study's training
-    times as they were (no per-cell overhead), for "2017 speeds at today's prices"."""
+    """One estimate per planned cell; ``shape_for(workload)`` gives its CellShape.
+    ``study``: not cells but the 2017 study's full-schedule training times as they were,
+    for "2017 speeds at today's prices"."""
     out = []
     for c in cells:
         inst = placement[(c.variant, c.threads)].name
@@ -207,11 +230,10 @@ def estimate_cells(
             out.append(CellEstimate(c.workload, c.variant, c.threads, inst,
                                     statistics.median(times), "run"))  # fmt: skip
         elif study and c.workload in STUDY_2017:
-            seconds = rough_seconds(c.workload, c.variant, c.threads, devices[c.variant],
-                                    scale_for(c.workload), overhead=0.0)  # fmt: skip
+            seconds = study_training_seconds(c.workload, c.variant, c.threads, devices[c.variant])
             out.append(CellEstimate(c.workload, c.variant, c.threads, inst, seconds, "study-2017"))
         else:
             seconds = rough_seconds(c.workload, c.variant, c.threads, devices[c.variant],
-                                    scale_for(c.workload))  # fmt: skip
+                                    shape_for(c.workload))  # fmt: skip
             out.append(CellEstimate(c.workload, c.variant, c.threads, inst, seconds, "rough"))
     return out

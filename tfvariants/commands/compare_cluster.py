@@ -61,22 +61,29 @@ def placement(spec: Any, pricing: Any) -> dict[tuple[str, int], Any]:
     return place_cells(devices, spec.threads, pricing)
 
 
-def _scale_for(spec: Any) -> Any:
-    """Share of the full schedule a cell trains, for rough estimates."""
-    from tfvariants.commands.compare import workload_spec
+def _shape_for(spec: Any) -> Any:
+    """What a cell of each workload trains (for rough times): its SPEC and the options."""
+    import math
 
-    o = spec.options
+    from tfvariants.analyze.estimate import CellShape
+    from tfvariants.commands.compare import run_options_for, workload_spec
 
-    def scale(workload: str) -> float:
+    def shape(workload: str) -> CellShape:
         ws = workload_spec(workload)
-        epochs_full = ws.get("epochs") or 1
-        samples_full = ws.get("train_samples") or 1
-        per = (o.get("per_workload") or {}).get(workload, {})
-        epochs = o.get("epochs") or per.get("epochs") or epochs_full
-        samples = o.get("samples") or per.get("samples") or samples_full
-        return min(1.0, epochs / epochs_full) * min(1.0, samples / samples_full)
+        batch = int(ws.get("batch_size") or 128)
+        full_samples = int(ws.get("train_samples") or batch)
+        ro = run_options_for(spec, workload)
+        per_epoch = ro.steps_per_epoch or math.ceil((ro.samples or full_samples) / batch)
+        return CellShape(
+            epochs_full=int(ws.get("epochs") or 1),
+            steps_per_epoch_full=math.ceil(full_samples / batch),
+            epochs=ro.epochs,
+            steps_per_epoch=per_epoch,
+            min_steady_s=float(getattr(ro, "min_steady_s", 10.0)),
+            min_steady_steps=int(getattr(ro, "min_steady_steps", 100)),
+        )
 
-    return scale
+    return shape
 
 
 def dry_run(args: argparse.Namespace, spec: Any, pricing: Any, console: Any) -> int:
@@ -93,7 +100,7 @@ def dry_run(args: argparse.Namespace, spec: Any, pricing: Any, console: Any) -> 
     study = args.estimate_from == Path(STUDY) and not Path(STUDY).exists()
     run_times = est.times_from_run(args.estimate_from) if args.estimate_from and not study else None
     estimates = est.estimate_cells(
-        cells, placed, devices, run_times=run_times, scale_for=_scale_for(spec), study=study
+        cells, placed, devices, run_times=run_times, shape_for=_shape_for(spec), study=study
     )
     by_name = {i.name: i for i in placed.values()}
     rows = est.bill(estimates, by_name, pricing)
@@ -141,8 +148,9 @@ def dry_run(args: argparse.Namespace, spec: Any, pricing: Any, console: Any) -> 
     )
     if rough:
         console.print(
-            f"times are ROUGH: {est.STUDY_2017_SOURCE}, scaled to this run's epochs/samples, "
-            f"+{est.CELL_OVERHEAD_S:g} s per cell. Measure once, then use --estimate-from RUN.",
+            f"times are ROUGH: the step times implied by {est.STUDY_2017_SOURCE}, times the steps "
+            f"a cell trains (its steady window, or --epochs), +{est.CELL_OVERHEAD_S:g} s per cell. "
+            "Measure once, then use --estimate-from RUN.",
             highlight=False,
         )
     if run_times is not None:
@@ -163,8 +171,9 @@ def _per_config(console: Any, estimates: list, pricing: Any, rough: bool) -> Non
     if any(e.source == "study-2017" for e in estimates):
         title = "per configuration: 2017 speeds at today's prices"
     table = Table(title=title, title_justify="left")
-    for col in ("workload", "configuration", "node type", "time", "cost"):
-        table.add_column(col, justify="right" if col in ("time", "cost") else "left")
+    time_col = "training time" if any(e.source == "study-2017" for e in estimates) else "time"
+    for col in ("workload", "configuration", "node type", time_col, "cost"):
+        table.add_column(col, justify="right" if col in (time_col, "cost") else "left")
     seen: dict[tuple, list] = {}
     for e in estimates:
         seen.setdefault((e.workload, e.variant, e.threads, e.instance), []).append(e.seconds)
