@@ -66,7 +66,7 @@ def _shape_for(spec: Any) -> Any:
     import math
 
     from tfvariants.analyze.estimate import CellShape
-    from tfvariants.commands.compare import run_options_for, workload_spec
+    from tfvariants.commands.matrix_args import run_options_for, workload_spec
 
     def shape(workload: str) -> CellShape:
         ws = workload_spec(workload)
@@ -202,11 +202,11 @@ def run_on_ray(
 ) -> Any:  # fmt: skip
     """Run the matrix on the cluster; returns the MatrixOutcome."""
     from tfvariants.commands import argtypes
-    from tfvariants.commands.compare import _checked, run_options_for
+    from tfvariants.commands.matrix_args import checked, run_options_for
     from tfvariants.execute.ray_executor import DEFAULT_NODE_WAIT_S, RayMatrix, RaySettings
 
     node_wait = (
-        _checked("node-wait", argtypes.positive_float, args.node_wait)
+        checked("node-wait", argtypes.positive_float, args.node_wait)
         if args.node_wait
         else DEFAULT_NODE_WAIT_S
     )
