@@ -12,7 +12,7 @@ from tfvariants.analyze.format import dur, money, sig3
 from tfvariants.analyze.pricing import Pricing
 
 if TYPE_CHECKING:
-    from tfvariants.analyze.analysis import Group, WorkloadReport
+    from tfvariants.analyze.groups import Group, WorkloadReport
 
 
 def interval_words(r: stats.Interval, invert: bool = False) -> str:
@@ -76,7 +76,7 @@ def _tiers(a: Group, b: Group) -> str:
     preemptible CPUs, as the study did): the ratio is partly the tier's."""
     if a.cost is None or b.cost is None or a.cost.tier == b.cost.tier:
         return ""
-    ta, tb = (x.cost.tier.replace("_", "-") for x in (a, b))  # type: ignore[union-attr]
+    ta, tb = (x.cost.tier_word or x.cost.tier.replace("_", "-") for x in (a, b))  # type: ignore[union-attr]
     return f" (prices of different tiers: {a.label} {ta}, {b.label} {tb})"
 
 
