@@ -219,3 +219,15 @@ def test_every_configuration_sharing_cpus_is_named(tmp_path):
     (m,) = sa.models
     (line,) = [c for c in m.conclusions if "share CPUs" in c]
     assert line.startswith("compiled@2 http, pip@2 http: server and load generator share CPUs 0,1")
+
+
+def test_not_practical_names_noise_as_well_as_closeness():
+    from types import SimpleNamespace
+
+    from tfvariants.analyze import stats
+    from tfvariants.analyze.conclusions import phrase
+
+    iv = stats.Interval(0.915, 0.567, 1.37, "hodges-lehmann", 10, 0.989, 4)
+    cmp = stats.Comparison(iv, "undecided", ("the interval includes both",), None)
+    text = phrase(SimpleNamespace(label="a@2"), SimpleNamespace(label="a@1"), cmp)
+    assert "too close to the 5% threshold for this much noise" in text

@@ -41,8 +41,8 @@ def phrase(a: Group, b: Group, cmp: stats.Comparison, what: str = "time") -> str
     more = (
         f"about {cmp.more_repeats} more repeat(s) per side would likely decide it"
         if cmp.more_repeats
-        else "no practical number of repeats would likely decide it at this noise (the ratio "
-        f"is close to the {cmp.min_effect:.0%} threshold)"
+        else "no practical number of repeats would likely decide it (the ratio is too close "
+        f"to the {cmp.min_effect:.0%} threshold for this much noise)"
     )
     why = "; ".join(cmp.reasons)
     return (
