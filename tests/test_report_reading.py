@@ -231,3 +231,15 @@ def test_not_practical_names_noise_as_well_as_closeness():
     cmp = stats.Comparison(iv, "undecided", ("the interval includes both",), None)
     text = phrase(SimpleNamespace(label="a@2"), SimpleNamespace(label="a@1"), cmp)
     assert "too close to the 5% threshold for this much noise" in text
+
+
+def test_serving_chart_marks_points_over_the_p99_bound(tmp_path):
+    d = _serving(tmp_path / "res")  # 1 in flight p99 40 ms, 4 in flight p99 90 ms
+    out = tmp_path / "r.html"
+    write_report(d, out, pricing=Pricing(load_catalog("gce-2017")), p99_bound_ms=50)
+    html = out.read_text()
+    hollow = re.findall(r'fill="#fff" stroke="[^"]+" stroke-width="1.5"><title>([^<]+)<', html)
+    assert len(hollow) == 2 and all(
+        "4 in flight" in t and "p99 over the bound" in t for t in hollow
+    )
+    assert "hollow ones did not" in html

@@ -65,7 +65,9 @@ def render_html(analysis: Analysis, serving: ServingAnalysis | None = None) -> s
 
         extra = {
             "serving": serving,
-            "serving_charts": {m.model: throughput_chart(m) for m in serving.models},
+            "serving_charts": {
+                m.model: throughput_chart(m, serving.p99_bound_ms) for m in serving.models
+            },
             "serving_headline": HEADLINE,
             "serving_cell_id": serving_cell_id,
             "num_fmt": sig3,

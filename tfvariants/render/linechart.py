@@ -18,6 +18,7 @@ class Point:
     y: float
     lo: float | None = None
     hi: float | None = None
+    within: bool = True  # met the latency bound (drawn filled; hollow when not)
 
 
 @dataclass(frozen=True)
@@ -83,8 +84,11 @@ def line_chart(title: str, series: list[Series], *, x_label: str, y_label: str,
                 out.append(
                     f'<path d="M{cx:.1f},{py(p.lo):.1f}V{hi:.1f}" stroke="{color}" stroke-width="1"/>'
                 )
-            out.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="3.5" fill="{color}"><title>'
-                       f'{escape(s.label)}: {p.x:g} in flight, {sig3(p.y)}/s</title></circle>')  # fmt: skip
+            fill = color if p.within else "#fff"
+            over = "" if p.within else ", p99 over the bound"
+            out.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="3.5" fill="{fill}" stroke="{color}" '
+                       f'stroke-width="1.5"><title>{escape(s.label)}: {p.x:g} in flight, '
+                       f'{sig3(p.y)}/s{over}</title></circle>')  # fmt: skip
         ly = top + 8 + i * 18
         out.append(f'<line x1="{left + plot_w + 14}" y1="{ly}" x2="{left + plot_w + 38}" y2="{ly}" '
                    f'stroke="{color}" stroke-width="2"{dash}/>')  # fmt: skip
@@ -99,15 +103,18 @@ def line_chart(title: str, series: list[Series], *, x_label: str, y_label: str,
     return Markup("".join(out))
 
 
-def throughput_chart(model_report: object) -> Markup:
-    """The model's throughput-vs-concurrency chart: one line per configuration."""
+def throughput_chart(model_report: object, bound_ms: float | None = None) -> Markup:
+    """The model's throughput-vs-concurrency chart: one line per configuration; points
+    whose median p99 broke ``bound_ms`` are hollow (the cost uses only filled ones)."""
     series = []
     for cfg in model_report.configs:  # type: ignore[attr-defined]
         pts = tuple(
-            Point(row.concurrency, row.throughput.value, row.throughput.lo, row.throughput.hi)
+            Point(row.concurrency, row.throughput.value, row.throughput.lo, row.throughput.hi,
+                  within=bound_ms is None or (row.percentiles.get("p99_ms") is not None
+                                              and row.percentiles["p99_ms"] <= bound_ms))
             for row in cfg.curve()
             if row.throughput is not None
-        )
+        )  # fmt: skip
         if pts:
             series.append(Series(cfg.label, pts, dashed=cfg.path != "inprocess"))
     return line_chart(f"{model_report.model}: throughput vs requests in flight",  # type: ignore[attr-defined]
