@@ -124,6 +124,13 @@ def test_default_baseline_rules():
         2,
     )
     assert choose_baseline({("pip", 2): 0}, dev) is None
+    # An oversubscribed configuration is no yardstick while one that fits has results...
+    counts = {("pip", 2): 5, ("pip", 8): 5}
+    assert choose_baseline(counts, dev, oversubscribed={("pip", 8)}) == ("pip", 2)
+    # ...but it is still better than none, and a GPU still comes first.
+    assert choose_baseline({("pip", 8): 5}, dev, oversubscribed={("pip", 8)}) == ("pip", 8)
+    gpu = {("pip", 2): 5, ("gpu", 8): 3}
+    assert choose_baseline(gpu, dev, oversubscribed={("gpu", 8)}) == ("gpu", 8)
 
 
 def test_stopping_rule_has_a_few_fixed_looks():

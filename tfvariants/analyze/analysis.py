@@ -149,9 +149,16 @@ def analyze(
     ok_counts: dict[tuple[str, int], int] = {}
     for (_w, v, t), g in groups.items():
         ok_counts[(v, t)] = ok_counts.get((v, t), 0) + len(g.ok)  # before _summarise
+    # Oversubscribed as the worker recorded it (a cluster node's own CPU count counts,
+    # not the driver's).
+    over = {
+        (v, t)
+        for (_w, v, t), g in groups.items()
+        if any(get_path(r, "requested", "oversubscribed") is True for r in g.results)
+    }
     base = parse_baseline(baseline)
     if base is None:
-        chosen = choose_baseline(ok_counts, devices, variants)
+        chosen = choose_baseline(ok_counts, devices, variants, over)
         base = chosen or (variants[0], max(k[2] for k in groups if k[1] == variants[0]))
     elif base[0] not in variants:
         raise UserError(
@@ -187,7 +194,7 @@ def analyze(
         if baseline is None:
             # The default is chosen per workload too: never a configuration without results.
             counts = {(g.variant, g.threads): len(g.times) for g in wgroups}
-            mine = choose_baseline(counts, devices, variants)
+            mine = choose_baseline(counts, devices, variants, over)
             bgroup = groups.get((w, *mine)) if mine else bgroup
         wr = WorkloadReport(w, wgroups, bgroup)
         _compare_to_baseline(wr, min_effect, confidence, looks)

@@ -3,7 +3,7 @@ of looks of the stopping rule) and the default baseline."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from tfvariants.analyze import stats
@@ -45,14 +45,20 @@ def choose_baseline(
     ok_counts: Mapping[tuple[str, int], int],
     devices: Mapping[str, str],
     order: Sequence[str] = (),
+    oversubscribed: Collection[tuple[str, int]] = (),
 ) -> tuple[str, int] | None:
     """The default baseline: the GPU configuration if one has results (most successful
     repeats, then most threads), else among the configurations with the most threads
     the one with the most successful repeats (first variant on a tie). Never one without
-    results; None when nothing succeeded."""
+    results; None when nothing succeeded. Configurations that ran within their host's
+    CPUs come first: an ``oversubscribed`` one says nothing about a machine with that
+    many vCPUs, so it makes a poor yardstick for the others."""
     have = {k: n for k, n in ok_counts.items() if n > 0}
     if not have:
         return None
+    fitting = {k: n for k, n in have.items() if k not in set(oversubscribed)}
+    if fitting and not any(devices.get(k[0]) == "gpu" for k in have):
+        have = fitting
 
     def rank(v: str) -> int:
         return list(order).index(v) if v in order else len(order)

@@ -60,8 +60,8 @@ def register(sub: Any) -> None:
                    help="seconds per cell (default 1800)")  # fmt: skip
     common.add_pricing(p)
     p.add_argument("--baseline", default=None,
-                   help="VARIANT[@THREADS] (default: the GPU if one ran, else the most threads "
-                   "with the most successful repeats)")  # fmt: skip
+                   help="VARIANT[@THREADS] (default: the GPU if one ran, else the most threads that fit "
+                   "on the host, with the most successful repeats)")  # fmt: skip
     p.add_argument("--out", type=Path, default=None, help="results folder (default results/<run>)")
     common.add_report_outputs(p, old_flag="--report")
     p.add_argument("--resume", action="store_true",

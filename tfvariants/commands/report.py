@@ -27,7 +27,7 @@ def register(sub: Any) -> None:
     common.add_report_outputs(p)
     common.add_pricing(p)
     p.add_argument("--baseline", default=None,
-                   help="VARIANT[@THREADS] (default: the GPU if one ran, else the most threads with "
+                   help="VARIANT[@THREADS] (default: the GPU if one ran, else the most threads that fit on the host, with "
                    "the most successful repeats; serving: the GPU, else the first variant)")  # fmt: skip
     p.add_argument("--min-effect", type=argtypes.fraction, default=None,
                    help="smallest difference that matters, e.g. 5%% (default: the run's, else 5%%)")  # fmt: skip
