@@ -6,11 +6,12 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TFV := $(BIN)/tfvariants
 
-.PHONY: help install compare report test test-fast lint clean
+.PHONY: help install compare report build-variant test test-fast lint clean
 
 help:
 	@echo "make install         .venv with tfvariants + TensorFlow (tensorflow-cpu 2.21) + dev tools (EXTRAS=all: every extra)"
 	@echo "make compare         install if needed, run the built-in quick compare, write an HTML report"
+	@echo "make build-variant NAME=tf-2.18   environment of a requirement-spec variant (cached)"
 	@echo "make build-pip       container image with the stock TensorFlow wheel"
 	@echo "make build-compiled  TensorFlow built from source for ISA=avx2-fma|avx|sse4.2|avx512|native"
 	@echo "make build-gpu       GPU container image"
@@ -46,6 +47,10 @@ report: install
 
 # `make test` runs every marker; set TFV_REQUIRE_CONTAINER=1 / TFV_REQUIRE_BROWSER=1
 # to turn "skipped: no podman/chromium" into failures (CI does).
+build-variant: install
+	@test -n "$(NAME)" || (echo "usage: make build-variant NAME=tf-2.18 (see: $(TFV) variants)" && exit 2)
+	$(TFV) variants build $(NAME)
+
 test: install
 	TFV_REQUIRE_TF=1 $(BIN)/python -m pytest -o addopts="" -q -rs --durations=15
 
