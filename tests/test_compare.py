@@ -10,6 +10,13 @@ from tfvariants.execute import runner
 from workloads import registry
 
 
+@pytest.fixture(autouse=True)
+def _no_onednn_probe(request, monkeypatch):
+    """The per-variant oneDNN probe imports real TensorFlow: only the real-TF tests run it."""
+    if "needs_tf" not in request.fixturenames:
+        monkeypatch.setattr(compare, "probe_variants", lambda info, objs, probe: None)
+
+
 @pytest.mark.parametrize("bad", ["0", "-1", "abc", "", "8,,16", "1.5"])
 def test_bad_thread_lists_are_one_line_errors_and_write_nothing(bad, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)

@@ -73,6 +73,7 @@ class WorkerRequest:
     steps_per_epoch: int | None = None
     keras_options: dict[str, Any] = field(default_factory=dict)  # model.compile() options
     requested: dict[str, Any] = field(default_factory=dict)  # the host's pinning plan
+    backend: str | None = None  # Keras backend: tensorflow, jax, torch (None: $KERAS_BACKEND)
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -111,6 +112,8 @@ class WorkerRequest:
         ):
             raise RequestError("worker request: 'cpus' must be a list of CPU ids")
         data["cpus"] = tuple(cpus)
+        if data.get("backend") not in (None, "tensorflow", "jax", "torch"):
+            raise RequestError("worker request: 'backend' must be tensorflow, jax or torch")
         for name in ("keras_options", "requested"):
             if not isinstance(data.get(name, {}), dict):
                 raise RequestError(f"worker request: '{name}' must be an object")

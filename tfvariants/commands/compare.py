@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -27,9 +28,13 @@ def register(sub: Any) -> None:
                    help="quick scale (each workload's quick_samples/quick_epochs): a few minutes on 2 cores")  # fmt: skip
     p.add_argument("--threads", default=None, help="comma list, e.g. 8,16,32,64 (default: 1..CPUs)")
     p.add_argument(
-        "--variants", default=None, help="comma list, e.g. pip,compiled,gpu (default: local)"
+        "--variants",
+        default=None,
+        help="comma list, e.g. pip,compiled,gpu or local,local+isa-sse41 (default: local)",
     )
     p.add_argument("--variants-file", default=None, help="TOML file with more variants")
+    p.add_argument("--no-probe", action="store_true",
+                   help="skip the per-variant oneDNN probe (ISA used, no-op settings)")  # fmt: skip
     p.add_argument("--engine", choices=("docker", "podman"), default=None,
                    help="container engine for image variants (default: detected)")  # fmt: skip
     p.add_argument("--workloads", default=None, help="'all' (default) or a comma list")
@@ -231,7 +236,7 @@ def _ready_variants(variant_objs: dict[str, Any], engine: str | None) -> dict[st
     skipped with that reason."""
     import dataclasses
 
-    from tfvariants.variants import skip_reason
+    from tfvariants.variants import ensure_built, skip_reason
 
     ready_objs = {}
     problems = []
@@ -241,12 +246,42 @@ def _ready_variants(variant_objs: dict[str, Any], engine: str | None) -> dict[st
         ready_objs[name] = variant
         if skip_reason(variant):
             continue
+        # A requirement-spec variant is built on first use (cached by its specs).
+        done = ensure_built(variant, lambda line, n=name: print(f"  {n}: {line}", file=sys.stderr))
+        if done:
+            print(f"{name}: {done}", file=sys.stderr)
         ready, detail = variant.readiness()
         if not ready:
             problems.append(f"{name}: {detail}")
     if problems:
         raise UserError("variant(s) not ready: " + "; ".join(problems))
     return ready_objs
+
+
+def probe_variants(info: dict[str, dict], variant_objs: dict[str, Any], probe: bool) -> None:
+    """Once per variant, before the sweep (never inside a timed cell: oneDNN's verbose
+    output is large): its backend and overlays, the oneDNN ISA it uses against this
+    host's default, and which overlay settings are no-ops here."""
+    from tfvariants.commands.env import probe_variant
+    from tfvariants.variants import skip_reason
+    from tfvariants.variants.noop import judge
+
+    for name, variant in variant_objs.items():
+        entry = info.setdefault(name, {})
+        entry.update(backend=variant.backend, base=variant.base,
+                     overlay_env=dict(variant.overlay_env), env=dict(variant.env))  # fmt: skip
+        if variant.kind == "requirements":
+            entry["requirements"] = list(variant.requirements)
+        if not probe or skip_reason(variant):
+            continue
+        print(f"probing oneDNN in {name} (once, outside timed cells)", file=sys.stderr)
+        try:
+            result = probe_variant(variant, module="workloads.onednn")
+        except UserError as exc:
+            result = {"error": str(exc)}
+        entry["onednn"] = judge(variant.overlay_env, variant.backend, result)
+        for line in entry["onednn"]["noop"] + entry["onednn"]["unknown"]:
+            print(f"  {name}: {line}", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -273,6 +308,7 @@ def run(args: argparse.Namespace) -> int:
     spec, variant_objs = build_spec(args, stored)
     _check_baseline(args.baseline, spec.variants, spec.threads)
     variant_objs = _ready_variants(variant_objs, args.engine)
+    probe_variants(spec.variant_info, variant_objs, probe=not args.no_probe)
     pricing = (
         parse_pricing_option(args.pricing, tier=args.price_tier, instance_map=args.instance)
         if args.pricing

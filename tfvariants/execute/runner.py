@@ -80,6 +80,7 @@ def worker_request(
         steps_per_epoch=options.steps_per_epoch,
         keras_options=dict(variant.keras),
         requested=plan.to_dict(),
+        backend=variant.backend,
     )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib.util  # noqa: F401  (tests patch importlib.util.find_spec through here)
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -254,6 +254,14 @@ def get_variant(name: str, variants_file: str | Path | None = None) -> Variant:
     return variant
 
 
+def ensure_built(variant: Variant, log: Callable[[str], None]) -> str | None:
+    """Build a variant tfvariants knows how to build (kind requirements) when it is not
+    ready yet; return what was done, or None when nothing was needed or possible."""
+    if variant.kind != "requirements" or variant.readiness()[0]:
+        return None
+    return variant.kind_impl.build(variant, log)
+
+
 def skip_reason(variant: Variant) -> str | None:
     """Why a cell of this variant cannot run on this host (it is then 'skipped')."""
     if variant.device == "gpu" and not _host_has_gpu():
@@ -276,5 +284,5 @@ BUILTINS: dict[str, Variant] = _resolve(
 
 __all__ = [
     "BUILTINS", "DEVICES", "FIELDS", "KINDS", "TF_VERSION", "WORKLOADS_PARENT", "Variant",
-    "get_variant", "load_variants", "skip_reason",
+    "ensure_built", "get_variant", "load_variants", "skip_reason",
 ]  # fmt: skip
