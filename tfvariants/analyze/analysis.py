@@ -25,6 +25,7 @@ from tfvariants.analyze.fields import (
     training_time_s,
     warmup_time_s,
 )
+from tfvariants.analyze.parity import VariantParity, parity
 from tfvariants.analyze.pricing import CellCost, Pricing
 from tfvariants.errors import UserError
 from tfvariants.plan.cell import cell_id
@@ -106,6 +107,7 @@ class WorkloadReport:
     cheapest: Group | None = None
     pareto: list[Group] = field(default_factory=list)
     conclusions: list[str] = field(default_factory=list)
+    parity: list[VariantParity] = field(default_factory=list)  # final accuracy/loss
 
 
 @dataclass
@@ -258,6 +260,18 @@ def analyze(
                 )
             )
         conclude(wr, baseline_label, cpus, pricing)
+        wr.parity = parity(wgroups, base[0])
+        for row in wr.parity:
+            if row.outlier:
+                all_warnings.append(
+                    stats.StatWarning(
+                        "accuracy_parity",
+                        f"{w}: {row.variant} trains to a different result than {base[0]}: "
+                        + "; ".join(row.flags),
+                        "a fast variant that learns something else is not a faster build "
+                        "(see Accuracy parity)",
+                    )
+                )
         reports.append(wr)
 
     envs: dict[str, dict[str, str]] = {}
