@@ -214,7 +214,8 @@ def probe_tensorflow(tf: Any, log_text: str = "") -> dict[str, Any]:
             details.append({k: str(v) for k, v in detail.items()})
     if details:
         out["gpu_details"] = details
-    keras_version = _soft(lambda: __import__("keras").__version__)
+    # From the installed metadata: importing Keras here would initialise its backend.
+    keras_version = _soft(lambda: __import__("importlib.metadata").metadata.version("keras"))
     if keras_version:
         out["keras_version"] = keras_version
     out["missing_instructions"] = parse_missing_instructions(log_text)
@@ -233,8 +234,11 @@ def probe_tensorflow(tf: Any, log_text: str = "") -> dict[str, Any]:
 
 def probe_backend(name: str, module: Any = None) -> dict[str, Any]:
     """The Keras backend's version, build and devices, in one shape for all three."""
+    import importlib.metadata as metadata
+
     out: dict[str, Any] = {"name": name}
-    keras_version = _soft(lambda: __import__("keras").__version__)
+    # From the installed metadata: importing Keras here would import a backend.
+    keras_version = _soft(lambda: metadata.version("keras"))
     if keras_version:
         out["keras_version"] = keras_version
     if module is None:
@@ -247,8 +251,6 @@ def probe_backend(name: str, module: Any = None) -> dict[str, Any]:
         devices = _soft(lambda: module.config.list_physical_devices()) or []
         out["devices"] = [getattr(d, "name", str(d)) for d in devices]
     elif name == "jax":
-        import importlib.metadata as metadata
-
         out["build"] = {"jaxlib": _soft(lambda: metadata.version("jaxlib")),
                         "platform": _soft(lambda: module.default_backend())}  # fmt: skip
         out["devices"] = [str(d) for d in _soft(module.devices) or []]
