@@ -6,6 +6,8 @@ import json
 import random
 from pathlib import Path
 
+from tfvariants.plan.cell import cell_id as plan_cell_id
+
 WORKLOAD_SPECS = {
     "mnist_mlp": {"epochs": 20, "train_samples": 60000, "chance": 0.1, "flops": 1.1e8},
     "mnist_cnn": {"epochs": 12, "train_samples": 60000, "chance": 0.1, "flops": 1.6e9},
@@ -140,7 +142,7 @@ def make_result(
 
 def cell_id(result: dict) -> str:
     c = result["cell"]
-    return f"{c['workload']}__{c['variant']}__t{c['threads']}__r{c['repeat']}"
+    return plan_cell_id(c["variant"], c["threads"], c["workload"], c["repeat"])
 
 
 def write_results(results_dir: Path, results: list[dict], run: dict | None = None) -> Path:

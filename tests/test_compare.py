@@ -14,7 +14,12 @@ from workloads import registry
 def _no_onednn_probe(request, monkeypatch):
     """The per-variant oneDNN probe imports real TensorFlow: only the real-TF tests run it."""
     if "needs_tf" not in request.fixturenames:
-        monkeypatch.setattr(compare, "probe_variants", lambda info, objs, probe: None)
+        monkeypatch.setattr(compare, "probe_variants", _fake_probe)
+
+
+def _fake_probe(info, objs, probe):
+    for name in objs:
+        info.setdefault(name, {})["onednn"] = {"isa": "fake", "noop": [], "changes": []}
 
 
 @pytest.mark.parametrize("bad", ["0", "-1", "abc", "", "8,,16", "1.5"])
@@ -22,7 +27,8 @@ def test_bad_thread_lists_are_one_line_errors_and_write_nothing(bad, tmp_path, m
     monkeypatch.chdir(tmp_path)
     assert main(["compare", f"--threads={bad}", "--out", "r"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("tfvariants: error: --threads") and err.count("\n") == 1
+    assert err.startswith("tfvariants compare: error: argument --threads: expected")
+    assert err.count("\n") == 1
     assert os.listdir(tmp_path) == []
 
 
@@ -33,7 +39,7 @@ def test_parse_threads_keeps_order_and_drops_duplicates():
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--repeats", "0"], "--repeats: must be at least 1"),
+        (["--repeats", "0"], "--repeats: expected a whole number from 1 to 10000, got 0"),
         (["--workloads", "nope"], "unknown workload 'nope'"),
         (["--variants", "nope"], "unknown variant 'nope'"),
         (["--baseline", "tpu"], "--baseline tpu: 'tpu' is not one of --variants"),
@@ -105,6 +111,7 @@ def test_quick_compare_end_to_end_with_a_fake_runner(tmp_path, monkeypatch, caps
     assert (options.epochs, options.samples) == (spec["quick_epochs"], spec["quick_samples"])
     run = json.loads((tmp_path / "results/q/run.json").read_text())
     assert run["variants"] == ["local"] and run["threads"] == [1, 2] and run["options"]["quick"]
+    assert run["variant_info"]["local"]["onednn"]["isa"] == "fake"  # the probe is stored
     html = (tmp_path / "reports/q/index.html").read_text()
     assert "local@2" in html and html.count("<svg") == 2
     err = capsys.readouterr().err

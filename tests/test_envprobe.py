@@ -79,3 +79,11 @@ def test_probe_without_tf_records_only_allowlisted_env(monkeypatch):
     assert "hunter2" not in repr(data)
     assert data["cpu"]["logical_cpus"] >= 1
     assert "tensorflow" not in data
+
+
+def test_a_podman_container_without_marker_files_is_recognised(monkeypatch):
+    import workloads.envprobe as envprobe
+
+    monkeypatch.setattr(envprobe.os.path, "exists", lambda p: False)
+    monkeypatch.setenv("container", "podman")
+    assert envprobe._in_container() is True

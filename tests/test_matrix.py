@@ -7,7 +7,11 @@ from rich.console import Console
 from tfvariants.errors import UserError
 from tfvariants.execute.matrix import EtaModel, Matrix
 from tfvariants.plan.spec import MatrixSpec, plan_cells
-from tfvariants.store.rundir import stored_results
+from tfvariants.store.rundir import load_run_dir
+
+
+def stored_results(path):
+    return load_run_dir(path).results
 
 
 def spec(**kw):
@@ -140,13 +144,19 @@ def test_runner_exception_becomes_a_failed_cell(tmp_path):
     assert "runner error: RuntimeError: runner bug" in failed[0]["reason"]
 
 
-def test_corrupt_cell_file_is_rerun(tmp_path):
+def test_resume_never_overwrites_a_file_it_cannot_read(tmp_path):
     out_dir = tmp_path / "run"
     Matrix(spec(), out_dir).run(run_cell=FakeRunner())
-    (out_dir / "cells" / "mnist_mlp__pip__t1__r0.json").write_text("{not json")
-    again = FakeRunner()
-    Matrix(spec(), out_dir).run(run_cell=again, resume=True)
+    bad = out_dir / "cells" / "mnist_mlp__pip__t1__r0.json"
+    bad.write_text("{not json")
+    with pytest.raises(UserError, match=r"cells/mnist_mlp__pip__t1__r0.json.*--quarantine"):
+        Matrix(spec(), out_dir).run(run_cell=FakeRunner(), resume=True)
+    assert bad.read_text() == "{not json"
+    again = FakeRunner()  # --quarantine moves it aside (bytes kept), then reruns the cell
+    outcome = Matrix(spec(), out_dir).run(run_cell=again, resume=True, quarantine=True)
     assert again.calls == ["mnist_mlp__pip__t1__r0"]
+    assert (out_dir / "quarantine" / bad.name).read_text() == "{not json"
+    assert "quarantine" in outcome.quarantined[0] and "corrupt JSON" in outcome.quarantined[0]
 
 
 def test_resume_refuses_a_different_matrix(tmp_path):

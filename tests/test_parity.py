@@ -8,6 +8,15 @@ from tfvariants.analyze.analysis import analyze
 from tfvariants.render.html import render_html
 
 
+def _run(variants: list[str], info: dict | None = None) -> dict:
+    """A valid run.json record naming the variants (order: the first is the baseline)."""
+    return {
+        "schema_version": 1, "kind": "tfvariants.run", "variants": variants,
+        "threads": [2], "workloads": ["mnist_cnn"], "repeats": 3, "options": {},
+        "variant_info": info or {v: {"kind": "local", "device": "cpu"} for v in variants},
+    }  # fmt: skip
+
+
 def _results(acc: dict[str, list[float]], loss: dict[str, list[float | None]]) -> list[dict]:
     out = []
     for variant, accs in acc.items():
@@ -26,9 +35,7 @@ def test_outlier_flagged_against_the_spread_of_repeats(tmp_path) -> None:
          "fast-wrong": [1.2, 1.25, 1.22]},
     )  # fmt: skip
     a = analyze(
-        rf.write_results(
-            tmp_path / "r", results, {"variants": ["local", "isa-sse41", "fast-wrong"]}
-        )
+        rf.write_results(tmp_path / "r", results, _run(["local", "isa-sse41", "fast-wrong"]))
     )
     rows = {p.variant: p for p in a.workloads[0].parity}
     assert rows["local"].accuracy.delta is None and not rows["local"].outlier  # reference
@@ -49,7 +56,7 @@ def test_wide_repeats_widen_the_tolerance_and_divergence_is_flagged(tmp_path) ->
         {"local": [0.5, 0.7, 0.9], "other": [0.62, 0.75, 0.66], "nan": [0.1, 0.1, 0.1]},
         {"local": [1.0, 0.8, 0.5], "other": [0.9, 0.85, 0.8], "nan": [None, None, None]},
     )
-    a = analyze(rf.write_results(tmp_path / "r", results, {"variants": ["local", "other", "nan"]}))
+    a = analyze(rf.write_results(tmp_path / "r", results, _run(["local", "other", "nan"])))
     rows = {p.variant: p for p in a.workloads[0].parity}
     assert not rows["other"].outlier  # inside 4 x the (large) pooled spread
     assert rows["other"].accuracy.tolerance > 0.3
@@ -66,9 +73,7 @@ def test_single_variant_has_no_parity_block(tmp_path) -> None:
 
 def test_variant_probe_block(tmp_path) -> None:
     results = _results({"local": [0.9], "isa-avx512": [0.9]}, {"local": [0.3], "isa-avx512": [0.3]})
-    run = {
-        "variants": ["local", "isa-avx512"],
-        "variant_info": {
+    run = _run(["local", "isa-avx512"], {
             "local": {"kind": "local", "device": "cpu", "backend": "tensorflow", "base": None,
                       "overlay_env": {}, "onednn": {"isa": "Intel AVX-512 (bf16)",
                       "host_isa": "Intel AVX-512 (bf16)", "custom_ops": "on",
@@ -79,8 +84,7 @@ def test_variant_probe_block(tmp_path) -> None:
                            "onednn": {"isa": "Intel AVX-512", "host_isa": "Intel AVX-512 (bf16)",
                            "noop": ["ONEDNN_MAX_CPU_ISA=AVX512_CORE: no-op on this host (x)"],
                            "changes": [], "unknown": []}},
-        },
-    }  # fmt: skip
+    })  # fmt: skip
     html = render_html(analyze(rf.write_results(tmp_path / "r", results, run)))
     assert "Variants on this host" in html
     assert "<code>ONEDNN_MAX_CPU_ISA=AVX512_CORE</code>" in html

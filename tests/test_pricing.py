@@ -117,7 +117,7 @@ def test_user_catalog_file(tmp_path):
         (GOOD.replace("vcpus = 4", "vcpus = -4"), r"instance 'big', field 'vcpus'"),
         (
             GOOD.replace("on_demand = 1.0", "on_demand = -1.0"),
-            r"instance 'big', field 'prices\[0\]'.*negative",
+            r"instance 'big', field 'prices\[0\]'.*greater than 0",
         ),
         (
             GOOD.replace("on_demand = 1.0", 'on_demand = "1.0"'),

@@ -184,3 +184,14 @@ def test_timed_out_container_is_removed_by_name(tmp_path, monkeypatch):
     runner._remove_container(["podman", "run", "--rm", "--name", "tfvariants-x1", "img"])
     runner._remove_container([sys.executable, "-m", "workloads.worker"])  # not a container
     assert calls == [["podman", "rm", "-f", "--time", "2", "tfvariants-x1"]]
+
+
+def test_runner_records_this_hosts_id_over_a_containers(tmp_path):
+    from tfvariants.store.rundir import host_of
+    from workloads.envprobe import host_id
+
+    body = 'write_ok({"environment": {"host_id": "c0ffee", "in_container": True}})\n'
+    _, path = run(tmp_path, body)
+    stored = load_result(path)
+    assert stored["runner"]["host_id"] == host_id() != "c0ffee"
+    assert host_of(stored) == host_id()

@@ -44,7 +44,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # a bad option (one line already printed), --help, --version
+        return int(exc.code or 0)
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
@@ -56,6 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("tfvariants: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # e.g. `tfvariants prices | head`: the reader left, not an error
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

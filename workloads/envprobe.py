@@ -280,7 +280,7 @@ def probe(tf: Any = None, log_text: str = "") -> dict[str, Any]:
     """Everything we record about where a cell ran."""
     env: dict[str, Any] = {
         "probed_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "host_id": _soft(_host_id),
+        "host_id": _soft(host_id),
         "cpu": _soft(probe_cpu) or {},
         "python": _soft(probe_python) or {},
         "env": _soft(probe_env) or {},
@@ -294,14 +294,27 @@ def probe(tf: Any = None, log_text: str = "") -> dict[str, Any]:
     return env
 
 
-def _host_id() -> str:
-    """A stable, non-identifying tag for the machine, so results from different hosts
-    are never merged by accident (the hostname itself is not recorded)."""
+def host_id() -> str:
+    """A stable, non-identifying tag for the machine (a hash of its hostname, which is
+    not recorded itself), so results from different hosts are never merged by accident.
+    Inside a container the hostname is the container's, so the host runner records its
+    own id in result["runner"]["host_id"] and readers trust that first."""
     return hashlib.sha256(platform.node().encode()).hexdigest()[:12]
 
 
 def _in_container() -> bool:
-    return os.path.exists("/run/.containerenv") or os.path.exists("/.dockerenv")
+    # A read-only podman container may have neither marker file, but podman (like
+    # systemd-nspawn) sets $container, and cgroup paths name the runtime.
+    if os.path.exists("/run/.containerenv") or os.path.exists("/.dockerenv"):
+        return True
+    if os.environ.get("container"):
+        return True
+    try:
+        with open("/proc/1/cgroup", encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError:
+        return False
+    return any(tag in text for tag in ("/docker", "libpod", "containerd", "kubepods"))
 
 
 def import_tensorflow(configure: Callable[[Any], None] | None = None) -> tuple[Any, str]:

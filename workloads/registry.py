@@ -11,7 +11,6 @@ import importlib.util
 import os
 import sys
 from types import ModuleType
-from typing import Any
 
 BUILTIN = (
     "mnist_mlp",
@@ -75,11 +74,3 @@ def check(module: ModuleType, label: str) -> None:
     for fn in REQUIRED_FUNCTIONS:
         if not callable(getattr(module, fn, None)):
             raise WorkloadError(f"workload {label} has no function {fn}()")
-
-
-def spec_of(name: str) -> dict[str, Any]:
-    """The SPEC of a workload, with the workload's key name filled in."""
-    module = load(name)
-    spec = dict(module.SPEC)
-    spec.setdefault("description", "")
-    return spec

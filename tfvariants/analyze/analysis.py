@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from tfvariants.analyze import stats
+from tfvariants.analyze.billing import device_of, no_price_reason
 from tfvariants.analyze.conclusions import conclude
+from tfvariants.analyze.coverage import cell_counts, folder_warnings, usable_results
 from tfvariants.analyze.fields import (
     accuracy_of,
     environment_summary,
@@ -28,8 +30,7 @@ from tfvariants.analyze.fields import (
 from tfvariants.analyze.parity import VariantParity, parity
 from tfvariants.analyze.pricing import CellCost, Pricing
 from tfvariants.errors import UserError
-from tfvariants.plan.cell import cell_id
-from tfvariants.store.rundir import read_run, stored_results
+from tfvariants.store.rundir import RunContents, load_run_dir
 
 
 @dataclass
@@ -125,6 +126,8 @@ class Analysis:
     generated_at: str
     cells: list[dict]
     variants: list[str] = field(default_factory=list)  # in display order
+    devices: dict[str, str] = field(default_factory=dict)  # variant -> cpu|gpu (billing)
+    store: RunContents | None = None  # the run folder as loaded, with its named problems
 
 
 # ---- analysis ----
@@ -145,45 +148,19 @@ def _order(values: Iterable[Any], preferred: list | None) -> list:
     return pref + sorted((v for v in seen if v not in pref), key=str)
 
 
-def device_of(variant: str, run: dict, results: list[dict]) -> str:
-    dev = get_path(run, "variant_info", variant, "device")
-    if dev in ("cpu", "gpu"):
-        return dev
-    return "gpu" if variant == "gpu" else "cpu"
-
-
-def _planned_ids(run: dict) -> list[str]:
-    """Cell ids the run's matrix (run.json) planned; empty without run.json."""
-    try:
-        return [
-            cell_id(str(v), int(t), str(w), r)
-            for v in run.get("variants", [])
-            for t in run.get("threads", [])
-            for w in run.get("workloads", [])
-            for r in range(int(run.get("repeats", 0)))
-        ]
-    except (TypeError, ValueError):
-        return []
-
-
-def _missing_cells(run: dict, stored: dict) -> list[str]:
-    return [cid for cid in _planned_ids(run) if cid not in stored]
-
-
 def analyze(
     results_dir: Path,
     *,
     pricing: Pricing | None = None,
     baseline: str | None = None,
     min_effect: float = stats.MIN_EFFECT,
+    allow_mixed_hosts: bool = False,
 ) -> Analysis:
     """Group stored results, compute statistics, costs, comparisons and conclusions."""
     results_dir = Path(results_dir)
-    run = read_run(results_dir)
-    stored = stored_results(results_dir)
-    if not stored:
-        raise UserError(f"{results_dir}: no result files in {results_dir / 'cells'}")
-    cells = [r for _, r in sorted(stored.items())]
+    contents = load_run_dir(results_dir, allow_mixed_hosts=allow_mixed_hosts)
+    run = contents.run
+    cells = usable_results(contents)
     cpus = run.get("logical_cpus") if isinstance(run.get("logical_cpus"), int) else None
     if cpus is None:
         cpus = next(
@@ -195,11 +172,12 @@ def analyze(
             None,
         )
 
+    devices = {v: device_of(v, run, cells) for v in {str(r["cell"]["variant"]) for r in cells}}
     groups: dict[tuple[str, str, int], Group] = {}
     for r in cells:
         c = r["cell"]
-        key = (str(c.get("workload")), str(c.get("variant")), int(c.get("threads", 0)))
-        g = groups.setdefault(key, Group(key[0], key[1], key[2], device_of(key[1], run, cells)))
+        key = (str(c["workload"]), str(c["variant"]), int(c["threads"]))
+        g = groups.setdefault(key, Group(key[0], key[1], key[2], devices[key[1]]))
         g.results.append(r)
 
     variants = _order((k[1] for k in groups), run.get("variants"))
@@ -229,18 +207,7 @@ def analyze(
         w = stats.oversubscribed_warning(configs, threads, cpus or 0)
         all_warnings.insert(0, w)
 
-    missing = _missing_cells(run, stored)
-    if missing:
-        planned = len(missing) + sum(1 for cid in stored if cid in _planned_ids(run))
-        all_warnings.insert(
-            0,
-            stats.StatWarning(
-                "incomplete",
-                f"{len(missing)} of {planned} planned cells have no result "
-                f"(e.g. {', '.join(missing[:3])}): the run was interrupted or is still going",
-                f"finish it with: tfvariants compare --resume --out {results_dir}",
-            ),
-        )
+    all_warnings[:0] = folder_warnings(contents)
 
     reports = []
     for w in workloads:
@@ -288,9 +255,6 @@ def analyze(
         if env:
             envs[v] = environment_summary(env)
             raw_envs[v] = flatten(env)
-    counts: dict[str, int] = {}
-    for r in cells:
-        counts[str(r.get("status"))] = counts.get(str(r.get("status")), 0) + 1
     return Analysis(
         results_dir=str(results_dir),
         run=run,
@@ -300,11 +264,13 @@ def analyze(
         environments=envs,
         raw_environments=raw_envs,
         warnings=all_warnings,
-        counts=counts,
+        counts=cell_counts(cells, contents),
         logical_cpus=cpus,
         generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         cells=cells,
         variants=variants,
+        devices=devices,
+        store=contents,
     )
 
 
@@ -359,7 +325,16 @@ def _summarise(g: Group, pricing: Pricing | None, cpus: int | None) -> None:
     g.warnings += stats.stability_warnings(label, steadies or g.times)
     if pricing is not None:
         g.cost = pricing.cost(g.variant, g.threads, g.time.value, g.device)
-        if g.cost is not None:
+        if g.cost is None:
+            g.warnings.append(
+                stats.StatWarning(
+                    "no_price",
+                    f"{label}: no cost: {no_price_reason(pricing, g.variant, g.threads, g.device)}",
+                    "choose another price date (--pricing NAME@YYYY-MM) or catalog, or map "
+                    "the cell with --instance VARIANT[@THREADS]=INSTANCE",
+                )
+            )
+        else:
             per_s = g.cost.per_hour / 3600
             bill = pricing.catalog.billing.billed_seconds
             g.costs = [per_s * bill(t) for t in g.times]

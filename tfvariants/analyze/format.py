@@ -37,18 +37,6 @@ def interval_text(iv: stats.Interval | None, fmt: Any = dur) -> str:
     return f"{value} ({lo}-{hi})"
 
 
-def ratio_text(cmp: stats.Comparison | None) -> str:
-    if cmp is None:
-        return "n/a"
-    if cmp.verdict == "baseline":
-        return "1 (baseline)"
-    r = cmp.ratio
-    hi = f"{r.hi:.2f}" if math.isfinite(r.hi) else "inf"
-    mark = "" if cmp.significant else "~"
-    word = {"faster": "lower", "slower": "higher"}.get(cmp.verdict, "n.s.")
-    return f"{mark}{r.value:.2f} ({r.lo:.2f}-{hi}) {word}"
-
-
 def interval_sub(iv: stats.Interval | None, fmt: Any = dur) -> str:
     """Only the interval part, e.g. "9.7-10.2 min" ("" when there is none)."""
     if iv is None or iv.method in ("none", "exact") or iv.lo == iv.hi:

@@ -10,20 +10,18 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
-from tfvariants.errors import UserError
+import tomllib
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+from tfvariants.errors import UserError
 
 CATALOG_DIR = Path(__file__).parent / "catalogs"
 DEFAULT_CATALOG = "gce-2017"
 TIERS = ("preemptible", "on_demand")
 _RULE_UNITS = {"per_second": 1, "per_minute": 60, "per_hour": 3600}
-_DATE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
+_DATE = re.compile(r"\d{4}-\d{2}(-\d{2})?", re.ASCII)
 
 
 @dataclass(frozen=True)
@@ -44,12 +42,6 @@ class Instance:
     gpu_type: str | None
     gpu_count: int
     prices: tuple[PricePoint, ...]
-    cpu: str | None = None
-
-    @property
-    def label(self) -> str:
-        gpu = f", {self.gpu_count}x {self.gpu_type}" if self.gpu_type else ""
-        return f"{self.name} ({self.vcpus} vCPU{gpu})"
 
 
 @dataclass(frozen=True)
@@ -141,11 +133,27 @@ def _where(path: str, inst: str | None, fld: str) -> str:
 
 
 def _number(value: object, where: str, *, positive: bool = True) -> float:
+    """A finite number: > 0 (a price), or >= 0 with ``positive=False`` (a minimum)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise UserError(f"{where}: expected a number, got {value!r}")
-    if positive and value < 0:
-        raise UserError(f"{where}: must not be negative, got {value!r}")
+    if not math.isfinite(value):
+        raise UserError(f"{where}: expected a finite number, got {value!r}")
+    if value < 0 or (positive and value == 0):
+        raise UserError(
+            f"{where}: must be {'greater than 0' if positive else '0 or more'}, got {value!r}"
+        )
     return float(value)
+
+
+def valid_date(text: object) -> bool:
+    """YYYY-MM or YYYY-MM-DD naming a real month (and day)."""
+    if not isinstance(text, str) or not _DATE.fullmatch(text):
+        return False
+    try:
+        datetime.strptime(text, "%Y-%m-%d" if len(text) == 10 else "%Y-%m")
+    except ValueError:
+        return False
+    return True
 
 
 def parse_catalog(data: dict, path: str) -> Catalog:
@@ -163,7 +171,9 @@ def parse_catalog(data: dict, path: str) -> Catalog:
             f"{', '.join(_RULE_UNITS)}, got {rule!r}"
         )
     minimum = _number(
-        billing_raw.get("minimum_seconds", 0), _where(path, None, "billing.minimum_seconds")
+        billing_raw.get("minimum_seconds", 0),
+        _where(path, None, "billing.minimum_seconds"),
+        positive=False,
     )
     default = data.get("default", {})
     if not isinstance(default, dict):
@@ -174,7 +184,7 @@ def parse_catalog(data: dict, path: str) -> Catalog:
             f"{_where(path, None, 'default.tier')}: expected one of {', '.join(TIERS)}, got {tier!r}"
         )
     as_of = default.get("as_of")
-    if as_of is not None and (not isinstance(as_of, str) or not _DATE.match(as_of)):
+    if as_of is not None and not valid_date(as_of):
         raise UserError(
             f"{_where(path, None, 'default.as_of')}: expected YYYY-MM or YYYY-MM-DD, got {as_of!r}"
         )
@@ -219,7 +229,7 @@ def parse_catalog(data: dict, path: str) -> Catalog:
             if unknown:
                 raise UserError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
             date = rp.get("as_of")
-            if not isinstance(date, str) or not _DATE.match(date):
+            if not valid_date(date):
                 raise UserError(f"{where}.as_of: expected YYYY-MM or YYYY-MM-DD, got {date!r}")
             od = rp.get("on_demand")
             pe = rp.get("preemptible")
@@ -233,17 +243,7 @@ def parse_catalog(data: dict, path: str) -> Catalog:
                     str(rp.get("note", "")),
                 )
             )
-        cpu = raw.get("cpu")
-        instances.append(
-            Instance(
-                name,
-                vcpus,
-                gpu_type,
-                gpu_count,
-                tuple(points),
-                cpu if isinstance(cpu, str) else None,
-            )
-        )
+        instances.append(Instance(name, vcpus, gpu_type, gpu_count, tuple(points)))
     return Catalog(
         name=data["name"],
         title=str(data.get("title", data["name"])),
@@ -278,6 +278,8 @@ def load_catalog(name_or_path: str) -> Catalog:
         raise UserError(f"{path}: invalid TOML: {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"{path}: cannot read: {exc}") from None
+    except RecursionError:
+        raise UserError(f"{path}: invalid TOML: nested too deeply") from None
     return parse_catalog(data, str(path))
 
 
@@ -297,7 +299,7 @@ class Pricing:
     def __post_init__(self) -> None:
         if self.tier is not None and self.tier not in TIERS:
             raise UserError(f"unknown price tier {self.tier!r}: expected {' or '.join(TIERS)}")
-        if self.as_of is not None and not _DATE.match(self.as_of):
+        if self.as_of is not None and not valid_date(self.as_of):
             raise UserError(f"price date {self.as_of!r}: expected YYYY-MM or YYYY-MM-DD")
         for target in self.overrides.values():
             self.catalog.instance(target)  # fail early on a typo

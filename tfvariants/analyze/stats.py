@@ -235,9 +235,7 @@ def compare(
     return Comparison(ratio, p, overlap, verdict, tuple(reasons))
 
 
-def stability_warnings(
-    label: str, values: Sequence[float], *, n_planned: int | None = None
-) -> list[StatWarning]:
+def stability_warnings(label: str, values: Sequence[float]) -> list[StatWarning]:
     """Plain-words warnings about a group of repeats (spread, too few repeats)."""
     out: list[StatWarning] = []
     spread = relative_spread(values)

@@ -1,40 +1,77 @@
-"""Validation of command-line values shared by several commands.
+"""Validation of command-line values shared by every command.
 
-Each parser raises argparse.ArgumentTypeError, which the CLI turns into one line
-and exit code 2 before anything is written.
+Each parser raises argparse.ArgumentTypeError, which argparse turns into one line
+(``tfvariants CMD: error: argument --threads: ...``) and exit code 2 before anything is
+written. The same parser (and so the same wording) serves every command that takes
+the value.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import re
+
+from tfvariants.plan.cell import MAX_THREADS
+from tfvariants.plan.spec import MAX_REPEATS
+
+MAX_SEED = 2**32 - 1  # numpy's and TensorFlow's seed range
+MAX_COUNT = 10**9  # epochs, samples, steps: far above any real schedule
+MAX_TIMEOUT_S = 30 * 24 * 3600.0
+
+# ASCII digits only: int() also takes "1_000" and other scripts' digits ("١٢").
+_DIGITS = re.compile(r"[0-9]+", re.ASCII)
 
 
-def positive_int(text: str) -> int:
-    try:
-        value = int(text.strip())
-    except (ValueError, AttributeError):
-        raise argparse.ArgumentTypeError(
-            f"expected a positive whole number, got {text!r}"
-        ) from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+def whole_number(text: str, lo: int, hi: int) -> int:
+    """``text`` as an int in [lo, hi], written with ASCII digits only."""
+    s = str(text).strip()
+    if not _DIGITS.fullmatch(s):
+        raise argparse.ArgumentTypeError(f"expected a whole number from {lo} to {hi}, got {text!r}")
+    value = int(s)
+    if not lo <= value <= hi:
+        raise argparse.ArgumentTypeError(f"expected a whole number from {lo} to {hi}, got {value}")
     return value
 
 
+def threads(text: str) -> int:
+    return whole_number(text, 1, MAX_THREADS)
+
+
+def seed(text: str) -> int:
+    return whole_number(text, 0, MAX_SEED)
+
+
+def repeats(text: str) -> int:
+    return whole_number(text, 1, MAX_REPEATS)
+
+
+def repeat_index(text: str) -> int:
+    return whole_number(text, 0, MAX_REPEATS - 1)
+
+
+def positive_int(text: str) -> int:
+    """A count such as epochs, samples or steps per epoch."""
+    return whole_number(text, 1, MAX_COUNT)
+
+
 def positive_float(text: str) -> float:
+    """Seconds (a timeout): finite, > 0, at most 30 days."""
     try:
-        value = float(text)
+        value = float(str(text).strip())
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be greater than 0, got {text}")
+    if not (math.isfinite(value) and 0 < value <= MAX_TIMEOUT_S):
+        raise argparse.ArgumentTypeError(
+            f"expected seconds greater than 0 and at most {MAX_TIMEOUT_S:g}, got {text}"
+        )
     return value
 
 
 def thread_list(text: str) -> list[int]:
     """'8,16,32,64' -> [8, 16, 32, 64]; order kept, duplicates dropped."""
-    parts = [p.strip() for p in text.split(",")]
-    if not text.strip() or any(not p for p in parts):
+    parts = [p.strip() for p in str(text).split(",")]
+    if not str(text).strip() or any(not p for p in parts):
         raise argparse.ArgumentTypeError(f"expected thread counts like 8,16,32, got {text!r}")
-    values = [positive_int(p) for p in parts]
+    values = [threads(p) for p in parts]
     return list(dict.fromkeys(values))

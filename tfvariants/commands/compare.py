@@ -10,9 +10,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tfvariants.commands import argtypes
+from tfvariants.commands import argtypes, common
 from tfvariants.commands.outdir import check_writable
 from tfvariants.errors import UserError
+from tfvariants.plan.cell import MAX_THREADS
 
 QUICK_SAMPLES, QUICK_EPOCHS = 2000, 2  # fallback when a workload's SPEC has no quick_* keys
 
@@ -26,39 +27,43 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--quick", action="store_true",
                    help="quick scale (each workload's quick_samples/quick_epochs): a few minutes on 2 cores")  # fmt: skip
-    p.add_argument("--threads", default=None, help="comma list, e.g. 8,16,32,64 (default: 1..CPUs)")
+    p.add_argument("--threads", type=argtypes.thread_list, default=None,
+                   help=f"comma list of vCPU counts (1..{MAX_THREADS}), e.g. 8,16,32,64 (default: 1..CPUs)")  # fmt: skip
     p.add_argument(
         "--variants",
         default=None,
         help="comma list, e.g. pip,compiled,gpu or local,local+isa-sse41 (default: local)",
     )
-    p.add_argument("--variants-file", default=None, help="TOML file with more variants")
+    common.add_variants_file(p)
+    common.add_engine(p)
     p.add_argument("--no-probe", action="store_true",
                    help="skip the per-variant oneDNN probe (ISA used, no-op settings)")  # fmt: skip
-    p.add_argument("--engine", choices=("docker", "podman"), default=None,
-                   help="container engine for image variants (default: detected)")  # fmt: skip
     p.add_argument("--workloads", default=None, help="'all' (default) or a comma list")
-    p.add_argument("--repeats", default=None, help="repeats per configuration (default 3)")
-    p.add_argument("--epochs", default=None, help="epochs per cell (default: full schedule)")
-    p.add_argument("--samples", default=None, help="cap on training samples per cell")
-    p.add_argument("--steps-per-epoch", default=None, help="cap on steps per epoch")
+    p.add_argument("--repeats", type=argtypes.repeats, default=None,
+                   help="repeats per configuration (default 3)")  # fmt: skip
+    p.add_argument("--epochs", type=argtypes.positive_int, default=None,
+                   help="epochs per cell (default: full schedule)")  # fmt: skip
+    p.add_argument("--samples", type=argtypes.positive_int, default=None,
+                   help="cap on training samples per cell")  # fmt: skip
+    p.add_argument("--steps-per-epoch", type=argtypes.positive_int, default=None,
+                   help="cap on steps per epoch")  # fmt: skip
     p.add_argument("--data", choices=("synthetic", "real"), default=None, help="default synthetic")
     p.add_argument("--data-dir", default=None, help="cache folder for real data sets")
-    p.add_argument("--seed", default=None, help="default 0")
-    p.add_argument("--timeout", default="1800", help="seconds per cell (default 1800)")
-    p.add_argument("--pricing", default="gce-2017",
-                   help="catalog NAME or FILE, optionally @YYYY-MM for the price date (default gce-2017)")  # fmt: skip
-    p.add_argument("--price-tier", choices=("preemptible", "on_demand"), default=None)
-    p.add_argument("--instance", action="append", default=[], metavar="VARIANT[@THREADS]=INSTANCE",
-                   help="bill these cells as this catalog instance (repeatable)")  # fmt: skip
+    p.add_argument("--seed", type=argtypes.seed, default=None, help="default 0")
+    p.add_argument("--timeout", type=argtypes.positive_float, default=1800.0,
+                   help="seconds per cell (default 1800)")  # fmt: skip
+    common.add_pricing(p)
     p.add_argument("--baseline", default=None,
                    help="VARIANT[@THREADS] (default: the first variant at its most threads)")  # fmt: skip
     p.add_argument("--out", type=Path, default=None, help="results folder (default results/<run>)")
-    p.add_argument(
-        "--report", type=Path, default=None, help="HTML path (default reports/<run>/index.html)"
-    )
+    common.add_report_outputs(p, old_flag="--report")
     p.add_argument("--resume", action="store_true",
-                   help="continue the run in --out: only missing, failed or timed-out cells run")  # fmt: skip
+                   help="continue the run in --out: only missing, failed or timed-out cells run; "
+                   "stops, writing nothing, if a file in it cannot be read")  # fmt: skip
+    p.add_argument("--quarantine", action="store_true",
+                   help="with --resume: move files that cannot be read to OUT/quarantine/ "
+                   "(and say so) instead of stopping")  # fmt: skip
+    common.add_allow_mixed_hosts(p)
     p.set_defaults(func=run)
 
 
@@ -78,16 +83,9 @@ def parse_threads(text: str) -> list[int]:
     return _checked("threads", argtypes.thread_list, text)
 
 
-def parse_positive(name: str, text: str | None, *, allow_zero: bool = False) -> int | None:
-    if text is None:
-        return None
-    try:
-        value = int(str(text).strip())
-    except ValueError:
-        raise UserError(f"--{name}: expected a whole number, got {text!r}") from None
-    if value < (0 if allow_zero else 1):
-        raise UserError(f"--{name}: must be at least {0 if allow_zero else 1}, got {value}")
-    return value
+def _parsed(option: str, parse: Any, value: Any) -> Any:
+    """Command-line text through the shared parser; values already parsed pass."""
+    return _checked(option, parse, value) if isinstance(value, str) else value
 
 
 def parse_names(name: str, text: str) -> list[str]:
@@ -145,7 +143,7 @@ def build_spec(args: argparse.Namespace, stored: dict | None = None) -> tuple[An
     def given_or_stored(name: str, value: Any, parse: Any, default: Any) -> Any:
         # None = not on the command line: a resume takes the stored value.
         if value is not None:
-            return parse(value)
+            return _parsed(name.replace("_", "-"), parse, value)
         stored_value = sopts.get(name) if name in sopts else stored.get(name)
         return stored_value if stored_value is not None else default
 
@@ -170,25 +168,20 @@ def build_spec(args: argparse.Namespace, stored: dict | None = None) -> tuple[An
     if not workloads:
         raise UserError("no workloads available")
 
-    def positive(name: str) -> Any:
-        return lambda v: parse_positive(name, v)
-
     options: dict[str, Any] = {
         "quick": bool(args.quick or sopts.get("quick")),
-        "epochs": given_or_stored("epochs", args.epochs, positive("epochs"), None),
-        "samples": given_or_stored("samples", args.samples, positive("samples"), None),
+        "epochs": given_or_stored("epochs", args.epochs, argtypes.positive_int, None),
+        "samples": given_or_stored("samples", args.samples, argtypes.positive_int, None),
         "steps_per_epoch": given_or_stored(
-            "steps_per_epoch", args.steps_per_epoch, positive("steps-per-epoch"), None
+            "steps_per_epoch", args.steps_per_epoch, argtypes.positive_int, None
         ),
         "data": given_or_stored("data", args.data, str, "synthetic"),
-        "seed": given_or_stored(
-            "seed", args.seed, lambda v: parse_positive("seed", v, allow_zero=True), 0
-        ),
+        "seed": given_or_stored("seed", args.seed, argtypes.seed, 0),
         "data_dir": args.data_dir,
     }
-    repeats = given_or_stored("repeats", args.repeats, positive("repeats"), 3)
+    repeats = given_or_stored("repeats", args.repeats, argtypes.repeats, 3)
     quick = options["quick"]
-    options["timeout_s"] = _checked("timeout", argtypes.positive_float, args.timeout)
+    options["timeout_s"] = _parsed("timeout", argtypes.positive_float, args.timeout)
     if quick:
         options["per_workload"] = {w: quick_scale(w) for w in workloads}
     variant_objs = {v: get_variant(v, args.variants_file) for v in variants}
@@ -258,6 +251,18 @@ def _ready_variants(variant_objs: dict[str, Any], engine: str | None) -> dict[st
     return ready_objs
 
 
+def _store_variant_info(out: Path, info: dict[str, dict]) -> None:
+    """Add what the probe found to run.json's variant_info (a resume keeps what a
+    variant's first probe stored and adds only what is new)."""
+    from tfvariants.store.runfile import load_run, write_run
+
+    record = load_run(out)
+    stored = record.get("variant_info") or {}
+    merged = {name: {**entry, **stored.get(name, {})} for name, entry in info.items()}
+    if merged != stored:
+        write_run(out, {**record, "variant_info": merged})
+
+
 def probe_variants(info: dict[str, dict], variant_objs: dict[str, Any], probe: bool) -> None:
     """Once per variant, before the sweep (never inside a timed cell: oneDNN's verbose
     output is large): its backend and overlays, the oneDNN ISA it uses against this
@@ -285,48 +290,50 @@ def probe_variants(info: dict[str, dict], variant_objs: dict[str, Any], probe: b
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-
     from rich.console import Console
+    from rich.markup import escape
 
-    from tfvariants.analyze.pricing import parse_pricing_option
+    from tfvariants.commands.report import print_store_warnings
     from tfvariants.execute import runner
     from tfvariants.execute.matrix import Matrix
     from tfvariants.render.html import write_report
-    from tfvariants.store.rundir import RUN_FILE
+    from tfvariants.store.runfile import load_run
 
     stored = None
+    if args.quarantine and not args.resume:
+        raise UserError("--quarantine only applies to --resume")
     if args.resume:
         if args.out is None:
             raise UserError("--resume needs --out RESULTS_DIR (the run to continue)")
-        run_file = args.out / RUN_FILE
-        if run_file.is_file():
-            try:
-                stored = json.loads(run_file.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                raise UserError(f"{run_file}: unreadable ({exc})") from None
+        stored = load_run(args.out) or None
     spec, variant_objs = build_spec(args, stored)
     _check_baseline(args.baseline, spec.variants, spec.threads)
-    variant_objs = _ready_variants(variant_objs, args.engine)
-    probe_variants(spec.variant_info, variant_objs, probe=not args.no_probe)
-    pricing = (
-        parse_pricing_option(args.pricing, tier=args.price_tier, instance_map=args.instance)
-        if args.pricing
-        else None
-    )
+    pricing = common.pricing_from(args)
     name = ("quick-" if spec.options.get("quick") else "compare-") + datetime.now().strftime(
         "%Y%m%d-%H%M%S"
     )
     out = args.out or Path("results") / name
-    report_path = args.report or Path("reports") / out.name / "index.html"
+    report_path = args.output or Path("reports") / out.name / "index.html"
     check_writable(out)
-    check_writable(report_path.parent)
+    common.check_report_outputs(report_path, args.csv, results_dirs=[out])
+    variant_objs = _ready_variants(variant_objs, args.engine)
+
+    matrix = Matrix(spec, out)
+    moved = matrix.prepare(
+        resume=args.resume, allow_mixed_hosts=args.allow_mixed_hosts, quarantine=args.quarantine
+    )  # the folder's checks come before any output: a refusal is one line
+    # After the folder's checks (a refusal must not wait for it), before any cell.
+    probe_variants(spec.variant_info, variant_objs, probe=not args.no_probe)
+    _store_variant_info(out, spec.variant_info)
 
     console = Console(stderr=True, soft_wrap=True)
+    for line in moved:
+        console.print(f"[yellow]quarantined[/] {escape(line)}", highlight=False)
     cells = len(spec.variants) * len(spec.threads) * len(spec.workloads) * spec.repeats
     console.print(
         f"[bold]compare[/]: {len(spec.variants)} variant(s) x {len(spec.threads)} thread count(s) "
-        f"x {len(spec.workloads)} workload(s) x {spec.repeats} repeat(s) = {cells} cells -> {out}",
+        f"x {len(spec.workloads)} workload(s) x {spec.repeats} repeat(s) = {cells} cells -> "
+        f"{escape(str(out))}",
         highlight=False,
     )
 
@@ -335,7 +342,7 @@ def run(args: argparse.Namespace) -> int:
             cell, variant_objs[cell.variant], run_options_for(spec, cell.workload), cells_dir
         )
 
-    outcome = Matrix(spec, out).run(run_cell=run_one, resume=args.resume, console=console)
+    outcome = matrix.run(run_cell=run_one, resume=args.resume, console=console)
     ok, skipped = outcome.count("ok"), outcome.count("skipped")
     failed, timeout = outcome.count("failed"), outcome.count("timeout")
     console.print(
@@ -345,7 +352,7 @@ def run(args: argparse.Namespace) -> int:
     )
     for cid in outcome.problems[:20]:
         console.print(
-            f"  [red]{outcome.statuses[cid]}[/] {cid}: {outcome.reasons.get(cid, '')}",
+            f"  [red]{outcome.statuses[cid]}[/] {escape(cid)}: {escape(outcome.reasons.get(cid, ''))}",
             highlight=False,
         )
     if outcome.was_interrupted:
@@ -353,17 +360,28 @@ def run(args: argparse.Namespace) -> int:
             f"interrupted during {outcome.interrupted.cell_id if outcome.interrupted else '?'}: finished cells are "
             f"saved in {out}/cells; continue with: tfvariants compare --resume --out {out}",
             highlight=False,
+            markup=False,
         )
         return 130
-    analysis = write_report(out, report_path, pricing=pricing, baseline=args.baseline)
-    console.print(f"report: {report_path}", highlight=False)
+    analysis = write_report(
+        out,
+        report_path,
+        pricing=pricing,
+        baseline=args.baseline,
+        csv_path=args.csv,
+        allow_mixed_hosts=args.allow_mixed_hosts,
+    )
+    print_store_warnings(analysis)
+    console.print(f"report: {report_path}", highlight=False, markup=False)
+    if args.csv:
+        console.print(f"csv: {args.csv}", highlight=False, markup=False)
     for w in analysis.workloads:
         for line in w.conclusions[:1]:
-            console.print(f"  {line}", highlight=False)
+            console.print(f"  {line}", highlight=False, markup=False)
     if outcome.problems:
         console.print(
             f"[red]{len(outcome.problems)} cell(s) failed or timed out[/]; rerun them with: "
-            f"tfvariants compare --resume --out {out}",
+            f"tfvariants compare --resume --out {escape(str(out))}",
             highlight=False,
         )
     return outcome.exit_code()

@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from tfvariants.commands import common
 from tfvariants.errors import UserError
 
 PROBE_TIMEOUT_S = 300.0
@@ -24,9 +25,10 @@ def register(sub: Any) -> None:
         "the instructions the binary was not compiled for).",
     )
     p.add_argument("--variant", default="local", help="variant whose TensorFlow to probe")
-    p.add_argument("--variants-file", default=None)
+    common.add_variants_file(p)
+    common.add_engine(p)
     p.add_argument("--no-tf", action="store_true", help="host only: skip the TensorFlow probe")
-    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    common.add_json(p)
     p.set_defaults(func=run)
 
 
@@ -91,6 +93,10 @@ def run(args: argparse.Namespace) -> int:
     data: dict[str, Any] = {"host": host_info()}
     if not args.no_tf:
         variant = get_variant(args.variant, args.variants_file)
+        if args.engine and variant.kind == "image":
+            import dataclasses
+
+            variant = dataclasses.replace(variant, engine=args.engine)
         probed = probe_variant(variant)
         data["variant"] = {"name": variant.name, "kind": variant.kind,
                            "tensorflow": probed.get("tensorflow"),
@@ -103,59 +109,53 @@ def run(args: argparse.Namespace) -> int:
 
 
 def render(data: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
+    from tfvariants.commands.common import print_table
     from tfvariants.plan.topology import format_cpu_list
 
-    console = Console()
     host = data["host"]
     cpu = host.get("cpu", {})
-    table = Table(title="Host", show_header=False, title_justify="left")
-    table.add_column(style="bold")
-    table.add_column()
     topo = host["topology"]
-    table.add_row("CPU", str(cpu.get("model", "?")))
-    table.add_row("CPUs", f"{topo['logical_cpus']} logical, {topo['physical_cores']} physical, "
-                  f"{topo['numa_nodes']} NUMA node(s)")  # fmt: skip
-    table.add_row("ISA", " ".join(cpu.get("isa_flags", [])) or "?")
+    rows = [
+        ["CPU", str(cpu.get("model", "?"))],
+        ["CPUs", f"{topo['logical_cpus']} logical, {topo['physical_cores']} physical, "
+                 f"{topo['numa_nodes']} NUMA node(s)"],
+        ["ISA", " ".join(cpu.get("isa_flags", [])) or "?"],
+    ]  # fmt: skip
     if cpu.get("load_avg"):
-        table.add_row("load average", " ".join(str(x) for x in cpu["load_avg"]))
-    table.add_row("Python", f"{host['python'].get('version')} ({host['python'].get('executable')})")
-    console.print(table)
+        rows.append(["load average", " ".join(str(x) for x in cpu["load_avg"])])
+    rows.append(["Python", f"{host['python'].get('version')} ({host['python'].get('executable')})"])
+    print_table("Host", ["field", "value"], rows, show_header=False)
 
-    plans = Table(title="Emulating N vCPUs on this host", title_justify="left")
-    for col in ("vCPUs", "CPUs pinned", "intra-op", "inter-op", "note"):
-        plans.add_column(col)
+    plans = []
     for n, plan in host["pinning_plans"].items():
         note = (f"oversubscribed x{plan['oversubscription_ratio']:g}: not representative"
                 if plan["oversubscribed"] else "")  # fmt: skip
-        plans.add_row(n, format_cpu_list(plan["cpus"]), str(plan["intra_op"]),
-                      str(plan["inter_op"]), note)  # fmt: skip
-    console.print(plans)
+        plans.append([n, format_cpu_list(plan["cpus"]), str(plan["intra_op"]),
+                      str(plan["inter_op"]), note])  # fmt: skip
+    print_table("Emulating N vCPUs on this host",
+                ["vCPUs", "CPUs pinned", "intra-op", "inter-op", "note"], plans)  # fmt: skip
 
     variant = data.get("variant")
-    if variant:
-        tf = variant.get("tensorflow") or {}
-        t = Table(title=f"TensorFlow in variant '{variant['name']}' ({variant['kind']})",
-                  show_header=False, title_justify="left")  # fmt: skip
-        t.add_column(style="bold")
-        t.add_column()
-        if tf.get("error") or not tf:
-            t.add_row("TensorFlow", tf.get("error", "not installed"))
-        else:
-            t.add_row("version", f"{tf.get('version')} ({tf.get('git_version')})")
-            t.add_row("Keras", str(tf.get("keras_version")))
-            t.add_row("compiler", str(tf.get("compiler_version")))
-            missing = tf.get("missing_instructions")
-            t.add_row("not compiled for", " ".join(missing) if missing
-                      else ("nothing this CPU has" if missing == [] else "unknown (no guard message)"))  # fmt: skip
-            onednn = tf.get("onednn", {})
-            t.add_row("oneDNN", f"{onednn.get('state')} (TF_ENABLE_ONEDNN_OPTS="
-                      f"{onednn.get('TF_ENABLE_ONEDNN_OPTS')})")  # fmt: skip
-            build = tf.get("build_info", {})
-            cuda = build.get("cuda_version") if tf.get("cuda_build") else None
-            t.add_row("CUDA build", f"yes ({cuda})" if cuda else "no")
-            t.add_row("GPUs visible", ", ".join(tf.get("gpus") or []) or "none")
-        t.add_row("Python", str((variant.get("python") or {}).get("executable")))
-        console.print(t)
+    if not variant:
+        return
+    tf = variant.get("tensorflow") or {}
+    rows = []
+    if tf.get("error") or not tf:
+        rows.append(["TensorFlow", tf.get("error", "not installed")])
+    else:
+        rows.append(["version", f"{tf.get('version')} ({tf.get('git_version')})"])
+        rows.append(["Keras", str(tf.get("keras_version"))])
+        rows.append(["compiler", str(tf.get("compiler_version"))])
+        missing = tf.get("missing_instructions")
+        rows.append(["not compiled for", " ".join(missing) if missing
+                     else ("nothing this CPU has" if missing == [] else "unknown (no guard message)")])  # fmt: skip
+        onednn = tf.get("onednn", {})
+        rows.append(["oneDNN", f"{onednn.get('state')} (TF_ENABLE_ONEDNN_OPTS="
+                     f"{onednn.get('TF_ENABLE_ONEDNN_OPTS')})"])  # fmt: skip
+        build = tf.get("build_info", {})
+        cuda = build.get("cuda_version") if tf.get("cuda_build") else None
+        rows.append(["CUDA build", f"yes ({cuda})" if cuda else "no"])
+        rows.append(["GPUs visible", ", ".join(tf.get("gpus") or []) or "none"])
+    rows.append(["Python", str((variant.get("python") or {}).get("executable"))])
+    print_table(f"TensorFlow in variant '{variant['name']}' ({variant['kind']})",
+                ["field", "value"], rows, show_header=False)  # fmt: skip

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 from typing import Any
+
+from tfvariants.commands import common
 
 
 def register(sub: Any) -> None:
@@ -13,33 +17,22 @@ def register(sub: Any) -> None:
         description="Print a pricing catalog (built-in name or TOML file) as a table.",
     )
     p.add_argument("--catalog", default="gce-2017", help="built-in NAME or FILE (default gce-2017)")
+    common.add_json(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.table import Table
-
     from tfvariants.analyze.pricing import builtin_catalogs, load_catalog
 
     cat = load_catalog(args.catalog)
-    console = Console()
-    table = Table(title=f"{cat.name}: {cat.title}", title_justify="left")
-    for col in (
-        "instance",
-        "vCPUs",
-        "GPU",
-        "as of",
-        f"on-demand {cat.currency}/h",
-        f"preemptible {cat.currency}/h",
-        "note",
-    ):
-        right = col.startswith(("vCPU", "on-", "pre"))
-        table.add_column(col, justify="right" if right else "left", no_wrap=col != "note")
+    if args.json:
+        print(json.dumps(catalog_json(cat), indent=2))
+        return 0
+    rows = []
     for inst in cat.instances:
         gpu = f"{inst.gpu_count}x {inst.gpu_type}" if inst.gpu_type else "-"
         for i, p in enumerate(sorted(inst.prices, key=lambda p: p.as_of)):
-            table.add_row(
+            rows.append([
                 inst.name if i == 0 else "",
                 str(inst.vcpus) if i == 0 else "",
                 gpu if i == 0 else "",
@@ -47,16 +40,40 @@ def run(args: argparse.Namespace) -> int:
                 "-" if p.on_demand is None else f"{p.on_demand:.4f}",
                 "-" if p.preemptible is None else f"{p.preemptible:.4f}",
                 p.note,
-            )
-    console.print(table)
+            ])  # fmt: skip
+    od, pe = f"on-demand {cat.currency}/h", f"preemptible {cat.currency}/h"
+    common.print_table(
+        f"{cat.name}: {cat.title}",
+        ["instance", "vCPUs", "GPU", "as of", od, pe, "note"],
+        rows,
+        right=("vCPUs", od, pe),
+    )
     default = f"default selection: {cat.default_tier.replace('_', '-')}"
     if cat.default_as_of:
         default += f" prices as of {cat.default_as_of}"
-    console.print(f"billing: {cat.billing.describe()}; {default}", highlight=False)
-    console.print(f"source: {cat.source}", highlight=False)
-    console.print(
-        f"file: {cat.path}  (built-in: {', '.join(builtin_catalogs())})",
-        highlight=False,
-        soft_wrap=True,
-    )
+    # print(), not rich: a catalog's text may hold anything, e.g. "[/]".
+    print(f"billing: {cat.billing.describe()}; {default}")
+    print(f"source: {cat.source}")
+    print(f"file: {cat.path}  (built-in: {', '.join(builtin_catalogs())})")
     return 0
+
+
+def catalog_json(cat: Any) -> dict[str, Any]:
+    return {
+        "name": cat.name,
+        "title": cat.title,
+        "source": cat.source,
+        "currency": cat.currency,
+        "billing": {"rule": cat.billing.rule, "minimum_seconds": cat.billing.minimum_seconds},
+        "default": {"tier": cat.default_tier, "as_of": cat.default_as_of, "gpu": cat.default_gpu},
+        "instances": [
+            {
+                "name": i.name,
+                "vcpus": i.vcpus,
+                "gpu": {"type": i.gpu_type, "count": i.gpu_count} if i.gpu_type else None,
+                "prices": [dataclasses.asdict(p) for p in i.prices],
+            }
+            for i in cat.instances
+        ],
+        "file": cat.path,
+    }

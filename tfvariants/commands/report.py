@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
-from tfvariants.commands.outdir import check_writable
+from tfvariants.commands import common
 from tfvariants.errors import UserError
+
+# Warnings that change what the figures mean: always printed, not only in the HTML.
+LOUD_KINDS = ("unreadable", "duplicate", "foreign_host", "mixed_hosts", "incomplete", "no_price")
 
 
 def register(sub: Any) -> None:
@@ -15,41 +19,42 @@ def register(sub: Any) -> None:
         "report",
         help="write the HTML report (and optionally a CSV) from stored results",
         description="Read RESULTS_DIR/run.json and RESULTS_DIR/cells/*.json and write one "
-        "self-contained HTML file. Nothing is run.",
+        "self-contained HTML file. Nothing is run. Files that cannot be read, copies of a "
+        "cell and cells from hosts run.json does not declare are named as warnings and left "
+        "out of the figures (the last ones unless --allow-mixed-hosts).",
     )
     p.add_argument("results_dir", type=Path, metavar="RESULTS_DIR")
-    p.add_argument("-o", "--output", type=Path, default=None,
-                   help="HTML path (default reports/<run>/index.html)")  # fmt: skip
-    p.add_argument("--pricing", default="gce-2017",
-                   help="catalog NAME or FILE, optionally @YYYY-MM (default gce-2017; 'none' for no costs)")  # fmt: skip
-    p.add_argument("--price-tier", choices=("preemptible", "on_demand"), default=None)
-    p.add_argument("--instance", action="append", default=[], metavar="VARIANT[@THREADS]=INSTANCE",
-                   help="bill these cells as this catalog instance (repeatable)")  # fmt: skip
+    common.add_report_outputs(p)
+    common.add_pricing(p)
     p.add_argument("--baseline", default=None, help="VARIANT[@THREADS]")
-    p.add_argument(
-        "--csv", type=Path, default=None, help="also write one row per cell to this CSV file"
-    )
+    common.add_allow_mixed_hosts(p)
     p.set_defaults(func=run)
 
 
+def print_store_warnings(analysis: Any) -> None:
+    """The run folder's problems, one named line each, on stderr."""
+    for w in analysis.warnings:
+        if w.kind in LOUD_KINDS:
+            print(f"tfvariants: warning: {w.message}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
-    from tfvariants.analyze.pricing import parse_pricing_option
     from tfvariants.render.html import write_report
 
     if not args.results_dir.is_dir():
         raise UserError(f"{args.results_dir}: no such results folder")
-    pricing = None
-    if args.pricing and args.pricing != "none":
-        pricing = parse_pricing_option(
-            args.pricing, tier=args.price_tier, instance_map=args.instance
-        )
     out = args.output or Path("reports") / args.results_dir.resolve().name / "index.html"
-    check_writable(out.parent)
-    if args.csv:
-        check_writable(args.csv.parent)
+    common.check_report_outputs(out, args.csv, results_dirs=[args.results_dir])
+    pricing = common.pricing_from(args)
     analysis = write_report(
-        args.results_dir, out, pricing=pricing, baseline=args.baseline, csv_path=args.csv
+        args.results_dir,
+        out,
+        pricing=pricing,
+        baseline=args.baseline,
+        csv_path=args.csv,
+        allow_mixed_hosts=args.allow_mixed_hosts,
     )
+    print_store_warnings(analysis)
     print(f"report: {out}")
     if args.csv:
         print(f"csv: {args.csv} ({len(analysis.cells)} rows)")

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tfvariants.commands import argtypes, common
 from tfvariants.commands.argtypes import positive_float, positive_int
 from tfvariants.commands.outdir import check_writable, default_run_dir
 from tfvariants.errors import UserError
@@ -23,11 +24,11 @@ def register(sub: Any) -> None:
         "to OUT/cells/<cell>.json.",
     )
     p.add_argument("workload", help="a built-in workload name or a path to a workload .py file")
-    p.add_argument("--threads", type=positive_int, required=True, help="vCPUs to emulate")
+    p.add_argument("--threads", type=argtypes.threads, required=True,
+                   help=f"vCPUs to emulate (1..{argtypes.MAX_THREADS})")  # fmt: skip
     p.add_argument("--variant", default="local", help="variant name (default: local)")
-    p.add_argument("--variants-file", default=None, help="TOML file with more variants")
-    p.add_argument("--engine", choices=("docker", "podman"), default=None,
-                   help="container engine for image variants (default: detected)")  # fmt: skip
+    common.add_variants_file(p)
+    common.add_engine(p)
     p.add_argument("--epochs", type=positive_int, default=None,
                    help="epochs to run (default: the workload's full schedule)")  # fmt: skip
     p.add_argument("--samples", type=positive_int, default=None,
@@ -39,8 +40,9 @@ def register(sub: Any) -> None:
         "--out", type=Path, default=None, help="run folder (default: results/run-<time>)"
     )
     p.add_argument("--timeout", type=positive_float, default=1800.0, help="seconds (default 1800)")
-    p.add_argument("--repeat", type=int, default=0, help="repeat index recorded in the cell")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--repeat", type=argtypes.repeat_index, default=0,
+                   help="repeat index recorded in the cell (default 0)")  # fmt: skip
+    p.add_argument("--seed", type=argtypes.seed, default=0, help="default 0")
     p.add_argument("--json", action="store_true", help="print the result JSON")
     p.set_defaults(func=run)
 
@@ -62,6 +64,7 @@ def validate_workload(name: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
+    from rich.markup import escape
 
     from tfvariants.execute.runner import RunOptions, run_cell
     from tfvariants.plan.cell import Cell
@@ -91,6 +94,12 @@ def run(args: argparse.Namespace) -> int:
     check_writable(out)
 
     cell = Cell(variant=variant.name, threads=args.threads, workload=workload, repeat=args.repeat)
+    existing = out / "cells" / f"{cell.cell_id}.json"
+    if existing.exists():
+        raise UserError(
+            f"{existing} already exists: choose another --out or --repeat (results are never "
+            "overwritten)"
+        )
     options = RunOptions(
         epochs=args.epochs,
         samples=args.samples,
@@ -105,10 +114,10 @@ def run(args: argparse.Namespace) -> int:
     label = f"running {cell.cell_id} (log: {out / 'logs' / (cell.cell_id + '.log')})"
     if console.is_terminal:
         # One redraw a second: the spinner shares the CPUs being measured.
-        with console.status(label, refresh_per_second=1, speed=0.1):
+        with console.status(escape(label), refresh_per_second=1, speed=0.1):
             result = run_cell(cell, variant, options, out / "cells")
     else:
-        console.print(label, highlight=False)
+        console.print(label, highlight=False, markup=False)
         result = run_cell(cell, variant, options, out / "cells")
     if args.json:
         import json
@@ -121,9 +130,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def print_summary(console: Any, result: dict, path: Path, wall_s: float) -> None:
+    from rich.markup import escape
+
     status = result["status"]
     colour = {"ok": "green", "skipped": "yellow"}.get(status, "red")
-    console.print(f"[{colour}]{status}[/] {path}  ({wall_s:.1f} s)")
+    console.print(f"[{colour}]{status}[/] {escape(str(path))}  ({wall_s:.1f} s)")
     if status != "ok":
         console.print(f"  reason: {result.get('reason')}", markup=False, highlight=False)
         return

@@ -8,6 +8,8 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from tfvariants.commands import common
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -22,14 +24,9 @@ def register(sub: Any) -> None:
     p.add_argument("action", nargs="?", choices=("list", "build"), default="list",
                    help="list (default) or build")  # fmt: skip
     p.add_argument("names", nargs="*", metavar="NAME", help="build: the variants to build")
-    p.add_argument(
-        "--variants-file",
-        default=None,
-        help="TOML file with more variants (default: $TFVARIANTS_CONFIG or ./tfvariants.toml)",
-    )
-    p.add_argument("--engine", choices=("docker", "podman"), default=None,
-                   help="container engine for image variants (default: detected)")  # fmt: skip
-    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    common.add_variants_file(p)
+    common.add_engine(p)
+    common.add_json(p)
     p.set_defaults(func=run)
 
 
@@ -107,25 +104,22 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=2))
         return 0
 
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title="tfvariants variants", title_justify="left")
-    for column in ("name", "kind", "backend", "device"):
-        table.add_column(column, no_wrap=True)
-    for column in ("image / python", "env", "keras", "status"):
-        table.add_column(column, overflow="fold")
-    for row in rows:
-        status = "[green]ready[/]" if row["ready"] else f"[yellow]{row['detail']}[/]"
-        table.add_row(
-            row["name"],
-            row["kind"],
-            row["backend"],
-            row["device"],
-            row["where"],
-            " ".join(f"{k}={v}" for k, v in row["env"].items()),
-            json.dumps(row["keras"]) if row["keras"] else "",
-            status,
-        )
-    Console().print(table)
+    common.print_table(
+        "tfvariants variants",
+        ["name", "kind", "backend", "device", "image / python", "env", "keras", "status"],
+        [
+            [
+                row["name"],
+                row["kind"],
+                row["backend"],
+                row["device"],
+                row["where"],
+                " ".join(f"{k}={v}" for k, v in row["env"].items()),
+                json.dumps(row["keras"]) if row["keras"] else "",
+                "ready" if row["ready"] else row["detail"],
+            ]
+            for row in rows
+        ],
+        style=lambda col, v: ("green" if v == "ready" else "yellow") if col == "status" else None,
+    )
     return 0

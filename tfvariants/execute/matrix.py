@@ -13,7 +13,15 @@ from typing import Any
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.spec import MatrixSpec, plan_cells
 from tfvariants.store.result import host_result, write_json_atomic
-from tfvariants.store.rundir import CELLS_DIR, pending_cells, prepare_run_dir, stored_results
+from tfvariants.store.rundir import (
+    CELLS_DIR,
+    check_resume,
+    load_run_dir,
+    pending_cells,
+    prepare_run_dir,
+    quarantine_unreadable,
+)
+from workloads.envprobe import host_id
 
 RunCell = Callable[..., dict]
 
@@ -57,6 +65,7 @@ class MatrixOutcome:
     reasons: dict[str, str] = field(default_factory=dict)
     interrupted: Cell | None = None
     was_interrupted: bool = False
+    quarantined: list[str] = field(default_factory=list)  # "file -> where (why)"
 
     def count(self, status: str) -> int:
         return sum(1 for s in self.statuses.values() if s == status)
@@ -91,6 +100,29 @@ class Matrix:
         self.spec = spec
         self.out = Path(out)
         self.cells_dir = self.out / CELLS_DIR
+        self._prepared: tuple[dict[str, dict], list[str]] | None = None
+
+    def prepare(
+        self,
+        *,
+        resume: bool = False,
+        allow_mixed_hosts: bool = False,
+        quarantine: bool = False,
+        hosts: list[dict[str, Any]] | None = None,
+    ) -> list[str]:
+        """Check the folder and write run.json; returns the quarantine moves (one line
+        each). A resume stops (UserError, nothing written) on a file it cannot read,
+        unless ``quarantine`` moves such files aside first."""
+        contents = load_run_dir(self.out, allow_mixed_hosts=allow_mixed_hosts)
+        if resume:
+            check_resume(contents, quarantine=quarantine)
+        prepare_run_dir(
+            self.out, self.spec, resume=resume, hosts=hosts, allow_mixed_hosts=allow_mixed_hosts
+        )
+        moved = quarantine_unreadable(contents) if resume and contents.problems else []
+        self.cells_dir.mkdir(parents=True, exist_ok=True)
+        self._prepared = (contents.results, moved)
+        return moved
 
     def run(
         self,
@@ -99,15 +131,21 @@ class Matrix:
         resume: bool = False,
         console: Any = None,
         clock: Callable[[], float] = time.monotonic,
+        allow_mixed_hosts: bool = False,
+        quarantine: bool = False,
+        hosts: list[dict[str, Any]] | None = None,
     ) -> MatrixOutcome:
         """Run pending cells. ``run_cell(cell, cells_dir)`` returns the result dict and has
-        already stored it as cells_dir/<cell_id>.json (the runner's contract)."""
-        prepare_run_dir(self.out, self.spec, resume=resume)
-        self.cells_dir.mkdir(parents=True, exist_ok=True)
+        already stored it as cells_dir/<cell_id>.json (the runner's contract). Prepares
+        the folder first (see ``prepare``) unless the caller already did."""
+        if self._prepared is None:
+            self.prepare(resume=resume, allow_mixed_hosts=allow_mixed_hosts,
+                         quarantine=quarantine, hosts=hosts)  # fmt: skip
+        assert self._prepared is not None
+        stored, moved = self._prepared
         cells = plan_cells(self.spec)
-        stored = stored_results(self.out)
         todo = pending_cells(cells, stored)
-        outcome = MatrixOutcome(planned=len(cells))
+        outcome = MatrixOutcome(planned=len(cells), quarantined=moved)
         for c in cells:
             if c.cell_id in stored and c not in todo:
                 outcome.statuses[c.cell_id] = stored[c.cell_id].get("status", "?")
@@ -140,6 +178,7 @@ class Matrix:
     def _record_crash(self, cell: Cell, exc: Exception) -> dict:
         reason = f"runner error: {type(exc).__name__}: {exc}"[:300]
         result = host_result(cell.to_dict(), "failed", reason)
+        result["runner"] = {"host_id": host_id()}
         write_json_atomic(self.cells_dir / f"{cell.cell_id}.json", result)
         return result
 
@@ -183,7 +222,9 @@ class _Display:
 
     def start(self, cell: Cell, remaining_s: float | None) -> None:
         if self.progress is not None:
-            label = f"{cell.workload} {cell.variant}@{cell.threads} r{cell.repeat}"
+            from rich.markup import escape
+
+            label = escape(f"{cell.workload} {cell.variant}@{cell.threads} r{cell.repeat}")
             self.progress.update(self.task, description=label, eta=_fmt_s(remaining_s))
             self.progress.refresh()
 

@@ -29,6 +29,7 @@ from tfvariants.store.result import (
     write_json_atomic,
 )
 from tfvariants.variants import Variant, skip_reason
+from workloads.envprobe import host_id
 from workloads.protocol import WorkerRequest
 
 # Only these reach the worker from the caller's environment (pyperf's approach):
@@ -183,7 +184,8 @@ def run_cell(
         result = host_result(
             cell.to_dict(), "skipped", reason, config=config, requested=plan.to_dict()
         )
-        result["runner"] = {"variant_kind": variant.kind, "command": None, "exit_code": None}
+        result["runner"] = {"variant_kind": variant.kind, "command": None, "exit_code": None,
+                            "host_id": host_id()}  # fmt: skip
         write_json_atomic(final_path, result)
         return result
 
@@ -195,6 +197,7 @@ def run_cell(
         command, env = variant.launch(request, worker_env(variant, plan), plan.cpus, scratch)
         result = _execute(cell, variant, options, plan, command, env, scratch, log_path, config)
         result["runner"] = {
+            "host_id": host_id(),  # the worker's own may be a container's
             "variant_kind": variant.kind,
             "image": variant.image,
             "command": command,

@@ -6,6 +6,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+# The most vCPUs a cell may emulate (the command line and the result loader agree).
+MAX_THREADS = 4096
+
 
 def cell_id(variant: str, threads: int, workload: str, repeat: int) -> str:
     """The cell's id and file stem: ``<workload>__<variant>__t<threads>__r<repeat>``.

@@ -15,6 +15,7 @@ from tfvariants.plan.cell import Cell
 
 # The options that define what a cell measures; a resume must not change them.
 IDENTITY_OPTIONS = ("quick", "epochs", "samples", "steps_per_epoch", "data", "seed")
+MAX_REPEATS = 10_000
 
 
 @dataclass(frozen=True)
@@ -38,9 +39,8 @@ class MatrixSpec:
         }
 
     def to_json(self, started_at: str) -> dict[str, Any]:
+        """The matrix part of run.json (the run store adds kind, version and hosts)."""
         return {
-            "schema_version": 1,
-            "kind": "tfvariants.run",
             **self.identity(),
             "options": {k: v for k, v in self.options.items()},
             "variant_info": self.variant_info,

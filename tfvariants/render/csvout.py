@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 from typing import Any
 
-from tfvariants.analyze.analysis import Analysis, device_of
+from tfvariants.analyze.analysis import Analysis
 from tfvariants.analyze.fields import accuracy_of, get_path, training_time_s, warmup_time_s
+from tfvariants.plan.cell import cell_id
+from tfvariants.render.output import write_text_atomic
+
+# A spreadsheet runs a cell that starts with one of these as a formula (CSV injection).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 CSV_COLUMNS = [
     "cell_id", "workload", "variant", "threads", "repeat", "status", "reason",
@@ -23,7 +29,7 @@ def csv_rows(analysis: Analysis) -> list[dict[str, Any]]:
     for r in analysis.cells:
         c = r["cell"]
         t = training_time_s(r) if r.get("status") == "ok" else None
-        device = device_of(str(c.get("variant")), analysis.run, analysis.cells)
+        device = analysis.devices.get(str(c["variant"]), "cpu")
         cost = (
             pricing.cost(str(c["variant"]), int(c["threads"]), t, device)
             if (pricing and t)
@@ -31,7 +37,7 @@ def csv_rows(analysis: Analysis) -> list[dict[str, Any]]:
         )
         sched = r.get("schedule") or {}
         rows.append({
-            "cell_id": f"{c.get('workload')}__{c.get('variant')}__t{c.get('threads')}__r{c.get('repeat')}",
+            "cell_id": cell_id(c["variant"], c["threads"], c["workload"], c.get("repeat", 0)),
             "workload": c.get("workload"), "variant": c.get("variant"), "threads": c.get("threads"),
             "repeat": c.get("repeat"), "status": r.get("status"), "reason": r.get("reason") or "",
             "steady_epoch_s": get_path(r, "timing", "steady_epoch_s"), "warmup_s": warmup_time_s(r),
@@ -49,14 +55,20 @@ def csv_rows(analysis: Analysis) -> list[dict[str, Any]]:
     return rows
 
 
+def _cell_text(value: Any) -> Any:
+    """None as empty; text that a spreadsheet would run as a formula, quoted with '."""
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
 def write_csv(analysis: Analysis, path: Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)
-        writer.writeheader()
-        for row in csv_rows(analysis):
-            writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
-    tmp.replace(path)
-    return path
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS)
+    writer.writeheader()
+    for row in csv_rows(analysis):
+        writer.writerow({k: _cell_text(v) for k, v in row.items()})
+    write_text_atomic(Path(path), buf.getvalue())
+    return Path(path)

@@ -17,11 +17,11 @@ from tfvariants.analyze.format import (
     num_fmt,
     ratio_main,
     ratio_sub,
-    ratio_text,
 )
 from tfvariants.analyze.pricing import Pricing
 from tfvariants.render.charts import workload_charts
 from tfvariants.render.csvout import write_csv
+from tfvariants.render.output import write_text_atomic
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 
@@ -36,9 +36,7 @@ def render_html(analysis: Analysis) -> str:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(
-        dur=dur, money=money, interval=interval_text, ratio=ratio_text, mem=mem, num=num_fmt
-    )
+    env.filters.update(dur=dur, money=money, interval=interval_text, mem=mem, num=num_fmt)
     env.filters.update(ratio_main=ratio_main, ratio_sub=ratio_sub, interval_sub=interval_sub)
     env.filters["money_sub"] = lambda iv: interval_sub(iv, money).replace("-$", "-")
     charts = {
@@ -55,15 +53,13 @@ def write_report(
     pricing: Pricing | None = None,
     baseline: str | None = None,
     csv_path: Path | None = None,
+    allow_mixed_hosts: bool = False,
 ) -> Analysis:
     """Analyse results_dir and write the HTML report (atomically) and optional CSV."""
-    analysis = analyze(results_dir, pricing=pricing, baseline=baseline)
-    html = render_html(analysis)
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(html, encoding="utf-8")
-    tmp.replace(out)
+    analysis = analyze(
+        results_dir, pricing=pricing, baseline=baseline, allow_mixed_hosts=allow_mixed_hosts
+    )
+    write_text_atomic(Path(out), render_html(analysis))
     if csv_path is not None:
         write_csv(analysis, csv_path)
     return analysis

@@ -1,31 +1,38 @@
-"""Result files: one JSON per cell (schema in docs/ARCHITECTURE.md and docs/results.md).
+"""Result files: one JSON per cell (schema in docs/results.md).
 
 The worker writes successful results; the host writes the ones a worker could not
-(crash, timeout, skip). Loading validates the kind and version so that a corrupt or
-foreign file gives one clear error instead of a KeyError three modules later.
+(crash, timeout, skip). Loading validates kind, version and every field later stages
+compute with, so a corrupt, foreign or hostile file gives one error naming the file and
+the field instead of a traceback (or a wrong number) three modules later.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from tfvariants.plan.cell import MAX_THREADS
 from workloads.protocol import RESULT_KIND, SCHEMA_VERSION, STATUSES, write_json_atomic
 
 __all__ = [
     "SCHEMA_VERSION",
     "ResultError",
     "load_result",
+    "read_json_file",
     "validate_result",
     "write_json_atomic",
     "host_result",
-    "load_cells",
 ]
 
 # Tail of the worker's stderr kept in a failed result: enough for a traceback.
 STDERR_TAIL_LINES = 40
+# A number of seconds no real cell reaches (30 days): larger is a corrupt or forged file.
+MAX_SECONDS = 30 * 24 * 3600.0
+# Result files are a few hundred kB at most (step times are subsampled).
+MAX_FILE_BYTES = 64 * 2**20
 
 
 class ResultError(ValueError):
@@ -36,55 +43,157 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def migrate(data: dict[str, Any]) -> dict[str, Any]:
-    """Bring an older result up to SCHEMA_VERSION (asv's update_to_N pattern).
-    Version 1 is the first: nothing to migrate yet."""
-    return data
+def read_json_file(path: str | Path) -> Any:
+    """Parse a JSON file; any way it can fail (missing, binary, truncated, nested too
+    deeply, too large) becomes one ResultError naming the file."""
+    path = Path(path)
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise ResultError(f"{path}: larger than {MAX_FILE_BYTES // 2**20} MiB")
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ResultError(f"{path}: cannot read ({exc.strerror})") from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ResultError(f"{path}: not UTF-8 text (a binary file?)") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ResultError(f"{path}: corrupt JSON at line {exc.lineno}: {exc.msg}") from None
+    except RecursionError:
+        raise ResultError(f"{path}: JSON nested too deeply") from None
+
+
+# Real results nest 5 levels deep; a deeper file is hostile (and would make every
+# recursive reader, down to the report's environment table, overflow the stack).
+MAX_DEPTH = 32
+
+
+def _too_deep(data: Any) -> bool:
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        if isinstance(value, dict):
+            stack += [(v, depth + 1) for v in value.values()]
+        elif isinstance(value, list):
+            stack += [(v, depth + 1) for v in value]
+    return False
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _check_number(v: Any, where: str, *, seconds: bool) -> None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ResultError(f"{where}: expected a number, got {json.dumps(v)[:40]}")
+    if not math.isfinite(v) or v < 0:
+        raise ResultError(f"{where}: expected a finite number >= 0, got {v}")
+    if seconds and v > MAX_SECONDS:
+        raise ResultError(f"{where}: {v:g} s is not a plausible time (over 30 days)")
+
+
+def _is_duration(key: str) -> bool:
+    return key.endswith("_s") and not key.endswith("_per_s")  # seconds, not a rate
+
+
+def _check_value(value: Any, source: str, path: str, duration: bool, in_list: bool) -> None:
+    if isinstance(value, dict):
+        for key, v in value.items():
+            _check_value(v, source, f"{path}.{key}", _is_duration(str(key)), False)
+    elif isinstance(value, list):
+        for i, x in enumerate(value):
+            _check_value(x, source, f"{path}[{i}]", duration, True)
+    elif value is None and not (duration and in_list):
+        return  # not measured
+    elif duration or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+        _check_number(value, f"{source}: field '{path}'", seconds=duration)
+
+
+def _check_numbers(table: Any, source: str, name: str, *, required: tuple[str, ...] = ()) -> None:
+    """Every number in a table, nested ones too: finite and >= 0; a duration (a key
+    ending in ``_s``, not a rate ``_per_s``) must be a number (or null when not
+    measured) below MAX_SECONDS. Other keys may hold text, which no figure uses."""
+    if not isinstance(table, dict):
+        raise ResultError(
+            f"{source}: field {name!r}: expected an object, got {type(table).__name__}"
+        )
+    for key in required:
+        if key not in table:
+            raise ResultError(f"{source}: field '{name}.{key}' is missing")
+    _check_value(table, source, name, False, False)
+
+
+def _check_cell(cell: Any, source: str) -> None:
+    if not isinstance(cell, dict):
+        raise ResultError(f"{source}: field 'cell': expected an object, got {type(cell).__name__}")
+    for key in ("variant", "workload"):
+        if not isinstance(cell.get(key), str) or not cell[key].strip():
+            raise ResultError(
+                f"{source}: field 'cell.{key}': expected a name, got {cell.get(key)!r}"
+            )
+    threads = cell.get("threads")
+    if not _is_int(threads) or not 1 <= threads <= MAX_THREADS:
+        raise ResultError(
+            f"{source}: field 'cell.threads': expected a whole number from 1 to {MAX_THREADS}, "
+            f"got {json.dumps(threads)[:40]}"
+        )
+    repeat = cell.get("repeat", 0)
+    if not _is_int(repeat) or repeat < 0:
+        raise ResultError(
+            f"{source}: field 'cell.repeat': expected a whole number >= 0, got {repeat!r}"
+        )
 
 
 def validate_result(data: Any, source: str = "result") -> dict[str, Any]:
+    """The result if it is one this tfvariants can use, else ResultError naming the field.
+
+    There is one schema version so far; when a second comes, its migration goes here
+    (asv's update_to_N pattern) and the check below accepts the older number."""
     if not isinstance(data, dict):
         raise ResultError(f"{source}: not a tfvariants result (top level is not an object)")
+    if _too_deep(data):
+        raise ResultError(f"{source}: JSON nested too deeply (over {MAX_DEPTH} levels)")
     if data.get("kind") != RESULT_KIND:
-        raise ResultError(f"{source}: not a tfvariants result (kind={data.get('kind')!r})")
+        raise ResultError(
+            f"{source}: not a tfvariants result (kind={str(data.get('kind'))[:40]!r})"
+        )
     version = data.get("schema_version")
-    if not isinstance(version, int):
-        raise ResultError(f"{source}: missing schema_version")
+    if not _is_int(version) or version < 1:
+        raise ResultError(f"{source}: missing or invalid schema_version")
     if version > SCHEMA_VERSION:
         raise ResultError(
             f"{source}: schema_version {version} is newer than this tfvariants "
             f"understands ({SCHEMA_VERSION}); upgrade tfvariants"
         )
-    data = migrate(data)
     if data.get("status") not in STATUSES:
-        raise ResultError(f"{source}: unknown status {data.get('status')!r}")
-    cell = data.get("cell")
-    if not isinstance(cell, dict) or not {"variant", "threads", "workload"} <= set(cell):
-        raise ResultError(f"{source}: missing or incomplete 'cell'")
+        raise ResultError(f"{source}: unknown status {str(data.get('status'))[:40]!r}")
+    _check_cell(data.get("cell"), source)
+    for key in ("environment", "runner", "requested", "config"):
+        if data.get(key) is not None and not isinstance(data[key], dict):
+            raise ResultError(f"{source}: field {key!r}: expected an object")
     if data["status"] == "ok":
         timing = data.get("timing")
-        if not isinstance(timing, dict) or not isinstance(timing.get("epoch_times_s"), list):
-            raise ResultError(f"{source}: status ok but no timing.epoch_times_s")
+        _check_numbers(timing, source, "timing", required=("epoch_times_s",))
+        epochs = timing["epoch_times_s"]  # type: ignore[index]
+        if not isinstance(epochs, list) or not epochs:
+            raise ResultError(f"{source}: field 'timing.epoch_times_s': expected a non-empty list")
+        if data.get("schedule") is not None:
+            _check_numbers(data["schedule"], source, "schedule")
+        if data.get("memory") is not None:
+            _check_numbers(data["memory"], source, "memory")
+        for key in ("gflops_per_s", "flops_per_step"):
+            if data.get(key) is not None:
+                _check_number(data[key], f"{source}: field {key!r}", seconds=False)
     return data
 
 
 def load_result(path: str | Path) -> dict[str, Any]:
     """Read and validate one result file."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ResultError(f"{path}: cannot read ({exc.strerror})") from exc
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ResultError(f"{path}: corrupt JSON at line {exc.lineno}: {exc.msg}") from exc
-    return validate_result(data, str(path))
-
-
-def load_cells(cells_dir: str | Path) -> list[dict[str, Any]]:
-    """All valid results in a run's cells/ folder (temp files are ignored)."""
-    return [load_result(p) for p in sorted(Path(cells_dir).glob("*.json"))]
+    return validate_result(read_json_file(path), str(path))
 
 
 def stderr_tail(text: str, lines: int = STDERR_TAIL_LINES) -> str:

@@ -1,96 +1,278 @@
-"""The run folder: ``run.json`` (the matrix definition) and ``cells/*.json`` (one result
-per cell). Execution writes into it; analysis reads from it; nothing else touches it.
+"""The run folder: ``run.json`` (see :mod:`tfvariants.store.runfile`) and
+``cells/*.json`` (one result per cell). Execution writes into it; analysis reads from
+it; both go through this module and nothing else.
 
-Every finished cell is already on disk (written atomically) before the next starts, so
-an interrupt loses at most the cell in flight, and a resume runs only what is missing,
-failed or timed out.
+A load returns the good results *and* named problems: a file that cannot be read, a
+copy of a cell, a cell from a host the run did not declare. Nothing is dropped without
+a word, a copy never counts as an extra repeat, and a resume never overwrites a file it
+could not read.
 """
 
 from __future__ import annotations
 
-import json
+import shutil
+from collections import Counter
 from collections.abc import Iterable
-from datetime import datetime, timezone
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tfvariants.errors import UserError
-from tfvariants.plan.cell import Cell
+from tfvariants.plan.cell import Cell, cell_id
 from tfvariants.plan.spec import IDENTITY_OPTIONS, MatrixSpec
-from tfvariants.store.result import ResultError, load_result, write_json_atomic
+from tfvariants.store.result import ResultError, load_result
+from tfvariants.store.runfile import RUN_FILE, load_run, local_host, new_run, write_run
 
-RUN_FILE = "run.json"
 CELLS_DIR = "cells"
+QUARANTINE_DIR = "quarantine"
 DONE_STATUSES = ("ok", "skipped")  # skipped = cannot run here (e.g. no GPU): rerunning won't help
 
 
-def _read_json(path: Path) -> dict | None:
-    try:
-        return load_result(path)
-    except ResultError:  # a corrupt or foreign file counts as missing: the cell reruns
-        return None
+# ---- cells/ ----
 
 
-def read_run(results_dir: Path) -> dict[str, Any]:
-    """The run's definition (run.json), or {} when the folder has none."""
-    run_path = Path(results_dir) / RUN_FILE
-    if not run_path.is_file():
-        return {}
-    try:
-        return json.loads(run_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UserError(f"{run_path}: unreadable ({exc})") from None
+def host_of(result: dict[str, Any]) -> str | None:
+    """The host a cell ran on: the runner's record first (a container's own host_id is
+    the container's), else the worker's, unless it ran in a container; None = unknown."""
+    runner = result.get("runner")
+    if isinstance(runner, dict) and isinstance(runner.get("host_id"), str):
+        return runner["host_id"]
+    env = result.get("environment")
+    if isinstance(env, dict) and not env.get("in_container"):
+        host = env.get("host_id")
+        return host if isinstance(host, str) and host else None
+    return None
 
 
-def stored_results(results_dir: Path) -> dict[str, dict]:
-    """cell_id -> result for every readable cell file under results_dir/cells."""
-    out: dict[str, dict] = {}
-    cells = Path(results_dir) / CELLS_DIR
+@dataclass(frozen=True)
+class Problem:
+    """A file in the run folder that is not used, and why."""
+
+    file: str  # relative to the results folder, e.g. cells/x.json
+    reason: str
+    kind: str = "unreadable"  # unreadable | duplicate
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A named warning about the run folder (shown by the CLI and in the report)."""
+
+    kind: str
+    message: str
+    hint: str = ""
+
+
+@dataclass
+class RunContents:
+    results_dir: Path
+    run: dict[str, Any]
+    results: dict[str, dict[str, Any]]  # cell_id -> result: what analysis and resume use
+    problems: list[Problem] = field(default_factory=list)  # unreadable or invalid files
+    duplicates: list[Problem] = field(default_factory=list)  # copies, misnamed files
+    foreign: dict[str, dict[str, Any]] = field(default_factory=dict)  # undeclared host
+    foreign_hosts: dict[str, list[str]] = field(default_factory=dict)  # host_id -> cell ids
+    run_hosts: list[str] = field(default_factory=list)
+    hosts_inferred: bool = False  # run.json declares none: the most common host is taken
+    mixed_allowed: bool = False
+
+    @property
+    def unreadable_ids(self) -> set[str]:
+        return {Path(p.file).stem for p in self.problems}
+
+    def notices(self) -> list[Notice]:
+        out: list[Notice] = []
+        for p in self.problems:
+            out.append(Notice("unreadable", f"{p}: left out",
+                              "fix or move the file; compare --resume refuses to run over it "
+                              "(--quarantine moves it aside)"))  # fmt: skip
+        for p in self.duplicates:
+            out.append(Notice("duplicate", str(p), "delete or move the copy"))
+        declared = ", ".join(self.run_hosts) or "none"
+        for host, ids in sorted(self.foreign_hosts.items()):
+            what = f"{len(ids)} cell(s) (e.g. {', '.join(ids[:3])}) ran on host {host}"
+            if self.hosts_inferred:
+                what += f"; run.json declares no hosts, so the run's host is taken to be {declared} (most cells)"
+            else:
+                what += f", which run.json does not declare (declared: {declared})"
+            if self.mixed_allowed:
+                out.append(Notice("mixed_hosts", f"{what}: included (--allow-mixed-hosts), "
+                                  "so timings from different machines are compared"))  # fmt: skip
+            else:
+                out.append(Notice("foreign_host", f"{what}: kept apart, not analysed",
+                                  "add --allow-mixed-hosts to include them, or move them to "
+                                  "their own results folder"))  # fmt: skip
+        return out
+
+
+def load_run_dir(results_dir: Path, *, allow_mixed_hosts: bool = False) -> RunContents:
+    """Everything in a run folder: good results plus every file not used, and why."""
+    results_dir = Path(results_dir)
+    run = load_run(results_dir)
+    contents = RunContents(results_dir, run, {}, mixed_allowed=allow_mixed_hosts)
+    cells = results_dir / CELLS_DIR
+    misnamed: list[tuple[str, str]] = []
     for path in sorted(cells.glob("*.json")) if cells.is_dir() else []:
-        data = _read_json(path)
-        if data is not None and isinstance(data.get("cell"), dict):
-            out[path.stem] = data
-    return out
+        rel = f"{CELLS_DIR}/{path.name}"
+        if not path.is_file():
+            contents.problems.append(Problem(rel, "not a regular file"))
+            continue
+        try:
+            result = load_result(path)
+        except ResultError as exc:
+            contents.problems.append(Problem(rel, str(exc).removeprefix(f"{path}: ")))
+            continue
+        c = result["cell"]
+        cid = cell_id(c["variant"], c["threads"], c["workload"], c.get("repeat", 0))
+        if path.stem == cid:
+            contents.results[cid] = result
+        else:
+            misnamed.append((rel, cid))
+    for rel, cid in misnamed:
+        if cid in contents.results:
+            reason = f"a copy of cell {cid} ({CELLS_DIR}/{cid}.json): not counted again"
+        else:
+            reason = f"holds cell {cid} but is not named {cid}.json: not counted"
+        contents.duplicates.append(Problem(rel, reason, "duplicate"))
+    _split_hosts(contents)
+    return contents
 
 
-def prepare_run_dir(out: Path, spec: MatrixSpec, *, resume: bool) -> dict:
+def _split_hosts(contents: RunContents) -> None:
+    declared = [h["host_id"] for h in contents.run.get("hosts") or []]
+    hosts = {cid: host_of(r) for cid, r in contents.results.items()}
+    if declared:
+        contents.run_hosts = declared
+    else:
+        known = Counter(h for h in hosts.values() if h)
+        if len(known) > 1:
+            contents.run_hosts, contents.hosts_inferred = [known.most_common(1)[0][0]], True
+        else:
+            contents.run_hosts = list(known)
+    for cid, host in hosts.items():
+        if host and host not in contents.run_hosts:
+            contents.foreign[cid] = contents.results[cid]
+            contents.foreign_hosts.setdefault(host, []).append(cid)
+    if not contents.mixed_allowed:
+        for cid in contents.foreign:
+            del contents.results[cid]
+
+
+# ---- execution's side: creating, resuming ----
+
+
+def _identity_diffs(stored: dict[str, Any], spec: MatrixSpec) -> list[str]:
+    have = {k: stored.get(k) for k in ("variants", "threads", "workloads", "repeats")}
+    have["options"] = {k: (stored.get("options") or {}).get(k) for k in IDENTITY_OPTIONS}
+    diffs = []
+    for key, value in spec.identity().items():
+        if key == "options":
+            diffs += [
+                f"--{k.replace('_', '-')} {have['options'][k]} vs {value[k]}"
+                for k in value
+                if value[k] != have["options"][k]
+            ]
+        elif have[key] != value:
+            diffs.append(f"{key} {have[key]} vs {value}")
+    return diffs
+
+
+def check_resume(contents: RunContents, *, quarantine: bool) -> None:
+    """Refuse (one line, nothing written) a resume that could overwrite a file it could
+    not read, or a cell from a host the run did not declare."""
+    out = contents.results_dir
+    if contents.problems and not quarantine:
+        names = ", ".join(p.file for p in contents.problems[:5])
+        more = f" and {len(contents.problems) - 5} more" if len(contents.problems) > 5 else ""
+        raise UserError(
+            f"--resume: {len(contents.problems)} file(s) in {out} cannot be read ({names}{more}; "
+            f"first: {contents.problems[0].reason}): fix or move them, or add --quarantine to "
+            f"move them to {out / QUARANTINE_DIR}; nothing was run or written"
+        )
+    if contents.foreign and not contents.mixed_allowed:
+        hosts = ", ".join(sorted(contents.foreign_hosts))
+        raise UserError(
+            f"--resume: {len(contents.foreign)} cell(s) in {out} ran on host(s) {hosts} that "
+            f"run.json does not declare: move them out, or add --allow-mixed-hosts; "
+            f"nothing was run or written"
+        )
+
+
+def quarantine_unreadable(contents: RunContents) -> list[str]:
+    """Move every unreadable file to <run>/quarantine/ (bytes unchanged, never over an
+    existing file); returns one line per move."""
+    target = contents.results_dir / QUARANTINE_DIR
+    moved = []
+    for p in contents.problems:
+        src = contents.results_dir / p.file
+        target.mkdir(exist_ok=True)
+        dest = target / src.name
+        n = 1
+        while dest.exists():
+            dest = target / f"{src.stem}.{n}{src.suffix}"
+            n += 1
+        shutil.move(str(src), str(dest))
+        moved.append(f"{p.file} -> {dest} ({p.reason})")
+    contents.problems = []
+    return moved
+
+
+def prepare_run_dir(
+    out: Path,
+    spec: MatrixSpec,
+    *,
+    resume: bool,
+    hosts: list[dict[str, Any]] | None = None,
+    allow_mixed_hosts: bool = False,
+) -> dict[str, Any]:
     """Create (or, with resume, check) results/<run>/run.json; returns the run record.
 
-    Refuses to mix matrices: a fresh run into a folder that already holds one, or a
-    resume whose arguments differ from the stored definition."""
-    run_file = Path(out) / RUN_FILE
+    Refuses to mix matrices (a fresh run into a folder that already holds results, a
+    resume whose arguments differ from the stored definition) and, unless
+    ``allow_mixed_hosts``, machines (a resume from a host the run does not declare)."""
+    out = Path(out)
+    hosts = hosts if hosts is not None else [local_host()]
+    run_file = out / RUN_FILE
     if run_file.exists():
-        try:
-            stored = json.loads(run_file.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise UserError(f"{run_file}: unreadable run definition ({exc})") from None
+        stored = load_run(out)
         if not resume:
             raise UserError(
                 f"{out} already holds a run: add --resume to continue it, or choose another --out"
             )
-        wanted = spec.identity()
-        have = {k: stored.get(k) for k in ("variants", "threads", "workloads", "repeats")}
-        have["options"] = {k: (stored.get("options") or {}).get(k) for k in IDENTITY_OPTIONS}
-        diffs = []
-        for key, value in wanted.items():
-            if key == "options":
-                diffs += [
-                    f"--{k.replace('_', '-')} {have['options'][k]} vs {value[k]}"
-                    for k in value
-                    if value[k] != have["options"][k]
-                ]
-            elif have[key] != value:
-                diffs.append(f"{key} {have[key]} vs {value}")
+        diffs = _identity_diffs(stored, spec)
         if diffs:
             raise UserError(
                 f"--resume: {out} holds a different matrix (stored vs given: {'; '.join(diffs)})"
             )
+        entries = list(stored["hosts"])
+        if not entries:  # a version-1 run: declare the host(s) its cells say they ran on
+            inferred = load_run_dir(out, allow_mixed_hosts=True).run_hosts
+            entries = [{"host_id": h, "kind": "local", "label": "from its cells"} for h in inferred]
+        known = {e["host_id"] for e in entries}
+        new = [h for h in hosts if h["host_id"] not in known]
+        if new and entries and not allow_mixed_hosts:
+            raise UserError(
+                f"--resume: {out} was run on host(s) {', '.join(sorted(known))}, this is "
+                f"{', '.join(h['host_id'] for h in new)}: resume there, or add "
+                "--allow-mixed-hosts to compare timings across machines"
+            )
+        if new or entries != stored["hosts"]:
+            stored = {**stored, "hosts": [*entries, *new]}
+            write_run(out, stored)
         return stored
     if resume:
         raise UserError(f"--resume: {run_file} not found (nothing to resume)")
-    Path(out, CELLS_DIR).mkdir(parents=True, exist_ok=True)
-    record = spec.to_json(datetime.now(timezone.utc).isoformat(timespec="seconds"))
-    write_json_atomic(run_file, record)
+    cells = out / CELLS_DIR
+    if cells.is_dir() and any(cells.glob("*.json")):
+        raise UserError(
+            f"{out} holds results without a {RUN_FILE}: choose another --out (they would be "
+            "overwritten)"
+        )
+    record = new_run(spec, hosts)
+    cells.mkdir(parents=True, exist_ok=True)
+    write_run(out, record)
     return record
 
 

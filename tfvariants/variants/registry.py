@@ -218,6 +218,10 @@ def _read_tables(variants_file: str | Path | None) -> tuple[dict, dict[str, str]
         raise UserError(f"cannot read variants file {path}: {exc.strerror}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{path}: invalid TOML: {exc}") from exc
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not UTF-8 text (a binary file?)") from None
+    except RecursionError:
+        raise UserError(f"{path}: invalid TOML: nested too deeply") from None
     user = data.get("variants", {})
     if not isinstance(user, Mapping):
         raise UserError(f"{path}: [variants] must be a table of tables")

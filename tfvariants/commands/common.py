@@ -1,0 +1,160 @@
+"""Options and output shared by several commands, declared once so that every command
+spells, documents and validates them the same way."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from tfvariants.commands.outdir import check_writable
+from tfvariants.errors import UserError
+from tfvariants.store.rundir import CELLS_DIR as _CELLS_DIR
+from tfvariants.store.runfile import RUN_FILE as _RUN_FILE
+
+# ---- options ----
+
+
+def add_engine(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--engine", choices=("docker", "podman"), default=None,
+                   help="container engine for image variants (default: detected)")  # fmt: skip
+
+
+def add_variants_file(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--variants-file", default=None, metavar="FILE",
+                   help="TOML file with more variants (default: $TFVARIANTS_CONFIG or ./tfvariants.toml)")  # fmt: skip
+
+
+def add_json(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def add_pricing(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--pricing", default="gce-2017", metavar="NAME|FILE[@YYYY-MM]",
+                   help="pricing catalog, optionally @YYYY-MM[-DD] for the price date "
+                   "(default gce-2017; 'none' for no costs)")  # fmt: skip
+    p.add_argument("--price-tier", choices=("preemptible", "on_demand"), default=None,
+                   help="price tier (default: the catalog's)")  # fmt: skip
+    p.add_argument("--instance", action="append", default=[], metavar="VARIANT[@THREADS]=INSTANCE",
+                   help="bill these cells as this catalog instance (repeatable)")  # fmt: skip
+
+
+def pricing_from(args: argparse.Namespace) -> Any:
+    """The Pricing the options ask for, or None for ``--pricing none``."""
+    if args.pricing is None or args.pricing.strip().lower() == "none":
+        return None
+    from tfvariants.analyze.pricing import parse_pricing_option
+
+    return parse_pricing_option(args.pricing, tier=args.price_tier, instance_map=args.instance)
+
+
+class _DeprecatedAlias(argparse.Action):
+    def __init__(self, *a: Any, new: str = "", **kw: Any) -> None:
+        self.new = new
+        super().__init__(*a, **kw)
+
+    def __call__(self, parser: Any, ns: Any, values: Any, option: Any = None) -> None:
+        print(f"tfvariants: warning: {option} is deprecated, use {self.new}", file=sys.stderr)
+        setattr(ns, self.dest, values)
+
+
+def add_report_outputs(p: argparse.ArgumentParser, *, old_flag: str | None = None) -> None:
+    """-o/--output (the HTML report) and --csv, the same in `compare` and `report`."""
+    p.add_argument("-o", "--output", type=Path, default=None, metavar="FILE.html",
+                   help="HTML report path (default reports/<run>/index.html)")  # fmt: skip
+    if old_flag:
+        p.add_argument(old_flag, dest="output", type=Path, action=_DeprecatedAlias,
+                       new="-o/--output", help=argparse.SUPPRESS)  # fmt: skip
+    p.add_argument("--csv", type=Path, default=None, metavar="FILE.csv",
+                   help="also write one row per cell to this CSV file")  # fmt: skip
+
+
+def add_allow_mixed_hosts(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--allow-mixed-hosts", action="store_true",
+                   help="use cells from hosts that run.json does not declare (they are "
+                   "otherwise kept apart, with a warning)")  # fmt: skip
+
+
+# ---- output paths: checked before any work starts ----
+
+
+def _inside_results(path: Path) -> str | None:
+    """Why writing ``path`` would overwrite stored results, or None."""
+    if path.name == _RUN_FILE and (path.exists() or (path.parent / _CELLS_DIR).is_dir()):
+        return "that is a run's run.json"
+    for parent in path.parents:
+        if parent.name == _CELLS_DIR and (parent.parent / _RUN_FILE).exists():
+            return f"that is inside the results folder {parent.parent}'s cells/"
+    return None
+
+
+def check_output_file(path: Path, option: str, *, results_dirs: Sequence[Path] = ()) -> None:
+    """One line, nothing written, when ``path`` cannot take an output file."""
+    if path.is_dir():
+        raise UserError(
+            f"{option} {path}: is a folder; give a file path, e.g. {path / 'index.html'}"
+        )
+    resolved = path.resolve()
+    why = _inside_results(resolved)
+    for d in results_dirs:
+        d = Path(d).resolve()
+        if resolved == d / _RUN_FILE or d / _CELLS_DIR in (resolved, *resolved.parents):
+            why = f"that is inside the results folder {d}"
+    if why:
+        raise UserError(f"{option} {path}: refused, {why} (results are never overwritten)")
+    check_writable(path.parent)
+
+
+def check_report_outputs(
+    html: Path, csv: Path | None, *, results_dirs: Sequence[Path] = ()
+) -> None:
+    check_output_file(html, "-o/--output", results_dirs=results_dirs)
+    if csv is not None:
+        check_output_file(csv, "--csv", results_dirs=results_dirs)
+        if csv.resolve() == html.resolve():
+            raise UserError(f"-o/--output and --csv are the same file ({csv}): give two paths")
+
+
+# ---- listings ----
+
+
+def print_table(
+    title: str,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    right: Sequence[str] = (),
+    show_header: bool = True,
+    style: Callable[[str, str], str | None] | None = None,
+) -> None:
+    """A table on stdout: rich on a terminal; plain aligned text, never wrapped, when
+    stdout is a pipe or file. User text is never read as rich markup."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    cells = [[("" if v is None else str(v)) for v in row] for row in rows]
+    console = Console()
+    if console.is_terminal:
+        table = Table(title=Text(title), title_justify="left", show_header=show_header)
+        for col in columns:
+            table.add_column(Text(col), justify="right" if col in right else "left",
+                             overflow="fold")  # fmt: skip
+        for row in cells:
+            table.add_row(*(Text(v, style=(style(c, v) if style else None) or "")
+                            for c, v in zip(columns, row, strict=True)))  # fmt: skip
+        console.print(table)
+        return
+    lines = [list(columns)] if show_header else []
+    lines += cells
+    widths = [max((len(line[i]) for line in lines), default=0) for i in range(len(columns))]
+    print(title)
+    for line in lines:
+        padded = [
+            v.rjust(w) if c in right else v.ljust(w)
+            for c, v, w in zip(columns, line, widths, strict=True)
+        ]
+        print("  ".join(padded).rstrip())
+    print()

@@ -1,0 +1,133 @@
+"""run.json: the run's definition (the matrix) and the hosts it may use. The one
+reader (validated, migrated) and writer of the file."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from tfvariants.errors import UserError
+from tfvariants.plan.cell import MAX_THREADS
+from tfvariants.plan.spec import MAX_REPEATS, MatrixSpec, logical_cpus
+from tfvariants.store.result import ResultError, read_json_file, write_json_atomic
+
+RUN_FILE = "run.json"
+RUN_KIND = "tfvariants.run"
+RUN_SCHEMA_VERSION = 2
+
+
+def local_host() -> dict[str, Any]:
+    """This machine as a run.json host entry."""
+    from workloads.envprobe import host_id
+
+    return {"host_id": host_id(), "kind": "local", "label": f"local ({logical_cpus()} CPUs)"}
+
+
+def _run_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    # Version 1 declared no hosts: [] means "undeclared", and readers take the host
+    # most cells ran on as the run's host.
+    return {**data, "schema_version": 2, "hosts": []}
+
+
+# The one place run.json migrations live: version N -> N+1.
+_RUN_MIGRATIONS = {1: _run_v1_to_v2}
+
+
+def _field_error(source: str, name: str, expected: str, got: Any) -> UserError:
+    return UserError(f"{source}: field {name!r}: expected {expected}, got {str(got)[:60]!r}")
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def validate_run(data: Any, source: str) -> dict[str, Any]:
+    """A run.json record, migrated to RUN_SCHEMA_VERSION; UserError names file and field."""
+    if not isinstance(data, dict) or data.get("kind") != RUN_KIND:
+        kind = data.get("kind") if isinstance(data, dict) else type(data).__name__
+        raise UserError(f"{source}: not a tfvariants run definition (kind={str(kind)[:40]!r})")
+    version = data.get("schema_version")
+    if not _is_int(version) or version < 1:
+        raise _field_error(source, "schema_version", "a whole number", version)
+    if version > RUN_SCHEMA_VERSION:
+        raise UserError(
+            f"{source}: schema_version {version} is newer than this tfvariants understands "
+            f"({RUN_SCHEMA_VERSION}); upgrade tfvariants"
+        )
+    while data["schema_version"] < RUN_SCHEMA_VERSION:
+        data = _RUN_MIGRATIONS[data["schema_version"]](data)
+    for name in ("variants", "workloads"):
+        value = data.get(name)
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise _field_error(source, name, "a list of names", value)
+    threads = data.get("threads")
+    if not isinstance(threads, list) or not all(
+        _is_int(t) and 1 <= t <= MAX_THREADS for t in threads
+    ):
+        raise _field_error(source, "threads", f"a list of whole numbers 1..{MAX_THREADS}", threads)
+    repeats = data.get("repeats")
+    if not _is_int(repeats) or not 1 <= repeats <= MAX_REPEATS:
+        raise _field_error(source, "repeats", f"a whole number 1..{MAX_REPEATS}", repeats)
+    for name in ("options", "variant_info"):
+        if not isinstance(data.get(name, {}), dict):
+            raise _field_error(source, name, "an object", data.get(name))
+    for name, info in (data.get("variant_info") or {}).items():
+        if not isinstance(info, dict) or info.get("device", "cpu") not in ("cpu", "gpu"):
+            raise _field_error(source, f"variant_info.{name}", "{kind, device: cpu|gpu}", info)
+    options = data.get("options") or {}
+    for name in ("epochs", "samples", "steps_per_epoch"):
+        v = options.get(name)
+        if v is not None and (not _is_int(v) or v < 1):
+            raise _field_error(source, f"options.{name}", "a whole number >= 1 or null", v)
+    seed = options.get("seed", 0)
+    if seed is not None and (not _is_int(seed) or seed < 0):
+        raise _field_error(source, "options.seed", "a whole number >= 0", seed)
+    if options.get("data", "synthetic") not in ("synthetic", "real", None):
+        raise _field_error(source, "options.data", "synthetic or real", options.get("data"))
+    timeout = options.get("timeout_s")
+    if timeout is not None and not (
+        isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and 0 < timeout < 1e9
+    ):
+        raise _field_error(source, "options.timeout_s", "seconds > 0", timeout)
+    cpus = data.get("logical_cpus")
+    if cpus is not None and (not _is_int(cpus) or cpus < 1):
+        raise _field_error(source, "logical_cpus", "a whole number >= 1", cpus)
+    hosts = data.get("hosts")
+    if not isinstance(hosts, list):
+        raise _field_error(source, "hosts", "a list of {host_id, kind, label}", hosts)
+    for i, host in enumerate(hosts):
+        # Open for other kinds (e.g. a cluster's nodes); host_id and kind are required.
+        if not isinstance(host, dict) or not all(
+            isinstance(host.get(k), str) and host[k] for k in ("host_id", "kind")
+        ):
+            raise _field_error(source, f"hosts[{i}]", "{host_id, kind, ...}", host)
+    return data
+
+
+def load_run(results_dir: Path) -> dict[str, Any]:
+    """The run's definition (run.json), validated and migrated; {} when there is none."""
+    path = Path(results_dir) / RUN_FILE
+    if not path.exists():
+        return {}
+    try:
+        data = read_json_file(path)
+    except ResultError as exc:
+        raise UserError(str(exc)) from None
+    return validate_run(data, str(path))
+
+
+def new_run(spec: MatrixSpec, hosts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run.json record for a new run of ``spec`` on ``hosts``."""
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return {
+        "schema_version": RUN_SCHEMA_VERSION,
+        "kind": RUN_KIND,
+        **spec.to_json(started),
+        "hosts": hosts,
+    }
+
+
+def write_run(results_dir: Path, record: dict[str, Any]) -> None:
+    validate_run(record, RUN_FILE)  # never write what we could not read back
+    write_json_atomic(Path(results_dir) / RUN_FILE, record)
