@@ -103,3 +103,29 @@ def test_real_probe_sees_the_sse41_cap(needs_tf: None) -> None:
     assert probe["variant"]["primitives"].get("convolution", 0) >= 1
     verdict = noop.judge({"ONEDNN_MAX_CPU_ISA": "SSE41"}, "tensorflow", probe)
     assert verdict["changes"] and not verdict["noop"]
+
+
+@pytest.mark.tf
+def test_small_two_variant_compare_records_the_probe(
+    tmp_path: Path, needs_tf: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CI's small version of the build-variant comparison: local against local+isa-sse41."""
+    import json
+
+    from tfvariants.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    argv = ["compare", "--variants", "local,local+isa-sse41", "--threads", "1", "--workloads",
+            "mnist_cnn", "--repeats", "1", "--epochs", "2", "--samples", "256", "--out", "res",
+            "-o", "rep/index.html"]  # fmt: skip
+    assert main(argv) == 0
+    run = json.loads((tmp_path / "res/run.json").read_text())
+    sse = run["variant_info"]["local+isa-sse41"]
+    assert sse["base"] == "local" and sse["overlay_env"] == {"ONEDNN_MAX_CPU_ISA": "SSE41"}
+    assert sse["onednn"]["isa"] == "Intel SSE4.1" and sse["onednn"]["changes"]
+    assert run["variant_info"]["local"]["onednn"]["isa"] == sse["onednn"]["host_isa"]
+    cells = sorted((tmp_path / "res/cells").glob("*.json"))
+    assert [json.loads(c.read_text())["status"] for c in cells] == ["ok", "ok"]
+    html = (tmp_path / "rep/index.html").read_text()
+    assert "Variants on this host" in html and "Accuracy parity" in html
+    assert "oneDNN uses Intel SSE4.1 instead of" in html
