@@ -64,6 +64,22 @@ def test_wide_repeats_widen_the_tolerance_and_divergence_is_flagged(tmp_path) ->
     assert "accuracy at chance (0.10)" in rows["nan"].flags
 
 
+def test_better_than_the_baseline_is_noted_not_flagged(tmp_path) -> None:
+    results = _results(
+        {"local": [0.90, 0.90, 0.90], "jax": [0.97, 0.96, 0.97]},
+        {"local": [0.30, 0.30, 0.30], "jax": [0.10, 0.11, 0.10]},
+    )
+    a = analyze(rf.write_results(tmp_path / "r", results, _run(["local", "jax"])))
+    jax = {p.variant: p for p in a.workloads[0].parity}["jax"]
+    assert not jax.outlier and jax.accuracy.better and jax.loss.better
+    assert jax.notes == [
+        "accuracy 0.970 vs 0.900 (tolerance ±0.050): better than the baseline",
+        "loss 0.1 vs 0.3 (tolerance ±0.045): better than the baseline",
+    ]
+    assert not any(w.kind == "accuracy_parity" for w in a.warnings)
+    assert "better than the baseline" in render_html(a)
+
+
 def test_single_variant_has_no_parity_block(tmp_path) -> None:
     results = _results({"local": [0.9, 0.91]}, {"local": [0.3, 0.31]})
     a = analyze(rf.write_results(tmp_path / "r", results))

@@ -3,12 +3,13 @@
 For each workload, every variant's final accuracy and loss (all its successful repeats,
 all thread counts) is set against the baseline variant's. The same seed does not give
 the same initial weights across builds or backends, so exact equality is not expected:
-a variant is flagged when its median is further from the baseline's median than the
-tolerance, which is the larger of ``SPREAD_K`` times the pooled spread of repeats and a
+a variant is flagged when its median is worse than the baseline's median (lower
+accuracy, higher loss) by more than the tolerance, which is the larger of ``SPREAD_K`` times the pooled spread of repeats and a
 floor (``ACC_FLOOR`` accuracy points, ``LOSS_FLOOR`` of the baseline's loss) that keeps
 a near-deterministic pair of variants from being flagged over rounding. A loss that is
 not finite (diverged) or an accuracy no better than chance, when the baseline learned,
-is always flagged.
+is always flagged. A result *better* than the baseline's by more than the tolerance is
+noted, not flagged: another backend's initial weights can train to a lower loss.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ class Metric:
     sd: float | None
     delta: float | None = None  # median - baseline median
     tolerance: float | None = None
-    outlier: bool = False
+    outlier: bool = False  # worse than the baseline beyond the tolerance
+    better: bool = False  # better than the baseline beyond the tolerance
 
 
 @dataclass
@@ -46,6 +48,7 @@ class VariantParity:
     diverged: int = 0  # repeats with a non-finite loss
     chance: float | None = None
     flags: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # differs, but for the better
 
     @property
     def outlier(self) -> bool:
@@ -97,20 +100,22 @@ def parity(groups: Iterable[Any], baseline_variant: str | None) -> list[VariantP
     for row in rows:
         if row is base or not row.n:
             continue
-        _judge(row.accuracy, base.accuracy, max(SPREAD_K * acc_sd, ACC_FLOOR))
+        _judge(row.accuracy, base.accuracy, max(SPREAD_K * acc_sd, ACC_FLOOR), +1)
         if base.loss.median is not None:
             floor = LOSS_FLOOR * abs(base.loss.median)
-            _judge(row.loss, base.loss, max(SPREAD_K * loss_sd, floor))
-        if row.accuracy.outlier:
-            row.flags.append(
-                f"accuracy {row.accuracy.median:.3f} vs {base.accuracy.median:.3f} "
-                f"(tolerance ±{row.accuracy.tolerance:.3f})"
-            )
-        if row.loss.outlier:
-            row.flags.append(
-                f"loss {row.loss.median:.4g} vs {base.loss.median:.4g} "
-                f"(tolerance ±{row.loss.tolerance:.3g})"
-            )
+            _judge(row.loss, base.loss, max(SPREAD_K * loss_sd, floor), -1)
+        for name, metric, ref, fmt in (
+            ("accuracy", row.accuracy, base.accuracy, ".3f"),
+            ("loss", row.loss, base.loss, ".4g"),
+        ):
+            if metric.outlier or metric.better:
+                text = (
+                    f"{name} {metric.median:{fmt}} vs {ref.median:{fmt}} "
+                    f"(tolerance ±{metric.tolerance:{'.3f' if name == 'accuracy' else '.3g'}})"
+                )
+                (row.flags if metric.outlier else row.notes).append(
+                    text if metric.outlier else text + ": better than the baseline"
+                )
         if row.diverged and not base.diverged:
             row.flags.append(f"{row.diverged} of {row.n} repeats diverged (loss not finite)")
         learned = base.accuracy.median is not None and row.chance is not None
@@ -120,9 +125,11 @@ def parity(groups: Iterable[Any], baseline_variant: str | None) -> list[VariantP
     return rows
 
 
-def _judge(metric: Metric, base: Metric, tolerance: float) -> None:
+def _judge(metric: Metric, base: Metric, tolerance: float, higher_is_better: int) -> None:
     if metric.median is None or base.median is None:
         return
     metric.delta = metric.median - base.median
     metric.tolerance = tolerance
-    metric.outlier = abs(metric.delta) > tolerance
+    if abs(metric.delta) > tolerance:
+        improved = metric.delta * higher_is_better > 0
+        metric.better, metric.outlier = improved, not improved
