@@ -144,10 +144,11 @@ def _stream(command: list[str], log: Callable[[str], None], env: dict[str, str])
         raise UserError(f"`{' '.join(command[:4])} ...` failed (exit {code}): {last}")
 
 
+# Names normalised as package indexes do (PEP 503): tensorflow_cpu -> tensorflow-cpu.
 _LOCK_CODE = (
-    "import importlib.metadata as m, json;"
-    "print(json.dumps({d.metadata['Name']: d.version for d in m.distributions()"
-    " if d.metadata['Name']}, sort_keys=True))"
+    "import importlib.metadata as m, json, re;"
+    "print(json.dumps({re.sub(r'[-_.]+', '-', d.metadata['Name']).lower(): d.version"
+    " for d in m.distributions() if d.metadata['Name']}, sort_keys=True))"
 )
 
 
