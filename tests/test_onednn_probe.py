@@ -81,6 +81,16 @@ def test_other_backends_and_failed_probes() -> None:
     assert jax["noop"] == [
         "ONEDNN_MAX_CPU_ISA=SSE41: no effect on jax (jax does not dispatch these ops to oneDNN)"
     ]
+    torch = noop.judge(
+        {"ONEDNN_MAX_CPU_ISA": "AVX2", "TF_ENABLE_ONEDNN_OPTS": "0"},
+        "torch",
+        _probe("Intel AVX2", AVX512, False, False),
+    )
+    assert torch["changes"] == [
+        f"ONEDNN_MAX_CPU_ISA=AVX2: oneDNN uses Intel AVX2 instead of {AVX512}"
+    ]
+    assert torch["noop"] == ["TF_ENABLE_ONEDNN_OPTS=0: no effect on torch (a TensorFlow setting)"]
+    assert torch["custom_ops"] is None  # TensorFlow's custom ops mean nothing to PyTorch
     failed = noop.judge({"ONEDNN_MAX_CPU_ISA": "SSE41"}, "tensorflow", {"error": "timed out"})
     assert failed["unknown"][0] == "oneDNN probe failed: timed out"
     silent = noop.judge({"ONEDNN_MAX_CPU_ISA": "SSE41"}, "tensorflow", _probe(None, None, 1, 1))

@@ -27,12 +27,13 @@ def judge(overlay_env: Mapping[str, str], backend: str, probe: Mapping[str, Any]
     probe = probe or {}
     variant = probe.get("variant") or {}
     host = probe.get("host_default") or {}
+    tf_probed = bool(probe.get("applies")) and backend == "tensorflow"
     out: dict[str, Any] = {
         "isa": variant.get("isa"),
         "host_isa": host.get("isa"),
         "onednn_version": variant.get("version"),
-        "custom_ops": _on(variant.get("custom_ops_on")) if probe.get("applies") else None,
-        "host_custom_ops": _on(host.get("custom_ops_on")) if probe.get("applies") else None,
+        "custom_ops": _on(variant.get("custom_ops_on")) if tf_probed else None,
+        "host_custom_ops": _on(host.get("custom_ops_on")) if tf_probed else None,
         "backend_version": (variant.get("backend") or {}).get("version"),
         "noop": [],
         "changes": [],
@@ -42,6 +43,9 @@ def judge(overlay_env: Mapping[str, str], backend: str, probe: Mapping[str, Any]
         out["unknown"].append(f"oneDNN probe failed: {probe['error']}")
     for name, value in overlay_env.items():
         setting = f"{name}={value}"
+        if name == OPTS and backend != "tensorflow":
+            out["noop"].append(f"{setting}: no effect on {backend} (a TensorFlow setting)")
+            continue
         if name in ISA_CAPS or name == OPTS:
             if not probe.get("applies"):
                 why = probe.get("why") or "not probed"
@@ -63,7 +67,7 @@ def judge(overlay_env: Mapping[str, str], backend: str, probe: Mapping[str, Any]
                 )
             else:
                 out["changes"].append(f"{setting}: oneDNN uses {used} instead of {default}")
-        elif name == OPTS and backend == "tensorflow":
+        elif name == OPTS:
             mine, default = variant.get("custom_ops_on"), host.get("custom_ops_on")
             if mine == default:
                 out["noop"].append(
