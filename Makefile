@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TFV := $(BIN)/tfvariants
 
-.PHONY: help install compare report build-variant test test-fast lint clean
+.PHONY: help install compare report build-variant _variant-name test test-fast lint clean
 
 help:
 	@echo "make install         .venv with tfvariants + TensorFlow (tensorflow-cpu 2.21) + dev tools (EXTRAS=all: every extra)"
@@ -47,9 +47,12 @@ report: install
 
 # `make test` runs every marker; set TFV_REQUIRE_CONTAINER=1 / TFV_REQUIRE_BROWSER=1
 # to turn "skipped: no podman/chromium" into failures (CI does).
-build-variant: install
-	@test -n "$(NAME)" || (echo "usage: make build-variant NAME=tf-2.18 (see: $(TFV) variants)" && exit 2)
+# The name is checked before `install` runs (prerequisites run left to right).
+build-variant: _variant-name install
 	$(TFV) variants build $(NAME)
+
+_variant-name:
+	@test -n "$(NAME)" || (echo "usage: make build-variant NAME=tf-2.18 (see: tfvariants variants)" >&2 && exit 2)
 
 test: install
 	TFV_REQUIRE_TF=1 $(BIN)/python -m pytest -o addopts="" -q -rs --durations=15

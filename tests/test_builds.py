@@ -439,3 +439,20 @@ def test_compiled_dockerfile_is_pinned_small_and_counts() -> None:
     assert "--counts /tmp/wheels/isa-counts.json" in text
     assert 'org.tfvariants.compiler="${TF_COMPILER}' in text
     assert "llvm-18" not in text.split("LABEL", 1)[1].split("ENV", 1)[0]  # no guessed compiler
+
+
+@needs_make
+def test_make_build_variant(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    proc = subprocess.run(
+        ["make", "--no-print-directory", "-n", "build-variant", "NAME=tf-2.18",
+         f"VENV={tmp_path / 'venv'}"],
+        cwd=ROOT, env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert f"{tmp_path / 'venv'}/bin/tfvariants variants build tf-2.18" in proc.stdout
+    proc = subprocess.run(["make", "--no-print-directory", "build-variant",
+                           f"VENV={tmp_path / 'venv'}", "PYTHON=false"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, check=False)  # fmt: skip
+    assert proc.returncode != 0 and "usage: make build-variant NAME=tf-2.18" in proc.stderr
+    assert not (tmp_path / "venv").exists()  # stopped before installing anything
