@@ -6,11 +6,12 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TFV := $(BIN)/tfvariants
 
-.PHONY: help install compare report build-variant _variant-name test test-fast lint clean
+.PHONY: help install compare report bench-decide build-variant _variant-name test test-fast lint clean bench-serve
 
 help:
 	@echo "make install         .venv with tfvariants + TensorFlow (tensorflow-cpu 2.21) + dev tools (EXTRAS=all: every extra)"
-	@echo "make compare         install if needed, run the built-in quick compare, write an HTML report"
+	@echo "make compare         install if needed, run the built-in quick compare (mnist_cnn, cifar10_cnn; ~10 min budget), write an HTML report"
+	@echo "make bench-decide    simulated false-positive rate and power of the verdicts (fake runner)"
 	@echo "make build-variant NAME=tf-2.18   environment of a requirement-spec variant (cached)"
 	@echo "make build-pip       container image with the stock TensorFlow wheel"
 	@echo "make build-compiled  TensorFlow built from source for ISA=avx2-fma|avx|sse4.2|avx512|native"
@@ -18,6 +19,7 @@ help:
 	@echo "make test            all tests: unit, real TensorFlow, containers, headless browser"
 	@echo "make test-fast       unit tests only"
 	@echo "make lint            ruff + hadolint"
+	@echo "make bench-serve     the serving harness's own ceiling on this host (no-op model QPS, HTTP overhead)"
 
 # Extras installed by `make install`: TensorFlow and the dev tools by default;
 # EXTRAS=all adds every optional extra (CI exercises them all).
@@ -38,8 +40,15 @@ $(STAMP): $(BIN)/python setup.cfg pyproject.toml
 
 install: $(STAMP)
 
+# The built-in quick compare: the two convolutional workloads at 1..CPUs threads, with
+# the quick scale's 10-minute budget. All six workloads at the same rules need about
+# 60 cells before the first look (15-20 min on 2 cores): `tfvariants compare --quick`.
+QUICK_WORKLOADS ?= mnist_cnn,cifar10_cnn
 compare: install
-	$(TFV) compare --quick
+	$(TFV) compare --quick --workloads $(QUICK_WORKLOADS)
+
+bench-decide: install
+	PYTHONPATH=. $(BIN)/python benchmarks/decide.py --trials 2000
 
 report: install
 	@test -n "$(RUN)" || (echo "usage: make report RUN=results/<run>" && exit 2)
@@ -64,6 +73,10 @@ lint: install
 	$(BIN)/ruff check tfvariants workloads tests
 	$(BIN)/ruff format --check tfvariants workloads tests
 	$(BIN)/hadolint builds/*/Dockerfile
+
+# Not a test: what the serving harness itself can measure here (a few seconds).
+bench-serve: install
+	PYTHONPATH=. $(BIN)/python benchmarks/serve_ceiling.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

@@ -68,18 +68,16 @@ def test_default_threads():
 
 def test_quick_scale_reads_the_workload_spec_with_a_fallback():
     spec = registry.load("mnist_mlp").SPEC
-    assert compare.quick_scale("mnist_mlp") == {
-        "epochs": spec["quick_epochs"],
-        "samples": spec["quick_samples"],
-    }
-    assert compare.quick_scale("no_such_workload") == {"epochs": 2, "samples": 2000}
+    assert compare.quick_scale("mnist_mlp") == {"samples": spec["quick_samples"]}
+    assert compare.quick_scale("no_such_workload") == {"samples": 2000}
 
 
 class FakeRunCell:
-    def __init__(self, fail=(), interrupt_at=None):
+    def __init__(self, fail=(), interrupt_at=None, speedup=0.5, noise=0.02):
         self.calls = []
         self.fail = set(fail)
         self.interrupt_at = interrupt_at
+        self.speedup, self.noise = speedup, noise
 
     def __call__(self, cell, variant, options, cells_dir):
         self.calls.append((cell.cell_id, options))
@@ -92,8 +90,8 @@ class FakeRunCell:
             cell.workload,
             cell.repeat,
             status=status,
-            steady_epoch_s=2.0 / cell.threads**0.5,
-            noise=0.02,
+            steady_epoch_s=2.0 / cell.threads**self.speedup,
+            noise=self.noise,
         )
         (cells_dir / f"{cell.cell_id}.json").write_text(json.dumps(r))
         return r
@@ -105,17 +103,56 @@ def test_quick_compare_end_to_end_with_a_fake_runner(tmp_path, monkeypatch, caps
     fake = FakeRunCell()
     monkeypatch.setattr(runner, "run_cell", fake)
     assert main(["compare", "--quick", "--workloads", "mnist_mlp", "--out", "results/q"]) == 0
-    assert len(fake.calls) == 1 * 2 * 1 * 3  # local x threads 1,2 x mnist_mlp x 3 repeats
+    # local x threads 1,2 x mnist_mlp x 5 repeats; decided at the first look: no more rounds
+    assert len(fake.calls) == 1 * 2 * 1 * 5
     options = fake.calls[0][1]
-    spec = registry.load("mnist_mlp").SPEC  # the workload's quick scale
-    assert (options.epochs, options.samples) == (spec["quick_epochs"], spec["quick_samples"])
+    spec = registry.load("mnist_mlp").SPEC  # the workload's quick scale, the quick window
+    assert (options.epochs, options.samples) == (None, spec["quick_samples"])
+    assert (options.min_steady_s, options.min_steady_steps) == (5.0, 50)
     run = json.loads((tmp_path / "results/q/run.json").read_text())
     assert run["variants"] == ["local"] and run["threads"] == [1, 2] and run["options"]["quick"]
+    assert run["adaptive"]["budget_s"] == 600 and run["adaptive"]["looks"] == [5, 10, 15, 20]
+    assert run["adaptive"]["rounds"] == [] and "decided" in run["adaptive"]["stopped"]
     assert run["variant_info"]["local"]["onednn"]["isa"] == "fake"  # the probe is stored
     html = (tmp_path / "reports/q/index.html").read_text()
-    assert "local@2" in html and html.count("<svg") == 2
+    assert "local@2" in html and html.count("<svg") == 2 and "4 looks" in html
     err = capsys.readouterr().err
-    assert "6 ok, 0 failed" in err and "report: reports/q/index.html" in err
+    assert "10 ok, 0 failed" in err and "report: reports/q/index.html" in err
+    assert "local@2 was 1.41x faster than local@1" in err
+
+
+def test_adaptive_rounds_run_only_undecided_pairs_and_resume_continues(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    fake = FakeRunCell(speedup=0.0, noise=0.3)  # identical configurations: stays undecided
+    monkeypatch.setattr(runner, "run_cell", fake)
+    argv = ["compare", "--threads", "1,2", "--workloads", "mnist_mlp", "--out", "res",
+            "--budget", "1h", "--max-repeats", "8"]  # fmt: skip
+    assert main(argv) == 0
+    run = json.loads((tmp_path / "res/run.json").read_text())
+    assert run["adaptive"]["looks"] == [5, 6, 7, 8]
+    assert [r["repeat"] for r in run["adaptive"]["rounds"]] == [5, 6, 7]
+    assert "still undecided after the maximum of 8 repeats" in run["adaptive"]["stopped"]
+    assert len(fake.calls) == 2 * 8
+    err = capsys.readouterr().err
+    assert "undecided against the baseline: mnist_mlp local@1" in err
+    # a resume with a larger maximum continues from the stored rounds
+    again = FakeRunCell(speedup=0.0, noise=0.3)
+    monkeypatch.setattr(runner, "run_cell", again)
+    assert main(["compare", "--resume", "--out", "res", "--max-repeats", "10"]) == 0
+    assert sorted({c[0].rsplit("__r", 1)[1] for c in again.calls}) == ["8", "9"]
+    run = json.loads((tmp_path / "res/run.json").read_text())
+    assert [r["repeat"] for r in run["adaptive"]["rounds"]] == [5, 6, 7, 8, 9]
+
+
+def test_bad_budget_and_effect_options_are_user_errors(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    for bad in (["--budget", "soon"], ["--min-effect", "150%"], ["--repeats", "6", "--budget",
+                "1m", "--max-repeats", "4"], ["--confidence", "0.3"]):  # fmt: skip
+        assert main(["compare", "--workloads", "mnist_mlp", "--out", "x", *bad]) == 2
+        assert capsys.readouterr().err.count("\n") == 1
+    assert not (tmp_path / "x").exists()
 
 
 def test_compare_exit_code_counts_failures_and_resume_reruns_them(tmp_path, monkeypatch, capsys):
@@ -211,3 +248,33 @@ def test_variant_that_is_not_ready_stops_before_the_sweep(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("tfvariants: error: variant(s) not ready: old:")
     assert not out.exists()
+
+
+def test_next_round_runs_only_the_undecided_workloads_configurations():
+    from tfvariants.analyze import adaptive
+    from tfvariants.commands import rounds
+    from tfvariants.plan.spec import MatrixSpec
+
+    spec = MatrixSpec(("local",), (1, 2), ("mnist_cnn", "mnist_mlp"), 5, {},
+                      {"local": {"kind": "local", "device": "cpu"}})  # fmt: skip
+    stored = {}
+    for r in range(5):
+        for t in (1, 2):
+            clear = rf.make_result("local", t, "mnist_cnn", r, steady_epoch_s=4.0 / t, noise=0.02)
+            noisy = rf.make_result("local", t, "mnist_mlp", r, steady_epoch_s=2.0, noise=0.3,
+                                   seed=t)  # fmt: skip
+            for res in (clear, noisy):
+                c = res["cell"]
+                stored[f"{c['workload']}__local__t{t}__r{r}"] = res
+    hook = rounds.make_next_round(spec, adaptive.stopping_rule(5), baseline=None,
+                                  min_effect=0.05, confidence=0.95)  # fmt: skip
+    cells, why = hook(stored)
+    assert {(c.workload, c.threads, c.repeat) for c in cells} == {
+        ("mnist_mlp", 1, 5),
+        ("mnist_mlp", 2, 5),
+    }
+    assert "1 comparison(s) undecided at the look after 5 repeats" == why
+    # between looks nothing is re-judged: round 6 keeps the same configurations
+    del stored["mnist_mlp__local__t2__r4"]
+    cells, _ = hook(stored)  # an interrupted round is completed first
+    assert [(c.workload, c.threads, c.repeat) for c in cells] == [("mnist_mlp", 2, 4)]

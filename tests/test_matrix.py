@@ -205,3 +205,34 @@ def test_progress_display_prints_a_line_per_cell(tmp_path):
     text = buf.getvalue()
     assert "ok mnist_mlp__pip__t1__r0" in text
     assert "failed mnist_mlp__pip__t2__r0" in text and "boom" in text
+
+
+def test_adaptive_rounds_stop_before_the_budget_is_exceeded(tmp_path):
+    from tfvariants.plan.cell import Cell
+
+    now = [0.0]
+
+    def clock():
+        return now[0]
+
+    runner = FakeRunner()
+
+    def run_cell(cell, cells_dir):
+        now[0] += 3.0  # every cell takes 3 s
+        return runner(cell, cells_dir)
+
+    asked = []
+
+    def next_round(stored):
+        asked.append(len(stored))
+        rep = max(int(r["cell"]["repeat"]) for r in stored.values()) + 1
+        return [Cell("pip", 1, "mnist_mlp", rep), Cell("pip", 2, "mnist_mlp", rep)], "undecided"
+
+    s = spec(variants=("pip",), workloads=("mnist_mlp",), repeats=2)
+    out = Matrix(s, tmp_path / "run").run(
+        run_cell=run_cell, clock=clock, next_round=next_round, budget_s=20.0
+    )
+    # 4 planned cells = 12 s; a round of 2 cells (6 s) fits once (18 s); the next would not
+    assert len(runner.calls) == 6 and [r["repeat"] for r in out.rounds] == [2]
+    assert out.stopped.startswith("budget: 18s spent") and out.spent_s == 18.0
+    assert out.planned == 6 and out.exit_code() == 0

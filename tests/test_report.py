@@ -28,11 +28,12 @@ def group(wr, label):
     return next(g for g in wr.groups if g.label == label)
 
 
-def test_default_baseline_is_first_variant_at_most_threads(study, gce):
-    a = analyze(study, pricing=gce)
-    assert a.baseline_label == "pip@16"
-    mlp = a.workloads[0]
-    assert mlp.name == "mnist_mlp" and mlp.baseline.label == "pip@16"
+def test_default_baseline_is_the_gpu_then_most_threads_never_empty(tmp_path, gce):
+    results, run = rf.study_like_results(repeats=5)
+    a = analyze(rf.write_results(tmp_path / "res", results, run), pricing=gce)
+    assert a.baseline_label == "gpu@16"  # a GPU ran: it is the reference
+    mlp, cnn = a.workloads
+    assert mlp.name == "mnist_mlp" and mlp.baseline.label == "gpu@16"
     assert [g.label for g in mlp.groups] == [
         "pip@8",
         "pip@16",
@@ -41,10 +42,18 @@ def test_default_baseline_is_first_variant_at_most_threads(study, gce):
         "gpu@8",
         "gpu@16",
     ]
-    assert group(mlp, "pip@16").time_cmp.verdict == "baseline"
-    assert group(mlp, "compiled@16").time_cmp.verdict == "faster"  # 2.4 vs 3.0 s/epoch
-    assert group(mlp, "pip@8").time_cmp.verdict == "slower"
-    assert mlp.fastest.variant == "gpu"
+    # the GPU was skipped for mnist_cnn: its baseline is the most threads with results
+    assert cnn.baseline.label == "pip@16" and cnn.baseline.times
+    assert group(cnn, "compiled@16").time_cmp.verdict == "different"  # 2.4 vs 3.0 s/epoch
+    assert group(cnn, "compiled@16").time_cmp.direction == "lower"
+    assert group(cnn, "pip@8").time_cmp.ratio.value > 1
+    assert group(mlp, "gpu@8").time_cmp.verdict in ("equivalent", "undecided")  # same speed
+    # GPU against the fastest and the cheapest CPU configuration comes first, time and cost
+    first = mlp.conclusions[0]
+    assert first.startswith("GPU vs the fastest CPU configuration (compiled@16)")
+    assert "faster than compiled@16" in first and "more expensive than compiled@16" in first
+    assert any(c.startswith("GPU vs the cheapest CPU configuration") for c in mlp.conclusions)
+    assert not any("no significant" in c for w in a.workloads for c in w.conclusions)
 
 
 def test_statistics_costs_and_pareto(study, gce):
@@ -79,7 +88,7 @@ def test_failed_skipped_and_oversubscribed_are_flagged(study, gce):
 
 def test_conclusions_only_claim_what_the_data_shows(tmp_path):
     results = []
-    for r in range(3):
+    for r in range(5):
         results.append(rf.make_result("local", 1, "mnist_cnn", r, steady_epoch_s=4.0, noise=0.02))
         results.append(rf.make_result("local", 2, "mnist_cnn", r, steady_epoch_s=2.9, noise=0.02))
         results.append(
@@ -90,14 +99,21 @@ def test_conclusions_only_claim_what_the_data_shows(tmp_path):
         )
     d = rf.write_results(tmp_path / "q", results)
     a = analyze(d)
+    assert a.baseline_label == "local@2"
     by_name = {w.name: w for w in a.workloads}
     cnn_text = " ".join(by_name["mnist_cnn"].conclusions)
     assert "On 2 logical CPUs" in cnn_text
-    assert re.search(r"local@2 was 1\.[34]\dx faster than local@1 \(significant", cnn_text)
+    assert re.search(
+        r"local@2 was 1\.[34]\dx faster than local@1 \(96\.8% interval [\d.]+-[\d.]+x, decided",
+        cnn_text,
+    )
     mlp_text = " ".join(by_name["mnist_mlp"].conclusions)
     assert "faster than" not in mlp_text.replace("was the fastest", "")
-    assert "no significant difference shown" in mlp_text and "not significant" in mlp_text
-    assert any(w.kind == "unstable" and "run more repeats" in w.hint for w in a.warnings)
+    assert "undecided" in mlp_text and "more repeat" in mlp_text
+    # a stricter min_effect or confidence is honoured in the verdicts and the sentences
+    strict = analyze(d, min_effect=0.5)
+    assert "decided" not in " ".join(strict.workloads[0].conclusions).replace("undecided", "")
+    assert strict.settings.min_effect == 0.5 and "50%" in strict.settings.describe()
 
 
 def test_no_baseline_data_gives_no_ratios_and_says_so(study, gce):
@@ -190,3 +206,54 @@ def test_cells_planned_but_missing_are_reported(tmp_path):
     assert warning.message.startswith("1 of ")
     assert victim.stem in warning.message
     assert "--resume" in warning.hint
+
+
+def test_csv_carries_ratios_intervals_and_verdicts(tmp_path, gce):
+    results, run = rf.study_like_results(repeats=5)
+    d = rf.write_results(tmp_path / "res", results, run)
+    out = tmp_path / "cells.csv"
+    a = write_report(d, tmp_path / "r.html", pricing=gce, csv_path=out)
+    rows = list(csv.DictReader(out.open()))
+    row = next(r for r in rows if r["cell_id"] == "mnist_mlp__compiled__t16__r0")
+    g = group(a.workloads[0], "compiled@16")
+    assert float(row["time_ratio"]) == pytest.approx(g.time_cmp.ratio.value, rel=1e-5)
+    lo, hi = float(row["time_ratio_lo"]), float(row["time_ratio_hi"])
+    assert lo < float(row["time_ratio"]) < hi and row["time_verdict"] == "different"
+    assert "Mann-Whitney" in row["ratio_interval"] and "median of 5" in row["config_time_interval"]
+    assert row["cost_verdict"] == g.cost_cmp.verdict and row["cost_ratio_lo"]
+
+
+def test_report_shows_the_machines_noise_and_labels_intervals(tmp_path):
+    results = []
+    for r in range(6):
+        slow = 1.85 if r in (1, 4) else 1.0  # the same configuration at two speeds
+        results.append(rf.make_result("local", 1, "mnist_cnn", r, steady_epoch_s=4.0 * slow))
+        results.append(rf.make_result("local", 2, "mnist_cnn", r, steady_epoch_s=2.0, noise=0.1))
+    d = rf.write_results(tmp_path / "q", results)
+    a = analyze(d)
+    assert a.noise is not None and a.noise.repeats == 6 and a.noise.resolvable > 1.05
+    assert "resolve differences of about" in a.noise.sentence()
+    assert any("local@1" in b and "two clusters" in b for b in a.noise.bimodal)
+    assert any(w.kind == "bimodal" for w in a.warnings)
+    html = render_html(a)
+    assert "This machine&#39;s noise" in html or "This machine's noise" in html
+    assert 'title="median of 6; range of the repeats = 96.9% interval for the median"' in html
+    assert "Bimodal timings: mnist_cnn local@1" in html
+    assert "Hodges-Lehmann ratio; 95.9% Mann-Whitney interval" in html
+
+
+def test_overhead_split_adds_up_to_the_cell():
+    from tfvariants.analyze.analysis import overhead_split
+
+    r = {
+        "timing": {"import_tf_s": 3.0, "build_s": 0.2, "data_s": 0.1, "warmup_s": 2.0,
+                   "steady_s": 10.0, "fit_s": 14.0},
+        "runner": {"wall_s": 20.0},
+    }  # fmt: skip
+    split = overhead_split(r)
+    assert split["between epochs"] == pytest.approx(2.0)
+    assert split["build"] == pytest.approx(0.3)
+    assert sum(split.values()) == pytest.approx(20.0)
+    assert overhead_split({}) == {} and overhead_split({"timing": {"build_s": 1.0}}) == {
+        "build": 1.0
+    }

@@ -36,7 +36,8 @@ def test_run_writes_valid_results_with_the_applied_pinning(tmp_path):
     res = seen[1]
     assert res["status"] == "ok"
     timing = res["timing"]
-    assert len(timing["epoch_times_s"]) == 2 and timing["warmup_epochs"] == 1
+    assert len(timing["epoch_times_s"]) == 2 and timing["warmup_steps"] >= 1
+    assert timing["window"]["mode"] == "whole-epochs" and not timing["window"]["stopped_early"]
     assert timing["steps_per_epoch"] == 8 and timing["samples_per_epoch"] == 1024
     assert timing["samples_per_s"] > 0 and timing["step_times_s"]
     assert res["schedule"]["full_epochs"] == 20 and res["schedule"]["projected_full_s"] > 0
@@ -53,6 +54,29 @@ def test_run_writes_valid_results_with_the_applied_pinning(tmp_path):
     assert len(one["affinity"]) == 1 and len(two["affinity"]) == 2
     assert one["intra_op"] == 1 and two["intra_op"] == 2
     assert one["env"]["OMP_NUM_THREADS"] == "1" and two["env"]["OMP_NUM_THREADS"] == "2"
+
+
+def test_steady_window_stops_training_and_projects_the_full_schedule(tmp_path):
+    """Without --epochs a worker trains until the window is met, not a whole schedule."""
+    from workloads.protocol import WorkerRequest
+
+    req = WorkerRequest(
+        "mnist_mlp", {"variant": "local", "threads": 1, "workload": "mnist_mlp", "repeat": 0},
+        str(tmp_path / "r.json"), intra_op=1, cpus=(0,), samples=1024,
+        min_steady_s=1.0, min_steady_steps=30,
+    )  # fmt: skip
+    proc = subprocess.run([sys.executable, "-m", "workloads.worker", *req.to_argv()], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    res = load_result(tmp_path / "r.json")
+    t, s = res["timing"], res["schedule"]
+    assert t["window"] == {"min_s": 1.0, "min_steps": 30, "met": True, "stopped_early": True,
+                           "mode": "steady-window"}  # fmt: skip
+    assert t["steady_steps"] >= 30 and t["steady_s"] >= 1.0 and t["warmup_steps"] >= 1
+    assert s["ran_steps"] < s["full_steps"]  # stopped long before 20 epochs of 60k samples
+    lo, hi = s["projected_full_ci_s"]
+    assert 0 < lo < s["projected_full_s"] < hi < 3 * lo  # an interval, not 0.5 s - 30 min
+    assert 0 < res["cpu"]["utilisation"] <= 1.5 and res["cpu"]["cpus_pinned"] == 1
 
 
 def test_env_probe_in_variant():

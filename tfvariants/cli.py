@@ -15,7 +15,7 @@ from tfvariants import __version__
 from tfvariants.errors import UserError
 
 # Order is the order shown in --help.
-COMMANDS = ["env", "run", "variants", "compare", "report", "prices"]
+COMMANDS = ["env", "run", "variants", "compare", "serve", "report", "prices"]
 
 
 class _Parser(argparse.ArgumentParser):

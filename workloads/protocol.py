@@ -72,6 +72,10 @@ class WorkerRequest:
     samples: int | None = None
     steps_per_epoch: int | None = None
     keras_options: dict[str, Any] = field(default_factory=dict)  # model.compile() options
+    # The steady window (workloads.steady): without ``epochs``, training stops once at
+    # least min_steady_s seconds AND min_steady_steps steps followed the warm-up.
+    min_steady_s: float = 10.0
+    min_steady_steps: int = 100
     requested: dict[str, Any] = field(default_factory=dict)  # the host's pinning plan
     backend: str | None = None  # Keras backend: tensorflow, jax, torch (None: $KERAS_BACKEND)
 
@@ -106,6 +110,16 @@ class WorkerRequest:
                 continue
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise RequestError(f"worker request: '{name}' must be a whole number >= 0")
+        steady_s = data.get("min_steady_s", 10.0)
+        if (
+            not isinstance(steady_s, (int, float))
+            or isinstance(steady_s, bool)
+            or not 0 <= steady_s < 1e6
+        ):
+            raise RequestError("worker request: 'min_steady_s' must be a number of seconds >= 0")
+        steps = data.get("min_steady_steps", 100)
+        if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
+            raise RequestError("worker request: 'min_steady_steps' must be a whole number >= 1")
         cpus = data.get("cpus", [])
         if not isinstance(cpus, list) or not all(
             isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in cpus

@@ -24,7 +24,7 @@ import traceback
 from datetime import datetime, timezone
 from typing import Any
 
-from workloads import backends, envprobe, registry
+from workloads import backends, cpuload, envprobe, registry, steady
 from workloads.protocol import (
     RESULT_KIND,
     SCHEMA_VERSION,
@@ -71,12 +71,17 @@ def peak_rss_bytes() -> int:
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
-def make_timer(keras: Any) -> Any:
+def make_timer(keras: Any, stop_when: Any = None) -> Any:
     class EpochStepTimer(keras.callbacks.Callback):
-        """Monotonic wall time of every epoch, its training phase, and every step."""
+        """Monotonic wall time of every epoch, its training phase, and every step;
+        stops training once ``stop_when(all step times)`` is true (checked every 10
+        steps: the check is O(steps))."""
 
         def __init__(self) -> None:
             super().__init__()
+            self.all_steps: list[float] = []
+            self.stopped_early = False
+            self.start_gaps: list[float] = []  # epoch begin -> its first step
             self.epoch_times: list[float] = []
             self.train_times: list[float] = []
             self.steps: list[list[float]] = []
@@ -90,10 +95,21 @@ def make_timer(keras: Any) -> Any:
 
         def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
             self._step_t0 = time.perf_counter()
+            if not self.steps[-1]:
+                self.start_gaps.append(self._step_t0 - self._epoch_t0)
 
         def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
-            self._last_train_end = time.perf_counter()
-            self.steps[-1].append(self._last_train_end - self._step_t0)
+            end = time.perf_counter()
+            # A step runs from the previous step's end (so fetching its batch counts);
+            # the epoch's first step from its own begin (the epoch's start-up is apart).
+            start = self._last_train_end if self.steps[-1] else self._step_t0
+            self._last_train_end = end
+            self.steps[-1].append(end - start)
+            self.all_steps.append(self.steps[-1][-1])
+            if stop_when is not None and len(self.all_steps) % 10 == 0:
+                if stop_when(self.all_steps):
+                    self.model.stop_training = True
+                    self.stopped_early = True
 
         def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
             end = time.perf_counter()
@@ -156,7 +172,19 @@ def run(req: WorkerRequest, result: dict[str, Any]) -> None:
     model = workload.build_model(keras, compile_options=keras_options)
     build_s = time.perf_counter() - t0
 
-    timer = make_timer(keras)
+    full_samples = spec.get("train_samples") or n_train
+    if req.epochs is None:
+        # Steady-window mode: stop once the window is met; on a sample of the data, run
+        # as many epochs as that takes (the full schedule is projected, not run).
+        epochs = full_epochs if n_train >= full_samples else 100_000
+
+        def stop_when(steps: list[float]) -> bool:
+            return steady.window_met(steps, req.min_steady_s, req.min_steady_steps)
+
+        timer = make_timer(keras, stop_when)
+    else:
+        timer = make_timer(keras)
+    before = cpuload.snapshot()
     history = model.fit(
         x,
         y,
@@ -168,47 +196,44 @@ def run(req: WorkerRequest, result: dict[str, Any]) -> None:
         shuffle=True,
     )
 
-    warmup = 1
-    epoch_times = timer.epoch_times
-    train_times = timer.train_times
-    steady = epoch_times[warmup:]
-    steady_train = train_times[warmup:]
-    steady_epoch_s = statistics.median(steady) if steady else None
-    steady_train_s = statistics.median(steady_train) if steady_train else None
-    steady_steps = [s for epoch in timer.steps[warmup:] for s in epoch]
-    step_sample, stride = _sample(steady_steps, MAX_STEP_SAMPLES)
+    fit_usage = cpuload.usage(before, cpuload.snapshot(), req.cpus)
+    epoch_times, train_times = timer.epoch_times, timer.train_times
+    state = steady.analyse(timer.all_steps)
     steps_per_epoch = len(timer.steps[0]) if timer.steps else 0
-    samples_per_s = n_train / steady_train_s if steady_train_s else None
+    step_s = state.step_mean_s
+    samples_per_s = batch_size / step_s if step_s else None
+    full_steps_per_epoch = math.ceil(full_samples / batch_size)
+    scale = full_samples / n_train if n_train else 1.0
+    # Per epoch outside the steps: its start-up (a fixed cost per epoch) and the rest
+    # after training (validation: grows with the data, so scaled to full size).
+    after = [e - t for e, t in zip(epoch_times, train_times, strict=True)]
+    starts = timer.start_gaps[1:] or timer.start_gaps
+    epoch_gap_s = (statistics.median(starts) if starts else 0.0) + (
+        statistics.median(after[1:] or after) * scale if after else 0.0
+    )
+    projection = steady.project(state, full_steps_per_epoch * full_epochs, full_epochs, epoch_gap_s)
 
     flops = None
     flops_fn = getattr(workload, "flops_per_step", None)
     if callable(flops_fn):
         flops = flops_fn(batch_size)
-    gflops_per_s = None
-    if flops and steady_train_s and steps_per_epoch:
-        gflops_per_s = flops * steps_per_epoch / steady_train_s / 1e9
+    gflops_per_s = flops / step_s / 1e9 if flops and step_s else None
+    step_sample, stride = _sample(timer.all_steps, MAX_STEP_SAMPLES)
 
-    full_samples = spec.get("train_samples") or n_train
-    scale = full_samples / n_train if n_train else 1.0
-    projected = None
-    basis = None
-    if epoch_times:
-        if steady_epoch_s is not None:
-            # Warm-up overhead (tracing, first allocation) does not grow with data.
-            overhead = max(epoch_times[0] - steady_epoch_s, 0.0)
-            projected = overhead + full_epochs * steady_epoch_s * scale
-            basis = "warmup+steady"
-        else:
-            projected = full_epochs * epoch_times[0] * scale
-            basis = "warmup-only (overestimates: run 2+ epochs)"
-
-    result["config"].update({"epochs": epochs, "samples": n_train, "batch_size": batch_size})
+    result["config"].update({"epochs": req.epochs, "samples": n_train, "batch_size": batch_size})
     result["timing"] = {
         "epoch_times_s": epoch_times,
         "train_times_s": train_times,
-        "warmup_epochs": min(warmup, len(epoch_times)),
-        "steady_epoch_s": steady_epoch_s,
-        "steady_train_s": steady_train_s,
+        **state.to_json(),
+        "window": {
+            "min_s": req.min_steady_s if req.epochs is None else None,
+            "min_steps": req.min_steady_steps if req.epochs is None else None,
+            "met": steady.window_met(timer.all_steps, req.min_steady_s, req.min_steady_steps),
+            "stopped_early": timer.stopped_early,
+            "mode": "steady-window" if req.epochs is None else "whole-epochs",
+        },
+        "steady_epoch_s": step_s * full_steps_per_epoch if step_s else None,
+        "epoch_gap_s": epoch_gap_s,
         "step_times_s": step_sample,
         "step_sample_stride": stride,
         "steps_per_epoch": steps_per_epoch,
@@ -217,15 +242,18 @@ def run(req: WorkerRequest, result: dict[str, Any]) -> None:
         "import_tf_s": import_s,
         "data_s": data_s,
         "build_s": build_s,
+        "fit_s": fit_usage["wall_s"],
         "total_s": time.perf_counter() - t_start,
     }
+    result["cpu"] = fit_usage
     result["schedule"] = {
         "full_epochs": full_epochs,
         "full_samples": full_samples,
+        "full_steps": full_steps_per_epoch * full_epochs,
         "ran_epochs": len(epoch_times),
         "ran_samples": n_train,
-        "projected_full_s": projected,
-        "projection_basis": basis,
+        "ran_steps": len(timer.all_steps),
+        **projection,
     }
     result["flops_per_step"] = flops
     result["gflops_per_s"] = gflops_per_s

@@ -17,6 +17,7 @@ from tfvariants.analyze import stats
 from tfvariants.analyze.billing import device_of, no_price_reason
 from tfvariants.analyze.conclusions import conclude
 from tfvariants.analyze.coverage import cell_counts, folder_warnings, usable_results
+from tfvariants.analyze.decide import Settings, choose_baseline, run_looks
 from tfvariants.analyze.fields import (
     accuracy_of,
     environment_summary,
@@ -27,10 +28,36 @@ from tfvariants.analyze.fields import (
     training_time_s,
     warmup_time_s,
 )
+from tfvariants.analyze.noise import HostNoise, host_noise
 from tfvariants.analyze.parity import VariantParity, parity
 from tfvariants.analyze.pricing import CellCost, Pricing
 from tfvariants.errors import UserError
 from tfvariants.store.rundir import RunContents, load_run_dir
+
+
+def _sum_known(*values: Any) -> float | None:
+    known = [x for x in (finite_number(v) for v in values) if x is not None]
+    return sum(known) if known else None
+
+
+def overhead_split(r: dict) -> dict[str, float]:
+    """Where one cell's wall time went: TensorFlow import, data + model build, warm-up
+    steps, steady steps, time between epochs (start-up, validation), and the rest
+    (process start, probing, writing), which makes the parts add up to the cell."""
+    t = r.get("timing") or {}
+    parts = {
+        "import": finite_number(t.get("import_tf_s")),
+        "build": _sum_known(t.get("build_s"), t.get("data_s")),
+        "warm-up": finite_number(t.get("warmup_s")),
+        "steady": finite_number(t.get("steady_s")),
+    }
+    fit = finite_number(t.get("fit_s"))
+    if fit is not None and parts["warm-up"] is not None and parts["steady"] is not None:
+        parts["between epochs"] = max(fit - parts["warm-up"] - parts["steady"], 0.0)
+    wall = finite_number(get_path(r, "runner", "wall_s"))
+    if wall is not None and fit is not None and parts["import"] is not None:
+        parts["other"] = max(wall - parts["import"] - (parts["build"] or 0.0) - fit, 0.0)
+    return {k: v for k, v in parts.items() if v is not None}
 
 
 @dataclass
@@ -60,6 +87,10 @@ class Group:
     cost_cmp: stats.Comparison | None = None
     is_baseline: bool = False
     warnings: list[stats.StatWarning] = field(default_factory=list)
+    step_s: stats.Interval | None = None  # steady step time over repeats
+    utilisation: float | None = None  # CPU time / wall / CPUs pinned, median over repeats
+    overhead: dict[str, float] = field(default_factory=dict)  # import/build/warm-up/steady, s
+    bimodal: str | None = None
 
     @property
     def label(self) -> str:
@@ -93,9 +124,11 @@ class Group:
         if (
             self.time_cmp is not None
             and not self.is_baseline
-            and self.time_cmp.verdict == "not significant"
+            and self.time_cmp.verdict == "undecided"
         ):
-            out.append("not significant")
+            out.append("undecided")
+        if self.bimodal:
+            out.append("bimodal")
         return out
 
 
@@ -126,6 +159,8 @@ class Analysis:
     generated_at: str
     cells: list[dict]
     variants: list[str] = field(default_factory=list)  # in display order
+    settings: Settings = field(default_factory=lambda: Settings())
+    noise: HostNoise | None = None
     devices: dict[str, str] = field(default_factory=dict)  # variant -> cpu|gpu (billing)
     store: RunContents | None = None  # the run folder as loaded, with its named problems
 
@@ -148,19 +183,25 @@ def _order(values: Iterable[Any], preferred: list | None) -> list:
     return pref + sorted((v for v in seen if v not in pref), key=str)
 
 
+def _is_serving(result: dict) -> bool:
+    return get_path(result, "cell", "task") == "serve"
+
+
 def analyze(
     results_dir: Path,
     *,
     pricing: Pricing | None = None,
     baseline: str | None = None,
-    min_effect: float = stats.MIN_EFFECT,
+    min_effect: float | None = None,
+    confidence: float | None = None,
     allow_mixed_hosts: bool = False,
 ) -> Analysis:
     """Group stored results, compute statistics, costs, comparisons and conclusions."""
     results_dir = Path(results_dir)
     contents = load_run_dir(results_dir, allow_mixed_hosts=allow_mixed_hosts)
     run = contents.run
-    cells = usable_results(contents)
+    # Serving cells have their own analysis (analyze/serving.py).
+    cells = [r for r in usable_results(contents) if not _is_serving(r)]
     cpus = run.get("logical_cpus") if isinstance(run.get("logical_cpus"), int) else None
     if cpus is None:
         cpus = next(
@@ -182,10 +223,19 @@ def analyze(
 
     variants = _order((k[1] for k in groups), run.get("variants"))
     workloads = _order((k[0] for k in groups), run.get("workloads"))
+    opts = run.get("options") if isinstance(run.get("options"), dict) else {}
+    if min_effect is None:
+        min_effect = finite_number(opts.get("min_effect")) or stats.MIN_EFFECT
+    if confidence is None:
+        confidence = finite_number(opts.get("confidence")) or stats.CONFIDENCE
+    looks = run_looks(run)
+    ok_counts: dict[tuple[str, int], int] = {}
+    for (_w, v, t), g in groups.items():
+        ok_counts[(v, t)] = ok_counts.get((v, t), 0) + len(g.ok)  # before _summarise
     base = parse_baseline(baseline)
     if base is None:
-        first = variants[0]
-        base = (first, max(k[2] for k in groups if k[1] == first))
+        chosen = choose_baseline(ok_counts, devices, variants)
+        base = chosen or (variants[0], max(k[2] for k in groups if k[1] == variants[0]))
     elif base[0] not in variants:
         raise UserError(
             f"--baseline {baseline}: no results for variant {base[0]!r} (have: {', '.join(variants)})"
@@ -197,7 +247,7 @@ def analyze(
     all_warnings: list[stats.StatWarning] = []
     over: dict[int, list[str]] = {}
     for g in groups.values():
-        _summarise(g, pricing, cpus)
+        _summarise(g, pricing, cpus, confidence)
         all_warnings += [w for w in g.warnings if w.kind != "oversubscribed"]
         if g.oversubscribed:
             over.setdefault(g.threads, []).append(g.label)
@@ -209,6 +259,7 @@ def analyze(
 
     all_warnings[:0] = folder_warnings(contents)
 
+    settings = Settings(min_effect, confidence, looks)
     reports = []
     for w in workloads:
         wgroups = sorted(
@@ -216,8 +267,13 @@ def analyze(
             key=lambda g: (variants.index(g.variant), g.threads),
         )
         bgroup = groups.get((w, base[0], base[1]))
+        if baseline is None:
+            # The default is chosen per workload too: never a configuration without results.
+            counts = {(g.variant, g.threads): len(g.times) for g in wgroups}
+            mine = choose_baseline(counts, devices, variants)
+            bgroup = groups.get((w, *mine)) if mine else bgroup
         wr = WorkloadReport(w, wgroups, bgroup)
-        _compare_to_baseline(wr, min_effect)
+        _compare_to_baseline(wr, min_effect, confidence, looks)
         if wr.baseline is None or wr.baseline.time is None:
             all_warnings.append(
                 stats.StatWarning(
@@ -226,7 +282,7 @@ def analyze(
                     "pick another --baseline (VARIANT@THREADS) or --resume the failed cells",
                 )
             )
-        conclude(wr, baseline_label, cpus, pricing)
+        conclude(wr, baseline_label, cpus, pricing, settings)
         wr.parity = parity(wgroups, base[0])
         for row in wr.parity:
             if row.outlier:
@@ -240,6 +296,8 @@ def analyze(
                     )
                 )
         reports.append(wr)
+    noise = host_noise(list(groups.values()), settings)
+    all_warnings += noise.warnings
 
     envs: dict[str, dict[str, str]] = {}
     raw_envs: dict[str, list[tuple[str, str]]] = {}
@@ -269,12 +327,16 @@ def analyze(
         generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         cells=cells,
         variants=variants,
+        settings=settings,
+        noise=noise,
         devices=devices,
         store=contents,
     )
 
 
-def _summarise(g: Group, pricing: Pricing | None, cpus: int | None) -> None:
+def _summarise(
+    g: Group, pricing: Pricing | None, cpus: int | None, confidence: float = stats.CONFIDENCE
+) -> None:
     ok = g.ok
     g.oversubscribed = any(bool(get_path(r, "requested", "oversubscribed")) for r in g.results)
     ratios = [finite_number(get_path(r, "requested", "oversubscription_ratio")) for r in g.results]
@@ -308,11 +370,20 @@ def _summarise(g: Group, pricing: Pricing | None, cpus: int | None) -> None:
     g.times = [t for t in (training_time_s(r) for r in ok) if t]
     if not g.times:
         return
-    g.time = stats.median_interval(g.times)
+    g.time = stats.median_interval(g.times, confidence)
     steadies = [
         x for x in (finite_number(get_path(r, "timing", "steady_epoch_s")) for r in ok) if x
     ]
-    g.steady = stats.median_interval(steadies) if steadies else None
+    g.steady = stats.median_interval(steadies, confidence) if steadies else None
+    steps = [x for x in (finite_number(get_path(r, "timing", "steady_step_s")) for r in ok) if x]
+    g.step_s = stats.median_interval(steps, confidence) if steps else None
+    g.utilisation = median_of(get_path(r, "cpu", "utilisation") for r in ok)
+    splits = [overhead_split(r) for r in ok]
+    for name in dict.fromkeys(k for sp in splits for k in sp):
+        value = median_of(sp.get(name) for sp in splits)
+        if value is not None:
+            g.overhead[name] = value
+    g.bimodal = stats.bimodal(g.times)
     g.warmup_s = median_of(warmup_time_s(r) for r in ok)
     g.samples_per_s = median_of(get_path(r, "timing", "samples_per_s") for r in ok)
     g.gflops_per_s = median_of(get_path(r, "gflops_per_s") for r in ok)
@@ -322,7 +393,7 @@ def _summarise(g: Group, pricing: Pricing | None, cpus: int | None) -> None:
     )
     rss = [x for x in (finite_number(get_path(r, "memory", "peak_rss_bytes")) for r in ok) if x]
     g.peak_rss_bytes = int(max(rss)) if rss else None
-    g.warnings += stats.stability_warnings(label, steadies or g.times)
+    g.warnings += stats.stability_warnings(label, g.times)
     if pricing is not None:
         g.cost = pricing.cost(g.variant, g.threads, g.time.value, g.device)
         if g.cost is None:
@@ -338,17 +409,12 @@ def _summarise(g: Group, pricing: Pricing | None, cpus: int | None) -> None:
             per_s = g.cost.per_hour / 3600
             bill = pricing.catalog.billing.billed_seconds
             g.costs = [per_s * bill(t) for t in g.times]
-            # Billing is monotone in time, so the time interval maps to a cost interval.
-            g.cost_iv = stats.Interval(
-                g.cost.cost,
-                per_s * bill(g.time.lo),
-                per_s * bill(g.time.hi),
-                g.time.method,
-                g.time.n,
-            )
+            g.cost_iv = stats.median_interval(g.costs, confidence)
 
 
-def _compare_to_baseline(wr: WorkloadReport, min_effect: float) -> None:
+def _compare_to_baseline(
+    wr: WorkloadReport, min_effect: float, confidence: float, looks: int
+) -> None:
     b = wr.baseline
     if b is None or not b.times:
         return
@@ -358,18 +424,12 @@ def _compare_to_baseline(wr: WorkloadReport, min_effect: float) -> None:
             continue
         if g is b:
             one = stats.Interval(1.0, 1.0, 1.0, "exact", len(g.times))
-            g.time_cmp = stats.Comparison(one, None, None, "baseline")
+            g.time_cmp = stats.Comparison(one, "baseline", min_effect=min_effect)
             if g.costs:
-                g.cost_cmp = stats.Comparison(one, None, None, "baseline")
+                g.cost_cmp = stats.Comparison(one, "baseline", min_effect=min_effect)
             continue
-        g.time_cmp = stats.compare(g.times, b.times, min_effect=min_effect)
-        if g.costs and b.costs:
-            g.cost_cmp = _cost_compare(g, b, min_effect)
-
-
-def _cost_compare(g: Group, b: Group, min_effect: float) -> stats.Comparison:
-    cmp = stats.compare(g.costs, b.costs, min_effect=min_effect)
-    if g.cost_iv and b.cost_iv and g.cost_iv.value > 0 and b.cost_iv.value > 0:
-        ratio = stats.ratio_interval(g.cost_iv, b.cost_iv)
-        return stats.Comparison(ratio, cmp.p_value, cmp.ci_overlap, cmp.verdict, cmp.reasons)
-    return cmp
+        kw = {"min_effect": min_effect, "confidence": confidence, "looks": looks}
+        g.time_cmp = stats.compare(g.times, b.times, **kw)
+        if g.costs and b.costs and min(g.costs + b.costs) > 0:  # a free instance has no ratio
+            # Costs per repeat through the same statistic as times: one machinery.
+            g.cost_cmp = stats.compare(g.costs, b.costs, **kw)

@@ -1,34 +1,102 @@
-"""The report's sentences: what was fastest, cheapest, and which differences are real."""
+"""The report's sentences, most important first: with a GPU, the GPU against the fastest
+and the cheapest CPU configuration (time and cost); then the fastest configuration
+against the baseline, thread scaling, the cheapest, and what stayed undecided."""
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 from tfvariants.analyze import stats
-from tfvariants.analyze.format import dur, money
+from tfvariants.analyze.decide import Settings
+from tfvariants.analyze.format import dur, money, sig3
 from tfvariants.analyze.pricing import Pricing
 
 if TYPE_CHECKING:
     from tfvariants.analyze.analysis import Group, WorkloadReport
 
 
-def _speed_phrase(a: Group, b: Group, cmp: stats.Comparison) -> str:
+def interval_words(r: stats.Interval, invert: bool = False) -> str:
+    """ "95.2% interval 2.10-2.52x" (the achieved coverage of the ratio interval)."""
+    if not r.has_interval or r.coverage is None:
+        return "no interval"
+    lo, hi = (1 / r.hi, 1 / r.lo) if invert else (r.lo, r.hi)
+    return f"{r.coverage:.1%} interval {sig3(lo)}-{sig3(hi)}x"
+
+
+def phrase(a: Group, b: Group, cmp: stats.Comparison, what: str = "time") -> str:
+    """a versus b in words, from the comparison's one interval and verdict."""
     r = cmp.ratio
-    if cmp.verdict == "faster":
-        lo, hi = (1 / r.hi if r.hi else math.inf), 1 / r.lo if r.lo else math.inf
-        return f"{a.label} was {1 / r.value:.2f}x faster than {b.label} (significant; 95% interval {lo:.2f}-{hi:.2f}x)"
-    if cmp.verdict == "slower":
-        return f"{a.label} was {r.value:.2f}x slower than {b.label} (significant; 95% interval {r.lo:.2f}-{r.hi:.2f}x the time)"
+    low, high = ("faster", "slower") if what == "time" else ("cheaper", "more expensive")
+    if cmp.verdict == "different":
+        if r.value < 1:
+            return f"{a.label} was {sig3(1 / r.value)}x {low} than {b.label} ({interval_words(r, True)}, decided)"
+        return (
+            f"{a.label} was {sig3(r.value)}x {high} than {b.label} ({interval_words(r)}, decided)"
+        )
+    if cmp.verdict == "equivalent":
+        return (
+            f"{a.label} and {b.label} were equivalent in {what} ({what} ratio {sig3(r.value)}, "
+            f"{interval_words(r)} lies within {cmp.min_effect:.0%})"
+        )
+    more = (
+        f"about {cmp.more_repeats} more repeat(s) per side would likely decide it"
+        if cmp.more_repeats
+        else "no practical number of repeats would likely decide it at this noise (the ratio "
+        f"is close to the {cmp.min_effect:.0%} threshold)"
+    )
+    why = "; ".join(cmp.reasons)
     return (
-        f"{a.label} vs {b.label}: no significant difference shown (time ratio {r.value:.2f}, "
-        f"not significant: {'; '.join(cmp.reasons) or 'too little data'})"
+        f"{a.label} vs {b.label}: undecided ({what} ratio {sig3(r.value)}, {interval_words(r)}; "
+        f"{why}; {more})"
     )
 
 
+def _cmp(a: Group, b: Group, settings: Settings, what: str) -> stats.Comparison | None:
+    xa, xb = (a.times, b.times) if what == "time" else (a.costs, b.costs)
+    if not xa or not xb or min(xa + xb) <= 0:
+        return None
+    return stats.compare(
+        xa, xb, min_effect=settings.min_effect, confidence=settings.confidence,
+        looks=settings.looks,
+    )  # fmt: skip
+
+
+def _gpu_first(wr: WorkloadReport, with_time: list[Group], settings: Settings) -> set[frozenset]:
+    said: set[frozenset] = set()
+    gpus = [g for g in with_time if g.device == "gpu"]
+    cpus = [g for g in with_time if g.device != "gpu"]
+    if not gpus or not cpus:
+        return said
+    gpu = min(gpus, key=lambda g: g.time.value)  # type: ignore[union-attr]
+    fastest = min(cpus, key=lambda g: g.time.value)  # type: ignore[union-attr]
+    costed = [g for g in cpus if g.cost is not None]
+    cheapest = min(costed, key=lambda g: g.cost.cost) if costed else None  # type: ignore[union-attr]
+    for label, cpu in (
+        ("the fastest CPU configuration", fastest),
+        ("the cheapest CPU configuration", cheapest),
+    ):
+        if cpu is None or frozenset((gpu.label, cpu.label)) in said:
+            continue
+        said.add(frozenset((gpu.label, cpu.label)))
+        parts = []
+        t = _cmp(gpu, cpu, settings, "time")
+        if t is not None:
+            parts.append(phrase(gpu, cpu, t, "time"))
+        c = _cmp(gpu, cpu, settings, "cost")
+        if c is not None:
+            parts.append(phrase(gpu, cpu, c, "cost"))
+        wr.conclusions.append(f"GPU vs {label} ({cpu.label}): " + "; ".join(parts) + ".")
+    return said
+
+
 def conclude(
-    wr: WorkloadReport, baseline_label: str, cpus: int | None, pricing: Pricing | None
+    wr: WorkloadReport,
+    baseline_label: str,
+    cpus: int | None,
+    pricing: Pricing | None,
+    settings: Settings | None = None,
 ) -> None:
+    settings = settings or Settings()
     with_time = [g for g in wr.groups if g.time is not None]
     if not with_time:
         wr.conclusions.append(
@@ -49,8 +117,8 @@ def conclude(
                 for h in costed
             )
         ]
+    said = _gpu_first(wr, with_time, settings)
     host = f"On {cpus} logical CPUs" if cpus else "On this host"
-    said: set[frozenset] = set()  # pairs already compared in a sentence
     b = wr.baseline if wr.baseline is not None and wr.baseline.time is not None else None
     f = wr.fastest
     if b is None:
@@ -59,36 +127,53 @@ def conclude(
             f"the baseline {baseline_label} has no successful runs, so no comparison is claimed."
         )
     elif f is b:
-        others = [g for g in with_time if g is not b and g.time_cmp is not None]
         wr.conclusions.append(
-            f"{host}, the baseline {b.label} was the fastest for {wr.name} ({dur(b.time.value)} for the full schedule)."
-        )  # type: ignore[union-attr]
+            f"{host}, the baseline {b.label} was the fastest for {wr.name} "
+            f"({dur(b.time.value)} for the full schedule)."  # type: ignore[union-attr]
+        )
+        others = [g for g in with_time if g is not b]
         if others:
             runner_up = min(others, key=lambda g: g.time.value)  # type: ignore[union-attr]
-            cmp = stats.compare(b.times, runner_up.times)
-            wr.conclusions.append(f"Against the next best: {_speed_phrase(b, runner_up, cmp)}.")
-            said.add(frozenset((runner_up.label, b.label)))
-    else:
+            cmp = _cmp(b, runner_up, settings, "time")
+            if cmp is not None and frozenset((b.label, runner_up.label)) not in said:
+                wr.conclusions.append(f"Against the next best: {phrase(b, runner_up, cmp)}.")
+                said.add(frozenset((runner_up.label, b.label)))
+    elif f.time_cmp is not None and frozenset((f.label, b.label)) not in said:
         wr.conclusions.append(
-            f"{host}, for {wr.name}, {_speed_phrase(f, b, f.time_cmp)}; it was the fastest configuration."
-        )  # type: ignore[arg-type]
+            f"{host}, for {wr.name}, {phrase(f, b, f.time_cmp)}; it was the fastest configuration."
+        )
         said.add(frozenset((f.label, b.label)))
-    # Thread scaling per variant: most vs fewest threads (the question a 2-core --quick run answers).
+    # Thread scaling per variant: most vs fewest threads (what a 2-core --quick run answers).
     for v in dict.fromkeys(g.variant for g in with_time):
         vg = sorted((g for g in with_time if g.variant == v), key=lambda g: g.threads)
         if len(vg) >= 2:
             hi, lo = vg[-1], vg[0]
-            if frozenset((hi.label, lo.label)) not in said:
-                cmp = stats.compare(hi.times, lo.times)
-                wr.conclusions.append(f"Threads: {_speed_phrase(hi, lo, cmp)}.")
+            cmp = _cmp(hi, lo, settings, "time")
+            if cmp is not None and frozenset((hi.label, lo.label)) not in said:
+                wr.conclusions.append(f"Threads: {phrase(hi, lo, cmp)}.")
+                said.add(frozenset((hi.label, lo.label)))
     if wr.cheapest is not None and pricing is not None:
         c = wr.cheapest
         text = f"Cheapest: {c.label} at {money(c.cost.cost)} per full training run on {c.cost.instance}"  # type: ignore[union-attr]
-        if c.cost_cmp is not None and c is not b:
-            r = c.cost_cmp.ratio
-            sig = "significant" if c.cost_cmp.significant else "not significant"
-            text += f" ({r.value:.2f}x the baseline's cost, {sig})"
+        if c.cost_cmp is not None and c is not b and c.cost_cmp.verdict != "baseline":
+            text += f" ({phrase(c, b, c.cost_cmp, 'cost')})"  # type: ignore[arg-type]
         wr.conclusions.append(text + ".")
+    undecided = [
+        g
+        for g in with_time
+        if g.time_cmp is not None
+        and g.time_cmp.verdict == "undecided"
+        and b is not None
+        and frozenset((g.label, b.label)) not in said  # not repeated if a sentence said it
+    ]
+    if undecided and b is not None:
+        parts = [
+            f"{g.label} (about {g.time_cmp.more_repeats} more repeats per side would likely decide it)"  # type: ignore[union-attr]
+            if g.time_cmp.more_repeats  # type: ignore[union-attr]
+            else f"{g.label} (no practical number of repeats would likely decide it)"
+            for g in undecided
+        ]
+        wr.conclusions.append(f"Still undecided against {b.label}: {'; '.join(parts)}.")
     flagged = [g.label for g in (wr.fastest, wr.cheapest) if g is not None and g.oversubscribed]
     if flagged:
         wr.conclusions.append(

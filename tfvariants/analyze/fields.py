@@ -49,6 +49,10 @@ def median_of(values: Iterable[Any]) -> float | None:
 
 
 def warmup_time_s(result: dict) -> float | None:
+    """The detected warm-up (workloads.steady), else the first epoch(s) of old results."""
+    detected = finite_number(get_path(result, "timing", "warmup_s"))
+    if detected is not None:
+        return detected
     epochs = get_path(result, "timing", "epoch_times_s")
     n = get_path(result, "timing", "warmup_epochs") or 0
     if isinstance(epochs, list) and isinstance(n, int) and n > 0 and len(epochs) >= n:

@@ -1,5 +1,5 @@
-"""Formatting values for people: durations, money, intervals and ratios (plain text,
-used by the conclusions and by the HTML template's filters)."""
+"""Formatting values for people: durations, money, intervals and ratios with three
+significant digits (plain text, used by the conclusions and by the HTML template)."""
 
 from __future__ import annotations
 
@@ -9,37 +9,55 @@ from typing import Any
 from tfvariants.analyze import stats
 
 
+def sig3(x: float | None) -> str:
+    """Three significant digits, no exponent for everyday magnitudes: 2.31, 0.412, 1,230."""
+    if x is None or not math.isfinite(x):
+        return "n/a" if x is None else ("inf" if x > 0 else "-inf")
+    if x == 0:
+        return "0"
+    digits = max(0, 2 - int(math.floor(math.log10(abs(x)))))
+    return f"{round(x, digits):,.{digits}f}"
+
+
 def dur(seconds: float | None) -> str:
     if seconds is None:
         return "n/a"
     if seconds < 120:
-        return f"{seconds:.1f} s"
+        return f"{sig3(seconds)} s"
     if seconds < 7200:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.2f} h"
+        return f"{sig3(seconds / 60)} min"
+    return f"{sig3(seconds / 3600)} h"
 
 
 def money(v: float | None) -> str:
     if v is None:
         return "n/a"
-    return f"${v:.4f}" if v < 1 else f"${v:.2f}"
+    return f"${sig3(v)}"
 
 
 def interval_text(iv: stats.Interval | None, fmt: Any = dur) -> str:
     if iv is None:
         return "n/a"
-    if iv.method in ("none", "exact") or iv.lo == iv.hi:
+    if not iv.has_interval:
         return fmt(iv.value)
     value, lo, hi = fmt(iv.value), fmt(iv.lo), fmt(iv.hi)
     unit = value.rpartition(" ")[2] if " " in value else ""
-    if unit and lo.endswith(" " + unit) and hi.endswith(" " + unit):  # "10.0 min (9.7-10.2)"
+    if unit and lo.endswith(" " + unit) and hi.endswith(" " + unit):  # "10.0 min (9.70-10.2)"
         return f"{value} ({lo[: -len(unit) - 1]}-{hi[: -len(unit) - 1]})"
     return f"{value} ({lo}-{hi})"
 
 
+def interval_label(iv: stats.Interval | None) -> str:
+    """What an interval is, e.g. "median of 5; range of the repeats = 93.8% interval"."""
+    return "" if iv is None else iv.label
+
+
+VERDICT_WORDS = {"different": "decided", "equivalent": "equivalent", "undecided": "undecided"}
+
+
 def interval_sub(iv: stats.Interval | None, fmt: Any = dur) -> str:
-    """Only the interval part, e.g. "9.7-10.2 min" ("" when there is none)."""
-    if iv is None or iv.method in ("none", "exact") or iv.lo == iv.hi:
+    """Only the interval part, e.g. "9.70-10.2 min" ("" when there is none)."""
+    if iv is None or not iv.has_interval:
         return ""
     lo, hi = fmt(iv.lo), fmt(iv.hi)
     unit = hi.rpartition(" ")[2] if " " in hi else ""
@@ -53,18 +71,21 @@ def ratio_main(cmp: stats.Comparison | None) -> str:
         return "n/a"
     if cmp.verdict == "baseline":
         return "1 (baseline)"
-    return f"{'' if cmp.significant else '~'}{cmp.ratio.value:.2f}x"
+    return f"{'~' if cmp.verdict == 'undecided' else ''}{sig3(cmp.ratio.value)}x"
 
 
 def ratio_sub(cmp: stats.Comparison | None) -> str:
     if cmp is None or cmp.verdict == "baseline":
         return ""
     r = cmp.ratio
-    word = {"faster": "lower", "slower": "higher"}.get(cmp.verdict, "n.s.")
-    if r.lo == r.hi:
-        return word
-    hi = f"{r.hi:.2f}" if math.isfinite(r.hi) else "inf"
-    return f"{r.lo:.2f}-{hi}, {word}"
+    word = VERDICT_WORDS.get(cmp.verdict, cmp.verdict)
+    if cmp.verdict == "different":
+        word = "lower, decided" if r.value < 1 else "higher, decided"
+    if cmp.verdict == "undecided" and cmp.more_repeats:
+        word += f", ~{cmp.more_repeats} more repeats"
+    if not r.has_interval:
+        return f"no interval, {word}"
+    return f"{sig3(r.lo)}-{sig3(r.hi)}, {word}"
 
 
 def mem(b: int | None) -> str:
@@ -73,3 +94,7 @@ def mem(b: int | None) -> str:
 
 def num_fmt(v: float | None, digits: int = 1) -> str:
     return "n/a" if v is None else f"{v:,.{digits}f}"
+
+
+def pct(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.0%}"

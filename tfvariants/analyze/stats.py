@@ -1,107 +1,159 @@
-"""Statistics over repeats: medians with intervals, ratios, significance, warnings.
+"""Statistics over repeats: one method gives both the interval and the verdict.
 
 Pure Python on purpose (no numpy/scipy): the host must render reports without
-TensorFlow or a scientific stack installed.
+TensorFlow or a scientific stack installed. docs/compare.md explains it for users.
 
-The rules, in one place (docs/compare.md repeats them for users):
-
-* Point estimate: the median over repeats (robust to one disturbed repeat).
-* Interval for the median (95 % by default):
-  - n >= 6: distribution-free, from order statistics: [x_(k), x_(n-k+1)] with the
-    largest k whose binomial coverage is still >= 95 %;
-  - 2 <= n < 6: that interval would be [min, max] with only 75-94 % coverage, so we
-    use a Student t-interval on the mean instead (method "t"), which is honest about
-    how little three numbers tell;
-  - n == 1: no interval (lo == hi == the value, method "none").
-* Ratio of two medians (a / b) with an interval by log-ratio propagation: the
-  half-widths of both intervals on the log scale are added in quadrature.
-* A difference is called ("faster"/"slower") only when it is at least the minimum
-  effect (default 5 %) AND it is significant: Mann-Whitney U two-sided p < alpha
-  (exact for small samples) OR the two intervals do not overlap. The second test is
-  needed because with 3 vs 3 repeats the exact U test can never give p < 0.1.
+* One configuration: the median over repeats, with a distribution-free interval from
+  order statistics. Its real coverage is stated: with 5 repeats the widest one
+  (min-max) covers the median with 93.8 %, not 95 %, and the label says so. One
+  repeat is one measurement: no interval.
+* Two configurations (a versus b, lower is better): the ratio a/b is estimated on the
+  log scale by Hodges-Lehmann (the median of all pairwise differences of log values)
+  with the Mann-Whitney interval around it (the U test inverted, exact: no normal or
+  t approximation). The verdict comes from that same interval and a symmetric band
+  around 1, [1/(1+e), 1+e] with e = ``min_effect``:
+    - "different":  the interval lies entirely outside the band (so the difference is
+      at least e with the stated confidence);
+    - "equivalent": the interval lies entirely inside the band;
+    - "undecided":  anything else, with an estimate of how many repeats would decide.
+* Repeated looks (adaptive rounds) split the error rate: with K looks each interval
+  is a (1 - alpha/K) interval, so all K together hold with 1 - alpha (Bonferroni).
+* The exact interval needs enough repeats to exist: at 95 % and one look, 4 per side
+  (smallest two-sided p of 4 vs 4 is 2/70 = 0.029); with 4 looks, 5 per side.
 """
 
 from __future__ import annotations
 
-import itertools
+import functools
 import math
+import random
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 CONFIDENCE = 0.95
 MIN_EFFECT = 0.05
-ALPHA = 0.05
 UNSTABLE_SPREAD = 0.10
-MIN_REPEATS = 3
-# Exact Mann-Whitney enumerates C(n+m, n) splits; above this use the normal approximation.
-_EXACT_MWU_LIMIT = 200_000
-
-# Two-sided 95 % Student t quantiles by degrees of freedom (t_0.975).
-_T975 = {
-    1: 12.706,
-    2: 4.303,
-    3: 3.182,
-    4: 2.776,
-    5: 2.571,
-    6: 2.447,
-    7: 2.365,
-    8: 2.306,
-    9: 2.262,
-    10: 2.228,
-    15: 2.131,
-    20: 2.086,
-    30: 2.042,
-}
+MIN_REPEATS = 4  # smallest n per side for which a 95 % one-look ratio interval exists
+DEFAULT_REPEATS = 5  # the default: decidable with up to 4 looks (2/252 < 0.05/4)
+VERDICTS = ("different", "equivalent", "undecided", "baseline")
+MAX_MORE = 500  # "about N more repeats" above this is reported as not practical
 
 
 @dataclass(frozen=True)
 class Interval:
-    """A point estimate with an interval and the method that produced it."""
+    """A point estimate with an interval, what it is, and its real coverage."""
 
     value: float
     lo: float
     hi: float
-    method: str  # "order-statistics" | "t" | "none" | "propagated" | "exact"
+    method: str  # "order-statistics" | "min-max" | "single" | "hodges-lehmann" | "exact"
     n: int = 0
+    coverage: float | None = None  # the interval's actual coverage (None: no interval)
+    looks: int = 1
+
+    @property
+    def has_interval(self) -> bool:
+        return self.coverage is not None and self.lo < self.hi
 
     @property
     def rel_halfwidth(self) -> float:
         return (self.hi - self.lo) / (2 * self.value) if self.value else math.inf
+
+    @property
+    def label(self) -> str:
+        """What the interval is, in words (shown next to every interval)."""
+        if self.method == "single":
+            return "one measurement, no interval"
+        if self.method == "exact":
+            return "baseline"
+        cov = f"{self.coverage:.1%}" if self.coverage is not None else "no"
+        if self.method == "min-max":
+            return f"median of {self.n}; range of the repeats = {cov} interval for the median"
+        if self.method == "order-statistics":
+            return f"median of {self.n}; {cov} interval for the median (order statistics)"
+        if self.method == "propagated":
+            return (
+                "ratio of medians; approximate interval (both intervals combined on the log scale)"
+            )
+        if self.method == "hodges-lehmann":
+            looks = f", {self.looks} looks" if self.looks > 1 else ""
+            return f"Hodges-Lehmann ratio; {cov} Mann-Whitney interval{looks}"
+        return self.method
 
 
 @dataclass(frozen=True)
 class StatWarning:
     """A typed warning in plain words with an actionable hint."""
 
-    kind: str  # unstable | few_repeats | oversubscribed | failed | timeout | skipped | no_baseline
+    kind: str  # unstable | bimodal | few_repeats | oversubscribed | failed | noisy_host | ...
     message: str
     hint: str = ""
 
 
 @dataclass(frozen=True)
 class Comparison:
-    """a versus b (lower is better, e.g. times): ratio = median(a) / median(b)."""
+    """a versus b for a lower-is-better quantity: ratio ~ a / b."""
 
     ratio: Interval
-    p_value: float | None
-    ci_overlap: bool | None
-    verdict: str  # "faster" | "slower" | "not significant" | "baseline"
+    verdict: str  # one of VERDICTS
     reasons: tuple[str, ...] = field(default_factory=tuple)
+    more_repeats: int | None = None  # undecided: about how many more per side would decide
+    min_effect: float = MIN_EFFECT
 
     @property
     def significant(self) -> bool:
-        return self.verdict in ("faster", "slower")
+        return self.verdict == "different"
+
+    @property
+    def direction(self) -> str:
+        """ "lower" or "higher" (a versus b), from the point estimate."""
+        return "lower" if self.ratio.value < 1 else "higher"
 
 
-def _t_quantile(df: int) -> float:
-    if df in _T975:
-        return _T975[df]
-    keys = sorted(_T975)
-    for lo, hi in itertools.pairwise(keys):
-        if lo < df < hi:  # conservative: the smaller df gives the larger quantile
-            return _T975[lo]
-    return 1.96
+# ---- the null distribution of the Mann-Whitney U statistic (no ties) ----
+
+
+@functools.lru_cache(maxsize=256)
+def _u_counts(n: int, m: int) -> tuple[int, ...]:
+    """Number of orderings with U = 0..n*m (n of a, m of b, all values distinct)."""
+    # f(n, m, u) = f(n-1, m, u-m) + f(n, m-1, u): does the largest value belong to a or b.
+    prev = [[1] for _ in range(m + 1)]  # n == 0: U is always 0
+    for i in range(1, n + 1):
+        cur = [[1]]  # m == 0
+        for j in range(1, m + 1):
+            size = i * j + 1
+            row = [0] * size
+            for u, c in enumerate(prev[j]):  # largest is an a: it beats all j b's
+                row[u + j] += c
+            for u, c in enumerate(cur[j - 1]):
+                row[u] += c
+            cur.append(row)
+        prev = cur
+    return tuple(prev[m])
+
+
+def moses_rank(n: int, m: int, alpha: float) -> int:
+    """Largest k with P(U <= k-1) <= alpha/2; 0 when no interval of that level exists.
+    The (1-alpha) interval is then [D_(k), D_(nm-k+1)] of the n*m sorted differences."""
+    counts = _u_counts(n, m)
+    total = math.comb(n + m, n)
+    cum, k = 0, 0
+    for u, c in enumerate(counts):
+        cum += c
+        if cum / total <= alpha / 2:
+            k = u + 1
+        else:
+            break
+    return min(k, (n * m + 1) // 2)
+
+
+def _coverage(n: int, m: int, k: int) -> float:
+    counts = _u_counts(n, m)
+    return 1 - 2 * sum(counts[:k]) / math.comb(n + m, n)
+
+
+# ---- one configuration ----
 
 
 def _binom_cdf_half(k: int, n: int) -> float:
@@ -110,28 +162,26 @@ def _binom_cdf_half(k: int, n: int) -> float:
 
 
 def median_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
-    """Median with a confidence interval (method documented in the module docstring)."""
+    """The median with a distribution-free order-statistics interval of stated coverage.
+
+    When n is too small for ``confidence`` the interval is the range (min-max) and its
+    real coverage (1 - 2/2^n) is recorded instead of pretending."""
     xs = sorted(float(v) for v in values)
     n = len(xs)
     if n == 0:
         raise ValueError("no values")
     med = statistics.median(xs)
     if n == 1:
-        return Interval(med, med, med, "none", 1)
+        return Interval(med, med, med, "single", 1, None)
     alpha = 1 - confidence
-    # Largest k (1-based) with P(B <= k-1) <= alpha/2: coverage >= confidence.
     k = 0
     for cand in range(1, n // 2 + 1):
         if _binom_cdf_half(cand - 1, n) <= alpha / 2:
             k = cand
-    if k >= 1 and n >= 6:
-        return Interval(med, xs[k - 1], xs[n - k], "order-statistics", n)
-    mean = statistics.fmean(xs)
-    half = _t_quantile(n - 1) * statistics.stdev(xs) / math.sqrt(n)
-    # A time can't be negative: keep the lower end positive so ratios stay defined.
-    lo = max(mean - half, min(xs) * 1e-3, 1e-12)
-    hi = mean + half
-    return Interval(med, min(lo, med), max(hi, med), "t", n)
+    if k <= 1:
+        return Interval(med, xs[0], xs[-1], "min-max", n, 1 - 2 / 2**n)
+    coverage = 1 - 2 * _binom_cdf_half(k - 1, n)
+    return Interval(med, xs[k - 1], xs[n - k], "order-statistics", n, coverage)
 
 
 def relative_spread(values: Sequence[float]) -> float:
@@ -142,64 +192,55 @@ def relative_spread(values: Sequence[float]) -> float:
     return statistics.stdev(values) / mean if mean else math.inf
 
 
-def ratio_interval(a: Interval, b: Interval) -> Interval:
-    """a / b with an interval by log-ratio propagation (independent samples)."""
-    if a.value <= 0 or b.value <= 0:
-        raise ValueError("ratio of non-positive values")
-    r = a.value / b.value
-
-    def half_log(iv: Interval) -> float:
-        if iv.method == "none" or iv.lo <= 0:
-            return 0.0 if iv.method == "none" else math.inf
-        return (math.log(iv.hi) - math.log(iv.lo)) / 2
-
-    h = math.hypot(half_log(a), half_log(b))
-    if math.isinf(h):
-        return Interval(r, 0.0, math.inf, "propagated", min(a.n, b.n))
-    return Interval(r, r * math.exp(-h), r * math.exp(h), "propagated", min(a.n, b.n))
+# ---- two configurations ----
 
 
-def _midranks(pooled: Sequence[float]) -> list[float]:
-    order = sorted(range(len(pooled)), key=lambda i: pooled[i])
-    ranks = [0.0] * len(pooled)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and pooled[order[j + 1]] == pooled[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            ranks[order[k]] = (i + j) / 2 + 1
-        i = j + 1
-    return ranks
+def _logs(values: Sequence[float]) -> list[float]:
+    if any(v <= 0 for v in values):
+        raise ValueError("ratios need positive values")
+    return [math.log(v) for v in values]
 
 
-def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
-    """Two-sided Mann-Whitney U p-value: exact (permutation over midranks) for small
-    samples, normal approximation with tie correction otherwise."""
-    n, m = len(a), len(b)
-    if n == 0 or m == 0:
-        raise ValueError("empty sample")
-    ranks = _midranks(list(a) + list(b))
-    mean_rank_sum = n * (n + m + 1) / 2
-    observed = abs(sum(ranks[:n]) - mean_rank_sum)
-    if math.comb(n + m, n) <= _EXACT_MWU_LIMIT:
-        total = extreme = 0
-        for idx in itertools.combinations(range(n + m), n):
-            total += 1
-            if abs(sum(ranks[i] for i in idx) - mean_rank_sum) >= observed - 1e-9:
-                extreme += 1
-        return extreme / total
-    # Normal approximation with tie correction and continuity correction.
-    counts: dict[float, int] = {}
-    for r in ranks:
-        counts[r] = counts.get(r, 0) + 1
-    nm = n + m
-    tie = sum(t**3 - t for t in counts.values()) / (nm * (nm - 1))
-    var = n * m / 12 * ((nm + 1) - tie)
-    if var <= 0:
-        return 1.0
-    z = max(observed - 0.5, 0) / math.sqrt(var)
-    return math.erfc(z / math.sqrt(2))
+def shift_interval(
+    a: Sequence[float], b: Sequence[float], alpha: float
+) -> tuple[float, float | None, float | None, float | None]:
+    """Hodges-Lehmann shift of a over b with the inverted Mann-Whitney interval.
+
+    Returns (estimate, lo, hi, coverage); lo/hi/coverage are None when n is too small."""
+    diffs = sorted(x - y for x in a for y in b)
+    est = statistics.median(diffs)
+    k = moses_rank(len(a), len(b), alpha)
+    if k < 1:
+        return est, None, None, None
+    return est, diffs[k - 1], diffs[len(diffs) - k], _coverage(len(a), len(b), k)
+
+
+def smallest_decidable_n(alpha: float, limit: int = 60) -> int:
+    """The smallest n per side (n vs n) for which a (1-alpha) interval exists."""
+    for n in range(2, limit + 1):
+        if moses_rank(n, n, alpha) >= 1:
+            return n
+    return limit
+
+
+def _more_repeats(
+    est: float, half: float | None, n: int, band: float, alpha: float, spread: float
+) -> int | None:
+    """About how many more repeats per side would decide (interval width ~ 1/sqrt(n))."""
+    if half is None or not math.isfinite(half) or half <= 0:
+        # No interval yet: guess its half-width from the spread of the log values.
+        z = statistics.NormalDist().inv_cdf(1 - alpha / 2)
+        n_eff = max(n, 2)
+        half = z * spread * math.sqrt(2 / n_eff) if spread > 0 else None
+        if half is None:
+            return smallest_decidable_n(alpha) - n if n < smallest_decidable_n(alpha) else None
+    target = abs(abs(est) - band)
+    # Beyond MAX_MORE the answer is "not practical": the estimate sits close to the band's
+    # edge for this much noise.
+    if target <= 0 or n * (half / target) ** 2 > n + MAX_MORE:
+        return None
+    need = max(math.ceil(n * (half / target) ** 2), smallest_decidable_n(alpha))
+    return max(need - n, 1)
 
 
 def compare(
@@ -207,52 +248,178 @@ def compare(
     b: Sequence[float],
     *,
     min_effect: float = MIN_EFFECT,
-    alpha: float = ALPHA,
     confidence: float = CONFIDENCE,
+    looks: int = 1,
 ) -> Comparison:
-    """Compare samples a and b of a lower-is-better quantity (times, costs).
+    """Compare repeats a and b of a lower-is-better quantity (times, costs).
 
-    "faster" means a is lower than b by at least ``min_effect`` and the difference is
-    significant (U test p < alpha, or the two intervals do not overlap)."""
-    ia, ib = median_interval(a, confidence), median_interval(b, confidence)
-    ratio = ratio_interval(ia, ib)
-    reasons: list[str] = []
-    p = mann_whitney_p(a, b)
-    overlap = not (ia.hi < ib.lo or ib.hi < ia.lo)
-    if len(a) < 2 or len(b) < 2:
-        reasons.append("fewer than 2 repeats on one side")
-        return Comparison(ratio, p, None, "not significant", tuple(reasons))
-    effect = abs(ratio.value - 1)
-    significant = p < alpha or not overlap
-    if effect < min_effect:
-        reasons.append(f"difference {effect:.1%} is below the minimum effect {min_effect:.0%}")
-    if not significant:
-        reasons.append(f"U test p={p:.2g} and the intervals overlap")
-    if reasons:
-        verdict = "not significant"
+    Interval and verdict come from the same Hodges-Lehmann / Mann-Whitney interval of
+    log(a) - log(b) at level 1 - (1 - confidence) / looks."""
+    if min_effect < 0 or not 0 < confidence < 1 or looks < 1:
+        raise ValueError("min_effect >= 0, 0 < confidence < 1 and looks >= 1 are required")
+    la, lb = _logs(a), _logs(b)
+    band = math.log1p(min_effect)
+    alpha = (1 - confidence) / looks
+    if len(la) < 2 or len(lb) < 2:
+        r = math.exp(statistics.median(la) - statistics.median(lb))
+        return Comparison(
+            Interval(r, r, r, "single", min(len(la), len(lb)), None, looks),
+            "undecided",
+            ("one measurement on a side: no interval, nothing can be decided",),
+            smallest_decidable_n(alpha) - min(len(la), len(lb)),
+            min_effect,
+        )
+    est, lo, hi, coverage = shift_interval(la, lb, alpha)
+    n = min(len(la), len(lb))
+    spread = math.sqrt(
+        (statistics.variance(la) * (len(la) - 1) + statistics.variance(lb) * (len(lb) - 1))
+        / (len(la) + len(lb) - 2)
+    )
+    if lo is None or hi is None:
+        ratio = Interval(
+            math.exp(est), math.exp(est), math.exp(est), "hodges-lehmann", n, None, looks
+        )
+        need = smallest_decidable_n(alpha)
+        return Comparison(
+            ratio,
+            "undecided",
+            (
+                f"{len(la)} vs {len(lb)} repeats are too few for a {1 - alpha:.1%} interval "
+                f"(needs {need} per side)",
+            ),  # fmt: skip
+            _more_repeats(est, None, n, band, alpha, spread),
+            min_effect,
+        )
+    ratio = Interval(
+        math.exp(est), math.exp(lo), math.exp(hi), "hodges-lehmann", n, coverage, looks
+    )
+    if lo > band or hi < -band:
+        return Comparison(ratio, "different", (), None, min_effect)
+    if -band <= lo and hi <= band:
+        return Comparison(ratio, "equivalent", (), None, min_effect)
+    if lo > 0 or hi < 0:
+        why = f"the difference is real but may be smaller than {min_effect:.0%}"
     else:
-        verdict = "faster" if ratio.value < 1 else "slower"
-    return Comparison(ratio, p, overlap, verdict, tuple(reasons))
+        why = f"the interval includes both no difference and {min_effect:.0%} or more"
+    more = _more_repeats(est, (hi - lo) / 2, n, band, alpha, spread)
+    return Comparison(ratio, "undecided", (why,), more, min_effect)
+
+
+def ratio_interval(a: Interval, b: Interval) -> Interval:
+    """a / b of two summaries when the repeats themselves are not at hand (serving's
+    cost per million): the interval propagates both log half-widths in quadrature and is
+    labelled as approximate. It gives no verdict; comparisons of repeats use compare()."""
+    if a.value <= 0 or b.value <= 0:
+        raise ValueError("ratio of non-positive values")
+    r = a.value / b.value
+    if not (a.has_interval and b.has_interval) or a.lo <= 0 or b.lo <= 0:
+        return Interval(r, r, r, "single", min(a.n, b.n), None)
+    h = math.hypot(math.log(a.hi / a.lo) / 2, math.log(b.hi / b.lo) / 2)
+    cov = min(a.coverage or 0.0, b.coverage or 0.0)
+    return Interval(r, r * math.exp(-h), r * math.exp(h), "propagated", min(a.n, b.n), cov)
+
+
+# ---- the machine's noise ----
+
+
+def pooled_log_residuals(groups: Sequence[Sequence[float]]) -> list[float]:
+    """Log values minus their group's median, pooled over groups of >= 2 repeats: the
+    run-to-run noise of identical configurations."""
+    out: list[float] = []
+    for g in groups:
+        if len(g) >= 2:
+            logs = _logs(g)
+            med = statistics.median(logs)
+            out += [x - med for x in logs]
+    return out
+
+
+def resolvable_ratio(
+    residuals: Sequence[float],
+    n: int,
+    *,
+    min_effect: float = MIN_EFFECT,
+    confidence: float = CONFIDENCE,
+    looks: int = 1,
+    trials: int = 200,
+    seed: int = 0,
+) -> float | None:
+    """A/A estimate: the smallest ratio this host's noise lets n vs n repeats call
+    "different" about half the time. Two samples of identical configurations are drawn
+    from the pooled residuals; the median interval half-width h gives (1+e)*exp(h)."""
+    if len(residuals) < 4 or n < 2:
+        return None
+    alpha = (1 - confidence) / looks
+    if moses_rank(n, n, alpha) < 1:
+        return None
+    rng = random.Random(seed)
+    halves = []
+    for _ in range(trials):
+        a = [rng.choice(residuals) for _ in range(n)]
+        b = [rng.choice(residuals) for _ in range(n)]
+        _, lo, hi, _ = shift_interval(a, b, alpha)
+        if lo is not None and hi is not None:
+            halves.append((hi - lo) / 2)
+    if not halves:
+        return None
+    return (1 + min_effect) * math.exp(statistics.median(halves))
+
+
+def bimodal(values: Sequence[float]) -> str | None:
+    """Plain words when repeats fall into two separate clusters, else None.
+
+    Rule: split the sorted log values at their largest gap; both sides have >= 2
+    repeats, the gap is >= 10 % and >= 2x the wider cluster's own range."""
+    if len(values) < 4 or any(v <= 0 for v in values):
+        return None
+    xs = sorted(values)
+    logs = [math.log(v) for v in xs]
+    gaps = [(logs[i + 1] - logs[i], i) for i in range(len(logs) - 1)]
+    gap, i = max(gaps)
+    low, high = logs[: i + 1], logs[i + 1 :]
+    if len(low) < 2 or len(high) < 2 or gap < math.log(1.10):
+        return None
+    if gap < 2 * max(low[-1] - low[0], high[-1] - high[0]):
+        return None
+    lo_med, hi_med = statistics.median(xs[: i + 1]), statistics.median(xs[i + 1 :])
+    return (
+        f"two clusters: {len(low)} repeats near {lo_med:.3g} and {len(high)} near "
+        f"{hi_med:.3g} ({hi_med / lo_med:.2f}x apart)"
+    )
+
+
+# ---- warnings ----
 
 
 def stability_warnings(label: str, values: Sequence[float]) -> list[StatWarning]:
-    """Plain-words warnings about a group of repeats (spread, too few repeats)."""
+    """Plain-words warnings about a group of repeats (spread, two clusters, few repeats)."""
     out: list[StatWarning] = []
     spread = relative_spread(values)
-    if len(values) >= 2 and spread >= UNSTABLE_SPREAD:
+    modes = bimodal(values)
+    if modes:
+        out.append(
+            StatWarning(
+                "bimodal",
+                f"{label} is bimodal: {modes}. The machine switched between two speeds "
+                "from run to run; a single run shows one of them at random",
+                "run more repeats; check what else runs on this host",
+            )
+        )
+    elif len(values) >= 2 and spread >= UNSTABLE_SPREAD:
         out.append(
             StatWarning(
                 "unstable",
                 f"{label} is unstable: repeats differ by {spread:.0%} (std/mean)",
-                "run more repeats (--repeats) or close other programs",
+                "run more repeats (--repeats, --budget) or close other programs",
             )
         )
     if len(values) < MIN_REPEATS:
         out.append(
             StatWarning(
                 "few_repeats",
-                f"{label} has only {len(values)} successful repeat(s)",
-                f"use --repeats {MIN_REPEATS} or more for an interval worth reading",
+                f"{label} has only {len(values)} successful repeat(s): comparisons need "
+                f"{MIN_REPEATS} per side to decide anything",
+                f"use --repeats {DEFAULT_REPEATS} (the default) or --budget",
             )
         )
     return out

@@ -75,3 +75,51 @@ def thread_list(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"expected thread counts like 8,16,32, got {text!r}")
     values = [threads(p) for p in parts]
     return list(dict.fromkeys(values))
+
+
+def duration(text: str) -> float:
+    """'10m', '90s', '1.5h' or plain seconds -> seconds (> 0)."""
+    t = text.strip().lower()
+    scale = {"s": 1.0, "m": 60.0, "h": 3600.0}.get(t[-1:], None)
+    number = t[:-1] if scale else t
+    try:
+        value = float(number) * (scale or 1.0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a duration like 10m, 90s or 1h, got {text!r}"
+        ) from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be greater than 0, got {text}")
+    return value
+
+
+def fraction(text: str) -> float:
+    """'5%' or '0.05' -> 0.05; must lie in [0, 1)."""
+    t = text.strip()
+    try:
+        value = float(t[:-1]) / 100 if t.endswith("%") else float(t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a fraction like 0.05 or 5%, got {text!r}"
+        ) from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (0% and 100%), got {text}")
+    return value
+
+
+_DURATION_UNITS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0}
+
+
+def duration_s(text: str) -> float:
+    """'100ms', '0.5s', '2m' -> seconds. A unit is required: '100' could mean either."""
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*(ms|s|min|m)\s*", str(text), re.ASCII)
+    if not m:
+        raise argparse.ArgumentTypeError(
+            f"expected a duration with a unit like 100ms, 0.5s or 2m, got {text!r}"
+        )
+    value = float(m.group(1)) * _DURATION_UNITS[m.group(2)]
+    if not 0 < value <= MAX_TIMEOUT_S:
+        raise argparse.ArgumentTypeError(
+            f"must be greater than 0 and at most {MAX_TIMEOUT_S:g} s, got {text!r}"
+        )
+    return value

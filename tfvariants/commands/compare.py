@@ -10,12 +10,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tfvariants.commands import argtypes, common
+from tfvariants.analyze.stats import DEFAULT_REPEATS
+from tfvariants.commands import argtypes, common, rounds
 from tfvariants.commands.outdir import check_writable
 from tfvariants.errors import UserError
 from tfvariants.plan.cell import MAX_THREADS
 
-QUICK_SAMPLES, QUICK_EPOCHS = 2000, 2  # fallback when a workload's SPEC has no quick_* keys
+QUICK_SAMPLES = 2000  # fallback when a workload's SPEC has no quick_samples
 
 
 def register(sub: Any) -> None:
@@ -26,7 +27,7 @@ def register(sub: Any) -> None:
         "rounds, store one result per cell in OUT/cells/, then write the HTML report.",
     )
     p.add_argument("--quick", action="store_true",
-                   help="quick scale (each workload's quick_samples/quick_epochs): a few minutes on 2 cores")  # fmt: skip
+                   help="quick scale: each workload's quick_samples, a 5 s/50-step steady window, --budget 10m")  # fmt: skip
     p.add_argument("--threads", type=argtypes.thread_list, default=None,
                    help=f"comma list of vCPU counts (1..{MAX_THREADS}), e.g. 8,16,32,64 (default: 1..CPUs)")  # fmt: skip
     p.add_argument(
@@ -40,9 +41,11 @@ def register(sub: Any) -> None:
                    help="skip the per-variant oneDNN probe (ISA used, no-op settings)")  # fmt: skip
     p.add_argument("--workloads", default=None, help="'all' (default) or a comma list")
     p.add_argument("--repeats", type=argtypes.repeats, default=None,
-                   help="repeats per configuration (default 3)")  # fmt: skip
+                   help="repeats per configuration (default 5, the fewest that can decide with "
+                   "--budget's 4 looks); with --budget: the repeats before the first look")  # fmt: skip
+    rounds.add_options(p)
     p.add_argument("--epochs", type=argtypes.positive_int, default=None,
-                   help="epochs per cell (default: full schedule)")  # fmt: skip
+                   help="train whole epochs per cell instead of stopping after the steady window")  # fmt: skip
     p.add_argument("--samples", type=argtypes.positive_int, default=None,
                    help="cap on training samples per cell")  # fmt: skip
     p.add_argument("--steps-per-epoch", type=argtypes.positive_int, default=None,
@@ -54,7 +57,8 @@ def register(sub: Any) -> None:
                    help="seconds per cell (default 1800)")  # fmt: skip
     common.add_pricing(p)
     p.add_argument("--baseline", default=None,
-                   help="VARIANT[@THREADS] (default: the first variant at its most threads)")  # fmt: skip
+                   help="VARIANT[@THREADS] (default: the GPU if one ran, else the most threads "
+                   "with the most successful repeats)")  # fmt: skip
     p.add_argument("--out", type=Path, default=None, help="results folder (default results/<run>)")
     common.add_report_outputs(p, old_flag="--report")
     p.add_argument("--resume", action="store_true",
@@ -118,11 +122,10 @@ def workload_spec(name: str) -> dict:
 
 
 def quick_scale(name: str) -> dict[str, int]:
+    """A quick cell trains on a sample of the data and stops after the (shorter) steady
+    window; the full schedule is projected from it."""
     spec = workload_spec(name)
-    return {
-        "epochs": int(spec.get("quick_epochs") or QUICK_EPOCHS),
-        "samples": int(spec.get("quick_samples") or QUICK_SAMPLES),
-    }
+    return {"samples": int(spec.get("quick_samples") or QUICK_SAMPLES)}
 
 
 def _available_workloads() -> list[str]:
@@ -179,8 +182,9 @@ def build_spec(args: argparse.Namespace, stored: dict | None = None) -> tuple[An
         "seed": given_or_stored("seed", args.seed, argtypes.seed, 0),
         "data_dir": args.data_dir,
     }
-    repeats = given_or_stored("repeats", args.repeats, argtypes.repeats, 3)
+    repeats = given_or_stored("repeats", args.repeats, argtypes.repeats, DEFAULT_REPEATS)
     quick = options["quick"]
+    options.update(rounds.options_from(args, given_or_stored, quick=quick, repeats=repeats))
     options["timeout_s"] = _parsed("timeout", argtypes.positive_float, args.timeout)
     if quick:
         options["per_workload"] = {w: quick_scale(w) for w in workloads}
@@ -204,6 +208,8 @@ def run_options_for(spec: Any, workload: str) -> Any:
         data_dir=o.get("data_dir"),
         timeout_s=float(o.get("timeout_s", 1800.0)),
         seed=int(o.get("seed", 0)),
+        min_steady_s=float(o.get("min_steady_s", 10.0)),
+        min_steady_steps=int(o.get("min_steady_steps", 100)),
     )
 
 
@@ -342,7 +348,14 @@ def run(args: argparse.Namespace) -> int:
             cell, variant_objs[cell.variant], run_options_for(spec, cell.workload), cells_dir
         )
 
-    outcome = matrix.run(run_cell=run_one, resume=args.resume, console=console)
+    next_round, rule = rounds.adaptive_hook(spec, args.baseline, console)
+    before = (stored or {}).get("adaptive") or {}
+    outcome = matrix.run(
+        run_cell=run_one, resume=args.resume, console=console, next_round=next_round,
+        budget_s=spec.options.get("budget_s"), spent_before=float(before.get("spent_s") or 0.0),
+    )  # fmt: skip
+    if rule is not None:
+        rounds.record(out, rule, spec, before, outcome, console)
     ok, skipped = outcome.count("ok"), outcome.count("skipped")
     failed, timeout = outcome.count("failed"), outcome.count("timeout")
     console.print(
@@ -375,9 +388,7 @@ def run(args: argparse.Namespace) -> int:
     console.print(f"report: {report_path}", highlight=False, markup=False)
     if args.csv:
         console.print(f"csv: {args.csv}", highlight=False, markup=False)
-    for w in analysis.workloads:
-        for line in w.conclusions[:1]:
-            console.print(f"  {line}", highlight=False, markup=False)
+    rounds.summary(analysis, out, console)
     if outcome.problems:
         console.print(
             f"[red]{len(outcome.problems)} cell(s) failed or timed out[/]; rerun them with: "

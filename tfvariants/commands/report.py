@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tfvariants.commands import common
+from tfvariants.commands import argtypes, common
 from tfvariants.errors import UserError
 
 # Warnings that change what the figures mean: always printed, not only in the HTML.
@@ -27,7 +27,13 @@ def register(sub: Any) -> None:
     common.add_report_outputs(p)
     common.add_pricing(p)
     p.add_argument("--baseline", default=None, help="VARIANT[@THREADS]")
+    p.add_argument("--min-effect", type=argtypes.fraction, default=None,
+                   help="smallest difference that matters, e.g. 5%% (default: the run's, else 5%%)")  # fmt: skip
+    p.add_argument("--confidence", type=argtypes.fraction, default=None,
+                   help="confidence of the intervals (default: the run's, else 0.95)")  # fmt: skip
     common.add_allow_mixed_hosts(p)
+    p.add_argument("--p99", default=None,
+                   help="serving runs: the latency bound for the cheapest answer (default: the run's)")  # fmt: skip
     p.set_defaults(func=run)
 
 
@@ -45,6 +51,16 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"{args.results_dir}: no such results folder")
     out = args.output or Path("reports") / args.results_dir.resolve().name / "index.html"
     common.check_report_outputs(out, args.csv, results_dirs=[args.results_dir])
+    p99_ms = None
+    if args.p99 is not None:
+        from tfvariants.commands.argtypes import duration_s
+
+        try:
+            p99_ms = duration_s(args.p99) * 1e3
+        except argparse.ArgumentTypeError as exc:
+            raise UserError(f"--p99: {exc}") from None
+    if args.confidence is not None and not args.confidence > 0.5:
+        raise UserError(f"--confidence: must be above 0.5, got {args.confidence}")
     pricing = common.pricing_from(args)
     analysis = write_report(
         args.results_dir,
@@ -53,11 +69,17 @@ def run(args: argparse.Namespace) -> int:
         baseline=args.baseline,
         csv_path=args.csv,
         allow_mixed_hosts=args.allow_mixed_hosts,
+        p99_bound_ms=p99_ms,
+        min_effect=args.min_effect,
+        confidence=args.confidence,
     )
     print_store_warnings(analysis)
     print(f"report: {out}")
     if args.csv:
-        print(f"csv: {args.csv} ({len(analysis.cells)} rows)")
+        rows = len(analysis.cells)
+        if not rows and args.csv.is_file():  # a serving-only run: the CSV holds serving cells
+            rows = max(len(args.csv.read_text(encoding="utf-8").splitlines()) - 1, 0)
+        print(f"csv: {args.csv} ({rows} rows)")
     for w in analysis.workloads:
         for line in w.conclusions:
             print(f"  {line}")

@@ -30,7 +30,12 @@ def register(sub: Any) -> None:
     common.add_variants_file(p)
     common.add_engine(p)
     p.add_argument("--epochs", type=positive_int, default=None,
-                   help="epochs to run (default: the workload's full schedule)")  # fmt: skip
+                   help="train whole epochs (default: stop after the steady window and project "
+                   "the full schedule)")  # fmt: skip
+    p.add_argument("--min-steady-s", type=argtypes.positive_float, default=10.0,
+                   help="seconds of steady steps after the warm-up (default 10)")  # fmt: skip
+    p.add_argument("--min-steady-steps", type=positive_int, default=100,
+                   help="steady steps after the warm-up (default 100)")  # fmt: skip
     p.add_argument("--samples", type=positive_int, default=None,
                    help="cap on training samples (quick scale)")  # fmt: skip
     p.add_argument("--steps-per-epoch", type=positive_int, default=None)
@@ -108,6 +113,8 @@ def run(args: argparse.Namespace) -> int:
         data_dir=args.data_dir,
         timeout_s=args.timeout,
         seed=args.seed,
+        min_steady_s=args.min_steady_s,
+        min_steady_steps=args.min_steady_steps,
     )
     console = Console(stderr=True)
     started = time.monotonic()
@@ -140,7 +147,10 @@ def print_summary(console: Any, result: dict, path: Path, wall_s: float) -> None
         return
     timing = result["timing"]
     epochs = ", ".join(f"{t:.2f}" for t in timing["epoch_times_s"])
-    console.print(f"  epochs (s): {epochs}  (first is warm-up)")
+    console.print(f"  epochs (s): {epochs}")
+    if timing.get("warmup_steps") is not None:
+        console.print(f"  warm-up: {timing['warmup_steps']} steps, {timing['warmup_s']:.2f} s (detected); "
+                      f"steady: {timing['steady_steps']} steps, {timing['steady_s']:.2f} s")  # fmt: skip
     if timing.get("samples_per_s"):
         console.print(f"  steady: {timing['samples_per_s']:.0f} samples/s"
                       + (f", {result['gflops_per_s']:.1f} GFLOP/s" if result.get("gflops_per_s") else ""))  # fmt: skip

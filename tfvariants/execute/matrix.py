@@ -24,6 +24,7 @@ from tfvariants.store.rundir import (
 from workloads.envprobe import host_id
 
 RunCell = Callable[..., dict]
+NextRound = Callable[[dict[str, dict]], tuple[list[Cell], str]]
 
 
 class EtaModel:
@@ -66,6 +67,9 @@ class MatrixOutcome:
     interrupted: Cell | None = None
     was_interrupted: bool = False
     quarantined: list[str] = field(default_factory=list)  # "file -> where (why)"
+    rounds: list[dict] = field(default_factory=list)  # adaptive rounds run now
+    stopped: str = ""  # why adaptive rounds stopped
+    spent_s: float = 0.0
 
     def count(self, status: str) -> int:
         return sum(1 for s in self.statuses.values() if s == status)
@@ -96,10 +100,13 @@ def _fmt_s(seconds: float | None) -> str:
 class Matrix:
     """Runs a MatrixSpec into results/<run>/ with progress, interrupt and resume."""
 
-    def __init__(self, spec: MatrixSpec, out: Path) -> None:
+    def __init__(
+        self, spec: MatrixSpec, out: Path, plan: Callable[[Any], list] = plan_cells
+    ) -> None:
         self.spec = spec
         self.out = Path(out)
         self.cells_dir = self.out / CELLS_DIR
+        self.plan = plan  # spec -> cells in run order (serving cells have their own planner)
         self._prepared: tuple[dict[str, dict], list[str]] | None = None
 
     def prepare(
@@ -134,46 +141,89 @@ class Matrix:
         allow_mixed_hosts: bool = False,
         quarantine: bool = False,
         hosts: list[dict[str, Any]] | None = None,
+        next_round: NextRound | None = None,
+        budget_s: float | None = None,
+        spent_before: float = 0.0,
     ) -> MatrixOutcome:
         """Run pending cells. ``run_cell(cell, cells_dir)`` returns the result dict and has
         already stored it as cells_dir/<cell_id>.json (the runner's contract). Prepares
-        the folder first (see ``prepare``) unless the caller already did."""
+        the folder first (see ``prepare``) unless the caller already did.
+
+        ``next_round(stored results)`` (adaptive repeats) returns the cells of one more
+        round and why, or no cells and why it stops; ``budget_s`` caps the whole run's
+        time (``spent_before``: time an interrupted run already used)."""
         if self._prepared is None:
             self.prepare(resume=resume, allow_mixed_hosts=allow_mixed_hosts,
                          quarantine=quarantine, hosts=hosts)  # fmt: skip
         assert self._prepared is not None
         stored, moved = self._prepared
-        cells = plan_cells(self.spec)
+        cells = self.plan(self.spec)
         todo = pending_cells(cells, stored)
         outcome = MatrixOutcome(planned=len(cells), quarantined=moved)
         for c in cells:
             if c.cell_id in stored and c not in todo:
                 outcome.statuses[c.cell_id] = stored[c.cell_id].get("status", "?")
         eta = EtaModel()
+        started = clock()
         display = _Display(console, total=len(cells), done=len(cells) - len(todo))
         with display:
-            for i, cell in enumerate(todo):
-                display.start(cell, eta.remaining(todo[i:]))
-                t0 = clock()
-                try:
-                    result = run_cell(cell, self.cells_dir)
-                except KeyboardInterrupt:
-                    # The cell in flight is not recorded: resume reruns it.
-                    outcome.was_interrupted = True
-                    outcome.interrupted = cell
+            self._run_cells(todo, run_cell, outcome, eta, display, clock)
+            # Adaptive rounds: ask which cells the next round needs until the answer is
+            # none, or the budget (run time so far + the round's estimate) would be exceeded.
+            while next_round is not None and not outcome.was_interrupted:
+                more, why = next_round(
+                    load_run_dir(self.out, allow_mixed_hosts=allow_mixed_hosts).results
+                )
+                if not more:
+                    outcome.stopped = why
                     break
-                except Exception as exc:  # a runner bug must not stop the matrix
-                    result = self._record_crash(cell, exc)
-                elapsed = clock() - t0
-                status = str(result.get("status", "failed"))
-                outcome.ran.append(cell)
-                outcome.statuses[cell.cell_id] = status
-                if status != "ok" and result.get("reason"):
-                    outcome.reasons[cell.cell_id] = str(result["reason"])
-                if status in ("ok", "failed", "timeout"):
-                    eta.record(cell, elapsed)  # skipped cells take no time: don't learn from them
-                display.finish(cell, status, elapsed, result.get("reason"))
+                spent = spent_before + clock() - started
+                estimate = eta.remaining(more) or 0.0
+                if budget_s is not None and spent + estimate > budget_s:
+                    outcome.stopped = (
+                        f"budget: {_fmt_s(spent)} spent, the next round needs about "
+                        f"{_fmt_s(estimate)} of the {_fmt_s(budget_s)} budget ({why})"
+                    )
+                    break
+                outcome.planned += len(more)
+                display.add(len(more))
+                t0 = clock()
+                self._run_cells(more, run_cell, outcome, eta, display, clock)
+                outcome.rounds.append({"repeat": more[0].repeat, "cells": len(more),
+                                       "seconds": round(clock() - t0, 1)})  # fmt: skip
+        outcome.spent_s = spent_before + clock() - started
         return outcome
+
+    def _run_cells(
+        self,
+        todo: list[Cell],
+        run_cell: RunCell,
+        outcome: MatrixOutcome,
+        eta: EtaModel,
+        display: _Display,
+        clock: Callable[[], float],
+    ) -> None:
+        for i, cell in enumerate(todo):
+            display.start(cell, eta.remaining(todo[i:]))
+            t0 = clock()
+            try:
+                result = run_cell(cell, self.cells_dir)
+            except KeyboardInterrupt:
+                # The cell in flight is not recorded: resume reruns it.
+                outcome.was_interrupted = True
+                outcome.interrupted = cell
+                return
+            except Exception as exc:  # a runner bug must not stop the matrix
+                result = self._record_crash(cell, exc)
+            elapsed = clock() - t0
+            status = str(result.get("status", "failed"))
+            outcome.ran.append(cell)
+            outcome.statuses[cell.cell_id] = status
+            if status != "ok" and result.get("reason"):
+                outcome.reasons[cell.cell_id] = str(result["reason"])
+            if status in ("ok", "failed", "timeout"):
+                eta.record(cell, elapsed)  # skipped cells take no time: don't learn from them
+            display.finish(cell, status, elapsed, result.get("reason"))
 
     def _record_crash(self, cell: Cell, exc: Exception) -> dict:
         reason = f"runner error: {type(exc).__name__}: {exc}"[:300]
@@ -219,6 +269,11 @@ class _Display:
     def __exit__(self, *exc: object) -> None:
         if self.progress is not None:
             self.progress.__exit__(None, None, None)
+
+    def add(self, cells: int) -> None:
+        self.total += cells
+        if self.progress is not None:
+            self.progress.update(self.task, total=self.total)
 
     def start(self, cell: Cell, remaining_s: float | None) -> None:
         if self.progress is not None:

@@ -49,6 +49,8 @@ class RunOptions:
     data_dir: str | None = None
     timeout_s: float = 1800.0
     seed: int = 0
+    min_steady_s: float = 10.0  # the steady window (workloads.steady), without epochs
+    min_steady_steps: int = 100
 
 
 def worker_env(variant: Variant, plan: PinPlan) -> dict[str, str]:
@@ -80,6 +82,8 @@ def worker_request(
         samples=options.samples,
         steps_per_epoch=options.steps_per_epoch,
         keras_options=dict(variant.keras),
+        min_steady_s=options.min_steady_s,
+        min_steady_steps=options.min_steady_steps,
         requested=plan.to_dict(),
         backend=variant.backend,
     )

@@ -14,7 +14,10 @@ from typing import Any
 from tfvariants.plan.cell import Cell
 
 # The options that define what a cell measures; a resume must not change them.
-IDENTITY_OPTIONS = ("quick", "epochs", "samples", "steps_per_epoch", "data", "seed")
+IDENTITY_OPTIONS = (
+    "quick", "epochs", "samples", "steps_per_epoch", "data", "seed", "min_steady_s",
+    "min_steady_steps",
+)  # fmt: skip
 MAX_REPEATS = 10_000
 
 

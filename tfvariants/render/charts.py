@@ -33,12 +33,14 @@ def workload_charts(
                 out.append(Bar(g.label, None, color=colors[g.variant], note=why))
                 continue
             r = cmp.ratio
-            note = {"baseline": "baseline", "not significant": "n.s."}.get(cmp.verdict, "")
+            note = {"baseline": "baseline", "undecided": "undecided", "equivalent": "equiv."}.get(
+                cmp.verdict, ""
+            )
             label = g.label + (" *" if g.oversubscribed else "")
             hi = r.hi if math.isfinite(r.hi) else None
             out.append(
                 Bar(label, r.value, r.lo, hi, colors[g.variant], note, emphasis=cmp.verdict == "baseline",
-                    faded=cmp.verdict == "not significant")
+                    faded=cmp.verdict != "different")
             )  # fmt: skip
         return out
 

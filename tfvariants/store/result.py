@@ -16,6 +16,7 @@ from typing import Any
 
 from tfvariants.plan.cell import MAX_THREADS
 from workloads.protocol import RESULT_KIND, SCHEMA_VERSION, STATUSES, write_json_atomic
+from workloads.serving.request import SERVE_RESULT_KIND
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -157,6 +158,8 @@ def validate_result(data: Any, source: str = "result") -> dict[str, Any]:
         raise ResultError(f"{source}: not a tfvariants result (top level is not an object)")
     if _too_deep(data):
         raise ResultError(f"{source}: JSON nested too deeply (over {MAX_DEPTH} levels)")
+    if data.get("kind") == SERVE_RESULT_KIND:
+        return validate_serve_result(data, source)
     if data.get("kind") != RESULT_KIND:
         raise ResultError(
             f"{source}: not a tfvariants result (kind={str(data.get('kind'))[:40]!r})"
@@ -191,6 +194,22 @@ def validate_result(data: Any, source: str = "result") -> dict[str, Any]:
     return data
 
 
+def validate_serve_result(data: dict[str, Any], source: str = "result") -> dict[str, Any]:
+    """A serving cell's result (kind tfvariants.serve_cell, docs/serving.md)."""
+    version = data.get("schema_version")
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise ResultError(f"{source}: unsupported serving schema_version {version!r}")
+    if data.get("status") not in STATUSES:
+        raise ResultError(f"{source}: unknown status {data.get('status')!r}")
+    cell = data.get("cell")
+    need = {"task", "variant", "threads", "model", "scenario", "path", "workload"}
+    if not isinstance(cell, dict) or cell.get("task") != "serve" or not need <= set(cell):
+        raise ResultError(f"{source}: missing or incomplete serving 'cell'")
+    if data["status"] == "ok" and not isinstance(data.get("metrics"), dict):
+        raise ResultError(f"{source}: status ok but no metrics")
+    return data
+
+
 def load_result(path: str | Path) -> dict[str, Any]:
     """Read and validate one result file."""
     return validate_result(read_json_file(path), str(path))
@@ -210,11 +229,12 @@ def host_result(
     requested: dict[str, Any] | None = None,
     environment: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A result the host writes for a cell whose worker produced none."""
+    """A result the host writes for a cell whose worker produced none (a serving
+    cell's has the serving kind, so it is analysed with its own kind)."""
     assert status in STATUSES
     return {
         "schema_version": SCHEMA_VERSION,
-        "kind": RESULT_KIND,
+        "kind": SERVE_RESULT_KIND if cell.get("task") == "serve" else RESULT_KIND,
         "cell": cell,
         "status": status,
         "reason": reason,

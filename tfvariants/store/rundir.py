@@ -19,7 +19,8 @@ from typing import Any
 
 from tfvariants.errors import UserError
 from tfvariants.plan.cell import Cell, cell_id
-from tfvariants.plan.spec import IDENTITY_OPTIONS, MatrixSpec
+from tfvariants.plan.serve import serve_cell_id
+from tfvariants.plan.spec import MatrixSpec
 from tfvariants.store.result import ResultError, load_result
 from tfvariants.store.runfile import RUN_FILE, load_run, local_host, new_run, write_run
 
@@ -125,7 +126,10 @@ def load_run_dir(results_dir: Path, *, allow_mixed_hosts: bool = False) -> RunCo
             contents.problems.append(Problem(rel, str(exc).removeprefix(f"{path}: ")))
             continue
         c = result["cell"]
-        cid = cell_id(c["variant"], c["threads"], c["workload"], c.get("repeat", 0))
+        if c.get("task") == "serve":
+            cid = serve_cell_id(c)
+        else:
+            cid = cell_id(c["variant"], c["threads"], c["workload"], c.get("repeat", 0))
         if path.stem == cid:
             contents.results[cid] = result
         else:
@@ -164,10 +168,12 @@ def _split_hosts(contents: RunContents) -> None:
 
 
 def _identity_diffs(stored: dict[str, Any], spec: MatrixSpec) -> list[str]:
-    have = {k: stored.get(k) for k in ("variants", "threads", "workloads", "repeats")}
-    have["options"] = {k: (stored.get("options") or {}).get(k) for k in IDENTITY_OPTIONS}
+    wanted = spec.identity()
+    # Compare exactly what the spec calls its identity (training and serving differ).
+    have = {k: stored.get(k) for k in wanted if k != "options"}
+    have["options"] = {k: (stored.get("options") or {}).get(k) for k in wanted["options"]}
     diffs = []
-    for key, value in spec.identity().items():
+    for key, value in wanted.items():
         if key == "options":
             diffs += [
                 f"--{k.replace('_', '-')} {have['options'][k]} vs {value[k]}"
@@ -272,6 +278,15 @@ def prepare_run_dir(
         )
     record = new_run(spec, hosts)
     cells.mkdir(parents=True, exist_ok=True)
+    write_run(out, record)
+    return record
+
+
+def update_run(out: Path, **fields: Any) -> dict[str, Any]:
+    """Add or replace top-level fields of run.json (atomically), e.g. the adaptive
+    rounds run so far, so that a resume and the report see them."""
+    record = load_run(out)
+    record.update(fields)
     write_run(out, record)
     return record
 

@@ -1,0 +1,208 @@
+"""`tfvariants serve`: bad input (one line, exit 2, nothing written), and real serving
+workers with the numpy no-op model (no TensorFlow): in-process and over HTTP, and an
+external --target that answers 500 or malformed JSON (failed cells with reasons)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from tfvariants.cli import main
+from tfvariants.store.result import load_result
+
+
+def _closed_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--models", "nope"], "--models: unknown model 'nope'"),
+        (["--models", "missing.keras"], "--models: model file not found"),
+        (["--concurrency", "0"], "--concurrency: expected a whole number from 1 to 1024, got 0"),
+        (
+            ["--concurrency", "1000000"],
+            "--concurrency: expected a whole number from 1 to 1024, got 1000000",
+        ),
+        (["--server-qps", "nan"], "--server-qps: expected a number greater than 0"),
+        (["--concurrency", "1,,4"], "--concurrency: expected a comma list"),
+        (["--p99", "fast"], "--p99: expected a duration with a unit"),
+        (["--p99", "100"], "--p99: expected a duration with a unit"),
+        (["--p99", "0ms"], "--p99: must be greater than 0"),
+        (["--p99", "1e9s"], "--p99: expected a duration"),
+        (["--min-duration", "5s", "--max-duration", "1s"], "longer than --max-duration"),
+        (["--scenarios", "burst"], "--scenarios: unknown scenario 'burst'"),
+        (["--path", "grpc"], "--path: unknown path 'grpc'"),
+        (["--variants", "nope"], "unknown variant 'nope'"),
+        (["--baseline", "tpu"], "--baseline tpu: 'tpu' is not one of --variants"),
+        (["--target", "ftp://x"], "--target ftp://x: target must be http://HOST:PORT"),
+        (["--target", "http://127.0.0.1:{port}"], "cannot reach 127.0.0.1"),
+        (["--target", "http://127.0.0.1:1", "--models", "x.py"], "name a built-in model"),
+        (["--resume"], "--resume: r/run.json not found"),
+    ],
+)
+def test_bad_input_is_one_line_and_writes_nothing(argv, message, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    if "x.py" in argv:
+        (tmp_path / "x.py").write_text("def build_model(keras):\n    pass\n")
+    argv = [a.replace("{port}", str(_closed_port())) for a in argv]
+    assert main(["serve", "--threads", "1", *argv, "--out", "r"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tfvariants: error: ") and err.count("\n") == 1, err
+    assert message in err
+    assert not (tmp_path / "r").exists() and not (tmp_path / "reports").exists()
+
+
+FAST = ["--threads", "1", "--repeats", "1", "--min-duration", "0.2s", "--max-duration", "3s",
+        "--min-queries", "20", "--pricing", "gce-2017"]  # fmt: skip
+
+
+@pytest.mark.serve
+def test_noop_model_in_process_and_over_http(tmp_path):
+    out, report = tmp_path / "res", tmp_path / "rep" / "index.html"
+    code = main(["serve", "--models", "noop", "--scenarios", "concurrency", "--concurrency", "1,2",
+                 "--path", "inprocess,http", *FAST, "--out", str(out), "--report", str(report)])  # fmt: skip
+    assert code == 0
+    cells = sorted((out / "cells").glob("*.json"))
+    assert len(cells) == 4
+    for path in cells:
+        r = load_result(path)
+        assert r["kind"] == "tfvariants.serve_cell" and r["status"] == "ok", r.get("reason")
+        assert r["closed_loop"]["completed"] >= 20 and r["closed_loop"]["errors"] == 0
+        assert r["placement"]["loadgen_cpus"]
+        if r["cell"]["path"] == "http":
+            # a 2-core host: server child and client are pinned to the same CPUs
+            assert r["placement"]["shared"] is True
+            assert r["http_overhead"]["p50_ms"] > 0
+            assert (out / r["artifacts"] / "server.log").is_file()
+    html = report.read_text()
+    assert "noop: throughput vs requests in flight" in html and "<svg" in html
+    assert "server and load generator share CPUs" in html
+    assert "$ per million predictions" in html
+    rows = list(csv.DictReader((report.parent / "serving.csv").open()))
+    assert len(rows) == 4 and {r["path"] for r in rows} == {"inprocess", "http"}
+    # resume with the same arguments runs nothing; with others it refuses
+    assert main(["serve", "--models", "noop", "--scenarios", "concurrency", "--concurrency", "1,2",
+                 "--path", "inprocess,http", *FAST, "--out", str(out), "--report", str(report),
+                 "--resume"]) == 0  # fmt: skip
+    assert main(["serve", "--models", "noop", "--scenarios", "concurrency", "--concurrency", "1,4",
+                 "--path", "inprocess,http", *FAST, "--out", str(out), "--resume"]) == 2  # fmt: skip
+
+
+class _Broken(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    mode = "500"
+
+    def log_message(self, *a):
+        pass
+
+    def do_GET(self):
+        self._send(200, b'{"model_version_status": [{"state": "AVAILABLE"}]}')
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        if self.mode == "500":
+            self._send(500, b'{"error": "out of memory"}')
+        else:
+            self._send(200, b"<html>not json")
+
+    def _send(self, code, payload):
+        self.send_response(code)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+@pytest.mark.parametrize("mode, words", [("500", "HTTP 500: out of memory"),
+                                          ("malformed", "malformed JSON reply")])  # fmt: skip
+def test_broken_target_gives_failed_cells_with_reasons(mode, words, tmp_path):
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), type("H", (_Broken,), {"mode": mode}))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}"
+        out = tmp_path / "res"
+        code = main(["serve", "--models", "noop", "--target", url, "--scenarios", "concurrency",
+                     "--concurrency", "2", *FAST, "--out", str(out),
+                     "--report", str(tmp_path / "rep" / "index.html")])  # fmt: skip
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert code == 1  # failed cells, report still written
+    (path,) = (out / "cells").glob("*.json")
+    r = load_result(path)
+    assert r["status"] == "failed" and words in r["reason"]
+    assert r["cell"]["path"] == "target"
+    assert words in (tmp_path / "rep" / "index.html").read_text()
+
+
+def test_missing_loadgen_stops_before_the_sweep(tmp_path, monkeypatch, capsys):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "mlperf_loadgen" else real(name, *a))  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    assert main(["serve", "--threads", "1", "--scenarios", "offline", "--out", "r"]) == 2
+    err = capsys.readouterr().err
+    assert "need MLPerf LoadGen" in err and err.count("\n") == 1
+    assert os.listdir(tmp_path) == []
+
+
+def test_serve_result_kind_is_validated(tmp_path):
+    from tfvariants.store.result import ResultError, host_result, validate_result
+
+    cell = {"task": "serve", "variant": "local", "threads": 1, "model": "noop",
+            "scenario": "offline", "path": "inprocess", "workload": "noop/offline/inprocess"}  # fmt: skip
+    failed = host_result(cell, "failed", "boom")
+    assert failed["kind"] == "tfvariants.serve_cell"
+    assert validate_result(json.loads(json.dumps(failed)))["reason"] == "boom"
+    with pytest.raises(ResultError, match="no metrics"):
+        validate_result({**failed, "status": "ok"})
+    with pytest.raises(ResultError, match="serving 'cell'"):
+        validate_result({**failed, "cell": {"variant": "local"}})
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.serve
+def test_loadgen_scenarios_with_the_noop_model_match_detail_logs(tmp_path):
+    """LoadGen without TensorFlow: the report's numbers are the detail logs' numbers,
+    and the Server QPS search keeps one log folder per step."""
+    pytest.importorskip("mlperf_loadgen")
+    from workloads.serving import mllog
+
+    out, report = tmp_path / "res", tmp_path / "rep" / "index.html"
+    code = main(["serve", "--models", "noop", "--scenarios", "single_stream,server_search",
+                 "--path", "inprocess", "--search-steps", "2", "--server-qps", "50", "--p99", "50ms",
+                 *FAST, "--out", str(out), "--report", str(report)])  # fmt: skip
+    assert code == 0
+    html = report.read_text()
+    cid = "serve__noop__single_stream__inprocess__local__t1__r0"
+    detail = out / "artifacts" / cid / "loadgen" / "mlperf_log_detail.txt"
+    p90 = mllog.parse_detail_log(detail)["result_90.00_percentile_latency_ns"] / 1e6
+    assert f'data-cell="{cid}" data-metric="p90_ms" data-value="{p90!r}"' in html
+    search = load_result(
+        out / "cells" / "serve__noop__server_search__inprocess__local__t1__r0.json"
+    )
+    steps = search["server_search"]["steps"]
+    assert [s["target_qps"] for s in steps] == [50.0, 100.0]  # both met 50 ms: doubling
+    assert search["metrics"]["max_qps_under_bound"] == 100.0
+    for s in steps:
+        logs = out / search["artifacts"] / "loadgen" / s["log_dir"]
+        assert (
+            mllog.parse_detail_log(logs / "mlperf_log_detail.txt")[
+                "result_99.00_percentile_latency_ns"
+            ]
+            / 1e6
+            == s["p99_ms"]
+        )

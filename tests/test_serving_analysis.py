@@ -1,0 +1,153 @@
+"""The serving analysis on hand-made results: operating point under the p99 bound,
+dollars per million predictions, the cheapest configuration, the baseline (GPU first),
+and the serving matrix's resume identity."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tfvariants.analyze.pricing import parse_pricing_option
+from tfvariants.analyze.serving import analyze_serving
+from tfvariants.plan.serve import ServeCell, ServeSpec, plan_serve_cells
+from tfvariants.store.result import write_json_atomic
+from tfvariants.store.runfile import new_run, write_run
+
+
+def _result(cell: ServeCell, thr: float, p99: float, status: str = "ok") -> dict:
+    return {
+        "schema_version": 1, "kind": "tfvariants.serve_cell", "cell": cell.to_dict(),
+        "status": status, "reason": None if status == "ok" else "boom",
+        "metrics": {"throughput_per_s": thr, "p50_ms": p99 / 2, "p90_ms": p99 * 0.8,
+                    "p95_ms": p99 * 0.9, "p99_ms": p99, "validity": None},
+        "placement": {"shared": cell.path == "http", "server_cpus": [0, 1]},
+    }  # fmt: skip
+
+
+def _store(out: Path, rows: list[tuple[ServeCell, float, float]]) -> None:
+    for cell, thr, p99 in rows:
+        write_json_atomic(out / "cells" / f"{cell.cell_id}.json", _result(cell, thr, p99))
+
+
+def test_cost_per_million_and_cheapest_under_bound(tmp_path):
+    rows = []
+    for r, jitter in enumerate((0.9, 1.0, 1.1)):
+        # 8 threads: 4 in flight is fastest but breaks the bound; 1 in flight meets it
+        rows += [(ServeCell("pip", 8, "m", "concurrency", "inprocess", 1, r), 100 * jitter, 50),
+                 (ServeCell("pip", 8, "m", "concurrency", "inprocess", 4, r), 300 * jitter, 180),
+                 # 16 threads: twice the price, 2.5x the throughput within the bound
+                 (ServeCell("pip", 16, "m", "concurrency", "inprocess", 1, r), 250 * jitter, 40),
+                 # over HTTP nothing meets the bound
+                 (ServeCell("pip", 8, "m", "concurrency", "http", 1, r), 90 * jitter, 150)]  # fmt: skip
+    _store(tmp_path, rows)
+    sa = analyze_serving(tmp_path, pricing=parse_pricing_option("gce-2017"), p99_bound_ms=100)
+    (rep,) = sa.models
+    by = {c.label: c for c in rep.configs}
+    t8, t16, http = by["pip@8 inprocess"], by["pip@16 inprocess"], by["pip@8 http"]
+    assert t8.throughput_under_bound.value == pytest.approx(100)  # not the 300 at p99 180
+    assert "1 in flight" in t8.operating
+    assert t8.cost_per_million.value == pytest.approx(0.0636 / (100 * 3600) * 1e6)
+    # cost interval ends are the throughput interval's, swapped
+    thr = t8.throughput_under_bound
+    assert thr.n == 3 and thr.lo < 100 < thr.hi
+    assert t8.cost_per_million.lo == pytest.approx(0.0636 / (thr.hi * 3600) * 1e6)
+    assert t8.cost_per_million.hi == pytest.approx(0.0636 / (thr.lo * 3600) * 1e6)
+    assert t16.cost_per_million.value == pytest.approx(0.127 / (250 * 3600) * 1e6)
+    assert http.throughput_under_bound is None and http.cost_per_million is None
+    assert rep.cheapest is t16
+    assert rep.baseline is t16  # first variant at its most threads, in-process first
+    assert t8.cost_ratio.value == pytest.approx(
+        t8.cost_per_million.value / t16.cost_per_million.value
+    )
+    assert "pip@16 inprocess" in rep.conclusions[0] and "within 100 ms" in rep.conclusions[0]
+    assert any("share CPUs 0,1" in c for c in rep.conclusions)
+    curve = t8.curve()
+    assert [r.concurrency for r in curve] == [1, 4] and curve[1].throughput.n == 3
+
+
+def test_gpu_is_the_baseline_and_failed_cells_do_not_count(tmp_path):
+    _store(tmp_path, [(ServeCell("pip", 8, "m", "concurrency", "inprocess", 1, 0), 100, 20),
+                      (ServeCell("gpu", 1, "m", "concurrency", "inprocess", 1, 0), 900, 10)])  # fmt: skip
+    bad = ServeCell("pip", 8, "m", "concurrency", "inprocess", 2, 0)
+    write_json_atomic(tmp_path / "cells" / f"{bad.cell_id}.json", _result(bad, 1e6, 1, "failed"))
+    spec = ServeSpec(("pip", "gpu"), (1, 8), ("m",), ("concurrency",), (1, 2), ("inprocess",), 1,
+                     variant_info={"gpu": {"kind": "image", "device": "gpu"},
+                                   "pip": {"kind": "image", "device": "cpu"}})  # fmt: skip
+    write_run(tmp_path, new_run(spec, []))
+    sa = analyze_serving(tmp_path, pricing=parse_pricing_option("gce-2017"), p99_bound_ms=100)
+    (rep,) = sa.models
+    assert rep.baseline.variant == "gpu" and rep.baseline.device == "gpu"
+    pip = next(c for c in rep.configs if c.variant == "pip")
+    assert pip.throughput_under_bound.value == 100  # the failed cell's 1e6/s is not used
+    assert sa.counts == {"ok": 2, "failed": 1}
+
+
+def test_no_serving_cells_gives_none(tmp_path):
+    (tmp_path / "cells").mkdir()
+    assert analyze_serving(tmp_path) is None
+
+
+def test_serve_plan_interleaves_and_ids_are_unique():
+    spec = ServeSpec(("a", "b"), (1, 2), ("m",), ("single_stream", "concurrency"), (1, 4),
+                     ("inprocess", "http"), 2)  # fmt: skip
+    cells = plan_serve_cells(spec)
+    assert len(cells) == 2 * 2 * (1 + 2) * 2 * 2
+    assert len({c.cell_id for c in cells}) == len(cells)
+    assert cells[0].repeat == 0 and cells[-1].repeat == 1
+    assert {c.concurrency for c in cells if c.scenario == "single_stream"} == {1}
+    assert spec.identity()["workloads"][0] == "m/single_stream/inprocess"
+
+
+def _serving_run(tmp_path: Path) -> Path:
+    rows = []
+    for r in range(2):
+        for path in ("inprocess", "http"):
+            for c, thr, p99 in ((1, 50, 30), (4, 80, 120)):
+                rows.append((ServeCell("pip", 2, "m", "concurrency", path, c, r), thr, p99))
+    _store(tmp_path, rows)
+    bad = ServeCell("pip", 2, "m", "concurrency", "http", 8, 0)
+    res = _result(bad, 1.0, 1.0, "failed")
+    res["reason"] = "<script>alert(1)</script>"
+    write_json_atomic(tmp_path / "cells" / f"{bad.cell_id}.json", res)
+    return tmp_path
+
+
+def test_serving_only_report_renders_escaped(tmp_path):
+    from tfvariants.render.html import write_report
+
+    d = _serving_run(tmp_path / "res")
+    html_path = tmp_path / "rep" / "index.html"
+    write_report(
+        d, html_path, pricing=parse_pricing_option("gce-2017"), csv_path=tmp_path / "s.csv"
+    )
+    html = html_path.read_text()
+    assert "Which TensorFlow build serves fastest and cheapest?" in html
+    assert "m: throughput vs requests in flight" in html and html.count("<svg") == 1
+    assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "cheapest within bound" in html and "shared CPUs" in html
+    assert len((tmp_path / "s.csv").read_text().splitlines()) == 1 + 9
+
+
+@pytest.mark.browser
+def test_serving_report_in_headless_chromium(tmp_path):
+    import shutil
+    import subprocess
+
+    from test_report_browser import CHROMIUM, FLAGS
+
+    from tfvariants.render.html import write_report
+
+    if not shutil.which(CHROMIUM):
+        if os.environ.get("TFV_REQUIRE_BROWSER") == "1":
+            pytest.fail("chromium not installed (apt-get install chromium)")
+        pytest.skip("chromium not installed (apt-get install chromium)")
+    d = _serving_run(tmp_path / "res")
+    html = tmp_path / "index.html"
+    write_report(d, html, pricing=parse_pricing_option("gce-2017"))
+    common = [CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run([*common, "--dump-dom", html.as_uri()], check=True, capture_output=True,
+                         text=True, timeout=120)  # fmt: skip
+    assert dom.stdout.count("<svg") == 1 and "<script" not in dom.stdout
+    assert "Uncaught" not in dom.stderr

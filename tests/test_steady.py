@@ -1,0 +1,76 @@
+import random
+
+import pytest
+
+from workloads import steady
+from workloads.protocol import RequestError, WorkerRequest
+
+
+def series(rng, warm, n, step=0.1, noise=0.01):
+    return [0.5 + 0.1 * (warm - i) for i in range(warm)] + [
+        step + rng.gauss(0, noise) for _ in range(n)
+    ]
+
+
+def test_mser_cuts_the_slow_start_and_keeps_a_steady_series():
+    rng = random.Random(1)
+    steps = [2.0] + series(rng, 8, 300)
+    assert 9 <= steady.warmup_steps(steps) <= 30
+    flat = [0.1 + rng.gauss(0, 0.01) for _ in range(300)]
+    assert steady.warmup_steps(flat) <= 50  # at least the trace step, never half of it
+    assert steady.warmup_steps([0.3, 0.1]) == 1
+
+
+def test_window_needs_both_seconds_and_steps_after_warmup():
+    steps = [2.0] + [0.1] * 120
+    assert steady.window_met(steps, 10.0, 100)
+    assert not steady.window_met(steps, 13.0, 100)  # only 12 s of steady steps
+    assert not steady.window_met(steps, 1.0, 130)
+
+
+def test_t_quantile_is_computed_not_looked_up():
+    assert steady.t_quantile(0.975, 9) == pytest.approx(2.262, abs=1e-3)
+    assert steady.t_quantile(0.975, 2) == pytest.approx(4.303, abs=1e-3)
+    assert steady.t_quantile(0.95, 1e6) == pytest.approx(1.645, abs=1e-3)
+
+
+def test_projection_interval_is_honest():
+    rng = random.Random(2)
+    state = steady.analyse([2.0] + [0.1 + rng.gauss(0, 0.01) for _ in range(200)])
+    p = steady.project(state, full_steps=1000, full_epochs=10, epoch_gap_s=0.5)
+    lo, hi = p["projected_full_ci_s"]
+    assert lo < p["projected_full_s"] < hi and lo > 0.5 * hi  # no 0.5 s - 30 min
+    assert p["projected_full_s"] == pytest.approx(
+        state.warmup_s + 5.0 + state.step_mean_s * (1000 - state.warmup_steps)
+    )
+    few = steady.analyse([2.0, 0.1, 0.1])
+    assert few.step_ci_s is None  # too few steps: no interval rather than a made-up one
+
+
+def test_request_validates_the_window():
+    base = WorkerRequest("mnist_mlp", {"variant": "local"}, "r.json", intra_op=1)
+    back = WorkerRequest.from_json(base.to_json())
+    assert (back.min_steady_s, back.min_steady_steps) == (10.0, 100)
+    for field, bad in (("min_steady_s", -1), ("min_steady_steps", 0), ("min_steady_s", "x")):
+        text = base.to_json().replace(
+            f'"{field}": {getattr(base, field)}', f'"{field}": {bad!r}'.replace("'", '"')
+        )
+        with pytest.raises(RequestError, match=field):
+            WorkerRequest.from_json(text)
+
+
+def test_cpu_usage_separates_this_process_from_other_load():
+    from workloads import cpuload
+
+    hz = cpuload.os.sysconf("SC_CLK_TCK")
+    # two pinned CPUs over 10 s: busy 15 s in total, of which this process used 6 s
+    before = {"wall": 0.0, "cpu_s": 0.0, "stat": {0: [0] * 8, 1: [0] * 8}}
+    user, idle, steal = int(7.5 * hz), int(2.0 * hz), int(0.5 * hz)
+    after_stat = {c: [user, 0, 0, idle, 0, 0, 0, steal] for c in (0, 1)}
+    after = {"wall": 10.0, "cpu_s": 6.0, "stat": after_stat}
+    u = cpuload.usage(before, after, [0, 1])
+    assert u["utilisation"] == pytest.approx(0.3) and u["cpus_pinned"] == 2
+    assert u["steal_share"] == pytest.approx(0.05)
+    assert u["others_share"] == pytest.approx((15.0 - 6.0) / 20.0)
+    # unreadable /proc/stat: the shares are simply left out
+    assert "others_share" not in cpuload.usage({**before, "stat": {}}, after, [0, 1])

@@ -1,0 +1,302 @@
+"""The serving analysis: stored serving cells grouped by configuration (variant, threads,
+model, path), with the throughput-vs-concurrency curve, latency percentiles, LoadGen's
+verdict per cell, HTTP overhead, dollars per million predictions and the cheapest
+configuration meeting a p99 bound, as plain data.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tfvariants.analyze import stats
+from tfvariants.analyze.analysis import device_of, parse_baseline
+from tfvariants.analyze.fields import finite_number, get_path
+from tfvariants.analyze.pricing import Pricing
+from tfvariants.plan.serve import serve_cell_id
+from tfvariants.store.rundir import load_run_dir
+
+PCTS = ("p50_ms", "p90_ms", "p95_ms", "p99_ms")
+# The number each LoadGen scenario is judged by (the test compares it to the detail log).
+HEADLINE = {"single_stream": "p90_ms", "server": "p99_ms", "offline": "throughput_per_s",
+            "server_search": "max_qps_under_bound"}  # fmt: skip
+
+
+def is_serving(result: dict) -> bool:
+    return get_path(result, "cell", "task") == "serve"
+
+
+def _median(values: list[Any]) -> float | None:
+    xs = [v for v in (finite_number(x) for x in values) if v is not None]
+    return statistics.median(xs) if xs else None
+
+
+def _interval(values: list[Any]) -> stats.Interval | None:
+    xs = [v for v in (finite_number(x) for x in values) if v is not None and v > 0]
+    return stats.median_interval(xs) if xs else None
+
+
+@dataclass
+class Row:
+    """All repeats of one (configuration, scenario, concurrency): the percentile table."""
+
+    scenario: str
+    concurrency: int
+    results: list[dict] = field(default_factory=list)
+    throughput: stats.Interval | None = None
+    percentiles: dict[str, float | None] = field(default_factory=dict)
+    validity: list[str] = field(default_factory=list)  # LoadGen's verdict per repeat
+    overhead_p50_ms: float | None = None
+    max_qps: stats.Interval | None = None  # server_search
+
+    @property
+    def ok(self) -> list[dict]:
+        return [r for r in self.results if r.get("status") == "ok"]
+
+    @property
+    def reasons(self) -> list[str]:
+        return sorted({str(r.get("reason")) for r in self.results if r.get("status") != "ok"})
+
+
+@dataclass
+class Config:
+    variant: str
+    threads: int
+    model: str
+    path: str
+    device: str = "cpu"
+    rows: list[Row] = field(default_factory=list)
+    shared_cpus: str | None = None  # "server and load generator share CPUs 0,1"
+    oversubscribed: bool = False
+    operating: str | None = None  # where the cost's throughput comes from
+    throughput_under_bound: stats.Interval | None = None
+    instance: str | None = None
+    per_hour: float | None = None
+    cost_per_million: stats.Interval | None = None
+    cost_ratio: stats.Interval | None = None
+    is_baseline: bool = False
+
+    @property
+    def label(self) -> str:
+        return f"{self.variant}@{self.threads} {self.path}"
+
+    def curve(self) -> list[Row]:
+        return sorted((r for r in self.rows if r.scenario == "concurrency"),
+                      key=lambda r: r.concurrency)  # fmt: skip
+
+
+@dataclass
+class ModelReport:
+    model: str
+    configs: list[Config]
+    baseline: Config | None
+    cheapest: Config | None
+    conclusions: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ServingAnalysis:
+    results_dir: str
+    run: dict
+    models: list[ModelReport]
+    cells: list[dict]  # every serving result, sorted by cell id
+    p99_bound_ms: float
+    pricing: Pricing | None
+    counts: dict[str, int]
+    only_serving: bool = True  # no training cells in the folder
+    store: Any = None  # the run folder as loaded (RunContents), with its named problems
+
+
+def _summarise_row(row: Row) -> None:
+    ok = row.ok
+    row.throughput = _interval([get_path(r, "metrics", "throughput_per_s") for r in ok])
+    row.percentiles = {k: _median([get_path(r, "metrics", k) for r in ok]) for k in PCTS}
+    row.validity = [str(get_path(r, "metrics", "validity")) for r in ok
+                    if get_path(r, "metrics", "validity")]  # fmt: skip
+    row.overhead_p50_ms = _median([get_path(r, "http_overhead", "p50_ms") for r in ok])
+    if row.scenario == "server_search":
+        row.max_qps = _interval([get_path(r, "metrics", "max_qps_under_bound") for r in ok])
+
+
+def _operating_point(cfg: Config, bound_ms: float) -> None:
+    """The highest throughput whose p99 met the bound: a concurrency point (median p99
+    over repeats) or the Server QPS search; Offline has no latency and never counts."""
+    best: tuple[stats.Interval, str] | None = None
+    for row in cfg.rows:
+        if row.scenario == "concurrency" and row.throughput is not None:
+            p99 = row.percentiles.get("p99_ms")
+            if p99 is not None and p99 <= bound_ms:
+                cand = (row.throughput, f"{row.concurrency} in flight (p99 {p99:.1f} ms)")
+                best = cand if best is None or cand[0].value > best[0].value else best
+        elif row.scenario == "server_search" and row.max_qps is not None:
+            cand = (row.max_qps, "LoadGen Server QPS search")
+            best = cand if best is None or cand[0].value > best[0].value else best
+    if best is not None:
+        cfg.throughput_under_bound, cfg.operating = best
+
+
+def _cost(cfg: Config, pricing: Pricing | None) -> None:
+    iv = cfg.throughput_under_bound
+    if pricing is None or iv is None:
+        return
+    found = pricing.instance_for(cfg.variant, cfg.threads, cfg.device)
+    sel = pricing.catalog.price(found[0], as_of=pricing.as_of, tier=pricing.tier) if found else None
+    if sel is None:
+        return
+    cfg.instance, cfg.per_hour = found[0].name, sel.per_hour  # type: ignore[index]
+
+    def per_million(qps: float) -> float:
+        return sel.per_hour / (qps * 3600) * 1e6 if qps > 0 else float("inf")
+
+    # Cost falls as throughput rises: the interval's ends swap.
+    cfg.cost_per_million = stats.Interval(per_million(iv.value), per_million(iv.hi),
+                                          per_million(iv.lo), iv.method, iv.n)  # fmt: skip
+
+
+def analyze_serving(
+    results_dir: Path,
+    *,
+    pricing: Pricing | None = None,
+    baseline: str | None = None,
+    p99_bound_ms: float | None = None,
+    allow_mixed_hosts: bool = False,
+) -> ServingAnalysis | None:
+    """None when the folder holds no serving cells."""
+    results_dir = Path(results_dir)
+    contents = load_run_dir(results_dir, allow_mixed_hosts=allow_mixed_hosts)
+    run = contents.run
+    cells = [r for _, r in sorted(contents.results.items()) if is_serving(r)]
+    if not cells:
+        return None
+    only_serving = len(cells) == len(contents.results)
+    bound = p99_bound_ms or finite_number(get_path(run, "options", "p99_bound_ms")) or 100.0
+    configs: dict[tuple, Config] = {}
+    for r in cells:
+        c = r["cell"]
+        key = (str(c["variant"]), int(c["threads"]), str(c["model"]), str(c["path"]))
+        cfg = configs.setdefault(key, Config(*key, device=device_of(key[0], run, cells)))
+        row = next((x for x in cfg.rows if (x.scenario, x.concurrency) ==
+                    (c["scenario"], int(c.get("concurrency", 1)))), None)  # fmt: skip
+        if row is None:
+            row = Row(str(c["scenario"]), int(c.get("concurrency", 1)))
+            cfg.rows.append(row)
+        row.results.append(r)
+        if get_path(r, "placement", "shared") and key[3] != "inprocess":  # in-process always does
+            cpus = ",".join(str(x) for x in get_path(r, "placement", "server_cpus") or [])
+            cfg.shared_cpus = f"server and load generator share CPUs {cpus}"
+        if get_path(r, "requested", "oversubscribed"):
+            cfg.oversubscribed = True
+    for cfg in configs.values():
+        order = ("single_stream", "server", "server_search", "offline", "concurrency")
+        cfg.rows.sort(key=lambda x: (order.index(x.scenario) if x.scenario in order else 9,
+                                     x.concurrency))  # fmt: skip
+        for row in cfg.rows:
+            _summarise_row(row)
+        _operating_point(cfg, bound)
+        _cost(cfg, pricing)
+
+    variants = list(dict.fromkeys([*(run.get("variants") or []), *(k[0] for k in configs)]))
+    models = list(dict.fromkeys(k[2] for k in configs))
+    base = parse_baseline(baseline)
+    reports = []
+    for m in models:
+        mcfgs = sorted((c for c in configs.values() if c.model == m),
+                       key=lambda c: (variants.index(c.variant), c.threads, c.path))  # fmt: skip
+        reports.append(_model_report(m, mcfgs, base, bound, pricing))
+    counts: dict[str, int] = {}
+    for r in cells:
+        counts[str(r.get("status"))] = counts.get(str(r.get("status")), 0) + 1
+    return ServingAnalysis(str(results_dir), run, reports, cells, bound, pricing, counts,
+                           only_serving, contents)  # fmt: skip
+
+
+def _model_report(model: str, cfgs: list[Config], base: tuple | None, bound: float,
+                  pricing: Pricing | None) -> ModelReport:  # fmt: skip
+    gpu = [c for c in cfgs if c.device == "gpu" and c.cost_per_million]
+    if base is not None:
+        pick = [c for c in cfgs if c.variant == base[0] and base[1] in (None, c.threads)]
+    else:
+        pick = gpu or [c for c in cfgs if c.variant == cfgs[0].variant]
+    priced = [c for c in pick if c.cost_per_million] or pick
+    baseline = (max(priced, key=lambda c: (c.threads, c.path == "inprocess")) if priced
+                else None)  # fmt: skip
+    if baseline is not None:
+        baseline.is_baseline = True
+        for c in cfgs:
+            if c.cost_per_million and baseline.cost_per_million:
+                c.cost_ratio = stats.ratio_interval(c.cost_per_million, baseline.cost_per_million)
+    met = [c for c in cfgs if c.cost_per_million is not None]
+    cheapest = min(met, key=lambda c: c.cost_per_million.value) if met else None  # type: ignore[union-attr]
+    rep = ModelReport(model, cfgs, baseline, cheapest)
+    if cheapest is not None:
+        iv = cheapest.cost_per_million
+        rep.conclusions.append(
+            f"{model}: the cheapest configuration with p99 within {bound:g} ms is "
+            f"{cheapest.label} at ${iv.value:.4g} per million predictions "
+            f"(interval ${iv.lo:.4g}-${iv.hi:.4g}; {cheapest.throughput_under_bound.value:.1f} "  # type: ignore[union-attr]
+            f"predictions/s, {cheapest.operating}, billed as {cheapest.instance})."
+        )
+    elif pricing is None:
+        rep.conclusions.append(f"{model}: no prices given, so no cost per million predictions.")
+    else:
+        rep.conclusions.append(
+            f"{model}: no configuration kept p99 within {bound:g} ms (or none could be priced): "
+            "try fewer requests in flight, more threads, or run the concurrency / server_search scenarios."
+        )
+    for c in cfgs:
+        if c.shared_cpus:
+            rep.conclusions.append(
+                f"{c.label}: {c.shared_cpus}, so the client's work is counted against the model "
+                "(on a machine this small, expect lower throughput than a separate client would see)."
+            )
+            break
+    return rep
+
+
+def serving_csv_rows(sa: ServingAnalysis) -> list[dict[str, Any]]:
+    rows = []
+    for r in sa.cells:
+        c, m = r["cell"], r.get("metrics") or {}
+        rows.append({
+            "cell_id": serving_cell_id(c), "model": c.get("model"), "scenario": c.get("scenario"),
+            "concurrency": c.get("concurrency"), "path": c.get("path"), "variant": c.get("variant"),
+            "threads": c.get("threads"), "repeat": c.get("repeat"), "status": r.get("status"),
+            "reason": r.get("reason") or "", "throughput_per_s": m.get("throughput_per_s"),
+            **{k: m.get(k) for k in PCTS}, "validity": m.get("validity"),
+            "max_qps_under_bound": m.get("max_qps_under_bound"),
+            "http_overhead_p50_ms": get_path(r, "http_overhead", "p50_ms"),
+            "shared_cpus": get_path(r, "placement", "shared"), "artifacts": r.get("artifacts"),
+        })  # fmt: skip
+    return rows
+
+
+serving_cell_id = serve_cell_id  # the template and CSV name it so
+
+
+def serving_only_analysis(sa: ServingAnalysis) -> Any:
+    """The report's frame (header, environments) for a run with no training cells."""
+    from datetime import datetime, timezone
+
+    from tfvariants.analyze.analysis import Analysis
+    from tfvariants.analyze.fields import environment_summary, flatten
+
+    envs: dict[str, dict[str, str]] = {}
+    raw: dict[str, list[tuple[str, str]]] = {}
+    for r in sa.cells:
+        v, env = str(r["cell"]["variant"]), r.get("environment")
+        if v not in envs and isinstance(env, dict) and r.get("status") == "ok":
+            envs[v], raw[v] = environment_summary(env), flatten(env)
+    base = next((m.baseline.label for m in sa.models if m.baseline), "n/a")
+    notices = sa.store.notices() if sa.store is not None else []
+    warnings = [stats.StatWarning(n.kind, n.message, n.hint) for n in notices]
+    cpus = sa.run.get("logical_cpus") if isinstance(sa.run.get("logical_cpus"), int) else None
+    return Analysis(
+        results_dir=sa.results_dir, run=sa.run, workloads=[], baseline_label=base,
+        pricing=sa.pricing, environments=envs, raw_environments=raw, warnings=warnings,
+        counts=dict(sa.counts), logical_cpus=cpus,
+        generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        cells=[], variants=list(dict.fromkeys(str(r["cell"]["variant"]) for r in sa.cells)),
+        store=sa.store,
+    )  # fmt: skip

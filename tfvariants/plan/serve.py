@@ -1,0 +1,112 @@
+"""Serving cells: variant x threads x model x scenario (x concurrency) x path x repeat,
+in interleaved rounds like training cells, with their own id and matrix definition.
+
+A serving cell's ``workload`` is its label (``model/scenario[/cN]/path``), so the
+matrix's progress, ETA and resume treat it like any other cell.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tfvariants.plan.spec import logical_cpus
+
+
+def model_label(model: str) -> str:
+    return Path(model).stem if model.endswith((".py", ".keras")) else model
+
+
+@dataclass(frozen=True)
+class ServeCell:
+    variant: str
+    threads: int
+    model: str
+    scenario: str  # single_stream | offline | server | server_search | concurrency
+    path: str  # inprocess | http | target
+    concurrency: int = 1  # closed loop only (1 for LoadGen scenarios)
+    repeat: int = 0
+    task: str = field(default="serve", init=False)
+
+    @property
+    def workload(self) -> str:
+        c = f"/c{self.concurrency}" if self.scenario == "concurrency" else ""
+        return f"{model_label(self.model)}/{self.scenario}{c}/{self.path}"
+
+    @property
+    def cell_id(self) -> str:
+        c = f"-c{self.concurrency}" if self.scenario == "concurrency" else ""
+        return (f"serve__{model_label(self.model)}__{self.scenario}{c}__{self.path}"
+                f"__{self.variant}__t{self.threads}__r{self.repeat}")  # fmt: skip
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "workload": self.workload}
+
+
+@dataclass(frozen=True)
+class ServeSpec:
+    """What ``tfvariants serve`` runs. ``options`` holds the ServeRequest settings shared
+    by every cell (durations, bounds, batching, encoding, target) plus timeout_s."""
+
+    variants: tuple[str, ...]
+    threads: tuple[int, ...]
+    models: tuple[str, ...]
+    scenarios: tuple[str, ...]
+    concurrency: tuple[int, ...]
+    paths: tuple[str, ...]
+    repeats: int
+    options: dict[str, Any] = field(default_factory=dict)
+    variant_info: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def workloads(self) -> list[str]:
+        seen = dict.fromkeys(c.workload for c in plan_serve_cells(self))
+        return list(seen)
+
+    def identity(self) -> dict[str, Any]:
+        """What a resume must not change (everything but the timeout)."""
+        return {
+            "variants": list(self.variants),
+            "threads": list(self.threads),
+            "workloads": self.workloads,
+            "repeats": self.repeats,
+            "options": {k: v for k, v in sorted(self.options.items()) if k != "timeout_s"},
+        }
+
+    def to_json(self, started_at: str) -> dict[str, Any]:
+        """The matrix part of run.json (the run store adds kind, version and hosts);
+        ``task: serve`` says the workloads are serving cell labels."""
+        return {
+            "task": "serve",
+            **self.identity(),
+            "models": list(self.models),
+            "scenarios": list(self.scenarios),
+            "concurrency": list(self.concurrency),
+            "paths": list(self.paths),
+            "options": dict(self.options),
+            "variant_info": self.variant_info,
+            "started_at": started_at,
+            "logical_cpus": logical_cpus(),
+        }
+
+
+def plan_serve_cells(spec: ServeSpec) -> list[ServeCell]:
+    """Round by round (repeat); in a round every configuration once."""
+    cells = []
+    for r in range(spec.repeats):
+        for m in spec.models:
+            for s in spec.scenarios:
+                for c in spec.concurrency if s == "concurrency" else (1,):
+                    for p in spec.paths:
+                        for v in spec.variants:
+                            for t in spec.threads:
+                                cells.append(ServeCell(v, t, m, s, p, c, r))
+    return cells
+
+
+def serve_cell_id(cell: dict[str, Any]) -> str:
+    """The id (file stem) of a stored serving cell dict."""
+    return ServeCell(str(cell["variant"]), int(cell["threads"]), str(cell["model"]),
+                     str(cell["scenario"]), str(cell["path"]), int(cell.get("concurrency", 1)),
+                     int(cell.get("repeat", 0))).cell_id  # fmt: skip

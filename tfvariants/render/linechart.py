@@ -1,0 +1,114 @@
+"""Inline SVG line charts (throughput vs concurrency): one line per configuration,
+log-scaled x (1, 2, 4, 8, 20, 50 in flight), error bars from repeats. No JavaScript."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from markupsafe import Markup, escape
+
+from tfvariants.render.svgchart import PALETTE, _fmt, _nice_max
+
+
+@dataclass(frozen=True)
+class Point:
+    x: float
+    y: float
+    lo: float | None = None
+    hi: float | None = None
+
+
+@dataclass(frozen=True)
+class Series:
+    label: str
+    points: tuple[Point, ...]
+    dashed: bool = False  # e.g. the HTTP path, beside the solid in-process line
+
+
+def line_chart(title: str, series: list[Series], *, x_label: str, y_label: str,
+               width: int = 640, height: int = 340) -> Markup:  # fmt: skip
+    left, right, top, bottom = 64, 190, 36, 50
+    plot_w, plot_h = width - left - right, height - top - bottom
+    xs = sorted({p.x for s in series for p in s.points if p.x > 0}) or [1.0]
+    ys = [p.hi if p.hi is not None and math.isfinite(p.hi) else p.y
+          for s in series for p in s.points]  # fmt: skip
+    ymax = _nice_max(max([*ys, 0.0]) * 1.05)
+    lx0, lx1 = math.log(xs[0]), math.log(xs[-1])
+    span = (lx1 - lx0) or 1.0
+
+    def px(v: float) -> float:
+        if len(xs) == 1:
+            return left + plot_w / 2
+        return left + plot_w * (math.log(v) - lx0) / span
+
+    def py(v: float) -> float:
+        return top + plot_h * (1 - min(max(v, 0.0), ymax) / ymax)
+
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" width="{width}" '
+        f'height="{height}" viewBox="0 0 {width} {height}" font-family="system-ui, sans-serif" '
+        f'font-size="12"><title>{escape(title)}</title>',
+        f'<text x="{left}" y="20" font-size="14" font-weight="600" fill="#222">{escape(title)}</text>',
+    ]
+    for i in range(6):
+        v = ymax * i / 5
+        out.append(
+            f'<line x1="{left}" y1="{py(v):.1f}" x2="{left + plot_w}" y2="{py(v):.1f}" stroke="#e6e6e6"/>'
+        )
+        out.append(
+            f'<text x="{left - 6}" y="{py(v) + 4:.1f}" text-anchor="end" fill="#555">{_fmt(v)}</text>'
+        )
+    for v in xs:
+        out.append(
+            f'<text x="{px(v):.1f}" y="{top + plot_h + 16}" text-anchor="middle" fill="#555">{v:g}</text>'
+        )
+    out.append(
+        f'<text x="{left + plot_w / 2:.1f}" y="{height - 12}" text-anchor="middle" fill="#444">{escape(x_label)}</text>'
+    )
+    out.append(f'<text x="14" y="{top + plot_h / 2:.1f}" text-anchor="middle" fill="#444" '
+               f'transform="rotate(-90 14 {top + plot_h / 2:.1f})">{escape(y_label)}</text>')  # fmt: skip
+    for i, s in enumerate(series):
+        color = PALETTE[i % len(PALETTE)]
+        pts = sorted((p for p in s.points if p.x > 0), key=lambda p: p.x)
+        dash = ' stroke-dasharray="6,4"' if s.dashed else ""
+        if len(pts) > 1:
+            d = "M" + "L".join(f"{px(p.x):.1f},{py(p.y):.1f}" for p in pts)
+            out.append(f'<path d="{d}" stroke="{color}" stroke-width="2" fill="none"{dash}/>')
+        for p in pts:
+            cx, cy = px(p.x), py(p.y)
+            if p.lo is not None and p.hi is not None and p.hi > p.lo:
+                hi = py(p.hi) if math.isfinite(p.hi) else top
+                out.append(
+                    f'<path d="M{cx:.1f},{py(p.lo):.1f}V{hi:.1f}" stroke="{color}" stroke-width="1"/>'
+                )
+            out.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="3.5" fill="{color}"><title>'
+                       f'{escape(s.label)}: {p.x:g} in flight, {_fmt(p.y)}/s</title></circle>')  # fmt: skip
+        ly = top + 8 + i * 18
+        out.append(f'<line x1="{left + plot_w + 14}" y1="{ly}" x2="{left + plot_w + 38}" y2="{ly}" '
+                   f'stroke="{color}" stroke-width="2"{dash}/>')  # fmt: skip
+        out.append(
+            f'<text x="{left + plot_w + 44}" y="{ly + 4}" fill="#222">{escape(s.label)}</text>'
+        )
+    if not series:
+        out.append(
+            f'<text x="{left + 10}" y="{top + 20}" fill="#999" font-style="italic">no data</text>'
+        )
+    out.append("</svg>")
+    return Markup("".join(out))
+
+
+def throughput_chart(model_report: object) -> Markup:
+    """The model's throughput-vs-concurrency chart: one line per configuration."""
+    series = []
+    for cfg in model_report.configs:  # type: ignore[attr-defined]
+        pts = tuple(
+            Point(row.concurrency, row.throughput.value, row.throughput.lo, row.throughput.hi)
+            for row in cfg.curve()
+            if row.throughput is not None
+        )
+        if pts:
+            series.append(Series(cfg.label, pts, dashed=cfg.path != "inprocess"))
+    return line_chart(f"{model_report.model}: throughput vs requests in flight",  # type: ignore[attr-defined]
+                      series, x_label="requests in flight (closed loop, log scale)",
+                      y_label="predictions per second")  # fmt: skip

@@ -1,0 +1,89 @@
+"""What else the machine was doing while a cell ran (stdlib only, Linux files where
+readable; anything unreadable is simply left out).
+
+A snapshot before and after the measured part gives: this process's CPU time (so CPU
+utilisation = CPU time / wall time / CPUs pinned), the busy share of the pinned CPUs
+taken by OTHER processes, the hypervisor's steal share, the load average, and the
+current CPU frequency.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+from collections.abc import Sequence
+from typing import Any
+
+
+def _proc_stat() -> dict[int, list[int]]:
+    """Per-CPU jiffies from /proc/stat: user nice system idle iowait irq softirq steal."""
+    out: dict[int, list[int]] = {}
+    try:
+        with open("/proc/stat", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("cpu") and line[3].isdigit():
+                    name, *vals = line.split()
+                    out[int(name[3:])] = [int(v) for v in vals[:8]]
+    except (OSError, ValueError, IndexError):
+        return {}
+    return out
+
+
+def _cpu_seconds() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def snapshot() -> dict[str, Any]:
+    return {"wall": time.perf_counter(), "cpu_s": _cpu_seconds(), "stat": _proc_stat()}
+
+
+def _loadavg() -> list[float] | None:
+    try:
+        with open("/proc/loadavg", encoding="ascii") as fh:
+            return [float(x) for x in fh.read().split()[:3]]
+    except (OSError, ValueError):
+        return None
+
+
+def _freq_mhz(cpus: Sequence[int]) -> list[float] | None:
+    out = []
+    for c in cpus:
+        try:
+            with open(f"/sys/devices/system/cpu/cpu{c}/cpufreq/scaling_cur_freq") as fh:
+                out.append(int(fh.read().strip()) / 1000)
+        except (OSError, ValueError):
+            return None
+    return out or None
+
+
+def usage(before: dict[str, Any], after: dict[str, Any], cpus: Sequence[int]) -> dict[str, Any]:
+    """CPU utilisation of this process and the machine's interference between snapshots."""
+    wall = after["wall"] - before["wall"]
+    cpu_s = after["cpu_s"] - before["cpu_s"]
+    pinned = list(cpus)
+    if not pinned and hasattr(os, "sched_getaffinity"):
+        pinned = sorted(os.sched_getaffinity(0))
+    out: dict[str, Any] = {
+        "wall_s": wall,
+        "process_cpu_s": cpu_s,
+        "cpus_pinned": len(pinned) or None,
+        "utilisation": cpu_s / wall / len(pinned) if wall > 0 and pinned else None,
+        "loadavg": _loadavg(),
+        "freq_mhz": _freq_mhz(pinned),
+    }
+    b, a = before.get("stat") or {}, after.get("stat") or {}
+    if pinned and all(c in a and c in b for c in pinned):
+        hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        total = busy = steal = 0
+        for c in pinned:
+            d = [x - y for x, y in zip(a[c], b[c], strict=False)]
+            total += sum(d)
+            steal += d[7] if len(d) > 7 else 0
+            busy += sum(d) - d[3] - d[4] - (d[7] if len(d) > 7 else 0)  # not idle/iowait/steal
+        if total > 0:
+            out["steal_share"] = steal / total
+            # Busy time on our CPUs that was not ours: other processes competing.
+            out["others_share"] = max(busy / hz - cpu_s, 0.0) / (total / hz)
+    return out

@@ -1,0 +1,128 @@
+"""What one serving cell measures: the request the host hands the serving worker.
+
+Stdlib only: the host imports it to build the worker's command line, the worker to
+read it back, so both sides agree on one set of fields and defaults.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+SERVE_RESULT_KIND = "tfvariants.serve_cell"
+SCENARIOS = ("single_stream", "offline", "server", "server_search", "concurrency")
+LOADGEN_SCENARIOS = ("single_stream", "offline", "server", "server_search")
+PATHS = ("inprocess", "http", "target")
+ENCODINGS = ("json", "b64")
+MAX_CONCURRENCY = 1024  # in-flight requests: one client thread each
+
+
+@dataclass(frozen=True)
+class ServeRequest:
+    """One serving cell. Durations in seconds, latencies in milliseconds."""
+
+    model: str  # built-in name, user .py file or .keras file
+    scenario: str  # one of SCENARIOS
+    path: str = "inprocess"  # inprocess | http | target (an external --target URL)
+    concurrency: int = 1  # in-flight requests (closed loop only)
+    target_url: str | None = None  # path == "target": e.g. http://127.0.0.1:8501
+    target_model: str | None = None  # model name on the target server
+    encoding: str = "json"  # request body: instances as JSON numbers, or {"b64": PNG}
+    max_batch_size: int = 1  # server-side batching (http) / LoadGen batch (offline)
+    batch_timeout_ms: float = 2.0
+    min_duration_s: float = 10.0  # LoadGen's minimum duration (and the closed loop's)
+    max_duration_s: float = 60.0  # hard cap on every load loop
+    min_queries: int = 100  # LoadGen's minimum query count
+    max_queries: int = 100_000  # hard cap on every load loop
+    server_qps: float = 10.0  # Server scenario's target QPS (and the search's start)
+    p99_bound_ms: float = 100.0  # Server target latency; the search's bound
+    search_steps: int = 5  # Server QPS search: at most this many LoadGen runs
+    warmup_requests: int = 5
+    sample_count: int = 8  # distinct generated inputs (LoadGen's performance sample count)
+    seed: int = 0
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> ServeRequest:
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError("serve request: expected a JSON object")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"serve request: unknown field(s) {', '.join(unknown)}")
+        req = cls(**data)
+        req.check()
+        return req
+
+    def check(self) -> None:
+        if self.scenario not in SCENARIOS:
+            raise ValueError(f"unknown scenario {self.scenario!r} (known: {', '.join(SCENARIOS)})")
+        if self.path not in PATHS:
+            raise ValueError(f"unknown path {self.path!r} (known: {', '.join(PATHS)})")
+        if self.path == "target" and not self.target_url:
+            raise ValueError("path 'target' needs target_url")
+        if self.encoding not in ENCODINGS:
+            raise ValueError(f"unknown encoding {self.encoding!r}")
+        if not 1 <= self.concurrency <= MAX_CONCURRENCY:
+            raise ValueError(f"concurrency must be 1..{MAX_CONCURRENCY}, got {self.concurrency}")
+        if self.max_batch_size < 1 or self.sample_count < 1:
+            raise ValueError("max_batch_size and sample_count must be at least 1")
+        if not 0 < self.min_duration_s <= self.max_duration_s:
+            raise ValueError("need 0 < min_duration_s <= max_duration_s")
+        if not 1 <= self.min_queries <= self.max_queries:
+            raise ValueError("need 1 <= min_queries <= max_queries")
+        if self.server_qps <= 0 or self.p99_bound_ms <= 0:
+            raise ValueError("server_qps and p99_bound_ms must be positive")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+SERVE_REQUEST_KIND = "tfvariants.serve_worker_request"
+
+
+@dataclass(frozen=True)
+class ServeWorkerRequest:
+    """The serving worker's one argument (``--request JSON``), shaped like the training
+    worker's WorkerRequest so the same launchers run it: ``workload`` is the model (a
+    name or a file path, which a container launcher rewrites and mounts), ``result``
+    the result path (rewritten to the container's), ``serve`` the ServeRequest."""
+
+    workload: str
+    cell: dict[str, Any]
+    result: str
+    intra_op: int
+    serve: dict[str, Any]
+    inter_op: int = 1
+    cpus: tuple[int, ...] = ()
+    requested: dict[str, Any] = field(default_factory=dict)
+    data_dir: str | None = None  # never used; launchers look for it
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data["cpus"] = list(self.cpus)
+        return json.dumps({"kind": SERVE_REQUEST_KIND, **data}, sort_keys=True)
+
+    def to_argv(self) -> list[str]:
+        return ["--request", self.to_json()]
+
+    @classmethod
+    def from_json(cls, text: str) -> ServeWorkerRequest:
+        data = json.loads(text)
+        if not isinstance(data, dict) or data.pop("kind", None) != SERVE_REQUEST_KIND:
+            raise ValueError("not a tfvariants serving worker request")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"serving worker request: unknown field(s) {', '.join(unknown)}")
+        data["cpus"] = tuple(int(c) for c in data.get("cpus") or ())
+        return cls(**data)
+
+    def serve_request(self) -> ServeRequest:
+        """The ServeRequest, its model being this request's (possibly rewritten) path."""
+        req = ServeRequest.from_json(json.dumps({**self.serve, "model": self.workload}))
+        return req

@@ -1,0 +1,304 @@
+"""The serving worker: one fresh, pinned process runs one serving cell whole (model,
+HTTP server, load generator) and writes one result file.
+
+    python -m workloads.serving.worker --result out.json --request JSON --threads 2 ...
+
+Paths to the model: ``inprocess`` (the client threads call the compiled model),
+``http`` (a child process on the same CPUs serves TensorFlow Serving's REST API on
+127.0.0.1; this process is the client) and ``target`` (an external server speaking that
+API). LoadGen's logs go to ``<result folder>/artifacts/``, which the host keeps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from workloads import envprobe
+from workloads.protocol import SCHEMA_VERSION, write_json_atomic
+from workloads.serving import closed_loop, http_client, models
+from workloads.serving.percentiles import summary
+from workloads.serving.request import SERVE_RESULT_KIND, ServeRequest, ServeWorkerRequest
+from workloads.worker import _clean, _now, peak_rss_bytes
+
+SERVER_START_TIMEOUT_S = 600.0  # NASNetLarge builds in ~6 s; an image's first TF import is slower
+HTTP_SUT_WORKERS = 8  # LoadGen over HTTP: requests in flight at most (one connection each)
+
+
+def parse_args(argv: list[str] | None) -> ServeWorkerRequest:
+    p = argparse.ArgumentParser(prog="python -m workloads.serving.worker")
+    p.add_argument("--request", required=True, help="the ServeWorkerRequest as JSON")
+    args = p.parse_args(argv)
+    return ServeWorkerRequest.from_json(args.request)
+
+
+class _ServerProcess:
+    """The model server as a child process (same CPUs, same environment)."""
+
+    def __init__(self, req: ServeRequest, args: ServeWorkerRequest, folder: Path) -> None:
+        self.port_file = folder / "server.port.json"
+        self.log_path = folder / "server.log"
+        command = [sys.executable, "-m", "workloads.serving.http_server", "--model", req.model,
+                   "--port-file", str(self.port_file), "--threads", str(args.intra_op),
+                   "--inter-op", str(args.inter_op), "--max-batch-size", str(req.max_batch_size),
+                   "--batch-timeout-ms", str(req.batch_timeout_ms)]  # fmt: skip
+        self.log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL)  # fmt: skip
+
+    def wait_ready(self, timeout_s: float) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.port_file.exists():
+                return json.loads(self.port_file.read_text(encoding="utf-8"))
+            if self.proc.poll() is not None:
+                tail = self.log_path.read_text(errors="replace").strip().splitlines()[-1:]
+                raise RuntimeError(
+                    f"model server exited ({self.proc.returncode}): {' '.join(tail)}"
+                )
+            time.sleep(0.1)
+        raise RuntimeError(f"model server not ready within {timeout_s:g} s")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self.log.close()
+
+
+def _tf_setup(args: ServeWorkerRequest, result: dict[str, Any]) -> Any:
+    def configure(tf: Any) -> None:
+        tf.config.threading.set_intra_op_parallelism_threads(args.intra_op)
+        tf.config.threading.set_inter_op_parallelism_threads(args.inter_op)
+
+    tf, log_text = envprobe.import_tensorflow(configure)
+    result["environment"] = envprobe.probe(tf, log_text)
+    result["applied"].update(intra_op=tf.config.threading.get_intra_op_parallelism_threads(),
+                             inter_op=tf.config.threading.get_inter_op_parallelism_threads())  # fmt: skip
+    return tf
+
+
+def _http_callers(endpoint: http_client.Endpoint, bodies: list[bytes], frags: list[bytes],
+                  timeout_s: float, overheads: list[float]) -> tuple[Any, Any]:  # fmt: skip
+    """(make_caller for the closed loop, infer(indices) for LoadGen): one keep-alive
+    connection per client thread; bodies are encoded already."""
+    local = threading.local()
+    lock = threading.Lock()
+
+    def session() -> http_client.Session:
+        if getattr(local, "session", None) is None:
+            local.session = http_client.Session(endpoint, timeout_s)
+        return local.session
+
+    def make_caller() -> Any:
+        s = http_client.Session(endpoint, timeout_s)
+        return lambda i: s.predict(bodies[i], 1)
+
+    def infer(indices: list[int]) -> None:
+        body = bodies[indices[0]] if len(indices) == 1 else (
+            b'{"instances":[' + b",".join(frags[i] for i in indices) + b"]}")  # fmt: skip
+        reply = session().predict(body, len(indices))
+        if reply.model_s is not None:
+            with lock:
+                overheads.append(max(reply.latency_s - reply.model_s, 0.0))
+
+    return make_caller, infer
+
+
+def run(args: ServeWorkerRequest, req: ServeRequest, result: dict[str, Any], folder: Path) -> None:
+    import numpy as np
+
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    result["applied"] = {"affinity": cpus, "env": envprobe.probe_env()}
+    needs_tf = req.path == "inprocess" and req.model != models.NOOP
+    if needs_tf:
+        _tf_setup(args, result)
+    if req.path == "inprocess":
+        served = models.load(req.model)  # thread pools already sized by _tf_setup
+        shape, name = served.input_shape, served.name
+        result["model"] = {"name": name, "input_shape": list(shape), "params": served.params,
+                           "build_s": served.build_s}  # fmt: skip
+    else:
+        shape = models.input_shape_of(req.model)
+        if shape is None and req.path == "target":
+            raise ValueError("--target needs a built-in model name (its input shape)")
+        name = req.target_model or models.label(req.model)
+    server = None
+    overheads: list[float] = []
+
+    def generated(shape: Any) -> Any:  # the same inputs on every path, by seed
+        x = np.random.default_rng(req.seed).integers(0, 256, (req.sample_count, *shape))
+        return x.astype(np.float32)
+
+    try:
+        if req.path == "inprocess":
+            x = generated(shape)
+
+            def make_caller() -> Any:
+                return lambda i: served.predict(x[i : i + 1])
+
+            def infer(indices: list[int]) -> None:
+                served.predict(x[indices])
+
+            result["placement"] = {"server_cpus": cpus, "loadgen_cpus": cpus, "shared": True,
+                                   "note": "in-process: the client threads call the model"}  # fmt: skip
+        else:
+            if req.path == "http":
+                server = _ServerProcess(req, args, folder)
+                info = server.wait_ready(SERVER_START_TIMEOUT_S)
+                url = f"http://127.0.0.1:{info['port']}"
+                result["model"] = {"name": name, "input_shape": list(shape or info.get("shape", [])),
+                                   "params": info.get("params"), "build_s": info.get("build_s")}  # fmt: skip
+                server_cpus = info.get("cpus")
+                shape = shape or tuple(info["shape"])
+            else:
+                url, server_cpus = str(req.target_url), None
+                result["model"] = {"name": name, "input_shape": list(shape or [])}
+            endpoint = http_client.Endpoint(url, name)
+            endpoint.check()
+            x = generated(shape)
+            t0 = time.perf_counter()
+            if req.encoding == "b64":
+                frags = [json.dumps({"b64": __import__("base64").b64encode(
+                    http_client.png_bytes(xi)).decode()}).encode() for xi in x]  # fmt: skip
+            else:
+                frags = [json.dumps(xi.tolist(), separators=(",", ":")).encode() for xi in x]
+            bodies = [b'{"instances":[' + f + b"]}" for f in frags]
+            encode_s = (time.perf_counter() - t0) / len(x)
+            result["encoding"] = {"form": req.encoding, "body_bytes": len(bodies[0]),
+                                  "client_encode_ms": encode_s * 1e3,
+                                  "note": "bodies encoded before the clock starts"}  # fmt: skip
+            shared = server_cpus is not None and bool(set(server_cpus) & set(cpus))
+            result["placement"] = {"server_cpus": server_cpus, "loadgen_cpus": cpus,
+                                   "shared": shared if server_cpus is not None else None,
+                                   "note": ("server and load generator share CPUs" if shared
+                                            else "external target" if server_cpus is None
+                                            else "separate CPUs")}  # fmt: skip
+            timeout_s = req.max_duration_s + 30
+            make_caller, infer = _http_callers(endpoint, bodies, frags, timeout_s, overheads)
+        _measure(req, result, folder, make_caller, infer, len(x), overheads)
+    finally:
+        if server is not None:
+            server.stop()
+            result["server_log_tail"] = server.log_path.read_text(errors="replace")[-2000:]
+
+
+def _calibrate(make_caller: Any, samples: int, count: int) -> float:
+    """Warm up and return the median single-request latency (LoadGen's expectation)."""
+    call = make_caller()
+    times = []
+    for i in range(max(count, 3)):
+        t0 = time.perf_counter()
+        call(i % samples)
+        times.append(time.perf_counter() - t0)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def _measure(req: ServeRequest, result: dict[str, Any], folder: Path, make_caller: Any,
+             infer: Any, samples: int, overheads: list[float]) -> None:  # fmt: skip
+    single_s = _calibrate(make_caller, samples, req.warmup_requests)
+    result["calibration"] = {"single_request_ms": single_s * 1e3}
+    overheads.clear()
+    bounds = {"min_duration_s": req.min_duration_s, "max_duration_s": req.max_duration_s}
+    if req.scenario == "concurrency":
+        res = closed_loop.run(make_caller, concurrency=req.concurrency, samples=samples,
+                              min_requests=req.min_queries, max_requests=req.max_queries,
+                              warmup=1, **bounds)  # fmt: skip
+        result["closed_loop"] = res
+        lat = res["latency"]
+        result["metrics"] = {"source": "closed loop", "throughput_per_s": res["throughput_per_s"],
+                             **{k: lat.get(k) for k in ("p50_ms", "p90_ms", "p95_ms", "p99_ms")},
+                             "validity": None}  # fmt: skip
+        errors, examples = res["errors"] + res["hung_clients"], res["error_examples"]
+    else:
+        from workloads.serving import loadgen
+
+        missing = loadgen.available()
+        if missing:
+            raise RuntimeError(missing)
+        workers = 1 if req.path == "inprocess" else HTTP_SUT_WORKERS
+        batch = req.max_batch_size if req.scenario == "offline" or req.path == "inprocess" else 1
+        common = dict(samples=samples, min_queries=req.min_queries, max_queries=req.max_queries,
+                      expected_latency_s=single_s, p99_bound_ms=req.p99_bound_ms,
+                      workers=workers, max_batch=batch, **bounds)  # fmt: skip
+        lg_dir = folder / "artifacts" / "loadgen"
+        if req.scenario == "server_search":
+            search = loadgen.search_server_qps(
+                lambda qps, sub: loadgen.run_one("server", infer, sub, server_qps=qps, **common),
+                lg_dir, start_qps=req.server_qps, p99_bound_ms=req.p99_bound_ms,
+                steps=req.search_steps)  # fmt: skip
+            head = search["best"] or search["steps"][-1]
+            result["server_search"] = search
+            log_dir = f"loadgen/{head['log_dir']}"
+            errors = sum(s["errors"] for s in search["steps"])
+            examples = [e for s in search["steps"] for e in s["error_examples"]][:3]
+        else:
+            head = loadgen.run_one(req.scenario, infer, lg_dir, server_qps=req.server_qps, **common)
+            log_dir, errors, examples = "loadgen", head["errors"], head["error_examples"]
+        result["loadgen"] = {**head, "log_dir": log_dir}
+        result["metrics"] = {"source": "LoadGen detail log", "throughput_per_s": head["throughput_per_s"],
+                             **{k: head.get(k) for k in ("p50_ms", "p90_ms", "p95_ms", "p99_ms")},
+                             "validity": head["validity"],
+                             "max_qps_under_bound": (result.get("server_search") or {}).get("max_qps")}  # fmt: skip
+    if overheads:
+        result["http_overhead"] = summary(overheads)
+    elif result.get("closed_loop", {}).get("overhead"):
+        result["http_overhead"] = result["closed_loop"]["overhead"]
+    if errors:
+        raise RuntimeError(f"{errors} request(s) failed, e.g. {'; '.join(examples) or '?'}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    wreq = parse_args(argv)
+    result: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "kind": SERVE_RESULT_KIND,
+        "cell": wreq.cell,
+        "status": "failed",
+        "reason": None,
+        "stderr_tail": None,
+        "config": dict(wreq.serve),
+        "requested": wreq.requested,
+        "started_at": _now(),
+    }
+    code = 0
+    folder = Path(wreq.result).resolve().parent
+    try:
+        req = wreq.serve_request()
+        result["config"] = req.to_dict()
+        if wreq.cpus and hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(0, wreq.cpus)  # before TF import and before the server child
+        os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(wreq.intra_op))
+        os.environ.setdefault("TF_NUM_INTEROP_THREADS", str(wreq.inter_op))
+        os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+        t0 = time.perf_counter()
+        run(wreq, req, result, folder)
+        result["timing"] = {"total_s": time.perf_counter() - t0}
+        result["status"] = "ok"
+    except Exception as exc:
+        traceback.print_exc()
+        result["status"] = "failed"
+        result["reason"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+        code = 1
+    result.setdefault("environment", envprobe.probe())
+    result["memory"] = {"peak_rss_bytes": peak_rss_bytes()}
+    result["finished_at"] = _now()
+    write_json_atomic(wreq.result, _clean(result))
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

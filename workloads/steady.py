@@ -1,0 +1,203 @@
+"""Steady state from step times (stdlib only: runs inside every variant).
+
+* Warm-up end: MSER-5, the marginal standard error rule from simulation output
+  analysis. Step times are averaged in batches of 5; the truncation point d (at most
+  half the data) minimises the squared standard error of the mean of what remains,
+  sum((x - mean)^2) / (n - d)^2. Slow tracing steps at the start inflate that error, so
+  they are cut; a steady series keeps everything. The first step (the trace) always
+  counts as warm-up.
+* The steady window is met when, after the warm-up, there are at least ``min_steps``
+  steps AND at least ``min_s`` seconds of steps (whichever comes later).
+* The within-cell interval of the mean step time uses batch means (consecutive steps are
+  correlated, so steps are averaged in 10 batches) with a Student t quantile computed,
+  not looked up.
+* The full schedule is projected as warm-up time + mean steady step x the remaining
+  steps + the measured time between epochs (validation, callbacks), with the same
+  interval carried through (the warm-up is measured, not estimated).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+MSER_BATCH = 5
+CI_BATCHES = 10
+CONFIDENCE = 0.95
+
+
+def warmup_steps(steps: Sequence[float], batch: int = MSER_BATCH) -> int:
+    """How many leading steps are warm-up (MSER-5; at least 1, at most half)."""
+    n = len(steps)
+    if n <= 1:
+        return n
+    m = n // batch
+    if m < 4:
+        return 1
+    means = [statistics.fmean(steps[i * batch : (i + 1) * batch]) for i in range(m)]
+    # Suffix sums make every candidate d O(1).
+    s = sq = 0.0
+    suffix: list[tuple[float, float]] = [(0.0, 0.0)] * (m + 1)
+    for i in range(m - 1, -1, -1):
+        s += means[i]
+        sq += means[i] * means[i]
+        suffix[i] = (s, sq)
+    best_d, best = 0, math.inf
+    for d in range(0, m // 2 + 1):
+        k = m - d
+        s_d, sq_d = suffix[d]
+        sse = max(sq_d - s_d * s_d / k, 0.0)
+        score = sse / (k * k)
+        if score < best - 1e-15:
+            best_d, best = d, score
+    return max(1, best_d * batch)
+
+
+def window_met(steps: Sequence[float], min_s: float, min_steps: int) -> bool:
+    """True when the steps after the detected warm-up fill the minimum window."""
+    if len(steps) < min_steps + 1:
+        return False
+    d = warmup_steps(steps)
+    steady = steps[d:]
+    return len(steady) >= min_steps and math.fsum(steady) >= min_s
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the regularised incomplete beta (Lentz's method)."""
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c if abs(1.0 + aa / c) > tiny else tiny
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c if abs(1.0 + aa / c) > tiny else tiny
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < 1e-12:
+            break
+    return h
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    if x <= 0:
+        return 0.0
+    if x >= 1:
+        return 1.0
+    lbeta = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+    front = math.exp(lbeta + a * math.log(x) + b * math.log(1 - x))
+    if x < (a + 1) / (a + b + 2):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1 - x) / b
+
+
+def t_cdf(t: float, df: float) -> float:
+    x = df / (df + t * t)
+    tail = 0.5 * _betainc(df / 2, 0.5, x)
+    return 1 - tail if t > 0 else tail
+
+
+def t_quantile(p: float, df: float) -> float:
+    """Inverse Student t CDF by bisection (p in (0, 1))."""
+    lo, hi = -1e3, 1e3
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if t_cdf(mid, df) < p:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def batch_means_interval(
+    values: Sequence[float], confidence: float = CONFIDENCE, batches: int = CI_BATCHES
+) -> tuple[float, float] | None:
+    """Interval for the mean of correlated values; None with fewer than 2 per batch."""
+    n = len(values)
+    if n < 2 * batches:
+        return None
+    size = n // batches
+    means = [statistics.fmean(values[i * size : (i + 1) * size]) for i in range(batches)]
+    centre = statistics.fmean(values)
+    half = t_quantile(1 - (1 - confidence) / 2, batches - 1) * statistics.stdev(means)
+    half /= math.sqrt(batches)
+    if centre - half <= 0:
+        return None  # too noisy for an interval: say so rather than clamp
+    return centre - half, centre + half
+
+
+@dataclass(frozen=True)
+class SteadyState:
+    warmup_steps: int
+    warmup_s: float
+    steady_steps: int
+    steady_s: float
+    step_mean_s: float | None
+    step_median_s: float | None
+    step_ci_s: tuple[float, float] | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "warmup_steps": self.warmup_steps,
+            "warmup_s": self.warmup_s,
+            "warmup_rule": f"MSER-{MSER_BATCH}",
+            "steady_steps": self.steady_steps,
+            "steady_s": self.steady_s,
+            "steady_step_s": self.step_mean_s,
+            "steady_step_median_s": self.step_median_s,
+            "steady_step_ci_s": list(self.step_ci_s) if self.step_ci_s else None,
+            "steady_step_ci_method": f"batch means ({CI_BATCHES} batches), t {CONFIDENCE:.0%}",
+        }
+
+
+def analyse(steps: Sequence[float]) -> SteadyState:
+    d = warmup_steps(steps)
+    steady = list(steps[d:])
+    return SteadyState(
+        warmup_steps=d,
+        warmup_s=math.fsum(steps[:d]),
+        steady_steps=len(steady),
+        steady_s=math.fsum(steady),
+        step_mean_s=statistics.fmean(steady) if steady else None,
+        step_median_s=statistics.median(steady) if steady else None,
+        step_ci_s=batch_means_interval(steady),
+    )
+
+
+def project(
+    state: SteadyState,
+    full_steps: int,
+    full_epochs: int,
+    epoch_gap_s: float,
+) -> dict[str, Any]:
+    """Projected full-schedule time with the within-cell interval of the step time.
+
+    ``epoch_gap_s`` is the measured time per epoch outside training steps, already
+    scaled to a full-size epoch."""
+    if state.step_mean_s is None:
+        return {"projected_full_s": None, "projection_basis": "no steady steps"}
+    remaining = max(full_steps - state.warmup_steps, 0)
+    fixed = state.warmup_s + max(epoch_gap_s, 0.0) * full_epochs
+
+    def at(step_s: float) -> float:
+        return fixed + step_s * remaining
+
+    out: dict[str, Any] = {
+        "projected_full_s": at(state.step_mean_s),
+        "projection_basis": "warmup+steady-steps",
+        "projected_full_ci_s": None,
+    }
+    if state.step_ci_s is not None:
+        out["projected_full_ci_s"] = [at(state.step_ci_s[0]), at(state.step_ci_s[1])]
+    return out
