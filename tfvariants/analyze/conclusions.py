@@ -12,7 +12,7 @@ from tfvariants.analyze.format import dur, money, sig3
 from tfvariants.analyze.pricing import Pricing
 
 if TYPE_CHECKING:
-    from tfvariants.analyze.analysis import Group, WorkloadReport
+    from tfvariants.analyze.groups import Group, WorkloadReport
 
 
 def interval_words(r: stats.Interval, invert: bool = False) -> str:

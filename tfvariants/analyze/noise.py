@@ -14,7 +14,7 @@ from tfvariants.analyze.decide import Settings
 from tfvariants.analyze.fields import get_path, median_of
 
 if TYPE_CHECKING:
-    from tfvariants.analyze.analysis import Group
+    from tfvariants.analyze.groups import Group
 
 NOISY_SHARE = 0.10  # other processes or steal above this share of the pinned CPUs
 

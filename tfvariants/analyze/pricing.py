@@ -20,6 +20,15 @@ from tfvariants.errors import UserError
 CATALOG_DIR = Path(__file__).parent / "catalogs"
 DEFAULT_CATALOG = "gce-2017"
 TIERS = ("preemptible", "on_demand")
+# Today's clouds say "spot" for what GCE called "preemptible" in 2017: one tier, two words.
+TIER_ALIASES = {"spot": "preemptible", "on-demand": "on_demand"}
+
+
+def normalize_tier(tier: str | None) -> str | None:
+    """The internal tier name for a user's or catalog's word (spot -> preemptible)."""
+    return TIER_ALIASES.get(tier, tier) if tier is not None else None
+
+
 _RULE_UNITS = {"per_second": 1, "per_minute": 60, "per_hour": 3600}
 _DATE = re.compile(r"\d{4}-\d{2}(-\d{2})?", re.ASCII)
 
@@ -87,6 +96,11 @@ class Catalog:
     default_tier: str
     default_gpu: str | None
     path: str
+    spot_word: str = "preemptible"  # how this catalog names the interruptible tier
+
+    def tier_word(self, tier: str) -> str:
+        """A tier in the catalog's own words (spot or preemptible; on-demand)."""
+        return self.spot_word if tier == "preemptible" else "on-demand"
 
     def instance(self, name: str) -> Instance:
         for inst in self.instances:
@@ -111,7 +125,10 @@ class Catalog:
                 if value is not None:
                     note = point.note
                     if want != tier:
-                        note = (f"no {tier} price as of {as_of}; {want} used " + note).strip()
+                        note = (
+                            f"no {self.tier_word(tier)} price as of {as_of}; "
+                            f"{self.tier_word(want)} used " + note
+                        ).strip()
                     return SelectedPrice(inst, value, want, point.as_of, note)
         return None
 
@@ -126,6 +143,7 @@ class CellCost:
     billed_seconds: float
     cost: float
     note: str = ""
+    tier_word: str = ""  # the tier in the catalog's own word (spot, preemptible, on-demand)
 
 
 def _where(path: str, inst: str | None, fld: str) -> str:
@@ -178,7 +196,8 @@ def parse_catalog(data: dict, path: str) -> Catalog:
     default = data.get("default", {})
     if not isinstance(default, dict):
         raise UserError(f"{_where(path, None, 'default')}: expected a table")
-    tier = default.get("tier", "on_demand")
+    spot_word = "spot" if _uses_spot(data) else "preemptible"
+    tier = normalize_tier(default.get("tier", "on_demand"))
     if tier not in TIERS:
         raise UserError(
             f"{_where(path, None, 'default.tier')}: expected one of {', '.join(TIERS)}, got {tier!r}"
@@ -225,6 +244,10 @@ def parse_catalog(data: dict, path: str) -> Catalog:
             where = _where(path, name, f"prices[{j}]")
             if not isinstance(rp, dict):
                 raise UserError(f"{where}: expected a table")
+            if "spot" in rp:
+                if "preemptible" in rp:
+                    raise UserError(f"{where}: give spot or preemptible, not both (one tier)")
+                rp = {("preemptible" if k == "spot" else k): v for k, v in rp.items()}
             unknown = set(rp) - {"as_of", "on_demand", "preemptible", "note"}
             if unknown:
                 raise UserError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
@@ -234,7 +257,7 @@ def parse_catalog(data: dict, path: str) -> Catalog:
             od = rp.get("on_demand")
             pe = rp.get("preemptible")
             if od is None and pe is None:
-                raise UserError(f"{where}: needs on_demand and/or preemptible")
+                raise UserError(f"{where}: needs on_demand and/or {spot_word}")
             points.append(
                 PricePoint(
                     date,
@@ -255,7 +278,20 @@ def parse_catalog(data: dict, path: str) -> Catalog:
         default_tier=tier,
         default_gpu=default.get("gpu") if isinstance(default.get("gpu"), str) else None,
         path=path,
+        spot_word=spot_word,
     )
+
+
+def _uses_spot(data: dict) -> bool:
+    """Does the catalog say "spot" (in its default tier or any price point)?"""
+    default = data.get("default")
+    if isinstance(default, dict) and default.get("tier") == "spot":
+        return True
+    for raw in data.get("instance") or []:
+        for rp in (raw.get("prices") or []) if isinstance(raw, dict) else []:
+            if isinstance(rp, dict) and "spot" in rp:
+                return True
+    return False
 
 
 def builtin_catalogs() -> list[str]:
@@ -297,8 +333,11 @@ class Pricing:
     overrides: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        self.tier = normalize_tier(self.tier)
         if self.tier is not None and self.tier not in TIERS:
-            raise UserError(f"unknown price tier {self.tier!r}: expected {' or '.join(TIERS)}")
+            raise UserError(
+                f"unknown price tier {self.tier!r}: expected spot (= preemptible) or on_demand"
+            )
         if self.as_of is not None and not valid_date(self.as_of):
             raise UserError(f"price date {self.as_of!r}: expected YYYY-MM or YYYY-MM-DD")
         for target in self.overrides.values():
@@ -355,6 +394,7 @@ class Pricing:
             billed,
             sel.per_hour * billed / 3600,
             note,
+            self.catalog.tier_word(sel.tier),
         )
 
 

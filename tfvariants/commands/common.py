@@ -35,8 +35,9 @@ def add_pricing(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pricing", default="gce-2017", metavar="NAME|FILE[@YYYY-MM]",
                    help="pricing catalog, optionally @YYYY-MM[-DD] for the price date "
                    "(default gce-2017; 'none' for no costs)")  # fmt: skip
-    p.add_argument("--price-tier", choices=("preemptible", "on_demand"), default=None,
-                   help="price tier (default: the catalog's)")  # fmt: skip
+    p.add_argument("--price-tier", choices=("spot", "preemptible", "on_demand"), default=None,
+                   help="price tier (default: the catalog's); spot and preemptible are one tier, "
+                   "shown in the catalog's own word")  # fmt: skip
     p.add_argument("--instance", action="append", default=[], metavar="VARIANT[@THREADS]=INSTANCE",
                    help="bill these cells as this catalog instance (repeatable)")  # fmt: skip
 

@@ -11,12 +11,20 @@ from pathlib import Path
 from typing import Any
 
 from tfvariants.analyze.stats import DEFAULT_REPEATS
-from tfvariants.commands import argtypes, common, rounds
+from tfvariants.commands import argtypes, common, compare_cluster, rounds
+from tfvariants.commands.matrix_args import (  # noqa: F401 (quick_scale: part of this command's API)
+    QUICK_SAMPLES,
+    checked,
+    default_threads,
+    parse_names,
+    quick_scale,
+    ready_variants,
+    run_options_for,
+    workload_spec,
+)
 from tfvariants.commands.outdir import check_writable
 from tfvariants.errors import UserError
 from tfvariants.plan.cell import MAX_THREADS
-
-QUICK_SAMPLES = 2000  # fallback when a workload's SPEC has no quick_samples
 
 
 def register(sub: Any) -> None:
@@ -68,64 +76,20 @@ def register(sub: Any) -> None:
                    help="with --resume: move files that cannot be read to OUT/quarantine/ "
                    "(and say so) instead of stopping")  # fmt: skip
     common.add_allow_mixed_hosts(p)
+    compare_cluster.register(p)
     p.set_defaults(func=run)
 
 
 # ---- argument parsing (UserError, one line, before anything is written) ----
 
 
-def _checked(option: str, parse: Any, text: str) -> Any:
-    """Run a shared argtypes parser at run time (values may come from run.json on
-    --resume), turning its error into the one-line UserError."""
-    try:
-        return parse(str(text))
-    except argparse.ArgumentTypeError as exc:
-        raise UserError(f"--{option}: {exc}") from None
-
-
 def parse_threads(text: str) -> list[int]:
-    return _checked("threads", argtypes.thread_list, text)
+    return checked("threads", argtypes.thread_list, text)
 
 
 def _parsed(option: str, parse: Any, value: Any) -> Any:
     """Command-line text through the shared parser; values already parsed pass."""
-    return _checked(option, parse, value) if isinstance(value, str) else value
-
-
-def parse_names(name: str, text: str) -> list[str]:
-    names = [p.strip() for p in text.split(",")]
-    if not text.strip() or any(not n for n in names):
-        raise UserError(f"--{name}: expected a comma list of names, got {text!r}")
-    return list(dict.fromkeys(names))
-
-
-def default_threads(cpus: int) -> list[int]:
-    """1..cpus; above 8 CPUs, powers of two plus cpus (64 thread counts help nobody)."""
-    if cpus <= 8:
-        return list(range(1, cpus + 1))
-    out, t = [], 1
-    while t < cpus:
-        out.append(t)
-        t *= 2
-    return [*out, cpus]
-
-
-def workload_spec(name: str) -> dict:
-    """The workload's SPEC without importing TensorFlow (workload modules don't)."""
-    try:
-        from workloads import registry
-
-        spec = getattr(registry.load(name), "SPEC", None)
-        return dict(spec) if isinstance(spec, dict) else {}
-    except Exception:  # a workload that can't load fails in its cells, with a reason
-        return {}
-
-
-def quick_scale(name: str) -> dict[str, int]:
-    """A quick cell trains on a sample of the data and stops after the (shorter) steady
-    window; the full schedule is projected from it."""
-    spec = workload_spec(name)
-    return {"samples": int(spec.get("quick_samples") or QUICK_SAMPLES)}
+    return checked(option, parse, value) if isinstance(value, str) else value
 
 
 def _available_workloads() -> list[str]:
@@ -194,25 +158,6 @@ def build_spec(args: argparse.Namespace, stored: dict | None = None) -> tuple[An
     return spec, variant_objs
 
 
-def run_options_for(spec: Any, workload: str) -> Any:
-    """RunOptions for a workload's cells: explicit --epochs/--samples beat quick scale."""
-    from tfvariants.execute.runner import RunOptions
-
-    o = spec.options
-    scale = (o.get("per_workload") or {}).get(workload, {})
-    return RunOptions(
-        epochs=o.get("epochs") or scale.get("epochs"),
-        samples=o.get("samples") or scale.get("samples"),
-        steps_per_epoch=o.get("steps_per_epoch"),
-        data=o.get("data", "synthetic"),
-        data_dir=o.get("data_dir"),
-        timeout_s=float(o.get("timeout_s", 1800.0)),
-        seed=int(o.get("seed", 0)),
-        min_steady_s=float(o.get("min_steady_s", 10.0)),
-        min_steady_steps=int(o.get("min_steady_steps", 100)),
-    )
-
-
 def _check_baseline(
     baseline: str | None, variants: tuple[str, ...], threads: tuple[int, ...]
 ) -> None:
@@ -227,34 +172,6 @@ def _check_baseline(
         )
     if parsed[1] is not None and parsed[1] not in threads:
         raise UserError(f"--baseline {baseline}: {parsed[1]} is not one of --threads")
-
-
-def _ready_variants(variant_objs: dict[str, Any], engine: str | None) -> dict[str, Any]:
-    """Stop before the sweep, not in the middle of it, when a variant cannot run here.
-    GPU variants on a host without a GPU are exempt: their cells are recorded as
-    skipped with that reason."""
-    import dataclasses
-
-    from tfvariants.variants import ensure_built, skip_reason
-
-    ready_objs = {}
-    problems = []
-    for name, variant in variant_objs.items():
-        if engine and variant.kind == "image":
-            variant = dataclasses.replace(variant, engine=engine)
-        ready_objs[name] = variant
-        if skip_reason(variant):
-            continue
-        # A requirement-spec variant is built on first use (cached by its specs).
-        done = ensure_built(variant, lambda line, n=name: print(f"  {n}: {line}", file=sys.stderr))
-        if done:
-            print(f"{name}: {done}", file=sys.stderr)
-        ready, detail = variant.readiness()
-        if not ready:
-            problems.append(f"{name}: {detail}")
-    if problems:
-        raise UserError("variant(s) not ready: " + "; ".join(problems))
-    return ready_objs
 
 
 def _store_variant_info(out: Path, info: dict[str, dict]) -> None:
@@ -305,6 +222,7 @@ def run(args: argparse.Namespace) -> int:
     from tfvariants.render.html import write_report
     from tfvariants.store.runfile import load_run
 
+    compare_cluster.check(args)
     stored = None
     if args.quarantine and not args.resume:
         raise UserError("--quarantine only applies to --resume")
@@ -315,6 +233,10 @@ def run(args: argparse.Namespace) -> int:
     spec, variant_objs = build_spec(args, stored)
     _check_baseline(args.baseline, spec.variants, spec.threads)
     pricing = common.pricing_from(args)
+    if args.dry_run:
+        return compare_cluster.dry_run(args, spec, pricing, Console(stderr=True, soft_wrap=True))
+    if args.executor == "ray":
+        compare_cluster.placement(spec, pricing)  # a cell with no node type: stop now
     name = ("quick-" if spec.options.get("quick") else "compare-") + datetime.now().strftime(
         "%Y%m%d-%H%M%S"
     )
@@ -322,14 +244,23 @@ def run(args: argparse.Namespace) -> int:
     report_path = args.output or Path("reports") / out.name / "index.html"
     check_writable(out)
     common.check_report_outputs(report_path, args.csv, results_dirs=[out])
-    variant_objs = _ready_variants(variant_objs, args.engine)
+    if args.executor == "ray":  # readiness is checked on the node that runs the cell
+        variant_objs = compare_cluster.with_engine(variant_objs, args.engine)
+    else:
+        variant_objs = ready_variants(variant_objs, args.engine)
 
     matrix = Matrix(spec, out)
     moved = matrix.prepare(
-        resume=args.resume, allow_mixed_hosts=args.allow_mixed_hosts, quarantine=args.quarantine
+        resume=args.resume,
+        allow_mixed_hosts=args.allow_mixed_hosts,
+        quarantine=args.quarantine,
+        hosts=[] if args.executor == "ray" else None,  # the nodes are declared as they join
     )  # the folder's checks come before any output: a refusal is one line
     # After the folder's checks (a refusal must not wait for it), before any cell.
-    probe_variants(spec.variant_info, variant_objs, probe=not args.no_probe)
+    # (With --executor ray the cells run on other machines: this host's oneDNN says nothing.)
+    probe_variants(
+        spec.variant_info, variant_objs, probe=not args.no_probe and args.executor != "ray"
+    )
     _store_variant_info(out, spec.variant_info)
 
     console = Console(stderr=True, soft_wrap=True)
@@ -348,14 +279,23 @@ def run(args: argparse.Namespace) -> int:
             cell, variant_objs[cell.variant], run_options_for(spec, cell.workload), cells_dir
         )
 
-    next_round, rule = rounds.adaptive_hook(spec, args.baseline, console)
-    before = (stored or {}).get("adaptive") or {}
-    outcome = matrix.run(
-        run_cell=run_one, resume=args.resume, console=console, next_round=next_round,
-        budget_s=spec.options.get("budget_s"), spent_before=float(before.get("spent_s") or 0.0),
-    )  # fmt: skip
-    if rule is not None:
-        rounds.record(out, rule, spec, before, outcome, console)
+    if args.executor == "ray":
+        if spec.options.get("budget_s"):
+            console.print(
+                "adaptive repeats (--budget) are not used with --executor ray: the "
+                f"{spec.repeats} repeat(s) run on the cluster",
+                highlight=False,
+            )
+        outcome = compare_cluster.run_on_ray(args, spec, variant_objs, pricing, out, console)
+    else:
+        next_round, rule = rounds.adaptive_hook(spec, args.baseline, console)
+        before = (stored or {}).get("adaptive") or {}
+        outcome = matrix.run(
+            run_cell=run_one, resume=args.resume, console=console, next_round=next_round,
+            budget_s=spec.options.get("budget_s"), spent_before=float(before.get("spent_s") or 0.0),
+        )  # fmt: skip
+        if rule is not None:
+            rounds.record(out, rule, spec, before, outcome, console)
     ok, skipped = outcome.count("ok"), outcome.count("skipped")
     failed, timeout = outcome.count("failed"), outcome.count("timeout")
     console.print(

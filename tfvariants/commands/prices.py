@@ -1,27 +1,51 @@
-"""`tfvariants prices`: show a pricing catalog."""
+"""`tfvariants prices`: show a pricing catalog, or build one from a CSV (`prices import`)."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import json
+from datetime import date
+from pathlib import Path
 from typing import Any
 
-from tfvariants.commands import common
+from tfvariants.commands import argtypes, common
+from tfvariants.errors import UserError
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "prices",
-        help="show a cloud pricing catalog",
-        description="Print a pricing catalog (built-in name or TOML file) as a table.",
+        help="show a cloud pricing catalog, or import one from a CSV",
+        description="Print a pricing catalog (built-in name or TOML file) as a table. "
+        "`prices import CSV -o FILE.toml` builds a catalog from a SkyPilot catalog CSV "
+        "(vms.csv) or a simple CSV with the columns instance,vcpus,gpu,on_demand,spot,region,date.",
     )
-    p.add_argument("--catalog", default="gce-2017", help="built-in NAME or FILE (default gce-2017)")
+    p.add_argument("action", nargs="?", choices=("show", "import"), default="show")
+    p.add_argument("csv", nargs="?", type=Path, help="import: the CSV file")
+    p.add_argument(
+        "--catalog", default="gce-2017", help="show: built-in NAME or FILE (default gce-2017)"
+    )
     common.add_json(p)
+    p.add_argument(
+        "-o", "--output", type=Path, default=None, help="import: the catalog TOML to write"
+    )
+    p.add_argument("--region", default=None,
+                   help="import: region to take (required for SkyPilot files)")  # fmt: skip
+    p.add_argument("--match", default=None,
+                   help="import: comma list of instance names, NAME* for a prefix (default all)")  # fmt: skip
+    p.add_argument("--name", default=None,
+                   help="import: catalog name (default: the output file's stem)")  # fmt: skip
+    p.add_argument("--as-of", default=None,
+                   help="import: price date for SkyPilot files, YYYY-MM[-DD] (default today)")  # fmt: skip
+    p.add_argument("--minimum-seconds", type=argtypes.positive_float, default=60.0,
+                   help="import: billing minimum with per-second billing (default 60: GCE and AWS)")  # fmt: skip
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.action == "import":
+        return run_import(args)
     from tfvariants.analyze.pricing import builtin_catalogs, load_catalog
 
     cat = load_catalog(args.catalog)
@@ -41,14 +65,14 @@ def run(args: argparse.Namespace) -> int:
                 "-" if p.preemptible is None else f"{p.preemptible:.4f}",
                 p.note,
             ])  # fmt: skip
-    od, pe = f"on-demand {cat.currency}/h", f"preemptible {cat.currency}/h"
+    od, pe = f"on-demand {cat.currency}/h", f"{cat.spot_word} {cat.currency}/h"
     common.print_table(
         f"{cat.name}: {cat.title}",
         ["instance", "vCPUs", "GPU", "as of", od, pe, "note"],
         rows,
         right=("vCPUs", od, pe),
     )
-    default = f"default selection: {cat.default_tier.replace('_', '-')}"
+    default = f"default selection: {cat.tier_word(cat.default_tier)}"
     if cat.default_as_of:
         default += f" prices as of {cat.default_as_of}"
     # print(), not rich: a catalog's text may hold anything, e.g. "[/]".
@@ -77,3 +101,34 @@ def catalog_json(cat: Any) -> dict[str, Any]:
         ],
         "file": cat.path,
     }
+
+
+def run_import(args: argparse.Namespace) -> int:
+    import sys
+
+    import tomllib
+
+    from tfvariants.analyze import catalog_import as ci
+    from tfvariants.analyze.pricing import parse_catalog, valid_date
+
+    if args.csv is None or args.output is None:
+        raise UserError("prices import needs a CSV file and -o OUT.toml")
+    if args.output.is_dir():
+        raise UserError(f"-o {args.output}: is a folder; give a .toml file path")
+    as_of = args.as_of or date.today().isoformat()
+    if not valid_date(as_of):
+        raise UserError(f"--as-of: expected a real YYYY-MM or YYYY-MM-DD, got {as_of!r}")
+    match = [m.strip() for m in args.match.split(",") if m.strip()] if args.match else []
+    imported = ci.read_csv(args.csv, region=args.region, as_of=as_of, match=match)
+    where = f", region {args.region}" if args.region else ""
+    source = f"{args.csv.name}{where}, imported {date.today().isoformat()}"
+    text = ci.to_toml(imported, name=args.name or args.output.stem, source=source,
+                      minimum_s=args.minimum_seconds)  # fmt: skip
+    parse_catalog(tomllib.loads(text), str(args.output))  # the same checks as any catalog
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(text, encoding="utf-8")
+    for w in imported.warnings:
+        print(f"tfvariants: warning: {w}", file=sys.stderr)
+    print(f"{args.output}: {len(imported.rows)} instance(s); show with: "
+          f"tfvariants prices --catalog {args.output}")  # fmt: skip
+    return 0

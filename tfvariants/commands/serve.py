@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tfvariants.commands import argtypes
-from tfvariants.commands.compare import _checked, _ready_variants, default_threads, parse_names
+from tfvariants.commands.matrix_args import checked, default_threads, parse_names, ready_variants
 from tfvariants.commands.outdir import check_writable
 from tfvariants.errors import UserError
 
@@ -110,11 +110,11 @@ def register(sub: Any) -> None:
 
 
 def _duration(option: str, text: str) -> float:
-    return _checked(option, argtypes.duration_s, text)
+    return checked(option, argtypes.duration_s, text)
 
 
 def parse_positive(option: str, text: str, hi: int = argtypes.MAX_COUNT) -> int:
-    return _checked(option, lambda t: argtypes.whole_number(t, 1, hi), text)
+    return checked(option, lambda t: argtypes.whole_number(t, 1, hi), text)
 
 
 def parse_rate(option: str, text: str) -> float:
@@ -166,7 +166,7 @@ def build_serve_spec(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
         for p in paths:
             if p not in ("inprocess", "http"):
                 raise UserError(f"--path: unknown path {p!r} (inprocess, http; or --target URL)")
-    threads = (_checked("threads", argtypes.thread_list, args.threads) if args.threads
+    threads = (checked("threads", argtypes.thread_list, args.threads) if args.threads
                else default_threads(logical_cpus()))  # fmt: skip
     variants = parse_names("variants", args.variants)
     min_d, max_d = (
@@ -192,7 +192,7 @@ def build_serve_spec(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
         "batch_timeout_ms": _duration("batch-timeout", args.batch_timeout) * 1e3,
         "encoding": args.encoding,
         "target_url": args.target, "target_model": args.target_model,
-        "timeout_s": _checked("timeout", argtypes.positive_float, args.timeout),
+        "timeout_s": checked("timeout", argtypes.positive_float, args.timeout),
     }  # fmt: skip
     repeats = parse_positive("repeats", args.repeats)
     variant_objs = {v: get_variant(v, args.variants_file) for v in variants}
@@ -255,7 +255,7 @@ def run(args: argparse.Namespace) -> int:
     if args.target:
         for m in spec.models:
             _check_target(args.target, args.target_model or m)
-    variant_objs = _ready_variants(variant_objs, args.engine)
+    variant_objs = ready_variants(variant_objs, args.engine)
     out = args.out or Path("results") / f"serve-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     report_path = args.report or Path("reports") / out.name / "index.html"
     if args.resume and not (out / "run.json").is_file():

@@ -110,6 +110,17 @@ def _stop_group(proc: subprocess.Popen[bytes]) -> None:
             continue
 
 
+def _die_with_parent() -> None:
+    """In the worker (before exec): get SIGKILL when the process that started it dies,
+    e.g. a Ray worker lost with its node, so no orphan keeps measuring."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: best effort
+
+
 def _wait_blocking(
     proc: subprocess.Popen[bytes], timeout_s: float, command: list[str]
 ) -> tuple[int | None, bool]:
@@ -227,6 +238,7 @@ def _execute(
     config: dict[str, Any],
 ) -> dict[str, Any]:
     def preexec() -> None:
+        _die_with_parent()
         # Pin before exec: TensorFlow sizes some pools from the affinity it starts with.
         if variant.pins_on_host() and hasattr(os, "sched_setaffinity"):
             os.sched_setaffinity(0, plan.cpus)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from tfvariants.analyze.analysis import WorkloadReport
+from tfvariants.analyze.groups import WorkloadReport
 from tfvariants.analyze.pricing import Pricing
 from tfvariants.render.svgchart import PALETTE, Bar, bar_chart
 

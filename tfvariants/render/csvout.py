@@ -83,7 +83,7 @@ def csv_rows(analysis: Analysis) -> list[dict[str, Any]]:
             "peak_rss_bytes": get_path(r, "memory", "peak_rss_bytes"),
             "oversubscribed": bool(get_path(r, "requested", "oversubscribed")),
             "instance": cost.instance if cost else "", "price_per_hour": cost.per_hour if cost else "",
-            "price_tier": cost.tier if cost else "", "billed_seconds": cost.billed_seconds if cost else "",
+            "price_tier": (cost.tier_word or cost.tier) if cost else "", "billed_seconds": cost.billed_seconds if cost else "",
             "cost": round(cost.cost, 6) if cost else "",
             "warmup_steps": get_path(r, "timing", "warmup_steps"),
             "steady_steps": get_path(r, "timing", "steady_steps"),

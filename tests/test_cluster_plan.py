@@ -1,0 +1,217 @@
+"""Today's catalogs, the spot/preemptible tier words, `prices import`, the dry-run bill
+and the run.json host declarations (no Ray needed)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.resultfactory import make_result, write_results
+from tfvariants.analyze.pricing import load_catalog, parse_pricing_option
+from tfvariants.cli import main
+from tfvariants.errors import UserError
+from tfvariants.store.runhosts import declare_hosts, ray_node_entry
+
+SKY = """InstanceType,vCPUs,MemoryGiB,AcceleratorName,AcceleratorCount,GpuInfo,Region,AvailabilityZone,Price,SpotPrice
+n2d-highcpu-64,64.0,64.0,,,,us-central1,us-central1-a,1.99603,0.41434
+n2d-highcpu-64,64.0,64.0,,,,us-central1,us-central1-b,1.99603,0.41434
+n2d-highcpu-64,64.0,64.0,,,,europe-west4,europe-west4-a,2.1975,0.42752
+n4-standard-2,2.0,8.0,,,,us-central1,us-central1-a,0.09477,
+p5.48xlarge,192.0,2048.0,H100,8,,us-central1,x,4.20076,7.60804
+,,,H100,1,{},us-central1,us-central1-a,4.20076,2.253
+"""
+SIMPLE_HEAD = "instance,vcpus,gpu,on_demand,spot,region,date\n"
+
+
+def test_builtin_catalogs_today_say_spot_and_validate():
+    gce = load_catalog("gce-2026")
+    assert gce.spot_word == "spot" and gce.default_tier == "preemptible"
+    assert gce.tier_word("preemptible") == "spot"
+    n2 = gce.instance("n2-highcpu-8")
+    sel = gce.price(n2)
+    assert (sel.per_hour, sel.tier) == (0.082, "preemptible")
+    for inst in gce.instances:
+        for p in inst.prices:
+            assert p.preemptible is None or p.preemptible < p.on_demand
+    assert gce.instance("a2-highgpu-1g").gpu_type == "A100"
+    assert load_catalog("aws-2026").instance("c7i.2xlarge").prices[0].on_demand == 0.357
+    assert load_catalog("gce-2017").tier_word("preemptible") == "preemptible"
+
+
+def test_spot_and_preemptible_are_one_tier():
+    a = parse_pricing_option("gce-2026", tier="spot")
+    b = parse_pricing_option("gce-2026", tier="preemptible")
+    assert a.tier == b.tier == "preemptible"
+    assert a.cost("local", 8, 3600).cost == pytest.approx(0.082)
+
+
+def test_catalog_with_spot_and_preemptible_in_one_point_is_refused(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(
+        'name = "b"\nsource = "s"\n[billing]\nrule = "per_second"\n[[instance]]\nname = "x"\n'
+        'vcpus = 1\nprices = [{ as_of = "2026-11", spot = 0.1, preemptible = 0.1 }]\n'
+    )
+    with pytest.raises(UserError, match="spot or preemptible, not both"):
+        load_catalog(str(bad))
+
+
+def test_import_skypilot_csv(tmp_path, capsys):
+    src = tmp_path / "vms.csv"
+    src.write_text(SKY)
+    out = tmp_path / "mine.toml"
+    assert main(["prices", "import", str(src), "-o", str(out), "--region", "us-central1",
+                 "--as-of", "2026-11-22"]) == 0  # fmt: skip
+    err = capsys.readouterr().err
+    assert "p5.48xlarge: spot 7.60804 above on-demand 4.20076: spot dropped" in err
+    assert "1 accelerator-only row(s) skipped" in err
+    cat = load_catalog(str(out))
+    assert cat.spot_word == "spot"
+    n2d = cat.instance("n2d-highcpu-64").prices[0]
+    assert (n2d.on_demand, n2d.preemptible, n2d.as_of) == (1.99603, 0.41434, "2026-11-22")
+    p5 = cat.instance("p5.48xlarge")
+    assert (p5.gpu_type, p5.gpu_count, p5.prices[0].preemptible) == ("H100", 8, None)
+    assert cat.instance("n4-standard-2").prices[0].preemptible is None
+    assert cat.billing.minimum_seconds == 60
+    # --match picks instances; a SkyPilot file needs a region
+    assert main(["prices", "import", str(src), "-o", str(out), "--region", "us-central1",
+                 "--match", "n2d-*"]) == 0  # fmt: skip
+    assert [i.name for i in load_catalog(str(out)).instances] == ["n2d-highcpu-64"]
+    assert main(["prices", "import", str(src), "-o", str(tmp_path / "x.toml")]) == 2
+    assert "choose one with --region" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ("big,8,,nan,,r,2026-11", "a price must be finite and > 0"),
+        ("big,8,,0,,r,2026-11", "a price must be finite and > 0"),
+        ("big,8,,-1,,r,2026-11", "a price must be finite and > 0"),
+        ("big,8,,inf,,r,2026-11", "a price must be finite and > 0"),
+        ("big,2.5,,1,,r,2026-11", "whole number of vCPUs"),
+        ("big,8,,1,,r,2026-13", "date: expected a real"),
+        ("big,8,,1,,r,2026-02-30", "date: expected a real"),
+        ("big,8,,,,r,2026-11", "needs on_demand and/or spot"),
+        ("big,8,two L4,1,,r,2026-11", "gpu: expected"),
+    ],
+)
+def test_import_simple_csv_rejects_bad_rows_in_one_line(tmp_path, capsys, row, message):
+    src = tmp_path / "p.csv"
+    src.write_text(SIMPLE_HEAD + "ok,4,,0.2,0.05,r,2026-11\n" + row + "\n")
+    out = tmp_path / "p.toml"
+    assert main(["prices", "import", str(src), "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"{src}:3" in err and message in err
+    assert not out.exists()
+
+
+def test_import_simple_csv(tmp_path):
+    src = tmp_path / "p.csv"
+    src.write_text(SIMPLE_HEAD + "c4-highcpu-8,8,,0.37,0.11,us-central1,2026-11-20\n"
+                   "g2-standard-4,4,1x L4,0.71,0.28,us-central1,2026-11\n")  # fmt: skip
+    out = tmp_path / "p.toml"
+    assert main(["prices", "import", str(src), "-o", str(out)]) == 0
+    cat = load_catalog(str(out))
+    assert cat.default_as_of == "2026-11-20"  # the latest row: every row is selected
+    pricing = parse_pricing_option(str(out))
+    assert pricing.cost("gpu", 8, 10, device="gpu").instance == "g2-standard-4"
+    assert pricing.cost("local", 8, 3600).per_hour == 0.11
+
+
+def test_dry_run_prints_node_types_and_bill(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    code = main(["compare", "--executor", "ray", "--dry-run", "--threads", "8,16",
+                 "--variants", "local,gpu", "--workloads", "cifar10_cnn", "--repeats", "2",
+                 "--epochs", "1", "--pricing", "gce-2026", "--instance", "gpu=a2-highgpu-1g",
+                 "--out", str(tmp_path / "r")])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "8 cells on a Ray cluster 3 node type(s)" in err
+    for name in ("n2d-highcpu-8", "n2d-highcpu-16", "a2-highgpu-1g"):
+        assert name in err
+    assert "times are ROUGH" in err and "estimated bill" in err
+    # One epoch of cifar10_cnn: the study's 3151.5 s / 20 epochs (pip, 8 vCPUs) + 15 s per
+    # cell, 2 cells = 346 s billed at 0.05179 $/h (n2d-highcpu-8 spot, the cheapest 8-vCPU)
+    assert "$0.00498" in err
+    # the GPU: the K80's 763.2 s / 20 + 15 s, 4 cells = 213 s at 1.44296 $/h
+    assert "$0.0854" in err
+    assert not (tmp_path / "r").exists()  # a dry run writes nothing
+
+
+def test_dry_run_estimates_from_an_earlier_run(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    runs = [make_result("local", t, "mnist_mlp", r, steady_epoch_s=10.0) for t in (8, 16)
+            for r in range(2)]  # fmt: skip
+    write_results(tmp_path / "before", runs)
+    code = main(["compare", "--dry-run", "--threads", "8,16", "--variants", "local",
+                 "--workloads", "mnist_mlp", "--repeats", "1", "--pricing", "gce-2026",
+                 "--price-tier", "on_demand", "--estimate-from", str(tmp_path / "before")])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "times from" in err and "ROUGH" not in err
+    assert "on-demand" in err
+    # the stored cells took 10 * 1.5 + 10 + 3 = 28 s each (warm-up + steady + overhead)
+    assert "28 s" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--threads", "12", "--executor", "ray"], "no instance with exactly 12 vCPUs"),
+        (["--threads", "8", "--ray-address", "127.0.0.1:1"], "need --executor ray"),
+        (["--threads", "8", "--estimate-from", "x"], "is for --dry-run"),
+        (["--threads", "8", "--dry-run", "--estimate-from", "nope"], "not a results folder"),
+    ],
+)
+def test_cluster_option_errors_are_one_line(tmp_path, capsys, args, message):
+    code = main(["compare", "--variants", "local", "--workloads", "mnist_mlp",
+                 "--pricing", "gce-2026", "--out", str(tmp_path / "r"), *args])  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and message in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "r").exists()
+
+
+def test_declare_hosts_merges_ray_nodes(tmp_path):
+    from tfvariants.plan.spec import MatrixSpec
+    from tfvariants.store.runfile import new_run, write_run
+
+    spec = MatrixSpec(("x",), (1,), ("mnist_mlp",), 1, {}, {})
+    write_run(tmp_path, new_run(spec, [{"host_id": "abc", "kind": "local", "label": "this host"}]))
+    a = ray_node_entry(node_id="n1" * 10, hostname="h1", instance="n2-highcpu-8", simulated=False)
+    b = ray_node_entry(node_id="n2" * 10, hostname="h1", instance="sim-1", simulated=True)
+    assert declare_hosts(tmp_path, [a, b]) == 2
+    assert declare_hosts(tmp_path, [a]) == 0
+    run = json.loads((tmp_path / "run.json").read_text())
+    assert run["variants"] == ["x"]
+    assert [h["kind"] for h in run["hosts"]] == ["local", "ray-node", "ray-node"]
+    assert run["hosts"][1]["simulated"] is False and "real instance" in run["hosts"][1]["label"]
+    assert run["hosts"][2]["host_id"] == run["hosts"][1]["host_id"]  # same machine
+
+
+def test_2017_speeds_at_todays_prices(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.chdir(tmp_path)
+    code = main(["compare", "--dry-run", "--estimate-from", "study-2017", "--threads", "8",
+                 "--variants", "local,gpu", "--workloads", "cifar10_cnn", "--repeats", "1",
+                 "--pricing", "gce-2026", "--instance", "8=n2-highcpu-8",
+                 "--instance", "gpu=a2-highgpu-1g"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "2017 speeds at today's prices" in err and "ROUGH" not in err
+    # the study's cifar10_cnn: pip on 8 vCPUs 3151.5 s, K80 763.2 s; no overhead added
+    assert "$0.0718" in err  # 3151.5 s x 0.082 $/h (n2-highcpu-8 spot)
+    assert "$0.306" in err  # 763.2 s x 1.44296 $/h (a2-highgpu-1g spot)
+
+
+def test_report_and_csv_show_the_catalogs_tier_word(tmp_path):
+    from tfvariants.render.html import write_report
+
+    runs = [make_result("local", 8, "mnist_mlp", r) for r in range(2)]
+    write_results(tmp_path / "r", runs)
+    report, csv_path = tmp_path / "rep.html", tmp_path / "cells.csv"
+    write_report(tmp_path / "r", report, pricing=parse_pricing_option("gce-2026"),
+                 csv_path=csv_path)  # fmt: skip
+    html = report.read_text()
+    assert "gce-2026 (spot, as of 2026-11)" in html
+    assert "spot price as of 2026-11" in html
+    assert ",spot," in csv_path.read_text()

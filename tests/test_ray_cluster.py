@@ -1,0 +1,277 @@
+"""`compare --executor ray` on a real multi-node Ray cluster on this machine (loopback
+only): two simulated instance types, one cell per node at a time, a node killed mid-cell,
+then --resume. Cells go through the real runner with a stand-in worker (a 'venv'
+variant whose interpreter is a script), so no TensorFlow is needed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.ray
+ROOT = Path(__file__).resolve().parent.parent
+
+# Ray binds the external interface unless told otherwise (DESIGN.md): keep it on loopback.
+os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+
+STUB = """#!{python}
+import json, os, sys, time
+sys.path.insert(0, {root!r})
+from tests.resultfactory import make_result
+args = sys.argv[1:]
+if args[:1] == ["-c"]:
+    sys.exit(0)  # the readiness probe: this stand-in "has TensorFlow"
+if "--request" in args:
+    req = json.loads(args[args.index("--request") + 1])
+    result_path, cell = req["result"], req["cell"]
+else:
+    result_path = args[args.index("--result") + 1]
+    cell = json.loads(args[args.index("--cell") + 1])
+control = {control!r}
+hang = os.path.join(control, "hang-" + str(cell["threads"]) + "-" + str(cell["repeat"]))
+if os.path.exists(hang):
+    os.remove(hang)  # hang once: the rerun after --resume finishes
+    with open(os.path.join(control, "pid"), "w") as fh:
+        fh.write(str(os.getpid()))
+    time.sleep(120)
+time.sleep(0.7)
+data = make_result(cell["variant"], cell["threads"], cell["workload"], cell["repeat"])
+data["cell"] = cell
+tmp = result_path + ".tmp"
+with open(tmp, "w") as fh:
+    json.dump(data, fh)
+os.replace(tmp, result_path)
+"""
+
+CATALOG = """
+name = "sim"
+source = "test catalog"
+[billing]
+rule = "per_second"
+minimum_seconds = 60
+[default]
+as_of = "2026-11"
+tier = "spot"
+[[instance]]
+name = "sim-1"
+vcpus = 1
+prices = [{ as_of = "2026-11", on_demand = 0.04, spot = 0.01 }]
+[[instance]]
+name = "sim-2"
+vcpus = 2
+prices = [{ as_of = "2026-11", on_demand = 0.08, spot = 0.02 }]
+[[instance]]
+name = "sim-4"
+vcpus = 4
+prices = [{ as_of = "2026-11", on_demand = 0.16, spot = 0.04 }]
+"""
+
+
+def _ray():
+    try:
+        import ray  # noqa: F401
+        from ray.cluster_utils import Cluster
+    except ImportError:
+        if os.environ.get("TFV_REQUIRE_RAY") == "1":
+            pytest.fail("Ray is required (TFV_REQUIRE_RAY=1): pip install 'tfvariants[ray]'")
+        pytest.skip("Ray not installed: pip install 'tfvariants[ray]'")
+    return Cluster
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    Cluster = _ray()
+    local = {"node_ip_address": "127.0.0.1", "include_dashboard": False}
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, **local})
+    nodes = {
+        "sim-1": c.add_node(num_cpus=1, resources={"sim-1": 1}, **local),
+        "sim-2": c.add_node(num_cpus=1, resources={"sim-2": 1}, **local),
+    }
+    c.wait_for_nodes()
+    c.test_nodes = nodes
+    yield c
+    c.shutdown()
+
+
+@pytest.fixture
+def setup(tmp_path):
+    control = tmp_path / "control"
+    control.mkdir()
+    stub = tmp_path / "stub_python"
+    stub.write_text(STUB.format(python=sys.executable, root=str(ROOT), control=str(control)))
+    stub.chmod(stub.stat().st_mode | stat.S_IXUSR)
+    variants = tmp_path / "variants.toml"
+    variants.write_text(f'[variants.stub]\nkind = "venv"\npython = "{stub}"\n')
+    catalog = tmp_path / "sim.toml"
+    catalog.write_text(CATALOG)
+    return tmp_path, control, variants, catalog
+
+
+def _compare(cluster, tmp_path, variants, catalog, *extra, names="stub", out="run"):
+    cmd = [
+        sys.executable, "-m", "tfvariants", "compare", "--executor", "ray",
+        "--ray-address", cluster.address, "--variants", names, "--variants-file", str(variants),
+        "--workloads", "mnist_mlp", "--pricing", str(catalog),
+        "--out", str(tmp_path / out), "--output", str(tmp_path / "report" / "index.html"),
+        *extra,
+    ]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=tmp_path)  # fmt: skip
+
+
+def _cells(out: Path) -> dict[str, dict]:
+    return {p.stem: json.loads(p.read_text()) for p in sorted((out / "cells").glob("*.json"))}
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return not Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+
+
+def test_matrix_across_two_instance_types_node_loss_and_resume(cluster, setup):
+    tmp_path, control, variants, catalog = setup
+    (control / "hang-1-0").touch()  # the first sim-1 cell hangs until its node is killed
+    proc = _compare(cluster, tmp_path, variants, catalog, "--threads", "1,2", "--repeats", "3")
+    pid_file = control / "pid"
+    deadline = time.monotonic() + 90
+    while not pid_file.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert pid_file.exists(), proc.communicate()[1]
+    time.sleep(0.3)
+    hung = int(pid_file.read_text())
+    cluster.remove_node(cluster.test_nodes["sim-1"])
+    # A replacement of the same type joins (an autoscaler would start one).
+    cluster.test_nodes["sim-1"] = cluster.add_node(
+        num_cpus=1, resources={"sim-1": 1}, node_ip_address="127.0.0.1"
+    )
+    _stdout, stderr = proc.communicate(timeout=150)
+    assert proc.returncode == 1, stderr  # one cell failed
+
+    out = tmp_path / "run"
+    cells = _cells(out)
+    assert len(cells) == 6
+    lost = cells.pop("mnist_mlp__stub__t1__r0")
+    assert lost["status"] == "failed"
+    assert "node lost mid-cell (sim-1)" in lost["reason"]
+    assert all(r["status"] == "ok" for r in cells.values()), {
+        k: r.get("reason") for k, r in cells.items()
+    }
+    # Ray's dump about the dead node is in the cell's log, not on the terminal.
+    log = (out / "logs" / "mnist_mlp__stub__t1__r0.log").read_text()
+    assert "node it was running on is dead" in log
+    assert "node it was running on is dead" not in stderr
+    assert "mnist_mlp__stub__t1__r0" in stderr  # the summary names the failed cell
+    # The worker of the lost cell did not outlive its node.
+    deadline = time.monotonic() + 15
+    while _alive(hung) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(hung)
+
+    # Each cell ran on a node of its type, with the node's facts recorded...
+    by_node: dict[str, list[tuple[float, float]]] = {}
+    for r in cells.values():
+        node = r["node"]
+        assert node["instance"] == f"sim-{r['cell']['threads']}"
+        assert node["simulated"] is True and node["real_instance"] is False
+        assert node["kind"].startswith("simulated")
+        assert node["cpus"] == os.cpu_count() and node["hostname"] and node["cpu_model"]
+        assert r["requested"]["threads"] == r["cell"]["threads"]
+        by_node.setdefault(node["node_id"], []).append(
+            (node["task_started_at"], node["task_finished_at"])
+        )
+    # ...and never two at a time on one node.
+    assert len(by_node) == 2  # sim-2 and the replacement sim-1 (the lost one finished none)
+    for spans in by_node.values():
+        spans.sort()
+        for (_s0, e0), (s1, _e1) in zip(spans, spans[1:], strict=False):
+            assert s1 >= e0, f"overlapping cells on one node: {spans}"
+    run = json.loads((out / "run.json").read_text())
+    declared = [h for h in run["hosts"] if h["kind"] == "ray-node"]
+    assert {h["node_id"] for h in declared} >= set(by_node)
+    assert all(h["simulated"] is True for h in declared)
+
+    # --resume runs only the lost cell and leaves the finished ones untouched.
+    before = {cid: _digest(out / "cells" / f"{cid}.json") for cid in cells}
+    proc = _compare(cluster, tmp_path, variants, catalog, "--resume")
+    _stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    after = _cells(out)
+    assert after["mnist_mlp__stub__t1__r0"]["status"] == "ok"
+    assert {cid: _digest(out / "cells" / f"{cid}.json") for cid in cells} == before
+    assert "1 run now" in stderr
+
+
+def test_missing_node_type_and_missing_variant_fail_with_reasons(cluster, setup):
+    tmp_path, control, variants, catalog = setup
+    variants.write_text(
+        variants.read_text() + '[variants.nowhere]\nkind = "venv"\npython = "/no/such/python"\n'
+    )
+    proc = _compare(cluster, tmp_path, variants, catalog, "--threads", "2,4", "--repeats", "1",
+                    "--node-wait", "1", names="stub,nowhere")  # fmt: skip
+    _o, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 1, stderr
+    cells = _cells(tmp_path / "run")
+    assert cells["mnist_mlp__stub__t2__r0"]["status"] == "ok"
+    for cid in ("mnist_mlp__stub__t4__r0", "mnist_mlp__nowhere__t4__r0"):
+        assert cells[cid]["status"] == "failed"
+        assert "no node of type sim-4 joined the cluster within 1 s" in cells[cid]["reason"]
+    missing = cells["mnist_mlp__nowhere__t2__r0"]
+    assert missing["status"] == "failed"
+    assert "variant 'nowhere' is not available on node" in missing["reason"]
+    assert "interpreter not found: /no/such/python" in missing["reason"]
+
+
+def test_ctrl_c_stops_the_cells_in_flight_and_resume_finishes(cluster, setup):
+    import signal
+
+    tmp_path, control, variants, catalog = setup
+    (control / "hang-2-0").touch()
+    proc = _compare(cluster, tmp_path, variants, catalog, "--threads", "2", "--repeats", "2")
+    pid_file = control / "pid"
+    deadline = time.monotonic() + 90
+    while not pid_file.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert pid_file.exists(), proc.communicate()[1]
+    hung = int(pid_file.read_text())
+    proc.send_signal(signal.SIGINT)
+    _o, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "--resume" in stderr
+    assert not (tmp_path / "run" / "cells" / "mnist_mlp__stub__t2__r0.json").exists()
+    deadline = time.monotonic() + 15
+    while _alive(hung) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(hung)  # the node stopped the worker of the cancelled cell
+    proc = _compare(cluster, tmp_path, variants, catalog, "--resume")
+    _o, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    assert {r["status"] for r in _cells(tmp_path / "run").values()} == {"ok"}
+
+
+def test_cell_timeout_on_a_node_is_a_timeout_result(cluster, setup):
+    tmp_path, control, variants, catalog = setup
+    (control / "hang-2-0").touch()
+    proc = _compare(cluster, tmp_path, variants, catalog, "--threads", "2", "--repeats", "1",
+                    "--timeout", "3")  # fmt: skip
+    _o, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 1, stderr
+    result = _cells(tmp_path / "run")["mnist_mlp__stub__t2__r0"]
+    assert result["status"] == "timeout" and "3 s timeout" in result["reason"]
+    assert result["node"]["instance"] == "sim-2"

@@ -1,0 +1,225 @@
+"""`tfvariants prices import`: a catalog TOML from a SkyPilot catalog CSV (vms.csv) or a
+simple CSV (instance, vcpus, gpu, on_demand, spot, region, date).
+
+Validation is as strict as for TOML catalogs: prices finite and > 0, vCPUs whole and
+positive, dates real; a malformed row is one error naming the file, line and field. A
+spot price above on-demand (seen in SkyPilot's H100 rows) is dropped and noted.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+from tfvariants.analyze.pricing import valid_date
+from tfvariants.errors import UserError
+
+SKYPILOT_HEADER = ("InstanceType", "vCPUs", "AcceleratorName", "AcceleratorCount", "Region",
+                   "Price", "SpotPrice")  # fmt: skip
+SIMPLE_HEADER = ("instance", "vcpus", "gpu", "on_demand", "spot", "region", "date")
+_GPU = re.compile(r"^(?:(\d+)\s*x\s*)?([A-Za-z0-9][\w.-]*)$")
+
+
+@dataclass
+class Row:
+    instance: str
+    vcpus: int
+    gpu_type: str | None
+    gpu_count: int
+    on_demand: float | None
+    spot: float | None
+    as_of: str
+    note: str = ""
+
+
+@dataclass
+class Imported:
+    rows: list[Row]
+    warnings: list[str]
+
+
+def _price(text: str, where: str) -> float | None:
+    text = (text or "").strip()
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise UserError(f"{where}: expected a price, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise UserError(f"{where}: a price must be finite and > 0, got {text!r}")
+    return value
+
+
+def _vcpus(text: str, where: str) -> int:
+    try:
+        value = float((text or "").strip())
+    except ValueError:
+        raise UserError(f"{where}: expected a whole number of vCPUs, got {text!r}") from None
+    if not math.isfinite(value) or value < 1 or value != int(value):
+        raise UserError(f"{where}: expected a whole number of vCPUs >= 1, got {text!r}")
+    return int(value)
+
+
+def _check_spot(row: Row, warnings: list[str]) -> None:
+    if row.spot is not None and row.on_demand is not None and row.spot > row.on_demand:
+        warnings.append(
+            f"{row.instance}: spot {row.spot:g} above on-demand {row.on_demand:g}: spot dropped"
+        )
+        row.note = (row.note + f"; spot {row.spot:g} > on-demand dropped").lstrip("; ")
+        row.spot = None
+
+
+def read_csv(path: Path, *, region: str | None, as_of: str, match: list[str]) -> Imported:
+    """Rows from either CSV flavour (detected from the header)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: cannot read: {exc}") from None
+    reader = csv.DictReader(text.splitlines())
+    header = tuple(reader.fieldnames or ())
+    if set(SKYPILOT_HEADER) <= set(header):
+        return _skypilot(path, reader, region=region, as_of=as_of, match=match)
+    if set(SIMPLE_HEADER) <= set(header):
+        return _simple(path, reader, region=region, match=match)
+    raise UserError(
+        f"{path}: unknown CSV header; expected SkyPilot's vms.csv columns or "
+        f"{','.join(SIMPLE_HEADER)}"
+    )
+
+
+def _wanted(name: str, match: list[str]) -> bool:
+    return not match or any(
+        name == m or (m.endswith("*") and name.startswith(m[:-1])) for m in match
+    )
+
+
+def _skypilot(
+    path: Path, reader: csv.DictReader, *, region: str | None, as_of: str, match: list[str]
+) -> Imported:
+    if region is None:
+        raise UserError(f"{path}: a SkyPilot catalog lists many regions: choose one with --region")
+    by_name: dict[str, list[tuple[int, dict]]] = {}
+    skipped_accel = 0
+    regions: set[str] = set()
+    for line, rec in enumerate(reader, start=2):
+        regions.add(rec.get("Region") or "")
+        if rec.get("Region") != region:
+            continue
+        name = (rec.get("InstanceType") or "").strip()
+        if not name:
+            skipped_accel += 1  # GCE lists GPUs apart from their host VM
+            continue
+        if _wanted(name, match):
+            by_name.setdefault(name, []).append((line, rec))
+    if not by_name:
+        if region not in regions:
+            raise UserError(f"{path}: no rows for region {region!r}")
+        raise UserError(f"{path}: no instance in {region} matches {','.join(match)}")
+    rows, warnings = [], []
+    for name, recs in sorted(by_name.items()):
+        line, rec = recs[0]
+        where = f"{path}:{line}: {name}"
+        ods = {_price(r.get("Price", ""), f"{where}: Price") for _l, r in recs} - {None}
+        spots = {_price(r.get("SpotPrice", ""), f"{where}: SpotPrice") for _l, r in recs} - {None}
+        if not ods and not spots:
+            warnings.append(f"{name}: no price in {region}: skipped")
+            continue
+        accel = (rec.get("AcceleratorName") or "").strip() or None
+        count = (
+            _vcpus(rec.get("AcceleratorCount") or "1", f"{where}: AcceleratorCount") if accel else 0
+        )
+        note = "" if len(ods) <= 1 and len(spots) <= 1 else "zones differ: highest used"
+        row = Row(name, _vcpus(rec.get("vCPUs", ""), f"{where}: vCPUs"), accel, count,
+                  max(ods) if ods else None, max(spots) if spots else None, as_of, note)  # fmt: skip
+        _check_spot(row, warnings)
+        rows.append(row)
+    if skipped_accel:
+        warnings.append(
+            f"{skipped_accel} accelerator-only row(s) skipped (GCE prices GPUs apart from "
+            "their host VM: add host + GPU as one row of a simple CSV)"
+        )
+    return Imported(rows, warnings)
+
+
+def _simple(
+    path: Path, reader: csv.DictReader, *, region: str | None, match: list[str]
+) -> Imported:
+    rows, warnings, seen = [], [], set()
+    for line, rec in enumerate(reader, start=2):
+        name = (rec.get("instance") or "").strip()
+        where = f"{path}:{line}"
+        if not name:
+            raise UserError(f"{where}: instance: missing")
+        if (region and rec.get("region", "").strip() != region) or not _wanted(name, match):
+            continue
+        if name in seen:
+            raise UserError(f"{where}: instance {name!r} listed twice")
+        seen.add(name)
+        gpu_type, gpu_count = None, 0
+        gpu = (rec.get("gpu") or "").strip()
+        if gpu and gpu.lower() not in ("none", "-"):
+            m = _GPU.match(gpu)
+            if not m:
+                raise UserError(f"{where}: gpu: expected e.g. L4 or 2x A100, got {gpu!r}")
+            gpu_count, gpu_type = int(m.group(1) or 1), m.group(2)
+            if gpu_count < 1:
+                raise UserError(f"{where}: gpu: count must be >= 1, got {gpu!r}")
+        when = (rec.get("date") or "").strip()
+        if not valid_date(when):
+            raise UserError(f"{where}: date: expected a real YYYY-MM or YYYY-MM-DD, got {when!r}")
+        od = _price(rec.get("on_demand", ""), f"{where}: on_demand")
+        spot = _price(rec.get("spot", ""), f"{where}: spot")
+        if od is None and spot is None:
+            raise UserError(f"{where}: needs on_demand and/or spot")
+        row = Row(name, _vcpus(rec.get("vcpus", ""), f"{where}: vcpus"), gpu_type, gpu_count,
+                  od, spot, when)  # fmt: skip
+        _check_spot(row, warnings)
+        rows.append(row)
+    if not rows:
+        raise UserError(f"{path}: no rows{' for region ' + region if region else ''}")
+    return Imported(rows, warnings)
+
+
+def _q(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def to_toml(imported: Imported, *, name: str, source: str, minimum_s: float) -> str:
+    """The catalog text (spot tier named "spot"; per-second billing with a minimum). Its
+    default date is the latest row's, so every row's price is selected."""
+    as_of = max(r.as_of for r in imported.rows)
+    lines = [
+        f"# Imported by `tfvariants prices import` on {date.today().isoformat()}.",
+        f"name = {_q(name)}",
+        f"source = {_q(source)}",
+        'currency = "USD"',
+        "",
+        "[billing]",
+        'rule = "per_second"',
+        f"minimum_seconds = {minimum_s:g}",
+        "",
+        "[default]",
+        f"as_of = {_q(as_of)}",
+        'tier = "spot"',
+    ]
+    gpus = sorted({r.gpu_type for r in imported.rows if r.gpu_type})
+    if gpus:
+        lines.append(f"gpu = {_q(gpus[0])}")
+    for r in imported.rows:
+        lines += ["", "[[instance]]", f"name = {_q(r.instance)}", f"vcpus = {r.vcpus}"]
+        if r.gpu_type:
+            lines.append(f"gpu = {{ type = {_q(r.gpu_type)}, count = {r.gpu_count} }}")
+        point = [f"as_of = {_q(r.as_of)}"]
+        if r.on_demand is not None:
+            point.append(f"on_demand = {r.on_demand!r}")
+        if r.spot is not None:
+            point.append(f"spot = {r.spot!r}")
+        if r.note:
+            point.append(f"note = {_q(r.note)}")
+        lines.append(f"prices = [{{ {', '.join(point)} }}]")
+    return "\n".join(lines) + "\n"

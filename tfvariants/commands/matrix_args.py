@@ -1,0 +1,104 @@
+"""Helpers shared by the commands that run a matrix (compare, serve, the cluster
+executor): value parsing at run time, workload scales, run options, readiness."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from tfvariants.errors import UserError
+
+QUICK_SAMPLES = 2000  # fallback when a workload's SPEC has no quick_samples
+
+
+def checked(option: str, parse: Any, text: str) -> Any:
+    """Run a shared argtypes parser at run time (values may come from run.json on
+    --resume), turning its error into the one-line UserError."""
+    try:
+        return parse(str(text))
+    except argparse.ArgumentTypeError as exc:
+        raise UserError(f"--{option}: {exc}") from None
+
+
+def parse_names(name: str, text: str) -> list[str]:
+    names = [p.strip() for p in text.split(",")]
+    if not text.strip() or any(not n for n in names):
+        raise UserError(f"--{name}: expected a comma list of names, got {text!r}")
+    return list(dict.fromkeys(names))
+
+
+def default_threads(cpus: int) -> list[int]:
+    """1..cpus; above 8 CPUs, powers of two plus cpus (64 thread counts help nobody)."""
+    if cpus <= 8:
+        return list(range(1, cpus + 1))
+    out, t = [], 1
+    while t < cpus:
+        out.append(t)
+        t *= 2
+    return [*out, cpus]
+
+
+def workload_spec(name: str) -> dict:
+    """The workload's SPEC without importing TensorFlow (workload modules don't)."""
+    try:
+        from workloads import registry
+
+        spec = getattr(registry.load(name), "SPEC", None)
+        return dict(spec) if isinstance(spec, dict) else {}
+    except Exception:  # a workload that can't load fails in its cells, with a reason
+        return {}
+
+
+def quick_scale(name: str) -> dict[str, int]:
+    """A quick cell trains on a sample of the data and stops after the (shorter) steady
+    window; the full schedule is projected from it."""
+    spec = workload_spec(name)
+    return {"samples": int(spec.get("quick_samples") or QUICK_SAMPLES)}
+
+
+def run_options_for(spec: Any, workload: str) -> Any:
+    """RunOptions for a workload's cells: explicit --epochs/--samples beat quick scale."""
+    from tfvariants.execute.runner import RunOptions
+
+    o = spec.options
+    scale = (o.get("per_workload") or {}).get(workload, {})
+    return RunOptions(
+        epochs=o.get("epochs") or scale.get("epochs"),
+        samples=o.get("samples") or scale.get("samples"),
+        steps_per_epoch=o.get("steps_per_epoch"),
+        data=o.get("data", "synthetic"),
+        data_dir=o.get("data_dir"),
+        timeout_s=float(o.get("timeout_s", 1800.0)),
+        seed=int(o.get("seed", 0)),
+        min_steady_s=float(o.get("min_steady_s", 10.0)),
+        min_steady_steps=int(o.get("min_steady_steps", 100)),
+    )
+
+
+def ready_variants(variant_objs: dict[str, Any], engine: str | None) -> dict[str, Any]:
+    """Stop before the sweep, not in the middle of it, when a variant cannot run here.
+    GPU variants on a host without a GPU are exempt: their cells are recorded as
+    skipped with that reason."""
+    import dataclasses
+
+    from tfvariants.variants import ensure_built, skip_reason
+
+    ready_objs = {}
+    problems = []
+    for name, variant in variant_objs.items():
+        if engine and variant.kind == "image":
+            variant = dataclasses.replace(variant, engine=engine)
+        ready_objs[name] = variant
+        if skip_reason(variant):
+            continue
+        # A requirement-spec variant is built on first use (cached by its specs).
+        done = ensure_built(variant, lambda line, n=name: print(f"  {n}: {line}", file=sys.stderr))
+        if done:
+            print(f"{name}: {done}", file=sys.stderr)
+        ready, detail = variant.readiness()
+        if not ready:
+            problems.append(f"{name}: {detail}")
+    if problems:
+        raise UserError("variant(s) not ready: " + "; ".join(problems))
+    return ready_objs

@@ -1,0 +1,292 @@
+"""Running the matrix on a Ray cluster: each cell is a Ray task on a node of its
+instance type, one cell per node at a time, through the same runner as a local cell.
+
+Node types are Ray custom resources named after catalog instances (a node of type
+``n2-highcpu-16`` offers ``{"n2-highcpu-16": 1}``; a cell asks for all of it, so nothing
+else runs there meanwhile). Results come back to this driver, which stores them in the
+run folder exactly like local cells (``cells/<cell_id>.json``, ``logs/<cell_id>.log``).
+Node loss, task failure and missing node types become results with reasons; Ctrl-C
+cancels what is in flight (those cells are not recorded: --resume reruns them).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tfvariants.errors import UserError
+from tfvariants.execute.matrix import MatrixOutcome, _Display
+from tfvariants.execute.ray_node import REAL_INSTANCE_LABEL, run_on_node
+from tfvariants.execute.runner import KILL_GRACE_S, RunOptions
+from tfvariants.plan.cell import Cell
+from tfvariants.plan.spec import MatrixSpec, plan_cells
+from tfvariants.store.result import host_result, write_json_atomic
+from tfvariants.store.rundir import CELLS_DIR, load_run_dir, pending_cells
+from tfvariants.store.runhosts import declare_hosts, ray_node_entry
+
+DEFAULT_NODE_WAIT_S = 900.0  # an autoscaled GPU node can take several minutes to join
+POLL_S = 2.0
+
+
+@dataclass(frozen=True)
+class RaySettings:
+    address: str = "auto"  # an existing cluster; never a throwaway local instance
+    node_wait_s: float = DEFAULT_NODE_WAIT_S
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise UserError("--executor ray needs Ray: pip install 'tfvariants[ray]'") from None
+    return ray
+
+
+def _connect(ray: Any, address: str, log_file: Path) -> None:
+    """Join the cluster as a driver. Ray's own messages (connection info, node-death
+    dumps, worker output) go to the run's logs/ray-driver.log, not the terminal."""
+    handler = logging.FileHandler(log_file, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    ray_logger = logging.getLogger("ray")
+    ray_logger.handlers[:] = [handler]
+    ray_logger.propagate = False
+    ray_logger.setLevel(logging.INFO)
+    import tfvariants
+    import workloads
+
+    try:
+        ray.init(
+            address=address,
+            log_to_driver=False,
+            configure_logging=False,
+            # The nodes get this driver's tfvariants and workloads code.
+            runtime_env={
+                "py_modules": [tfvariants, workloads],
+                "excludes": ["__pycache__", "*.pyc"],
+            },
+        )
+    except ConnectionError as exc:
+        raise UserError(
+            f"--ray-address {address}: cannot connect to a Ray cluster ({exc})"
+        ) from None
+
+
+def _alive_nodes(ray: Any) -> list[dict]:
+    return [n for n in ray.nodes() if n.get("Alive")]
+
+
+def _node_entries(nodes: list[dict], instances: set[str]) -> list[dict]:
+    out = []
+    for n in nodes:
+        for inst in sorted(instances & set(n.get("Resources") or {})):
+            labels = n.get("Labels") or {}
+            real = str(labels.get(REAL_INSTANCE_LABEL, "")).lower() in ("true", "1", "yes")
+            out.append(
+                ray_node_entry(
+                    node_id=n["NodeID"],
+                    hostname=n.get("NodeManagerHostname") or n.get("NodeManagerAddress", "?"),
+                    instance=inst,
+                    simulated=not real,
+                )
+            )
+    return out
+
+
+def _error_reason(exc: BaseException, instance: str) -> tuple[str, str]:
+    """(one-line reason, full text for the cell's log) for a task that raised."""
+    full = f"{type(exc).__name__}: {exc}"
+    name = type(exc).__name__
+    if name in ("NodeDiedError", "ObjectLostError", "OwnerDiedError"):
+        why = f"node lost mid-cell ({instance}): {name}; the cell can be rerun with --resume"
+    elif name in ("WorkerCrashedError", "ActorDiedError", "LocalRayletDiedError"):
+        why = f"Ray worker died mid-cell ({instance}): {name}"
+    elif name == "TaskCancelledError":
+        why = f"task cancelled ({instance})"
+    elif name in ("RuntimeEnvSetupError",):
+        why = f"code could not be shipped to the {instance} node: {name}"
+    else:
+        first = str(exc).strip().splitlines()[-1:] or [""]
+        why = f"task failed on a {instance} node: {name}: {first[0][:200]}"
+    return why, full
+
+
+class RayMatrix:
+    """Runs a MatrixSpec's pending cells on a Ray cluster into results/<run>/."""
+
+    def __init__(self, spec: MatrixSpec, out: Path, settings: RaySettings) -> None:
+        self.spec = spec
+        self.out = Path(out)
+        self.cells_dir = self.out / CELLS_DIR
+        self.logs_dir = self.out / "logs"
+        self.settings = settings
+
+    def _store(self, cell: Cell, result: dict, log: str) -> None:
+        log_path = self.logs_dir / f"{cell.cell_id}.log"
+        log_path.write_text(log, encoding="utf-8")
+        runner = result.get("runner")
+        if isinstance(runner, dict):
+            runner["log"] = str(log_path)  # the node's scratch copy is gone
+        write_json_atomic(self.cells_dir / f"{cell.cell_id}.json", result)
+
+    def run(
+        self,
+        *,
+        variants: dict[str, Any],
+        options_for: Callable[[str], RunOptions],
+        placement: dict[tuple[str, int], str],
+        console: Any = None,
+    ) -> MatrixOutcome:
+        """``placement`` maps (variant, threads) to the catalog instance whose nodes run
+        those cells. The folder must be prepared (Matrix.prepare: run.json, resume checks)."""
+        ray = _import_ray()
+        self.cells_dir.mkdir(parents=True, exist_ok=True)
+        self.logs_dir.mkdir(parents=True, exist_ok=True)
+        cells = plan_cells(self.spec)
+        stored = load_run_dir(self.out, allow_mixed_hosts=True).results
+        todo = pending_cells(cells, stored)
+        outcome = MatrixOutcome(planned=len(cells))
+        for c in cells:
+            if c.cell_id in stored and c not in todo:
+                outcome.statuses[c.cell_id] = stored[c.cell_id].get("status", "?")
+        instances = {placement[(c.variant, c.threads)] for c in todo}
+        _connect(ray, self.settings.address, self.logs_dir / "ray-driver.log")
+        try:
+            self._run_todo(ray, todo, variants, options_for, placement, instances, outcome, console)
+        finally:
+            ray.shutdown()
+        return outcome
+
+    def _run_todo(
+        self,
+        ray: Any,
+        todo: list[Cell],
+        variants: dict[str, Any],
+        options_for: Callable[[str], RunOptions],
+        placement: dict[tuple[str, int], str],
+        instances: set[str],
+        outcome: MatrixOutcome,
+        console: Any,
+    ) -> None:
+        declare_hosts(self.out, _node_entries(_alive_nodes(ray), instances))
+        # One retry-free task per cell: a rerun after node loss is the user's --resume.
+        task = ray.remote(num_cpus=0, max_retries=0)(run_on_node)
+        pending: dict[Any, tuple[Cell, str]] = {}
+        for cell in todo:
+            inst = placement[(cell.variant, cell.threads)]
+            ref = task.options(resources={inst: 1}, name=f"tfvariants {cell.cell_id}").remote(
+                cell, variants[cell.variant], options_for(cell.workload), inst
+            )
+            pending[ref] = (cell, inst)
+        waiting_since: dict[str, float] = {}
+        display = _Display(console, total=outcome.planned, done=outcome.planned - len(todo))
+        with display:
+            if todo:
+                display.start(todo[0], None)
+            try:
+                while pending:
+                    ready, _ = ray.wait(list(pending), num_returns=1, timeout=POLL_S)
+                    for ref in ready:
+                        cell, inst = pending.pop(ref)
+                        self._finish(ray, ref, cell, inst, outcome, display)
+                    if not ready:
+                        self._check_node_types(ray, pending, waiting_since, outcome, display)
+            except KeyboardInterrupt:
+                outcome.was_interrupted = True
+                outcome.interrupted = next(iter(pending.values()))[0] if pending else None
+                self._cancel(ray, pending)
+
+    def _finish(
+        self, ray: Any, ref: Any, cell: Cell, inst: str, outcome: MatrixOutcome, display: Any
+    ) -> None:
+        try:
+            payload = ray.get(ref)
+            result, log = payload["result"], payload.get("log", "")
+            node = result.get("node") or {}
+            if node.get("node_id"):
+                declare_hosts(
+                    self.out,
+                    [
+                        ray_node_entry(
+                            node_id=node["node_id"],
+                            hostname=node.get("hostname", "?"),
+                            instance=inst,
+                            simulated=bool(node.get("simulated", True)),
+                        )
+                    ],
+                )
+        except Exception as exc:  # Ray's errors: node death, worker crash, task error
+            reason, full = _error_reason(exc, inst)
+            result = host_result(cell.to_dict(), "failed", reason)
+            result["node"] = {"executor": "ray", "instance": inst}
+            log = full
+        self._store(cell, result, log)
+        status = str(result.get("status", "failed"))
+        outcome.ran.append(cell)
+        outcome.statuses[cell.cell_id] = status
+        if status != "ok" and result.get("reason"):
+            outcome.reasons[cell.cell_id] = str(result["reason"])
+        wall = (result.get("runner") or {}).get("wall_s") or 0.0
+        display.finish(cell, status, float(wall), result.get("reason"))
+
+    def _check_node_types(
+        self,
+        ray: Any,
+        pending: dict[Any, tuple[Cell, str]],
+        waiting_since: dict[str, float],
+        outcome: MatrixOutcome,
+        display: Any,
+    ) -> None:
+        """Cells whose instance type no live node offers wait up to node_wait_s (an
+        autoscaler may be starting one), then fail with that reason."""
+        offered: set[str] = set()
+        for n in _alive_nodes(ray):
+            offered |= set(n.get("Resources") or {})
+        now = time.monotonic()
+        for inst in {i for _c, i in pending.values()}:
+            if inst in offered:
+                waiting_since.pop(inst, None)
+                continue
+            since = waiting_since.setdefault(inst, now)
+            if now - since < self.settings.node_wait_s:
+                continue
+            reason = (
+                f"no node of type {inst} joined the cluster within "
+                f"{self.settings.node_wait_s:g} s (declare it as a Ray custom resource)"
+            )
+            for ref, (cell, i) in list(pending.items()):
+                if i != inst:
+                    continue
+                ray.cancel(ref, force=False)
+                pending.pop(ref)
+                result = host_result(cell.to_dict(), "failed", reason)
+                result["node"] = {"executor": "ray", "instance": inst}
+                self._store(cell, result, reason + "\n")
+                outcome.ran.append(cell)
+                outcome.statuses[cell.cell_id] = "failed"
+                outcome.reasons[cell.cell_id] = reason
+                display.finish(cell, "failed", 0.0, reason)
+
+    def _cancel(self, ray: Any, pending: dict[Any, tuple[Cell, str]]) -> None:
+        """Ctrl-C: ask every task to stop (the node stops its worker), then force."""
+        refs = list(pending)
+        for ref in refs:
+            try:
+                ray.cancel(ref, force=False)
+            except Exception:
+                pass
+        deadline = time.monotonic() + KILL_GRACE_S + 10
+        remaining = refs
+        while remaining and time.monotonic() < deadline:
+            try:
+                _done, remaining = ray.wait(remaining, num_returns=len(remaining), timeout=1.0)
+            except KeyboardInterrupt:
+                break  # a second Ctrl-C: stop waiting
+        for ref in remaining:
+            try:
+                ray.cancel(ref, force=True)
+            except Exception:
+                pass

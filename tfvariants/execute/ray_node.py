@@ -1,0 +1,154 @@
+"""What runs on a Ray node for one cell: the same runner as a local cell, in a scratch
+folder, returning the result (with the node's facts) and the worker's log to the driver.
+
+Imported on the nodes (shipped with the job's runtime environment); imports Ray lazily
+so the driver-side helpers here work without it.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import signal
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from tfvariants.execute.runner import KILL_GRACE_S, RunOptions, _remove_container, run_cell
+from tfvariants.plan.cell import Cell
+from tfvariants.store.result import host_result
+from tfvariants.variants import Variant, skip_reason
+
+# A node declares itself a real cloud instance with this Ray node label (the cluster
+# recipes in docs/cluster/ set it); nodes without it are reported as simulated.
+REAL_INSTANCE_LABEL = "tfvariants/real-instance"
+
+_READY: dict[str, str | None] = {}  # per worker process: readiness is checked once
+
+
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def node_facts(instance: str) -> dict[str, Any]:
+    """Where this task runs: Ray node id, hostname, CPU model and counts, and whether the
+    node declares itself a real instance."""
+    import ray
+
+    from workloads.envprobe import host_id
+
+    ctx = ray.get_runtime_context()
+    try:
+        labels = ctx.get_node_labels() or {}
+    except Exception:  # older Ray: no labels, so no declaration either
+        labels = {}
+    declared = str(labels.get(REAL_INSTANCE_LABEL, "")).lower() in ("true", "1", "yes")
+    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    return {
+        "executor": "ray",
+        "instance": instance,
+        "node_id": ctx.get_node_id(),
+        "hostname": platform.node(),
+        "host_id": host_id(),
+        "cpu_model": _cpu_model(),
+        "cpus": os.cpu_count(),
+        "cpus_usable": affinity,
+        "real_instance": declared,
+        "simulated": not declared,
+        "kind": "real instance"
+        if declared
+        else "simulated (node does not declare a real instance)",
+    }
+
+
+def _variant_problem(variant: Variant) -> str | None:
+    """Why this variant cannot run on this node (None: it can). GPU variants on a node
+    without a GPU are left to the runner, which records them as skipped."""
+    if skip_reason(variant):
+        return None
+    key = repr(variant)  # Variant holds dicts: not hashable
+    if key not in _READY:
+        ready, detail = variant.readiness()
+        _READY[key] = None if ready else detail
+    return _READY[key]
+
+
+def _stop_children() -> None:
+    """Stop the worker(s) this process started (each leads its own process group)."""
+    import psutil
+
+    children = psutil.Process().children()
+    for sig, grace in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, 0.0)):
+        for child in children:
+            try:
+                os.killpg(child.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                continue
+        _gone, children = psutil.wait_procs(children, timeout=grace or 2.0)
+        if not children:
+            break
+    for child in psutil.Process().children():
+        try:
+            _remove_container(child.cmdline())
+        except psutil.Error:
+            pass
+
+
+def _run_interruptibly(cell: Cell, variant: Variant, options: RunOptions, cells_dir: Path) -> dict:
+    """run_cell in a thread, so that Ray's cancel (a KeyboardInterrupt raised between
+    bytecodes of this thread) is not stuck behind the runner's blocking waitpid."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["result"] = run_cell(cell, variant, options, cells_dir)
+        except BaseException as exc:  # handed to the task thread below
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name=f"cell-{cell.cell_id}", daemon=True)
+    thread.start()
+    try:
+        while thread.is_alive():
+            thread.join(0.5)
+    except KeyboardInterrupt:
+        _stop_children()
+        thread.join(KILL_GRACE_S + 5)
+        raise
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+def run_on_node(cell: Cell, variant: Variant, options: RunOptions, instance: str) -> dict:
+    """The body of the Ray task: returns {"result": dict, "log": str}."""
+    started = time.time()
+    facts = node_facts(instance)
+    work = Path(tempfile.mkdtemp(prefix="tfvariants-node-"))
+    try:
+        problem = _variant_problem(variant)
+        log = ""
+        if problem:
+            result = host_result(
+                cell.to_dict(), "failed",
+                f"variant {variant.name!r} is not available on node {facts['node_id'][:8]} "
+                f"({facts['hostname']}): {problem}",
+            )  # fmt: skip
+        else:
+            result = _run_interruptibly(cell, variant, options, work / "cells")
+            log_path = work / "logs" / f"{cell.cell_id}.log"
+            if log_path.is_file():
+                log = log_path.read_text(encoding="utf-8", errors="replace")
+        result["node"] = {**facts, "task_started_at": started, "task_finished_at": time.time()}
+        return {"result": result, "log": log}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
