@@ -124,6 +124,24 @@ def find_uv() -> str | None:
     return shutil.which("uv") or (str(beside) if beside.is_file() else None)
 
 
+# uv reads no pip configuration: the index, extra indexes and CA bundle pip is given
+# through the environment are handed on (unless uv's own variables are set).
+_PIP_TO_UV = (
+    ("PIP_INDEX_URL", "UV_DEFAULT_INDEX"),
+    ("PIP_EXTRA_INDEX_URL", "UV_INDEX"),
+    ("PIP_CERT", "SSL_CERT_FILE"),
+    ("PIP_FIND_LINKS", "UV_FIND_LINKS"),
+)
+
+
+def uv_env(env: dict[str, str]) -> dict[str, str]:
+    out = dict(env)
+    for pip_var, uv_var in _PIP_TO_UV:
+        if env.get(pip_var) and uv_var not in env:
+            out[uv_var] = env[pip_var]
+    return out
+
+
 def _stream(command: list[str], log: Callable[[str], None], env: dict[str, str]) -> None:
     """Run ``command``, passing each output line to ``log`` (progress); raise on failure."""
     tail: list[str] = []
@@ -169,6 +187,8 @@ def build(variant: Variant, log: Callable[[str], None]) -> str:
         python = base_python(variant)
         env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
         uv = find_uv()
+        if uv:
+            env = uv_env(env)
         index_args = [f"--extra-index-url={url}" for url in variant.index_urls]
         try:
             if uv:
