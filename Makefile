@@ -6,12 +6,13 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TFV := $(BIN)/tfvariants
 
-.PHONY: help install compare report bench-decide test test-fast lint clean bench-serve
+.PHONY: help install compare report bench-decide build-variant _variant-name test test-fast lint clean bench-serve
 
 help:
 	@echo "make install         .venv with tfvariants + TensorFlow (tensorflow-cpu 2.21) + dev tools (EXTRAS=all: every extra)"
 	@echo "make compare         install if needed, run the built-in quick compare (mnist_cnn, cifar10_cnn; ~10 min budget), write an HTML report"
 	@echo "make bench-decide    simulated false-positive rate and power of the verdicts (fake runner)"
+	@echo "make build-variant NAME=tf-2.18   environment of a requirement-spec variant (cached)"
 	@echo "make build-pip       container image with the stock TensorFlow wheel"
 	@echo "make build-compiled  TensorFlow built from source for ISA=avx2-fma|avx|sse4.2|avx512|native"
 	@echo "make build-gpu       GPU container image"
@@ -55,6 +56,13 @@ report: install
 
 # `make test` runs every marker; set TFV_REQUIRE_CONTAINER=1 / TFV_REQUIRE_BROWSER=1
 # to turn "skipped: no podman/chromium" into failures (CI does).
+# The name is checked before `install` runs (prerequisites run left to right).
+build-variant: _variant-name install
+	$(TFV) variants build $(NAME)
+
+_variant-name:
+	@test -n "$(NAME)" || (echo "usage: make build-variant NAME=tf-2.18 (see: tfvariants variants)" >&2 && exit 2)
+
 test: install
 	TFV_REQUIRE_TF=1 $(BIN)/python -m pytest -o addopts="" -q -rs --durations=15
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -108,7 +109,7 @@ def _dry_run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _bazel_line(stdout: str) -> str:
-    lines = [line for line in stdout.splitlines() if line.startswith("bazel ")]
+    lines = [line for line in stdout.splitlines() if line.startswith("bazel build ")]
     assert len(lines) == 1, stdout
     return lines[0]
 
@@ -138,7 +139,8 @@ def test_wrapper_dry_run_has_the_documented_build(level: str) -> None:
     configure = next(line for line in proc.stdout.splitlines() if line.endswith("./configure"))
     assert "TF_NEED_CLANG=1" in configure
     assert "TF_PYTHON_VERSION=3.11" in configure
-    assert "CLANG_COMPILER_PATH=/usr/lib/llvm-18/bin/clang" in configure
+    # Default: TensorFlow's hermetic Clang, so no local compiler is configured.
+    assert "CLANG_COMPILER_PATH" not in configure and "clang_local" not in bazel
 
 
 def test_wrapper_avx2_fma_flags() -> None:
@@ -282,7 +284,20 @@ def test_check_isa_verdict() -> None:
     assert "AVX512_VNNI" in why
     # -march=native must leave nothing missing.
     assert not check.verdict(["ALL"], after)[0]
-    assert check.verdict(["ALL"], "no guard message")[0]
+    # No guard line at all: nothing confirms the build (logging off?) ...
+    ok, why = check.verdict(["ALL"], "no guard message")
+    assert not ok and "no cpu_feature_guard line" in why
+    assert not check.verdict(["AVX2", "FMA"], "")[0]
+    # ... unless the counted machine code confirms every requested instruction.
+    counts = {"total": {"ymm": 120, "zmm": 0, "vfmadd": 7}}
+    ok, why = check.verdict(["AVX2", "FMA"], "", counts)
+    assert ok and "the code confirms AVX2 FMA (120 ymm, 0 zmm, 7 vfmadd)" in why
+    assert not check.verdict(["AVX512F"], "", counts)[0]  # no zmm: not confirmed
+    assert not check.verdict(["SSE4.2"], "", counts)[0]  # not countable: not confirmed
+    # A guard line that is happy, but code without a single ymm instruction for AVX2.
+    empty = {"total": {"ymm": 0, "zmm": 0, "vfmadd": 0}}
+    ok, why = check.verdict(["AVX2"], GUARD_2_21.replace("AVX2 ", ""), empty)
+    assert not ok and "no ymm instructions" in why
     # A build the CPU cannot run cannot be verified here.
     lacking = (
         "F cpu_feature_guard.cc:37] The TensorFlow library was compiled to use AVX512F "
@@ -307,3 +322,137 @@ def test_check_isa_against_the_installed_stock_wheel() -> None:
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "check_isa: ok" in proc.stderr
+
+
+def _small_stock_so() -> Path:
+    """A small shared object of the installed stock wheel (objdump on
+    libtensorflow_cc.so.2 takes ~1.5 minutes; this one well under a second)."""
+    spec = importlib.util.find_spec("tensorflow")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("TensorFlow is not installed")
+    root = Path(list(spec.submodule_search_locations)[0])
+    so = root / "lite/experimental/microfrontend/python/ops/_audio_microfrontend_op.so"
+    if not so.exists() or shutil.which("objdump") is None:
+        pytest.skip("no objdump or no small shared object in this TensorFlow")
+    return so
+
+
+def test_check_isa_counts_instructions_in_the_stock_wheel(tmp_path: Path) -> None:
+    so = _small_stock_so()
+    check = _check_isa()
+    counts = check.count([str(so.parent)], log=lambda m: None)
+    assert so.name in counts["files"]
+    total = counts["total"]
+    assert set(total) == {"ymm", "zmm", "vfmadd"} and sum(total.values()) > 0
+    # The CLI: built and reference side by side, written as JSON, no TensorFlow import.
+    out = tmp_path / "counts.json"
+    proc = subprocess.run(
+        [sys.executable, str(BUILDS / "compiled" / "check_isa.py"), "--objdump", str(so),
+         "--reference", str(so), "--json", str(out)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    report = __import__("json").loads(out.read_text())
+    assert report["built"]["total"] == report["stock"]["total"] == check.count_file(so)
+    line = f"{total['ymm']:,} ymm, {total['zmm']:,} zmm, {total['vfmadd']:,} vfmadd"
+    assert f"check_isa: built: {line}" in proc.stderr
+    assert f"check_isa: stock: {line}" in proc.stderr
+
+
+def test_check_isa_counts_inside_a_wheel(tmp_path: Path) -> None:
+    import zipfile
+
+    so = _small_stock_so()
+    wheel = tmp_path / "tensorflow_cpu-0-cp311-cp311-linux_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as whl:
+        whl.write(so, f"tensorflow/{so.name}")
+        whl.writestr("tensorflow/__init__.py", "")
+    check = _check_isa()
+    assert check.count([str(wheel)], log=lambda m: None)["total"] == check.count_file(so)
+
+
+def test_check_isa_needs_something_to_check() -> None:
+    proc = subprocess.run([sys.executable, str(BUILDS / "compiled" / "check_isa.py")],
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert proc.returncode == 2 and "give --expect and/or --objdump" in proc.stderr
+
+
+@needs_make
+@pytest.mark.parametrize(
+    ("given", "copts", "expect"),
+    [
+        ("-march=x86-64-v3", "-march=x86-64-v3", "SSE4.1 SSE4.2 AVX AVX2 FMA"),
+        ("-mavx512vnni", "-mavx512vnni", "AVX512F AVX512_VNNI"),
+        ("-march=haswell", "-march=haswell", "SSE4.1 SSE4.2 AVX AVX2 FMA"),
+        ("x86-64-v4", "-march=x86-64-v4", "SSE4.1 SSE4.2 AVX AVX2 FMA AVX512F"),
+    ],
+)
+def test_make_single_flag_isa(given: str, copts: str, expect: str, tmp_path: Path) -> None:
+    proc = _make_n("build-compiled", f"ISA={given}", tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert f"--build-arg TF_COPTS='{copts}'" in proc.stdout
+    assert f"--build-arg TF_EXPECT_ISA='{expect}'" in proc.stdout
+
+
+@needs_make
+def test_make_runtime_image_and_python_are_independent(tmp_path: Path) -> None:
+    proc = _make_n("build-compiled", "BASE_IMAGE=localhost/build:1", tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "--build-arg BASE_IMAGE=localhost/build:1" in proc.stdout
+    assert "RUNTIME_IMAGE" not in proc.stdout  # the runtime image keeps its own default
+    assert "--build-arg PYTHON_VERSION=3.11" in proc.stdout
+    assert "--build-arg TF_COMPILER=hermetic" in proc.stdout
+    proc = _make_n("build-compiled", "RUNTIME_IMAGE=localhost/rt:2", "PYTHON_VERSION=3.12",
+                   "TF_COMPILER=local", tmp_path=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "--build-arg RUNTIME_IMAGE=localhost/rt:2" in out and "BASE_IMAGE" not in out
+    assert "--build-arg PYTHON_VERSION=3.12" in out and "--build-arg TF_COMPILER=local" in out
+    bad = _make_n("build-compiled", "TF_COMPILER=gcc", tmp_path=tmp_path)
+    assert bad.returncode != 0 and "TF_COMPILER must be hermetic or local" in bad.stderr
+
+
+def test_wrapper_local_compiler_and_expunge() -> None:
+    proc = _dry_run("--copts", "-march=x86-64-v3", "--compiler", "local", "--clang",
+                    "/usr/bin/clang-18", "--expunge")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    bazel = _bazel_line(proc.stdout)
+    assert "--config=clang_local" in bazel.split() and "--copt=-march=x86-64-v3" in bazel
+    configure = next(line for line in proc.stdout.splitlines() if line.endswith("./configure"))
+    assert "CLANG_COMPILER_PATH=/usr/bin/clang-18" in configure
+    lines = proc.stdout.splitlines()
+    assert lines[-2:] == ["bazel clean --expunge", "rm -rf /src/tensorflow"]
+    assert lines.index("bazel clean --expunge") > next(
+        i for i, line in enumerate(lines) if line.startswith("cp bazel-bin/")
+    )
+    assert _dry_run("--copts", "-mavx2", "--compiler", "gcc").returncode == 2
+    assert "--expunge" not in _dry_run("--copts", "-mavx2").stdout
+
+
+def test_compiled_dockerfile_is_pinned_small_and_counts() -> None:
+    text = (BUILDS / "compiled" / "Dockerfile").read_text()
+    base = next(line for line in text.splitlines() if line.startswith("ARG BASE_IMAGE="))
+    assert "latest" not in base and re.search(r":\d+\.\d+\.\d+-", base), base
+    assert "ARG RUNTIME_IMAGE=python:${PYTHON_VERSION}-slim-bookworm" in text
+    assert "--expunge" in text and '--compiler "${TF_COMPILER}"' in text
+    assert "check_isa.py --objdump /wheels/*.whl --reference /tmp/stock/*.whl" in text
+    assert "--counts /tmp/wheels/isa-counts.json" in text
+    assert 'org.tfvariants.compiler="${TF_COMPILER}' in text
+    assert "llvm-18" not in text.split("LABEL", 1)[1].split("ENV", 1)[0]  # no guessed compiler
+
+
+@needs_make
+def test_make_build_variant(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    proc = subprocess.run(
+        ["make", "--no-print-directory", "-n", "build-variant", "NAME=tf-2.18",
+         f"VENV={tmp_path / 'venv'}"],
+        cwd=ROOT, env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert f"{tmp_path / 'venv'}/bin/tfvariants variants build tf-2.18" in proc.stdout
+    proc = subprocess.run(["make", "--no-print-directory", "build-variant",
+                           f"VENV={tmp_path / 'venv'}", "PYTHON=false"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, check=False)  # fmt: skip
+    assert proc.returncode != 0 and "usage: make build-variant NAME=tf-2.18" in proc.stderr
+    assert not (tmp_path / "venv").exists()  # stopped before installing anything

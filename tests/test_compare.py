@@ -10,6 +10,18 @@ from tfvariants.execute import runner
 from workloads import registry
 
 
+@pytest.fixture(autouse=True)
+def _no_onednn_probe(request, monkeypatch):
+    """The per-variant oneDNN probe imports real TensorFlow: only the real-TF tests run it."""
+    if "needs_tf" not in request.fixturenames:
+        monkeypatch.setattr(compare, "probe_variants", _fake_probe)
+
+
+def _fake_probe(info, objs, probe):
+    for name in objs:
+        info.setdefault(name, {})["onednn"] = {"isa": "fake", "noop": [], "changes": []}
+
+
 @pytest.mark.parametrize("bad", ["0", "-1", "abc", "", "8,,16", "1.5"])
 def test_bad_thread_lists_are_one_line_errors_and_write_nothing(bad, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
@@ -101,6 +113,7 @@ def test_quick_compare_end_to_end_with_a_fake_runner(tmp_path, monkeypatch, caps
     assert run["variants"] == ["local"] and run["threads"] == [1, 2] and run["options"]["quick"]
     assert run["adaptive"]["budget_s"] == 600 and run["adaptive"]["looks"] == [5, 10, 15, 20]
     assert run["adaptive"]["rounds"] == [] and "decided" in run["adaptive"]["stopped"]
+    assert run["variant_info"]["local"]["onednn"]["isa"] == "fake"  # the probe is stored
     html = (tmp_path / "reports/q/index.html").read_text()
     assert "local@2" in html and html.count("<svg") == 2 and "4 looks" in html
     err = capsys.readouterr().err

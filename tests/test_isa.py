@@ -82,3 +82,24 @@ def test_cli_bad_level_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     captured = capsys.readouterr()
     assert captured.out == ""
     assert "unknown ISA level 'bogus'" in captured.err
+
+
+def test_microarchitecture_levels() -> None:
+    v3, v4 = isa.derive("x86-64-v3"), isa.derive("x86-64-v4")
+    assert v3.copts == ("-march=x86-64-v3",) and v4.copts == ("-march=x86-64-v4",)
+    assert v3.expected == ("SSE4.1", "SSE4.2", "AVX", "AVX2", "FMA")
+    assert v4.expected == (*v3.expected, "AVX512F")
+
+
+@pytest.mark.parametrize(
+    ("flag", "expect"),
+    [("-march=x86-64-v3", "SSE4.1 SSE4.2 AVX AVX2 FMA"), ("-mavx512vnni", "AVX512F AVX512_VNNI")],
+)
+def test_cli_takes_one_flag_as_the_isa(
+    flag: str, expect: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for argv in (["copts", flag], ["copts", "--", flag]):
+        assert isa.main(argv) == 0
+        assert capsys.readouterr().out.strip() == flag
+    assert isa.main(["expect", flag]) == 0
+    assert capsys.readouterr().out.strip() == expect

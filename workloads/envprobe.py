@@ -1,4 +1,4 @@
-"""Environment capture: this CPU, this Python, this TensorFlow binary.
+"""Environment capture: this CPU, this Python, this TensorFlow (or JAX, PyTorch) binary.
 
 Runs inside the variant (the worker calls it after importing TensorFlow) and on the
 host (``tfvariants env``). Every probe fails soft: a probe that raises just leaves its
@@ -36,7 +36,15 @@ ENV_ALLOWLIST = (
     "CUDA_VISIBLE_DEVICES",
     "OPENBLAS_CORETYPE",
     "MALLOC_ARENA_MAX",
+    "ONEDNN_MAX_CPU_ISA",
+    "DNNL_MAX_CPU_ISA",
+    "XLA_FLAGS",
+    "XLA_PYTHON_CLIENT_PREALLOCATE",
 )
+
+# Written by tfvariants into an environment it built from requirement specs: the specs
+# and every installed distribution's version (the lock).
+ENV_INFO_FILE = "tfvariants-env.json"
 
 # ISA flags worth reporting (as /proc/cpuinfo names them); prefixes end with '*'.
 ISA_FLAGS = ("sse4_1", "sse4_2", "avx", "avx2", "fma", "f16c", "avx512*", "amx*", "avx_vnni")
@@ -206,7 +214,8 @@ def probe_tensorflow(tf: Any, log_text: str = "") -> dict[str, Any]:
             details.append({k: str(v) for k, v in detail.items()})
     if details:
         out["gpu_details"] = details
-    keras_version = _soft(lambda: __import__("keras").__version__)
+    # From the installed metadata: importing Keras here would initialise its backend.
+    keras_version = _soft(lambda: __import__("importlib.metadata").metadata.version("keras"))
     if keras_version:
         out["keras_version"] = keras_version
     out["missing_instructions"] = parse_missing_instructions(log_text)
@@ -223,6 +232,50 @@ def probe_tensorflow(tf: Any, log_text: str = "") -> dict[str, Any]:
     return out
 
 
+def probe_backend(name: str, module: Any = None) -> dict[str, Any]:
+    """The Keras backend's version, build and devices, in one shape for all three."""
+    import importlib.metadata as metadata
+
+    out: dict[str, Any] = {"name": name}
+    # From the installed metadata: importing Keras here would import a backend.
+    keras_version = _soft(lambda: metadata.version("keras"))
+    if keras_version:
+        out["keras_version"] = keras_version
+    if module is None:
+        return out
+    out["version"] = _soft(lambda: module.__version__)
+    if name == "tensorflow":
+        out["build"] = _soft(lambda: {"git_version": module.version.GIT_VERSION,
+                                      "compiler": module.version.COMPILER_VERSION,
+                                      "cuda": bool(module.test.is_built_with_cuda())})  # fmt: skip
+        devices = _soft(lambda: module.config.list_physical_devices()) or []
+        out["devices"] = [getattr(d, "name", str(d)) for d in devices]
+    elif name == "jax":
+        out["build"] = {"jaxlib": _soft(lambda: metadata.version("jaxlib")),
+                        "platform": _soft(lambda: module.default_backend())}  # fmt: skip
+        out["devices"] = [str(d) for d in _soft(module.devices) or []]
+    elif name == "torch":
+        out["build"] = {
+            "cuda": _soft(lambda: module.version.cuda),
+            "mkldnn": _soft(lambda: bool(module.backends.mkldnn.is_available())),
+            "cpu_capability": _soft(lambda: module.backends.cpu.get_cpu_capability()),
+        }
+        gpus = _soft(lambda: module.cuda.device_count()) or 0
+        out["devices"] = ["cpu"] + [f"cuda:{i}" for i in range(gpus)]
+    return out
+
+
+def probe_env_lock() -> dict[str, Any] | None:
+    """The specs and lock of an environment tfvariants built, when this is one."""
+    path = os.path.join(sys.prefix, ENV_INFO_FILE)
+    if not os.path.isfile(path):
+        return None
+    with open(path, encoding="utf-8") as fh:
+        info = json.load(fh)
+    keep = ("key", "requirements", "index_urls", "installer", "built_at", "lock")
+    return {k: info.get(k) for k in keep}
+
+
 def probe(tf: Any = None, log_text: str = "") -> dict[str, Any]:
     """Everything we record about where a cell ran."""
     env: dict[str, Any] = {
@@ -233,6 +286,9 @@ def probe(tf: Any = None, log_text: str = "") -> dict[str, Any]:
         "env": _soft(probe_env) or {},
         "in_container": _soft(_in_container),
     }
+    lock = _soft(probe_env_lock)
+    if lock:
+        env["requirements_env"] = lock
     if tf is not None:
         env["tensorflow"] = _soft(lambda: probe_tensorflow(tf, log_text)) or {}
     return env
@@ -284,20 +340,30 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m workloads.envprobe")
-    parser.add_argument("--no-tf", action="store_true", help="do not import TensorFlow")
+    parser.add_argument("--no-tf", action="store_true", help="do not import the backend")
     parser.add_argument("--result", help="write JSON here (atomically) instead of stdout")
     args = parser.parse_args(argv)
     tf = None
     log_text = ""
     error = None
+    backend = os.environ.get("KERAS_BACKEND") or "tensorflow"
+    module = None
     if not args.no_tf:
         try:
-            tf, log_text = import_tensorflow()
+            if backend == "tensorflow":
+                tf, log_text = import_tensorflow()
+                module = tf
+            else:
+                module = __import__(backend)
         except ImportError as exc:
-            error = f"TensorFlow not importable: {exc}"
+            error = f"{backend} not importable: {exc}"
     data = probe(tf, log_text)
-    if tf is None:
+    if module is not None:
+        data["backend"] = _soft(lambda: probe_backend(backend, module))
+    if tf is None and backend == "tensorflow":
         data["tensorflow"] = {"error": error} if error else None
+    elif error:
+        data["backend"] = {"name": backend, "error": error}
     if args.result:
         from workloads.protocol import write_json_atomic
 

@@ -77,6 +77,7 @@ class WorkerRequest:
     min_steady_s: float = 10.0
     min_steady_steps: int = 100
     requested: dict[str, Any] = field(default_factory=dict)  # the host's pinning plan
+    backend: str | None = None  # Keras backend: tensorflow, jax, torch (None: $KERAS_BACKEND)
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -125,6 +126,8 @@ class WorkerRequest:
         ):
             raise RequestError("worker request: 'cpus' must be a list of CPU ids")
         data["cpus"] = tuple(cpus)
+        if data.get("backend") not in (None, "tensorflow", "jax", "torch"):
+            raise RequestError("worker request: 'backend' must be tensorflow, jax or torch")
         for name in ("keras_options", "requested"):
             if not isinstance(data.get(name, {}), dict):
                 raise RequestError(f"worker request: '{name}' must be an object")

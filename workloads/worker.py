@@ -6,9 +6,9 @@ The request (workloads.protocol.WorkerRequest) is built by the host; it names th
 workload, the cell, the CPUs to pin to, the intra-/inter-op pool sizes and where to
 write the result.
 
-Order matters: CPU affinity and thread-pool sizes are applied before TensorFlow's
-runtime initialises (``tf.config.threading.set_*`` raises afterwards), and what was
-actually applied is read back and recorded. Everything TensorFlow prints goes to
+Order matters: CPU affinity and thread-pool sizes are applied before the Keras backend's
+runtime initialises (TensorFlow, JAX or PyTorch: see workloads.backends), and what was
+actually applied is read back and recorded. Everything the backend prints goes to
 stderr/stdout as usual; the only output the host reads is the result file.
 """
 
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import resource
 import statistics
 import sys
@@ -25,7 +24,7 @@ import traceback
 from datetime import datetime, timezone
 from typing import Any
 
-from workloads import cpuload, envprobe, registry, steady
+from workloads import backends, cpuload, envprobe, registry, steady
 from workloads.protocol import (
     RESULT_KIND,
     SCHEMA_VERSION,
@@ -137,33 +136,17 @@ def _final_metrics(history: dict[str, list[float]]) -> dict[str, float | None]:
 
 def run(req: WorkerRequest, result: dict[str, Any]) -> None:
     t_start = time.perf_counter()
-    if req.cpus and hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, req.cpus)
-    # The host already set these; setting them again keeps a hand-run worker honest.
-    os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(req.intra_op))
-    os.environ.setdefault("TF_NUM_INTEROP_THREADS", str(req.inter_op))
-    os.environ.setdefault("OMP_NUM_THREADS", str(req.intra_op))
-    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    backend = backends.choose(req.backend)
+    backends.prepare(backend, req.cpus, req.intra_op, req.inter_op)
 
     workload = registry.load(req.workload)
     spec = dict(workload.SPEC)
 
-    def configure(tf: Any) -> None:
-        tf.config.threading.set_intra_op_parallelism_threads(req.intra_op)
-        tf.config.threading.set_inter_op_parallelism_threads(req.inter_op)
-
-    t0 = time.perf_counter()
-    tf, log_text = envprobe.import_tensorflow(configure)
-    import keras  # after TF, so Keras picks the configured runtime
-
-    import_s = time.perf_counter() - t0
-    result["applied"] = {
-        "affinity": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "intra_op": tf.config.threading.get_intra_op_parallelism_threads(),
-        "inter_op": tf.config.threading.get_inter_op_parallelism_threads(),
-        "env": envprobe.probe_env(),
-    }
-    result["environment"] = envprobe.probe(tf, log_text)
+    loaded = backends.load(backend, req.intra_op, req.inter_op)
+    keras = loaded.keras
+    import_s = loaded.import_s
+    result["applied"] = loaded.applied
+    result["environment"] = loaded.environment
 
     keras.utils.set_random_seed(req.seed)
     batch_size = int(spec["batch_size"])

@@ -4,7 +4,10 @@
 # Follows tensorflow.org/install/source for TensorFlow 2.16+: bazelisk runs the Bazel
 # version pinned in the source tree's .bazelversion, Clang is the compiler, Python is
 # hermetic (HERMETIC_PYTHON_VERSION), the target is //tensorflow/tools/pip_package:wheel
-# with --config=opt, and the instruction-set flags go in as --copt. The flags come
+# with --config=opt, and the instruction-set flags go in as --copt. The compiler is the
+# hermetic Clang TensorFlow's toolchain downloads (Clang 18 for 2.21) unless
+# --compiler local, which adds --config=clang_local and the Clang at --clang; the one
+# used is printed after the build and recorded by TensorFlow (tf.version.COMPILER_VERSION). The flags come
 # already derived (tfvariants/variants/isa.py, via `python -m tfvariants.variants.isa copts LEVEL`), so
 # this script never guesses them.
 #
@@ -21,10 +24,12 @@ usage: build_tf.sh --copts "-mavx2 -mfma" [options]
   --ram-mb MB         bazel --local_ram_resources, in MB            [12288]
   --disk-cache DIR    bazel --disk_cache (reused across builds)     [none]
   --python-version V  hermetic Python the wheel is built for        [3.11]
-  --clang PATH        Clang executable                              [/usr/lib/llvm-18/bin/clang]
+  --compiler MODE     hermetic (TensorFlow's bazel toolchain) or local [hermetic]
+  --clang PATH        Clang executable for --compiler local         [/usr/lib/llvm-18/bin/clang]
   --src DIR           source tree (cloned if missing)               [/src/tensorflow]
   --out DIR           where the wheel is copied                     [/wheels]
   --extra-bazel-args  further bazel build arguments (one string)
+  --expunge           after copying the wheel: bazel clean --expunge, delete the sources
   --dry-run           print the commands, run nothing
 USAGE
 }
@@ -39,6 +44,8 @@ CLANG=/usr/lib/llvm-18/bin/clang
 SRC=/src/tensorflow
 OUT=/wheels
 EXTRA_BAZEL_ARGS=""
+COMPILER=hermetic
+EXPUNGE=0
 DRY_RUN=0
 
 while [ $# -gt 0 ]; do
@@ -50,6 +57,8 @@ while [ $# -gt 0 ]; do
         --disk-cache) DISK_CACHE="$2"; shift 2 ;;
         --python-version) PYTHON_VERSION="$2"; shift 2 ;;
         --clang) CLANG="$2"; shift 2 ;;
+        --compiler) COMPILER="$2"; shift 2 ;;
+        --expunge) EXPUNGE=1; shift ;;
         --src) SRC="$2"; shift 2 ;;
         --out) OUT="$2"; shift 2 ;;
         --extra-bazel-args) EXTRA_BAZEL_ARGS="$2"; shift 2 ;;
@@ -65,6 +74,7 @@ die() { echo "build_tf.sh: error: $*" >&2; exit 2; }
 [[ "$JOBS" =~ ^[1-9][0-9]*$ ]] || die "--jobs must be a positive integer, got '$JOBS'"
 [[ "$RAM_MB" =~ ^[1-9][0-9]*$ ]] || die "--ram-mb must be a positive integer, got '$RAM_MB'"
 [[ "$PYTHON_VERSION" =~ ^3\.[0-9]+$ ]] || die "--python-version must look like 3.11"
+[[ "$COMPILER" =~ ^(hermetic|local)$ ]] || die "--compiler must be hermetic or local, got '$COMPILER'"
 [[ "$TF_VERSION" =~ ^[0-9]+\.[0-9]+\.[0-9]+(-?rc[0-9]+)?$ ]] || die "bad --tf-version '$TF_VERSION'"
 
 # One --copt per flag. Flags must look like compiler flags: they reach bazel unquoted.
@@ -88,6 +98,7 @@ bazel_args=(
     --verbose_failures
 )
 [ -n "$DISK_CACHE" ] && bazel_args+=(--disk_cache="$DISK_CACHE")
+[ "$COMPILER" = local ] && bazel_args+=(--config=clang_local)
 if [ -n "$EXTRA_BAZEL_ARGS" ]; then
     read -r -a extra <<<"$EXTRA_BAZEL_ARGS"
     bazel_args+=("${extra[@]}")
@@ -101,12 +112,14 @@ configure_env=(
     TF_PYTHON_VERSION="$PYTHON_VERSION"
     HERMETIC_PYTHON_VERSION="$PYTHON_VERSION"
     TF_NEED_CLANG=1
-    CLANG_COMPILER_PATH="$CLANG"
     TF_NEED_CUDA=0
     TF_NEED_ROCM=0
     TF_SET_ANDROID_WORKSPACE=0
     CC_OPT_FLAGS=-Wno-sign-compare
 )
+
+# The local Clang is configured only when it is the one used: a hermetic build ignores it.
+[ "$COMPILER" = local ] && configure_env+=(CLANG_COMPILER_PATH="$CLANG")
 
 run() {
     if [ "$DRY_RUN" = 1 ]; then
@@ -122,8 +135,12 @@ if [ ! -d "$SRC/.git" ] || [ "$DRY_RUN" = 1 ]; then
 fi
 if [ "$DRY_RUN" = 0 ]; then
     cd "$SRC"
-    [ -x "$CLANG" ] || die "Clang not found at $CLANG (see install_build_deps.sh)"
-    echo "build_tf.sh: Bazel $(cat .bazelversion) (via bazelisk), Clang $("$CLANG" --version | head -n 1)" >&2
+    if [ "$COMPILER" = local ]; then
+        [ -x "$CLANG" ] || die "Clang not found at $CLANG (see install_build_deps.sh)"
+        echo "build_tf.sh: Bazel $(cat .bazelversion) (via bazelisk), local $("$CLANG" --version | head -n 1)" >&2
+    else
+        echo "build_tf.sh: Bazel $(cat .bazelversion) (via bazelisk), hermetic Clang (TensorFlow's toolchain)" >&2
+    fi
 else
     echo "cd $SRC"
 fi
@@ -135,4 +152,10 @@ if [ "$DRY_RUN" = 1 ]; then
 else
     cp bazel-bin/tensorflow/tools/pip_package/wheel_house/*.whl "$OUT/"
     ls -l "$OUT"
+fi
+if [ "$EXPUNGE" = 1 ]; then
+    # Bazel's output base is tens of GB; the disk cache (a cache mount) keeps what a
+    # rebuild reuses.
+    run bazel clean --expunge
+    run rm -rf "$SRC"
 fi

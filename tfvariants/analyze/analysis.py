@@ -30,6 +30,7 @@ from tfvariants.analyze.fields import (
 )
 from tfvariants.analyze.groups import Group, WorkloadReport
 from tfvariants.analyze.noise import HostNoise, host_noise
+from tfvariants.analyze.parity import parity
 from tfvariants.analyze.pricing import Pricing
 from tfvariants.errors import UserError
 from tfvariants.store.rundir import RunContents, load_run_dir
@@ -207,6 +208,18 @@ def analyze(
                 )
             )
         conclude(wr, baseline_label, cpus, pricing, settings)
+        wr.parity = parity(wgroups, base[0])
+        for row in wr.parity:
+            if row.outlier:
+                all_warnings.append(
+                    stats.StatWarning(
+                        "accuracy_parity",
+                        f"{w}: {row.variant} trains to a different result than {base[0]}: "
+                        + "; ".join(row.flags),
+                        "a fast variant that learns something else is not a faster build "
+                        "(see Accuracy parity)",
+                    )
+                )
         reports.append(wr)
     noise = host_noise(list(groups.values()), settings)
     all_warnings += noise.warnings

@@ -89,7 +89,12 @@ def environment_summary(env: dict) -> dict[str, str]:
     gpu = first_of(env, ("tensorflow", "gpus"), ("gpu", "devices"), ("gpu", "name"), ("gpu",))
     if gpu is None and isinstance(get_path(env, "tensorflow", "gpus"), list):
         gpu = "none"
+    backend = get_path(env, "backend", "name")
     return {
+        "Backend": text(f"{backend} {get_path(env, 'backend', 'version') or ''}".strip())
+        if backend
+        else "tensorflow",
+        "Keras": text(first_of(env, ("backend", "keras_version"), ("tensorflow", "keras_version"))),
         "TensorFlow": text(first_of(env, ("tensorflow", "version"), ("tf_version",))),
         "Compiler": text(
             first_of(env, ("tensorflow", "compiler_version"), ("tensorflow", "compiler"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tfvariants.analyze import stats
+from tfvariants.analyze.parity import VariantParity
 from tfvariants.analyze.pricing import CellCost
 
 
@@ -93,3 +94,4 @@ class WorkloadReport:
     # decided against the next fastest / next cheapest (else the lead is only a median's)
     fastest_decided: bool = False
     cheapest_decided: bool = False
+    parity: list[VariantParity] = field(default_factory=list)  # final accuracy/loss

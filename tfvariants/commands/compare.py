@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -38,10 +39,14 @@ def register(sub: Any) -> None:
     p.add_argument("--threads", type=argtypes.thread_list, default=None,
                    help=f"comma list of vCPU counts (1..{MAX_THREADS}), e.g. 8,16,32,64 (default: 1..CPUs)")  # fmt: skip
     p.add_argument(
-        "--variants", default=None, help="comma list, e.g. pip,compiled,gpu (default: local)"
+        "--variants",
+        default=None,
+        help="comma list, e.g. pip,compiled,gpu or local,local+isa-sse41 (default: local)",
     )
     common.add_variants_file(p)
     common.add_engine(p)
+    p.add_argument("--no-probe", action="store_true",
+                   help="skip the per-variant oneDNN probe (ISA used, no-op settings)")  # fmt: skip
     p.add_argument("--workloads", default=None, help="'all' (default) or a comma list")
     p.add_argument("--repeats", type=argtypes.repeats, default=None,
                    help="repeats per configuration (default 5, the fewest that can decide with "
@@ -169,6 +174,44 @@ def _check_baseline(
         raise UserError(f"--baseline {baseline}: {parsed[1]} is not one of --threads")
 
 
+def _store_variant_info(out: Path, info: dict[str, dict]) -> None:
+    """Add what the probe found to run.json's variant_info (a resume keeps what a
+    variant's first probe stored and adds only what is new)."""
+    from tfvariants.store.runfile import load_run, write_run
+
+    record = load_run(out)
+    stored = record.get("variant_info") or {}
+    merged = {name: {**entry, **stored.get(name, {})} for name, entry in info.items()}
+    if merged != stored:
+        write_run(out, {**record, "variant_info": merged})
+
+
+def probe_variants(info: dict[str, dict], variant_objs: dict[str, Any], probe: bool) -> None:
+    """Once per variant, before the sweep (never inside a timed cell: oneDNN's verbose
+    output is large): its backend and overlays, the oneDNN ISA it uses against this
+    host's default, and which overlay settings are no-ops here."""
+    from tfvariants.commands.env import probe_variant
+    from tfvariants.variants import skip_reason
+    from tfvariants.variants.noop import judge
+
+    for name, variant in variant_objs.items():
+        entry = info.setdefault(name, {})
+        entry.update(backend=variant.backend, base=variant.base,
+                     overlay_env=dict(variant.overlay_env), env=dict(variant.env))  # fmt: skip
+        if variant.kind == "requirements":
+            entry["requirements"] = list(variant.requirements)
+        if not probe or skip_reason(variant):
+            continue
+        print(f"probing oneDNN in {name} (once, outside timed cells)", file=sys.stderr)
+        try:
+            result = probe_variant(variant, module="workloads.onednn")
+        except UserError as exc:
+            result = {"error": str(exc)}
+        entry["onednn"] = judge(variant.overlay_env, variant.backend, result)
+        for line in entry["onednn"]["noop"] + entry["onednn"]["unknown"]:
+            print(f"  {name}: {line}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.markup import escape
@@ -213,6 +256,12 @@ def run(args: argparse.Namespace) -> int:
         quarantine=args.quarantine,
         hosts=[] if args.executor == "ray" else None,  # the nodes are declared as they join
     )  # the folder's checks come before any output: a refusal is one line
+    # After the folder's checks (a refusal must not wait for it), before any cell.
+    # (With --executor ray the cells run on other machines: this host's oneDNN says nothing.)
+    probe_variants(
+        spec.variant_info, variant_objs, probe=not args.no_probe and args.executor != "ray"
+    )
+    _store_variant_info(out, spec.variant_info)
 
     console = Console(stderr=True, soft_wrap=True)
     for line in moved:

@@ -32,8 +32,9 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def probe_variant(variant: Any) -> dict[str, Any]:
-    """Run workloads.envprobe inside the variant; TensorFlow never loads in this process."""
+def probe_variant(variant: Any, module: str = "workloads.envprobe") -> dict[str, Any]:
+    """Run ``module`` (workloads.envprobe, workloads.onednn) inside the variant; the
+    backend never loads in this process."""
     from tfvariants.execute.runner import worker_env
     from tfvariants.plan.pinning import plan_pinning
     from tfvariants.plan.topology import read_topology
@@ -44,7 +45,7 @@ def probe_variant(variant: Any) -> dict[str, Any]:
     scratch.chmod(0o777)
     try:
         cmd, env = variant.launch(None, worker_env(variant, plan), plan.cpus, scratch,
-                                  module="workloads.envprobe")  # fmt: skip
+                                  module=module)  # fmt: skip
         try:
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True,
                                   timeout=PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL)  # fmt: skip

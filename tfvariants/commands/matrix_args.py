@@ -4,6 +4,7 @@ executor): value parsing at run time, workload scales, run options, readiness.""
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from tfvariants.errors import UserError
@@ -81,7 +82,7 @@ def ready_variants(variant_objs: dict[str, Any], engine: str | None) -> dict[str
     skipped with that reason."""
     import dataclasses
 
-    from tfvariants.variants import skip_reason
+    from tfvariants.variants import ensure_built, skip_reason
 
     ready_objs = {}
     problems = []
@@ -91,6 +92,10 @@ def ready_variants(variant_objs: dict[str, Any], engine: str | None) -> dict[str
         ready_objs[name] = variant
         if skip_reason(variant):
             continue
+        # A requirement-spec variant is built on first use (cached by its specs).
+        done = ensure_built(variant, lambda line, n=name: print(f"  {n}: {line}", file=sys.stderr))
+        if done:
+            print(f"{name}: {done}", file=sys.stderr)
         ready, detail = variant.readiness()
         if not ready:
             problems.append(f"{name}: {detail}")

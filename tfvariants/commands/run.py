@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -83,6 +84,15 @@ def run(args: argparse.Namespace) -> int:
         ready, detail = variant.readiness()
         if not ready and not variant.device == "gpu":
             raise UserError(f"variant '{variant.name}' is not ready: {detail}")
+    if variant.kind == "requirements":
+        from tfvariants.variants import ensure_built
+
+        def log(line: str) -> None:
+            print(f"  {variant.name}: {line}", file=sys.stderr)
+
+        done = ensure_built(variant, log)  # first use: build its environment (cached)
+        if done:
+            print(f"{variant.name}: {done}", file=sys.stderr)
     if variant.kind == "venv" and variant.python and not os.path.exists(variant.python):
         raise UserError(f"variant '{variant.name}': interpreter not found: {variant.python}")
     out = args.out or default_run_dir(Path(workload).stem)

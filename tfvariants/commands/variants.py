@@ -1,4 +1,5 @@
-"""`tfvariants variants`: every configured variant and whether it can run here."""
+"""`tfvariants variants`: every configured variant and whether it can run here;
+`tfvariants variants build NAME...`: make variants ready (requirement-spec environments)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,16 @@ from tfvariants.commands import common
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "variants",
-        help="list the configured variants and whether each is ready",
+        help="list the configured variants and whether each is ready; build one",
         description="List the built-in variants and those in the variants file, with "
-        "where each runs and whether it is ready (TensorFlow installed, image built, GPU "
-        "present); a variant that is not ready shows the command that makes it.",
+        "where each runs and whether it is ready (backend installed, environment or image "
+        "built, GPU present); a variant that is not ready shows the command that makes it. "
+        "`variants build NAME...` builds requirement-spec variants (e.g. tf-2.18, "
+        "keras-jax) into cached environments: the same specs reuse the cache.",
     )
+    p.add_argument("action", nargs="?", choices=("list", "build"), default="list",
+                   help="list (default) or build")  # fmt: skip
+    p.add_argument("names", nargs="*", metavar="NAME", help="build: the variants to build")
     common.add_variants_file(p)
     common.add_engine(p)
     common.add_json(p)
@@ -49,6 +55,7 @@ def describe(variants_file: str | None = None, engine: str | None = None) -> lis
                 "engine": variant.engine,
                 "env": dict(variant.env),
                 "keras": dict(variant.keras),
+                "backend": variant.backend,
                 "description": variant.description,
                 "build": variant.build,
                 "ready": ready,
@@ -58,7 +65,40 @@ def describe(variants_file: str | None = None, engine: str | None = None) -> lis
     return rows
 
 
+def build(names: list[str], variants_file: str | None = None) -> int:
+    """Build each named variant (progress on stderr); one line per variant at the end."""
+    import sys
+
+    from rich.console import Console
+    from rich.markup import escape
+
+    from tfvariants.errors import UserError
+    from tfvariants.variants import get_variant
+
+    if not names:
+        raise UserError("variants build: name at least one variant (e.g. tf-2.18)")
+    console = Console(stderr=True, soft_wrap=True, highlight=False)
+    variants = [get_variant(name, variants_file) for name in names]  # all checked first
+    for variant in variants:
+        console.print(f"[bold]{escape(variant.name)}[/]: building ({variant.kind})")
+
+        def log(line: str, name: str = variant.name) -> None:
+            console.print(f"  [dim]{escape(name)}: {escape(line)}[/]")
+
+        done = variant.kind_impl.build(variant, log)
+        print(f"{variant.name}: {done}", file=sys.stderr)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.action == "build":
+        return build(args.names, args.variants_file)
+    if args.names:
+        from tfvariants.errors import UserError
+
+        raise UserError(
+            f"variants: unexpected argument(s) {' '.join(args.names)} (did you mean `variants build`?)"
+        )
     rows = describe(args.variants_file, args.engine)
     if args.json:
         print(json.dumps(rows, indent=2))
@@ -66,11 +106,12 @@ def run(args: argparse.Namespace) -> int:
 
     common.print_table(
         "tfvariants variants",
-        ["name", "kind", "device", "image / python", "env", "keras", "status"],
+        ["name", "kind", "backend", "device", "image / python", "env", "keras", "status"],
         [
             [
                 row["name"],
                 row["kind"],
+                row["backend"],
                 row["device"],
                 row["where"],
                 " ".join(f"{k}={v}" for k, v in row["env"].items()),

@@ -56,7 +56,7 @@ class RunOptions:
 def worker_env(variant: Variant, plan: PinPlan) -> dict[str, str]:
     env = {k: os.environ[k] for k in ENV_PASSTHROUGH if k in os.environ}
     env.update(plan.env())
-    env["KERAS_BACKEND"] = "tensorflow"
+    env["KERAS_BACKEND"] = variant.backend
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # the workloads folder may be read-only
     env.update(variant.env)  # last: a variant's env defines it
@@ -85,6 +85,7 @@ def worker_request(
         min_steady_s=options.min_steady_s,
         min_steady_steps=options.min_steady_steps,
         requested=plan.to_dict(),
+        backend=variant.backend,
     )
 
 

@@ -1,7 +1,8 @@
 """Variants: named recipes for where a worker runs, and how their images are built.
 
-The public names live in :mod:`tfvariants.variants.registry`; they are re-exported here
-so callers can write ``from tfvariants.variants import get_variant``.
+The public names live in :mod:`tfvariants.variants.registry` (kinds in ``kinds``, the
+built-in recipes in ``recipes``, requirement-spec environments in ``envbuild``); they are
+re-exported here so callers can write ``from tfvariants.variants import get_variant``.
 """
 
 from tfvariants.variants.registry import (
@@ -12,6 +13,7 @@ from tfvariants.variants.registry import (
     TF_VERSION,
     WORKLOADS_PARENT,
     Variant,
+    ensure_built,
     get_variant,
     load_variants,
     skip_reason,
@@ -25,6 +27,7 @@ __all__ = [
     "TF_VERSION",
     "WORKLOADS_PARENT",
     "Variant",
+    "ensure_built",
     "get_variant",
     "load_variants",
     "skip_reason",

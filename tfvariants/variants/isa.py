@@ -1,7 +1,8 @@
 """Compiler flags for a TensorFlow source build, from a named instruction-set level.
 
 The compiled variant is TensorFlow built with bazel for chosen CPU instructions. This
-module turns what the user asks for (``ISA=avx2-fma`` in ``make build-compiled``) into
+module turns what the user asks for (``ISA=x86-64-v3`` or ``ISA=-mavx512vnni`` in
+``make build-compiled``) into
 the ``--copt`` flags bazel gets and into the instruction names TensorFlow's
 cpu_feature_guard uses, so the built image can check that none of them is still
 reported missing. The Makefile calls it as ``python -m tfvariants.variants.isa copts avx2-fma``:
@@ -37,6 +38,11 @@ LEVELS: dict[str, tuple[str, ...]] = {
         "-mavx2",
         "-mfma",
     ),
+    # The x86-64 micro-architecture levels: v3 = AVX2, FMA, F16C, BMI1/2, LZCNT, MOVBE
+    # (Haswell and later, Zen 1+), which avx2-fma leaves out in part; v4 = v3 + AVX-512
+    # F/BW/CD/DQ/VL (Skylake-SP and later, Zen 4+).
+    "x86-64-v3": ("-march=x86-64-v3",),
+    "x86-64-v4": ("-march=x86-64-v4",),
     "native": ("-march=native",),
 }
 
@@ -56,7 +62,16 @@ _GUARD_NAMES: dict[str, tuple[str, ...]] = {
     "-mamx-tile": ("AMX_TILE",),
     "-mamx-int8": ("AMX_TILE", "AMX_INT8"),
     "-mamx-bf16": ("AMX_TILE", "AMX_BF16"),
-}
+    "-march=x86-64-v2": ("SSE4.1", "SSE4.2"),
+    "-march=x86-64-v3": ("SSE4.1", "SSE4.2", "AVX", "AVX2", "FMA"),
+    "-march=x86-64-v4": ("SSE4.1", "SSE4.2", "AVX", "AVX2", "FMA", "AVX512F"),
+    "-march=haswell": ("SSE4.1", "SSE4.2", "AVX", "AVX2", "FMA"),
+    "-march=skylake-avx512": ("SSE4.1", "SSE4.2", "AVX", "AVX2", "FMA", "AVX512F"),
+    "-march=cascadelake": ("SSE4.1", "SSE4.2", "AVX", "AVX2", "FMA", "AVX512F", "AVX512_VNNI"),
+    "-march=znver4": (
+        "SSE4.1", "SSE4.2", "AVX", "AVX2", "FMA", "AVX512F", "AVX512_VNNI", "AVX512_BF16",
+    ),
+}  # fmt: skip
 
 # "Every instruction the build machine has": -march=native cannot be checked against a
 # fixed list, so the image check requires that nothing at all is reported missing.
@@ -122,6 +137,11 @@ def bazel_copt_args(copts: tuple[str, ...] | list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    # One compiler flag as the ISA ("-march=x86-64-v3") looks like an option to argparse:
+    # treat a trailing dash argument after the action as the ISA.
+    if len(args_in) == 2 and args_in[1].startswith("-") and args_in[1] not in ("-h", "--help"):
+        args_in.insert(1, "--")
     parser = argparse.ArgumentParser(
         prog="python -m tfvariants.variants.isa",
         description="Compiler flags for a TensorFlow source build targeting an ISA level.",
@@ -133,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         "must not report missing; bazel: the --copt arguments",
     )
     parser.add_argument("isa", help=f"one of {', '.join(LEVELS)}, or quoted compiler flags")
-    args = parser.parse_args(argv)
+    args = parser.parse_args(args_in)
     try:
         choice = derive(args.isa)
     except UserError as exc:

@@ -1,55 +1,46 @@
-"""Variants: named recipes for where a worker runs (this interpreter, a venv, an image).
+"""Variants: named recipes for where a worker runs (this interpreter, a venv, an
+environment built from requirement specs, an image), plus env-only overlays.
 
-Built-ins are defined here; a user TOML file adds or overrides them. This module knows
-how to turn a worker's arguments into the command for each kind, and whether a variant
-is ready to run on this host (see docs/builds.md for the TOML format).
+The built-ins (tfvariants.variants.recipes) and a user TOML file are read the same way
+here; what each kind does lives in tfvariants.variants.kinds. ``BASE+OVERLAY[+...]``
+names a variant made on the fly: the base with the overlays' env and keras options on
+top (see docs/builds.md for the TOML format).
 """
 
 from __future__ import annotations
 
-import importlib.util
+import importlib.util  # noqa: F401  (tests patch importlib.util.find_spec through here)
 import os
-import subprocess
-import sys
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import workloads
 from tfvariants.errors import UserError
 from tfvariants.variants import engine as engines
+from tfvariants.variants.kinds import BACKENDS, KIND_REGISTRY, WORKLOADS_PARENT, Kind, get_kind
+from tfvariants.variants.recipes import BUILTIN_TABLES, TF_VERSION
 from workloads.protocol import WorkerRequest
 
-KINDS = ("local", "venv", "image")
+KINDS = tuple(KIND_REGISTRY)
 DEVICES = ("cpu", "gpu")
 
-# The folder that contains the `workloads` package: the worker's PYTHONPATH.
-WORKLOADS_PARENT = str(Path(workloads.__file__).resolve().parent.parent)
-
-# The TensorFlow version the built-in images are built for (builds/builds.mk TF_VERSION).
-TF_VERSION = "2.21.0"
-
 # TOML fields a variant table may have; anything else is a typo worth an error.
-FIELDS = ("kind", "python", "image", "engine", "env", "device", "keras", "description", "build")
-
-# What the engine client itself needs from our environment (not the worker's: that is
-# passed into the container with -e).
-_ENGINE_CLIENT_ENV = (
-    "PATH", "HOME", "USER", "LANG", "TMPDIR", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME",
-    "DBUS_SESSION_BUS_ADDRESS", "DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG",
-    "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY", "CONTAINER_HOST", "CONTAINERS_CONF",
+FIELDS = (
+    "kind", "base", "python", "image", "engine", "env", "device", "keras", "keras_backend",
+    "requirements", "index_urls", "description", "build",
 )  # fmt: skip
-
-# Asks an interpreter whether it has TensorFlow without importing it (seconds saved).
-_HAS_TF = "import importlib.util,sys; sys.exit(importlib.util.find_spec('tensorflow') is None)"
+# An overlay (a table with `base`) changes only these.
+OVERLAY_FIELDS = ("base", "env", "keras", "description")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # '+' joins overlays, ',' lists
 
 
 @dataclass(frozen=True)
 class Variant:
     name: str
     kind: str
-    python: str | None = None  # venv: interpreter path
+    python: str | None = None  # venv: interpreter; requirements: base Python to build from
     image: str | None = None  # image: container image reference
     env: Mapping[str, str] = field(default_factory=dict)
     device: str = "cpu"
@@ -57,14 +48,22 @@ class Variant:
     description: str = ""
     build: str | None = None  # how to make it, e.g. "make build-pip"
     engine: str | None = None  # image: docker or podman (default: detected)
+    keras_backend: str | None = None  # tensorflow (default), jax or torch
+    requirements: tuple[str, ...] = ()  # requirements: the specs it is built from
+    index_urls: tuple[str, ...] = ()  # requirements: extra package indexes
+    base: str | None = None  # the variant an overlay was applied to
+    overlay_env: Mapping[str, str] = field(default_factory=dict)  # what overlays set
+
+    @property
+    def backend(self) -> str:
+        return self.keras_backend or "tensorflow"
+
+    @property
+    def kind_impl(self) -> Kind:
+        return get_kind(self.kind)
 
     def interpreter(self) -> str:
-        if self.kind == "local":
-            return sys.executable
-        if self.kind == "venv":
-            assert self.python
-            return self.python
-        raise ValueError(f"variant {self.name} ({self.kind}) has no host interpreter")
+        return self.kind_impl.interpreter(self)
 
     def launch(
         self,
@@ -78,66 +77,16 @@ class Variant:
         variant: the worker with ``request`` (whose result path is inside
         ``scratch_dir``), or, with ``request=None``, ``module --result
         scratch_dir/result.json`` (workloads.envprobe)."""
-        if self.kind in ("local", "venv"):
-            env = dict(env)
-            env["PYTHONPATH"] = WORKLOADS_PARENT
-            args = (
-                request.to_argv()
-                if request is not None
-                else ["--result", str(Path(scratch_dir) / "result.json")]
-            )
-            return [self.interpreter(), "-m", module, *args], env
-        if self.kind == "image":
-            return self._container_launch(request, env, cpus, scratch_dir, module)
-        raise UserError(f"variant '{self.name}': kind '{self.kind}' is not supported here")
-
-    def _container_launch(
-        self,
-        request: WorkerRequest | None,
-        env: dict[str, str],
-        cpus: tuple[int, ...],
-        scratch_dir: Path,
-        module: str,
-    ) -> tuple[list[str], dict[str, str]]:
-        assert self.image
-        engine = engines.require_engine(self.engine)
-        if not engines.image_exists(engine, self.image):
-            raise UserError(engines.missing_image_message(self.name, self.image, self.build))
-        command = engines.container_command(
-            engine,
-            self.image,
-            request,
-            env,
-            cpus,
-            scratch_dir,
-            Path(WORKLOADS_PARENT) / "workloads",
-            device=self.device,
-            # Named, so a container left behind by a killed client can be found.
-            name="tfvariants-" + Path(scratch_dir).name.lstrip("."),
-            module=module,
-        )
-        client_env = {k: os.environ[k] for k in _ENGINE_CLIENT_ENV if k in os.environ}
-        return command, client_env
+        return self.kind_impl.launch(self, request, env, cpus, scratch_dir, module)
 
     def where(self) -> str:
-        """The interpreter or image this variant runs in, for display."""
-        if self.kind == "image":
-            return self.image or ""
-        if self.kind == "venv":
-            return self.python or ""
-        return sys.executable
+        """The interpreter, environment or image this variant runs in, for display."""
+        return self.kind_impl.where(self)
 
     def readiness(self) -> tuple[bool, str]:
-        """(ready, detail): can a cell of this variant run here now? Cheap: TensorFlow is
-        looked up, never imported."""
-        if self.kind == "local":
-            if importlib.util.find_spec("tensorflow") is None:
-                return False, f"no TensorFlow in {sys.executable}: {self.build or 'pip install'}"
-            ready, detail = True, "TensorFlow importable in this interpreter"
-        elif self.kind == "venv":
-            ready, detail = _venv_readiness(self.python or "")
-        else:
-            ready, detail = _image_readiness(self)
+        """(ready, detail): can a cell of this variant run here now? Cheap: the backend
+        is looked up, never imported."""
+        ready, detail = self.kind_impl.readiness(self)
         if ready and self.device == "gpu":
             reason = skip_reason(self)
             if reason:
@@ -145,89 +94,33 @@ class Variant:
         return ready, detail
 
     def pins_on_host(self) -> bool:
-        """Host-side affinity applies to local/venv; containers use --cpuset-cpus."""
-        return self.kind in ("local", "venv")
+        """Host-side affinity applies to local/venv/requirements; containers use
+        --cpuset-cpus."""
+        return self.kind_impl.pins_on_host
 
 
-def _venv_readiness(python: str) -> tuple[bool, str]:
-    if not python or not os.path.isfile(python):
-        return False, f"interpreter not found: {python}"
-    try:
-        proc = subprocess.run([python, "-c", _HAS_TF], capture_output=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return False, f"cannot run {python}: {exc}"
-    if proc.returncode != 0:
-        return False, f"no TensorFlow in {python}: {python} -m pip install tensorflow-cpu"
-    return True, "TensorFlow importable in this interpreter"
+def _from_table(name: str, table: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """Check one variant table; return Variant keyword arguments (plus ``base`` for an
+    overlay, resolved later)."""
 
-
-def _image_readiness(variant: Variant) -> tuple[bool, str]:
-    engine = engines.detect_engine(variant.engine)
-    if engine is None or engines.shutil.which(engine) is None:
-        return False, "no container engine (install docker or podman)"
-    if not engines.image_exists(engine, variant.image or ""):
-        return False, f"not built: {variant.build}" if variant.build else "image not present"
-    return True, f"image present ({engine})"
-
-
-# Every built-in pins oneDNN explicitly: its default depends on the CPU, and a variant
-# must mean the same thing on every host.
-_ONEDNN_ON = {"TF_ENABLE_ONEDNN_OPTS": "1"}
-
-BUILTINS: dict[str, Variant] = {
-    "local": Variant(
-        name="local",
-        kind="local",
-        env=_ONEDNN_ON,
-        description="TensorFlow installed in this interpreter (pip wheel)",
-        build="make install",
-    ),
-    "xla": Variant(
-        name="xla",
-        kind="local",
-        env=_ONEDNN_ON,
-        keras={"jit_compile": True},
-        description="this interpreter's TensorFlow with XLA: host-ISA code generated at "
-        "run time, no build needed",
-        build="make install",
-    ),
-    "pip": Variant(
-        name="pip",
-        kind="image",
-        image=f"tfvariants/pip:{TF_VERSION}",
-        env=_ONEDNN_ON,
-        description="stock tensorflow-cpu wheel (AVX) in a container",
-        build="make build-pip",
-    ),
-    "compiled": Variant(
-        name="compiled",
-        kind="image",
-        image=f"tfvariants/compiled:{TF_VERSION}",
-        env=_ONEDNN_ON,
-        description="TensorFlow built from source with bazel for chosen CPU instructions",
-        build="make build-compiled",
-    ),
-    "gpu": Variant(
-        name="gpu",
-        kind="image",
-        image=f"tfvariants/gpu:{TF_VERSION}",
-        env=_ONEDNN_ON,
-        device="gpu",
-        description="tensorflow[and-cuda] on an NVIDIA GPU",
-        build="make build-gpu",
-    ),
-}
-
-
-def _from_table(name: str, table: Mapping[str, Any], source: str) -> Variant:
     def bad(field_name: str, why: str) -> UserError:
         return UserError(f"{source}: variant '{name}': field '{field_name}' {why}")
 
+    if not _NAME.match(name):
+        raise UserError(f"{source}: variant name {name!r}: use letters, digits, '.', '_', '-'")
     for key in table:
         if key not in FIELDS:
             raise bad(key, f"is not a variant field (fields: {', '.join(FIELDS)})")
+    base = table.get("base")
+    if base is not None:
+        if not isinstance(base, str) or not base:
+            raise bad("base", "must name the variant this overlay applies to")
+        extra = [k for k in table if k not in OVERLAY_FIELDS]
+        if extra:
+            raise bad(extra[0], f"cannot be set in an overlay (one with 'base'): only "
+                      f"{', '.join(OVERLAY_FIELDS)}")  # fmt: skip
     kind = table.get("kind")
-    if kind not in KINDS:
+    if base is None and kind not in KIND_REGISTRY:
         raise bad("kind", f"must be one of {', '.join(KINDS)} (got {kind!r})")
     env = table.get("env", {})
     if not isinstance(env, Mapping) or not all(
@@ -240,44 +133,84 @@ def _from_table(name: str, table: Mapping[str, Any], source: str) -> Variant:
     keras = table.get("keras", {})
     if not isinstance(keras, Mapping):
         raise bad("keras", "must be a table of model.compile() options")
-    python = table.get("python")
-    if kind == "venv":
-        if not isinstance(python, str) or not python:
-            raise bad("python", "is required for kind venv (path to the interpreter)")
-        python = os.path.expanduser(python)
-    image = table.get("image")
-    if kind == "image" and (not isinstance(image, str) or not image):
-        raise bad("image", "is required for kind image")
+    backend = table.get("keras_backend")
+    if backend is not None and backend not in BACKENDS:
+        raise bad("keras_backend", f"must be one of {', '.join(BACKENDS)} (got {backend!r})")
     engine = table.get("engine")
     if engine is not None and engine not in engines.ENGINES:
         raise bad("engine", f"must be docker or podman (got {engine!r})")
     for text_field in ("description", "build"):
         if not isinstance(table.get(text_field, ""), str):
             raise bad(text_field, "must be a string")
-    return Variant(
+    fields: dict[str, Any] = {
+        "name": name,
+        "env": {k: str(v) for k, v in env.items()},
+        "keras": dict(keras),
+        "description": str(table.get("description", "")),
+    }
+    if base is not None:
+        return {**fields, "base": base}
+    return {
+        **fields,
+        **get_kind(kind).check(table, bad),
+        "kind": kind,
+        "device": device,
+        "build": table.get("build") or get_kind(kind).build_hint(name),
+        "engine": engine,
+        "keras_backend": backend,
+    }
+
+
+def _apply(base: Variant, overlay: Mapping[str, Any], name: str) -> Variant:
+    """``base`` with an overlay's env and keras options on top."""
+    return replace(
+        base,
         name=name,
-        kind=kind,
-        python=python,
-        image=image,
-        env={k: str(v) for k, v in env.items()},
-        device=device,
-        keras=dict(keras),
-        description=str(table.get("description", "")),
-        build=table.get("build"),
-        engine=engine,
+        env={**base.env, **overlay["env"]},
+        keras={**base.keras, **overlay["keras"]},
+        description=" + ".join(d for d in (base.description, overlay["description"]) if d),
+        base=base.base or base.name,
+        overlay_env={**base.overlay_env, **overlay["env"]},
     )
 
 
-def load_variants(variants_file: str | Path | None = None) -> dict[str, Variant]:
-    """Built-ins plus the user's TOML file ([variants.NAME] tables)."""
+def _resolve(tables: dict[str, dict[str, Any]], source: dict[str, str]) -> dict[str, Variant]:
+    """Concrete variants from checked tables: overlays applied to their bases."""
+    out: dict[str, Variant] = {}
+
+    def resolve(name: str, seen: tuple[str, ...]) -> Variant:
+        if name in out:
+            return out[name]
+        table = tables[name]
+        if "base" not in table:
+            out[name] = Variant(**table)
+            return out[name]
+        base = table["base"]
+        if base in seen or base == name:
+            raise UserError(f"{source[name]}: variant '{name}': field 'base' is circular")
+        if base not in tables:
+            raise UserError(
+                f"{source[name]}: variant '{name}': field 'base' names unknown variant "
+                f"'{base}' (known: {', '.join(sorted(tables))})"
+            )
+        out[name] = _apply(resolve(base, (*seen, name)), table, name)
+        return out[name]
+
+    for name in tables:
+        resolve(name, ())
+    return out
+
+
+def _read_tables(variants_file: str | Path | None) -> tuple[dict, dict[str, str]]:
     import tomllib
 
-    variants = dict(BUILTINS)
+    tables = {name: _from_table(name, t, "built-in") for name, t in BUILTIN_TABLES.items()}
+    source = dict.fromkeys(tables, "built-in")
     path = variants_file or os.environ.get("TFVARIANTS_CONFIG")
     if path is None and Path("tfvariants.toml").is_file():
         path = "tfvariants.toml"
     if path is None:
-        return variants
+        return tables, source
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -289,21 +222,48 @@ def load_variants(variants_file: str | Path | None = None) -> dict[str, Variant]
         raise UserError(f"{path}: not UTF-8 text (a binary file?)") from None
     except RecursionError:
         raise UserError(f"{path}: invalid TOML: nested too deeply") from None
-    tables = data.get("variants", {})
-    if not isinstance(tables, Mapping):
+    user = data.get("variants", {})
+    if not isinstance(user, Mapping):
         raise UserError(f"{path}: [variants] must be a table of tables")
-    for name, table in tables.items():
+    for name, table in user.items():
         if not isinstance(table, Mapping):
             raise UserError(f"{path}: variant '{name}' must be a table")
-        variants[name] = _from_table(name, table, str(path))
-    return variants
+        tables[name] = _from_table(name, table, str(path))
+        source[name] = str(path)
+    return tables, source
+
+
+def load_variants(variants_file: str | Path | None = None) -> dict[str, Variant]:
+    """Built-ins plus the user's TOML file ([variants.NAME] tables), overlays resolved."""
+    return _resolve(*_read_tables(variants_file))
 
 
 def get_variant(name: str, variants_file: str | Path | None = None) -> Variant:
-    variants = load_variants(variants_file)
-    if name not in variants:
-        raise UserError(f"unknown variant '{name}' (known: {', '.join(sorted(variants))})")
-    return variants[name]
+    """A variant by name, or ``BASE+OVERLAY[+OVERLAY...]``: the base with each overlay's
+    env and keras options applied in order (an overlay is a variant declared with a
+    ``base``, e.g. onednn-off, isa-sse41, xla)."""
+    tables, source = _read_tables(variants_file)
+    variants = _resolve(tables, source)
+    base_name, *overlays = name.split("+")
+    if base_name not in variants:
+        raise UserError(f"unknown variant '{base_name}' (known: {', '.join(sorted(variants))})")
+    variant = variants[base_name]
+    for overlay in overlays:
+        if "base" not in tables.get(overlay, {}):
+            known = sorted(n for n, t in tables.items() if "base" in t)
+            raise UserError(
+                f"variant '{name}': '{overlay}' is not an overlay (overlays: {', '.join(known)})"
+            )
+        variant = _apply(variant, tables[overlay], name)
+    return variant
+
+
+def ensure_built(variant: Variant, log: Callable[[str], None]) -> str | None:
+    """Build a variant tfvariants knows how to build (kind requirements) when it is not
+    ready yet; return what was done, or None when nothing was needed or possible."""
+    if variant.kind != "requirements" or variant.readiness()[0]:
+        return None
+    return variant.kind_impl.build(variant, log)
 
 
 def skip_reason(variant: Variant) -> str | None:
@@ -319,3 +279,14 @@ def _host_has_gpu() -> bool:
         or Path("/dev/kfd").exists()
         or engines.gpu_visible()  # nvidia-smi -L: e.g. when /dev is not the host's
     )
+
+
+BUILTINS: dict[str, Variant] = _resolve(
+    {name: _from_table(name, t, "built-in") for name, t in BUILTIN_TABLES.items()},
+    dict.fromkeys(BUILTIN_TABLES, "built-in"),
+)
+
+__all__ = [
+    "BUILTINS", "DEVICES", "FIELDS", "KINDS", "TF_VERSION", "WORKLOADS_PARENT", "Variant",
+    "ensure_built", "get_variant", "load_variants", "skip_reason",
+]  # fmt: skip

@@ -1,0 +1,135 @@
+"""Accuracy parity: a variant that is fast but trains to a different result must not win.
+
+For each workload, every variant's final accuracy and loss (all its successful repeats,
+all thread counts) is set against the baseline variant's. The same seed does not give
+the same initial weights across builds or backends, so exact equality is not expected:
+a variant is flagged when its median is worse than the baseline's median (lower
+accuracy, higher loss) by more than the tolerance, which is the larger of ``SPREAD_K`` times the pooled spread of repeats and a
+floor (``ACC_FLOOR`` accuracy points, ``LOSS_FLOOR`` of the baseline's loss) that keeps
+a near-deterministic pair of variants from being flagged over rounding. A loss that is
+not finite (diverged) or an accuracy no better than chance, when the baseline learned,
+is always flagged. A result *better* than the baseline's by more than the tolerance is
+noted, not flagged: another backend's initial weights can train to a lower loss.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tfvariants.analyze.fields import accuracy_of, finite_number, get_path
+
+SPREAD_K = 4.0
+ACC_FLOOR = 0.05  # absolute accuracy
+LOSS_FLOOR = 0.15  # relative to the baseline's median loss
+
+
+@dataclass
+class Metric:
+    """One metric of one variant: its repeats against the baseline's."""
+
+    values: list[float]
+    median: float | None
+    sd: float | None
+    delta: float | None = None  # median - baseline median
+    tolerance: float | None = None
+    outlier: bool = False  # worse than the baseline beyond the tolerance
+    better: bool = False  # better than the baseline beyond the tolerance
+
+
+@dataclass
+class VariantParity:
+    variant: str
+    n: int
+    accuracy: Metric
+    loss: Metric
+    diverged: int = 0  # repeats with a non-finite loss
+    chance: float | None = None
+    flags: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # differs, but for the better
+
+    @property
+    def outlier(self) -> bool:
+        return bool(self.flags)
+
+
+def _metric(values: Iterable[float | None]) -> Metric:
+    vals = [v for v in values if v is not None]
+    median = statistics.median(vals) if vals else None
+    sd = statistics.stdev(vals) if len(vals) > 1 else None
+    return Metric(vals, median, sd)
+
+
+def _pooled_sd(metrics: list[Metric]) -> float:
+    """Pooled within-variant standard deviation (0 when nobody repeated)."""
+    num = sum((len(m.values) - 1) * m.sd**2 for m in metrics if m.sd is not None)
+    dof = sum(len(m.values) - 1 for m in metrics if m.sd is not None)
+    return (num / dof) ** 0.5 if dof else 0.0
+
+
+def parity(groups: Iterable[Any], baseline_variant: str | None) -> list[VariantParity]:
+    """One row per variant of a workload (groups: analysis.Group objects, any threads)."""
+    by_variant: dict[str, list[dict]] = {}
+    chance: dict[str, float | None] = {}
+    for g in groups:
+        by_variant.setdefault(g.variant, []).extend(g.ok)
+        chance.setdefault(g.variant, g.chance)
+    rows = []
+    for variant, results in by_variant.items():
+        losses = [finite_number(get_path(r, "metrics", "loss")) for r in results]
+        row = VariantParity(
+            variant=variant,
+            n=len(results),
+            accuracy=_metric(accuracy_of(r) for r in results),
+            loss=_metric(losses),
+            diverged=sum(
+                1
+                for r, v in zip(results, losses, strict=True)
+                if v is None and get_path(r, "metrics") is not None
+            ),  # fmt: skip
+            chance=chance.get(variant),
+        )
+        rows.append(row)
+    base = next((r for r in rows if r.variant == baseline_variant), None)
+    if base is None or not base.n:
+        return rows
+    acc_sd = _pooled_sd([r.accuracy for r in rows])
+    loss_sd = _pooled_sd([r.loss for r in rows])
+    for row in rows:
+        if row is base or not row.n:
+            continue
+        _judge(row.accuracy, base.accuracy, max(SPREAD_K * acc_sd, ACC_FLOOR), +1)
+        if base.loss.median is not None:
+            floor = LOSS_FLOOR * abs(base.loss.median)
+            _judge(row.loss, base.loss, max(SPREAD_K * loss_sd, floor), -1)
+        for name, metric, ref, fmt in (
+            ("accuracy", row.accuracy, base.accuracy, ".3f"),
+            ("loss", row.loss, base.loss, ".4g"),
+        ):
+            if metric.outlier or metric.better:
+                text = (
+                    f"{name} {metric.median:{fmt}} vs {ref.median:{fmt}} "
+                    f"(tolerance ±{metric.tolerance:{'.3f' if name == 'accuracy' else '.3g'}})"
+                )
+                (row.flags if metric.outlier else row.notes).append(
+                    text if metric.outlier else text + ": better than the baseline"
+                )
+        if row.diverged and not base.diverged:
+            row.flags.append(f"{row.diverged} of {row.n} repeats diverged (loss not finite)")
+        learned = base.accuracy.median is not None and row.chance is not None
+        if learned and base.accuracy.median > row.chance + ACC_FLOOR:
+            if row.accuracy.median is not None and row.accuracy.median <= row.chance + 0.01:
+                row.flags.append(f"accuracy at chance ({row.chance:.2f})")
+    return rows
+
+
+def _judge(metric: Metric, base: Metric, tolerance: float, higher_is_better: int) -> None:
+    if metric.median is None or base.median is None:
+        return
+    metric.delta = metric.median - base.median
+    metric.tolerance = tolerance
+    if abs(metric.delta) > tolerance:
+        improved = metric.delta * higher_is_better > 0
+        metric.better, metric.outlier = improved, not improved
