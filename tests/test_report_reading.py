@@ -243,3 +243,18 @@ def test_serving_chart_marks_points_over_the_p99_bound(tmp_path):
         "4 in flight" in t and "p99 over the bound" in t for t in hollow
     )
     assert "hollow ones did not" in html
+
+
+def test_unstable_warning_names_the_farthest_repeat_and_its_interference(tmp_path):
+    from resultfactory import make_result, write_results
+
+    from tfvariants.analyze.analysis import analyze
+
+    results = [make_result("local", 2, "mnist_cnn", r, steady_epoch_s=2.0) for r in range(5)]
+    slow = results[3]
+    slow["schedule"]["projected_full_s"] *= 1.5  # one disturbed repeat
+    slow["cpu"] = {"others_share": 0.47}
+    folder = write_results(tmp_path / "res", results)
+    text = " ".join(w.message for w in analyze(folder).warnings if w.kind == "unstable")
+    assert "farthest repeat (r3)" in text
+    assert "other processes used 47% of its pinned CPUs" in text

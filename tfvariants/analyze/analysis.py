@@ -7,6 +7,7 @@ the run store and nothing else.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -259,6 +260,24 @@ def analyze(
     )
 
 
+def _explain_spread(warning: stats.StatWarning, ok: list[dict]) -> stats.StatWarning:
+    """An 'unstable' warning names its worst repeat, and whether other processes were
+    using that cell's CPUs: a sceptic can then tell a noisy host from a noisy config."""
+    timed = [(t, r) for r in ok if (t := training_time_s(r))]
+    if warning.kind != "unstable" or len(timed) < 3:
+        return warning
+    med = median_of(t for t, _ in timed) or 0.0
+    if med <= 0:
+        return warning
+    t, r = max(timed, key=lambda tr: abs(math.log(tr[0] / med)))
+    repeat = get_path(r, "cell", "repeat")
+    text = f"; the farthest repeat (r{repeat}) took {t / med:.2f}x the median"
+    others = finite_number(get_path(r, "cpu", "others_share"))
+    if others is not None and others >= 0.10:
+        text += f", while other processes used {others:.0%} of its pinned CPUs"
+    return stats.StatWarning(warning.kind, warning.message + text, warning.hint)
+
+
 def _summarise(
     g: Group, pricing: Pricing | None, cpus: int | None, confidence: float = stats.CONFIDENCE
 ) -> None:
@@ -320,7 +339,7 @@ def _summarise(
     )
     rss = [x for x in (finite_number(get_path(r, "memory", "peak_rss_bytes")) for r in ok) if x]
     g.peak_rss_bytes = int(max(rss)) if rss else None
-    g.warnings += stats.stability_warnings(label, g.times)
+    g.warnings += [_explain_spread(w, ok) for w in stats.stability_warnings(label, g.times)]
     if pricing is not None:
         g.cost = pricing.cost(g.variant, g.threads, g.time.value, g.device)
         if g.cost is None:
