@@ -23,3 +23,16 @@ def needs_tf() -> None:
         if os.environ.get("TFV_REQUIRE_TF") == "1":
             pytest.fail("TensorFlow is required (TFV_REQUIRE_TF=1) but not importable")
         pytest.skip("TensorFlow not installed in this interpreter")
+
+
+def require_loadgen() -> None:
+    """Skip without MLPerf LoadGen, unless CI says it must be there (TFV_REQUIRE_SERVE=1):
+    then a missing optional extra fails instead of passing as 'skipped'."""
+    import importlib.util
+
+    if importlib.util.find_spec("mlperf_loadgen") is None:
+        if os.environ.get("TFV_REQUIRE_SERVE") == "1":
+            pytest.fail(
+                "LoadGen is required (TFV_REQUIRE_SERVE=1): pip install 'tfvariants[serve]'"
+            )
+        pytest.skip("LoadGen not installed: pip install 'tfvariants[serve]'")

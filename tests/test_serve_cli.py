@@ -12,6 +12,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from conftest import require_loadgen
 
 from tfvariants.cli import main
 from tfvariants.store.result import load_result
@@ -178,7 +179,7 @@ def test_serve_result_kind_is_validated(tmp_path):
 def test_loadgen_scenarios_with_the_noop_model_match_detail_logs(tmp_path):
     """LoadGen without TensorFlow: the report's numbers are the detail logs' numbers,
     and the Server QPS search keeps one log folder per step."""
-    pytest.importorskip("mlperf_loadgen")
+    require_loadgen()
     from workloads.serving import mllog
 
     out, report = tmp_path / "res", tmp_path / "rep" / "index.html"

@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import require_loadgen
 
 from tfvariants.cli import main
 from tfvariants.store.result import load_result
@@ -23,7 +24,7 @@ ROW = re.compile(r'<tr data-cell="([^"]+)" data-metric="([^"]+)" data-value="([^
 
 
 def test_report_numbers_equal_loadgen_detail_logs(tmp_path):
-    pytest.importorskip("mlperf_loadgen")
+    require_loadgen()
     out, report = tmp_path / "res", tmp_path / "rep" / "index.html"
     code = main(["serve", "--models", "mobilenet_v2", "--scenarios",
                  "single_stream,server,offline,concurrency", "--concurrency", "1",
