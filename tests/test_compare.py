@@ -278,3 +278,25 @@ def test_next_round_runs_only_the_undecided_workloads_configurations():
     del stored["mnist_mlp__local__t2__r4"]
     cells, _ = hook(stored)  # an interrupted round is completed first
     assert [(c.workload, c.threads, c.repeat) for c in cells] == [("mnist_mlp", 2, 4)]
+
+
+def test_next_round_uses_the_reports_baseline_which_is_never_oversubscribed_by_choice():
+    from tfvariants.analyze import adaptive
+    from tfvariants.commands import rounds
+    from tfvariants.plan.spec import MatrixSpec
+
+    spec = MatrixSpec(("local",), (1, 2, 8), ("mnist_cnn",), 5, {},
+                      {"local": {"kind": "local", "device": "cpu"}})  # fmt: skip
+    stored = {}
+    for r in range(5):
+        for t, epoch_s, noise in ((1, 2.0, 0.3), (2, 2.0, 0.02), (8, 4.0, 0.02)):
+            res = rf.make_result("local", t, "mnist_cnn", r, steady_epoch_s=epoch_s, noise=noise)
+            assert res["requested"]["oversubscribed"] is (t == 8)  # 2 logical CPUs
+            stored[f"mnist_cnn__local__t{t}__r{r}"] = res
+    hook = rounds.make_next_round(spec, adaptive.stopping_rule(5), baseline=None,
+                                  min_effect=0.05, confidence=0.95)  # fmt: skip
+    cells, why = hook(stored)
+    # Baseline local@2 (fits the host): 1 vs 2 is noisy and stays open; 8 vs 2 is decided.
+    # With the oversubscribed local@8 as baseline both pairs would be decided already.
+    assert {(c.threads, c.repeat) for c in cells} == {(1, 5), (2, 5)}
+    assert why.startswith("1 comparison(s) undecided")

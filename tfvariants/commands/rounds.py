@@ -97,7 +97,12 @@ def record(out: Path, rule: adaptive.StoppingRule, spec: Any, before: dict, outc
         "stopped": outcome.stopped, "spent_s": round(outcome.spent_s, 1),
     })  # fmt: skip
     if outcome.stopped:
-        console.print(f"adaptive repeats stopped: {outcome.stopped}", highlight=False, markup=False)
+        console.print(
+            f"adaptive repeats stopped: {outcome.stopped}; the report uses every stored "
+            "repeat, so its verdicts may be firmer than those at the last look",
+            highlight=False,
+            markup=False,
+        )
 
 
 def summary(analysis: Any, out: Path, console: Any) -> None:
@@ -144,6 +149,7 @@ def make_next_round(
         times: dict[adaptive.Config, dict[int, float]] = {}
         present: dict[adaptive.Config, set[int]] = {}
         rounds = 0
+        over: set[tuple[str, int]] = set()
         for r in stored.values():
             c = r.get("cell") or {}
             key = (str(c.get("workload")), str(c.get("variant")), int(c.get("threads", 0)))
@@ -151,6 +157,8 @@ def make_next_round(
                 continue
             rep = int(c.get("repeat", 0))
             present.setdefault(key, set()).add(rep)
+            if (r.get("requested") or {}).get("oversubscribed") is True:
+                over.add(key[1:])
             rounds = max(rounds, rep + 1)
             t = training_time_s(r) if r.get("status") == "ok" else None
             if t:
@@ -168,7 +176,7 @@ def make_next_round(
                 base: tuple[str, int] | None = (baseline[0], threads)
             else:
                 counts = {(v, t): len(xs) for (w2, v, t), xs in at_look.items() if w2 == w}
-                base = choose_baseline(counts, devices, list(spec.variants))
+                base = choose_baseline(counts, devices, list(spec.variants), over)
             pairs += adaptive.watched_pairs([k for k in order if k[0] == w], base)
         open_pairs = adaptive.undecided(
             at_look, pairs, looks=rule.k, min_effect=min_effect, confidence=confidence
