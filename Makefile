@@ -63,12 +63,8 @@ build-variant: _variant-name install
 _variant-name:
 	@test -n "$(NAME)" || (echo "usage: make build-variant NAME=tf-2.18 (see: tfvariants variants)" >&2 && exit 2)
 
-# The Ray cluster tests run first, in a pytest process of their own: run late in the
-# one long session, the driver stalled ~60 s after a cancelled or timed-out cell (twice
-# in CI; never in a fresh process). The rest follows, with every other marker.
 test: install
-	TFV_REQUIRE_TF=1 $(BIN)/python -m pytest -o addopts="" -q -rs -m ray
-	TFV_REQUIRE_TF=1 $(BIN)/python -m pytest -o addopts="" -q -rs -m "not ray" --durations=15
+	TFV_REQUIRE_TF=1 $(BIN)/python -m pytest -o addopts="" -q -rs --durations=15
 
 test-fast: install
 	$(BIN)/python -m pytest -q
