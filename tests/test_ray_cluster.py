@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -90,6 +91,11 @@ def _ray():
 @pytest.fixture(scope="module")
 def cluster():
     Cluster = _ray()
+    # A shell starts background jobs with SIGINT ignored, and an ignored signal stays
+    # ignored across exec: the Ray processes and the compare driver would then never see
+    # the Ctrl-C this file sends (CI ran it that way; the Ctrl-C test hung). A Python
+    # handler here is reset to the default in every child, as in an interactive shell.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     local = {"node_ip_address": "127.0.0.1", "include_dashboard": False}
     c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, **local})
     nodes = {
@@ -100,6 +106,7 @@ def cluster():
     c.test_nodes = nodes
     yield c
     c.shutdown()
+    signal.signal(signal.SIGINT, previous)
 
 
 @pytest.fixture
