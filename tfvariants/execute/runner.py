@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -180,19 +181,46 @@ def run_cell(
     cells_dir: str | Path,
     topology: Topology | None = None,
 ) -> dict[str, Any]:
-    """Run one cell in a fresh worker; write and return its result.
+    """Run one training cell in a fresh worker; write and return its result.
 
     The result is stored as ``cells_dir/<cell_id>.json``; the worker's combined log as
     ``cells_dir/../logs/<cell_id>.log``.
     """
+    plan = plan_pinning(cell.threads, topology or read_topology())
+    config = asdict(options)
+    config["keras_options"] = dict(variant.keras)
+    return run_request(
+        cell,
+        variant,
+        plan,
+        lambda result_path: worker_request(cell, plan, options, variant, result_path),
+        cells_dir=cells_dir,
+        config=config,
+        timeout_s=options.timeout_s,
+    )
+
+
+def run_request(
+    cell: Any,
+    variant: Variant,
+    plan: PinPlan,
+    make_request: Callable[[Path], Any],
+    *,
+    cells_dir: str | Path,
+    config: dict[str, Any],
+    timeout_s: float,
+    module: str = "workloads.worker",
+    keep: Callable[[Path, dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """The one life of a cell, whatever it measures: skipped here, or one fresh worker
+    (``python -m module``) given ``make_request(result_path)``, and exactly one result
+    stored as ``cells_dir/<cell_id>.json``. ``keep(scratch, result)`` may copy what the
+    worker left beside its result before the scratch folder goes."""
     cells_dir = Path(cells_dir)
     cells_dir.mkdir(parents=True, exist_ok=True)
     logs_dir = cells_dir.parent / "logs"
     logs_dir.mkdir(parents=True, exist_ok=True)
     final_path = cells_dir / f"{cell.cell_id}.json"
-    plan = plan_pinning(cell.threads, topology or read_topology())
-    config = asdict(options)
-    config["keras_options"] = dict(variant.keras)
 
     reason = skip_reason(variant)
     if reason:
@@ -208,9 +236,11 @@ def run_cell(
     os.chmod(scratch, 0o777)  # a container's user may differ from ours
     log_path = logs_dir / f"{cell.cell_id}.log"
     try:
-        request = worker_request(cell, plan, options, variant, scratch / "result.json")
-        command, env = variant.launch(request, worker_env(variant, plan), plan.cpus, scratch)
-        result = _execute(cell, variant, options, plan, command, env, scratch, log_path, config)
+        request = make_request(scratch / "result.json")
+        command, env = variant.launch(
+            request, worker_env(variant, plan), plan.cpus, scratch, module=module
+        )
+        result = _execute(cell, variant, timeout_s, plan, command, env, scratch, log_path, config)
         result["runner"] = {
             "host_id": host_id(),  # the worker's own may be a container's
             "variant_kind": variant.kind,
@@ -220,6 +250,8 @@ def run_cell(
             "wall_s": result.pop("_wall_s", None),
             "log": str(log_path),
         }
+        if keep is not None:
+            keep(scratch, result)
         write_json_atomic(final_path, result)
         return result
     finally:
@@ -227,9 +259,9 @@ def run_cell(
 
 
 def _execute(
-    cell: Cell,
+    cell: Any,
     variant: Variant,
-    options: RunOptions,
+    timeout_s: float,
     plan: PinPlan,
     command: list[str],
     env: dict[str, str],
@@ -264,7 +296,7 @@ def _execute(
                 "_exit_code": None,
                 "_wall_s": 0.0,
             }  # fmt: skip
-        code, timed_out = _wait_blocking(proc, options.timeout_s, command)
+        code, timed_out = _wait_blocking(proc, timeout_s, command)
     wall = time.monotonic() - started
     log_text = log_path.read_text(encoding="utf-8", errors="replace")
     result_file = scratch / "result.json"
@@ -279,7 +311,7 @@ def _execute(
         return res
 
     if timed_out:
-        return failed("timeout", f"no result within the {options.timeout_s:g} s timeout")
+        return failed("timeout", f"no result within the {timeout_s:g} s timeout")
     if code is not None and code < 0:
         return failed("failed", f"worker killed by {_signal_name(code)}")
     if not result_file.exists():

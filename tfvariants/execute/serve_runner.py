@@ -8,19 +8,15 @@ folder is removed, and the result says where.
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from tfvariants.execute.runner import _execute, worker_env
+from tfvariants.execute.runner import run_request
 from tfvariants.plan.pinning import plan_pinning
 from tfvariants.plan.serve import ServeCell
 from tfvariants.plan.topology import Topology, read_topology
-from tfvariants.store.result import host_result, write_json_atomic
-from tfvariants.variants import Variant, skip_reason
-from workloads.envprobe import host_id
+from tfvariants.variants import Variant
 from workloads.serving.models import is_file as model_is_file
 from workloads.serving.request import ServeRequest, ServeWorkerRequest
 
@@ -44,62 +40,34 @@ def run_serve_cell(
     cells_dir: str | Path,
     topology: Topology | None = None,
 ) -> dict[str, Any]:
-    cells_dir = Path(cells_dir)
-    run_dir = cells_dir.parent
-    (run_dir / "logs").mkdir(parents=True, exist_ok=True)
-    final_path = cells_dir / f"{cell.cell_id}.json"
     plan = plan_pinning(cell.threads, topology or read_topology())
     req = serve_request(cell, options)
-    timeout_s = float(options.get("timeout_s", 1800.0))
-    config = req.to_dict()
-
-    reason = skip_reason(variant)
-    if reason:
-        result = host_result(cell.to_dict(), "skipped", reason, config=config,
-                             requested=plan.to_dict())  # fmt: skip
-        result["runner"] = {"variant_kind": variant.kind, "command": None, "exit_code": None,
-                            "host_id": host_id()}  # fmt: skip
-        write_json_atomic(final_path, result)
-        return result
-
-    scratch = Path(tempfile.mkdtemp(prefix=f".{cell.cell_id}.", dir=run_dir))
-    os.chmod(scratch, 0o777)  # a container's user may differ from ours
-    log_path = run_dir / "logs" / f"{cell.cell_id}.log"
     # A model file goes by its absolute path: a container launcher mounts it from there.
     model = str(Path(cell.model).resolve()) if model_is_file(cell.model) else cell.model
-    request = ServeWorkerRequest(
-        workload=model, cell=cell.to_dict(), result=str(scratch / "result.json"),
-        intra_op=plan.intra_op, serve=req.to_dict(), inter_op=plan.inter_op,
-        cpus=tuple(plan.cpus), requested=plan.to_dict(),
-    )  # fmt: skip
-    try:
-        command, env = variant.launch(request, worker_env(variant, plan), plan.cpus, scratch,  # type: ignore[arg-type]
-                                      module=SERVING_MODULE)  # fmt: skip
-        result = _execute(cell, variant, _Timeout(timeout_s), plan, command, env, scratch,
-                          log_path, config)  # type: ignore[arg-type]  # fmt: skip
-        result["runner"] = {
-            "host_id": host_id(),  # the worker's own may be a container's
-            "variant_kind": variant.kind,
-            "image": variant.image,
-            "command": command,
-            "exit_code": result.pop("_exit_code", None),
-            "wall_s": result.pop("_wall_s", None),
-            "log": str(log_path),
-        }
-        kept = _keep_artifacts(scratch, run_dir / ARTIFACTS_DIR / cell.cell_id)
-        if kept:
+
+    def make_request(result_path: Path) -> ServeWorkerRequest:
+        return ServeWorkerRequest(
+            workload=model, cell=cell.to_dict(), result=str(result_path),
+            intra_op=plan.intra_op, serve=req.to_dict(), inter_op=plan.inter_op,
+            cpus=tuple(plan.cpus), requested=plan.to_dict(),
+        )  # fmt: skip
+
+    def keep(scratch: Path, result: dict[str, Any]) -> None:
+        run_dir = Path(cells_dir).parent
+        if _keep_artifacts(scratch, run_dir / ARTIFACTS_DIR / cell.cell_id):
             result["artifacts"] = f"{ARTIFACTS_DIR}/{cell.cell_id}"
-        write_json_atomic(final_path, result)
-        return result
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
 
-
-class _Timeout:
-    """The one field of RunOptions the shared executor reads."""
-
-    def __init__(self, timeout_s: float) -> None:
-        self.timeout_s = timeout_s
+    return run_request(
+        cell,
+        variant,
+        plan,
+        make_request,
+        cells_dir=cells_dir,
+        config=req.to_dict(),
+        timeout_s=float(options.get("timeout_s", 1800.0)),
+        module=SERVING_MODULE,
+        keep=keep,
+    )
 
 
 def _keep_artifacts(scratch: Path, dest: Path) -> bool:
