@@ -21,6 +21,7 @@ import statistics
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
@@ -282,11 +283,17 @@ def main(argv: list[str] | None = None) -> int:
         "requested": dict(req.requested),
         "started_at": _now(),
     }
+    return record_run(result, req.result, lambda: run(req, result))
+
+
+def record_run(result: dict[str, Any], result_path: str, body: Callable[[], None]) -> int:
+    """Run ``body``, then complete ``result`` (environment, peak memory, end time) and
+    write it atomically: the one ending of every worker. A workload error is a result,
+    not a lost cell: it is recorded as failed and the exit code is 1."""
     code = 0
     try:
-        run(req, result)
+        body()
     except Exception as exc:
-        # A workload error is a result, not a lost cell: record it and exit non-zero.
         traceback.print_exc()
         result["status"] = "failed"
         result["reason"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
@@ -294,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     result.setdefault("environment", envprobe.probe())
     result["memory"] = {"peak_rss_bytes": peak_rss_bytes()}
     result["finished_at"] = _now()
-    write_json_atomic(req.result, _clean(result))
+    write_json_atomic(result_path, _clean(result))
     return code
 
 

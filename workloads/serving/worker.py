@@ -18,16 +18,15 @@ import subprocess
 import sys
 import threading
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
 from workloads import envprobe
-from workloads.protocol import SCHEMA_VERSION, write_json_atomic
+from workloads.protocol import SCHEMA_VERSION
 from workloads.serving import closed_loop, http_client, models
 from workloads.serving.percentiles import summary
 from workloads.serving.request import SERVE_RESULT_KIND, ServeRequest, ServeWorkerRequest
-from workloads.worker import _clean, _now, peak_rss_bytes
+from workloads.worker import _now, record_run
 
 SERVER_START_TIMEOUT_S = 600.0  # NASNetLarge builds in ~6 s; an image's first TF import is slower
 HTTP_SUT_WORKERS = 8  # LoadGen over HTTP: requests in flight at most (one connection each)
@@ -274,9 +273,9 @@ def main(argv: list[str] | None = None) -> int:
         "requested": wreq.requested,
         "started_at": _now(),
     }
-    code = 0
     folder = Path(wreq.result).resolve().parent
-    try:
+
+    def body() -> None:
         req = wreq.serve_request()
         result["config"] = req.to_dict()
         if wreq.cpus and hasattr(os, "sched_setaffinity"):
@@ -288,16 +287,8 @@ def main(argv: list[str] | None = None) -> int:
         run(wreq, req, result, folder)
         result["timing"] = {"total_s": time.perf_counter() - t0}
         result["status"] = "ok"
-    except Exception as exc:
-        traceback.print_exc()
-        result["status"] = "failed"
-        result["reason"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
-        code = 1
-    result.setdefault("environment", envprobe.probe())
-    result["memory"] = {"peak_rss_bytes": peak_rss_bytes()}
-    result["finished_at"] = _now()
-    write_json_atomic(wreq.result, _clean(result))
-    return code
+
+    return record_run(result, wreq.result, body)
 
 
 if __name__ == "__main__":
