@@ -8,10 +8,9 @@ import csv
 import json
 import os
 import socket
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from brokenhttp import broken_server
 from conftest import require_loadgen
 
 from tfvariants.cli import main
@@ -101,44 +100,14 @@ def test_noop_model_in_process_and_over_http(tmp_path):
                  "--path", "inprocess,http", *FAST, "--out", str(out), "--resume"]) == 2  # fmt: skip
 
 
-class _Broken(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    mode = "500"
-
-    def log_message(self, *a):
-        pass
-
-    def do_GET(self):
-        self._send(200, b'{"model_version_status": [{"state": "AVAILABLE"}]}')
-
-    def do_POST(self):
-        self.rfile.read(int(self.headers["Content-Length"]))
-        if self.mode == "500":
-            self._send(500, b'{"error": "out of memory"}')
-        else:
-            self._send(200, b"<html>not json")
-
-    def _send(self, code, payload):
-        self.send_response(code)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-
 @pytest.mark.parametrize("mode, words", [("500", "HTTP 500: out of memory"),
                                           ("malformed", "malformed JSON reply")])  # fmt: skip
 def test_broken_target_gives_failed_cells_with_reasons(mode, words, tmp_path):
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), type("H", (_Broken,), {"mode": mode}))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{httpd.server_address[1]}"
-        out = tmp_path / "res"
+    out = tmp_path / "res"
+    with broken_server(mode, error="out of memory") as url:
         code = main(["serve", "--models", "noop", "--target", url, "--scenarios", "concurrency",
                      "--concurrency", "2", *FAST, "--out", str(out),
                      "--report", str(tmp_path / "rep" / "index.html")])  # fmt: skip
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
     assert code == 1  # failed cells, report still written
     (path,) = (out / "cells").glob("*.json")
     r = load_result(path)

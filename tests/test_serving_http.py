@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
 import zlib
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
+from brokenhttp import broken_server
 
 from workloads.serving import closed_loop, http_client, mllog
 from workloads.serving.http_server import ModelServer, parse_instances
@@ -111,47 +110,17 @@ def test_closed_loop_is_bounded_and_reports_percentiles():
     assert lat["count"] == 50 and lat["p50_ms"] <= lat["p90_ms"] <= lat["p99_ms"] <= lat["max_ms"]
 
 
-class _Broken(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    mode = "500"
-
-    def log_message(self, *a):
-        pass
-
-    def do_GET(self):
-        self._send(200, b'{"model_version_status": []}')
-
-    def do_POST(self):
-        self.rfile.read(int(self.headers["Content-Length"]))
-        if self.mode == "500":
-            self._send(500, b'{"error": "boom"}')
-        else:
-            self._send(200, b'{"predictions": [1, 2')
-
-    def _send(self, code, payload):
-        self.send_response(code)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-
 @pytest.mark.parametrize(
     "mode, words", [("500", "HTTP 500: boom"), ("malformed", "malformed JSON")]
 )
 def test_broken_server_gives_errors_with_reasons(mode, words):
-    handler = type("H", (_Broken,), {"mode": mode})
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        ep = http_client.Endpoint(f"http://127.0.0.1:{httpd.server_address[1]}", "m")
+    with broken_server(mode, malformed=b'{"predictions": [1, 2') as url:
+        ep = http_client.Endpoint(url, "m")
         res = closed_loop.run(
             lambda: (lambda s: (lambda i: s.predict(b"{}", 1)))(http_client.Session(ep, 5)),
             concurrency=2, samples=1, min_duration_s=0.01, max_duration_s=5,
             min_requests=100, max_requests=100,
         )  # fmt: skip
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
     assert res["completed"] == 0 and res["errors"] >= closed_loop.FAIL_FAST_ERRORS
     assert res["errors"] < 100  # failed fast, not 100 times
     assert any(words in e for e in res["error_examples"])
