@@ -41,6 +41,29 @@ def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> None:
 
 # ---- the worker request: what the host asks one worker process to do ----
 
+
+def request_json(request: Any, kind: str) -> str:
+    """A request dataclass as the one JSON argument a worker takes."""
+    data = asdict(request)
+    data["cpus"] = list(data.get("cpus") or ())
+    return json.dumps({"kind": kind, **data}, sort_keys=True)
+
+
+def request_fields(text: str, kind: str, cls: type, what: str) -> dict[str, Any]:
+    """The fields of a request of ``kind`` read from JSON: the kind checked and removed,
+    no field that ``cls`` does not have. Types are the caller's to check."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise RequestError(f"{what} is not JSON: {exc}") from None
+    if not isinstance(data, dict) or data.pop("kind", None) != kind:
+        raise RequestError(f"not a tfvariants {what}")
+    unknown = sorted(set(data) - {f.name for f in fields(cls)})
+    if unknown:
+        raise RequestError(f"{what}: unknown field(s) {', '.join(unknown)}")
+    return data
+
+
 REQUEST_KIND = "tfvariants.worker_request"
 
 
@@ -80,25 +103,14 @@ class WorkerRequest:
     backend: str | None = None  # Keras backend: tensorflow, jax, torch (None: $KERAS_BACKEND)
 
     def to_json(self) -> str:
-        data = asdict(self)
-        data["cpus"] = list(self.cpus)
-        return json.dumps({"kind": REQUEST_KIND, **data}, sort_keys=True)
+        return request_json(self, REQUEST_KIND)
 
     def to_argv(self) -> list[str]:
         return ["--request", self.to_json()]
 
     @classmethod
     def from_json(cls, text: str) -> WorkerRequest:
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise RequestError(f"worker request is not JSON: {exc}") from None
-        if not isinstance(data, dict) or data.pop("kind", None) != REQUEST_KIND:
-            raise RequestError("not a tfvariants worker request")
-        known = {f.name: f for f in fields(cls)}
-        unknown = sorted(set(data) - set(known))
-        if unknown:
-            raise RequestError(f"worker request: unknown field(s) {', '.join(unknown)}")
+        data = request_fields(text, REQUEST_KIND, cls, "worker request")
         for name in ("workload", "result"):
             if not isinstance(data.get(name), str) or not data[name]:
                 raise RequestError(f"worker request: '{name}' must be a non-empty string")

@@ -10,6 +10,8 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from workloads.protocol import request_fields, request_json
+
 SERVE_RESULT_KIND = "tfvariants.serve_cell"
 SCENARIOS = ("single_stream", "offline", "server", "server_search", "concurrency")
 LOADGEN_SCENARIOS = ("single_stream", "offline", "server", "server_search")
@@ -103,22 +105,14 @@ class ServeWorkerRequest:
     data_dir: str | None = None  # never used; launchers look for it
 
     def to_json(self) -> str:
-        data = asdict(self)
-        data["cpus"] = list(self.cpus)
-        return json.dumps({"kind": SERVE_REQUEST_KIND, **data}, sort_keys=True)
+        return request_json(self, SERVE_REQUEST_KIND)
 
     def to_argv(self) -> list[str]:
         return ["--request", self.to_json()]
 
     @classmethod
     def from_json(cls, text: str) -> ServeWorkerRequest:
-        data = json.loads(text)
-        if not isinstance(data, dict) or data.pop("kind", None) != SERVE_REQUEST_KIND:
-            raise ValueError("not a tfvariants serving worker request")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"serving worker request: unknown field(s) {', '.join(unknown)}")
+        data = request_fields(text, SERVE_REQUEST_KIND, cls, "serving worker request")
         data["cpus"] = tuple(int(c) for c in data.get("cpus") or ())
         return cls(**data)
 
