@@ -23,12 +23,17 @@ FLAGS = [
 ]
 
 
-@pytest.mark.browser
-def test_report_renders_in_headless_chromium(tmp_path):
+def require_chromium() -> None:
+    """Skip without Chromium, unless CI says it must be there (TFV_REQUIRE_BROWSER=1)."""
     if not shutil.which(CHROMIUM):
         if os.environ.get("TFV_REQUIRE_BROWSER") == "1":
             pytest.fail("chromium not installed (apt-get install chromium)")
         pytest.skip("chromium not installed (apt-get install chromium)")
+
+
+@pytest.mark.browser
+def test_report_renders_in_headless_chromium(tmp_path):
+    require_chromium()
     results, run = rf.study_like_results()
     bad = rf.make_result(
         "pip", 8, "mnist_mlp", 9, status="failed", reason="<script>alert(1)</script>"

@@ -4,7 +4,6 @@ and the serving matrix's resume identity."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -132,17 +131,13 @@ def test_serving_only_report_renders_escaped(tmp_path):
 
 @pytest.mark.browser
 def test_serving_report_in_headless_chromium(tmp_path):
-    import shutil
     import subprocess
 
-    from test_report_browser import CHROMIUM, FLAGS
+    from test_report_browser import CHROMIUM, FLAGS, require_chromium
 
     from tfvariants.render.html import write_report
 
-    if not shutil.which(CHROMIUM):
-        if os.environ.get("TFV_REQUIRE_BROWSER") == "1":
-            pytest.fail("chromium not installed (apt-get install chromium)")
-        pytest.skip("chromium not installed (apt-get install chromium)")
+    require_chromium()
     d = _serving_run(tmp_path / "res")
     html = tmp_path / "index.html"
     write_report(d, html, pricing=parse_pricing_option("gce-2017"))
