@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import TypeGuard
 
 import tomllib
 
@@ -163,7 +164,7 @@ def _number(value: object, where: str, *, positive: bool = True) -> float:
     return float(value)
 
 
-def valid_date(text: object) -> bool:
+def valid_date(text: object) -> TypeGuard[str]:
     """YYYY-MM or YYYY-MM-DD naming a real month (and day)."""
     if not isinstance(text, str) or not _DATE.fullmatch(text):
         return False

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from tfvariants.errors import UserError
 from tfvariants.plan.cell import MAX_THREADS
@@ -38,7 +38,7 @@ def _field_error(source: str, name: str, expected: str, got: Any) -> UserError:
     return UserError(f"{source}: field {name!r}: expected {expected}, got {str(got)[:60]!r}")
 
 
-def _is_int(v: Any) -> bool:
+def _is_int(v: Any) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
