@@ -4,6 +4,7 @@ and resume (the run folder itself belongs to :mod:`tfvariants.store.rundir`)."""
 from __future__ import annotations
 
 import statistics
+import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.spec import MatrixSpec, plan_cells
-from tfvariants.store.result import host_result, write_json_atomic
+from tfvariants.store.result import host_result
 from tfvariants.store.rundir import (
     CELLS_DIR,
     check_resume,
@@ -21,6 +22,7 @@ from tfvariants.store.rundir import (
     prepare_run_dir,
     quarantine_unreadable,
 )
+from tfvariants.store.runfolder import RunFolder
 from workloads.envprobe import host_id
 
 if TYPE_CHECKING:  # rich.progress is imported only when a bar is shown (start-up time)
@@ -123,13 +125,24 @@ class Matrix:
     ) -> list[str]:
         """Check the folder and write run.json; returns the quarantine moves (one line
         each). A resume stops (UserError, nothing written) on a file it cannot read,
-        unless ``quarantine`` moves such files aside first."""
+        unless ``quarantine`` moves such files aside first.
+
+        Takes the folder's lock first (held until the command ends, see
+        tfvariants.store.lock): a second run on it is refused before anything is read."""
+        folder = RunFolder(self.out)
+        held = folder.holds_lock()
+        for line in folder.lock() + folder.remove_stale_scratch():
+            print(f"tfvariants: warning: {line}", file=sys.stderr)
         contents = load_run_dir(self.out, allow_mixed_hosts=allow_mixed_hosts)
-        if resume:
-            check_resume(contents, quarantine=quarantine)
-        prepare_run_dir(
-            self.out, self.spec, resume=resume, hosts=hosts, allow_mixed_hosts=allow_mixed_hosts
-        )
+        try:
+            if resume:
+                check_resume(contents, quarantine=quarantine)
+            prepare_run_dir(self.out, self.spec, resume=resume, hosts=hosts,
+                            allow_mixed_hosts=allow_mixed_hosts)  # fmt: skip
+        except BaseException:
+            if not held:
+                folder.unlock()  # refused: leave the folder as it was (or absent)
+            raise
         moved = quarantine_unreadable(contents) if resume and contents.problems else []
         self.cells_dir.mkdir(parents=True, exist_ok=True)
         self._prepared = (contents.results, moved)
@@ -233,7 +246,7 @@ class Matrix:
         reason = f"runner error: {type(exc).__name__}: {exc}"[:300]
         result = host_result(cell.to_dict(), "failed", reason)
         result["runner"] = {"host_id": host_id()}
-        write_json_atomic(self.cells_dir / f"{cell.cell_id}.json", result)
+        RunFolder(self.out).write_cell(cell.cell_id, result)
         return result
 
 
