@@ -14,6 +14,7 @@ import shutil
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from tfvariants.errors import UserError
 from tfvariants.plan.cell import Cell, cell_id
 from tfvariants.plan.serve import serve_cell_id
 from tfvariants.plan.spec import MatrixSpec
+from tfvariants.store.cellresult import AnyResult, host_of, parse_results
 from tfvariants.store.result import ResultError, load_result
 from tfvariants.store.runfile import RUN_FILE, load_run, local_host, new_run, write_run
 
@@ -30,19 +32,6 @@ DONE_STATUSES = ("ok", "skipped")  # skipped = cannot run here (e.g. no GPU): re
 
 
 # ---- cells/ ----
-
-
-def host_of(result: dict[str, Any]) -> str | None:
-    """The host a cell ran on: the runner's record first (a container's own host_id is
-    the container's), else the worker's, unless it ran in a container; None = unknown."""
-    runner = result.get("runner")
-    if isinstance(runner, dict) and isinstance(runner.get("host_id"), str):
-        return runner["host_id"]
-    env = result.get("environment")
-    if isinstance(env, dict) and not env.get("in_container"):
-        host = env.get("host_id")
-        return host if isinstance(host, str) and host else None
-    return None
 
 
 @dataclass(frozen=True)
@@ -78,6 +67,11 @@ class RunContents:
     run_hosts: list[str] = field(default_factory=list)
     hosts_inferred: bool = False  # run.json declares none: the most common host is taken
     mixed_allowed: bool = False
+
+    @cached_property
+    def parsed(self) -> dict[str, AnyResult]:
+        """``results`` as typed records (store/cellresult.py), parsed once per load."""
+        return parse_results(self.run, self.results)
 
     @property
     def unreadable_ids(self) -> set[str]:
