@@ -6,13 +6,14 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.spec import MatrixSpec, plan_cells
+from tfvariants.store.cellresult import AnyResult
 from tfvariants.store.result import host_result
 from tfvariants.store.rundir import (
     CELLS_DIR,
@@ -29,7 +30,8 @@ if TYPE_CHECKING:  # rich.progress is imported only when a bar is shown (start-u
     from rich.progress import Progress, TaskID
 
 RunCell = Callable[..., dict]
-NextRound = Callable[[dict[str, dict]], tuple[list[Cell], str]]
+# stored results (cell id -> typed result) -> the next round's cells, and why
+NextRound = Callable[[Mapping[str, AnyResult]], tuple[list[Cell], str]]
 
 
 class EtaModel:
@@ -189,7 +191,7 @@ class Matrix:
             # none, or the budget (run time so far + the round's estimate) would be exceeded.
             while next_round is not None and not outcome.was_interrupted:
                 more, why = next_round(
-                    load_run_dir(self.out, allow_mixed_hosts=allow_mixed_hosts).results
+                    load_run_dir(self.out, allow_mixed_hosts=allow_mixed_hosts).parsed
                 )
                 if not more:
                     outcome.stopped = why
