@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tfvariants.analyze import adaptive, stats
+from tfvariants.analyze import adaptive, ranktests, stats
 from tfvariants.analyze.decide import choose_baseline
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -34,7 +34,7 @@ def test_single_value_is_one_measurement_without_interval():
 
 
 def test_u_null_distribution_and_smallest_decidable_n():
-    counts = stats._u_counts(3, 3)
+    counts = ranktests.u_counts(3, 3)
     assert sum(counts) == math.comb(6, 3) and counts[0] == counts[-1] == 1
     assert stats.moses_rank(3, 3, 0.05) == 0  # 3 vs 3 can never give a 95 % interval
     assert stats.moses_rank(4, 4, 0.05) == 1  # 2/70 = 0.029 two-sided
