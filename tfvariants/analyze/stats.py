@@ -43,7 +43,11 @@ DEFAULT_REPEATS = 5  # the default: decidable with up to 4 looks (2/252 < 0.05/4
 VERDICTS = ("different", "equivalent", "undecided", "baseline")
 MAX_MORE = 500  # "about N more repeats" above this is reported as not practical
 BAND_TOLERANCE = 1e-9  # on the log scale: log(63) - log(60) and log(1.05) differ by 1e-16
-SPREAD_WARNING = 3.0  # unpaired: warn when one side's log spread is this many times the other's
+# compare_rounds pairs by round when one side's log spread is this many times the other's:
+# Mann-Whitney assumes equal shapes (2 % vs 50 % noise gave 6 % false "different").
+SPREAD_SWITCH = 3.0
+PAIRED_GAIN = 0.7  # pair when rounds explain about half the variance (drift, bursts)
+ROUND_METHODS = ("auto", "paired", "unpaired")
 
 
 def percent(p: float) -> str:
@@ -110,7 +114,11 @@ class Interval:
             return (
                 "ratio of medians; approximate interval (both intervals combined on the log scale)"
             )
-        looks = f" per look ({self.looks} looks)" if self.looks > 1 else ""
+        looks = ""
+        if self.looks > 1 and self.coverage is not None:
+            # Bonferroni: what holds for the one interval a run stops at is the together level.
+            together = percent(max(0.0, 1 - self.looks * (1 - self.coverage)))
+            looks = f" per look (at least {together} over all {self.looks} looks)"
         if self.method in ("hodges-lehmann", "hodges-lehmann-approx"):
             approx = ", normal approximation" if self.method.endswith("approx") else ""
             return f"Hodges-Lehmann ratio; {cov} Mann-Whitney interval{looks}{approx}"
@@ -393,6 +401,27 @@ def compare(
     return _verdict(e, min_effect)
 
 
+def _mad(xs: Sequence[float]) -> float:
+    """Median absolute deviation: a spread that one outlier cannot inflate."""
+    med = statistics.median(xs)
+    return statistics.median(abs(x - med) for x in xs)
+
+
+def _pairing_pays(x: Sequence[float], y: Sequence[float]) -> bool:
+    """Pair by round when the sides' noise differs in size (one side's spread of log
+    values SPREAD_SWITCH times the other's: Mann-Whitney assumes equal shapes) or when
+    the rounds move both sides together (drift, a disturbed round: the per-round
+    differences vary less than PAIRED_GAIN x the two sides' spreads combined). Decided
+    from spreads (median absolute deviations) only, never from the estimate."""
+    if len(x) < 3:
+        return False
+    sx, sy = _mad(x), _mad(y)
+    sd = _mad([a - b for a, b in zip(x, y, strict=True)])
+    if max(sx, sy) > SPREAD_SWITCH * min(sx, sy):
+        return True
+    return sd < PAIRED_GAIN * math.sqrt(sx * sx + sy * sy)
+
+
 def compare_rounds(
     base: Mapping[int, float],
     other: Mapping[int, float],
@@ -400,7 +429,7 @@ def compare_rounds(
     min_effect: float = MIN_EFFECT,
     confidence: float = CONFIDENCE,
     looks: int = 1,
-    paired: bool = True,
+    method: str = "auto",
 ) -> Comparison:
     """Compare two configurations on the rounds both ran: other / base.
 
@@ -416,16 +445,20 @@ def compare_rounds(
 
     The result is a :class:`Comparison` like :func:`compare`'s (ratio other/base)."""
     _check_settings(min_effect, confidence, looks)
+    if method not in ROUND_METHODS:
+        raise ValueError(f"method must be one of {', '.join(ROUND_METHODS)}, got {method!r}")
     rounds = sorted(set(base) & set(other))
-    if not paired:
+    if not rounds:
+        raise ValueError("no round in common")
+    lo_other, lo_base = _logs([other[r] for r in rounds]), _logs([base[r] for r in rounds])
+    if method == "auto":
+        method = "paired" if _pairing_pays(lo_other, lo_base) else "unpaired"
+    if method == "unpaired":
         return compare([other[r] for r in rounds], [base[r] for r in rounds],
                        min_effect=min_effect, confidence=confidence, looks=looks)  # fmt: skip
-    lo_other, lo_base = _logs([other[r] for r in rounds]), _logs([base[r] for r in rounds])
     alpha = (1 - confidence) / looks
     min_n = smallest_decidable_n(alpha, paired=True)
     if len(rounds) < 2:
-        if not rounds:
-            raise ValueError("no round in common")
         return _single(lo_other, lo_base, looks, min_n, min_effect)
     d = [x - y for x, y in zip(lo_other, lo_base, strict=True)]
     est, lo, hi, coverage, exact = _paired(d, alpha)
