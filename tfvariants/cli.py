@@ -11,6 +11,7 @@ import argparse
 import importlib
 import signal
 import sys
+from typing import NoReturn
 
 from tfvariants import __version__
 from tfvariants.errors import UserError
@@ -21,7 +22,7 @@ COMMANDS = ["env", "run", "variants", "compare", "serve", "report", "prices"]
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line + exit 2, like UserError
+    def error(self, message: str) -> NoReturn:  # one line + exit 2, like UserError
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 

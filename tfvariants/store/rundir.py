@@ -15,6 +15,7 @@ import sys
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from tfvariants.errors import UserError
 from tfvariants.plan.cell import Cell, cell_id, legacy_cell_id
 from tfvariants.plan.serve import serve_cell
 from tfvariants.plan.spec import MatrixSpec
+from tfvariants.store.cellresult import AnyResult, host_of, parse_results
 from tfvariants.store.result import ResultError, load_result, read_json_file
 from tfvariants.store.runfile import (
     RUN_FILE,
@@ -43,19 +45,6 @@ def cell_ids(c: dict[str, Any]) -> tuple[str, str]:
         return sc.cell_id, sc.legacy_cell_id
     key = (c["variant"], c["threads"], c["workload"], c.get("repeat", 0))
     return cell_id(*key), legacy_cell_id(*key)
-
-
-def host_of(result: dict[str, Any]) -> str | None:
-    """The host a cell ran on: the runner's record first (a container's own host_id is
-    the container's), else the worker's, unless it ran in a container; None = unknown."""
-    runner = result.get("runner")
-    if isinstance(runner, dict) and isinstance(runner.get("host_id"), str):
-        return runner["host_id"]
-    env = result.get("environment")
-    if isinstance(env, dict) and not env.get("in_container"):
-        host = env.get("host_id")
-        return host if isinstance(host, str) and host else None
-    return None
 
 
 @dataclass(frozen=True)
@@ -91,6 +80,11 @@ class RunContents:
     run_hosts: list[str] = field(default_factory=list)
     hosts_inferred: bool = False  # run.json declares none: the most common host is taken
     mixed_allowed: bool = False
+
+    @cached_property
+    def parsed(self) -> dict[str, AnyResult]:
+        """``results`` as typed records (store/cellresult.py), parsed once per load."""
+        return parse_results(self.run, self.results)
 
     @property
     def unreadable_ids(self) -> set[str]:
@@ -190,7 +184,7 @@ def _split_hosts(contents: RunContents) -> None:
 def _identity_diffs(stored: dict[str, Any], spec: MatrixSpec) -> list[str]:
     wanted = spec.identity()
     # Compare exactly what the spec calls its identity (training and serving differ).
-    have = {k: stored.get(k) for k in wanted if k != "options"}
+    have: dict[str, Any] = {k: stored.get(k) for k in wanted if k != "options"}
     have["options"] = {k: (stored.get("options") or {}).get(k) for k in wanted["options"]}
     diffs = []
     for key, value in wanted.items():
