@@ -146,7 +146,7 @@ class Matrix:
                 folder.unlock()  # refused: leave the folder as it was (or absent)
             raise
         moved = quarantine_unreadable(contents) if resume and contents.problems else []
-        self.cells_dir.mkdir(parents=True, exist_ok=True)
+        folder.create()
         self._prepared = (contents.results, moved)
         return moved
 
