@@ -188,7 +188,7 @@ def run_cell(
     """Run one training cell in a fresh worker; write and return its result.
 
     The result is stored as ``cells_dir/<cell_id>.json``; the worker's combined log as
-    ``cells_dir/../logs/<cell_id>.log``.
+    ``logs/<cell_id>.log`` of the same run folder (tfvariants.store.runfolder).
     """
     plan = plan_pinning(cell.threads, topology or read_topology())
     config = asdict(options)
