@@ -41,6 +41,10 @@ class MatrixSpec:
             "options": {k: self.options.get(k) for k in IDENTITY_OPTIONS},
         }
 
+    def cells(self) -> list[Cell]:
+        """The cells in run order (:func:`plan_cells`)."""
+        return plan_cells(self)
+
     def to_json(self, started_at: str) -> dict[str, Any]:
         """The matrix part of run.json (the run store adds kind, version and hosts)."""
         return {

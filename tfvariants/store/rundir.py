@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from tfvariants.errors import UserError
-from tfvariants.plan.cell import Cell, cell_id
+from tfvariants.plan.cell import cell_id
 from tfvariants.plan.serve import serve_cell_id
-from tfvariants.plan.spec import MatrixSpec
+from tfvariants.plan.task import CellT, MatrixPlan, PlannedCell
 from tfvariants.store.cellresult import AnyResult, host_of, parse_results
 from tfvariants.store.result import ResultError, load_result
 from tfvariants.store.runfile import RUN_FILE, load_run, local_host, new_run, write_run
@@ -161,7 +161,7 @@ def _split_hosts(contents: RunContents) -> None:
 # ---- execution's side: creating, resuming ----
 
 
-def _identity_diffs(stored: dict[str, Any], spec: MatrixSpec) -> list[str]:
+def _identity_diffs(stored: dict[str, Any], spec: MatrixPlan[PlannedCell]) -> list[str]:
     wanted = spec.identity()
     # Compare exactly what the spec calls its identity (training and serving differ).
     have = {k: stored.get(k) for k in wanted if k != "options"}
@@ -221,7 +221,7 @@ def quarantine_unreadable(contents: RunContents) -> list[str]:
 
 def prepare_run_dir(
     out: Path,
-    spec: MatrixSpec,
+    spec: MatrixPlan[PlannedCell],
     *,
     resume: bool,
     hosts: list[dict[str, Any]] | None = None,
@@ -285,6 +285,6 @@ def update_run(out: Path, **fields: Any) -> dict[str, Any]:
     return record
 
 
-def pending_cells(cells: Iterable[Cell], results: dict[str, dict]) -> list[Cell]:
+def pending_cells(cells: Iterable[CellT], results: dict[str, dict[str, Any]]) -> list[CellT]:
     """Cells with no stored result, or whose stored status is failed/timeout."""
     return [c for c in cells if results.get(c.cell_id, {}).get("status") not in DONE_STATUSES]
