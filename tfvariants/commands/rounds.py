@@ -165,9 +165,7 @@ def look_verdicts(
 ) -> Look:
     """The verdicts at the last look reached, by the same function the report uses
     (:func:`tfvariants.analyze.verdicts.workload_verdicts`) on the repeats up to it."""
-    planned = [
-        ConfigKey(w, v, t) for w in spec.workloads for v in spec.variants for t in spec.threads
-    ]
+    planned = [ConfigKey(w, v, t) for w in spec.workloads for v, t in spec.configurations()]
     mine = [r for r in training(stored.values()) if r.key in set(planned)]
     present: dict[ConfigKey, set[int]] = {}
     for r in mine:
@@ -206,11 +204,11 @@ def make_next_round(
     confidence: float,
 ) -> NextRound[Cell]:
     settings = Settings(min_effect, confidence, rule.k)
+    configs = spec.configurations()
     order = {
-        ConfigKey(w, v, t): (spec.workloads.index(w), spec.variants.index(v), spec.threads.index(t))
+        ConfigKey(w, v, t): (spec.workloads.index(w), configs.index((v, t)))
         for w in spec.workloads
-        for v in spec.variants
-        for t in spec.threads
+        for v, t in configs
     }
 
     def next_round(stored: Mapping[str, AnyResult]) -> tuple[list[Cell], str]:
