@@ -103,14 +103,7 @@ def analyze(
     cells = [r for _, r in sorted(contents.parsed.items()) if isinstance(r, CellResult)]
     cpus = logical_cpus_of(run)
     if cpus is None:
-        cpus = next(
-            (
-                c
-                for c in (r.get("environment", "cpu", "logical_cpus") for r in cells)
-                if isinstance(c, int)
-            ),
-            None,
-        )
+        cpus = next((r.machine_cpus for r in cells if r.machine_cpus), None)
 
     devices = {r.variant: r.device for r in cells}
     groups: dict[ConfigKey, Group] = {}
