@@ -24,7 +24,10 @@ from tfvariants.plan.spec import MatrixSpec
 from tfvariants.store.cellresult import AnyResult, ConfigKey, training
 
 if TYPE_CHECKING:
-    from tfvariants.execute.matrix import NextRound
+    from rich.console import Console
+
+    from tfvariants.analyze.frame import RunFrame
+    from tfvariants.execute.matrix import MatrixOutcome, NextRound
 
 QUICK_BUDGET_S = 600.0  # --quick without --budget: 10 minutes
 QUICK_WINDOW = (5.0, 50)  # --quick steady window: seconds, steps
@@ -73,7 +76,9 @@ def options_from(
     return o
 
 
-def adaptive_hook(spec: Any, baseline: str | None, console: Any) -> tuple[Any, Any]:
+def adaptive_hook(
+    spec: MatrixSpec, baseline: str | None, console: Console
+) -> tuple[NextRound[Cell] | None, adaptive.StoppingRule | None]:
     """(next_round, rule) when the run has a budget, else (None, None)."""
     from tfvariants.analyze.analysis import parse_baseline
 
@@ -93,8 +98,8 @@ def adaptive_hook(spec: Any, baseline: str | None, console: Any) -> tuple[Any, A
     return hook, rule
 
 
-def record(out: Path, rule: adaptive.StoppingRule, spec: Any, before: dict, outcome: Any,
-           console: Any) -> None:  # fmt: skip
+def record(out: Path, rule: adaptive.StoppingRule, spec: MatrixSpec, before: dict[str, Any],
+           outcome: MatrixOutcome, console: Console) -> None:  # fmt: skip
     """run.json's "adaptive": the rule, the budget, every round so far, why it stopped."""
     from tfvariants.store.rundir import update_run
 
@@ -112,8 +117,12 @@ def record(out: Path, rule: adaptive.StoppingRule, spec: Any, before: dict, outc
         )
 
 
-def summary(analysis: Any, out: Path, console: Any) -> None:
+def summary(analysis: RunFrame, out: Path, console: Console) -> None:
     """The first conclusions per workload, the host's noise, what stayed undecided."""
+    from tfvariants.analyze.analysis import Analysis
+
+    if not isinstance(analysis, Analysis):
+        return  # no training cells to sum up
     for w in analysis.workloads:
         console.print(f"  {w.name}:", highlight=False, markup=False)  # "GPU vs ..." names none
         for line in w.conclusions[:2]:
@@ -193,7 +202,7 @@ def make_next_round(
     baseline: Requested | None,
     min_effect: float,
     confidence: float,
-) -> NextRound:
+) -> NextRound[Cell]:
     settings = Settings(min_effect, confidence, rule.k)
     configs = spec.configurations()
     order = {

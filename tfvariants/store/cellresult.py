@@ -155,6 +155,12 @@ def is_disturbed(others_share: float | None, steal_share: float | None) -> bool:
     return any(x is not None and x > DISTURBED_SHARE for x in (others_share, steal_share))
 
 
+def _machine_cpus(result: Mapping[str, Any]) -> int | None:
+    """The logical CPUs of the machine that ran the cell, as its worker probed them."""
+    cpus = get_path(result, "environment", "cpu", "logical_cpus")
+    return cpus if isinstance(cpus, int) and not isinstance(cpus, bool) and cpus > 0 else None
+
+
 def _oversubscription(
     result: Mapping[str, Any], threads: int, device: str, run_cpus: int | None
 ) -> tuple[bool, float]:
@@ -165,8 +171,7 @@ def _oversubscription(
     ratio = finite_number(get_path(result, "requested", "oversubscription_ratio"))
     if isinstance(said, bool):
         return said, (ratio or 1.0) if said else 1.0
-    cpus = get_path(result, "environment", "cpu", "logical_cpus")
-    cpus = cpus if isinstance(cpus, int) and not isinstance(cpus, bool) and cpus > 0 else run_cpus
+    cpus = _machine_cpus(result) or run_cpus
     if device == "cpu" and cpus and threads > cpus:
         return True, threads / cpus
     return False, 1.0
@@ -182,6 +187,7 @@ class CellResult:
     reason: str | None
     device: str  # cpu | gpu: how the variant is billed
     host: str | None
+    machine_cpus: int | None  # logical CPUs of the machine that ran it (its probe)
     oversubscribed: bool
     oversubscription_ratio: float  # threads / CPUs when oversubscribed, else 1.0
     training_time_s: float | None  # (projected) full schedule; ok results only
@@ -332,6 +338,7 @@ def parse_training(
         reason=_text(result.get("reason")),
         device=device,
         host=host_of(result),
+        machine_cpus=_machine_cpus(result),
         oversubscribed=over,
         oversubscription_ratio=ratio,
         training_time_s=_training_time_s(result) if ok else None,
