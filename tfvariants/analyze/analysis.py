@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from tfvariants.analyze import stats
+from tfvariants.analyze import stats, windows
 from tfvariants.analyze.billing import device_of, no_price_reason
 from tfvariants.analyze.conclusions import conclude
 from tfvariants.analyze.coverage import cell_counts, first_cell_id, folder_warnings, usable_results
@@ -223,6 +223,7 @@ def analyze(
                 )
         reports.append(wr)
     noise = host_noise(list(groups.values()), settings)
+    noise.window_plan = windows.plan_sentence(get_path(run, "adaptive", "window_plan"))
     all_warnings += noise.warnings
 
     envs: dict[str, dict[str, str]] = {}

@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from tfvariants.analyze import adaptive, stats
+from tfvariants.analyze import adaptive, stats, windows
 from tfvariants.analyze.decide import choose_baseline
 from tfvariants.analyze.fields import training_time_s
 from tfvariants.commands import argtypes
@@ -20,7 +20,9 @@ from tfvariants.errors import UserError
 from tfvariants.plan.cell import Cell
 
 QUICK_BUDGET_S = 600.0  # --quick without --budget: 10 minutes
-QUICK_WINDOW = (5.0, 50)  # --quick steady window: seconds, steps
+# --quick steady window: seconds, steps. 10 s: about half of a quick cell once its fixed
+# costs (import, trace, epoch boundaries: ~8 s on 2 quiet cores) are paid (docs/compare.md).
+QUICK_WINDOW = (10.0, 50)
 FULL_WINDOW = (10.0, 100)
 
 
@@ -58,6 +60,9 @@ def options_from(
         "budget_s": given_or_stored("budget_s", args.budget, argtypes.duration, QUICK_BUDGET_S if quick else None),
         "max_repeats": given_or_stored("max_repeats", args.max_repeats, argtypes.repeats,
                                        max(adaptive.DEFAULT_MAX_REPEATS, repeats)),
+        # A window the user chose stays; else the adaptive rounds' window is planned from
+        # the first look's variance components (tfvariants.analyze.windows).
+        "plan_window": given_or_stored("plan_window", None, bool, args.min_steady_s is None),
     }  # fmt: skip
     if not o["confidence"] > 0.5:
         raise UserError(f"--confidence: must be above 0.5, got {o['confidence']}")
@@ -95,6 +100,7 @@ def record(out: Path, rule: adaptive.StoppingRule, spec: Any, before: dict, outc
         **rule.to_json(), "budget_s": spec.options.get("budget_s"),
         "rounds": list(before.get("rounds") or []) + outcome.rounds,
         "stopped": outcome.stopped, "spent_s": round(outcome.spent_s, 1),
+        "window_plan": spec.options.get("window_plan") or before.get("window_plan"),
     })  # fmt: skip
     if outcome.stopped:
         console.print(
@@ -167,6 +173,8 @@ def make_next_round(
         if not looks_done:
             return [], f"only {rounds} round(s) stored, fewer than the first look"
         look = looks_done[-1]
+        if spec.options.get("plan_window"):
+            plan_window(spec, stored, rule.looks[0])
         at_look = {k: [t for rep, t in v.items() if rep < look] for k, v in times.items()}
         pairs: list[adaptive.Pair] = []
         for w in spec.workloads:
@@ -196,3 +204,12 @@ def make_next_round(
         return cells, f"{len(open_pairs)} comparison(s) undecided at the look after {look} repeats"
 
     return next_round
+
+
+def plan_window(spec: Any, stored: dict[str, dict], first_look: int) -> None:
+    """The steady window of the rounds after the first look, from the cells before it
+    (recomputed from the same cells on a resume, so it is the same window)."""
+    first = [r for r in stored.values() if int((r.get("cell") or {}).get("repeat", 0)) < first_look]
+    current = float(spec.options["min_steady_s"])
+    chosen = windows.plan(windows.components(first), current)
+    spec.options["window_plan"] = {**chosen.to_json(), "from_repeat": first_look}
