@@ -187,14 +187,17 @@ def plan(
     k = comp.optimal_windows()
     seconds = min(max(k * comp.window_s, min_s), max_s) if math.isfinite(k) else max_s
     seconds = round(seconds, 1)
-    if comp.sigma2_between <= 0:
-        why = "processes agreed beyond their windows' scatter: longer windows pay"
-    elif seconds < current_s:
-        why = "processes differ more than windows do: shorter windows, more repeats"
+    costs = (
+        f"K* = {k:.1f} windows of {comp.window_s:.1f} s from a window's variance "
+        f"{comp.sigma2_window:.2g}, the processes' {comp.sigma2_between:.2g} and "
+        f"{comp.fixed_s:.0f} s per cell outside the window"
+    )
+    if seconds < current_s:
+        why = f"shorter windows, more repeats: {costs}"
     elif seconds > current_s:
-        why = "windows scatter more than processes differ: longer windows"
+        why = f"longer windows, fewer repeats: {costs}"
     else:
-        why = "the current window is about right"
+        why = f"the window is about right: {costs}"
     return WindowPlan(seconds, current_s, why, comp)
 
 
