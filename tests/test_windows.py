@@ -4,15 +4,20 @@ import random
 import pytest
 
 from tfvariants.analyze import windows
+from tfvariants.store.cellresult import parse_training
 
 
-def cell(threads, repeat, means, *, wall_s=20.0, steady_s=10.0, status="ok"):
+def raw(threads, repeat, means, *, wall_s=20.0, steady_s=10.0, status="ok"):
     return {
         "status": status,
         "cell": {"workload": "w", "variant": "local", "threads": threads, "repeat": repeat},
         "timing": {"steady_windows_s": means, "steady_s": steady_s},
         "runner": {"wall_s": wall_s},
     }
+
+
+def cell(*args, **kwargs):
+    return parse_training(raw(*args, **kwargs))
 
 
 def two_level(sd_between, sd_window, *, n=6, k=5, seed=0):
@@ -59,12 +64,12 @@ def test_too_little_data_keeps_the_window():
 
 
 def test_older_results_are_cut_from_their_step_times():
-    r = cell(1, 0, None)
+    r = raw(1, 0, None)
     del r["timing"]["steady_windows_s"]
     r["timing"].update(step_times_s=[1.0] + [0.1] * 10, warmup_steps=1, step_sample_stride=1)
-    assert windows.cell_windows(r) == pytest.approx([0.1] * 5)
+    assert parse_training(r).steady_windows_s == pytest.approx((0.1,) * 5)
     r["timing"]["step_sample_stride"] = 2  # a sample of the steps: not cut
-    assert windows.cell_windows(r) == []
+    assert parse_training(r).steady_windows_s == ()
 
 
 def test_plan_sentence_reads_what_run_json_recorded():

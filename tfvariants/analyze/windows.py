@@ -31,36 +31,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from tfvariants.analyze.fields import finite_number, get_path
-from workloads.steady import window_means
+from tfvariants.store.cellresult import CellResult, ConfigKey, finite_number
 
 # The window the host may choose, in seconds of steady steps per cell.
 MIN_WINDOW_S = 3.0
 MAX_WINDOW_S = 60.0
-
-
-def cell_windows(result: dict[str, Any]) -> list[float]:
-    """The cell's per-window mean step times: recorded by the worker, or cut from the
-    recorded step times of an older result (only when every step was recorded)."""
-    recorded = get_path(result, "timing", "steady_windows_s")
-    if isinstance(recorded, list):
-        values = [finite_number(v) for v in recorded]
-        return [v for v in values if v is not None and v > 0]
-    steps = get_path(result, "timing", "step_times_s")
-    warmup = get_path(result, "timing", "warmup_steps")
-    if (
-        not isinstance(steps, list)
-        or get_path(result, "timing", "step_sample_stride") != 1
-        or not isinstance(warmup, int)
-    ):
-        return []
-    steady = [x for x in (finite_number(v) for v in steps[warmup:]) if x is not None and x > 0]
-    return window_means(steady)
-
-
-def _config(result: dict[str, Any]) -> tuple[str, str, int]:
-    c = result.get("cell") or {}
-    return (str(c.get("workload")), str(c.get("variant")), int(c.get("threads") or 0))
 
 
 @dataclass(frozen=True)
@@ -105,23 +80,20 @@ class Components:
         )
 
 
-def components(results: Iterable[dict[str, Any]]) -> Components | None:
+def components(results: Iterable[CellResult]) -> Components | None:
     """Within- and between-process variance of the log steady step time, from ok cells
     with at least two windows; None without two cells of one configuration."""
-    by_config: dict[tuple[str, str, int], list[list[float]]] = {}
+    by_config: dict[ConfigKey, list[list[float]]] = {}
     fixed: list[float] = []
     window_s: list[float] = []
     for r in results:
-        if r.get("status") != "ok":
+        means = r.steady_windows_s
+        if not r.ok or len(means) < 2:
             continue
-        means = cell_windows(r)
-        if len(means) < 2:
-            continue
-        by_config.setdefault(_config(r), []).append([math.log(m) for m in means])
-        steady_s = finite_number(get_path(r, "timing", "steady_s"))
-        wall_s = finite_number(get_path(r, "runner", "wall_s"))
-        if steady_s is not None and wall_s is not None and wall_s > steady_s:
-            fixed.append(wall_s - steady_s)
+        by_config.setdefault(r.key, []).append([math.log(m) for m in means])
+        steady_s = r.overhead.get("steady")
+        if steady_s is not None and r.wall_s is not None and r.wall_s > steady_s:
+            fixed.append(r.wall_s - steady_s)
         if steady_s is not None:
             window_s.append(steady_s / len(means))
     cells = [c for group in by_config.values() for c in group]
