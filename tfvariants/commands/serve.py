@@ -236,7 +236,7 @@ def run(args: argparse.Namespace) -> int:
 
     from tfvariants.execute.matrix import Matrix
     from tfvariants.execute.serve_runner import run_serve_cell
-    from tfvariants.plan.serve import plan_serve_cells
+    from tfvariants.plan.serve import ServeCell
     from tfvariants.render.html import write_report
 
     spec, variant_objs = build_serve_spec(args)
@@ -262,17 +262,15 @@ def run(args: argparse.Namespace) -> int:
     _check_loadgen(spec.scenarios, variant_objs)
 
     console = Console(stderr=True, soft_wrap=True)
-    cells = plan_serve_cells(spec)
+    cells = spec.cells()
     console.print(f"[bold]serve[/]: {len(cells)} cells ({len(spec.variants)} variant(s) x "
                   f"{len(spec.threads)} thread count(s) x {len(spec.workloads)} model/scenario/path "
                   f"x {spec.repeats} repeat(s)) -> {out}", highlight=False)  # fmt: skip
 
-    def run_one(cell: Any, cells_dir: Path) -> dict:
+    def run_one(cell: ServeCell, cells_dir: Path) -> dict[str, Any]:
         return run_serve_cell(cell, variant_objs[cell.variant], spec.options, cells_dir)
 
-    outcome = Matrix(spec, out, plan=plan_serve_cells).run(
-        run_cell=run_one, resume=args.resume, console=console
-    )
+    outcome = Matrix(spec, out).run(run_cell=run_one, resume=args.resume, console=console)
     console.print(f"{outcome.count('ok')} ok, {outcome.count('failed')} failed, "
                   f"{outcome.count('timeout')} timed out, {outcome.count('skipped')} skipped of "
                   f"{outcome.planned} cells ({len(outcome.ran)} run now)", highlight=False)  # fmt: skip
