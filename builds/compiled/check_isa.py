@@ -69,6 +69,9 @@ _COUNTED = isacensus.RAW
 # use outside run-time-dispatched kernels.
 _CONFIRMS = {"AVX": "AVX", "AVX2": "AVX2", "FMA": "FMA", "AVX512F": "AVX512"}
 # The same, from the raw counts of an older counts file (no census in it).
+# The guard's names for each census extension (what --expect counted asks for).
+_GUARD_NAMES = {"SSE4": ["SSE4.1", "SSE4.2"], "AVX": ["AVX"], "AVX2": ["AVX2"],
+                "FMA": ["FMA"], "AVX512": ["AVX512F"]}  # fmt: skip
 _CONFIRMS_RAW = {"AVX": "ymm", "AVX2": "ymm", "FMA": "vfmadd", "AVX512F": "zmm"}
 
 
@@ -190,7 +193,8 @@ def _import_log() -> tuple[int, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--expect", help='e.g. "AVX2 FMA", or ALL (imports TensorFlow)')
+    parser.add_argument("--expect", help='e.g. "AVX2 FMA", ALL, or counted: what the census '
+                        "says the code requires (imports TensorFlow)")
     parser.add_argument("--objdump", action="append", default=[], metavar="PATH",
                         help="wheel, folder or .so of the build to count instructions in")  # fmt: skip
     parser.add_argument("--reference", action="append", default=[], metavar="PATH",
@@ -222,6 +226,13 @@ def main(argv: list[str] | None = None) -> int:
     ok = True
     if args.expect:
         expected = args.expect.split()
+        if expected == ["counted"]:  # what the census says the code requires
+            required = (report.get("built") or {}).get("isa", {}).get("required")
+            if not required:
+                print("check_isa: FAILED: --expect counted needs --objdump or --counts "
+                      "with a census", file=sys.stderr)  # fmt: skip
+                return 1
+            expected = [n for isa in required for n in _GUARD_NAMES[isa]]
         lacks = cpu_lacks(expected, isacensus.cpu_flags())
         code, log = (0, "") if lacks else _import_log()
         if lacks:

@@ -211,7 +211,7 @@ def gate(
     variant: Variant,
     *,
     flags: set[str] | None = None,
-    probe: Callable[[str], tuple[int, str]] = _import_probe,
+    probe: Callable[[str], tuple[int, str]] | None = None,
     log: Log = lambda _m: None,
 ) -> str | None:
     """Why this variant's binary cannot run on this CPU (it is then skipped), or None.
@@ -232,7 +232,7 @@ def gate(
     census = cached_census(framework)
     reason = judge(0, "", census, flags, variant.name) if census else None
     if reason is None:
-        code, text = probe(variant.interpreter())
+        code, text = (probe or _import_probe)(variant.interpreter())
         if code != 0:
             # Only now is a census worth a minute: it names what the CPU lacks.
             if died_of_sigill(code) and census is None:
