@@ -78,7 +78,8 @@ ifneq ($(strip $(WHEEL)),)
 		--build-arg WHEEL_PINS='$(WHEEL_PINS)' \
 		--build-arg TF_VERSION='$(WHEEL_VERSION)' \
 		--build-arg PYTHON_VERSION=$(PYTHON_VERSION) \
-		--build-arg TF_ISA='wheel $(notdir $(WHEEL))' \
+		--build-arg TF_ISA='see the census in /opt/tfvariants-build/isa-check.json' \
+		--build-arg TF_PACKAGE='$(notdir $(WHEEL))' \
 		--build-arg TF_COPTS='(a given wheel: see its census in /opt/tfvariants-build/isa-check.json)' \
 		--build-arg TF_EXPECT_ISA=counted \
 		-t $(COMPILED_IMAGE) -f $(COMPILED_CONTEXT)/Dockerfile $(COMPILED_CONTEXT)
