@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import NoReturn
 
 from tfvariants import __version__
 from tfvariants.errors import UserError
@@ -19,7 +20,7 @@ COMMANDS = ["env", "run", "variants", "compare", "serve", "report", "prices"]
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line + exit 2, like UserError
+    def error(self, message: str) -> NoReturn:  # one line + exit 2, like UserError
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 

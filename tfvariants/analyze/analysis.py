@@ -11,6 +11,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -142,7 +143,7 @@ def analyze(
 
     variants = _order((k[1] for k in groups), run.get("variants"))
     workloads = _order((k[0] for k in groups), run.get("workloads"))
-    opts = run.get("options") if isinstance(run.get("options"), dict) else {}
+    opts: dict[str, Any] = run["options"] if isinstance(run.get("options"), dict) else {}
     if min_effect is None:
         min_effect = finite_number(opts.get("min_effect")) or stats.MIN_EFFECT
     if confidence is None:
@@ -166,19 +167,20 @@ def analyze(
         raise UserError(
             f"--baseline {baseline}: no results for variant {base[0]!r} (have: {', '.join(variants)})"
         )
-    if base[1] is None:
-        base = (base[0], max(k[2] for k in groups if k[1] == base[0]))
-    baseline_label = f"{base[0]}@{base[1]}"
+    base_variant, base_threads = base
+    if base_threads is None:
+        base_threads = max(k[2] for k in groups if k[1] == base_variant)
+    baseline_label = f"{base_variant}@{base_threads}"
 
     all_warnings: list[stats.StatWarning] = []
-    over: dict[int, list[str]] = {}
+    over_labels: dict[int, list[str]] = {}
     for g in groups.values():
         _summarise(g, pricing, cpus, confidence)
         all_warnings += [w for w in g.warnings if w.kind != "oversubscribed"]
         if g.oversubscribed:
-            over.setdefault(g.threads, []).append(g.label)
+            over_labels.setdefault(g.threads, []).append(g.label)
     # One line per thread count, not one per cell: the same fact repeated drowns the rest.
-    for threads, labels in sorted(over.items()):
+    for threads, labels in sorted(over_labels.items()):
         configs = ", ".join(dict.fromkeys(labels))
         w = stats.oversubscribed_warning(configs, threads, cpus or 0)
         all_warnings.insert(0, w)
@@ -192,7 +194,7 @@ def analyze(
             (g for g in groups.values() if g.workload == w),
             key=lambda g: (variants.index(g.variant), g.threads),
         )
-        bgroup = groups.get((w, base[0], base[1]))
+        bgroup = groups.get((w, base_variant, base_threads))
         if baseline is None:
             # The default is chosen per workload too: never a configuration without results.
             counts = {(g.variant, g.threads): len(g.times) for g in wgroups}
@@ -209,13 +211,13 @@ def analyze(
                 )
             )
         conclude(wr, baseline_label, cpus, pricing, settings)
-        wr.parity = parity(wgroups, base[0])
+        wr.parity = parity(wgroups, base_variant)
         for row in wr.parity:
             if row.outlier:
                 all_warnings.append(
                     stats.StatWarning(
                         "accuracy_parity",
-                        f"{w}: {row.variant} trains to a different result than {base[0]}: "
+                        f"{w}: {row.variant} trains to a different result than {base_variant}: "
                         + "; ".join(row.flags),
                         "a fast variant that learns something else is not a faster build "
                         "(see Accuracy parity)",
@@ -374,8 +376,8 @@ def _compare_to_baseline(
             if g.costs:
                 g.cost_cmp = stats.Comparison(one, "baseline", min_effect=min_effect)
             continue
-        kw = {"min_effect": min_effect, "confidence": confidence, "looks": looks}
-        g.time_cmp = stats.compare(g.times, b.times, **kw)
+        compare = partial(stats.compare, min_effect=min_effect, confidence=confidence, looks=looks)
+        g.time_cmp = compare(g.times, b.times)
         if g.costs and b.costs and min(g.costs + b.costs) > 0:  # a free instance has no ratio
             # Costs per repeat through the same statistic as times: one machinery.
-            g.cost_cmp = stats.compare(g.costs, b.costs, **kw)
+            g.cost_cmp = compare(g.costs, b.costs)

@@ -118,10 +118,10 @@ def parity(groups: Iterable[Any], baseline_variant: str | None) -> list[VariantP
                 )
         if row.diverged and not base.diverged:
             row.flags.append(f"{row.diverged} of {row.n} repeats diverged (loss not finite)")
-        learned = base.accuracy.median is not None and row.chance is not None
-        if learned and base.accuracy.median > row.chance + ACC_FLOOR:
-            if row.accuracy.median is not None and row.accuracy.median <= row.chance + 0.01:
-                row.flags.append(f"accuracy at chance ({row.chance:.2f})")
+        at_chance, base_acc, acc = row.chance, base.accuracy.median, row.accuracy.median
+        if at_chance is not None and base_acc is not None and base_acc > at_chance + ACC_FLOOR:
+            if acc is not None and acc <= at_chance + 0.01:
+                row.flags.append(f"accuracy at chance ({at_chance:.2f})")
     return rows
 
 

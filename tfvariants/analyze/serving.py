@@ -144,9 +144,9 @@ def _cost(cfg: Config, pricing: Pricing | None) -> None:
         return
     found = pricing.instance_for(cfg.variant, cfg.threads, cfg.device)
     sel = pricing.catalog.price(found[0], as_of=pricing.as_of, tier=pricing.tier) if found else None
-    if sel is None:
+    if found is None or sel is None:
         return
-    cfg.instance, cfg.per_hour = found[0].name, sel.per_hour  # type: ignore[index]
+    cfg.instance, cfg.per_hour = found[0].name, sel.per_hour
 
     def per_million(qps: float) -> float:
         return sel.per_hour / (qps * 3600) * 1e6 if qps > 0 else float("inf")
@@ -231,11 +231,14 @@ def _model_report(model: str, cfgs: list[Config], base: tuple | None, bound: flo
         for c in cfgs:
             if c.cost_per_million and baseline.cost_per_million:
                 c.cost_ratio = stats.ratio_interval(c.cost_per_million, baseline.cost_per_million)
-    met = [c for c in cfgs if c.cost_per_million is not None]
-    cheapest = min(met, key=lambda c: c.cost_per_million.value) if met else None  # type: ignore[union-attr]
-    rep = ModelReport(model, cfgs, baseline, cheapest)
-    if cheapest is not None:
-        iv = cheapest.cost_per_million
+    # Cheapest first (a stable sort: the first listed wins a tie).
+    met = sorted(
+        ((c, iv) for c in cfgs if (iv := c.cost_per_million) is not None),
+        key=lambda m: m[1].value,
+    )
+    rep = ModelReport(model, cfgs, baseline, met[0][0] if met else None)
+    if met:
+        cheapest, iv = met[0]
         span = f"{money(iv.lo)}-{money(iv.hi)}: {iv.label}" if iv.has_interval else iv.label
         thr = cheapest.throughput_under_bound
         rep.conclusions.append(
@@ -244,16 +247,13 @@ def _model_report(model: str, cfgs: list[Config], base: tuple | None, bound: flo
             f"{sig3(thr.value if thr else None)} predictions/s ({cheapest.operating}), "
             f"billed as {cheapest.instance}."
         )
-        others = sorted(
-            (c for c in met if c is not cheapest), key=lambda c: c.cost_per_million.value
-        )  # type: ignore[union-attr]
-        if others:  # the runner-up with its interval, so overlap is visible
-            nxt, niv = others[0], others[0].cost_per_million
+        if len(met) > 1:  # the runner-up with its interval, so overlap is visible
+            nxt, niv = met[1]
             rep.conclusions[-1] += (
-                f" Next: {nxt.label} at {money(niv.value)}"  # type: ignore[union-attr]
-                + (f" ({money(niv.lo)}-{money(niv.hi)})" if niv.has_interval else "")  # type: ignore[union-attr]
+                f" Next: {nxt.label} at {money(niv.value)}"
+                + (f" ({money(niv.lo)}-{money(niv.hi)})" if niv.has_interval else "")
                 + (" (the intervals overlap: not clearly cheaper)."
-                   if iv.has_interval and niv.has_interval and niv.lo <= iv.hi else ".")  # type: ignore[union-attr]
+                   if iv.has_interval and niv.has_interval and niv.lo <= iv.hi else ".")
             )  # fmt: skip
     elif pricing is None:
         rep.conclusions.append(f"{model}: no prices given, so no cost per million predictions.")

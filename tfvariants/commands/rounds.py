@@ -138,12 +138,9 @@ def make_next_round(
     confidence: float,
 ) -> Any:
     devices = {v: (spec.variant_info.get(v) or {}).get("device", "cpu") for v in spec.variants}
-    order = {
-        (w, v, t): (spec.workloads.index(w), spec.variants.index(v), spec.threads.index(t))
-        for w in spec.workloads
-        for v in spec.variants
-        for t in spec.threads
-    }
+    configs = spec.configurations()
+    order = {(w, v, t): (spec.workloads.index(w), configs.index((v, t)))
+             for w in spec.workloads for v, t in configs}  # fmt: skip
 
     def next_round(stored: dict[str, dict]) -> tuple[list[Cell], str]:
         times: dict[adaptive.Config, dict[int, float]] = {}
@@ -172,7 +169,7 @@ def make_next_round(
         for w in spec.workloads:
             # The same baseline the report will use: given, else chosen per workload.
             if baseline is not None:
-                threads = baseline[1] or max(spec.threads)
+                threads = baseline[1] or max(t for v, t in configs if v == baseline[0])
                 base: tuple[str, int] | None = (baseline[0], threads)
             else:
                 counts = {(v, t): len(xs) for (w2, v, t), xs in at_look.items() if w2 == w}

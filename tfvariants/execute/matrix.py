@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.spec import MatrixSpec, plan_cells
@@ -22,6 +22,9 @@ from tfvariants.store.rundir import (
     quarantine_unreadable,
 )
 from workloads.envprobe import host_id
+
+if TYPE_CHECKING:  # rich.progress is imported only when a bar is shown (start-up time)
+    from rich.progress import Progress, TaskID
 
 RunCell = Callable[..., dict]
 NextRound = Callable[[dict[str, dict]], tuple[list[Cell], str]]
@@ -53,9 +56,10 @@ class EtaModel:
 
     def remaining(self, cells: Iterable[Cell]) -> float | None:
         estimates = [self.estimate(c) for c in cells]
-        if any(e is None for e in estimates):
+        known = [e for e in estimates if e is not None]
+        if len(known) < len(estimates):
             return None
-        return float(sum(estimates))  # type: ignore[arg-type]
+        return float(sum(known))
 
 
 @dataclass
@@ -240,8 +244,8 @@ class _Display:
     def __init__(self, console: Any, total: int, done: int) -> None:
         self.total, self.done = total, done
         self.console = console
-        self.progress = None
-        self.task = None
+        self.progress: Progress | None = None
+        self.task: TaskID | None = None
 
     def __enter__(self) -> _Display:
         if self.console is None:
@@ -270,17 +274,20 @@ class _Display:
         if self.progress is not None:
             self.progress.__exit__(None, None, None)
 
+    def _update(self, **fields: Any) -> None:
+        if self.progress is not None and self.task is not None:
+            self.progress.update(self.task, **fields)
+
     def add(self, cells: int) -> None:
         self.total += cells
-        if self.progress is not None:
-            self.progress.update(self.task, total=self.total)
+        self._update(total=self.total)
 
     def start(self, cell: Cell, remaining_s: float | None) -> None:
         if self.progress is not None:
             from rich.markup import escape
 
             label = escape(f"{cell.workload} {cell.variant}@{cell.threads} r{cell.repeat}")
-            self.progress.update(self.task, description=label, eta=_fmt_s(remaining_s))
+            self._update(description=label, eta=_fmt_s(remaining_s))
             self.progress.refresh()
 
     def finish(self, cell: Cell, status: str, elapsed: float, reason: object) -> None:
@@ -296,5 +303,5 @@ class _Display:
         self.progress.console.print(
             f"{mark} {escape(cell.cell_id)} [dim]{elapsed:.1f}s[/]{escape(why)}", highlight=False
         )
-        self.progress.update(self.task, completed=self.done)
+        self._update(completed=self.done)
         self.progress.refresh()

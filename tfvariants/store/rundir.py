@@ -170,7 +170,7 @@ def _split_hosts(contents: RunContents) -> None:
 def _identity_diffs(stored: dict[str, Any], spec: MatrixSpec) -> list[str]:
     wanted = spec.identity()
     # Compare exactly what the spec calls its identity (training and serving differ).
-    have = {k: stored.get(k) for k in wanted if k != "options"}
+    have: dict[str, Any] = {k: stored.get(k) for k in wanted if k != "options"}
     have["options"] = {k: (stored.get("options") or {}).get(k) for k in wanted["options"]}
     diffs = []
     for key, value in wanted.items():

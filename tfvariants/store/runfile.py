@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from tfvariants.errors import UserError
 from tfvariants.plan.cell import MAX_THREADS
@@ -38,7 +38,7 @@ def _field_error(source: str, name: str, expected: str, got: Any) -> UserError:
     return UserError(f"{source}: field {name!r}: expected {expected}, got {str(got)[:60]!r}")
 
 
-def _is_int(v: Any) -> bool:
+def _is_int(v: Any) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
@@ -66,6 +66,11 @@ def validate_run(data: Any, source: str) -> dict[str, Any]:
         _is_int(t) and 1 <= t <= MAX_THREADS for t in threads
     ):
         raise _field_error(source, "threads", f"a list of whole numbers 1..{MAX_THREADS}", threads)
+    fixed = data.get("fixed_threads", {})
+    if not isinstance(fixed, dict) or not all(
+        isinstance(v, str) and _is_int(t) and 1 <= t <= MAX_THREADS for v, t in fixed.items()
+    ):
+        raise _field_error(source, "fixed_threads", f"{{variant: 1..{MAX_THREADS}}}", fixed)
     repeats = data.get("repeats")
     if not _is_int(repeats) or not 1 <= repeats <= MAX_REPEATS:
         raise _field_error(source, "repeats", f"a whole number 1..{MAX_REPEATS}", repeats)
