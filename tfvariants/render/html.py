@@ -72,8 +72,11 @@ def render_html(analysis: Analysis, serving: ServingAnalysis | None = None) -> s
             "serving_cell_id": serving_cell_id,
             "num_fmt": sig3,
         }
+    from tfvariants.analyze.compiled import answer
+
+    compiled = answer(analysis.workloads, analysis.run, analysis.settings.min_effect)
     return env.get_template("report.html").render(
-        a=analysis, charts=charts, version=__version__, **extra
+        a=analysis, charts=charts, version=__version__, compiled_answer=compiled, **extra
     )
 
 

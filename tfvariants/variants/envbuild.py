@@ -176,10 +176,7 @@ def import_check(python: Path, backend: str, env: dict[str, str]) -> str:
     the build with the backend's own message; returns what it found. A SIGILL is not a
     broken environment but a CPU that cannot run this binary: the build stands and the
     variant is skipped on this host (tfvariants.variants.census)."""
-    code = (
-        f"import {backend}, keras, sys; "
-        f"print({backend}.__version__, 'keras', keras.__version__)"
-    )
+    code = f"import {backend}, keras, sys; print({backend}.__version__, 'keras', keras.__version__)"
     child_env = {**env, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "2"}
     try:
         proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True,
