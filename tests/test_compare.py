@@ -1,6 +1,6 @@
 import json
-import re
 import os
+import re
 
 import pytest
 import resultfactory as rf
