@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import shutil
 import subprocess
 import tempfile
@@ -58,6 +59,8 @@ def probe_variant(variant: Any, module: str = "workloads.envprobe") -> dict[str,
         result = scratch / "result.json"
         if not result.exists():
             tail = (proc.stderr or "").strip().splitlines()[-1:] or ["no output"]
+            if proc.returncode == -signal.SIGILL:
+                tail = ["killed by SIGILL: its binary uses an instruction this CPU lacks"]
             raise UserError(
                 f"variant '{variant.name}': probe failed ({proc.returncode}): {tail[0]}"
             )
