@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import shutil
+import signal
 import subprocess
 import tempfile
 from pathlib import Path

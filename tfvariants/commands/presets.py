@@ -44,7 +44,11 @@ def apply(args: argparse.Namespace) -> dict[str, Any] | None:
     runnable = []
     for name in (COMPILED_STOCK, *COMPILED_BUILDS):
         variant = get_variant(name, args.variants_file)
-        done = ensure_built(variant, lambda line, n=name: print(f"  {n}: {line}", file=sys.stderr))
+
+        def log(line: str, n: str = name) -> None:
+            print(f"  {n}: {line}", file=sys.stderr)
+
+        done = ensure_built(variant, log)
         if done:
             print(f"{name}: {done}", file=sys.stderr)
         reason = skip_reason(variant)
