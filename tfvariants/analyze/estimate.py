@@ -18,6 +18,7 @@ from typing import Any
 
 from tfvariants.analyze.pricing import Instance, Pricing
 from tfvariants.errors import UserError
+from tfvariants.store.cellresult import ConfigKey, training
 
 # Full-schedule training seconds in the 2017 study: (pip x 8/16/32/64, compiled x
 # 8/16/32/64, K80 GPU). imdb_bilstm = imdb_bidirectional_lstm, text_generation =
@@ -133,25 +134,19 @@ def rough_seconds(
     return CELL_OVERHEAD_S + max(shape.min_steady_s, shape.min_steady_steps * step_s)
 
 
-def times_from_run(run_dir: Path) -> dict[tuple, list[float]]:
-    """Cell wall times of an earlier run, keyed (workload, variant, threads) and
-    (workload,) for fallbacks."""
+def times_from_run(run_dir: Path) -> dict[tuple[str, ...] | ConfigKey, list[float]]:
+    """Cell wall times of an earlier run, keyed by configuration and (workload,) for
+    fallbacks."""
     from tfvariants.store.rundir import load_run_dir
 
     if not Path(run_dir, "cells").is_dir():
         raise UserError(f"--estimate-from {run_dir}: not a results folder (no cells/)")
-    out: dict[tuple, list[float]] = {}
-    for result in load_run_dir(Path(run_dir), allow_mixed_hosts=True).results.values():
-        if result.get("status") != "ok":
+    out: dict[tuple[str, ...] | ConfigKey, list[float]] = {}
+    for r in training(load_run_dir(Path(run_dir), allow_mixed_hosts=True).parsed.values()):
+        if not r.ok or r.wall_s is None or r.wall_s <= 0:
             continue
-        cell = result.get("cell") or {}
-        wall = (result.get("runner") or {}).get("wall_s")
-        if not isinstance(wall, (int, float)) or wall <= 0:
-            continue
-        out.setdefault((cell.get("workload"), cell.get("variant"), cell.get("threads")), []).append(
-            float(wall)
-        )
-        out.setdefault((cell.get("workload"),), []).append(float(wall))
+        out.setdefault(r.key, []).append(r.wall_s)
+        out.setdefault((r.workload,), []).append(r.wall_s)
     if not out:
         raise UserError(f"--estimate-from {run_dir}: no successful cells with timings")
     return out
@@ -201,7 +196,7 @@ def estimate_cells(
     placement: dict[tuple[str, int], tuple[Instance, str]],
     devices: dict[str, str],
     *,
-    run_times: dict[tuple, list[float]] | None,
+    run_times: dict[tuple[str, ...] | ConfigKey, list[float]] | None,
     shape_for: Any,
     study: bool = False,
 ) -> list[CellEstimate]:
@@ -213,7 +208,7 @@ def estimate_cells(
         inst = placement[(c.variant, c.threads)][0].name
         times = None
         if run_times is not None:
-            times = run_times.get((c.workload, c.variant, c.threads)) or run_times.get(
+            times = run_times.get(ConfigKey(c.workload, c.variant, c.threads)) or run_times.get(
                 (c.workload,)
             )
         if times:

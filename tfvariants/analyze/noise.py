@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from tfvariants.analyze import stats
+from tfvariants.analyze import stats, windows
 from tfvariants.analyze.decide import Settings
-from tfvariants.analyze.fields import get_path, median_of
+from tfvariants.analyze.fields import median_of
 
 if TYPE_CHECKING:
     from tfvariants.analyze.groups import Group
@@ -27,6 +27,8 @@ class HostNoise:
     bimodal: list[str] = field(default_factory=list)  # "workload config: words"
     others_share: float | None = None  # median share of the pinned CPUs used by others
     steal_share: float | None = None
+    windows: str | None = None  # within- vs between-process variance of the step time
+    window_plan: str | None = None  # the steady window the adaptive rounds chose
     warnings: list[stats.StatWarning] = field(default_factory=list)
 
     def sentence(self) -> str:
@@ -58,8 +60,10 @@ def host_noise(groups: Sequence[Group], settings: Settings) -> HostNoise:
         if g.bimodal:
             noise.bimodal.append(f"{g.workload} {g.label}: {g.bimodal}")
     ok = [r for g in groups for r in g.ok]
-    noise.others_share = median_of(get_path(r, "cpu", "others_share") for r in ok)
-    noise.steal_share = median_of(get_path(r, "cpu", "steal_share") for r in ok)
+    comp = windows.components(ok)
+    noise.windows = comp.sentence() if comp else None
+    noise.others_share = median_of(r.others_share for r in ok)
+    noise.steal_share = median_of(r.steal_share for r in ok)
     parts = []
     if noise.others_share is not None and noise.others_share >= NOISY_SHARE:
         parts.append(f"other processes used {noise.others_share:.0%}")

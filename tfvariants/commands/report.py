@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfvariants.commands import argtypes, common
 from tfvariants.errors import UserError
+
+if TYPE_CHECKING:  # the analysis is imported only when a report is made (start-up time)
+    from tfvariants.analyze.frame import RunFrame
 
 # Warnings that change what the figures mean: always printed, not only in the HTML.
 LOUD_KINDS = ("unreadable", "duplicate", "foreign_host", "mixed_hosts", "incomplete", "no_price")
@@ -39,7 +42,7 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def print_store_warnings(analysis: Any) -> None:
+def print_store_warnings(analysis: RunFrame) -> None:
     """The run folder's problems, one named line each, on stderr."""
     for w in analysis.warnings:
         if w.kind in LOUD_KINDS:
@@ -47,6 +50,7 @@ def print_store_warnings(analysis: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tfvariants.analyze.analysis import Analysis
     from tfvariants.render.html import write_report
 
     if not args.results_dir.is_dir():
@@ -77,13 +81,14 @@ def run(args: argparse.Namespace) -> int:
     )
     print_store_warnings(analysis)
     print(f"report: {out}")
+    training = analysis if isinstance(analysis, Analysis) else None
     if args.csv:
-        rows = len(analysis.cells)
+        rows = len(training.cells) if training is not None else 0
         if not rows and args.csv.is_file():  # a serving-only run: the CSV holds serving cells
             rows = max(len(args.csv.read_text(encoding="utf-8").splitlines()) - 1, 0)
         print(f"csv: {args.csv} ({rows} rows)")
     print_compiled_answer(analysis)
-    for w in analysis.workloads:
+    for w in training.workloads if training is not None else []:
         print(f"{w.name}:")  # the sentences do not all name their workload
         for line in w.conclusions:
             print(f"  {line}")
@@ -97,8 +102,11 @@ def run(args: argparse.Namespace) -> int:
 
 def print_compiled_answer(analysis: Any) -> None:
     """A compiled-preset run opens with its answer for this CPU (tfvariants.analyze.compiled)."""
+    from tfvariants.analyze.analysis import Analysis
     from tfvariants.analyze.compiled import answer
 
+    if not isinstance(analysis, Analysis):  # a serving-only run
+        return
     lines = answer(analysis.workloads, analysis.run, analysis.settings.min_effect)
     for i, line in enumerate(lines or []):
         print(line if i == 0 else f"  {line}")

@@ -9,18 +9,30 @@ that were undecided at the last look keep running.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tfvariants.analyze import adaptive, stats
-from tfvariants.analyze.decide import choose_baseline
-from tfvariants.analyze.fields import training_time_s
+from tfvariants.analyze import adaptive, stats, windows
+from tfvariants.analyze.decide import Settings
+from tfvariants.analyze.verdicts import Requested, WorkloadVerdicts, round_values, workload_verdicts
 from tfvariants.commands import argtypes
 from tfvariants.errors import UserError
 from tfvariants.plan.cell import Cell
+from tfvariants.plan.spec import MatrixSpec
+from tfvariants.store.cellresult import AnyResult, ConfigKey, training
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from tfvariants.analyze.frame import RunFrame
+    from tfvariants.execute.matrix import MatrixOutcome, NextRound
 
 QUICK_BUDGET_S = 600.0  # --quick without --budget: 10 minutes
-QUICK_WINDOW = (5.0, 50)  # --quick steady window: seconds, steps
+# --quick steady window: seconds, steps. 10 s: about half of a quick cell once its fixed
+# costs (import, trace, epoch boundaries: ~8 s on 2 quiet cores) are paid (docs/compare.md).
+QUICK_WINDOW = (10.0, 50)
 FULL_WINDOW = (10.0, 100)
 
 
@@ -58,6 +70,9 @@ def options_from(
         "budget_s": given_or_stored("budget_s", args.budget, argtypes.duration, QUICK_BUDGET_S if quick else None),
         "max_repeats": given_or_stored("max_repeats", args.max_repeats, argtypes.repeats,
                                        max(adaptive.DEFAULT_MAX_REPEATS, repeats)),
+        # A window the user chose stays; else the adaptive rounds' window is planned from
+        # the first look's variance components (tfvariants.analyze.windows).
+        "plan_window": given_or_stored("plan_window", None, bool, args.min_steady_s is None),
     }  # fmt: skip
     if not o["confidence"] > 0.5:
         raise UserError(f"--confidence: must be above 0.5, got {o['confidence']}")
@@ -66,7 +81,9 @@ def options_from(
     return o
 
 
-def adaptive_hook(spec: Any, baseline: str | None, console: Any) -> tuple[Any, Any]:
+def adaptive_hook(
+    spec: MatrixSpec, baseline: str | None, console: Console
+) -> tuple[NextRound[Cell] | None, adaptive.StoppingRule | None]:
     """(next_round, rule) when the run has a budget, else (None, None)."""
     from tfvariants.analyze.analysis import parse_baseline
 
@@ -86,8 +103,8 @@ def adaptive_hook(spec: Any, baseline: str | None, console: Any) -> tuple[Any, A
     return hook, rule
 
 
-def record(out: Path, rule: adaptive.StoppingRule, spec: Any, before: dict, outcome: Any,
-           console: Any) -> None:  # fmt: skip
+def record(out: Path, rule: adaptive.StoppingRule, spec: MatrixSpec, before: dict[str, Any],
+           outcome: MatrixOutcome, console: Console) -> None:  # fmt: skip
     """run.json's "adaptive": the rule, the budget, every round so far, why it stopped."""
     from tfvariants.store.rundir import update_run
 
@@ -95,6 +112,7 @@ def record(out: Path, rule: adaptive.StoppingRule, spec: Any, before: dict, outc
         **rule.to_json(), "budget_s": spec.options.get("budget_s"),
         "rounds": list(before.get("rounds") or []) + outcome.rounds,
         "stopped": outcome.stopped, "spent_s": round(outcome.spent_s, 1),
+        "window_plan": spec.options.get("window_plan") or before.get("window_plan"),
     })  # fmt: skip
     if outcome.stopped:
         console.print(
@@ -105,8 +123,12 @@ def record(out: Path, rule: adaptive.StoppingRule, spec: Any, before: dict, outc
         )
 
 
-def summary(analysis: Any, out: Path, console: Any) -> None:
+def summary(analysis: RunFrame, out: Path, console: Console) -> None:
     """The first conclusions per workload, the host's noise, what stayed undecided."""
+    from tfvariants.analyze.analysis import Analysis
+
+    if not isinstance(analysis, Analysis):
+        return  # no training cells to sum up
     for w in analysis.workloads:
         console.print(f"  {w.name}:", highlight=False, markup=False)  # "GPU vs ..." names none
         for line in w.conclusions[:2]:
@@ -129,67 +151,106 @@ def summary(analysis: Any, out: Path, console: Any) -> None:
         )
 
 
-def make_next_round(
-    spec: Any,
+@dataclass(frozen=True)
+class Look:
+    """The stored rounds as the stopping rule judges them."""
+
+    rounds: int  # rounds stored so far (highest repeat + 1)
+    look: int | None  # the last planned look those rounds reached (None: not the first)
+    present: Mapping[ConfigKey, frozenset[int]]  # rounds with any file, per configuration
+    verdicts: tuple[WorkloadVerdicts, ...]  # at that look: the report's comparison
+
+
+def look_verdicts(
+    spec: MatrixSpec,
+    stored: Mapping[str, AnyResult],
     rule: adaptive.StoppingRule,
     *,
-    baseline: tuple[str, int | None] | None,
+    baseline: Requested | None,
+    settings: Settings,
+) -> Look:
+    """The verdicts at the last look reached, by the same function the report uses
+    (:func:`tfvariants.analyze.verdicts.workload_verdicts`) on the repeats up to it."""
+    planned = [ConfigKey(w, v, t) for w in spec.workloads for v, t in spec.configurations()]
+    mine = [r for r in training(stored.values()) if r.key in set(planned)]
+    present: dict[ConfigKey, set[int]] = {}
+    for r in mine:
+        present.setdefault(r.key, set()).add(r.round)
+    rounds = max((r.round + 1 for r in mine), default=0)
+    looks_done = [n for n in rule.looks if n <= rounds]
+    frozen = {k: frozenset(v) for k, v in present.items()}
+    if not looks_done:
+        return Look(rounds, None, frozen, ())
+    look = looks_done[-1]
+    values = round_values(r for r in mine if r.round < look)
+    devices = {v: str((spec.variant_info.get(v) or {}).get("device", "cpu")) for v in spec.variants}
+    devices.update({r.variant: r.device for r in mine})
+    over = {(r.variant, r.threads) for r in mine if r.oversubscribed}
+    verdicts = tuple(
+        workload_verdicts(
+            [k for k in planned if k.workload == w],
+            values,
+            settings,
+            devices=devices,
+            variant_order=spec.variants,
+            oversubscribed=over,
+            requested=baseline,
+        )  # fmt: skip
+        for w in spec.workloads
+    )
+    return Look(rounds, look, frozen, verdicts)
+
+
+def make_next_round(
+    spec: MatrixSpec,
+    rule: adaptive.StoppingRule,
+    *,
+    baseline: Requested | None,
     min_effect: float,
     confidence: float,
-) -> Any:
-    devices = {v: (spec.variant_info.get(v) or {}).get("device", "cpu") for v in spec.variants}
+) -> NextRound[Cell]:
+    settings = Settings(min_effect, confidence, rule.k)
     configs = spec.configurations()
-    order = {(w, v, t): (spec.workloads.index(w), configs.index((v, t)))
-             for w in spec.workloads for v, t in configs}  # fmt: skip
+    order = {
+        ConfigKey(w, v, t): (spec.workloads.index(w), configs.index((v, t)))
+        for w in spec.workloads
+        for v, t in configs
+    }
 
-    def next_round(stored: dict[str, dict]) -> tuple[list[Cell], str]:
-        times: dict[adaptive.Config, dict[int, float]] = {}
-        present: dict[adaptive.Config, set[int]] = {}
-        rounds = 0
-        over: set[tuple[str, int]] = set()
-        for r in stored.values():
-            c = r.get("cell") or {}
-            key = (str(c.get("workload")), str(c.get("variant")), int(c.get("threads", 0)))
-            if key not in order:
-                continue
-            rep = int(c.get("repeat", 0))
-            present.setdefault(key, set()).add(rep)
-            if (r.get("requested") or {}).get("oversubscribed") is True:
-                over.add(key[1:])
-            rounds = max(rounds, rep + 1)
-            t = training_time_s(r) if r.get("status") == "ok" else None
-            if t:
-                times.setdefault(key, {})[rep] = t
-        looks_done = [n for n in rule.looks if n <= rounds]
-        if not looks_done:
-            return [], f"only {rounds} round(s) stored, fewer than the first look"
-        look = looks_done[-1]
-        at_look = {k: [t for rep, t in v.items() if rep < look] for k, v in times.items()}
-        pairs: list[adaptive.Pair] = []
-        for w in spec.workloads:
-            # The same baseline the report will use: given, else chosen per workload.
-            if baseline is not None:
-                threads = baseline[1] or max(t for v, t in configs if v == baseline[0])
-                base: tuple[str, int] | None = (baseline[0], threads)
-            else:
-                counts = {(v, t): len(xs) for (w2, v, t), xs in at_look.items() if w2 == w}
-                base = choose_baseline(counts, devices, list(spec.variants), over)
-            pairs += adaptive.watched_pairs([k for k in order if k[0] == w], base)
-        open_pairs = adaptive.undecided(
-            at_look, pairs, looks=rule.k, min_effect=min_effect, confidence=confidence
-        )
-        if not open_pairs:
-            return [], f"every comparison was decided by the look after {look} repeats"
-        if rounds >= rule.max_repeats:
+    def next_round(stored: Mapping[str, AnyResult]) -> tuple[list[Cell], str]:
+        at = look_verdicts(spec, stored, rule, baseline=baseline, settings=settings)
+        if at.look is None:
+            return [], f"only {at.rounds} round(s) stored, fewer than the first look"
+        if spec.options.get("plan_window"):
+            plan_window(spec, stored, rule.looks[0])
+        open_verdicts = [v for wv in at.verdicts for v in wv.open]
+        if not open_verdicts:
+            return [], f"every comparison was decided by the look after {at.look} repeats"
+        if at.rounds >= rule.max_repeats:
             return [], (
-                f"{len(open_pairs)} comparison(s) still undecided after the maximum of "
+                f"{len(open_verdicts)} comparison(s) still undecided after the maximum of "
                 f"{rule.max_repeats} repeats"
             )
-        active = sorted(adaptive.active_configs(open_pairs), key=order.__getitem__)
+        # Both sides of every open comparison run again.
+        active = sorted({k for v in open_verdicts for k in (v.config, v.baseline)},
+                        key=order.__getitem__)  # fmt: skip
         # An interrupted round is completed before a new one starts.
-        gaps = [(k, rep) for k in active for rep in range(rounds) if rep not in present.get(k, ())]
-        todo = gaps or [(k, rounds) for k in active]
-        cells = [Cell(variant=k[1], threads=k[2], workload=k[0], repeat=rep) for k, rep in todo]
-        return cells, f"{len(open_pairs)} comparison(s) undecided at the look after {look} repeats"
+        gaps = [(k, rep) for k in active for rep in range(at.rounds)
+                if rep not in at.present.get(k, ())]  # fmt: skip
+        todo = gaps or [(k, at.rounds) for k in active]
+        cells = [Cell(variant=k.variant, threads=k.threads, workload=k.workload, repeat=rep)
+                 for k, rep in todo]  # fmt: skip
+        return cells, (
+            f"{len(open_verdicts)} comparison(s) undecided at the look after {at.look} repeats"
+        )
 
     return next_round
+
+
+def plan_window(spec: MatrixSpec, stored: Mapping[str, AnyResult], first_look: int) -> None:
+    """The steady window of the rounds after the first look, from the cells before it
+    (recomputed from the same cells on a resume, so it is the same window)."""
+    first = [r for r in training(stored.values()) if r.round < first_look]
+    current = float(spec.options["min_steady_s"])
+    chosen = windows.plan(windows.components(first), current)
+    spec.options["window_plan"] = {**chosen.to_json(), "from_repeat": first_look}

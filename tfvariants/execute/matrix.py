@@ -4,15 +4,16 @@ and resume (the run folder itself belongs to :mod:`tfvariants.store.rundir`)."""
 from __future__ import annotations
 
 import statistics
+import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic
 
-from tfvariants.plan.cell import Cell
-from tfvariants.plan.spec import MatrixSpec, plan_cells
-from tfvariants.store.result import host_result, write_json_atomic
+from tfvariants.plan.task import CellT, MatrixPlan, PlannedCell
+from tfvariants.store.cellresult import AnyResult
+from tfvariants.store.result import host_result
 from tfvariants.store.rundir import (
     CELLS_DIR,
     check_resume,
@@ -21,13 +22,16 @@ from tfvariants.store.rundir import (
     prepare_run_dir,
     quarantine_unreadable,
 )
+from tfvariants.store.runfolder import RunFolder
 from workloads.envprobe import host_id
 
 if TYPE_CHECKING:  # rich.progress is imported only when a bar is shown (start-up time)
     from rich.progress import Progress, TaskID
 
-RunCell = Callable[..., dict]
-NextRound = Callable[[dict[str, dict]], tuple[list[Cell], str]]
+# (cell, cells_dir) -> the cell's result, already stored (the runner's contract)
+RunCell = Callable[[CellT, Path], dict[str, Any]]
+# stored results (cell id -> typed result) -> the next round's cells, and why
+NextRound = Callable[[Mapping[str, AnyResult]], tuple[list[CellT], str]]
 
 
 class EtaModel:
@@ -39,12 +43,12 @@ class EtaModel:
         self._by_workload: dict[str, list[float]] = {}
         self._all: list[float] = []
 
-    def record(self, cell: Cell, seconds: float) -> None:
+    def record(self, cell: PlannedCell, seconds: float) -> None:
         self._by_config.setdefault((cell.workload, cell.variant, cell.threads), []).append(seconds)
         self._by_workload.setdefault(cell.workload, []).append(seconds)
         self._all.append(seconds)
 
-    def estimate(self, cell: Cell) -> float | None:
+    def estimate(self, cell: PlannedCell) -> float | None:
         for samples in (
             self._by_config.get((cell.workload, cell.variant, cell.threads)),
             self._by_workload.get(cell.workload),
@@ -54,7 +58,7 @@ class EtaModel:
                 return statistics.median(samples)
         return None
 
-    def remaining(self, cells: Iterable[Cell]) -> float | None:
+    def remaining(self, cells: Iterable[PlannedCell]) -> float | None:
         estimates = [self.estimate(c) for c in cells]
         known = [e for e in estimates if e is not None]
         if len(known) < len(estimates):
@@ -65,10 +69,10 @@ class EtaModel:
 @dataclass
 class MatrixOutcome:
     planned: int
-    ran: list[Cell] = field(default_factory=list)
+    ran: list[PlannedCell] = field(default_factory=list)
     statuses: dict[str, str] = field(default_factory=dict)  # cell_id -> status, whole matrix
     reasons: dict[str, str] = field(default_factory=dict)
-    interrupted: Cell | None = None
+    interrupted: PlannedCell | None = None
     was_interrupted: bool = False
     quarantined: list[str] = field(default_factory=list)  # "file -> where (why)"
     rounds: list[dict] = field(default_factory=list)  # adaptive rounds run now
@@ -101,16 +105,14 @@ def _fmt_s(seconds: float | None) -> str:
     return f"{h}h{m:02d}m" if h else (f"{m}m{s:02d}s" if m else f"{s}s")
 
 
-class Matrix:
-    """Runs a MatrixSpec into results/<run>/ with progress, interrupt and resume."""
+class Matrix(Generic[CellT]):
+    """Runs a matrix (training or serving: any MatrixPlan) into results/<run>/ with
+    progress, interrupt and resume."""
 
-    def __init__(
-        self, spec: MatrixSpec, out: Path, plan: Callable[[Any], list] = plan_cells
-    ) -> None:
+    def __init__(self, spec: MatrixPlan[CellT], out: Path) -> None:
         self.spec = spec
         self.out = Path(out)
         self.cells_dir = self.out / CELLS_DIR
-        self.plan = plan  # spec -> cells in run order (serving cells have their own planner)
         self._prepared: tuple[dict[str, dict], list[str]] | None = None
 
     def prepare(
@@ -123,13 +125,24 @@ class Matrix:
     ) -> list[str]:
         """Check the folder and write run.json; returns the quarantine moves (one line
         each). A resume stops (UserError, nothing written) on a file it cannot read,
-        unless ``quarantine`` moves such files aside first."""
+        unless ``quarantine`` moves such files aside first.
+
+        Takes the folder's lock first (held until the command ends, see
+        tfvariants.store.lock): a second run on it is refused before anything is read."""
+        folder = RunFolder(self.out)
+        held = folder.holds_lock()
+        for line in folder.lock() + folder.remove_stale_scratch():
+            print(f"tfvariants: warning: {line}", file=sys.stderr)
         contents = load_run_dir(self.out, allow_mixed_hosts=allow_mixed_hosts)
-        if resume:
-            check_resume(contents, quarantine=quarantine)
-        prepare_run_dir(
-            self.out, self.spec, resume=resume, hosts=hosts, allow_mixed_hosts=allow_mixed_hosts
-        )
+        try:
+            if resume:
+                check_resume(contents, quarantine=quarantine)
+            prepare_run_dir(self.out, self.spec, resume=resume, hosts=hosts,
+                            allow_mixed_hosts=allow_mixed_hosts)  # fmt: skip
+        except BaseException:
+            if not held:
+                folder.unlock()  # refused: leave the folder as it was (or absent)
+            raise
         moved = quarantine_unreadable(contents) if resume and contents.problems else []
         self.cells_dir.mkdir(parents=True, exist_ok=True)
         self._prepared = (contents.results, moved)
@@ -138,14 +151,14 @@ class Matrix:
     def run(
         self,
         *,
-        run_cell: RunCell,
+        run_cell: RunCell[CellT],
         resume: bool = False,
         console: Any = None,
         clock: Callable[[], float] = time.monotonic,
         allow_mixed_hosts: bool = False,
         quarantine: bool = False,
         hosts: list[dict[str, Any]] | None = None,
-        next_round: NextRound | None = None,
+        next_round: NextRound[CellT] | None = None,
         budget_s: float | None = None,
         spent_before: float = 0.0,
     ) -> MatrixOutcome:
@@ -161,7 +174,7 @@ class Matrix:
                          quarantine=quarantine, hosts=hosts)  # fmt: skip
         assert self._prepared is not None
         stored, moved = self._prepared
-        cells = self.plan(self.spec)
+        cells = list(self.spec.cells())
         todo = pending_cells(cells, stored)
         outcome = MatrixOutcome(planned=len(cells), quarantined=moved)
         for c in cells:
@@ -176,7 +189,7 @@ class Matrix:
             # none, or the budget (run time so far + the round's estimate) would be exceeded.
             while next_round is not None and not outcome.was_interrupted:
                 more, why = next_round(
-                    load_run_dir(self.out, allow_mixed_hosts=allow_mixed_hosts).results
+                    load_run_dir(self.out, allow_mixed_hosts=allow_mixed_hosts).parsed
                 )
                 if not more:
                     outcome.stopped = why
@@ -200,8 +213,8 @@ class Matrix:
 
     def _run_cells(
         self,
-        todo: list[Cell],
-        run_cell: RunCell,
+        todo: Sequence[CellT],
+        run_cell: RunCell[CellT],
         outcome: MatrixOutcome,
         eta: EtaModel,
         display: _Display,
@@ -229,11 +242,11 @@ class Matrix:
                 eta.record(cell, elapsed)  # skipped cells take no time: don't learn from them
             display.finish(cell, status, elapsed, result.get("reason"))
 
-    def _record_crash(self, cell: Cell, exc: Exception) -> dict:
+    def _record_crash(self, cell: PlannedCell, exc: Exception) -> dict[str, Any]:
         reason = f"runner error: {type(exc).__name__}: {exc}"[:300]
         result = host_result(cell.to_dict(), "failed", reason)
         result["runner"] = {"host_id": host_id()}
-        write_json_atomic(self.cells_dir / f"{cell.cell_id}.json", result)
+        RunFolder(self.out).write_cell(cell.cell_id, result)
         return result
 
 
@@ -282,7 +295,7 @@ class _Display:
         self.total += cells
         self._update(total=self.total)
 
-    def start(self, cell: Cell, remaining_s: float | None) -> None:
+    def start(self, cell: PlannedCell, remaining_s: float | None) -> None:
         if self.progress is not None:
             from rich.markup import escape
 
@@ -290,7 +303,7 @@ class _Display:
             self._update(description=label, eta=_fmt_s(remaining_s))
             self.progress.refresh()
 
-    def finish(self, cell: Cell, status: str, elapsed: float, reason: object) -> None:
+    def finish(self, cell: PlannedCell, status: str, elapsed: float, reason: object) -> None:
         self.done += 1
         if self.progress is None:
             return

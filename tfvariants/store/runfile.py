@@ -9,12 +9,14 @@ from typing import Any, TypeGuard
 
 from tfvariants.errors import UserError
 from tfvariants.plan.cell import MAX_THREADS
-from tfvariants.plan.spec import MAX_REPEATS, MatrixSpec, logical_cpus
-from tfvariants.store.result import ResultError, read_json_file, write_json_atomic
+from tfvariants.plan.spec import MAX_REPEATS, logical_cpus
+from tfvariants.plan.task import MatrixPlan, PlannedCell
+from tfvariants.store.result import ResultError, read_json_file
+from tfvariants.store.runfolder import RunFolder
 
 RUN_FILE = "run.json"
 RUN_KIND = "tfvariants.run"
-RUN_SCHEMA_VERSION = 2
+RUN_SCHEMA_VERSION = 3
 
 
 def local_host() -> dict[str, Any]:
@@ -30,8 +32,15 @@ def _run_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": 2, "hosts": []}
 
 
+def _run_v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
+    # Version 3 names cells by encoded, collision-free ids (tfvariants.plan.cell). The
+    # record is unchanged; the files are renamed by rundir.migrate_cell_ids when a run
+    # is resumed, and read under either name until then.
+    return {**data, "schema_version": 3}
+
+
 # The one place run.json migrations live: version N -> N+1.
-_RUN_MIGRATIONS = {1: _run_v1_to_v2}
+_RUN_MIGRATIONS = {1: _run_v1_to_v2, 2: _run_v2_to_v3}
 
 
 def _field_error(source: str, name: str, expected: str, got: Any) -> UserError:
@@ -122,7 +131,7 @@ def load_run(results_dir: Path) -> dict[str, Any]:
     return validate_run(data, str(path))
 
 
-def new_run(spec: MatrixSpec, hosts: list[dict[str, Any]]) -> dict[str, Any]:
+def new_run(spec: MatrixPlan[PlannedCell], hosts: list[dict[str, Any]]) -> dict[str, Any]:
     """The run.json record for a new run of ``spec`` on ``hosts``."""
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return {
@@ -135,4 +144,4 @@ def new_run(spec: MatrixSpec, hosts: list[dict[str, Any]]) -> dict[str, Any]:
 
 def write_run(results_dir: Path, record: dict[str, Any]) -> None:
     validate_run(record, RUN_FILE)  # never write what we could not read back
-    write_json_atomic(Path(results_dir) / RUN_FILE, record)
+    RunFolder(results_dir).write_run(record)
