@@ -24,6 +24,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,6 +42,7 @@ FULL_LIBS = (FRAMEWORK, "libtensorflow_cc.so.2", "python/_pywrap_tensorflow_inte
 _UNAVAILABLE = r"compiled to use ([A-Z0-9_.]+) instructions, but these aren't available"
 
 Log = Callable[[str], None]
+_GATE_LOCK = threading.Lock()
 
 
 def cache_dir() -> Path:
@@ -226,6 +228,20 @@ def gate(
     digest = file_hash(framework)
     flags_key = hashlib.sha256(" ".join(sorted(flags)).encode()).hexdigest()[:12]
     verdict_path = cache_dir() / f"gate-{digest[:32]}-{flags_key}.json"
+    # One probe per binary even when a listing checks its overlays in parallel threads.
+    with _GATE_LOCK:
+        return _gate_verdict(variant, framework, digest, verdict_path, flags, probe, log)
+
+
+def _gate_verdict(
+    variant: Variant,
+    framework: Path,
+    digest: str,
+    verdict_path: Path,
+    flags: set[str],
+    probe: Callable[[str], tuple[int, str]] | None,
+    log: Log,
+) -> str | None:
     stored = _read_json(verdict_path)
     if stored is not None and "reason" in stored:
         return stored["reason"]
