@@ -134,16 +134,17 @@ def dry_run(args: argparse.Namespace, spec: Any, pricing: Any, console: Any) -> 
             _hours(r.cell_seconds),
             "-" if r.per_hour is None else f"{r.per_hour:.4f}",
             "-" if r.tier is None else cat.tier_word(r.tier),
-            "no price" if r.cells_cost is None else money(r.cells_cost),
-            "-" if r.node_overhead_cost is None else money(r.node_overhead_cost),
+            "no price" if r.cells_cost is None else money(r.cells_cost, cat.currency),
+            "-" if r.node_overhead_cost is None else money(r.node_overhead_cost, cat.currency),
         )  # fmt: skip
         total += r.cells_cost or 0.0
         total_overhead += r.node_overhead_cost or 0.0
     console.print(table)
     console.print(
-        f"estimated bill: {money(total)} for the cells + {money(total_overhead)} for one "
+        f"estimated bill: {money(total, cat.currency)} for the cells + "
+        f"{money(total_overhead, cat.currency)} for one "
         f"node per type booting (~{est.NODE_BOOT_S / 60:.0f} min) and idling until it stops "
-        f"(~{est.NODE_IDLE_S / 60:.0f} min) = {money(total + total_overhead)} {cat.currency}",
+        f"(~{est.NODE_IDLE_S / 60:.0f} min) = {money(total + total_overhead, cat.currency)}",
         highlight=False,
     )
     if rough:
@@ -184,7 +185,13 @@ def _per_config(console: Any, estimates: list, pricing: Any, rough: bool) -> Non
         sel = pricing.catalog.price(inst_obj, as_of=pricing.as_of, tier=pricing.tier)
         if sel is not None:
             cost = sel.per_hour * pricing.catalog.billing.billed_seconds(s) / 3600
-        table.add_row(w, f"{v}@{t}", inst, _hours(s), "-" if cost is None else money(cost))
+        table.add_row(
+            w,
+            f"{v}@{t}",
+            inst,
+            _hours(s),
+            "-" if cost is None else money(cost, pricing.catalog.currency),
+        )
     console.print(table)
 
 

@@ -33,7 +33,8 @@ FIELDS = (
 )  # fmt: skip
 # An overlay (a table with `base`) changes only these.
 OVERLAY_FIELDS = ("base", "env", "keras", "description")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # '+' joins overlays, ',' lists
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)  # '+' joins overlays, ',' lists
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,15 @@ def _from_table(name: str, table: Mapping[str, Any], source: str) -> dict[str, A
         isinstance(v, (str, int, float)) for v in env.values()
     ):
         raise bad("env", "must be a table of strings")
+    for key, value in env.items():
+        # What execve and `docker run -e KEY=VALUE` can carry: a name without '=' (or it
+        # splits elsewhere), no NUL anywhere. Portable names, as POSIX shells write them.
+        if not _ENV_NAME.fullmatch(key):
+            raise bad(
+                "env", f"has the name {key!r}: use letters, digits and '_' (not first a digit)"
+            )
+        if "\x00" in str(value):
+            raise bad(f"env.{key}", "contains a NUL character")
     device = table.get("device", "cpu")
     if device not in DEVICES:
         raise bad("device", f"must be cpu or gpu (got {device!r})")
