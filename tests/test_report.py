@@ -256,7 +256,7 @@ def test_report_shows_the_machines_noise_and_labels_intervals(tmp_path):
 
 
 def test_overhead_split_adds_up_to_the_cell():
-    from tfvariants.analyze.analysis import overhead_split
+    from tfvariants.store.cellresult import overhead_split
 
     r = {
         "timing": {"import_tf_s": 3.0, "build_s": 0.2, "data_s": 0.1, "warmup_s": 2.0,

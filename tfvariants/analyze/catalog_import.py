@@ -49,7 +49,7 @@ def _price(text: str, where: str) -> float | None:
         return None
     value = decimal(text)
     if value is None or value <= 0:
-        raise UserError(f"{where}: a price must be a finite number > 0, got {text[:40]!r}")
+        raise UserError(f"{where}: a price must be finite and > 0, got {text[:40]!r}")
     return value
 
 
