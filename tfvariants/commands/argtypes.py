@@ -102,13 +102,17 @@ def duration(text: str) -> float:
     return value
 
 
-def fraction(text: str) -> float:
-    """'5%' or '0.05' -> 0.05; must lie in [0, 1)."""
+def _fraction_value(text: str) -> float:
     t = text.strip()
     value = decimal(t[:-1]) if t.endswith("%") else decimal(t)
     if value is None:
         raise argparse.ArgumentTypeError(f"expected a fraction like 0.05 or 5%, got {shown(text)}")
-    value = value / 100 if t.endswith("%") else value
+    return value / 100 if t.endswith("%") else value
+
+
+def fraction(text: str) -> float:
+    """'5%' or '0.05' -> 0.05; must lie in [0, 1)."""
+    value = _fraction_value(text)
     if not 0 <= value < 1:
         raise argparse.ArgumentTypeError(
             f"must be between 0 and 1 (0% and 100%), got {shown(text)}"
@@ -118,7 +122,7 @@ def fraction(text: str) -> float:
 
 def min_effect(text: str) -> float:
     """--min-effect: '5%' or '0.05'."""
-    value = fraction(text)
+    value = _fraction_value(text)
     problem = limits.min_effect_problem(value)
     if problem:
         raise argparse.ArgumentTypeError(f"expected {problem}, got {shown(text)}")
@@ -127,7 +131,7 @@ def min_effect(text: str) -> float:
 
 def confidence(text: str) -> float:
     """--confidence: above 0.5 and at most 0.9999 ('95%' or '0.95')."""
-    value = fraction(text)
+    value = _fraction_value(text)
     problem = limits.confidence_problem(value)
     if problem:
         raise argparse.ArgumentTypeError(f"expected {problem}, got {shown(text)}")
