@@ -169,6 +169,8 @@ RESUME = ["compare", "--resume", "--out", "R"]
 PRICES = ["prices", "--catalog", "cat.toml"]
 PRICED_REPORT = [*REPORT, "--pricing", "cat.toml", "--instance", "local=c1"]
 IMPORT = ["prices", "import", "s.csv", "-o", "o.toml"]
+SERVE = ["serve", "--models", "noop", "--scenarios", "concurrency", "--concurrency", "1",
+         "--path", "inprocess", "--repeats", "1", "--out", "R2"]  # fmt: skip
 CASES = [
     # numbers on the command line: the same parser, bounds and wording everywhere
     ("run-threads-huge", None, ["run", "mnist_mlp", "--threads", "99999"], E, "1 to 4096"),
@@ -264,6 +266,12 @@ CASES = [
     ("compare-timeout-fullwidth-digit", None, [*COMPARE, "--timeout", "\uff13"], E, "--timeout"),
     ("compare-min-steady-s-1e309", None, [*COMPARE, "--min-steady-s", "1e309"], E, "--min-steady-s"),
     ("compare-threads-5000-digits", None, ["compare", "--threads", "1" * 5000], E, "1 to 4096"),
+    ("serve-server-qps-underscore", None, [*SERVE, "--server-qps", "1_0"], E, "--server-qps"),
+    ("serve-server-qps-arabic-digit", None, [*SERVE, "--server-qps", "\u0663"], E, "--server-qps"),
+    ("serve-server-qps-1e309", None, [*SERVE, "--server-qps", "1e309"], E, "--server-qps"),
+    ("serve-threads-empty", None, [*SERVE, "--threads", ""], E, "--threads"),
+    ("serve-min-duration-3000-chars", None, [*SERVE, "--min-duration", "x" * 3000], E, "--min-duration"),
+    ("report-baseline-10000-chars", None, [*REPORT, "--baseline", "x" * 10000], E, "--baseline"),
     # issue 15: decision settings the statistics can use
     ("compare-confidence-near-1", None, [*COMPARE, "--confidence", "0.9999999999999999"], E, "at most 0.9999"),
     ("compare-confidence-100-percent", None, [*COMPARE, "--confidence", "100%"], E, "--confidence"),

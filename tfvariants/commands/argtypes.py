@@ -146,11 +146,11 @@ def duration_s(text: str) -> float:
     m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*(ms|s|min|m)\s*", str(text), re.ASCII)
     if not m:
         raise argparse.ArgumentTypeError(
-            f"expected a duration with a unit like 100ms, 0.5s or 2m, got {text!r}"
+            f"expected a duration with a unit like 100ms, 0.5s or 2m, got {shown(text)}"
         )
     value = float(m.group(1)) * _DURATION_UNITS[m.group(2)]
     if not 0 < value <= MAX_TIMEOUT_S:
         raise argparse.ArgumentTypeError(
-            f"must be greater than 0 and at most {MAX_TIMEOUT_S:g} s, got {text!r}"
+            f"must be greater than 0 and at most {MAX_TIMEOUT_S:g} s, got {shown(text)}"
         )
     return value
