@@ -141,6 +141,15 @@ def variants_env(entries: str) -> Callable[[Path], None]:
     return put
 
 
+def variants_keras(entries: str) -> Callable[[Path], None]:
+    """A variants file with the overlay 'bad' whose keras table is ``entries`` (TOML)."""
+
+    def put(root: Path) -> None:
+        (root / "v.toml").write_text(f'[variants.bad]\nbase = "local"\nkeras = {{ {entries} }}\n')
+
+    return put
+
+
 GOOD_CSV = {"instance": "c1", "vcpus": "1", "gpu": "", "on_demand": "0.05", "spot": "0.01",
             "region": "us", "date": "2017-07"}  # fmt: skip
 
@@ -305,6 +314,13 @@ CASES = [
     ("variants-env-key-digit-first", variants_env('"1A" = "x"'), ["variants", "--variants-file", "v.toml"], E, "'1A'"),
     ("variants-env-key-unicode", variants_env('"\u00c4" = "x"'), ["variants", "--variants-file", "v.toml"], E, "field 'env'"),
     ("variants-env-key-space", variants_env('"A B" = "x"'), ["variants", "--variants-file", "v.toml"], E, "'A B'"),
+    ("variants-keras-nan", variants_keras("jit_compile = nan"), ["variants", "--variants-file", "v.toml"], E, "keras.jit_compile"),
+    ("variants-keras-date", variants_keras("x = 1979-05-27"), ["variants", "--variants-file", "v.toml"], E, "keras.x"),
+    ("variants-keras-not-a-keyword", variants_keras('"a b" = 1'), ["variants", "--variants-file", "v.toml"], E, "'a b'"),
+    ("report-instance-threads-text", None, [*REPORT, "--instance", "local@x=n1-highcpu-8"], E, "--instance"),
+    ("report-instance-threads-underscore", None, [*REPORT, "--instance", "local@1_0=n1-highcpu-8"], E, "--instance"),
+    ("report-instance-threads-zero", None, [*REPORT, "--instance", "0=n1-highcpu-8"], E, "--instance"),
+    ("report-instance-threads-huge", None, [*REPORT, "--instance", "99999=n1-highcpu-8"], E, "--instance"),
     # issue 15: prices import
     ("import-name-newline", simple_csv(), [*IMPORT, "--name", "a\nb"], E, "--name"),
     ("import-name-empty", simple_csv(), [*IMPORT, "--name", ""], E, "--name"),

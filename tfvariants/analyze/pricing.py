@@ -199,6 +199,8 @@ BILLING_FIELDS = ("rule", "minimum_seconds")
 DEFAULT_FIELDS = ("as_of", "tier", "gpu")
 INSTANCE_FIELDS = ("name", "vcpus", "cpu", "gpu", "prices")  # cpu: the platform, for readers
 MAX_VCPUS = 4096  # tfvariants.plan.cell.MAX_THREADS: no cell asks for more
+# --instance keys: a variant name (with +overlays), VARIANT@THREADS, or THREADS.
+_MAP_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*(?:@[0-9]{1,4})?|[0-9]{1,4}", re.ASCII)
 # An ISO 4217 code; amounts are shown as "$1.23" for USD and "1.23 EUR" for the others.
 _CURRENCY = re.compile(r"[A-Z]{3}", re.ASCII)
 
@@ -513,7 +515,19 @@ def parse_pricing_option(
     overrides: dict[str, str] = {}
     for item in instance_map or []:
         key, sep, value = item.partition("=")
-        if not sep or not key.strip() or not value.strip():
+        key = key.strip()
+        if not sep or not key or not value.strip():
             raise UserError(f"--instance {item!r}: expected VARIANT[@THREADS]=INSTANCE")
-        overrides[key.strip()] = value.strip()
+        # A key no cell can match would be silently ignored: "local@x", "local@1_0".
+        if not _MAP_KEY.fullmatch(key) or any(
+            not 1 <= int(t) <= MAX_VCPUS for t in re.findall(r"(?:^|@)([0-9]+)$", key)
+        ):
+            raise UserError(
+                f"--instance {item!r}: expected VARIANT, VARIANT@THREADS or THREADS before "
+                f"'=' (THREADS a whole number from 1 to {MAX_VCPUS})"
+            )
+        # "08" and "local@08" name the cells of 8 threads (keys are matched as text).
+        variant, at, threads = key.rpartition("@")
+        key = f"{variant}@{int(threads)}" if at else str(int(key)) if key.isdigit() else key
+        overrides[key] = value.strip()
     return Pricing(catalog, as_of=as_of, tier=tier, overrides=overrides)

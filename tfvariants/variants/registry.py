@@ -10,6 +10,7 @@ top (see docs/builds.md for the TOML format).
 from __future__ import annotations
 
 import importlib.util  # noqa: F401  (tests patch importlib.util.find_spec through here)
+import math
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -100,6 +101,19 @@ class Variant:
         return self.kind_impl.pins_on_host
 
 
+def _finite_json(value: Any) -> bool:
+    """JSON without NaN or infinity (TOML dates are not JSON either)."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, (str, int, bool)):
+        return True
+    if isinstance(value, list):
+        return all(_finite_json(v) for v in value)
+    if isinstance(value, Mapping):
+        return all(isinstance(k, str) and _finite_json(v) for k, v in value.items())
+    return False
+
+
 def _from_table(name: str, table: Mapping[str, Any], source: str) -> dict[str, Any]:
     """Check one variant table; return Variant keyword arguments (plus ``base`` for an
     overlay, resolved later)."""
@@ -143,6 +157,12 @@ def _from_table(name: str, table: Mapping[str, Any], source: str) -> dict[str, A
     keras = table.get("keras", {})
     if not isinstance(keras, Mapping):
         raise bad("keras", "must be a table of model.compile() options")
+    for key, value in keras.items():
+        # They travel to the worker as JSON (no NaN/inf there) and into compile(**options).
+        if not key.isidentifier():
+            raise bad("keras", f"has the option {key!r}: not a keyword argument name")
+        if not _finite_json(value):
+            raise bad(f"keras.{key}", "must be finite numbers, text, booleans, lists or tables")
     backend = table.get("keras_backend")
     if backend is not None and backend not in BACKENDS:
         raise bad("keras_backend", f"must be one of {', '.join(BACKENDS)} (got {backend!r})")
