@@ -299,6 +299,9 @@ CASES = [
     ("run-json-max-repeats-zero", run_options_with(max_repeats=0), RESUME, E, "options.max_repeats"),
     ("run-json-min-steady-s-text", run_options_with(min_steady_s="10"), RESUME, E, "options.min_steady_s"),
     ("run-json-min-steady-steps-fraction", run_options_with(min_steady_steps=1.5), RESUME, E, "options.min_steady_steps"),
+    ("run-json-seed-2-64", run_options_with(seed=2**64), RESUME, E, "options.seed"),
+    ("run-json-epochs-huge", run_options_with(epochs=10**30), RESUME, E, "options.epochs"),
+    ("run-json-confidence-true", run_options_with(confidence=True), REPORT, E, "options.confidence"),
     # one line, always: a value with a newline or an escape sequence is shown escaped
     ("compare-baseline-newline", None, [*COMPARE, "--baseline", "a\nb"], E, "a\\nb"),
     ("report-baseline-escape-sequence", None, [*REPORT, "--baseline", "\x1b[2Jx"], E, "\\x1b[2Jx"),

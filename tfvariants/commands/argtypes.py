@@ -15,8 +15,8 @@ from tfvariants.plan import limits
 from tfvariants.plan.cell import MAX_THREADS
 from tfvariants.plan.spec import MAX_REPEATS
 
-MAX_SEED = 2**32 - 1  # numpy's and TensorFlow's seed range
-MAX_COUNT = 10**9  # epochs, samples, steps: far above any real schedule
+MAX_SEED = limits.MAX_SEED
+MAX_COUNT = limits.MAX_COUNT
 MAX_TIMEOUT_S = limits.MAX_SECONDS
 
 # ASCII digits only: int() also takes "1_000" and other scripts' digits ("١٢", "２").

@@ -92,11 +92,13 @@ def validate_run(data: Any, source: str) -> dict[str, Any]:
     options = data.get("options") or {}
     for name in ("epochs", "samples", "steps_per_epoch"):
         v = options.get(name)
-        if v is not None and (not _is_int(v) or v < 1):
-            raise _field_error(source, f"options.{name}", "a whole number >= 1 or null", v)
+        if v is not None and (not _is_int(v) or not 1 <= v <= limits.MAX_COUNT):
+            raise _field_error(
+                source, f"options.{name}", f"a whole number 1..{limits.MAX_COUNT} or null", v
+            )
     seed = options.get("seed", 0)
-    if seed is not None and (not _is_int(seed) or seed < 0):
-        raise _field_error(source, "options.seed", "a whole number >= 0", seed)
+    if seed is not None and (not _is_int(seed) or not 0 <= seed <= limits.MAX_SEED):
+        raise _field_error(source, "options.seed", f"a whole number 0..{limits.MAX_SEED}", seed)
     if options.get("data", "synthetic") not in ("synthetic", "real", None):
         raise _field_error(source, "options.data", "synthetic or real", options.get("data"))
     # The decision settings and durations, within the command line's bounds: checked
@@ -112,7 +114,7 @@ def validate_run(data: Any, source: str) -> dict[str, Any]:
         problem = problem_of(v) if v is not None else None
         if problem:
             raise _field_error(source, f"options.{name}", problem, v)
-    for name, hi in (("min_steady_steps", 10**9), ("max_repeats", MAX_REPEATS)):
+    for name, hi in (("min_steady_steps", limits.MAX_COUNT), ("max_repeats", MAX_REPEATS)):
         v = options.get(name)
         if v is not None and (not _is_int(v) or not 1 <= v <= hi):
             raise _field_error(source, f"options.{name}", f"a whole number 1..{hi}", v)
