@@ -19,6 +19,7 @@ from typing import IO, Any
 
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.pinning import PinPlan, plan_pinning
+from tfvariants.plan.task import PlannedCell
 from tfvariants.plan.topology import Topology, read_topology
 from tfvariants.store.result import (
     ResultError,
@@ -201,7 +202,7 @@ def run_cell(
 
 
 def run_request(
-    cell: Any,
+    cell: PlannedCell,
     variant: Variant,
     plan: PinPlan,
     make_request: Callable[[Path], Any],
@@ -253,7 +254,7 @@ def run_request(
 
 
 def _execute(
-    cell: Any,
+    cell: PlannedCell,
     variant: Variant,
     timeout_s: float,
     plan: PinPlan,
