@@ -352,6 +352,7 @@ CASES = [
     ("variants-env-value-nul", variants_env('"A" = "1\\u0000"'), ["variants", "--variants-file", "v.toml"], E, "NUL"),
     ("variants-env-key-digit-first", variants_env('"1A" = "x"'), ["variants", "--variants-file", "v.toml"], E, "'1A'"),
     ("variants-env-key-unicode", variants_env('"\u00c4" = "x"'), ["variants", "--variants-file", "v.toml"], E, "field 'env'"),
+    ("variants-env-value-200-KiB", variants_env('A = "' + "x" * 200_000 + '"'), ["variants", "--variants-file", "v.toml"], E, "env.A"),
     ("variants-env-key-space", variants_env('"A B" = "x"'), ["variants", "--variants-file", "v.toml"], E, "'A B'"),
     ("variants-keras-nan", variants_keras("jit_compile = nan"), ["variants", "--variants-file", "v.toml"], E, "keras.jit_compile"),
     ("variants-keras-date", variants_keras("x = 1979-05-27"), ["variants", "--variants-file", "v.toml"], E, "keras.x"),

@@ -209,7 +209,7 @@ def run_on_ray(
 
     node_wait = (
         checked("node-wait", argtypes.positive_float, args.node_wait)
-        if args.node_wait
+        if args.node_wait is not None
         else DEFAULT_NODE_WAIT_S
     )
     placed = {k: inst.name for k, (inst, _) in placement(spec, pricing).items()}

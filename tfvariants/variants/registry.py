@@ -35,7 +35,10 @@ FIELDS = (
 # An overlay (a table with `base`) changes only these.
 OVERLAY_FIELDS = ("base", "env", "keras", "description")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)  # '+' joins overlays, ',' lists
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
+_MAX_ENV_ENTRY = (
+    128 * 1024
+)  # Linux's MAX_ARG_STRLEN: execve refuses a longer KEY=VALUE  # '+' joins overlays, ',' lists
 
 
 @dataclass(frozen=True)
@@ -151,6 +154,8 @@ def _from_table(name: str, table: Mapping[str, Any], source: str) -> dict[str, A
             )
         if "\x00" in str(value):
             raise bad(f"env.{key}", "contains a NUL character")
+        if len(key) + len(str(value)) + 1 >= _MAX_ENV_ENTRY:
+            raise bad(f"env.{key}", "is longer than one environment entry can be (128 KiB)")
     device = table.get("device", "cpu")
     if device not in DEVICES:
         raise bad("device", f"must be cpu or gpu (got {device!r})")
