@@ -79,7 +79,7 @@ class FakeRunCell:
         self.interrupt_at = interrupt_at
         self.speedup, self.noise = speedup, noise
 
-    def __call__(self, cell, variant, options, cells_dir):
+    def __call__(self, cell, variant, options, cells_dir, quiet=None):
         self.calls.append((cell.cell_id, options))
         if self.interrupt_at and len(self.calls) == self.interrupt_at:
             raise KeyboardInterrupt

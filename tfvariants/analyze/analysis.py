@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from tfvariants.analyze import stats
+from tfvariants.analyze import interference, stats
 from tfvariants.analyze.billing import device_of, no_price_reason
 from tfvariants.analyze.conclusions import conclude
 from tfvariants.analyze.coverage import cell_counts, first_cell_id, folder_warnings, usable_results
@@ -30,6 +30,7 @@ from tfvariants.analyze.fields import (
     warmup_time_s,
 )
 from tfvariants.analyze.groups import Group, WorkloadReport
+from tfvariants.analyze.interference import Interference
 from tfvariants.analyze.noise import HostNoise, host_noise
 from tfvariants.analyze.parity import parity
 from tfvariants.analyze.pricing import Pricing
@@ -82,6 +83,7 @@ class Analysis:
     devices: dict[str, str] = field(default_factory=dict)  # variant -> cpu|gpu (billing)
     store: RunContents | None = None  # the run folder as loaded, with its named problems
     serving: Any = None  # the serving analysis of the same folder, when it holds serving cells
+    interference: Interference | None = None  # disturbed cells and waits for quiet
 
 
 # ---- analysis ----
@@ -114,8 +116,12 @@ def analyze(
     min_effect: float | None = None,
     confidence: float | None = None,
     allow_mixed_hosts: bool = False,
+    include_disturbed: bool | None = None,
 ) -> Analysis:
-    """Group stored results, compute statistics, costs, comparisons and conclusions."""
+    """Group stored results, compute statistics, costs, comparisons and conclusions.
+
+    Disturbed cells (analyze/interference.py) are left out of the statistics unless
+    ``include_disturbed`` (default: the run's setting) and counted in ``interference``."""
     results_dir = Path(results_dir)
     contents = load_run_dir(results_dir, allow_mixed_hosts=allow_mixed_hosts)
     run = contents.run
@@ -133,8 +139,15 @@ def analyze(
         )
 
     devices = {v: device_of(v, run, cells) for v in {str(r["cell"]["variant"]) for r in cells}}
+    opts = run.get("options") if isinstance(run.get("options"), dict) else {}
+    if include_disturbed is None:
+        include_disturbed = opts.get("include_disturbed") is True
+    used, quiet = interference.split(
+        cells, limit=interference.limit_of(opts), include=include_disturbed
+    )
+    interference.add_waits(quiet, opts)
     groups: dict[tuple[str, str, int], Group] = {}
-    for r in cells:
+    for r in used:
         c = r["cell"]
         key = (str(c["workload"]), str(c["variant"]), int(c["threads"]))
         g = groups.setdefault(key, Group(key[0], key[1], key[2], devices[key[1]]))
@@ -142,7 +155,6 @@ def analyze(
 
     variants = _order((k[1] for k in groups), run.get("variants"))
     workloads = _order((k[0] for k in groups), run.get("workloads"))
-    opts = run.get("options") if isinstance(run.get("options"), dict) else {}
     if min_effect is None:
         min_effect = finite_number(opts.get("min_effect")) or stats.MIN_EFFECT
     if confidence is None:
@@ -224,6 +236,11 @@ def analyze(
         reports.append(wr)
     noise = host_noise(list(groups.values()), settings)
     all_warnings += noise.warnings
+    if quiet.disturbed:
+        all_warnings.append(
+            stats.StatWarning("disturbed", quiet.sentence(), "run when the machine is quieter, "
+                              "or on a dedicated machine; the cells are listed in the report")
+        )  # fmt: skip
 
     envs: dict[str, dict[str, str]] = {}
     raw_envs: dict[str, list[tuple[str, str]]] = {}
@@ -257,6 +274,7 @@ def analyze(
         noise=noise,
         devices=devices,
         store=contents,
+        interference=quiet,
     )
 
 

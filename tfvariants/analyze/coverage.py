@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tfvariants.analyze import stats
 from tfvariants.errors import UserError
-from tfvariants.plan.cell import cell_id
+from tfvariants.plan.cell import cell_id, cell_id_of
 from tfvariants.store.rundir import RunContents
 
 
@@ -83,5 +83,4 @@ def first_cell_id(results: list[dict], status: str) -> str:
     """The id (file stem) of the first result with this status."""
     r = next(r for r in results if r.get("status") == status)
     c = r.get("cell") or {}
-    return cell_id(str(c.get("variant")), int(c.get("threads") or 0), str(c.get("workload")),
-                   int(c.get("repeat") or 0))  # fmt: skip
+    return cell_id_of(c)

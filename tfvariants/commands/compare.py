@@ -274,10 +274,13 @@ def run(args: argparse.Namespace) -> int:
         highlight=False,
     )
 
+    quiet_gate = rounds.quiet_gate(spec)
+
     def run_one(cell: Any, cells_dir: Path) -> dict:
         return runner.run_cell(
-            cell, variant_objs[cell.variant], run_options_for(spec, cell.workload), cells_dir
-        )
+            cell, variant_objs[cell.variant], run_options_for(spec, cell.workload), cells_dir,
+            quiet=quiet_gate,
+        )  # fmt: skip
 
     if args.executor == "ray":
         if spec.options.get("budget_s"):
@@ -293,6 +296,7 @@ def run(args: argparse.Namespace) -> int:
         outcome = matrix.run(
             run_cell=run_one, resume=args.resume, console=console, next_round=next_round,
             budget_s=spec.options.get("budget_s"), spent_before=float(before.get("spent_s") or 0.0),
+            **rounds.retry_options(spec),
         )  # fmt: skip
         if rule is not None:
             rounds.record(out, rule, spec, before, outcome, console)
@@ -316,6 +320,7 @@ def run(args: argparse.Namespace) -> int:
             markup=False,
         )
         return 130
+    rounds.print_disturbed(outcome, console)
     analysis = write_report(
         out,
         report_path,

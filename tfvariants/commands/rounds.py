@@ -12,12 +12,13 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from tfvariants.analyze import adaptive, stats
+from tfvariants.analyze import adaptive, interference, stats
 from tfvariants.analyze.decide import choose_baseline
 from tfvariants.analyze.fields import training_time_s
 from tfvariants.commands import argtypes
 from tfvariants.errors import UserError
 from tfvariants.plan.cell import Cell
+from tfvariants.plan.spec import round_order
 
 QUICK_BUDGET_S = 600.0  # --quick without --budget: 10 minutes
 QUICK_WINDOW = (5.0, 50)  # --quick steady window: seconds, steps
@@ -43,6 +44,29 @@ def add_options(p: argparse.ArgumentParser) -> None:
                    "are 'equivalent'")  # fmt: skip
     p.add_argument("--confidence", type=argtypes.fraction, default=None,
                    help="confidence of the intervals (default 0.95)")  # fmt: skip
+    add_interference_options(p)
+    p.add_argument("--order-seed", type=argtypes.seed, default=None,
+                   help="seed of each round's random order of configurations (default: drawn "
+                   "for a new run and stored in run.json; a resume keeps it)")  # fmt: skip
+
+
+def add_interference_options(p: argparse.ArgumentParser) -> None:
+    """Waiting for quiet, and what counts as a disturbed cell (docs/compare.md)."""
+    p.add_argument("--quiet-share", type=argtypes.fraction, default=None,
+                   help="before each cell, wait until other processes used at most this share "
+                   f"of its CPUs over the last second (default {interference.QUIET_SHARE * 100:.0f}%%)")  # fmt: skip
+    p.add_argument("--quiet-wait", type=argtypes.wait, default=None, metavar="DURATION",
+                   help="the longest wait for quiet before a cell; then it runs anyway, and "
+                   f"says so (default {interference.QUIET_WAIT_S:g}s; 0: do not wait)")  # fmt: skip
+    p.add_argument("--disturbed-share", type=argtypes.fraction, default=None,
+                   help="a cell whose others' (or steal) share of its CPUs was above this is "
+                   "disturbed: kept, listed, left out of the verdicts, and run again "
+                   f"(default {interference.DISTURBED_SHARE * 100:.0f}%%)")  # fmt: skip
+    p.add_argument("--disturbed-retries", type=argtypes.retries, default=None,
+                   help="attempts after a disturbed one, per cell, within the budget "
+                   f"(default {interference.DISTURBED_RETRIES})")  # fmt: skip
+    p.add_argument("--include-disturbed", action="store_true",
+                   help="count disturbed cells in the verdicts like the others")  # fmt: skip
 
 
 def options_from(
@@ -58,7 +82,17 @@ def options_from(
         "budget_s": given_or_stored("budget_s", args.budget, argtypes.duration, QUICK_BUDGET_S if quick else None),
         "max_repeats": given_or_stored("max_repeats", args.max_repeats, argtypes.repeats,
                                        max(adaptive.DEFAULT_MAX_REPEATS, repeats)),
+        "quiet_share": given_or_stored("quiet_share", args.quiet_share, argtypes.fraction, interference.QUIET_SHARE),
+        "quiet_wait_s": given_or_stored("quiet_wait_s", args.quiet_wait, argtypes.wait, interference.QUIET_WAIT_S),
+        "disturbed_share": given_or_stored("disturbed_share", args.disturbed_share, argtypes.fraction, interference.DISTURBED_SHARE),
+        "disturbed_retries": given_or_stored("disturbed_retries", args.disturbed_retries, argtypes.retries, interference.DISTURBED_RETRIES),
+        "include_disturbed": bool(args.include_disturbed or given_or_stored("include_disturbed", None, bool, False)),
+        "order_seed": given_or_stored("order_seed", args.order_seed, argtypes.seed, None),
     }  # fmt: skip
+    if o["order_seed"] is None:
+        from tfvariants.plan.spec import new_order_seed
+
+        o["order_seed"] = new_order_seed()
     if not o["confidence"] > 0.5:
         raise UserError(f"--confidence: must be above 0.5, got {o['confidence']}")
     if o["max_repeats"] < repeats:
@@ -105,6 +139,40 @@ def record(out: Path, rule: adaptive.StoppingRule, spec: Any, before: dict, outc
         )
 
 
+def quiet_gate(spec: Any) -> Any:
+    """The wait for quiet before each cell, with the run's settings (None: no wait)."""
+    from functools import partial
+
+    from tfvariants.execute.quiet import wait_for_quiet
+
+    wait_s = float(spec.options.get("quiet_wait_s") or 0.0)
+    if wait_s <= 0:
+        return None
+    return partial(wait_for_quiet, limit=float(spec.options["quiet_share"]), max_wait_s=wait_s)
+
+
+def retry_options(spec: Any) -> dict[str, Any]:
+    """Matrix.run's disturbed-cell settings: the one classification and the retry count."""
+    limit = interference.limit_of(spec.options)
+    return {
+        "disturbed": lambda result: interference.disturbance(result, limit),
+        "retries": int(spec.options.get("disturbed_retries") or 0),
+    }
+
+
+def print_disturbed(outcome: Any, console: Any) -> None:
+    """How many cells run now were disturbed, what was run again, and what was not."""
+    if not outcome.disturbed:
+        return
+    text = (
+        f"{len(outcome.disturbed)} cell(s) disturbed by other processes (kept, left out of "
+        f"the verdicts); {outcome.retried} attempt(s) run again"
+    )
+    if outcome.retries_left_out:
+        text += f", {outcome.retries_left_out} not run again (retries or budget used up)"
+    console.print(text, highlight=False, markup=False)
+
+
 def summary(analysis: Any, out: Path, console: Any) -> None:
     """The first conclusions per workload, the host's noise, what stayed undecided."""
     for w in analysis.workloads:
@@ -113,6 +181,9 @@ def summary(analysis: Any, out: Path, console: Any) -> None:
             console.print(f"    {line}", highlight=False, markup=False)
     if analysis.noise is not None:
         console.print(f"  {analysis.noise.sentence()}", highlight=False, markup=False)
+    quiet = getattr(analysis, "interference", None)
+    if quiet is not None and quiet.cells:
+        console.print(f"  {quiet.sentence()}", highlight=False, markup=False)
     undecided = [
         f"{w.name} {g.label}"
         for w in analysis.workloads
@@ -138,6 +209,8 @@ def make_next_round(
     confidence: float,
 ) -> Any:
     devices = {v: (spec.variant_info.get(v) or {}).get("device", "cpu") for v in spec.variants}
+    limit = interference.limit_of(spec.options)
+    include = bool(spec.options.get("include_disturbed"))
     order = {
         (w, v, t): (spec.workloads.index(w), spec.variants.index(v), spec.threads.index(t))
         for w in spec.workloads
@@ -150,6 +223,10 @@ def make_next_round(
         present: dict[adaptive.Config, set[int]] = {}
         rounds = 0
         over: set[tuple[str, int]] = set()
+        # The same results the report judges: disturbed attempts are left out (unless
+        # included), but a round they fill is not run again here (its retries ran).
+        used, _ = interference.split(list(stored.values()), limit=limit, include=include)
+        used_ids = {id(r) for r in used}
         for r in stored.values():
             c = r.get("cell") or {}
             key = (str(c.get("workload")), str(c.get("variant")), int(c.get("threads", 0)))
@@ -160,7 +237,7 @@ def make_next_round(
             if (r.get("requested") or {}).get("oversubscribed") is True:
                 over.add(key[1:])
             rounds = max(rounds, rep + 1)
-            t = training_time_s(r) if r.get("status") == "ok" else None
+            t = training_time_s(r) if r.get("status") == "ok" and id(r) in used_ids else None
             if t:
                 times.setdefault(key, {})[rep] = t
         looks_done = [n for n in rule.looks if n <= rounds]
@@ -193,6 +270,7 @@ def make_next_round(
         gaps = [(k, rep) for k in active for rep in range(rounds) if rep not in present.get(k, ())]
         todo = gaps or [(k, rounds) for k in active]
         cells = [Cell(variant=k[1], threads=k[2], workload=k[0], repeat=rep) for k, rep in todo]
+        cells = round_order(cells, spec.options.get("order_seed"), todo[0][1])
         return cells, f"{len(open_pairs)} comparison(s) undecided at the look after {look} repeats"
 
     return next_round

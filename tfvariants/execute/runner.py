@@ -14,11 +14,12 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from tfvariants.execute.quiet import QuietWait
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.pinning import PinPlan, plan_pinning
 from tfvariants.plan.topology import Topology, read_topology
@@ -36,6 +37,9 @@ from workloads.protocol import WorkerRequest
 # Only these reach the worker from the caller's environment (pyperf's approach):
 # nothing else, so no secret and no stray TF_* setting leaks into a measurement.
 ENV_PASSTHROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "USER", "LD_LIBRARY_PATH")
+
+# Waits for the cell's CPUs to be quiet (tfvariants.execute.quiet.wait_for_quiet, bound).
+QuietGate = Callable[[Sequence[int]], QuietWait]
 
 # After SIGTERM, how long a timed-out worker gets before SIGKILL.
 KILL_GRACE_S = 5.0
@@ -180,6 +184,7 @@ def run_cell(
     options: RunOptions,
     cells_dir: str | Path,
     topology: Topology | None = None,
+    quiet: QuietGate | None = None,
 ) -> dict[str, Any]:
     """Run one training cell in a fresh worker; write and return its result.
 
@@ -197,6 +202,7 @@ def run_cell(
         cells_dir=cells_dir,
         config=config,
         timeout_s=options.timeout_s,
+        quiet=quiet,
     )
 
 
@@ -211,11 +217,14 @@ def run_request(
     timeout_s: float,
     module: str = "workloads.worker",
     keep: Callable[[Path, dict[str, Any]], None] | None = None,
+    quiet: QuietGate | None = None,
 ) -> dict[str, Any]:
     """The one life of a cell, whatever it measures: skipped here, or one fresh worker
     (``python -m module``) given ``make_request(result_path)``, and exactly one result
     stored as ``cells_dir/<cell_id>.json``. ``keep(scratch, result)`` may copy what the
-    worker left beside its result before the scratch folder goes."""
+    worker left beside its result before the scratch folder goes. ``quiet(cpus)``, when
+    given, waits for the cell's CPUs to be quiet just before the worker starts; what it
+    found is recorded as ``runner.quiet``."""
     cells_dir = Path(cells_dir)
     cells_dir.mkdir(parents=True, exist_ok=True)
     logs_dir = cells_dir.parent / "logs"
@@ -240,6 +249,7 @@ def run_request(
         command, env = variant.launch(
             request, worker_env(variant, plan), plan.cpus, scratch, module=module
         )
+        waited = quiet(plan.cpus) if quiet is not None else None
         result = _execute(cell, variant, timeout_s, plan, command, env, scratch, log_path, config)
         result["runner"] = {
             "host_id": host_id(),  # the worker's own may be a container's
@@ -250,6 +260,8 @@ def run_request(
             "wall_s": result.pop("_wall_s", None),
             "log": str(log_path),
         }
+        if waited is not None:
+            result["runner"]["quiet"] = waited.to_json()
         if keep is not None:
             keep(scratch, result)
         write_json_atomic(final_path, result)

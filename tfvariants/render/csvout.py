@@ -9,7 +9,7 @@ from typing import Any
 
 from tfvariants.analyze.analysis import Analysis
 from tfvariants.analyze.fields import accuracy_of, get_path, training_time_s, warmup_time_s
-from tfvariants.plan.cell import cell_id
+from tfvariants.plan.cell import cell_id_of
 from tfvariants.render.output import write_text_atomic
 
 # A spreadsheet runs a cell that starts with one of these as a formula (CSV injection).
@@ -71,7 +71,7 @@ def csv_rows(analysis: Analysis) -> list[dict[str, Any]]:
         )
         sched = r.get("schedule") or {}
         rows.append({
-            "cell_id": cell_id(c["variant"], c["threads"], c["workload"], c.get("repeat", 0)),
+            "cell_id": cell_id_of(c),
             "workload": c.get("workload"), "variant": c.get("variant"), "threads": c.get("threads"),
             "repeat": c.get("repeat"), "status": r.get("status"), "reason": r.get("reason") or "",
             "steady_epoch_s": get_path(r, "timing", "steady_epoch_s"), "warmup_s": warmup_time_s(r),

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tfvariants.errors import UserError
-from tfvariants.plan.cell import Cell, cell_id
+from tfvariants.plan.cell import Cell, cell_id_of
 from tfvariants.plan.serve import serve_cell_id
 from tfvariants.plan.spec import MatrixSpec
 from tfvariants.store.result import ResultError, load_result
@@ -129,7 +129,7 @@ def load_run_dir(results_dir: Path, *, allow_mixed_hosts: bool = False) -> RunCo
         if c.get("task") == "serve":
             cid = serve_cell_id(c)
         else:
-            cid = cell_id(c["variant"], c["threads"], c["workload"], c.get("repeat", 0))
+            cid = cell_id_of(c)
         if path.stem == cid:
             contents.results[cid] = result
         else:
