@@ -261,7 +261,7 @@ def test_unstable_warning_names_the_farthest_repeat_and_its_interference(tmp_pat
     assert default.interference.disturbed[0][0] == "mnist_cnn__local__t2__r3"
     assert default.workloads[0].groups[0].time.n == 4
     # Included, it is the farthest repeat, and the warning says why.
-    included = analyze(folder, include_disturbed=True)
+    included = analyze(folder, disturbed="include")
     text = " ".join(w.message for w in included.warnings if w.kind == "unstable")
     assert "farthest repeat (r3)" in text
     assert "other processes used 47% of its pinned CPUs" in text

@@ -116,12 +116,13 @@ def analyze(
     min_effect: float | None = None,
     confidence: float | None = None,
     allow_mixed_hosts: bool = False,
-    include_disturbed: bool | None = None,
+    disturbed: str | None = None,
 ) -> Analysis:
     """Group stored results, compute statistics, costs, comparisons and conclusions.
 
-    Disturbed cells (analyze/interference.py) are left out of the statistics unless
-    ``include_disturbed`` (default: the run's setting) and counted in ``interference``."""
+    Disturbed cells (analyze/interference.py) are used in the statistics or not as the
+    policy ``disturbed`` says (default: the run's, else "auto"), and counted in
+    ``interference``."""
     results_dir = Path(results_dir)
     contents = load_run_dir(results_dir, allow_mixed_hosts=allow_mixed_hosts)
     run = contents.run
@@ -140,10 +141,8 @@ def analyze(
 
     devices = {v: device_of(v, run, cells) for v in {str(r["cell"]["variant"]) for r in cells}}
     opts = run.get("options") if isinstance(run.get("options"), dict) else {}
-    if include_disturbed is None:
-        include_disturbed = opts.get("include_disturbed") is True
     used, quiet = interference.split(
-        cells, limit=interference.limit_of(opts), include=include_disturbed
+        cells, limit=interference.limit_of(opts), policy=interference.policy_of(opts, disturbed)
     )
     interference.add_waits(quiet, opts)
     groups: dict[tuple[str, str, int], Group] = {}

@@ -2,8 +2,12 @@
 recorded: other processes' share of its pinned CPUs, and the hypervisor's steal share,
 over its measured ``fit`` (warm-up and steady window; workloads/cpuload.py).
 
-A disturbed cell stays on disk and in the report; the verdicts leave it out unless the
-user includes it, and `compare` runs the cell again (a new attempt of the same round).
+A disturbed cell stays on disk and in the report, and `compare` runs the cell again (a
+new attempt of the same round). The verdicts leave disturbed cells out (policy
+"exclude"), or use them ("include"); the default, "auto", leaves them out unless most
+cells of the run were disturbed: then the load was the machine's normal state, not an
+exception, and leaving them out would leave the verdicts to a few lucky cells (the
+randomised order spreads a sustained load over every configuration alike).
 The default limits were measured on this project's machines: docs/compare.md,
 "Interference".
 """
@@ -27,6 +31,7 @@ QUIET_SHARE = 0.10
 QUIET_WAIT_S = 30.0
 # Attempts after a disturbed one, per cell (each waits for quiet first).
 DISTURBED_RETRIES = 2
+POLICIES = ("auto", "exclude", "include")
 
 
 def disturbance(result: Mapping[str, Any], limit: float = DISTURBED_SHARE) -> str | None:
@@ -61,11 +66,14 @@ class Interference:
     unless included), replaced attempts, and how long the cells waited for quiet."""
 
     limit: float = DISTURBED_SHARE
-    included: bool = False  # --include-disturbed: disturbed results count like the rest
+    policy: str = "auto"  # POLICIES
+    included: bool = False  # the verdicts use disturbed results (policy, or auto: most were)
     disturbed: list[tuple[str, str]] = field(default_factory=list)  # (cell id, why)
     cells: int = 0  # training cells considered
     waited_s: float = 0.0  # total wait for quiet before cells
     not_quiet: int = 0  # cells that started after the wait ran out, not in quiet
+    sustained: int = 0  # cells started while the load was sustained (no wait, no retry)
+    unclean_rounds: int = 0  # configuration-rounds with no undisturbed attempt
     quiet_limit: float | None = None
     quiet_wait_s: float | None = None
 
@@ -81,9 +89,15 @@ class Interference:
             f"{len(self.disturbed)} of {self.cells} cells were disturbed (other processes or "
             f"steal above {self.limit:.0%} of their pinned CPUs)"
         )
-        if self.disturbed:
+        if self.disturbed and self.included and self.policy == "auto":
             text += (
-                ": included in the verdicts (--include-disturbed)"
+                f": in {self.unclean_rounds} configuration-rounds every attempt was, more than "
+                "half, so the load was this machine's normal state and the verdicts use them "
+                "(--disturbed exclude leaves them out)"
+            )
+        elif self.disturbed:
+            text += (
+                ": used in the verdicts (--disturbed include)"
                 if self.included
                 else ": kept on disk and listed, left out of the verdicts"
             )
@@ -99,6 +113,11 @@ class Interference:
                 " This machine was never quiet during the run: no undisturbed result, so no "
                 "verdict rests on a clean measurement."
             )
+        if self.sustained:
+            text += (
+                f" {self.sustained} cell(s) ran under a sustained load (several waits in a row "
+                "ran out), without the full wait and not run again."
+            )
         return text
 
 
@@ -106,13 +125,16 @@ def split(
     results: Sequence[Mapping[str, Any]],
     *,
     limit: float = DISTURBED_SHARE,
-    include: bool = False,
+    policy: str = "auto",
 ) -> tuple[list[Any], Interference]:
     """The results the statistics use (one per configuration and round: its first
-    undisturbed attempt; with ``include``, else its first attempt), and the summary.
+    undisturbed attempt; when disturbed ones are used and there is none, its first
+    attempt), and the summary. ``policy``: one of POLICIES (see the module).
 
     Results that are not successful pass through unchanged (the report counts them)."""
-    summary = Interference(limit=limit, included=include)
+    if policy not in POLICIES:
+        raise ValueError(f"disturbed policy {policy!r}: expected one of {', '.join(POLICIES)}")
+    summary = Interference(limit=limit, policy=policy)
     by_round: dict[tuple[str, str, int, int], list[Mapping[str, Any]]] = {}
     used: list[Any] = []
     for r in results:
@@ -123,6 +145,8 @@ def split(
         summary.waited_s += finite_number(get_path(r, "runner", "quiet", "waited_s")) or 0.0
         if get_path(r, "runner", "quiet", "quiet") is False:
             summary.not_quiet += 1
+        if get_path(r, "runner", "quiet", "sustained") is True:
+            summary.sustained += 1
         why = disturbance(r, limit)
         if why:
             c = r.get("cell") or {}
@@ -130,8 +154,15 @@ def split(
                           str(c.get("workload")), int(c.get("repeat") or 0), attempt_of(r))  # fmt: skip
             summary.disturbed.append((cid, why))
         by_round.setdefault(_round_key(r), []).append(r)
-    for attempts in by_round.values():
-        attempts = sorted(attempts, key=attempt_of)
+    rounds = [sorted(attempts, key=attempt_of) for attempts in by_round.values()]
+    ok_rounds = [[r for r in attempts if r.get("status") == "ok"] for attempts in rounds]
+    ok_rounds = [ok for ok in ok_rounds if ok]
+    unclean = sum(1 for ok in ok_rounds if all(disturbance(r, limit) for r in ok))
+    summary.unclean_rounds = unclean
+    # auto: most configuration-rounds have no undisturbed attempt -> the load was normal.
+    summary.included = policy == "include" or (policy == "auto" and 2 * unclean > len(ok_rounds))
+    include = summary.included
+    for attempts in rounds:
         ok = [r for r in attempts if r.get("status") == "ok"]
         clean = [r for r in ok if disturbance(r, limit) is None]
         if clean:
@@ -148,6 +179,12 @@ def add_waits(summary: Interference, options: Mapping[str, Any]) -> Interference
     summary.quiet_limit = finite_number(options.get("quiet_share"))
     summary.quiet_wait_s = finite_number(options.get("quiet_wait_s"))
     return summary
+
+
+def policy_of(options: Mapping[str, Any], given: str | None = None) -> str:
+    """The disturbed policy: given (command line), else the run's, else "auto"."""
+    stored = options.get("disturbed_policy")
+    return given or (stored if stored in POLICIES else "auto")
 
 
 def limit_of(options: Mapping[str, Any], given: float | None = None) -> float:

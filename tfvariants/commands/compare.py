@@ -296,7 +296,7 @@ def run(args: argparse.Namespace) -> int:
         outcome = matrix.run(
             run_cell=run_one, resume=args.resume, console=console, next_round=next_round,
             budget_s=spec.options.get("budget_s"), spent_before=float(before.get("spent_s") or 0.0),
-            **rounds.retry_options(spec),
+            **rounds.retry_options(spec, quiet_gate),
         )  # fmt: skip
         if rule is not None:
             rounds.record(out, rule, spec, before, outcome, console)

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tfvariants.commands import argtypes, common
+from tfvariants.commands import argtypes, common, rounds
 from tfvariants.errors import UserError
 
 # Warnings that change what the figures mean: always printed, not only in the HTML.
@@ -34,9 +34,7 @@ def register(sub: Any) -> None:
     p.add_argument("--confidence", type=argtypes.fraction, default=None,
                    help="confidence of the intervals (default: the run's, else 0.95)")  # fmt: skip
     common.add_allow_mixed_hosts(p)
-    p.add_argument("--include-disturbed", action="store_true", default=None,
-                   help="count disturbed cells (others' share of their CPUs above the run's "
-                   "limit) in the verdicts (default: the run's setting, else left out)")  # fmt: skip
+    rounds.add_disturbed_policy(p)
     p.add_argument("--p99", default=None,
                    help="serving runs: the latency bound for the cheapest answer (default: the run's, else 100ms)")  # fmt: skip
     p.set_defaults(func=run)
@@ -77,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         p99_bound_ms=p99_ms,
         min_effect=args.min_effect,
         confidence=args.confidence,
-        include_disturbed=args.include_disturbed,
+        disturbed=args.disturbed,
     )
     print_store_warnings(analysis)
     print(f"report: {out}")

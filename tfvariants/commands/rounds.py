@@ -65,8 +65,13 @@ def add_interference_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--disturbed-retries", type=argtypes.retries, default=None,
                    help="attempts after a disturbed one, per cell, within the budget "
                    f"(default {interference.DISTURBED_RETRIES})")  # fmt: skip
-    p.add_argument("--include-disturbed", action="store_true",
-                   help="count disturbed cells in the verdicts like the others")  # fmt: skip
+    add_disturbed_policy(p)
+
+
+def add_disturbed_policy(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--disturbed", choices=interference.POLICIES, default=None,
+                   help="disturbed cells in the verdicts: exclude, include, or auto (default: "
+                   "excluded unless most cells of the run were disturbed)")  # fmt: skip
 
 
 def options_from(
@@ -86,7 +91,7 @@ def options_from(
         "quiet_wait_s": given_or_stored("quiet_wait_s", args.quiet_wait, argtypes.wait, interference.QUIET_WAIT_S),
         "disturbed_share": given_or_stored("disturbed_share", args.disturbed_share, argtypes.fraction, interference.DISTURBED_SHARE),
         "disturbed_retries": given_or_stored("disturbed_retries", args.disturbed_retries, argtypes.retries, interference.DISTURBED_RETRIES),
-        "include_disturbed": bool(args.include_disturbed or given_or_stored("include_disturbed", None, bool, False)),
+        "disturbed_policy": given_or_stored("disturbed_policy", args.disturbed, str, "auto"),
         "order_seed": given_or_stored("order_seed", args.order_seed, argtypes.seed, None),
     }  # fmt: skip
     if o["order_seed"] is None:
@@ -141,22 +146,22 @@ def record(out: Path, rule: adaptive.StoppingRule, spec: Any, before: dict, outc
 
 def quiet_gate(spec: Any) -> Any:
     """The wait for quiet before each cell, with the run's settings (None: no wait)."""
-    from functools import partial
-
-    from tfvariants.execute.quiet import wait_for_quiet
+    from tfvariants.execute.quiet import QuietGate
 
     wait_s = float(spec.options.get("quiet_wait_s") or 0.0)
     if wait_s <= 0:
         return None
-    return partial(wait_for_quiet, limit=float(spec.options["quiet_share"]), max_wait_s=wait_s)
+    return QuietGate(limit=float(spec.options["quiet_share"]), max_wait_s=wait_s)
 
 
-def retry_options(spec: Any) -> dict[str, Any]:
-    """Matrix.run's disturbed-cell settings: the one classification and the retry count."""
+def retry_options(spec: Any, gate: Any = None) -> dict[str, Any]:
+    """Matrix.run's disturbed-cell settings: the one classification, the retry count, and
+    no retries while the gate finds the load sustained (they would be disturbed too)."""
     limit = interference.limit_of(spec.options)
     return {
         "disturbed": lambda result: interference.disturbance(result, limit),
         "retries": int(spec.options.get("disturbed_retries") or 0),
+        "retry_now": (lambda: not gate.sustained) if gate is not None else None,
     }
 
 
@@ -210,7 +215,7 @@ def make_next_round(
 ) -> Any:
     devices = {v: (spec.variant_info.get(v) or {}).get("device", "cpu") for v in spec.variants}
     limit = interference.limit_of(spec.options)
-    include = bool(spec.options.get("include_disturbed"))
+    policy = interference.policy_of(spec.options)
     order = {
         (w, v, t): (spec.workloads.index(w), spec.variants.index(v), spec.threads.index(t))
         for w in spec.workloads
@@ -225,7 +230,7 @@ def make_next_round(
         over: set[tuple[str, int]] = set()
         # The same results the report judges: disturbed attempts are left out (unless
         # included), but a round they fill is not run again here (its retries ran).
-        used, _ = interference.split(list(stored.values()), limit=limit, include=include)
+        used, _ = interference.split(list(stored.values()), limit=limit, policy=policy)
         used_ids = {id(r) for r in used}
         for r in stored.values():
             c = r.get("cell") or {}

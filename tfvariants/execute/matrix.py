@@ -156,6 +156,7 @@ class Matrix:
         spent_before: float = 0.0,
         disturbed: Disturbed | None = None,
         retries: int = 0,
+        retry_now: Callable[[], bool] | None = None,
     ) -> MatrixOutcome:
         """Run pending cells. ``run_cell(cell, cells_dir)`` returns the result dict and has
         already stored it as cells_dir/<cell_id>.json (the runner's contract). Prepares
@@ -167,7 +168,8 @@ class Matrix:
 
         ``disturbed(result)`` says why a finished cell was disturbed (or None): such a
         cell is kept and run again at once as its next attempt, at most ``retries``
-        times, and only while the budget allows."""
+        times, only while the budget allows and ``retry_now()`` (e.g. not under a
+        sustained load, where the next attempt would be disturbed too)."""
         if self._prepared is None:
             self.prepare(resume=resume, allow_mixed_hosts=allow_mixed_hosts,
                          quarantine=quarantine, hosts=hosts)  # fmt: skip
@@ -184,6 +186,8 @@ class Matrix:
 
         def may_retry(cell: Cell) -> bool:
             if disturbed is None or cell.attempt >= retries:
+                return False
+            if retry_now is not None and not retry_now():
                 return False
             spent = spent_before + clock() - started
             return budget_s is None or spent + (eta.estimate(cell) or 0.0) <= budget_s

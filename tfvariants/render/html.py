@@ -88,7 +88,7 @@ def write_report(
     confidence: float | None = None,
     allow_mixed_hosts: bool = False,
     p99_bound_ms: float | None = None,
-    include_disturbed: bool | None = None,
+    disturbed: str | None = None,
 ) -> Analysis:
     """Analyse results_dir and write the HTML report (atomically) and optional CSV
     (serving cells, when present, get a section and ``<csv stem>-serving.csv``)."""
@@ -102,7 +102,7 @@ def write_report(
         analysis = analyze(
             results_dir, pricing=pricing, baseline=baseline, min_effect=min_effect,
             confidence=confidence, allow_mixed_hosts=allow_mixed_hosts,
-            include_disturbed=include_disturbed,
+            disturbed=disturbed,
         )  # fmt: skip
     analysis.serving = serving  # the CLI prints its sentences too
     write_text_atomic(Path(out), render_html(analysis, serving))
