@@ -7,10 +7,12 @@ import pytest
 from resultfactory import make_result, write_results
 
 from tfvariants.analyze import interference
+from tfvariants.analyze.verdicts import round_values
 from tfvariants.execute.matrix import Matrix
 from tfvariants.execute.quiet import SUSTAINED_AFTER, QuietGate, QuietWait, wait_for_quiet
 from tfvariants.plan.cell import Cell, cell_id, cell_id_of
 from tfvariants.plan.spec import MatrixSpec, plan_cells
+from tfvariants.store.cellresult import DISTURBED_SHARE, disturbed_limit, parse_training
 from tfvariants.store.rundir import load_run_dir
 from workloads import cpuload
 
@@ -39,52 +41,67 @@ def test_disturbance_reads_others_and_steal_against_the_limit():
     assert interference.disturbance(disturbed_result(others=0.9, status="failed")) is None
 
 
-def test_split_uses_the_first_clean_attempt_of_each_round():
-    results = [
-        disturbed_result(0, others=0.5),
+def parsed(results, limit=0.10):
+    return [parse_training(r, disturbed_share=limit) for r in results]
+
+
+def test_the_first_clean_attempt_of_each_round_counts():
+    results = parsed([
+        disturbed_result(0, others=0.5, steady_epoch_s=9.0),
         disturbed_result(0, others=0.02, attempt=1, steady_epoch_s=2.0),
-        disturbed_result(1, others=0.01),
-        disturbed_result(2, others=0.6),  # retries used up: no clean attempt
-    ]
-    used, summary = interference.split(results, policy="exclude")
-    assert [(r["cell"]["repeat"], interference.attempt_of(r)) for r in used] == [(0, 1), (1, 0)]
+        disturbed_result(0, others=0.01, attempt=2, steady_epoch_s=5.0),
+        disturbed_result(1, others=0.01, steady_epoch_s=2.0),
+        disturbed_result(2, others=0.6, steady_epoch_s=9.0),  # retries used up
+    ])  # fmt: skip
+    values = round_values(results)
+    (per_round,) = values.values()
+    assert sorted(per_round) == [0, 1]
+    assert per_round[0] == results[1].training_time_s
+    summary = interference.summarise(results, policy="exclude")
     assert [cid for cid, _ in summary.disturbed] == [
         "mnist_cnn__local__t2__r0",
         "mnist_cnn__local__t2__r2",
     ]
-    assert summary.cells == 4 and not summary.included
-    assert "2 of 4 cells were disturbed" in summary.sentence()
+    assert summary.cells == 5 and not summary.included and summary.unclean_rounds == 1
+    assert "2 of 5 cells were disturbed" in summary.sentence()
     assert "left out of the verdicts" in summary.sentence()
-    used, summary = interference.split(results, policy="include")
-    assert [(r["cell"]["repeat"], interference.attempt_of(r)) for r in used] == [
-        (0, 1), (1, 0), (2, 0)
-    ]  # fmt: skip
+    included = round_values(results, include_disturbed=True)
+    assert sorted(next(iter(included.values()))) == [0, 1, 2]
+    assert next(iter(included.values()))[0] == results[1].training_time_s  # clean first
 
 
 def test_auto_uses_disturbed_cells_when_most_rounds_had_no_clean_attempt():
-    few = [disturbed_result(r, others=0.5 if r == 0 else 0.0) for r in range(5)]
-    used, summary = interference.split(few)
-    assert len(used) == 4 and not summary.included
-    most = [disturbed_result(r, others=0.5 if r < 3 else 0.0) for r in range(5)]
-    used, summary = interference.split(most)
-    assert len(used) == 5 and summary.included and summary.unclean_rounds == 3
+    few = parsed([disturbed_result(r, others=0.5 if r == 0 else 0.0) for r in range(5)])
+    assert not interference.summarise(few).included
+    most = parsed([disturbed_result(r, others=0.5 if r < 3 else 0.0) for r in range(5)])
+    summary = interference.summarise(most)
+    assert summary.included and summary.unclean_rounds == 3
     assert "normal state" in summary.sentence()
-    never = [disturbed_result(r, others=0.5) for r in range(3)]
-    _, summary = interference.split(never)
+    assert not interference.summarise(most, policy="exclude").included
+    never = parsed([disturbed_result(r, others=0.5) for r in range(3)])
+    summary = interference.summarise(never)
     assert summary.never_quiet and "never quiet" in summary.sentence()
     with pytest.raises(ValueError):
-        interference.split(never, policy="sometimes")
+        interference.summarise(never, policy="sometimes")
 
 
-def test_split_counts_waits_from_the_runner_record():
+def test_the_run_sets_the_limit():
+    r = disturbed_result(0, others=0.3)
+    assert parse_training(r).disturbed
+    assert not parse_training(r, disturbed_share=0.5).disturbed
+    assert disturbed_limit({"options": {"disturbed_share": 0.5}}) == 0.5
+    assert disturbed_limit({}) == DISTURBED_SHARE
+
+
+def test_summary_counts_waits_from_the_runner_record():
     results = [disturbed_result(r, others=0.0) for r in range(3)]
     results[0]["runner"]["quiet"] = {"waited_s": 12.0, "quiet": True}
     results[1]["runner"]["quiet"] = {"waited_s": 30.0, "quiet": False}
     results[2]["runner"]["quiet"] = {"waited_s": 1.0, "quiet": False, "sustained": True}
-    _, summary = interference.split(results)
+    summary = interference.summarise(parsed(results), options={"quiet_wait_s": 30})
     assert summary.waited_s == 43.0 and summary.not_quiet == 2 and summary.sustained == 1
     text = summary.sentence()
-    assert "waited 43 s" in text and "2 started without it" in text
+    assert "waited 43 s" in text and "2 started without it (the wait of 30 s ran out)" in text
     assert "sustained load" in text
 
 
@@ -99,12 +116,12 @@ def test_report_leaves_disturbed_cells_out_and_lists_them(tmp_path):
     a = analyze(folder)
     assert a.interference.disturbed[0][0] == "mnist_cnn__local__t1__r2"
     one = next(g for g in a.workloads[0].groups if g.threads == 1)
-    assert len(one.times) == 4
+    assert one.time_cmp is not None and one.rounds_compared == 4
     assert any(w.kind == "disturbed" for w in a.warnings)
     html = render_html(a, None)
     assert "Disturbed cells (1)" in html and "mnist_cnn__local__t1__r2" in html
-    assert len(next(g for g in analyze(folder, disturbed="include").workloads[0].groups
-                    if g.threads == 1).times) == 5  # fmt: skip
+    assert next(g for g in analyze(folder, disturbed="include").workloads[0].groups
+                if g.threads == 1).rounds_compared == 5  # fmt: skip
 
 
 # ---- cell ids of attempts ----

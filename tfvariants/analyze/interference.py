@@ -1,30 +1,31 @@
-"""Was a cell disturbed? The one classification of interference, from what the cell
-recorded: other processes' share of its pinned CPUs, and the hypervisor's steal share,
-over its measured ``fit`` (warm-up and steady window; workloads/cpuload.py).
+"""Disturbed cells: what interference did to a run, and which policy the verdicts follow.
 
-A disturbed cell stays on disk and in the report, and `compare` runs the cell again (a
-new attempt of the same round). The verdicts leave disturbed cells out (policy
-"exclude"), or use them ("include"); the default, "auto", leaves them out unless most
-cells of the run were disturbed: then the load was the machine's normal state, not an
-exception, and leaving them out would leave the verdicts to a few lucky cells (the
-randomised order spreads a sustained load over every configuration alike).
-The default limits were measured on this project's machines: docs/compare.md,
+The rule itself (is this result disturbed, and why) is ONE function,
+:func:`tfvariants.store.cellresult.disturbance`, over what the cell recorded: other
+processes' share of its pinned CPUs and the hypervisor's steal share over its measured
+``fit`` (warm-up and steady window; workloads/cpuload.py). Parsed results carry it as
+``CellResult.disturbed``; :func:`disturbance` here applies it to a result dict (the
+matrix asks it of a cell that just finished, to run it again).
+
+A disturbed cell stays on disk and in the report, and `compare` runs it again (a new
+attempt of the same round). The verdicts leave disturbed cells out (policy "exclude"),
+or use them ("include"); the default, "auto", leaves them out unless more than half of
+the configuration-rounds have no undisturbed attempt: then the load was the machine's
+normal state, not an exception, and leaving them out would leave the verdicts to a few
+lucky cells (the randomised order spreads a sustained load over every configuration
+alike). The limits were measured on this project's machines: docs/compare.md,
 "Interference".
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tfvariants.analyze.fields import finite_number, get_path
-from tfvariants.plan.cell import cell_id
+from tfvariants.store import cellresult
+from tfvariants.store.cellresult import DISTURBED_SHARE, CellResult, finite_number, get_path
 
-# Others' (or steal) share of the pinned CPUs above which a cell is disturbed. Under
-# 0.10 the quick compare's rounds agreed (mnist_cnn t1/t2 1.46-1.55); at 0.3-0.7 they
-# scattered (0.68-2.21). See docs/compare.md for the measurement.
-DISTURBED_SHARE = 0.10
 # Before a cell: wait until others used less than this share of its CPUs over the last
 # second, for at most QUIET_WAIT_S.
 QUIET_SHARE = 0.10
@@ -33,48 +34,35 @@ QUIET_WAIT_S = 30.0
 DISTURBED_RETRIES = 2
 POLICIES = ("auto", "exclude", "include")
 
+__all__ = ["DISTURBED_SHARE", "Interference", "disturbance", "summarise"]
+
 
 def disturbance(result: Mapping[str, Any], limit: float = DISTURBED_SHARE) -> str | None:
-    """Why this result is disturbed ("other processes used 34% of its pinned CPUs"), or
-    None when it is not (or is not a successful training cell, or recorded no share)."""
+    """Why this result dict is disturbed, or None (not disturbed, not a successful
+    cell, or no share recorded): the one rule, applied to an unparsed result."""
     if result.get("status") != "ok":
         return None
-    parts = []
-    others = finite_number(get_path(result, "cpu", "others_share"))
-    steal = finite_number(get_path(result, "cpu", "steal_share"))
-    if others is not None and others > limit:
-        parts.append(f"other processes used {others:.0%} of its pinned CPUs")
-    if steal is not None and steal > limit:
-        parts.append(f"the hypervisor stole {steal:.0%}")
-    return " and ".join(parts) + f" (limit {limit:.0%})" if parts else None
-
-
-def attempt_of(result: Mapping[str, Any]) -> int:
-    attempt = get_path(result, "cell", "attempt")
-    return attempt if isinstance(attempt, int) and attempt >= 0 else 0
-
-
-def _round_key(result: Mapping[str, Any]) -> tuple[str, str, int, int]:
-    c = result.get("cell") or {}
-    return (str(c.get("workload")), str(c.get("variant")), int(c.get("threads") or 0),
-            int(c.get("repeat") or 0))  # fmt: skip
+    return cellresult.disturbance(
+        finite_number(get_path(result, "cpu", "others_share")),
+        finite_number(get_path(result, "cpu", "steal_share")),
+        limit,
+    )
 
 
 @dataclass
 class Interference:
     """What interference did to a run: the disturbed cells (kept apart from the verdicts
-    unless included), replaced attempts, and how long the cells waited for quiet."""
+    unless used), and how long the cells waited for quiet."""
 
     limit: float = DISTURBED_SHARE
     policy: str = "auto"  # POLICIES
     included: bool = False  # the verdicts use disturbed results (policy, or auto: most were)
     disturbed: list[tuple[str, str]] = field(default_factory=list)  # (cell id, why)
-    cells: int = 0  # training cells considered
+    cells: int = 0  # successful training cells, every attempt
     waited_s: float = 0.0  # total wait for quiet before cells
     not_quiet: int = 0  # cells that started after the wait ran out, not in quiet
     sustained: int = 0  # cells started while the load was sustained (no wait, no retry)
     unclean_rounds: int = 0  # configuration-rounds with no undisturbed attempt
-    quiet_limit: float | None = None
     quiet_wait_s: float | None = None
 
     @property
@@ -103,10 +91,9 @@ class Interference:
             )
         text += f"; the cells waited {self.waited_s:.0f} s for quiet in all"
         if self.not_quiet:
-            text += (
-                f", and {self.not_quiet} started without it (the wait of "
-                f"{self.quiet_wait_s or 0:.0f} s ran out)"
-            )
+            text += f", and {self.not_quiet} started without it"
+            if self.quiet_wait_s:
+                text += f" (the wait of {self.quiet_wait_s:.0f} s ran out)"
         text += "."
         if self.never_quiet:
             text += (
@@ -121,75 +108,48 @@ class Interference:
         return text
 
 
-def split(
-    results: Sequence[Mapping[str, Any]],
+def summarise(
+    results: Iterable[CellResult],
     *,
-    limit: float = DISTURBED_SHARE,
     policy: str = "auto",
-) -> tuple[list[Any], Interference]:
-    """The results the statistics use (one per configuration and round: its first
-    undisturbed attempt; when disturbed ones are used and there is none, its first
-    attempt), and the summary. ``policy``: one of POLICIES (see the module).
-
-    Results that are not successful pass through unchanged (the report counts them)."""
+    options: Mapping[str, Any] | None = None,
+) -> Interference:
+    """The run's disturbed cells, waits, and whether the verdicts use disturbed cells
+    under ``policy`` (one of POLICIES; see the module). ``options``: run.json's."""
     if policy not in POLICIES:
         raise ValueError(f"disturbed policy {policy!r}: expected one of {', '.join(POLICIES)}")
+    options = options or {}
+    limit = cellresult.disturbed_limit({"options": options})
     summary = Interference(limit=limit, policy=policy)
-    by_round: dict[tuple[str, str, int, int], list[Mapping[str, Any]]] = {}
-    used: list[Any] = []
+    summary.quiet_wait_s = finite_number(options.get("quiet_wait_s"))
+    rounds: dict[tuple[Any, int], list[CellResult]] = {}
     for r in results:
-        if get_path(r, "cell", "task") == "serve":
-            used.append(r)
+        summary.waited_s += finite_number(r.get("runner", "quiet", "waited_s")) or 0.0
+        if r.get("runner", "quiet", "quiet") is False:
+            summary.not_quiet += 1
+        if r.get("runner", "quiet", "sustained") is True:
+            summary.sustained += 1
+        if not r.ok:
             continue
         summary.cells += 1
-        summary.waited_s += finite_number(get_path(r, "runner", "quiet", "waited_s")) or 0.0
-        if get_path(r, "runner", "quiet", "quiet") is False:
-            summary.not_quiet += 1
-        if get_path(r, "runner", "quiet", "sustained") is True:
-            summary.sustained += 1
-        why = disturbance(r, limit)
-        if why:
-            c = r.get("cell") or {}
-            cid = cell_id(str(c.get("variant")), int(c.get("threads") or 0),
-                          str(c.get("workload")), int(c.get("repeat") or 0), attempt_of(r))  # fmt: skip
-            summary.disturbed.append((cid, why))
-        by_round.setdefault(_round_key(r), []).append(r)
-    rounds = [sorted(attempts, key=attempt_of) for attempts in by_round.values()]
-    ok_rounds = [[r for r in attempts if r.get("status") == "ok"] for attempts in rounds]
-    ok_rounds = [ok for ok in ok_rounds if ok]
-    unclean = sum(1 for ok in ok_rounds if all(disturbance(r, limit) for r in ok))
-    summary.unclean_rounds = unclean
+        if r.disturbed:
+            why = cellresult.disturbance(r.others_share, r.steal_share, limit)
+            summary.disturbed.append((r.cell_id, why or "disturbed"))
+        rounds.setdefault((r.key, r.round), []).append(r)
+    summary.unclean_rounds = sum(1 for rs in rounds.values() if all(r.disturbed for r in rs))
     # auto: most configuration-rounds have no undisturbed attempt -> the load was normal.
-    summary.included = policy == "include" or (policy == "auto" and 2 * unclean > len(ok_rounds))
-    include = summary.included
-    for attempts in rounds:
-        ok = [r for r in attempts if r.get("status") == "ok"]
-        clean = [r for r in ok if disturbance(r, limit) is None]
-        if clean:
-            used.append(clean[0])
-        elif ok and include:
-            used.append(ok[0])
-        elif not ok:
-            used.append(attempts[-1])  # the latest failure/skip says what happened
-    return used, summary
-
-
-def add_waits(summary: Interference, options: Mapping[str, Any]) -> Interference:
-    """The run's wait settings (run.json options), for the report's sentence."""
-    summary.quiet_limit = finite_number(options.get("quiet_share"))
-    summary.quiet_wait_s = finite_number(options.get("quiet_wait_s"))
+    summary.included = policy == "include" or (
+        policy == "auto" and 2 * summary.unclean_rounds > len(rounds)
+    )
     return summary
 
 
 def policy_of(options: Mapping[str, Any], given: str | None = None) -> str:
     """The disturbed policy: given (command line), else the run's, else "auto"."""
     stored = options.get("disturbed_policy")
-    return given or (stored if stored in POLICIES else "auto")
+    return given or (str(stored) if stored in POLICIES else "auto")
 
 
-def limit_of(options: Mapping[str, Any], given: float | None = None) -> float:
-    """The disturbed limit: given (command line), else the run's (run.json), else default."""
-    if given is not None:
-        return given
-    stored = finite_number(options.get("disturbed_share"))
-    return stored if stored is not None else DISTURBED_SHARE
+def limit_of(options: Mapping[str, Any]) -> float:
+    """The run's disturbed limit (run.json options.disturbed_share), else the default."""
+    return cellresult.disturbed_limit({"options": options})

@@ -7,35 +7,32 @@ configuration meeting a p99 bound, as plain data.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tfvariants.analyze import stats
-from tfvariants.analyze.analysis import device_of, parse_baseline
-from tfvariants.analyze.fields import finite_number, get_path
+from tfvariants.analyze.analysis import parse_baseline
 from tfvariants.analyze.format import money, sig3
 from tfvariants.analyze.pricing import Pricing
 from tfvariants.plan.serve import serve_cell_id
-from tfvariants.store.rundir import load_run_dir
+from tfvariants.store.cellresult import PERCENTILES, ServeResult, finite_number, get_path, serving
+from tfvariants.store.rundir import RunContents, load_run_dir
 
-PCTS = ("p50_ms", "p90_ms", "p95_ms", "p99_ms")
+PCTS = PERCENTILES
 # The number each LoadGen scenario is judged by (the test compares it to the detail log).
 HEADLINE = {"single_stream": "p90_ms", "server": "p99_ms", "offline": "throughput_per_s",
             "server_search": "max_qps_under_bound"}  # fmt: skip
 
 
-def is_serving(result: dict) -> bool:
-    return get_path(result, "cell", "task") == "serve"
-
-
-def _median(values: list[Any]) -> float | None:
-    xs = [v for v in (finite_number(x) for x in values) if v is not None]
+def _median(values: Iterable[float | None]) -> float | None:
+    xs = [v for v in values if v is not None]
     return statistics.median(xs) if xs else None
 
 
-def _interval(values: list[Any]) -> stats.Interval | None:
-    xs = [v for v in (finite_number(x) for x in values) if v is not None and v > 0]
+def _interval(values: Iterable[float | None]) -> stats.Interval | None:
+    xs = [v for v in values if v is not None and v > 0]
     return stats.median_interval(xs) if xs else None
 
 
@@ -45,7 +42,7 @@ class Row:
 
     scenario: str
     concurrency: int
-    results: list[dict] = field(default_factory=list)
+    results: list[ServeResult] = field(default_factory=list)
     throughput: stats.Interval | None = None
     percentiles: dict[str, float | None] = field(default_factory=dict)
     validity: list[str] = field(default_factory=list)  # LoadGen's verdict per repeat
@@ -53,12 +50,12 @@ class Row:
     max_qps: stats.Interval | None = None  # server_search
 
     @property
-    def ok(self) -> list[dict]:
-        return [r for r in self.results if r.get("status") == "ok"]
+    def ok(self) -> list[ServeResult]:
+        return [r for r in self.results if r.ok]
 
     @property
     def reasons(self) -> list[str]:
-        return sorted({str(r.get("reason")) for r in self.results if r.get("status") != "ok"})
+        return sorted({str(r.reason) for r in self.results if not r.ok})
 
 
 @dataclass
@@ -102,23 +99,22 @@ class ServingAnalysis:
     results_dir: str
     run: dict
     models: list[ModelReport]
-    cells: list[dict]  # every serving result, sorted by cell id
+    cells: list[ServeResult]  # every serving result, sorted by cell id
     p99_bound_ms: float
     pricing: Pricing | None
     counts: dict[str, int]
     only_serving: bool = True  # no training cells in the folder
-    store: Any = None  # the run folder as loaded (RunContents), with its named problems
+    store: RunContents | None = None  # the run folder as loaded, with its named problems
 
 
 def _summarise_row(row: Row) -> None:
     ok = row.ok
-    row.throughput = _interval([get_path(r, "metrics", "throughput_per_s") for r in ok])
-    row.percentiles = {k: _median([get_path(r, "metrics", k) for r in ok]) for k in PCTS}
-    row.validity = [str(get_path(r, "metrics", "validity")) for r in ok
-                    if get_path(r, "metrics", "validity")]  # fmt: skip
-    row.overhead_p50_ms = _median([get_path(r, "http_overhead", "p50_ms") for r in ok])
+    row.throughput = _interval(r.throughput_per_s for r in ok)
+    row.percentiles = {k: _median(r.percentiles_ms.get(k) for r in ok) for k in PCTS}
+    row.validity = [r.validity for r in ok if r.validity]
+    row.overhead_p50_ms = _median(r.http_overhead_p50_ms for r in ok)
     if row.scenario == "server_search":
-        row.max_qps = _interval([get_path(r, "metrics", "max_qps_under_bound") for r in ok])
+        row.max_qps = _interval(r.max_qps_under_bound for r in ok)
 
 
 def _operating_point(cfg: Config, bound_ms: float) -> None:
@@ -144,9 +140,9 @@ def _cost(cfg: Config, pricing: Pricing | None) -> None:
         return
     found = pricing.instance_for(cfg.variant, cfg.threads, cfg.device)
     sel = pricing.catalog.price(found[0], as_of=pricing.as_of, tier=pricing.tier) if found else None
-    if sel is None:
+    if found is None or sel is None:
         return
-    cfg.instance, cfg.per_hour = found[0].name, sel.per_hour  # type: ignore[index]
+    cfg.instance, cfg.per_hour = found[0].name, sel.per_hour
 
     def per_million(qps: float) -> float:
         return sel.per_hour / (qps * 3600) * 1e6 if qps > 0 else float("inf")
@@ -171,26 +167,24 @@ def analyze_serving(
     results_dir = Path(results_dir)
     contents = load_run_dir(results_dir, allow_mixed_hosts=allow_mixed_hosts)
     run = contents.run
-    cells = [r for _, r in sorted(contents.results.items()) if is_serving(r)]
+    cells = serving(r for _, r in sorted(contents.parsed.items()))
     if not cells:
         return None
     only_serving = len(cells) == len(contents.results)
     bound = p99_bound_ms or finite_number(get_path(run, "options", "p99_bound_ms")) or 100.0
-    configs: dict[tuple, Config] = {}
+    configs: dict[tuple[str, int, str, str], Config] = {}
     for r in cells:
-        c = r["cell"]
-        key = (str(c["variant"]), int(c["threads"]), str(c["model"]), str(c["path"]))
-        cfg = configs.setdefault(key, Config(*key, device=device_of(key[0], run, cells)))
+        cfg = configs.setdefault(r.config, Config(*r.config, device=r.device))
         row = next((x for x in cfg.rows if (x.scenario, x.concurrency) ==
-                    (c["scenario"], int(c.get("concurrency", 1)))), None)  # fmt: skip
+                    (r.scenario, r.concurrency)), None)  # fmt: skip
         if row is None:
-            row = Row(str(c["scenario"]), int(c.get("concurrency", 1)))
+            row = Row(r.scenario, r.concurrency)
             cfg.rows.append(row)
         row.results.append(r)
-        if get_path(r, "placement", "shared") and key[3] != "inprocess":  # in-process always does
-            cpus = ",".join(str(x) for x in get_path(r, "placement", "server_cpus") or [])
+        if r.shared_cpus and r.path != "inprocess":  # in-process always does
+            cpus = ",".join(str(x) for x in r.server_cpus)
             cfg.shared_cpus = f"server and load generator share CPUs {cpus}"
-        if get_path(r, "requested", "oversubscribed"):
+        if r.oversubscribed:
             cfg.oversubscribed = True
     for cfg in configs.values():
         order = ("single_stream", "server", "server_search", "offline", "concurrency")
@@ -211,7 +205,7 @@ def analyze_serving(
         reports.append(_model_report(m, mcfgs, base, bound, pricing))
     counts: dict[str, int] = {}
     for r in cells:
-        counts[str(r.get("status"))] = counts.get(str(r.get("status")), 0) + 1
+        counts[r.status] = counts.get(r.status, 0) + 1
     return ServingAnalysis(str(results_dir), run, reports, cells, bound, pricing, counts,
                            only_serving, contents)  # fmt: skip
 
@@ -231,11 +225,14 @@ def _model_report(model: str, cfgs: list[Config], base: tuple | None, bound: flo
         for c in cfgs:
             if c.cost_per_million and baseline.cost_per_million:
                 c.cost_ratio = stats.ratio_interval(c.cost_per_million, baseline.cost_per_million)
-    met = [c for c in cfgs if c.cost_per_million is not None]
-    cheapest = min(met, key=lambda c: c.cost_per_million.value) if met else None  # type: ignore[union-attr]
-    rep = ModelReport(model, cfgs, baseline, cheapest)
-    if cheapest is not None:
-        iv = cheapest.cost_per_million
+    # Cheapest first (a stable sort: the first listed wins a tie).
+    met = sorted(
+        ((c, iv) for c in cfgs if (iv := c.cost_per_million) is not None),
+        key=lambda m: m[1].value,
+    )
+    rep = ModelReport(model, cfgs, baseline, met[0][0] if met else None)
+    if met:
+        cheapest, iv = met[0]
         span = f"{money(iv.lo)}-{money(iv.hi)}: {iv.label}" if iv.has_interval else iv.label
         thr = cheapest.throughput_under_bound
         rep.conclusions.append(
@@ -244,16 +241,13 @@ def _model_report(model: str, cfgs: list[Config], base: tuple | None, bound: flo
             f"{sig3(thr.value if thr else None)} predictions/s ({cheapest.operating}), "
             f"billed as {cheapest.instance}."
         )
-        others = sorted(
-            (c for c in met if c is not cheapest), key=lambda c: c.cost_per_million.value
-        )  # type: ignore[union-attr]
-        if others:  # the runner-up with its interval, so overlap is visible
-            nxt, niv = others[0], others[0].cost_per_million
+        if len(met) > 1:  # the runner-up with its interval, so overlap is visible
+            nxt, niv = met[1]
             rep.conclusions[-1] += (
-                f" Next: {nxt.label} at {money(niv.value)}"  # type: ignore[union-attr]
-                + (f" ({money(niv.lo)}-{money(niv.hi)})" if niv.has_interval else "")  # type: ignore[union-attr]
+                f" Next: {nxt.label} at {money(niv.value)}"
+                + (f" ({money(niv.lo)}-{money(niv.hi)})" if niv.has_interval else "")
                 + (" (the intervals overlap: not clearly cheaper)."
-                   if iv.has_interval and niv.has_interval and niv.lo <= iv.hi else ".")  # type: ignore[union-attr]
+                   if iv.has_interval and niv.has_interval and niv.lo <= iv.hi else ".")
             )  # fmt: skip
     elif pricing is None:
         rep.conclusions.append(f"{model}: no prices given, so no cost per million predictions.")
@@ -277,16 +271,15 @@ def _model_report(model: str, cfgs: list[Config], base: tuple | None, bound: flo
 def serving_csv_rows(sa: ServingAnalysis) -> list[dict[str, Any]]:
     rows = []
     for r in sa.cells:
-        c, m = r["cell"], r.get("metrics") or {}
         rows.append({
-            "cell_id": serving_cell_id(c), "model": c.get("model"), "scenario": c.get("scenario"),
-            "concurrency": c.get("concurrency"), "path": c.get("path"), "variant": c.get("variant"),
-            "threads": c.get("threads"), "repeat": c.get("repeat"), "status": r.get("status"),
-            "reason": r.get("reason") or "", "throughput_per_s": m.get("throughput_per_s"),
-            **{k: m.get(k) for k in PCTS}, "validity": m.get("validity"),
-            "max_qps_under_bound": m.get("max_qps_under_bound"),
-            "http_overhead_p50_ms": get_path(r, "http_overhead", "p50_ms"),
-            "shared_cpus": get_path(r, "placement", "shared"), "artifacts": r.get("artifacts"),
+            "cell_id": r.cell_id, "model": r.model, "scenario": r.scenario,
+            "concurrency": r.concurrency, "path": r.path, "variant": r.variant,
+            "threads": r.threads, "repeat": r.round, "status": r.status,
+            "reason": r.reason or "", "throughput_per_s": r.throughput_per_s,
+            **{k: r.percentiles_ms.get(k) for k in PCTS}, "validity": r.validity,
+            "max_qps_under_bound": r.max_qps_under_bound,
+            "http_overhead_p50_ms": r.http_overhead_p50_ms,
+            "shared_cpus": r.shared_cpus, "artifacts": r.get("artifacts"),
         })  # fmt: skip
     return rows
 
@@ -304,9 +297,9 @@ def serving_only_analysis(sa: ServingAnalysis) -> Any:
     envs: dict[str, dict[str, str]] = {}
     raw: dict[str, list[tuple[str, str]]] = {}
     for r in sa.cells:
-        v, env = str(r["cell"]["variant"]), r.get("environment")
-        if v not in envs and isinstance(env, dict) and r.get("status") == "ok":
-            envs[v], raw[v] = environment_summary(env), flatten(env)
+        env = r.environment
+        if r.variant not in envs and env and r.ok:
+            envs[r.variant], raw[r.variant] = environment_summary(dict(env)), flatten(dict(env))
     base = next((m.baseline.label for m in sa.models if m.baseline), "n/a")
     notices = sa.store.notices() if sa.store is not None else []
     warnings = [stats.StatWarning(n.kind, n.message, n.hint) for n in notices]
@@ -316,6 +309,6 @@ def serving_only_analysis(sa: ServingAnalysis) -> Any:
         pricing=sa.pricing, environments=envs, raw_environments=raw, warnings=warnings,
         counts=dict(sa.counts), logical_cpus=cpus,
         generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        cells=[], variants=list(dict.fromkeys(str(r["cell"]["variant"]) for r in sa.cells)),
+        cells=[], variants=list(dict.fromkeys(r.variant for r in sa.cells)),
         store=sa.store,
     )  # fmt: skip

@@ -198,7 +198,7 @@ def build_serve_spec(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     variant_objs = {v: get_variant(v, args.variants_file) for v in variants}
     info = {v: {"kind": o.kind, "device": o.device} for v, o in variant_objs.items()}
     spec = ServeSpec(tuple(variants), tuple(threads), tuple(model_names), tuple(scenarios),
-                     tuple(concurrency), tuple(paths), repeats, options, info)  # type: ignore[arg-type]  # fmt: skip
+                     tuple(concurrency), tuple(paths), repeats, options, info)  # fmt: skip
     return spec, variant_objs
 
 
@@ -268,7 +268,7 @@ def run(args: argparse.Namespace) -> int:
     def run_one(cell: Any, cells_dir: Path) -> dict:
         return run_serve_cell(cell, variant_objs[cell.variant], spec.options, cells_dir)
 
-    outcome = Matrix(spec, out, plan=plan_serve_cells).run(  # type: ignore[arg-type]
+    outcome = Matrix(spec, out, plan=plan_serve_cells).run(
         run_cell=run_one, resume=args.resume, console=console
     )
     console.print(f"{outcome.count('ok')} ok, {outcome.count('failed')} failed, "

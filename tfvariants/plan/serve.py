@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tfvariants.plan.cell import encode_part, make_id, name_part
 from tfvariants.plan.spec import logical_cpus
 
 
@@ -36,6 +37,14 @@ class ServeCell:
 
     @property
     def cell_id(self) -> str:
+        c = f"-c{self.concurrency}" if self.scenario == "concurrency" else ""
+        return make_id("serve", name_part(self.model), encode_part(f"{self.scenario}{c}"),
+                       encode_part(self.path), encode_part(self.variant), f"t{self.threads}",
+                       f"r{self.repeat}")  # fmt: skip
+
+    @property
+    def legacy_cell_id(self) -> str:
+        """The id before ids were encoded (see tfvariants.plan.cell.legacy_cell_id)."""
         c = f"-c{self.concurrency}" if self.scenario == "concurrency" else ""
         return (f"serve__{model_label(self.model)}__{self.scenario}{c}__{self.path}"
                 f"__{self.variant}__t{self.threads}__r{self.repeat}")  # fmt: skip
@@ -107,6 +116,11 @@ def plan_serve_cells(spec: ServeSpec) -> list[ServeCell]:
 
 def serve_cell_id(cell: dict[str, Any]) -> str:
     """The id (file stem) of a stored serving cell dict."""
+    return serve_cell(cell).cell_id
+
+
+def serve_cell(cell: dict[str, Any]) -> ServeCell:
+    """A stored serving cell dict as a ServeCell."""
     return ServeCell(str(cell["variant"]), int(cell["threads"]), str(cell["model"]),
                      str(cell["scenario"]), str(cell["path"]), int(cell.get("concurrency", 1)),
-                     int(cell.get("repeat", 0))).cell_id  # fmt: skip
+                     int(cell.get("repeat", 0)))  # fmt: skip

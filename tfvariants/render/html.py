@@ -32,6 +32,7 @@ from tfvariants.render.charts import workload_charts
 from tfvariants.render.csvout import write_csv, write_serving_csv
 from tfvariants.render.linechart import throughput_chart
 from tfvariants.render.output import write_text_atomic
+from tfvariants.store.cellresult import DISTURBED_SHARE
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 
@@ -73,7 +74,7 @@ def render_html(analysis: Analysis, serving: ServingAnalysis | None = None) -> s
             "num_fmt": sig3,
         }
     return env.get_template("report.html").render(
-        a=analysis, charts=charts, version=__version__, **extra
+        a=analysis, charts=charts, version=__version__, disturbed_share=DISTURBED_SHARE, **extra
     )
 
 

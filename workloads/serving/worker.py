@@ -124,6 +124,7 @@ def run(args: ServeWorkerRequest, req: ServeRequest, result: dict[str, Any], fol
     needs_tf = req.path == "inprocess" and req.model != models.NOOP
     if needs_tf:
         _tf_setup(args, result)
+    shape: tuple[int, ...] | None
     if req.path == "inprocess":
         served = models.load(req.model)  # thread pools already sized by _tf_setup
         shape, name = served.input_shape, served.name
@@ -211,11 +212,11 @@ def _measure(req: ServeRequest, result: dict[str, Any], folder: Path, make_calle
     single_s = _calibrate(make_caller, samples, req.warmup_requests)
     result["calibration"] = {"single_request_ms": single_s * 1e3}
     overheads.clear()
-    bounds = {"min_duration_s": req.min_duration_s, "max_duration_s": req.max_duration_s}
     if req.scenario == "concurrency":
         res = closed_loop.run(make_caller, concurrency=req.concurrency, samples=samples,
                               min_requests=req.min_queries, max_requests=req.max_queries,
-                              warmup=1, **bounds)  # fmt: skip
+                              warmup=1, min_duration_s=req.min_duration_s,
+                              max_duration_s=req.max_duration_s)  # fmt: skip
         result["closed_loop"] = res
         lat = res["latency"]
         result["metrics"] = {"source": "closed loop", "throughput_per_s": res["throughput_per_s"],
@@ -230,9 +231,11 @@ def _measure(req: ServeRequest, result: dict[str, Any], folder: Path, make_calle
             raise RuntimeError(missing)
         workers = 1 if req.path == "inprocess" else HTTP_SUT_WORKERS
         batch = req.max_batch_size if req.scenario == "offline" or req.path == "inprocess" else 1
-        common = dict(samples=samples, min_queries=req.min_queries, max_queries=req.max_queries,
-                      expected_latency_s=single_s, p99_bound_ms=req.p99_bound_ms,
-                      workers=workers, max_batch=batch, **bounds)  # fmt: skip
+        common: dict[str, Any] = dict(
+            samples=samples, min_queries=req.min_queries, max_queries=req.max_queries,
+            expected_latency_s=single_s, p99_bound_ms=req.p99_bound_ms, workers=workers,
+            max_batch=batch, min_duration_s=req.min_duration_s, max_duration_s=req.max_duration_s,
+        )  # fmt: skip
         lg_dir = folder / "artifacts" / "loadgen"
         if req.scenario == "server_search":
             search = loadgen.search_server_qps(
