@@ -198,6 +198,48 @@ def summarise(out: Path, summary: RunSummary) -> None:
         summary.waited_s, summary.not_quiet = quiet.waited_s, quiet.not_quiet
 
 
+SHARE_BINS = (0.0, 0.05, 0.10, 0.25, 0.50, 0.75, 1.01)
+
+
+def share_table(dirs: Sequence[Path]) -> list[str]:
+    """What others' share did to the cells' steady step time, per configuration: the
+    median step time in each band of others' share, against the quietest band (the
+    measurement behind --disturbed-share, repeated on every run of this benchmark)."""
+    from statistics import median
+
+    from tfvariants.store.cellresult import CellResult
+    from tfvariants.store.rundir import load_run_dir
+
+    by: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    for d in dirs:
+        if not (d / "cells").is_dir():
+            continue
+        for r in load_run_dir(d).parsed.values():
+            if (
+                isinstance(r, CellResult)
+                and r.ok
+                and r.steady_step_s
+                and r.others_share is not None
+            ):
+                by.setdefault((r.workload, r.threads), []).append((r.others_share, r.steady_step_s))
+    lines = []
+    for (workload, threads), rows in sorted(by.items()):
+        bands = []
+        for lo, hi in zip(SHARE_BINS, SHARE_BINS[1:], strict=False):
+            steps = [s for o, s in rows if lo <= o < hi]
+            if steps:
+                bands.append((lo, hi, len(steps), median(steps)))
+        if not bands:
+            continue
+        base = bands[0][3]
+        text = "; ".join(
+            f"{lo:.0%}-{min(hi, 1):.0%}: n={n} {step * 1e3:.0f} ms (x{step / base:.2f})"
+            for lo, hi, n, step in bands
+        )
+        lines.append(f"{workload} t{threads}: steady step by others' share: {text}")
+    return lines
+
+
 def hog_cpus(threads: Sequence[int]) -> list[int]:
     """Every CPU a cell of these thread counts is pinned to."""
     from tfvariants.plan.pinning import plan_pinning
@@ -270,6 +312,9 @@ def main(argv: list[str] | None = None) -> int:
     ok = [s for s in summaries if s.decided and s.twin_ok and s.compare_s <= 8 * 60]
     print(f"target met (decided, right direction, twin not different, <= 8 min) in "
           f"{len(ok)} of {len(summaries)} run(s)")  # fmt: skip
+    print("\nwhat others' share did to the cells (all runs):")
+    for line in share_table([Path(s.out) for s in summaries]):
+        print(f"  {line}")
     (args.out / "bench-noise.json").write_text(
         json.dumps(
             [{**asdict(s), "decided": s.decided, "twin_ok": s.twin_ok} for s in summaries], indent=1
