@@ -88,6 +88,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"{w.name}:")  # the sentences do not all name their workload
         for line in w.conclusions:
             print(f"  {line}")
+    quiet = analysis.interference
+    if quiet is not None and quiet.disturbed:
+        print(quiet.sentence())
     if analysis.serving is not None:
         for m in analysis.serving.models:
             print(f"serving {m.model}:")
