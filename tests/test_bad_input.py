@@ -3,6 +3,7 @@ exit code 2, or a named warning; none changes a byte of an existing results fold
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -111,6 +112,23 @@ def a_dir(root: Path) -> None:
     (root / "adir").mkdir()
 
 
+PRICES_CSV = "instance,vcpus,gpu,on_demand,spot,region,date\nc1,1,,0.05,,r1,2026-01\n"
+
+
+def prices_csv(root: Path) -> None:
+    (root / "in.csv").write_text(PRICES_CSV)
+
+
+def with_log(root: Path) -> None:
+    prices_csv(root)
+    (root / "R" / "logs").mkdir()
+    (root / "R" / "logs" / f"{CELL}.log").write_text("the worker's log")
+
+
+LONG = "n" * 300  # one path component longer than any file system's NAME_MAX
+IMPORT = ["prices", "import", "in.csv", "-o"]
+
+
 # (id, setup, argv, expect, fragment): expect "error" = exit 2 + one line on stderr;
 # "warning" = exit 0 + a "warning:" line naming the file on stderr.
 E, W = "error", "warning"
@@ -142,6 +160,24 @@ CASES = [
     ("compare-fresh-into-a-run", None, ["compare", "--threads", "1", "--workloads", "mnist_mlp", "--out", "R"], E, "already holds a run"),
     ("run-onto-an-existing-cell", None, ["run", "mnist_mlp", "--threads", "1", "--out", "R"], E, "already exists"),
     ("report-missing-folder", None, ["report", "nope"], E, "no such results folder"),
+    # ... nor over any other evidence of a run folder: logs, quarantine, artifacts, the lock
+    ("report-into-logs", with_log, ["report", "R", "-o", f"R/logs/{CELL}.log"], E, "evidence"),
+    ("report-csv-into-logs", None, ["report", "R", "--csv", "R/logs/cells.csv"], E, "evidence"),
+    ("report-into-quarantine", None, ["report", "R", "-o", "R/quarantine/q.html"], E, "evidence"),
+    ("report-into-artifacts", None, ["report", "R", "-o", f"R/artifacts/{CELL}/index.html"], E, "evidence"),
+    ("report-onto-the-lock", None, ["report", "R", "-o", "R/.lock"], E, "evidence"),
+    ("compare-report-into-logs", None, ["compare", "--resume", "--out", "R", "-o", "R/logs/r.html"], E, "refused"),
+    ("serve-report-into-cells", None, ["serve", "--out", "S", "-o", f"R/cells/{CELL}.json"], E, "refused"),
+    ("serve-csv-into-logs", None, ["serve", "--out", "S", "--csv", "R/logs/serving.csv"], E, "refused"),
+    # prices import -o: the same guard, and never over its own input
+    ("import-onto-run-json", prices_csv, [*IMPORT, "R/run.json"], E, "refused"),
+    ("import-onto-a-cell", prices_csv, [*IMPORT, f"R/cells/{CELL}.json"], E, "refused"),
+    ("import-onto-a-log", with_log, [*IMPORT, f"R/logs/{CELL}.log"], E, "refused"),
+    ("import-onto-its-input", prices_csv, [*IMPORT, "in.csv"], E, "input CSV"),
+    # a path component longer than the file system allows: one line, not a traceback
+    ("report-o-name-too-long", None, ["report", "R", "-o", f"{LONG}.html"], E, "longer than"),
+    ("compare-out-name-too-long", None, ["compare", "--threads", "1", "--out", LONG], E, "longer than"),
+    ("import-o-name-too-long", prices_csv, [*IMPORT, f"{LONG}.toml"], E, "longer than"),
     # pricing options and catalogs
     ("pricing-month-13", None, [*REPORT, "--pricing", "gce-2017@2017-13"], E, "2017-13"),
     ("pricing-day-30-feb", None, [*REPORT, "--pricing", "gce-2017@2017-02-30"], E, "2017-02-30"),
@@ -229,3 +265,22 @@ def test_bad_input_table(case, tmp_path, monkeypatch, capsys):
 
 def test_the_table_has_at_least_40_cases():
     assert len(CASES) >= 40 and len({c[0] for c in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("failure", [errno.ENOSPC, errno.EROFS])
+def test_prices_import_on_a_full_or_read_only_disk(failure, tmp_path, monkeypatch, capsys):
+    """One line, exit 2, the previous catalog intact and no temp file left."""
+    monkeypatch.chdir(tmp_path)
+    prices_csv(tmp_path)
+    (tmp_path / "cat.toml").write_text("the previous catalog")
+
+    def broken_fsync(fd: int) -> None:
+        raise OSError(failure, os.strerror(failure))
+
+    monkeypatch.setattr(os, "fsync", broken_fsync)
+    before = sorted(os.listdir(tmp_path))
+    assert main([*IMPORT, "cat.toml"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and os.strerror(failure) in err
+    assert (tmp_path / "cat.toml").read_text() == "the previous catalog"
+    assert sorted(os.listdir(tmp_path)) == before

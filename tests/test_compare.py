@@ -108,7 +108,7 @@ def test_quick_compare_end_to_end_with_a_fake_runner(tmp_path, monkeypatch, caps
     options = fake.calls[0][1]
     spec = registry.load("mnist_mlp").SPEC  # the workload's quick scale, the quick window
     assert (options.epochs, options.samples) == (None, spec["quick_samples"])
-    assert (options.min_steady_s, options.min_steady_steps) == (5.0, 50)
+    assert (options.min_steady_s, options.min_steady_steps) == (10.0, 50)
     run = json.loads((tmp_path / "results/q/run.json").read_text())
     assert run["variants"] == ["local"] and run["threads"] == [1, 2] and run["options"]["quick"]
     assert run["adaptive"]["budget_s"] == 600 and run["adaptive"]["looks"] == [5, 10, 15, 20]
@@ -300,6 +300,37 @@ def test_next_round_uses_the_reports_baseline_which_is_never_oversubscribed_by_c
     # With the oversubscribed local@8 as baseline both pairs would be decided already.
     assert {(c.threads, c.repeat) for c in cells} == {(1, 5), (2, 5)}
     assert why.startswith("1 comparison(s) undecided")
+
+
+def test_the_first_look_plans_the_steady_window_of_the_later_rounds():
+    from tfvariants.analyze import adaptive
+    from tfvariants.commands import rounds
+    from tfvariants.commands.matrix_args import run_options_for
+    from tfvariants.plan.spec import MatrixSpec
+
+    options = {"plan_window": True, "min_steady_s": 10.0, "min_steady_steps": 50}
+    spec = MatrixSpec(("local",), (1, 2), ("mnist_cnn",), 5, options,
+                      {"local": {"kind": "local", "device": "cpu"}})  # fmt: skip
+    stored = {}
+    for r in range(5):
+        for t in (1, 2):
+            res = rf.make_result("local", t, "mnist_cnn", r, steady_epoch_s=2.0, noise=0.3)
+            # processes differ (noise 0.3 between cells), windows inside one agree
+            step = res["timing"]["steady_epoch_s"] / 100
+            res["timing"].update(steady_windows_s=[step] * 5, steady_s=1.0)
+            stored[f"mnist_cnn__local__t{t}__r{r}"] = res
+    hook = rounds.make_next_round(spec, adaptive.stopping_rule(5), baseline=None,
+                                  min_effect=0.05, confidence=0.95)  # fmt: skip
+    hook(rf.typed(stored))
+    plan = spec.options["window_plan"]
+    assert plan["from_repeat"] == 5 and plan["min_steady_s"] == 3.0
+    assert "more repeats" in plan["reason"] and plan["components"]["cells"] == 10
+    assert run_options_for(spec, "mnist_cnn", 4).min_steady_s == 10.0  # the first rounds
+    assert run_options_for(spec, "mnist_cnn", 5).min_steady_s == 3.0
+    spec.options["plan_window"] = False  # --min-steady-s given: the user's window stays
+    del spec.options["window_plan"]
+    hook(rf.typed(stored))
+    assert "window_plan" not in spec.options
 
 
 def test_order_seed_and_interference_settings_are_stored_and_kept_on_resume(

@@ -204,3 +204,24 @@ def test_a_serving_result_is_typed_too():
     assert sr.throughput_per_s == 120.0 and sr.percentiles_ms["p99_ms"] == 8.5
     assert sr.shared_cpus and sr.server_cpus == (0, 1)
     assert sr.cell_id.endswith("__local__t2__r1")
+
+
+def test_a_clear_difference_is_decided_at_the_first_look_of_five_rounds():
+    # 2x at 2 % noise, 5 rounds, 4 looks: decided now (the reason ROUND_METHOD is not
+    # "auto", whose paired interval needs 8 rounds at this level).
+    from tfvariants.analyze import verdicts
+
+    stored = {}
+    for rep in range(5):
+        for t, epoch_s in ((1, 4.0), (2, 2.0)):
+            r = _cell("local", t, "mnist_cnn", rep, epoch_s, noise=0.02)
+            stored[rf.cell_id(r)] = r
+    values = round_values(
+        r for r in parse_results({}, stored).values() if isinstance(r, CellResult)
+    )
+    keys = [ConfigKey("mnist_cnn", "local", 1), ConfigKey("mnist_cnn", "local", 2)]
+    wv = workload_verdicts(keys, values, Settings(looks=4), devices={"local": "cpu"},
+                           variant_order=["local"])  # fmt: skip
+    assert wv.baseline == keys[1]
+    cmp = wv.verdicts[keys[0]].comparison
+    assert cmp is not None and cmp.verdict == "different", verdicts.ROUND_METHOD

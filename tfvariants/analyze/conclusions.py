@@ -34,7 +34,7 @@ def interval_words(r: stats.Interval, invert: bool = False) -> str:
     if not r.has_interval or r.coverage is None:
         return "no interval"
     lo, hi = (1 / r.hi, 1 / r.lo) if invert else (r.lo, r.hi)
-    return f"{r.coverage:.1%} interval {sig3(lo)}-{sig3(hi)}x"
+    return f"{stats.percent(r.coverage)} interval {sig3(lo)}-{sig3(hi)}x"
 
 
 def phrase(a: Group, b: Group, cmp: stats.Comparison, what: str = "time") -> str:

@@ -15,6 +15,7 @@ from typing import Any
 from tfvariants.analyze import stats
 from tfvariants.analyze.analysis import parse_baseline
 from tfvariants.analyze.format import money, sig3
+from tfvariants.analyze.frame import RunFrame, environments_of, logical_cpus_of
 from tfvariants.analyze.pricing import Pricing
 from tfvariants.plan.serve import serve_cell_id
 from tfvariants.store.cellresult import PERCENTILES, ServeResult, finite_number, get_path, serving
@@ -287,28 +288,16 @@ def serving_csv_rows(sa: ServingAnalysis) -> list[dict[str, Any]]:
 serving_cell_id = serve_cell_id  # the template and CSV name it so
 
 
-def serving_only_analysis(sa: ServingAnalysis) -> Any:
-    """The report's frame (header, environments) for a run with no training cells."""
-    from datetime import datetime, timezone
-
-    from tfvariants.analyze.analysis import Analysis
-    from tfvariants.analyze.fields import environment_summary, flatten
-
-    envs: dict[str, dict[str, str]] = {}
-    raw: dict[str, list[tuple[str, str]]] = {}
-    for r in sa.cells:
-        env = r.environment
-        if r.variant not in envs and env and r.ok:
-            envs[r.variant], raw[r.variant] = environment_summary(dict(env)), flatten(dict(env))
+def serving_frame(sa: ServingAnalysis) -> RunFrame:
+    """The report's frame (header, warnings, environments) for a run with no training
+    cells: a RunFrame, not a training analysis with nothing in it."""
+    envs, raw = environments_of(sa.cells, dict.fromkeys(r.variant for r in sa.cells), ok_only=True)
     base = next((m.baseline.label for m in sa.models if m.baseline), "n/a")
     notices = sa.store.notices() if sa.store is not None else []
-    warnings = [stats.StatWarning(n.kind, n.message, n.hint) for n in notices]
-    cpus = sa.run.get("logical_cpus") if isinstance(sa.run.get("logical_cpus"), int) else None
-    return Analysis(
-        results_dir=sa.results_dir, run=sa.run, workloads=[], baseline_label=base,
-        pricing=sa.pricing, environments=envs, raw_environments=raw, warnings=warnings,
-        counts=dict(sa.counts), logical_cpus=cpus,
-        generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        cells=[], variants=list(dict.fromkeys(r.variant for r in sa.cells)),
-        store=sa.store,
+    return RunFrame(
+        results_dir=sa.results_dir, run=sa.run, baseline_label=base, pricing=sa.pricing,
+        environments=envs, raw_environments=raw,
+        warnings=[stats.StatWarning(n.kind, n.message, n.hint) for n in notices],
+        counts=dict(sa.counts), logical_cpus=logical_cpus_of(sa.run),
+        variants=list(dict.fromkeys(r.variant for r in sa.cells)), store=sa.store, serving=sa,
     )  # fmt: skip

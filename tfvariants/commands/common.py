@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tfvariants.commands.outdir import check_writable
+from tfvariants.commands.outdir import check_name_lengths, check_writable
 from tfvariants.errors import UserError
 from tfvariants.store.runfolder import EVIDENCE, evidence_reason
 
@@ -84,6 +84,7 @@ def check_output_file(path: Path, option: str, *, results_dirs: Sequence[Path] =
     """One line, nothing written, when ``path`` cannot take an output file: a folder,
     or anywhere in a run folder's evidence (tfvariants.store.runfolder.evidence_reason),
     including the folders of ``results_dirs`` that a run is about to create."""
+    check_name_lengths(path)
     if path.is_dir():
         raise UserError(
             f"{option} {path}: is a folder; give a file path, e.g. {path / 'index.html'}"

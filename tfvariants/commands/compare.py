@@ -320,9 +320,12 @@ def run(args: argparse.Namespace) -> int:
 
     def run_one(cell: Any, cells_dir: Path) -> dict:
         return runner.run_cell(
-            cell, variant_objs[cell.variant], run_options_for(spec, cell.workload), cells_dir,
+            cell,
+            variant_objs[cell.variant],
+            run_options_for(spec, cell.workload, cell.repeat),
+            cells_dir,
             quiet=quiet_gate,
-        )  # fmt: skip
+        )
 
     if args.executor == "ray":
         if spec.options.get("budget_s"):

@@ -110,11 +110,17 @@ def run_import(args: argparse.Namespace) -> int:
 
     from tfvariants.analyze import catalog_import as ci
     from tfvariants.analyze.pricing import parse_catalog, valid_date
+    from tfvariants.render.output import write_text_atomic
 
     if args.csv is None or args.output is None:
         raise UserError("prices import needs a CSV file and -o OUT.toml")
+    common.check_name_lengths(args.output)
     if args.output.is_dir():
         raise UserError(f"-o {args.output}: is a folder; give a .toml file path")
+    common.check_output_file(args.output, "-o")  # never into a run folder's evidence
+    same = args.output.exists() and args.csv.exists() and args.output.samefile(args.csv)
+    if same or args.output.resolve() == args.csv.resolve():
+        raise UserError(f"-o {args.output}: that is the input CSV; give another file")
     as_of = args.as_of or date.today().isoformat()
     if not valid_date(as_of):
         raise UserError(f"--as-of: expected a real YYYY-MM or YYYY-MM-DD, got {as_of!r}")
@@ -125,8 +131,7 @@ def run_import(args: argparse.Namespace) -> int:
     text = ci.to_toml(imported, name=args.name or args.output.stem, source=source,
                       minimum_s=args.minimum_seconds)  # fmt: skip
     parse_catalog(tomllib.loads(text), str(args.output))  # the same checks as any catalog
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(text, encoding="utf-8")
+    write_text_atomic(args.output, text)  # all or nothing, even on a full disk
     for w in imported.warnings:
         print(f"tfvariants: warning: {w}", file=sys.stderr)
     print(f"{args.output}: {len(imported.rows)} instance(s); show with: "

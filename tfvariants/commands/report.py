@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfvariants.commands import argtypes, common, rounds
 from tfvariants.errors import UserError
+
+if TYPE_CHECKING:  # the analysis is imported only when a report is made (start-up time)
+    from tfvariants.analyze.frame import RunFrame
 
 # Warnings that change what the figures mean: always printed, not only in the HTML.
 LOUD_KINDS = ("unreadable", "duplicate", "foreign_host", "mixed_hosts", "incomplete", "no_price")
@@ -40,7 +43,7 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def print_store_warnings(analysis: Any) -> None:
+def print_store_warnings(analysis: RunFrame) -> None:
     """The run folder's problems, one named line each, on stderr."""
     for w in analysis.warnings:
         if w.kind in LOUD_KINDS:
@@ -48,6 +51,7 @@ def print_store_warnings(analysis: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tfvariants.analyze.analysis import Analysis
     from tfvariants.render.html import write_report
 
     if not args.results_dir.is_dir():
@@ -79,16 +83,17 @@ def run(args: argparse.Namespace) -> int:
     )
     print_store_warnings(analysis)
     print(f"report: {out}")
+    training = analysis if isinstance(analysis, Analysis) else None
     if args.csv:
-        rows = len(analysis.cells)
+        rows = len(training.cells) if training is not None else 0
         if not rows and args.csv.is_file():  # a serving-only run: the CSV holds serving cells
             rows = max(len(args.csv.read_text(encoding="utf-8").splitlines()) - 1, 0)
         print(f"csv: {args.csv} ({rows} rows)")
-    for w in analysis.workloads:
+    for w in training.workloads if training is not None else []:
         print(f"{w.name}:")  # the sentences do not all name their workload
         for line in w.conclusions:
             print(f"  {line}")
-    quiet = analysis.interference
+    quiet = training.interference if training is not None else None
     if quiet is not None and quiet.disturbed:
         print(quiet.sentence())
     if analysis.serving is not None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tfvariants.analyze import adaptive, interference, stats
+from tfvariants.analyze import adaptive, interference, stats, windows
 from tfvariants.analyze.decide import Settings
 from tfvariants.analyze.verdicts import Requested, WorkloadVerdicts, round_values, workload_verdicts
 from tfvariants.commands import argtypes
@@ -24,10 +24,15 @@ from tfvariants.plan.spec import MatrixSpec, round_order
 from tfvariants.store.cellresult import AnyResult, ConfigKey, training
 
 if TYPE_CHECKING:
-    from tfvariants.execute.matrix import NextRound
+    from rich.console import Console
+
+    from tfvariants.analyze.frame import RunFrame
+    from tfvariants.execute.matrix import MatrixOutcome, NextRound
 
 QUICK_BUDGET_S = 600.0  # --quick without --budget: 10 minutes
-QUICK_WINDOW = (5.0, 50)  # --quick steady window: seconds, steps
+# --quick steady window: seconds, steps. 10 s: about half of a quick cell once its fixed
+# costs (import, trace, epoch boundaries: ~8 s on 2 quiet cores) are paid (docs/compare.md).
+QUICK_WINDOW = (10.0, 50)
 FULL_WINDOW = (10.0, 100)
 
 
@@ -99,6 +104,9 @@ def options_from(
         "disturbed_retries": given_or_stored("disturbed_retries", args.disturbed_retries, argtypes.retries, interference.DISTURBED_RETRIES),
         "disturbed_policy": given_or_stored("disturbed_policy", args.disturbed, str, "auto"),
         "order_seed": given_or_stored("order_seed", args.order_seed, argtypes.seed, None),
+        # A window the user chose stays; else the adaptive rounds' window is planned from
+        # the first look's variance components (tfvariants.analyze.windows).
+        "plan_window": given_or_stored("plan_window", None, bool, args.min_steady_s is None),
     }  # fmt: skip
     if o["order_seed"] is None:
         from tfvariants.plan.spec import new_order_seed
@@ -111,7 +119,9 @@ def options_from(
     return o
 
 
-def adaptive_hook(spec: Any, baseline: str | None, console: Any) -> tuple[Any, Any]:
+def adaptive_hook(
+    spec: MatrixSpec, baseline: str | None, console: Console
+) -> tuple[NextRound[Cell] | None, adaptive.StoppingRule | None]:
     """(next_round, rule) when the run has a budget, else (None, None)."""
     from tfvariants.analyze.analysis import parse_baseline
 
@@ -131,8 +141,8 @@ def adaptive_hook(spec: Any, baseline: str | None, console: Any) -> tuple[Any, A
     return hook, rule
 
 
-def record(out: Path, rule: adaptive.StoppingRule, spec: Any, before: dict, outcome: Any,
-           console: Any) -> None:  # fmt: skip
+def record(out: Path, rule: adaptive.StoppingRule, spec: MatrixSpec, before: dict[str, Any],
+           outcome: MatrixOutcome, console: Console) -> None:  # fmt: skip
     """run.json's "adaptive": the rule, the budget, every round so far, why it stopped."""
     from tfvariants.store.rundir import update_run
 
@@ -140,6 +150,7 @@ def record(out: Path, rule: adaptive.StoppingRule, spec: Any, before: dict, outc
         **rule.to_json(), "budget_s": spec.options.get("budget_s"),
         "rounds": list(before.get("rounds") or []) + outcome.rounds,
         "stopped": outcome.stopped, "spent_s": round(outcome.spent_s, 1),
+        "window_plan": spec.options.get("window_plan") or before.get("window_plan"),
     })  # fmt: skip
     if outcome.stopped:
         console.print(
@@ -184,8 +195,12 @@ def print_disturbed(outcome: Any, console: Any) -> None:
     console.print(text, highlight=False, markup=False)
 
 
-def summary(analysis: Any, out: Path, console: Any) -> None:
+def summary(analysis: RunFrame, out: Path, console: Console) -> None:
     """The first conclusions per workload, the host's noise, what stayed undecided."""
+    from tfvariants.analyze.analysis import Analysis
+
+    if not isinstance(analysis, Analysis):
+        return  # no training cells to sum up
     for w in analysis.workloads:
         console.print(f"  {w.name}:", highlight=False, markup=False)  # "GPU vs ..." names none
         for line in w.conclusions[:2]:
@@ -271,7 +286,7 @@ def make_next_round(
     baseline: Requested | None,
     min_effect: float,
     confidence: float,
-) -> NextRound:
+) -> NextRound[Cell]:
     settings = Settings(min_effect, confidence, rule.k)
     configs = spec.configurations()
     order = {
@@ -284,6 +299,8 @@ def make_next_round(
         at = look_verdicts(spec, stored, rule, baseline=baseline, settings=settings)
         if at.look is None:
             return [], f"only {at.rounds} round(s) stored, fewer than the first look"
+        if spec.options.get("plan_window"):
+            plan_window(spec, stored, rule.looks[0])
         open_verdicts = [v for wv in at.verdicts for v in wv.open]
         if not open_verdicts:
             return [], f"every comparison was decided by the look after {at.look} repeats"
@@ -307,3 +324,12 @@ def make_next_round(
         )
 
     return next_round
+
+
+def plan_window(spec: MatrixSpec, stored: Mapping[str, AnyResult], first_look: int) -> None:
+    """The steady window of the rounds after the first look, from the cells before it
+    (recomputed from the same cells on a resume, so it is the same window)."""
+    first = [r for r in training(stored.values()) if r.round < first_look]
+    current = float(spec.options["min_steady_s"])
+    chosen = windows.plan(windows.components(first), current)
+    spec.options["window_plan"] = {**chosen.to_json(), "from_repeat": first_look}

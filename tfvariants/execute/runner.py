@@ -20,6 +20,7 @@ from typing import IO, Any
 from tfvariants.execute.quiet import QuietWait
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.pinning import PinPlan, plan_pinning
+from tfvariants.plan.task import PlannedCell
 from tfvariants.plan.topology import Topology, read_topology
 from tfvariants.store.result import (
     ResultError,
@@ -207,7 +208,7 @@ def run_cell(
 
 
 def run_request(
-    cell: Any,
+    cell: PlannedCell,
     variant: Variant,
     plan: PinPlan,
     make_request: Callable[[Path], Any],
@@ -265,7 +266,7 @@ def run_request(
 
 
 def _execute(
-    cell: Any,
+    cell: PlannedCell,
     variant: Variant,
     timeout_s: float,
     plan: PinPlan,

@@ -21,12 +21,13 @@ from tfvariants.analyze.format import (
     ratio_sub,
     sig3,
 )
+from tfvariants.analyze.frame import RunFrame
 from tfvariants.analyze.pricing import Pricing
 from tfvariants.analyze.serving import (
     HEADLINE,
     ServingAnalysis,
     analyze_serving,
-    serving_only_analysis,
+    serving_frame,
 )
 from tfvariants.render.charts import workload_charts
 from tfvariants.render.csvout import write_csv, write_serving_csv
@@ -37,8 +38,9 @@ from tfvariants.store.cellresult import DISTURBED_SHARE
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 
 
-def render_html(analysis: Analysis, serving: ServingAnalysis | None = None) -> str:
-    """The report as one self-contained HTML string (autoescaped)."""
+def render_html(analysis: RunFrame, serving: ServingAnalysis | None = None) -> str:
+    """The report as one self-contained HTML string (autoescaped): ``analysis`` is a
+    training Analysis, or the plain RunFrame of a serving-only run."""
     from jinja2 import Environment, FileSystemLoader
 
     env = Environment(
@@ -51,6 +53,8 @@ def render_html(analysis: Analysis, serving: ServingAnalysis | None = None) -> s
     env.filters.update(ratio_main=ratio_main, ratio_sub=ratio_sub, interval_sub=interval_sub)
     env.filters.update(interval_label=interval_label, pct=pct, sig3=sig3)
     env.filters["money_sub"] = lambda iv: interval_sub(iv, money).replace("-$", "-")
+    training = analysis if isinstance(analysis, Analysis) else None
+    workloads = training.workloads if training is not None else []
     charts = {
         w.name: workload_charts(
             w,
@@ -58,7 +62,7 @@ def render_html(analysis: Analysis, serving: ServingAnalysis | None = None) -> s
             analysis.variants,
             analysis.pricing,
         )  # fmt: skip
-        for w in analysis.workloads
+        for w in workloads
     }
     extra = {}
     if serving is not None:
@@ -74,7 +78,13 @@ def render_html(analysis: Analysis, serving: ServingAnalysis | None = None) -> s
             "num_fmt": sig3,
         }
     return env.get_template("report.html").render(
-        a=analysis, charts=charts, version=__version__, disturbed_share=DISTURBED_SHARE, **extra
+        a=analysis,
+        workloads=workloads,
+        charts=charts,
+        version=__version__,
+        # The run's limit (its interference summary), else the default.
+        disturbed_share=getattr(getattr(analysis, "interference", None), "limit", DISTURBED_SHARE),
+        **extra,
     )
 
 
@@ -90,15 +100,17 @@ def write_report(
     allow_mixed_hosts: bool = False,
     p99_bound_ms: float | None = None,
     disturbed: str | None = None,
-) -> Analysis:
+) -> RunFrame:
     """Analyse results_dir and write the HTML report (atomically) and optional CSV
-    (serving cells, when present, get a section and ``<csv stem>-serving.csv``)."""
+    (serving cells, when present, get a section and ``<csv stem>-serving.csv``).
+    Returns the training Analysis, or a serving-only run's RunFrame."""
     serving = analyze_serving(
         results_dir, pricing=pricing, baseline=baseline, p99_bound_ms=p99_bound_ms,
         allow_mixed_hosts=allow_mixed_hosts,
     )  # fmt: skip
+    analysis: RunFrame
     if serving is not None and serving.only_serving:
-        analysis = serving_only_analysis(serving)
+        analysis = serving_frame(serving)
     else:
         analysis = analyze(
             results_dir, pricing=pricing, baseline=baseline, min_effect=min_effect,
@@ -108,10 +120,11 @@ def write_report(
     analysis.serving = serving  # the CLI prints its sentences too
     write_text_atomic(Path(out), render_html(analysis, serving))
     if csv_path is not None:
-        if analysis.workloads:
+        training = analysis.workloads if isinstance(analysis, Analysis) else []
+        if isinstance(analysis, Analysis) and training:
             write_csv(analysis, csv_path)
         if serving is not None:
             path = Path(csv_path)
-            write_serving_csv(serving, path if not analysis.workloads else
+            write_serving_csv(serving, path if not training else
                               path.with_name(f"{path.stem}-serving{path.suffix}"))  # fmt: skip
     return analysis

@@ -9,7 +9,8 @@ from typing import Any, TypeGuard
 
 from tfvariants.errors import UserError
 from tfvariants.plan.cell import MAX_THREADS
-from tfvariants.plan.spec import MAX_REPEATS, MatrixSpec, logical_cpus
+from tfvariants.plan.spec import MAX_REPEATS, logical_cpus
+from tfvariants.plan.task import MatrixPlan, PlannedCell
 from tfvariants.store.result import ResultError, read_json_file
 from tfvariants.store.runfolder import RunFolder
 
@@ -130,7 +131,7 @@ def load_run(results_dir: Path) -> dict[str, Any]:
     return validate_run(data, str(path))
 
 
-def new_run(spec: MatrixSpec, hosts: list[dict[str, Any]]) -> dict[str, Any]:
+def new_run(spec: MatrixPlan[PlannedCell], hosts: list[dict[str, Any]]) -> dict[str, Any]:
     """The run.json record for a new run of ``spec`` on ``hosts``."""
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return {
