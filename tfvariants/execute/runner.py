@@ -312,6 +312,13 @@ def _execute(
 
     if timed_out:
         return failed("timeout", f"no result within the {timeout_s:g} s timeout")
+    if code is not None and code == -signal.SIGILL:
+        # The up-front gate missed it (an image, or a kernel only some ops reach).
+        return failed("failed", (
+            "worker killed by SIGILL: the variant's binary used an instruction this CPU "
+            f"lacks (`tfvariants variants census {variant.name} --full` counts them); "
+            "rerunning will not help"
+        ))  # fmt: skip
     if code is not None and code < 0:
         return failed("failed", f"worker killed by {_signal_name(code)}")
     if not result_file.exists():
