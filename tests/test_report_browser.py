@@ -1,8 +1,12 @@
 """Opens a rendered report in headless Chromium (Debian's chromium)."""
 
+import html as html_lib
+import json
 import os
+import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 import resultfactory as rf
@@ -62,3 +66,62 @@ def test_report_renders_in_headless_chromium(tmp_path):
     assert "<script" not in dom.stdout  # nothing injected, nothing to error
     assert "mnist_cnn: training cost vs pip@16" in dom.stdout
     assert "Uncaught" not in dom.stderr
+
+
+# Appended before </body> of a copy of the report: measures every table's box in the
+# page as laid out, and writes the numbers into the DOM that --dump-dom prints.
+MEASURE = """<script>
+window.addEventListener('load', () => {
+  const out = [];
+  document.querySelectorAll('table').forEach((t) => {
+    const box = t.parentElement;
+    if (!box.offsetParent && !t.offsetParent) return;  // inside a closed <details>
+    out.push({cls: t.className, head: t.rows[0] ? t.rows[0].cells[0].innerText : '',
+              scroll: box.scrollWidth, client: box.clientWidth});
+  });
+  const page = {scroll: document.documentElement.scrollWidth, client: window.innerWidth};
+  const pre = document.createElement('pre');
+  pre.id = 'measure';
+  pre.textContent = JSON.stringify({tables: out, page: page});
+  document.body.appendChild(pre);
+});
+</script></body>"""
+
+
+def _measure(html: Path, width: int, tmp_path: Path) -> dict:
+    probe = tmp_path / f"measure-{width}.html"
+    probe.write_text(html.read_text().replace("</body>", MEASURE))
+    dom = subprocess.run(
+        [CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
+         f"--window-size={width},2000", "--dump-dom", probe.as_uri()],
+        check=True, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    m = re.search(r'<pre id="measure">(.*?)</pre>', dom.stdout, re.S)
+    assert m, dom.stderr[-2000:]
+    return json.loads(html_lib.unescape(m.group(1)))
+
+
+@pytest.mark.browser
+def test_report_tables_fit_at_1300_and_key_columns_at_800(tmp_path):
+    """At 1300 px no table scrolls sideways; at 800 px the verdict tables (configuration,
+    time, ratio, verdict, cost) and the summary still fit, and the page never scrolls."""
+    require_chromium()
+    results, run = rf.study_like_results()
+    d = rf.write_results(tmp_path / "res", results, run)
+    html = tmp_path / "index.html"
+    write_report(d, html, pricing=Pricing(load_catalog("gce-2017")))
+    text = html.read_text()
+    # The verdict table leads each workload, before its measurements.
+    assert text.index('class="verdicts"') < text.index("Measurements of mnist_mlp")
+    wide = _measure(html, 1300, tmp_path)
+    verdicts = [t for t in wide["tables"] if t["cls"] == "verdicts"]
+    assert len(verdicts) == 2  # one per workload
+    assert len(wide["tables"]) >= 7
+    for t in wide["tables"]:
+        assert t["scroll"] <= t["client"], ("1300 px", t)
+    assert wide["page"]["scroll"] <= wide["page"]["client"]
+    narrow = _measure(html, 800, tmp_path)
+    for t in narrow["tables"]:
+        if t["cls"] in ("verdicts", "summary"):
+            assert t["scroll"] <= t["client"], ("800 px", t)
+    assert narrow["page"]["scroll"] <= narrow["page"]["client"]

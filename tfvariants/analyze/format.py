@@ -116,6 +116,32 @@ def ratio_sub(cmp: stats.Comparison | None) -> str:
     return f"{sig3(r.lo)}-{sig3(r.hi)}, {word}"
 
 
+def ratio_interval(cmp: stats.Comparison | None) -> str:
+    """The ratio's interval alone, e.g. "0.475-1.50x" ("none" with too few repeats)."""
+    if cmp is None or cmp.verdict == "baseline":
+        return ""
+    r = cmp.ratio
+    return f"{sig3(r.lo)}-{sig3(r.hi)}x" if r.has_interval else "none"
+
+
+def verdict_word(
+    cmp: stats.Comparison | None, lower: str = "faster", higher: str = "slower"
+) -> str:
+    """One word for a verdict table: faster/slower when decided, else equivalent/undecided."""
+    if cmp is None:
+        return "n/a"
+    if cmp.verdict == "different":
+        return lower if cmp.ratio.value < 1 else higher
+    return cmp.verdict  # baseline, equivalent, undecided
+
+
+def repeats_needed(cmp: stats.Comparison | None) -> str:
+    """About how many more repeats per side would decide an undecided comparison."""
+    if cmp is None or cmp.verdict != "undecided" or not cmp.more_repeats:
+        return ""
+    return f"~{cmp.more_repeats}"
+
+
 def mem(b: int | None) -> str:
     return "n/a" if b is None else f"{b / 2**20:.0f} MiB"
 

@@ -19,9 +19,12 @@ from tfvariants.analyze.format import (
     money_unit,
     num_fmt,
     pct,
+    ratio_interval,
     ratio_main,
     ratio_sub,
+    repeats_needed,
     sig3,
+    verdict_word,
 )
 from tfvariants.analyze.frame import RunFrame
 from tfvariants.analyze.pricing import Pricing
@@ -58,6 +61,8 @@ def render_html(analysis: RunFrame, serving: ServingAnalysis | None = None) -> s
     env.filters.update(dur=dur, money=in_currency, interval=interval_text, mem=mem, num=num_fmt)
     env.filters.update(ratio_main=ratio_main, ratio_sub=ratio_sub, interval_sub=interval_sub)
     env.filters.update(interval_label=interval_label, pct=pct, sig3=sig3)
+    env.filters.update(ratio_interval=ratio_interval, verdict_word=verdict_word)
+    env.filters["repeats_needed"] = repeats_needed
     env.filters["money_sub"] = lambda iv: interval_sub(iv, in_currency).replace("-$", "-")
     env.globals["money_unit"] = money_unit(currency)
     training = analysis if isinstance(analysis, Analysis) else None
