@@ -278,3 +278,78 @@ def test_report_and_csv_show_the_catalogs_tier_word(tmp_path):
     assert "gce-2026 (spot, as of 2026-11)" in html
     assert "spot price as of 2026-11" in html
     assert ",spot," in csv_path.read_text()
+
+
+# Rows copied verbatim from skypilot-org/skypilot-catalog catalogs/v7/gcp/vms.csv at
+# commit 017e2502fb63c7a28757acd94002b2d6099d3e3d (read 2026-11-23): the file's current
+# column layout, with GCE's GPUs as accelerator-only rows (empty InstanceType, GpuInfo
+# a Python-literal dict) apart from their host VM rows.
+SKY_2026 = """InstanceType,vCPUs,MemoryGiB,AcceleratorName,AcceleratorCount,GpuInfo,Region,AvailabilityZone,Price,SpotPrice
+g2-standard-8,8.0,32.0,,,,us-central1,us-central1-a,0.29358,0.11747
+g2-standard-8,8.0,32.0,,,,us-central1,us-central1-b,0.29358,0.11747
+g2-standard-8,8.0,32.0,,,,us-west4,us-west4-a,0.33066,0.08645
+n1-standard-4,4.0,15.0,,,,us-central1,us-central1-a,0.19,0.04815
+n2d-standard-64,64.0,256.0,,,,us-central1,us-central1-a,2.70374,0.56102
+n4-standard-32,32.0,128.0,,,,asia-northeast2,asia-northeast2-a,,0.77892
+t2d-standard-8,8.0,32.0,,,,us-central1,us-central1-a,0.33797,0.03653
+,,,L4,8,{'Gpus': [{'MemoryInfo': {'SizeInMiB': 24576}}]},us-central1,us-central1-a,4.48032,1.7848
+,,,T4,1,{'Gpus': [{'MemoryInfo': {'SizeInMiB': 16384}}]},us-central1,us-central1-a,0.35,0.14
+"""
+
+
+def test_import_reads_skypilots_current_gcp_layout(tmp_path, capsys):
+    src = tmp_path / "vms.csv"
+    src.write_text(SKY_2026)
+    out = tmp_path / "gce.toml"
+    assert main(["prices", "import", str(src), "-o", str(out), "--region", "us-central1",
+                 "--as-of", "2026-11-23"]) == 0  # fmt: skip
+    assert "2 accelerator-only row(s) skipped" in capsys.readouterr().err
+    cat = load_catalog(str(out))
+    assert sorted(i.name for i in cat.instances) == [
+        "g2-standard-8", "n1-standard-4", "n2d-standard-64", "t2d-standard-8"]  # fmt: skip
+    g2 = cat.instance("g2-standard-8")
+    # the host VM alone (other regions' rows ignored), no GPU: GCE lists the L4 apart
+    assert (g2.vcpus, g2.gpu_type, g2.prices[0].on_demand, g2.prices[0].preemptible) == (
+        8, None, 0.29358, 0.11747)  # fmt: skip
+    # a row with an empty on-demand price in another region keeps the spot one
+    assert main(["prices", "import", str(src), "-o", str(out), "--region", "asia-northeast2"]) == 0
+    n4 = load_catalog(str(out)).instance("n4-standard-32").prices[0]
+    assert (n4.on_demand, n4.preemptible) == (None, 0.77892)
+
+
+def test_builtin_gce_2026_has_l4_and_t4_with_their_source(capsys):
+    assert main(["prices", "--catalog", "gce-2026"]) == 0
+    out = capsys.readouterr().out
+    l4 = next(line for line in out.splitlines() if line.startswith("g2-standard-8"))
+    t4 = next(line for line in out.splitlines() if line.startswith("n1-standard-4+T4"))
+    assert "1x L4" in l4 and "0.8536" in l4 and "L4 (8-GPU row / 8" in l4
+    assert "1x T4" in t4 and "0.1882" in t4
+    assert "commit 017e2502" in out
+
+
+def test_instance_family_restricts_cpu_instances_the_same_for_every_caller():
+    from tfvariants.analyze.pricing import parse_families
+
+    both = parse_pricing_option("gce-2026", tier="spot")
+    n2 = parse_pricing_option("gce-2026", tier="spot", families=parse_families("n2"))
+    # without a family the cheapest of equal size wins (n2d); with n2 only, n2
+    assert both.instance_for("pip", 16)[0].name == "n2d-highcpu-16"
+    assert n2.instance_for("pip", 16)[0].name == "n2-highcpu-16"
+    assert n2.cost("pip", 16, 3600).instance == "n2-highcpu-16"
+    # "n2" is not a prefix match for n2d; GPUs are not restricted
+    assert n2.instance_for("pip", 12)[0].name == "n2-highcpu-16"
+    assert n2.instance_for("gpu", 12, "gpu")[0].name == "a2-highgpu-1g"
+    with pytest.raises(UserError, match="no CPU instance of that family"):
+        parse_pricing_option("gce-2026", families=("c3",))
+    with pytest.raises(UserError, match="expected FAMILY"):
+        parse_families("n2,,n2d")
+
+
+def test_dry_run_bills_on_the_family_asked_for(capsys):
+    argv = ["compare", "--executor", "ray", "--dry-run", "--threads", "8", "--variants", "pip",
+            "--workloads", "mnist_cnn", "--pricing", "gce-2026"]  # fmt: skip
+    assert main([*argv, "--instance-family", "n2"]) == 0
+    out = capsys.readouterr().out
+    assert "n2-highcpu-8" in out and "n2d-highcpu-8" not in out
+    assert main([*argv, "--instance-family", "c4"]) == 2
+    assert "--instance-family 'c4'" in capsys.readouterr().err

@@ -427,6 +427,9 @@ class Pricing:
     as_of: str | None = None
     tier: str | None = None
     overrides: dict[str, str] = field(default_factory=dict)
+    # CPU instance families to choose from ("c3", "n2d": name prefixes before "-"); empty:
+    # every CPU instance of the catalog.
+    families: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         self.tier = normalize_tier(self.tier)
@@ -438,6 +441,14 @@ class Pricing:
             raise UserError(f"price date {self.as_of!r}: expected YYYY-MM or YYYY-MM-DD")
         for target in self.overrides.values():
             self.catalog.instance(target)  # fail early on a typo
+        cpu_names = [i.name for i in self.catalog.instances if not i.gpu_type]
+        for fam in self.families:
+            if not any(_in_family(n, fam) for n in cpu_names):
+                known = sorted({n.split("-")[0] for n in cpu_names})
+                raise UserError(
+                    f"--instance-family {fam!r}: catalog {self.catalog.name} has no CPU "
+                    f"instance of that family (families: {', '.join(known)})"
+                )
 
     @property
     def effective_as_of(self) -> str | None:
@@ -466,6 +477,7 @@ class Pricing:
             (i, sel.per_hour)
             for i in self.catalog.instances
             if not i.gpu_type and i.vcpus >= threads
+            if not self.families or any(_in_family(i.name, f) for f in self.families)
             for sel in [self.catalog.price(i, as_of=self.as_of, tier=self.tier)]
             if sel is not None
         ]
@@ -503,8 +515,27 @@ class Pricing:
         )
 
 
+def _in_family(name: str, family: str) -> bool:
+    """``n2d-highcpu-8`` is of family ``n2d`` (and of ``n2d-highcpu``), not of ``n2``."""
+    return name == family or name.startswith(family + "-")
+
+
+def parse_families(text: str | None) -> tuple[str, ...]:
+    """``c3,n2d`` -> ("c3", "n2d"); an empty item is bad input."""
+    if not text:
+        return ()
+    items = tuple(x.strip() for x in text.split(","))
+    if any(not x or not x.isprintable() for x in items):
+        raise UserError(f"--instance-family {text!r}: expected FAMILY[,FAMILY...], e.g. n2d,n2")
+    return items
+
+
 def parse_pricing_option(
-    text: str, *, tier: str | None = None, instance_map: list[str] | None = None
+    text: str,
+    *,
+    tier: str | None = None,
+    instance_map: list[str] | None = None,
+    families: tuple[str, ...] = (),
 ) -> Pricing:
     """``NAME|FILE[@AS_OF]`` plus ``VARIANT[@THREADS]=INSTANCE`` mappings -> Pricing."""
     as_of = None
@@ -530,4 +561,4 @@ def parse_pricing_option(
         variant, at, threads = key.rpartition("@")
         key = f"{variant}@{int(threads)}" if at else str(int(key)) if key.isdigit() else key
         overrides[key] = value.strip()
-    return Pricing(catalog, as_of=as_of, tier=tier, overrides=overrides)
+    return Pricing(catalog, as_of=as_of, tier=tier, overrides=overrides, families=families)

@@ -39,15 +39,21 @@ def add_pricing(p: argparse.ArgumentParser) -> None:
                    "shown in the catalog's own word")  # fmt: skip
     p.add_argument("--instance", action="append", default=[], metavar="VARIANT[@THREADS]=INSTANCE",
                    help="bill these cells as this catalog instance (repeatable)")  # fmt: skip
+    p.add_argument("--instance-family", default=None, metavar="FAMILY[,FAMILY...]",
+                   help="bill CPU cells only on these instance families (e.g. n2d,n2): the "
+                   "smallest instance of them that fits, the cheapest among equal sizes")  # fmt: skip
 
 
 def pricing_from(args: argparse.Namespace) -> Any:
     """The Pricing the options ask for, or None for ``--pricing none``."""
     if args.pricing is None or args.pricing.strip().lower() == "none":
         return None
-    from tfvariants.analyze.pricing import parse_pricing_option
+    from tfvariants.analyze.pricing import parse_families, parse_pricing_option
 
-    pricing = parse_pricing_option(args.pricing, tier=args.price_tier, instance_map=args.instance)
+    pricing = parse_pricing_option(
+        args.pricing, tier=args.price_tier, instance_map=args.instance,
+        families=parse_families(getattr(args, "instance_family", None)),
+    )  # fmt: skip
     print_catalog_warnings(pricing.catalog)
     return pricing
 
