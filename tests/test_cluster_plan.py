@@ -353,3 +353,37 @@ def test_dry_run_bills_on_the_family_asked_for(capsys):
     assert "n2-highcpu-8" in out and "n2d-highcpu-8" not in out
     assert main([*argv, "--instance-family", "c4"]) == 2
     assert "--instance-family 'c4'" in capsys.readouterr().err
+
+
+# Rows copied verbatim from catalogs/v7/aws/vms.csv at commit
+# 001367d22a0033fac286a8c71aeac7109e431bcb (read 2026-11-23): AWS's layout puts the
+# accelerator before vCPUs and quotes a GpuInfo that holds commas.
+AWS_2026 = """InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region,AvailabilityZone
+g5.2xlarge,A10G,1.0,8.0,32.0,"{'Gpus': [{'Name': 'A10G', 'Manufacturer': 'NVIDIA', 'Count': 1, 'MemoryInfo': {'SizeInMiB': 22888}}], 'TotalGpuMemoryInMiB': 22888}",1.212,0.560900,us-east-1,use1-az1
+g5.2xlarge,A10G,1.0,8.0,32.0,"{'Gpus': [{'Name': 'A10G', 'Manufacturer': 'NVIDIA', 'Count': 1, 'MemoryInfo': {'SizeInMiB': 22888}}], 'TotalGpuMemoryInMiB': 22888}",1.212,0.606700,us-east-1,use1-az2
+g6.2xlarge,L4,1.0,8.0,32.0,"{'Gpus': [{'Name': 'L4', 'Manufacturer': 'NVIDIA', 'Count': 1, 'MemoryInfo': {'SizeInMiB': 22888}}], 'TotalGpuMemoryInMiB': 22888}",0.9776,0.426500,us-east-1,use1-az1
+g6.2xlarge,L4,1.0,8.0,32.0,"{'Gpus': [{'Name': 'L4', 'Manufacturer': 'NVIDIA', 'Count': 1, 'MemoryInfo': {'SizeInMiB': 22888}}], 'TotalGpuMemoryInMiB': 22888}",0.9776,,us-west-2,usw2-az2
+g4dn.xlarge,T4,1.0,4.0,16.0,"{'Gpus': [{'Name': 'T4', 'Manufacturer': 'NVIDIA', 'Count': 1, 'MemoryInfo': {'SizeInMiB': 16384}}], 'TotalGpuMemoryInMiB': 16384}",0.71,0.231000,ap-northeast-1,apne1-az1
+c3.2xlarge,,,8.0,15.0,,0.42,0.230600,us-east-1,use1-az2
+"""
+
+
+def test_import_reads_skypilots_current_aws_layout(tmp_path, capsys):
+    src = tmp_path / "aws.csv"
+    src.write_text(AWS_2026)
+    out = tmp_path / "aws.toml"
+    assert main(["prices", "import", str(src), "-o", str(out), "--region", "us-east-1",
+                 "--as-of", "2026-11-23"]) == 0  # fmt: skip
+    err = capsys.readouterr().err
+    assert "zones differ" not in err  # a note, not a warning
+    cat = load_catalog(str(out))
+    assert sorted(i.name for i in cat.instances) == ["c3.2xlarge", "g5.2xlarge", "g6.2xlarge"]
+    g5 = cat.instance("g5.2xlarge")
+    # GPU from the row itself; spot differs by zone: the highest is kept, and said
+    assert (g5.vcpus, g5.gpu_type, g5.gpu_count) == (8, "A10G", 1)
+    assert (g5.prices[0].on_demand, g5.prices[0].preemptible) == (1.212, 0.6067)
+    assert "zones differ" in g5.prices[0].note
+    # a zone without a spot price (us-west-2) leaves on-demand only
+    assert main(["prices", "import", str(src), "-o", str(out), "--region", "us-west-2"]) == 0
+    g6 = load_catalog(str(out)).instance("g6.2xlarge").prices[0]
+    assert (g6.on_demand, g6.preemptible) == (0.9776, None)
