@@ -387,3 +387,24 @@ def test_import_reads_skypilots_current_aws_layout(tmp_path, capsys):
     assert main(["prices", "import", str(src), "-o", str(out), "--region", "us-west-2"]) == 0
     g6 = load_catalog(str(out)).instance("g6.2xlarge").prices[0]
     assert (g6.on_demand, g6.preemptible) == (0.9776, None)
+
+
+def test_study_preset_dry_run_plans_the_2017_study_on_todays_cloud(capsys):
+    assert main(["compare", "--preset", "study-2017", "--executor", "ray", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    # six workloads x (pip and compiled at 8/16/32/64 + the GPU once) x 5 repeats
+    assert "dry run: 270 cells" in out and "gce-2026" in out
+    assert "2017 study's training times" in out  # --estimate-from study-2017 by default
+    lines = out.splitlines()
+    per_type = {ln.split()[0]: ln.split() for ln in lines if ln.startswith(("n2d-", "a2-"))}
+    assert set(per_type) == {"n2d-highcpu-8", "n2d-highcpu-16", "n2d-highcpu-32",
+                             "n2d-highcpu-64", "a2-highgpu-1g"}  # fmt: skip
+    assert per_type["a2-highgpu-1g"][4] == "30"  # one GPU configuration per workload
+    assert all(per_type[t][3] == "60" for t in per_type if t.startswith("n2d-"))
+    assert all("spot" in row for row in per_type.values())
+    assert "estimated bill: $" in out
+    # what the user gives wins
+    assert main(["compare", "--preset", "study-2017", "--dry-run", "--workloads", "mnist_mlp",
+                 "--threads", "8", "--pricing", "aws-2026"]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "dry run: 15 cells" in out and "aws-2026" in out and "c7i.2xlarge" in out

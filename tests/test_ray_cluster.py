@@ -282,3 +282,34 @@ def test_cell_timeout_on_a_node_is_a_timeout_result(cluster, setup):
     result = _cells(tmp_path / "run")["mnist_mlp__stub__t2__r0"]
     assert result["status"] == "timeout" and "3 s timeout" in result["reason"]
     assert result["node"]["instance"] == "sim-2"
+
+
+def test_study_preset_with_budget_runs_waves_and_the_report_says_where(cluster, setup):
+    """The study preset at quick scale on the two simulated node types, with --budget:
+    the adaptive rounds run as waves of Ray tasks (the stopping rule of local runs), and
+    the report names each configuration's node type and that the nodes were simulated."""
+    tmp_path, _control, variants, catalog = setup
+    proc = _compare(
+        cluster, tmp_path, variants, catalog, "--preset", "study-2017", "--quick",
+        "--threads", "1,2", "--workloads", "mnist_mlp,mnist_cnn", "--repeats", "3",
+        "--max-repeats", "5", "--budget", "10m",
+    )  # fmt: skip
+    _stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr
+    out = tmp_path / "run"
+    run = json.loads((out / "run.json").read_text())
+    assert run["options"]["preset"]["name"] == "study-2017"
+    adaptive = run["adaptive"]
+    assert adaptive["budget_s"] == 600 and adaptive["stopped"]
+    assert adaptive["rounds"] and all(r["wave"] == "ray" for r in adaptive["rounds"])
+    cells = _cells(out)
+    extra = [c for c in cells.values() if c["cell"]["repeat"] >= 3]
+    assert extra and all(c["node"]["executor"] == "ray" for c in extra)
+    assert len(cells) == 2 * 2 * 3 + sum(r["cells"] for r in adaptive["rounds"])
+    html = (tmp_path / "report" / "index.html").read_text()
+    section = html[html.index('id="where-ran"') :]
+    section = section[: section.index("</table>")]
+    for threads in (1, 2):
+        row = next(r for r in section.split("<tr>") if f"stub@{threads}<" in r)
+        assert f"sim-{threads}" in row and "simulated node" in row
+    assert "Adaptive repeats: looks after" in html

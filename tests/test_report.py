@@ -270,3 +270,31 @@ def test_overhead_split_adds_up_to_the_cell():
     assert overhead_split({}) == {} and overhead_split({"timing": {"build_s": 1.0}}) == {
         "build": 1.0
     }
+
+
+def test_report_says_per_configuration_where_it_ran_real_or_simulated(tmp_path):
+    import resultfactory as rf
+
+    from tfvariants.render.html import write_report as write
+
+    results = []
+    for rep in range(3):
+        for variant, threads, real in (("pip", 8, True), ("pip", 16, False)):
+            r = rf.make_result(variant, threads, "mnist_mlp", rep)
+            r["node"] = {"executor": "ray", "instance": f"n2d-highcpu-{threads}",
+                         "node_id": f"node-{threads}", "cpu_model": "AMD EPYC",
+                         "real_instance": real, "simulated": not real}  # fmt: skip
+            results.append(r)
+    d = rf.write_results(tmp_path / "res", results)
+    html = tmp_path / "index.html"
+    write(d, html)
+    text = html.read_text()
+    section = text[text.index('id="where-ran"') :]
+    rows = section[: section.index("</table>")].split("<tr>")[2:]
+    assert "pip@16" in rows[0] and "n2d-highcpu-16" in rows[0] and "simulated node" in rows[0]
+    assert "pip@8" in rows[1] and "n2d-highcpu-8" in rows[1] and "real instance" in rows[1]
+    # a local run has no such section
+    local = rf.write_results(tmp_path / "local", [rf.make_result("pip", 8, "mnist_mlp", i)
+                                                  for i in range(3)])  # fmt: skip
+    write(local, tmp_path / "local.html")
+    assert 'id="where-ran"' not in (tmp_path / "local.html").read_text()

@@ -291,8 +291,8 @@ def run(args: argparse.Namespace) -> int:
         if args.out is None:
             raise UserError("--resume needs --out RESULTS_DIR (the run to continue)")
         stored = load_run(args.out) or None
+    preset = presets.apply(args)  # before the pricing: a preset may name the catalog
     pricing = common.pricing_from(args)
-    preset = presets.apply(args)
     spec, variant_objs = build_spec(args, stored, pricing)
     if preset is not None:
         spec.options["preset"] = preset
@@ -326,7 +326,7 @@ def run(args: argparse.Namespace) -> int:
         spec.variant_info,
         variant_objs,
         probe=not args.no_probe and args.executor != "ray",
-        count_isa=bool(spec.options.get("preset")),
+        count_isa=(spec.options.get("preset") or {}).get("name") == presets.PRESET,
     )
     _store_variant_info(out, spec.variant_info)
 
@@ -354,24 +354,22 @@ def run(args: argparse.Namespace) -> int:
             quiet=quiet_gate,
         )
 
+    # One stopping rule for both executors; on Ray each round is a wave of tasks.
+    next_round, rule = rounds.adaptive_hook(spec, args.baseline, console)
+    before = (stored or {}).get("adaptive") or {}
+    spent_before = float(before.get("spent_s") or 0.0)
     if args.executor == "ray":
-        if spec.options.get("budget_s"):
-            console.print(
-                "adaptive repeats (--budget) are not used with --executor ray: the "
-                f"{spec.repeats} repeat(s) run on the cluster",
-                highlight=False,
-            )
-        outcome = compare_cluster.run_on_ray(args, spec, variant_objs, pricing, out, console)
+        outcome = compare_cluster.run_on_ray(
+            args, spec, variant_objs, pricing, out, console, next_round, spent_before
+        )
     else:
-        next_round, rule = rounds.adaptive_hook(spec, args.baseline, console)
-        before = (stored or {}).get("adaptive") or {}
         outcome = matrix.run(
             run_cell=run_one, resume=args.resume, console=console, next_round=next_round,
-            budget_s=spec.options.get("budget_s"), spent_before=float(before.get("spent_s") or 0.0),
+            budget_s=spec.options.get("budget_s"), spent_before=spent_before,
             **rounds.retry_options(spec, quiet_gate),
         )  # fmt: skip
-        if rule is not None:
-            rounds.record(out, rule, spec, before, outcome, console)
+    if rule is not None:
+        rounds.record(out, rule, spec, before, outcome, console)
     ok, skipped = outcome.count("ok"), outcome.count("skipped")
     failed, timeout = outcome.count("failed"), outcome.count("timeout")
     console.print(

@@ -200,9 +200,10 @@ def _hours(seconds: float) -> str:
 
 def run_on_ray(
     args: argparse.Namespace, spec: Any, variant_objs: dict, pricing: Any, out: Path,
-    console: Any,
+    console: Any, next_round: Any = None, spent_before: float = 0.0,
 ) -> Any:  # fmt: skip
-    """Run the matrix on the cluster; returns the MatrixOutcome."""
+    """Run the matrix on the cluster (adaptive rounds as waves when ``next_round`` is
+    given); returns the MatrixOutcome."""
     from tfvariants.commands import argtypes
     from tfvariants.commands.matrix_args import checked, run_options_for
     from tfvariants.execute.ray_executor import DEFAULT_NODE_WAIT_S, RayMatrix, RaySettings
@@ -228,4 +229,7 @@ def run_on_ray(
         options_for=lambda workload: run_options_for(spec, workload),
         placement=placed,
         console=console,
+        next_round=next_round,
+        budget_s=spec.options.get("budget_s"),
+        spent_before=spent_before,
     )

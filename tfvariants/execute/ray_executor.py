@@ -7,6 +7,12 @@ else runs there meanwhile). Results come back to this driver, which stores them 
 run folder exactly like local cells (``cells/<cell_id>.json``, ``logs/<cell_id>.log``).
 Node loss, task failure and missing node types become results with reasons; Ctrl-C
 cancels what is in flight (those cells are not recorded: --resume reruns them).
+
+With --budget, adaptive repeats run as waves: after the planned cells, the same
+``next_round`` hook local runs use (commands/rounds.make_next_round: one stopping rule)
+says which cells one more round needs; each round is submitted as one wave of Ray tasks
+(in parallel across the nodes) while the time spent plus the wave's estimate fits the
+budget.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tfvariants.errors import UserError
-from tfvariants.execute.matrix import MatrixOutcome, _Display
+from tfvariants.execute.matrix import MatrixOutcome, NextRound, _Display, _fmt_s
 from tfvariants.execute.ray_node import REAL_INSTANCE_LABEL, run_on_node
 from tfvariants.execute.runner import KILL_GRACE_S, RunOptions
 from tfvariants.plan.cell import Cell
@@ -138,10 +144,17 @@ class RayMatrix:
         options_for: Callable[[str], RunOptions],
         placement: dict[tuple[str, int], str],
         console: Any = None,
+        next_round: NextRound[Cell] | None = None,
+        budget_s: float | None = None,
+        spent_before: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> MatrixOutcome:
         """``placement`` maps (variant, threads) to the catalog instance whose nodes run
-        those cells. The folder must be prepared (Matrix.prepare: run.json, resume checks)."""
+        those cells. The folder must be prepared (Matrix.prepare: run.json, resume checks).
+        ``next_round``/``budget_s``/``spent_before``: adaptive rounds as in Matrix.run,
+        each round one wave of tasks."""
         ray = _import_ray()
+        started = clock()
         cells = plan_cells(self.spec)
         stored = load_run_dir(self.out, allow_mixed_hosts=True).results
         todo = pending_cells(cells, stored)
@@ -153,9 +166,56 @@ class RayMatrix:
         _connect(ray, self.settings.address, self.folder.write_driver_log("ray-driver.log"))
         try:
             self._run_todo(ray, todo, variants, options_for, placement, instances, outcome, console)
+            while next_round is not None and not outcome.was_interrupted:
+                more, why = next_round(load_run_dir(self.out, allow_mixed_hosts=True).parsed)
+                if not more:
+                    outcome.stopped = why
+                    break
+                spent = spent_before + clock() - started
+                estimate = self._wave_estimate(more, placement)
+                if budget_s is not None and spent + estimate > budget_s:
+                    outcome.stopped = (
+                        f"budget: {_fmt_s(spent)} spent, the next round needs about "
+                        f"{_fmt_s(estimate)} of the {_fmt_s(budget_s)} budget ({why})"
+                    )
+                    break
+                outcome.planned += len(more)
+                t0 = clock()
+                wave = {placement[(c.variant, c.threads)] for c in more}
+                self._run_todo(ray, more, variants, options_for, placement, wave, outcome, console)
+                outcome.rounds.append({"repeat": more[0].repeat, "cells": len(more),
+                                       "seconds": round(clock() - t0, 1), "wave": "ray"})  # fmt: skip
         finally:
             ray.shutdown()
+        outcome.spent_s = spent_before + clock() - started
         return outcome
+
+    def _wave_estimate(self, cells: list[Cell], placement: dict[tuple[str, int], str]) -> float:
+        """A wave's wall time, as if one node per type: per type, the sum of its cells'
+        last measured wall times (the median of the configuration's stored cells); the
+        slowest type decides. Unknown configurations count as the slowest known cell."""
+        from statistics import median
+
+        stored = load_run_dir(self.out, allow_mixed_hosts=True).results
+        walls: dict[tuple[str, str, int], list[float]] = {}
+        for r in stored.values():
+            cell, runner = r.get("cell") or {}, r.get("runner") or {}
+            if isinstance(runner.get("wall_s"), (int, float)):
+                key = (
+                    str(cell.get("workload")),
+                    str(cell.get("variant")),
+                    int(cell.get("threads") or 0),
+                )
+                walls.setdefault(key, []).append(float(runner["wall_s"]))
+        typical = {k: median(v) for k, v in walls.items()}
+        fallback = max(typical.values(), default=0.0)
+        per_type: dict[str, float] = {}
+        for c in cells:
+            inst = placement[(c.variant, c.threads)]
+            per_type[inst] = per_type.get(inst, 0.0) + typical.get(
+                (c.workload, c.variant, c.threads), fallback
+            )
+        return max(per_type.values(), default=0.0)
 
     def _run_todo(
         self,

@@ -96,8 +96,11 @@ def render_html(analysis: RunFrame, serving: ServingAnalysis | None = None) -> s
         if training is not None
         else None
     )
+    from tfvariants.analyze.provenance import where_ran
+
     return env.get_template("report.html").render(
         a=analysis,
+        where_ran=where_ran(workloads),
         workloads=workloads,
         charts=charts,
         version=__version__,
