@@ -86,7 +86,7 @@ bench-serve: install
 	PYTHONPATH=. $(BIN)/python benchmarks/serve_ceiling.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .mypy_cache
 
 # Image builds (build-pip, build-compiled, build-gpu) live with the Dockerfiles.
 -include builds/builds.mk

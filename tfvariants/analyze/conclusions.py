@@ -206,7 +206,8 @@ def conclude(
     if wr.cheapest is not None and pricing is not None:
         c = wr.cheapest
         assert c.cost is not None  # the cheapest is chosen among the groups with a cost
-        text = f"Cheapest: {c.label} at {money(c.cost.cost)} per full training run on {c.cost.instance}"
+        amount = money(c.cost.cost, pricing.catalog.currency)
+        text = f"Cheapest: {c.label} at {amount} per full training run on {c.cost.instance}"
         parts = []
         if (
             c.cost_cmp is not None
