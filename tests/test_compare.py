@@ -357,6 +357,10 @@ def test_compiled_preset_picks_what_this_cpu_can_run_and_opens_with_the_answer(
     html = (tmp_path / "reports/c/index.html").read_text()
     assert "Compiled vs stock on this CPU" in html
     assert html.index("Compiled vs stock on this CPU") < html.index("<h2>Summary</h2>")
+    # A resume keeps the preset: its report still opens with the answer.
+    assert main(["compare", "--resume", "--out", "results/c"]) == 0
+    assert json.loads((tmp_path / "results/c/run.json").read_text())["options"]["preset"] == preset
+    assert "The 2017 study" in capsys.readouterr().out
 
 
 def test_the_first_look_plans_the_steady_window_of_the_later_rounds():

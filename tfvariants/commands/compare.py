@@ -292,7 +292,8 @@ def run(args: argparse.Namespace) -> int:
             raise UserError("--resume needs --out RESULTS_DIR (the run to continue)")
         stored = load_run(args.out) or None
     pricing = common.pricing_from(args)
-    preset = presets.apply(args)
+    # A resume keeps the preset its run was started with (the report opens with it).
+    preset = presets.apply(args) or ((stored or {}).get("options") or {}).get("preset")
     spec, variant_objs = build_spec(args, stored, pricing)
     if preset is not None:
         spec.options["preset"] = preset
