@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from tfvariants.analyze import adaptive, stats, windows
 from tfvariants.analyze.decide import Settings
-from tfvariants.analyze.verdicts import Requested, WorkloadVerdicts, round_values, workload_verdicts
+from tfvariants.analyze.verdicts import (
+    Requested,
+    WorkloadVerdicts,
+    measured,
+    round_values,
+    workload_verdicts,
+)
 from tfvariants.commands import argtypes
 from tfvariants.errors import UserError
 from tfvariants.plan.cell import Cell
@@ -50,11 +56,11 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--min-steady-steps", type=argtypes.positive_int, default=None,
                    help="steady-state steps each cell measures after its warm-up (default 100; "
                    "--quick 50)")  # fmt: skip
-    p.add_argument("--min-effect", type=argtypes.fraction, default=None,
+    p.add_argument("--min-effect", type=argtypes.min_effect, default=None,
                    help="smallest difference that matters, e.g. 5%% (default): smaller ones "
                    "are 'equivalent'")  # fmt: skip
-    p.add_argument("--confidence", type=argtypes.fraction, default=None,
-                   help="confidence of the intervals (default 0.95)")  # fmt: skip
+    p.add_argument("--confidence", type=argtypes.confidence, default=None,
+                   help="confidence of the intervals, above 0.5 and at most 0.9999 (default 0.95)")  # fmt: skip
 
 
 def options_from(
@@ -65,8 +71,8 @@ def options_from(
     o: dict[str, Any] = {
         "min_steady_s": given_or_stored("min_steady_s", args.min_steady_s, argtypes.positive_float, window[0]),
         "min_steady_steps": given_or_stored("min_steady_steps", args.min_steady_steps, argtypes.positive_int, window[1]),
-        "min_effect": given_or_stored("min_effect", args.min_effect, argtypes.fraction, stats.MIN_EFFECT),
-        "confidence": given_or_stored("confidence", args.confidence, argtypes.fraction, stats.CONFIDENCE),
+        "min_effect": given_or_stored("min_effect", args.min_effect, argtypes.min_effect, stats.MIN_EFFECT),
+        "confidence": given_or_stored("confidence", args.confidence, argtypes.confidence, stats.CONFIDENCE),
         "budget_s": given_or_stored("budget_s", args.budget, argtypes.duration, QUICK_BUDGET_S if quick else None),
         "max_repeats": given_or_stored("max_repeats", args.max_repeats, argtypes.repeats,
                                        max(adaptive.DEFAULT_MAX_REPEATS, repeats)),
@@ -74,8 +80,6 @@ def options_from(
         # the first look's variance components (tfvariants.analyze.windows).
         "plan_window": given_or_stored("plan_window", None, bool, args.min_steady_s is None),
     }  # fmt: skip
-    if not o["confidence"] > 0.5:
-        raise UserError(f"--confidence: must be above 0.5, got {o['confidence']}")
     if o["max_repeats"] < repeats:
         raise UserError(f"--max-repeats {o['max_repeats']} is below --repeats {repeats}")
     return o
@@ -182,7 +186,8 @@ def look_verdicts(
     if not looks_done:
         return Look(rounds, None, frozen, ())
     look = looks_done[-1]
-    values = round_values(r for r in mine if r.round < look)
+    upto = [r for r in mine if r.round < look]
+    values, ran = round_values(upto), measured(upto)
     devices = {v: str((spec.variant_info.get(v) or {}).get("device", "cpu")) for v in spec.variants}
     devices.update({r.variant: r.device for r in mine})
     over = {(r.variant, r.threads) for r in mine if r.oversubscribed}
@@ -195,7 +200,8 @@ def look_verdicts(
             variant_order=spec.variants,
             oversubscribed=over,
             requested=baseline,
-        )  # fmt: skip
+            ran=ran,
+        )
         for w in spec.workloads
     )
     return Look(rounds, look, frozen, verdicts)
