@@ -15,6 +15,7 @@ from typing import Any
 from tfvariants.analyze import stats
 from tfvariants.analyze.analysis import parse_baseline
 from tfvariants.analyze.format import money, sig3
+from tfvariants.analyze.frame import RunFrame, environments_of, logical_cpus_of
 from tfvariants.analyze.pricing import Pricing
 from tfvariants.plan.serve import serve_cell_id
 from tfvariants.store.cellresult import PERCENTILES, ServeResult, finite_number, get_path, serving
@@ -231,21 +232,26 @@ def _model_report(model: str, cfgs: list[Config], base: tuple | None, bound: flo
         key=lambda m: m[1].value,
     )
     rep = ModelReport(model, cfgs, baseline, met[0][0] if met else None)
+    currency = pricing.catalog.currency if pricing is not None else "USD"
     if met:
         cheapest, iv = met[0]
-        span = f"{money(iv.lo)}-{money(iv.hi)}: {iv.label}" if iv.has_interval else iv.label
+        span = (
+            f"{money(iv.lo, currency)}-{money(iv.hi, currency)}: {iv.label}"
+            if iv.has_interval
+            else iv.label
+        )
         thr = cheapest.throughput_under_bound
         rep.conclusions.append(
             f"{model}: the cheapest configuration with p99 within {bound:g} ms is "
-            f"{cheapest.label} at {money(iv.value)} per million predictions ({span}); "
+            f"{cheapest.label} at {money(iv.value, currency)} per million predictions ({span}); "
             f"{sig3(thr.value if thr else None)} predictions/s ({cheapest.operating}), "
             f"billed as {cheapest.instance}."
         )
         if len(met) > 1:  # the runner-up with its interval, so overlap is visible
             nxt, niv = met[1]
             rep.conclusions[-1] += (
-                f" Next: {nxt.label} at {money(niv.value)}"
-                + (f" ({money(niv.lo)}-{money(niv.hi)})" if niv.has_interval else "")
+                f" Next: {nxt.label} at {money(niv.value, currency)}"
+                + (f" ({money(niv.lo, currency)}-{money(niv.hi, currency)})" if niv.has_interval else "")
                 + (" (the intervals overlap: not clearly cheaper)."
                    if iv.has_interval and niv.has_interval and niv.lo <= iv.hi else ".")
             )  # fmt: skip
@@ -287,28 +293,16 @@ def serving_csv_rows(sa: ServingAnalysis) -> list[dict[str, Any]]:
 serving_cell_id = serve_cell_id  # the template and CSV name it so
 
 
-def serving_only_analysis(sa: ServingAnalysis) -> Any:
-    """The report's frame (header, environments) for a run with no training cells."""
-    from datetime import datetime, timezone
-
-    from tfvariants.analyze.analysis import Analysis
-    from tfvariants.analyze.fields import environment_summary, flatten
-
-    envs: dict[str, dict[str, str]] = {}
-    raw: dict[str, list[tuple[str, str]]] = {}
-    for r in sa.cells:
-        env = r.environment
-        if r.variant not in envs and env and r.ok:
-            envs[r.variant], raw[r.variant] = environment_summary(dict(env)), flatten(dict(env))
+def serving_frame(sa: ServingAnalysis) -> RunFrame:
+    """The report's frame (header, warnings, environments) for a run with no training
+    cells: a RunFrame, not a training analysis with nothing in it."""
+    envs, raw = environments_of(sa.cells, dict.fromkeys(r.variant for r in sa.cells), ok_only=True)
     base = next((m.baseline.label for m in sa.models if m.baseline), "n/a")
     notices = sa.store.notices() if sa.store is not None else []
-    warnings = [stats.StatWarning(n.kind, n.message, n.hint) for n in notices]
-    cpus = sa.run.get("logical_cpus") if isinstance(sa.run.get("logical_cpus"), int) else None
-    return Analysis(
-        results_dir=sa.results_dir, run=sa.run, workloads=[], baseline_label=base,
-        pricing=sa.pricing, environments=envs, raw_environments=raw, warnings=warnings,
-        counts=dict(sa.counts), logical_cpus=cpus,
-        generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        cells=[], variants=list(dict.fromkeys(r.variant for r in sa.cells)),
-        store=sa.store,
+    return RunFrame(
+        results_dir=sa.results_dir, run=sa.run, baseline_label=base, pricing=sa.pricing,
+        environments=envs, raw_environments=raw,
+        warnings=[stats.StatWarning(n.kind, n.message, n.hint) for n in notices],
+        counts=dict(sa.counts), logical_cpus=logical_cpus_of(sa.run),
+        variants=list(dict.fromkeys(r.variant for r in sa.cells)), store=sa.store, serving=sa,
     )  # fmt: skip

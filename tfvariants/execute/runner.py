@@ -12,13 +12,15 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from tfvariants.execute.quiet import QuietWait
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.pinning import PinPlan, plan_pinning
+from tfvariants.plan.task import PlannedCell
 from tfvariants.plan.topology import Topology, read_topology
 from tfvariants.store.result import (
     ResultError,
@@ -36,6 +38,9 @@ from workloads.protocol import WorkerRequest
 # (TFV_NO_REAL_WORKERS: the test suite's guard against real TensorFlow, see workloads/__init__.py.)
 ENV_PASSTHROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "USER", "LD_LIBRARY_PATH",
                    "TFV_NO_REAL_WORKERS")  # fmt: skip
+
+# Waits for the cell's CPUs to be quiet (tfvariants.execute.quiet.wait_for_quiet, bound).
+QuietGate = Callable[[Sequence[int]], QuietWait]
 
 # After SIGTERM, how long a timed-out worker gets before SIGKILL.
 KILL_GRACE_S = 5.0
@@ -97,18 +102,28 @@ def _signal_name(code: int) -> str:
         return f"signal {-code}"
 
 
-def _stop_group(proc: subprocess.Popen[bytes]) -> None:
-    """Stop the worker and anything it started (it leads its own session)."""
-    for sig, wait_s in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, None)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
+def stop_groups(pgids: Sequence[int], ended: Callable[[float], bool]) -> None:
+    """The one SIGTERM -> SIGKILL escalation (a timeout, Ctrl-C or SIGTERM, Ray's
+    cancel): SIGTERM to each worker's process group (each leads its own session), and
+    SIGKILL to those left if ``ended(KILL_GRACE_S)`` says they have not all ended."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        sent = False
+        for pgid in pgids:
+            try:
+                os.killpg(pgid, sig)
+                sent = True
+            except (ProcessLookupError, PermissionError):
+                continue
+        if not sent or ended(KILL_GRACE_S):
             return
-        try:
-            proc.wait(timeout=wait_s)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+
+
+def _exited(proc: subprocess.Popen[bytes], wait_s: float) -> bool:
+    try:
+        proc.wait(timeout=wait_s)
+        return True
+    except subprocess.TimeoutExpired:
+        return False
 
 
 def _die_with_parent() -> None:
@@ -136,13 +151,7 @@ def _wait_blocking(
 
     def on_timeout() -> None:
         timed_out.set()
-        for sig, grace_s in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, 0.0)):
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                return
-            if finished.wait(grace_s):
-                return
+        stop_groups([proc.pid], finished.wait)
 
     timer = threading.Timer(timeout_s, on_timeout)
     timer.daemon = True
@@ -151,7 +160,7 @@ def _wait_blocking(
         code = proc.wait()
     except KeyboardInterrupt:
         timer.cancel()
-        _stop_group(proc)
+        stop_groups([proc.pid], lambda wait_s: _exited(proc, wait_s))
         _remove_container(command)
         raise
     finally:
@@ -180,11 +189,12 @@ def run_cell(
     options: RunOptions,
     cells_dir: str | Path,
     topology: Topology | None = None,
+    quiet: QuietGate | None = None,
 ) -> dict[str, Any]:
     """Run one training cell in a fresh worker; write and return its result.
 
     The result is stored as ``cells_dir/<cell_id>.json``; the worker's combined log as
-    ``cells_dir/../logs/<cell_id>.log``.
+    ``logs/<cell_id>.log`` of the same run folder (tfvariants.store.runfolder).
     """
     plan = plan_pinning(cell.threads, topology or read_topology())
     config = asdict(options)
@@ -197,11 +207,12 @@ def run_cell(
         cells_dir=cells_dir,
         config=config,
         timeout_s=options.timeout_s,
+        quiet=quiet,
     )
 
 
 def run_request(
-    cell: Any,
+    cell: PlannedCell,
     variant: Variant,
     plan: PinPlan,
     make_request: Callable[[Path], Any],
@@ -211,11 +222,14 @@ def run_request(
     timeout_s: float,
     module: str = "workloads.worker",
     keep: Callable[[Path, dict[str, Any]], None] | None = None,
+    quiet: QuietGate | None = None,
 ) -> dict[str, Any]:
     """The one life of a cell, whatever it measures: skipped here, or one fresh worker
     (``python -m module``) given ``make_request(result_path)``, and exactly one result
     stored as ``cells_dir/<cell_id>.json``. ``keep(scratch, result)`` may copy what the
-    worker left beside its result before the scratch folder goes."""
+    worker left beside its result before the scratch folder goes. ``quiet(cpus)``, when
+    given, waits for the cell's CPUs to be quiet just before the worker starts; what it
+    found is recorded as ``runner.quiet``."""
     folder = RunFolder(Path(cells_dir).parent)
     cid = cell.cell_id
 
@@ -235,6 +249,7 @@ def run_request(
         command, env = variant.launch(
             request, worker_env(variant, plan), plan.cpus, scratch, module=module
         )
+        waited = quiet(plan.cpus) if quiet is not None else None
         with folder.log_file(cid) as log:
             result = _execute(cell, variant, timeout_s, plan, command, env, scratch, log, config)
         result["runner"] = {
@@ -246,6 +261,8 @@ def run_request(
             "wall_s": result.pop("_wall_s", None),
             "log": str(folder.log_path(cid)),
         }
+        if waited is not None:
+            result["runner"]["quiet"] = waited.to_json()
         if keep is not None:
             keep(scratch, result)
         folder.write_cell(cid, result)
@@ -253,7 +270,7 @@ def run_request(
 
 
 def _execute(
-    cell: Any,
+    cell: PlannedCell,
     variant: Variant,
     timeout_s: float,
     plan: PinPlan,
@@ -307,6 +324,13 @@ def _execute(
 
     if timed_out:
         return failed("timeout", f"no result within the {timeout_s:g} s timeout")
+    if code is not None and code == -signal.SIGILL:
+        # The up-front gate missed it (an image, or a kernel only some ops reach).
+        return failed("failed", (
+            "worker killed by SIGILL: the variant's binary used an instruction this CPU "
+            f"lacks (`tfvariants variants census {variant.name} --full` counts them); "
+            "rerunning will not help"
+        ))  # fmt: skip
     if code is not None and code < 0:
         return failed("failed", f"worker killed by {_signal_name(code)}")
     if not result_file.exists():
