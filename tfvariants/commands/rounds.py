@@ -333,9 +333,10 @@ def make_next_round(
 
 
 def plan_window(spec: MatrixSpec, stored: Mapping[str, AnyResult], first_look: int) -> None:
-    """The steady window of the rounds after the first look, from the cells before it
-    (recomputed from the same cells on a resume, so it is the same window)."""
-    first = [r for r in training(stored.values()) if r.round < first_look]
+    """The steady window of the rounds after the first look, from the undisturbed cells
+    before it, the ones verdicts use (recomputed from the same cells on a resume, so it
+    is the same window)."""
+    first = [r for r in training(stored.values()) if r.round < first_look and not r.disturbed]
     current = float(spec.options["min_steady_s"])
     chosen = windows.plan(windows.components(first), current)
     spec.options["window_plan"] = {**chosen.to_json(), "from_repeat": first_look}
