@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tfvariants.analyze import stats
+from tfvariants.analyze import stats, windows
 from tfvariants.analyze.billing import no_price_reason
 from tfvariants.analyze.conclusions import conclude
 from tfvariants.analyze.coverage import cell_counts, first_cell_id, folder_warnings, usable_results
@@ -180,6 +180,7 @@ def analyze(
                 )
         reports.append(wr)
     noise = host_noise(list(groups.values()), settings)
+    noise.window_plan = windows.plan_sentence((run.get("adaptive") or {}).get("window_plan"))
     all_warnings += noise.warnings
 
     envs, raw_envs = environments_of(cells, variants)

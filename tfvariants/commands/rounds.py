@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tfvariants.analyze import adaptive, stats
+from tfvariants.analyze import adaptive, stats, windows
 from tfvariants.analyze.decide import Settings
 from tfvariants.analyze.verdicts import (
     Requested,
@@ -36,7 +36,9 @@ if TYPE_CHECKING:
     from tfvariants.execute.matrix import MatrixOutcome, NextRound
 
 QUICK_BUDGET_S = 600.0  # --quick without --budget: 10 minutes
-QUICK_WINDOW = (5.0, 50)  # --quick steady window: seconds, steps
+# --quick steady window: seconds, steps. 10 s: about half of a quick cell once its fixed
+# costs (import, trace, epoch boundaries: ~8 s on 2 quiet cores) are paid (docs/compare.md).
+QUICK_WINDOW = (10.0, 50)
 FULL_WINDOW = (10.0, 100)
 
 
@@ -54,11 +56,11 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--min-steady-steps", type=argtypes.positive_int, default=None,
                    help="steady-state steps each cell measures after its warm-up (default 100; "
                    "--quick 50)")  # fmt: skip
-    p.add_argument("--min-effect", type=argtypes.fraction, default=None,
+    p.add_argument("--min-effect", type=argtypes.min_effect, default=None,
                    help="smallest difference that matters, e.g. 5%% (default): smaller ones "
                    "are 'equivalent'")  # fmt: skip
-    p.add_argument("--confidence", type=argtypes.fraction, default=None,
-                   help="confidence of the intervals (default 0.95)")  # fmt: skip
+    p.add_argument("--confidence", type=argtypes.confidence, default=None,
+                   help="confidence of the intervals, above 0.5 and at most 0.9999 (default 0.95)")  # fmt: skip
 
 
 def options_from(
@@ -69,14 +71,15 @@ def options_from(
     o: dict[str, Any] = {
         "min_steady_s": given_or_stored("min_steady_s", args.min_steady_s, argtypes.positive_float, window[0]),
         "min_steady_steps": given_or_stored("min_steady_steps", args.min_steady_steps, argtypes.positive_int, window[1]),
-        "min_effect": given_or_stored("min_effect", args.min_effect, argtypes.fraction, stats.MIN_EFFECT),
-        "confidence": given_or_stored("confidence", args.confidence, argtypes.fraction, stats.CONFIDENCE),
+        "min_effect": given_or_stored("min_effect", args.min_effect, argtypes.min_effect, stats.MIN_EFFECT),
+        "confidence": given_or_stored("confidence", args.confidence, argtypes.confidence, stats.CONFIDENCE),
         "budget_s": given_or_stored("budget_s", args.budget, argtypes.duration, QUICK_BUDGET_S if quick else None),
         "max_repeats": given_or_stored("max_repeats", args.max_repeats, argtypes.repeats,
                                        max(adaptive.DEFAULT_MAX_REPEATS, repeats)),
+        # A window the user chose stays; else the adaptive rounds' window is planned from
+        # the first look's variance components (tfvariants.analyze.windows).
+        "plan_window": given_or_stored("plan_window", None, bool, args.min_steady_s is None),
     }  # fmt: skip
-    if not o["confidence"] > 0.5:
-        raise UserError(f"--confidence: must be above 0.5, got {o['confidence']}")
     if o["max_repeats"] < repeats:
         raise UserError(f"--max-repeats {o['max_repeats']} is below --repeats {repeats}")
     return o
@@ -113,6 +116,7 @@ def record(out: Path, rule: adaptive.StoppingRule, spec: MatrixSpec, before: dic
         **rule.to_json(), "budget_s": spec.options.get("budget_s"),
         "rounds": list(before.get("rounds") or []) + outcome.rounds,
         "stopped": outcome.stopped, "spent_s": round(outcome.spent_s, 1),
+        "window_plan": spec.options.get("window_plan") or before.get("window_plan"),
     })  # fmt: skip
     if outcome.stopped:
         console.print(
@@ -223,6 +227,8 @@ def make_next_round(
         at = look_verdicts(spec, stored, rule, baseline=baseline, settings=settings)
         if at.look is None:
             return [], f"only {at.rounds} round(s) stored, fewer than the first look"
+        if spec.options.get("plan_window"):
+            plan_window(spec, stored, rule.looks[0])
         open_verdicts = [v for wv in at.verdicts for v in wv.open]
         if not any(wv.verdicts for wv in at.verdicts):
             return [], (
@@ -250,3 +256,12 @@ def make_next_round(
         )
 
     return next_round
+
+
+def plan_window(spec: MatrixSpec, stored: Mapping[str, AnyResult], first_look: int) -> None:
+    """The steady window of the rounds after the first look, from the cells before it
+    (recomputed from the same cells on a resume, so it is the same window)."""
+    first = [r for r in training(stored.values()) if r.round < first_look]
+    current = float(spec.options["min_steady_s"])
+    chosen = windows.plan(windows.components(first), current)
+    spec.options["window_plan"] = {**chosen.to_json(), "from_repeat": first_look}

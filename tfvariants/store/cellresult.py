@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.serve import ServeCell
+from workloads.steady import window_means  # stdlib only: the worker's own cut
 
 # A cell whose CPUs other processes (or the hypervisor) used more than this share of
 # the time is *disturbed*: kept and shown, but left out of verdicts by default. The
@@ -150,6 +151,23 @@ def overhead_split(result: Mapping[str, Any]) -> dict[str, float]:
     return {k: v for k, v in parts.items() if v is not None}
 
 
+def _steady_windows(result: Mapping[str, Any]) -> tuple[float, ...]:
+    """Per-window mean steady step times (workloads.steady): as the worker recorded them,
+    or cut the same way from an older result's step times when every step was kept."""
+    recorded = get_path(result, "timing", "steady_windows_s")
+    if isinstance(recorded, list):
+        values = (finite_number(v) for v in recorded)
+        return tuple(v for v in values if v is not None and v > 0)
+    steps = get_path(result, "timing", "step_times_s")
+    warmup = get_path(result, "timing", "warmup_steps")
+    if not isinstance(steps, list) or get_path(result, "timing", "step_sample_stride") != 1:
+        return ()
+    if not isinstance(warmup, int) or isinstance(warmup, bool):
+        return ()
+    steady = [x for x in (finite_number(v) for v in steps[warmup:]) if x is not None and x > 0]
+    return tuple(window_means(steady))
+
+
 def is_disturbed(others_share: float | None, steal_share: float | None) -> bool:
     """The one rule for a disturbed cell (see DISTURBED_SHARE)."""
     return any(x is not None and x > DISTURBED_SHARE for x in (others_share, steal_share))
@@ -207,6 +225,7 @@ class CellResult:
     disturbed: bool  # others/steal above DISTURBED_SHARE: out of verdicts by default
     wall_s: float | None  # the cell's wall time as the runner measured it
     overhead: Mapping[str, float]
+    steady_windows_s: tuple[float, ...]  # mean step time of each steady window (ok only)
     raw: Mapping[str, Any]  # the validated dict: for display only, never recomputed from
 
     @property
@@ -358,6 +377,7 @@ def parse_training(
         disturbed=ok and is_disturbed(others, steal),
         wall_s=finite_number(get_path(result, "runner", "wall_s")),
         overhead=overhead_split(result) if ok else {},
+        steady_windows_s=_steady_windows(result) if ok else (),
         raw=result,
     )
 
