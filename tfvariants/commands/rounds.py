@@ -52,7 +52,8 @@ def add_options(p: argparse.ArgumentParser) -> None:
                    help="with --budget: at most this many repeats (default 20)")  # fmt: skip
     p.add_argument("--min-steady-s", type=argtypes.positive_float, default=None,
                    help="seconds of steady-state steps each cell measures after its warm-up "
-                   "(default 10; --quick 5)")  # fmt: skip
+                   "(default 10, also with --quick; not given, the adaptive rounds after "
+                   "the first look measure a window planned from the first rounds)")  # fmt: skip
     p.add_argument("--min-steady-steps", type=argtypes.positive_int, default=None,
                    help="steady-state steps each cell measures after its warm-up (default 100; "
                    "--quick 50)")  # fmt: skip
