@@ -27,6 +27,7 @@ from tfvariants.analyze.pricing import Pricing
 from tfvariants.analyze.verdicts import (
     Requested,
     Verdict,
+    measured,
     round_values,
     statistic,
     workload_verdicts,
@@ -127,6 +128,7 @@ def analyze(
         if any(r.oversubscribed for r in g.results)
     }
     times = round_values(cells)  # what verdicts are decided on
+    ran = measured(cells)
 
     all_warnings: list[stats.StatWarning] = []
     over_threads: dict[int, list[str]] = {}
@@ -151,7 +153,7 @@ def analyze(
         )
         found = workload_verdicts([g.key for g in wgroups], times, settings, devices=devices,
                                   variant_order=variants, oversubscribed=over,
-                                  requested=requested)  # fmt: skip
+                                  requested=requested, ran=ran)  # fmt: skip
         wr = WorkloadReport(w, wgroups, groups.get(found.baseline) if found.baseline else None)
         _apply_verdicts(wr, found.verdicts, settings)
         if wr.baseline is None or wr.baseline.time is None:

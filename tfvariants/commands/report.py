@@ -86,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
         if not rows and args.csv.is_file():  # a serving-only run: the CSV holds serving cells
             rows = max(len(args.csv.read_text(encoding="utf-8").splitlines()) - 1, 0)
         print(f"csv: {args.csv} ({rows} rows)")
+    print_compiled_answer(analysis)
     for w in training.workloads if training is not None else []:
         print(f"{w.name}:")  # the sentences do not all name their workload
         for line in w.conclusions:
@@ -96,3 +97,15 @@ def run(args: argparse.Namespace) -> int:
             for line in m.conclusions:
                 print(f"  {line}")
     return 0
+
+
+def print_compiled_answer(analysis: Any) -> None:
+    """A compiled-preset run opens with its answer for this CPU (tfvariants.analyze.compiled)."""
+    from tfvariants.analyze.analysis import Analysis
+    from tfvariants.analyze.compiled import answer
+
+    if not isinstance(analysis, Analysis):  # a serving-only run
+        return
+    lines = answer(analysis.workloads, analysis.run, analysis.settings.min_effect)
+    for i, line in enumerate(lines or []):
+        print(line if i == 0 else f"  {line}")

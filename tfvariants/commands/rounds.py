@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from tfvariants.analyze import adaptive, stats, windows
 from tfvariants.analyze.decide import Settings
-from tfvariants.analyze.verdicts import Requested, WorkloadVerdicts, round_values, workload_verdicts
+from tfvariants.analyze.verdicts import (
+    Requested,
+    WorkloadVerdicts,
+    measured,
+    round_values,
+    workload_verdicts,
+)
 from tfvariants.commands import argtypes
 from tfvariants.errors import UserError
 from tfvariants.plan.cell import Cell
@@ -180,7 +186,8 @@ def look_verdicts(
     if not looks_done:
         return Look(rounds, None, frozen, ())
     look = looks_done[-1]
-    values = round_values(r for r in mine if r.round < look)
+    upto = [r for r in mine if r.round < look]
+    values, ran = round_values(upto), measured(upto)
     devices = {v: str((spec.variant_info.get(v) or {}).get("device", "cpu")) for v in spec.variants}
     devices.update({r.variant: r.device for r in mine})
     over = {(r.variant, r.threads) for r in mine if r.oversubscribed}
@@ -193,7 +200,8 @@ def look_verdicts(
             variant_order=spec.variants,
             oversubscribed=over,
             requested=baseline,
-        )  # fmt: skip
+            ran=ran,
+        )
         for w in spec.workloads
     )
     return Look(rounds, look, frozen, verdicts)

@@ -84,12 +84,20 @@ def render_html(analysis: RunFrame, serving: ServingAnalysis | None = None) -> s
             "serving_cell_id": serving_cell_id,
             "num_fmt": sig3,
         }
+    from tfvariants.analyze.compiled import answer
+
+    compiled = (
+        answer(training.workloads, training.run, training.settings.min_effect)
+        if training is not None
+        else None
+    )
     return env.get_template("report.html").render(
         a=analysis,
         workloads=workloads,
         charts=charts,
         version=__version__,
         disturbed_share=DISTURBED_SHARE,
+        compiled_answer=compiled,
         **extra,
     )
 

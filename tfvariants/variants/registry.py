@@ -308,6 +308,11 @@ def skip_reason(variant: Variant) -> str | None:
     """Why a cell of this variant cannot run on this host (it is then 'skipped')."""
     if variant.device == "gpu" and not _host_has_gpu():
         return "no GPU visible on this host"
+    if variant.device == "cpu" and variant.readiness()[0]:
+        # A binary built for instructions this CPU lacks dies of SIGILL: say so up front.
+        from tfvariants.variants import census
+
+        return census.gate(variant)
     return None
 
 
