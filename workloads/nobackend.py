@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.abc
+import importlib.machinery
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -11,15 +12,26 @@ from typing import Any
 BACKENDS = ("tensorflow", "keras", "jax", "torch")
 
 
+class _RefusingLoader(importlib.abc.Loader):
+    """Fails the import itself, not the lookup: ``importlib.util.find_spec`` (a variant's
+    readiness check) still answers, an ``import tensorflow`` raises."""
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        raise ImportError(
+            f"TFV_NO_REAL_WORKERS=1: importing {spec.name} refused (a fast test must not "
+            "start real TensorFlow: mark it @pytest.mark.tf, or fake the worker)"
+        )
+
+    def exec_module(self, module: ModuleType) -> None:  # never reached: create_module raises
+        raise ImportError(f"TFV_NO_REAL_WORKERS=1: importing {module.__name__} refused")
+
+
 class _Refuse(importlib.abc.MetaPathFinder):
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> Any:
         if fullname.split(".")[0] in BACKENDS:
-            raise ImportError(
-                f"TFV_NO_REAL_WORKERS=1: importing {fullname} refused (a fast test must not "
-                "start real TensorFlow: mark it @pytest.mark.tf, or fake the worker)"
-            )
+            return importlib.machinery.ModuleSpec(fullname, _RefusingLoader())
         return None
 
 

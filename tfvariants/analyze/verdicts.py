@@ -37,14 +37,16 @@ def round_values(
     include_disturbed: bool = False,
 ) -> dict[ConfigKey, dict[int, float]]:
     """Per configuration, its usable values by round: successful, positive, and (unless
-    ``include_disturbed``) undisturbed."""
+    ``include_disturbed``) undisturbed. A round run again after a disturbed attempt has
+    several attempts: its first undisturbed one counts, else (included) its first."""
     out: dict[ConfigKey, dict[int, float]] = {}
-    for r in results:
+    # Undisturbed attempts first, each group in attempt order: the first one seen wins.
+    for r in sorted(results, key=lambda r: (r.disturbed, r.attempt)):
         if not r.ok or (r.disturbed and not include_disturbed):
             continue
         v = value(r)
         if v is not None and v > 0:
-            out.setdefault(r.key, {})[r.round] = v
+            out.setdefault(r.key, {}).setdefault(r.round, v)
     return out
 
 

@@ -148,12 +148,14 @@ def _check_cell(cell: Any, source: str) -> None:
             f"{source}: field 'cell.threads': expected a whole number from 1 to {MAX_THREADS}, "
             f"got {json.dumps(threads)[:40]}"
         )
-    repeat = cell.get("repeat", 0)
-    if not _is_int(repeat) or not 0 <= repeat < MAX_REPEATS:
-        raise ResultError(
-            f"{source}: field 'cell.repeat': expected a whole number from 0 to "
-            f"{MAX_REPEATS - 1}, got {str(repeat)[:40]}"
-        )
+    for key in ("repeat", "attempt"):
+        value = cell.get(key, 0)
+        # A huge integer would make a cell id of thousands of digits.
+        if not _is_int(value) or not 0 <= value < MAX_REPEATS:
+            raise ResultError(
+                f"{source}: field 'cell.{key}': expected a whole number from 0 to "
+                f"{MAX_REPEATS - 1}, got {str(value)[:40]}"
+            )
 
 
 def validate_result(data: Any, source: str = "result") -> dict[str, Any]:
