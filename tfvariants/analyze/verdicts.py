@@ -50,13 +50,14 @@ def round_values(
     return out
 
 
-# How stats.compare_rounds compares the common rounds. "unpaired" (Mann-Whitney on the
-# common rounds) and not "auto": auto pairs by round when the median absolute deviations
-# of five values happen to differ 3x, which five values often do by chance, and the
-# paired interval needs 8 rounds at the 98.75 % of 4 looks, so a 2x difference at 2 %
-# noise stayed undecided at the first look (5 rounds) and every quick compare ran
-# rounds it did not need (tests/test_verdicts.py). Switching is this one line.
-ROUND_METHOD = "unpaired"
+# How stats.compare_rounds compares the common rounds: "auto", chosen by simulation
+# (benchmarks/decide.py, docs/compare.md): Mann-Whitney on the common rounds by default,
+# paired by round (Wilcoxon signed-rank) when one side is over 3x as noisy as the other or
+# the rounds move both sides together (drift, bursts). Unpaired alone gave 5.8 % false
+# "different" with 2 % vs 50 % noise and 87 % power under drift; auto 2.1 % and 91 %.
+# Below the 8 rounds a paired interval needs at 4 looks, auto pairs only when the spreads
+# differ over 8x, so a clear difference is still decided at the first look.
+ROUND_METHOD = "auto"
 
 
 def statistic(base: RoundValues, other: RoundValues, settings: Settings) -> stats.Comparison:
