@@ -308,6 +308,11 @@ def make_next_round(
         if spec.options.get("plan_window"):
             plan_window(spec, stored, rule.looks[0])
         open_verdicts = [v for wv in at.verdicts for v in wv.open]
+        if not any(wv.verdicts for wv in at.verdicts):
+            return [], (
+                f"no comparison to judge at the look after {at.look} repeats (a baseline and "
+                "another configuration both need a successful repeat)"
+            )
         if not open_verdicts:
             return [], f"every comparison was decided by the look after {at.look} repeats"
         if at.rounds >= rule.max_repeats:
