@@ -323,3 +323,59 @@ def test_two_fresh_runs_into_one_out_are_not_both_accepted(tmp_path, monkeypatch
         holder.wait()
     assert "in use by" in capsys.readouterr().err
     assert not (tmp_path / "R" / "run.json").exists()
+
+
+# ---- the one SIGTERM -> SIGKILL escalation, and the Ray driver's writes ----
+
+
+@pytest.mark.parametrize("ignores_term", [False, True])
+def test_stop_groups_terminates_then_kills(ignores_term, monkeypatch):
+    monkeypatch.setattr(runner, "KILL_GRACE_S", 0.5)
+    trap = "trap '' TERM; " if ignores_term else ""
+    proc = subprocess.Popen(["sh", "-c", f"{trap}sleep 60 & wait"], start_new_session=True)
+    time.sleep(0.3)  # let the shell set its trap
+
+    def ended(wait_s: float) -> bool:
+        try:
+            proc.wait(timeout=wait_s)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+
+    runner.stop_groups([proc.pid], ended)
+    proc.wait(timeout=10)
+    assert proc.returncode == (-signal.SIGKILL if ignores_term else -signal.SIGTERM)
+    assert group_members(proc.pid) == []  # the whole group is gone (the sleep too)
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes of a process group, from /proc."""
+    live = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            live.append(int(pid))
+    return live
+
+
+def test_the_ray_driver_stores_cells_and_logs_through_the_run_folder(tmp_path):
+    from tfvariants.execute.ray_executor import RayMatrix
+    from tfvariants.plan.spec import MatrixSpec
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    out = tmp_path / "R"
+    cell = Cell("local", 1, "mnist_mlp", 0)
+    (out / "logs").mkdir(parents=True)
+    (out / "logs" / f"{cell.cell_id}.log").symlink_to(victim)
+    m = RayMatrix(MatrixSpec(("local",), (1,), ("mnist_mlp",), 1, {}), out, None)  # type: ignore[arg-type]
+    m._store(cell, rf.make_result("local", 1, "mnist_mlp", 0), "the node's log")
+    assert victim.read_text() == "precious"
+    assert (out / "logs" / f"{cell.cell_id}.log").read_text() == "the node's log"
+    assert json.loads((out / "cells" / f"{cell.cell_id}.json").read_text())["status"] == "ok"
+    assert json.loads((out / "cells" / f"{cell.cell_id}.json").read_text())["runner"][
+        "log"
+    ].endswith(".log")

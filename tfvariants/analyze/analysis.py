@@ -28,6 +28,7 @@ from tfvariants.analyze.pricing import Pricing
 from tfvariants.analyze.verdicts import (
     Requested,
     Verdict,
+    measured,
     round_values,
     statistic,
     workload_verdicts,
@@ -138,6 +139,7 @@ def analyze(
     quiet = interference.summarise(cells, policy=interference.policy_of(opts, disturbed),
                                    options=opts)  # fmt: skip
     times = round_values(cells, include_disturbed=quiet.included)  # what verdicts use
+    ran = measured(cells)
 
     all_warnings: list[stats.StatWarning] = []
     over_threads: dict[int, list[str]] = {}
@@ -162,7 +164,7 @@ def analyze(
         )
         found = workload_verdicts([g.key for g in wgroups], times, settings, devices=devices,
                                   variant_order=variants, oversubscribed=over,
-                                  requested=requested)  # fmt: skip
+                                  requested=requested, ran=ran)  # fmt: skip
         wr = WorkloadReport(w, wgroups, groups.get(found.baseline) if found.baseline else None)
         _apply_verdicts(wr, found.verdicts, settings)
         if wr.baseline is None or wr.baseline.time is None:

@@ -232,21 +232,26 @@ def _model_report(model: str, cfgs: list[Config], base: tuple | None, bound: flo
         key=lambda m: m[1].value,
     )
     rep = ModelReport(model, cfgs, baseline, met[0][0] if met else None)
+    currency = pricing.catalog.currency if pricing is not None else "USD"
     if met:
         cheapest, iv = met[0]
-        span = f"{money(iv.lo)}-{money(iv.hi)}: {iv.label}" if iv.has_interval else iv.label
+        span = (
+            f"{money(iv.lo, currency)}-{money(iv.hi, currency)}: {iv.label}"
+            if iv.has_interval
+            else iv.label
+        )
         thr = cheapest.throughput_under_bound
         rep.conclusions.append(
             f"{model}: the cheapest configuration with p99 within {bound:g} ms is "
-            f"{cheapest.label} at {money(iv.value)} per million predictions ({span}); "
+            f"{cheapest.label} at {money(iv.value, currency)} per million predictions ({span}); "
             f"{sig3(thr.value if thr else None)} predictions/s ({cheapest.operating}), "
             f"billed as {cheapest.instance}."
         )
         if len(met) > 1:  # the runner-up with its interval, so overlap is visible
             nxt, niv = met[1]
             rep.conclusions[-1] += (
-                f" Next: {nxt.label} at {money(niv.value)}"
-                + (f" ({money(niv.lo)}-{money(niv.hi)})" if niv.has_interval else "")
+                f" Next: {nxt.label} at {money(niv.value, currency)}"
+                + (f" ({money(niv.lo, currency)}-{money(niv.hi, currency)})" if niv.has_interval else "")
                 + (" (the intervals overlap: not clearly cheaper)."
                    if iv.has_interval and niv.has_interval and niv.lo <= iv.hi else ".")
             )  # fmt: skip

@@ -87,21 +87,31 @@ class Verdict:
         return self.comparison is None or self.comparison.verdict == "undecided"
 
 
+def measured(results: Iterable[CellResult]) -> set[ConfigKey]:
+    """Configurations with at least one successful repeat, disturbed or not."""
+    return {r.key for r in results if r.ok}
+
+
 def compare_with(
     values: Mapping[ConfigKey, RoundValues],
     baseline: ConfigKey,
     configs: Iterable[ConfigKey],
     settings: Settings,
+    ran: Collection[ConfigKey] | None = None,
 ) -> dict[ConfigKey, Verdict]:
-    """Every configuration that has usable values (but the baseline) against it."""
+    """Every configuration (but the baseline) against it, where both ``ran`` (have a
+    successful repeat; default: usable values). A pair without a common usable round
+    (e.g. every repeat of one side disturbed) gets a Verdict with no comparison: open,
+    since another round may give one; a side that never succeeded gets none."""
+    ran = set(values) if ran is None else set(ran)
     base = values.get(baseline) or {}
     out: dict[ConfigKey, Verdict] = {}
-    if not base:
+    if baseline not in ran:
         return out
     for c in configs:
-        mine = values.get(c) or {}
-        if c == baseline or not mine:
+        if c == baseline or c not in ran:
             continue
+        mine = values.get(c) or {}
         rounds = tuple(sorted(set(base) & set(mine)))
         out[c] = Verdict(c, baseline, rounds, statistic(base, mine, settings) if rounds else None)
     return out
@@ -158,12 +168,14 @@ def workload_verdicts(
     variant_order: Sequence[str],
     oversubscribed: Collection[tuple[str, int]] = (),
     requested: Requested | None = None,
+    ran: Collection[ConfigKey] | None = None,
 ) -> WorkloadVerdicts:
     """THE comparison of one workload: its baseline, and every configuration in
-    ``configs`` (one workload's) against it on common rounds."""
+    ``configs`` (one workload's) against it on common rounds (``ran``: see
+    :func:`compare_with`)."""
     if not configs:
         raise ValueError("workload_verdicts needs at least one configuration")
     base = pick_baseline(configs, values, devices=devices, variant_order=variant_order,
                          oversubscribed=oversubscribed, requested=requested)  # fmt: skip
-    verdicts = compare_with(values, base, configs, settings) if base is not None else {}
+    verdicts = compare_with(values, base, configs, settings, ran) if base is not None else {}
     return WorkloadVerdicts(configs[0].workload, base, verdicts)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tfvariants.commands.outdir import check_name_lengths, check_writable
-from tfvariants.errors import UserError
+from tfvariants.errors import UserError, one_line
 from tfvariants.store.runfolder import EVIDENCE, evidence_reason
 
 # ---- options ----
@@ -47,7 +47,15 @@ def pricing_from(args: argparse.Namespace) -> Any:
         return None
     from tfvariants.analyze.pricing import parse_pricing_option
 
-    return parse_pricing_option(args.pricing, tier=args.price_tier, instance_map=args.instance)
+    pricing = parse_pricing_option(args.pricing, tier=args.price_tier, instance_map=args.instance)
+    print_catalog_warnings(pricing.catalog)
+    return pricing
+
+
+def print_catalog_warnings(catalog: Any) -> None:
+    """What a catalog was accepted with (e.g. a spot price above on-demand, dropped)."""
+    for w in catalog.warnings:
+        print(f"tfvariants: warning: {one_line(w)}", file=sys.stderr)
 
 
 class _DeprecatedAlias(argparse.Action):

@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from tfvariants.analyze import adaptive, interference, stats, windows
 from tfvariants.analyze.decide import Settings
-from tfvariants.analyze.verdicts import Requested, WorkloadVerdicts, round_values, workload_verdicts
+from tfvariants.analyze.verdicts import (
+    Requested,
+    WorkloadVerdicts,
+    measured,
+    round_values,
+    workload_verdicts,
+)
 from tfvariants.commands import argtypes
 from tfvariants.errors import UserError
 from tfvariants.plan.cell import Cell
@@ -50,11 +56,11 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--min-steady-steps", type=argtypes.positive_int, default=None,
                    help="steady-state steps each cell measures after its warm-up (default 100; "
                    "--quick 50)")  # fmt: skip
-    p.add_argument("--min-effect", type=argtypes.fraction, default=None,
+    p.add_argument("--min-effect", type=argtypes.min_effect, default=None,
                    help="smallest difference that matters, e.g. 5%% (default): smaller ones "
                    "are 'equivalent'")  # fmt: skip
-    p.add_argument("--confidence", type=argtypes.fraction, default=None,
-                   help="confidence of the intervals (default 0.95)")  # fmt: skip
+    p.add_argument("--confidence", type=argtypes.confidence, default=None,
+                   help="confidence of the intervals, above 0.5 and at most 0.9999 (default 0.95)")  # fmt: skip
     add_interference_options(p)
     p.add_argument("--order-seed", type=argtypes.seed, default=None,
                    help="seed of each round's random order of configurations (default: drawn "
@@ -93,8 +99,8 @@ def options_from(
     o: dict[str, Any] = {
         "min_steady_s": given_or_stored("min_steady_s", args.min_steady_s, argtypes.positive_float, window[0]),
         "min_steady_steps": given_or_stored("min_steady_steps", args.min_steady_steps, argtypes.positive_int, window[1]),
-        "min_effect": given_or_stored("min_effect", args.min_effect, argtypes.fraction, stats.MIN_EFFECT),
-        "confidence": given_or_stored("confidence", args.confidence, argtypes.fraction, stats.CONFIDENCE),
+        "min_effect": given_or_stored("min_effect", args.min_effect, argtypes.min_effect, stats.MIN_EFFECT),
+        "confidence": given_or_stored("confidence", args.confidence, argtypes.confidence, stats.CONFIDENCE),
         "budget_s": given_or_stored("budget_s", args.budget, argtypes.duration, QUICK_BUDGET_S if quick else None),
         "max_repeats": given_or_stored("max_repeats", args.max_repeats, argtypes.repeats,
                                        max(adaptive.DEFAULT_MAX_REPEATS, repeats)),
@@ -112,8 +118,6 @@ def options_from(
         from tfvariants.plan.spec import new_order_seed
 
         o["order_seed"] = new_order_seed()
-    if not o["confidence"] > 0.5:
-        raise UserError(f"--confidence: must be above 0.5, got {o['confidence']}")
     if o["max_repeats"] < repeats:
         raise UserError(f"--max-repeats {o['max_repeats']} is below --repeats {repeats}")
     return o
@@ -257,10 +261,10 @@ def look_verdicts(
     if not looks_done:
         return Look(rounds, None, frozen, ())
     look = looks_done[-1]
-    seen = [r for r in mine if r.round < look]
+    upto = [r for r in mine if r.round < look]
     # Disturbed cells as the report treats them (the run's policy, over what is stored).
-    quiet = interference.summarise(seen, policy=interference.policy_of(spec.options))
-    values = round_values(seen, include_disturbed=quiet.included)
+    quiet = interference.summarise(upto, policy=interference.policy_of(spec.options))
+    values, ran = round_values(upto, include_disturbed=quiet.included), measured(upto)
     devices = {v: str((spec.variant_info.get(v) or {}).get("device", "cpu")) for v in spec.variants}
     devices.update({r.variant: r.device for r in mine})
     over = {(r.variant, r.threads) for r in mine if r.oversubscribed}
@@ -273,7 +277,8 @@ def look_verdicts(
             variant_order=spec.variants,
             oversubscribed=over,
             requested=baseline,
-        )  # fmt: skip
+            ran=ran,
+        )
         for w in spec.workloads
     )
     return Look(rounds, look, frozen, verdicts)

@@ -120,12 +120,11 @@ def parse_positive(option: str, text: str, hi: int = argtypes.MAX_COUNT) -> int:
 
 
 def parse_rate(option: str, text: str) -> float:
-    try:
-        value = float(str(text).strip())
-    except ValueError:
-        value = float("nan")
-    if not 0 < value <= 1e9:  # NaN fails too
-        raise UserError(f"--{option}: expected a number greater than 0, got {text!r}")
+    value = argtypes.decimal(text)  # finite, ASCII digits: no "nan", "1_0", "٣"
+    if value is None or not 0 < value <= 1e9:
+        raise UserError(
+            f"--{option}: expected a number greater than 0 and at most 1e9, got {argtypes.shown(text)}"
+        )
     return value
 
 
@@ -168,7 +167,7 @@ def build_serve_spec(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
         for p in paths:
             if p not in ("inprocess", "http"):
                 raise UserError(f"--path: unknown path {p!r} (inprocess, http; or --target URL)")
-    threads = (checked("threads", argtypes.thread_list, args.threads) if args.threads
+    threads = (checked("threads", argtypes.thread_list, args.threads) if args.threads is not None
                else default_threads(logical_cpus()))  # fmt: skip
     variants = parse_names("variants", args.variants)
     min_d, max_d = (

@@ -154,7 +154,7 @@ class Matrix(Generic[CellT]):
                 folder.unlock()  # refused: leave the folder as it was (or absent)
             raise
         moved = quarantine_unreadable(contents) if resume and contents.problems else []
-        self.cells_dir.mkdir(parents=True, exist_ok=True)
+        folder.create()
         self._prepared = (contents.results, moved)
         return moved
 

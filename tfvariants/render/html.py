@@ -4,6 +4,7 @@ re-made any time."""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from tfvariants import __version__
@@ -15,6 +16,7 @@ from tfvariants.analyze.format import (
     interval_text,
     mem,
     money,
+    money_unit,
     num_fmt,
     pct,
     ratio_main,
@@ -49,10 +51,15 @@ def render_html(analysis: RunFrame, serving: ServingAnalysis | None = None) -> s
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(dur=dur, money=money, interval=interval_text, mem=mem, num=num_fmt)
+    # Every amount in the catalog's currency (one catalog per report).
+    pricing = analysis.pricing or (serving.pricing if serving is not None else None)
+    currency = pricing.catalog.currency if pricing is not None else "USD"
+    in_currency = partial(money, currency=currency)
+    env.filters.update(dur=dur, money=in_currency, interval=interval_text, mem=mem, num=num_fmt)
     env.filters.update(ratio_main=ratio_main, ratio_sub=ratio_sub, interval_sub=interval_sub)
     env.filters.update(interval_label=interval_label, pct=pct, sig3=sig3)
-    env.filters["money_sub"] = lambda iv: interval_sub(iv, money).replace("-$", "-")
+    env.filters["money_sub"] = lambda iv: interval_sub(iv, in_currency).replace("-$", "-")
+    env.globals["money_unit"] = money_unit(currency)
     training = analysis if isinstance(analysis, Analysis) else None
     workloads = training.workloads if training is not None else []
     charts = {
@@ -77,6 +84,13 @@ def render_html(analysis: RunFrame, serving: ServingAnalysis | None = None) -> s
             "serving_cell_id": serving_cell_id,
             "num_fmt": sig3,
         }
+    from tfvariants.analyze.compiled import answer
+
+    compiled = (
+        answer(training.workloads, training.run, training.settings.min_effect)
+        if training is not None
+        else None
+    )
     return env.get_template("report.html").render(
         a=analysis,
         workloads=workloads,
@@ -84,6 +98,7 @@ def render_html(analysis: RunFrame, serving: ServingAnalysis | None = None) -> s
         version=__version__,
         # The run's limit (its interference summary), else the default.
         disturbed_share=getattr(getattr(analysis, "interference", None), "limit", DISTURBED_SHARE),
+        compiled_answer=compiled,
         **extra,
     )
 

@@ -305,7 +305,7 @@ def prepare_run_dir(
             "overwritten)"
         )
     record = new_run(spec, hosts)
-    cells.mkdir(parents=True, exist_ok=True)
+    RunFolder(out).create()
     write_run(out, record)
     return record
 
