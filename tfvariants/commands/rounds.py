@@ -195,7 +195,7 @@ def print_disturbed(outcome: Any, console: Any) -> None:
         f"the verdicts); {outcome.retried} attempt(s) run again"
     )
     if outcome.retries_left_out:
-        text += f", {outcome.retries_left_out} not run again (retries or budget used up)"
+        text += f", {outcome.retries_left_out} not run again (retries or budget used up, or a sustained load)"
     console.print(text, highlight=False, markup=False)
 
 
