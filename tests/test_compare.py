@@ -306,7 +306,7 @@ def test_next_round_uses_the_reports_baseline_which_is_never_oversubscribed_by_c
 class VariantSpeedRunCell(FakeRunCell):
     """Times that depend on the variant: the AVX-512 build 25 % faster, the rest equal."""
 
-    def __call__(self, cell, variant, options, cells_dir):
+    def __call__(self, cell, variant, options, cells_dir, quiet=None):
         self.calls.append((cell.cell_id, options))
         factor = 0.75 if cell.variant == "intel-avx512-2.14" else 1.0
         r = rf.make_result(cell.variant, cell.threads, cell.workload, cell.repeat,

@@ -102,6 +102,14 @@ def duration(text: str) -> float:
     return value
 
 
+def _fraction_value(text: str) -> float:
+    t = text.strip()
+    value = decimal(t[:-1]) if t.endswith("%") else decimal(t)
+    if value is None:
+        raise argparse.ArgumentTypeError(f"expected a fraction like 0.05 or 5%, got {shown(text)}")
+    return value / 100 if t.endswith("%") else value
+
+
 def wait(text: str) -> float:
     """Like ``duration`` ('30s', '1m'), but 0 (do not wait) is allowed; at most an hour."""
     if text.strip() in ("0", "0s"):
@@ -115,14 +123,6 @@ def wait(text: str) -> float:
 def retries(text: str) -> int:
     """Attempts after a disturbed one, per cell: 0 (none) to 10."""
     return whole_number(text, 0, 10)
-
-
-def _fraction_value(text: str) -> float:
-    t = text.strip()
-    value = decimal(t[:-1]) if t.endswith("%") else decimal(t)
-    if value is None:
-        raise argparse.ArgumentTypeError(f"expected a fraction like 0.05 or 5%, got {shown(text)}")
-    return value / 100 if t.endswith("%") else value
 
 
 def fraction(text: str) -> float:

@@ -264,10 +264,11 @@ def look_verdicts(
     if not looks_done:
         return Look(rounds, None, frozen, ())
     look = looks_done[-1]
-    upto = [r for r in mine if r.round < look]
+    seen = [r for r in mine if r.round < look]
     # Disturbed cells as the report treats them (the run's policy, over what is stored).
-    quiet = interference.summarise(upto, policy=interference.policy_of(spec.options))
-    values, ran = round_values(upto, include_disturbed=quiet.included), measured(upto)
+    quiet = interference.summarise(seen, policy=interference.policy_of(spec.options))
+    values = round_values(seen, include_disturbed=quiet.included)
+    ran = measured(seen)
     devices = {v: str((spec.variant_info.get(v) or {}).get("device", "cpu")) for v in spec.variants}
     devices.update({r.variant: r.device for r in mine})
     over = {(r.variant, r.threads) for r in mine if r.oversubscribed}
@@ -310,6 +311,11 @@ def make_next_round(
         if spec.options.get("plan_window"):
             plan_window(spec, stored, rule.looks[0])
         open_verdicts = [v for wv in at.verdicts for v in wv.open]
+        if not any(wv.verdicts for wv in at.verdicts):
+            return [], (
+                f"no comparison to judge at the look after {at.look} repeats (a baseline and "
+                "another configuration both need a successful repeat)"
+            )
         if not open_verdicts:
             return [], f"every comparison was decided by the look after {at.look} repeats"
         if at.rounds >= rule.max_repeats:
