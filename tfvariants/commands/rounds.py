@@ -192,11 +192,14 @@ def print_disturbed(outcome: Any, console: Any) -> None:
     if not outcome.disturbed:
         return
     text = (
-        f"{len(outcome.disturbed)} cell(s) disturbed by other processes (kept, left out of "
-        f"the verdicts); {outcome.retried} attempt(s) run again"
+        f"{len(outcome.disturbed)} cell(s) disturbed by other processes (kept; the report "
+        f"says whether the verdicts use them); {outcome.retried} attempt(s) run again"
     )
     if outcome.retries_left_out:
-        text += f", {outcome.retries_left_out} not run again (retries or budget used up)"
+        text += (
+            f", {outcome.retries_left_out} not run again (retries or budget used up, or a "
+            "sustained load)"
+        )
     console.print(text, highlight=False, markup=False)
 
 
