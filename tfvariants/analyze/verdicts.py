@@ -50,13 +50,14 @@ def round_values(
     return out
 
 
-# How stats.compare_rounds compares the common rounds. "unpaired" (Mann-Whitney on the
-# common rounds) and not "auto": auto pairs by round when the median absolute deviations
-# of five values happen to differ 3x, which five values often do by chance, and the
-# paired interval needs 8 rounds at the 98.75 % of 4 looks, so a 2x difference at 2 %
-# noise stayed undecided at the first look (5 rounds) and every quick compare ran
-# rounds it did not need (tests/test_verdicts.py). Switching is this one line.
-ROUND_METHOD = "unpaired"
+# How stats.compare_rounds compares the common rounds: "auto", chosen by simulation
+# (benchmarks/decide.py, docs/compare.md): Mann-Whitney on the common rounds by default,
+# paired by round (Wilcoxon signed-rank) when one side is over 3x as noisy as the other or
+# the rounds move both sides together (drift, bursts). Unpaired alone gave 5.8 % false
+# "different" with 2 % vs 50 % noise and 87 % power under drift; auto 2.1 % and 91 %.
+# Below the 8 rounds a paired interval needs at 4 looks, auto pairs only when the spreads
+# differ over 8x, so a clear difference is still decided at the first look.
+ROUND_METHOD = "auto"
 
 
 def statistic(base: RoundValues, other: RoundValues, settings: Settings) -> stats.Comparison:
@@ -125,6 +126,7 @@ def pick_baseline(
     variant_order: Sequence[str],
     oversubscribed: Collection[tuple[str, int]] = (),
     requested: Requested | None = None,
+    ran: Collection[ConfigKey] | None = None,
 ) -> ConfigKey | None:
     """The baseline among one workload's configurations.
 
@@ -144,6 +146,10 @@ def pick_baseline(
         pool = usable or mine
         return max(pool, key=lambda c: c.threads) if pool else None
     counts = {(c.variant, c.threads): len(values.get(c) or {}) for c in configs}
+    if not any(counts.values()) and ran is not None:
+        # Nothing usable yet (every repeat disturbed): the same rule among those that ran,
+        # so the comparisons stay open instead of vanishing.
+        counts = {(c.variant, c.threads): int(c in ran) for c in configs}
     chosen = choose_baseline(counts, devices, variant_order, oversubscribed)
     return ConfigKey(workload, *chosen) if chosen else None
 
@@ -176,6 +182,6 @@ def workload_verdicts(
     if not configs:
         raise ValueError("workload_verdicts needs at least one configuration")
     base = pick_baseline(configs, values, devices=devices, variant_order=variant_order,
-                         oversubscribed=oversubscribed, requested=requested)  # fmt: skip
+                         oversubscribed=oversubscribed, requested=requested, ran=ran)  # fmt: skip
     verdicts = compare_with(values, base, configs, settings, ran) if base is not None else {}
     return WorkloadVerdicts(configs[0].workload, base, verdicts)
