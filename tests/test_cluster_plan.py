@@ -340,7 +340,12 @@ def test_instance_family_restricts_cpu_instances_the_same_for_every_caller():
     assert n2.instance_for("pip", 12)[0].name == "n2-highcpu-16"
     assert n2.instance_for("gpu", 12, "gpu")[0].name == "a2-highgpu-1g"
     with pytest.raises(UserError, match="no CPU instance of that family"):
-        parse_pricing_option("gce-2026", families=("c3",))
+        parse_pricing_option("gce-2026", families=("c4",))
+    # c3 has no 16 or 64: the smallest c3 that holds the threads
+    c3 = parse_pricing_option("gce-2026", tier="spot", families=("c3",))
+    assert [c3.instance_for("pip", t)[0].name for t in (8, 16, 64)] == [
+        "c3-highcpu-8", "c3-highcpu-22", "c3-highcpu-88"]  # fmt: skip
+    assert "smallest instance with at least 16 vCPUs" in c3.instance_for("pip", 16)[1]
     with pytest.raises(UserError, match="expected FAMILY"):
         parse_families("n2,,n2d")
 
