@@ -293,8 +293,9 @@ def test_report_says_per_configuration_where_it_ran_real_or_simulated(tmp_path):
     text = html.read_text()
     section = text[text.index('id="where-ran"') :]
     rows = section[: section.index("</table>")].split("<tr>")[2:]
-    assert "pip@16" in rows[0] and "n2d-highcpu-16" in rows[0] and "simulated node" in rows[0]
-    assert "pip@8" in rows[1] and "n2d-highcpu-8" in rows[1] and "real instance" in rows[1]
+    # in the matrix's order: 8 threads before 16
+    assert "pip@8" in rows[0] and "n2d-highcpu-8" in rows[0] and "real instance" in rows[0]
+    assert "pip@16" in rows[1] and "n2d-highcpu-16" in rows[1] and "simulated node" in rows[1]
     # a local run has no such section
     local = rf.write_results(tmp_path / "local", [rf.make_result("pip", 8, "mnist_mlp", i)
                                                   for i in range(3)])  # fmt: skip

@@ -51,4 +51,9 @@ def where_ran(workloads: list[Any]) -> list[WhereRan]:
                     row.nodes.add(str(node["node_id"]))
                 if node.get("cpu_model"):
                     row.cpu_models.add(str(node["cpu_model"]))
-    return sorted(rows.values(), key=lambda x: x.configuration)
+
+    def order(row: WhereRan) -> tuple[str, int]:
+        variant, _, threads = row.configuration.rpartition("@")
+        return variant, int(threads) if threads.isdigit() else 0
+
+    return sorted(rows.values(), key=order)

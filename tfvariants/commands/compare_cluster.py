@@ -174,7 +174,8 @@ def _per_config(
     for e in estimates:
         seen.setdefault((e.workload, e.variant, e.threads, e.instance), []).append(e.seconds)
     rows = []
-    for (w, v, t, inst), secs in seen.items():
+    # In the matrix's order (workload, then variant, then threads), not the cells' order.
+    for (w, v, t, inst), secs in sorted(seen.items(), key=lambda kv: kv[0][:3]):
         s = median(secs)
         cost = None  # the placement decides the instance, so price it directly
         inst_obj = pricing.catalog.instance(inst)
