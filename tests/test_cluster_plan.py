@@ -413,3 +413,13 @@ def test_study_preset_dry_run_plans_the_2017_study_on_todays_cloud(capsys):
                  "--threads", "8", "--pricing", "aws-2026"]) == 0  # fmt: skip
     out = capsys.readouterr().out
     assert "dry run: 15 cells" in out and "aws-2026" in out and "c7i.2xlarge" in out
+
+
+def test_instance_family_on_ec2_names():
+    c7a = parse_pricing_option("aws-2026", families=("c7a",))
+    assert [c7a.instance_for("pip", t)[0].name for t in (8, 16, 32, 64)] == [
+        "c7a.2xlarge", "c7a.4xlarge", "c7a.8xlarge", "c7a.16xlarge"]  # fmt: skip
+    # without a family the cheaper c7i of the same size is billed
+    assert parse_pricing_option("aws-2026").instance_for("pip", 8)[0].name == "c7i.2xlarge"
+    with pytest.raises(UserError, match=r"families: c7a, c7i\)"):
+        parse_pricing_option("aws-2026", families=("m7",))

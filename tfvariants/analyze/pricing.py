@@ -448,7 +448,7 @@ class Pricing:
         cpu_names = [i.name for i in self.catalog.instances if not i.gpu_type]
         for fam in self.families:
             if not any(_in_family(n, fam) for n in cpu_names):
-                known = sorted({n.split("-")[0] for n in cpu_names})
+                known = sorted({re.split(r"[-.]", n)[0] for n in cpu_names})
                 raise UserError(
                     f"--instance-family {fam!r}: catalog {self.catalog.name} has no CPU "
                     f"instance of that family (families: {', '.join(known)})"
@@ -520,8 +520,9 @@ class Pricing:
 
 
 def _in_family(name: str, family: str) -> bool:
-    """``n2d-highcpu-8`` is of family ``n2d`` (and of ``n2d-highcpu``), not of ``n2``."""
-    return name == family or name.startswith(family + "-")
+    """``n2d-highcpu-8`` is of family ``n2d`` (and of ``n2d-highcpu``), not of ``n2``;
+    EC2 names split at a dot: ``c7a.2xlarge`` is of family ``c7a``."""
+    return name == family or name.startswith((family + "-", family + "."))
 
 
 def parse_families(text: str | None) -> tuple[str, ...]:
