@@ -176,3 +176,70 @@ def test_loadgen_scenarios_with_the_noop_model_match_detail_logs(tmp_path):
             / 1e6
             == s["p99_ms"]
         )
+
+
+def _processes_naming(text: str) -> list[int]:
+    """Pids of live processes whose command line contains ``text`` (zombies excluded)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                cmd = fh.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{entry}/stat") as fh:
+                state = fh.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if text in cmd and state != "Z":
+            pids.append(int(entry))
+    return pids
+
+
+def _wait_for(predicate, timeout_s: float) -> bool:
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return predicate()
+
+
+@pytest.mark.serve
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM", "timeout"])
+def test_no_process_of_the_cell_outlives_the_host(how, tmp_path):
+    """The HTTP server child of a serving worker dies with the worker and the host: the
+    host killed mid-cell (SIGKILL, SIGTERM) or the cell timed out, no process naming the
+    run folder remains."""
+    import signal
+    import subprocess
+    import sys
+
+    out = tmp_path / "res"
+    timeout = ["--timeout", "4"] if how == "timeout" else []
+    argv = [sys.executable, "-m", "tfvariants", "serve", "--models", "noop", "--path", "http",
+            "--scenarios", "concurrency", "--concurrency", "1", "--threads", "1",
+            "--repeats", "1", "--min-duration", "120s", "--max-duration", "120s",
+            "--out", str(out), "--report", str(tmp_path / "rep" / "index.html"), *timeout]  # fmt: skip
+    host = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            cwd=tmp_path)  # fmt: skip
+    try:
+        # the server child is up once its port file exists in the cell's scratch folder
+        assert _wait_for(lambda: any(out.glob(".*/server.port.json")), 60), "server never started"
+        assert len(_processes_naming(str(out))) >= 3  # host, worker, server
+        if how == "timeout":
+            assert host.wait(60) == 1
+            assert load_result(next((out / "cells").glob("*.json")))["status"] == "timeout"
+        else:
+            host.send_signal(getattr(signal, how))
+            code = host.wait(30)
+            assert code == (130 if how == "SIGTERM" else -signal.SIGKILL)
+        assert _wait_for(lambda: not _processes_naming(str(out)), 15), _processes_naming(str(out))
+    finally:
+        if host.poll() is None:
+            host.kill()
+            host.wait()
+        for pid in _processes_naming(str(out)):  # a failing test leaves nothing either
+            os.kill(pid, signal.SIGKILL)

@@ -229,7 +229,34 @@ def _check_loadgen(scenarios: tuple[str, ...], variant_objs: dict[str, Any]) -> 
         )
 
 
+def _sigterm_as_interrupt() -> Any:
+    """SIGTERM (e.g. from ``timeout``) ends the run like Ctrl-C: the cell in flight is
+    stopped with its whole process group and the finished cells stay resumable. Returns
+    the previous handler (None outside the main thread, where signals cannot be set)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, interrupt)
+
+
 def run(args: argparse.Namespace) -> int:
+    import signal
+
+    previous = _sigterm_as_interrupt()
+    try:
+        return _run(args)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from tfvariants.execute.matrix import Matrix

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -39,6 +40,25 @@ def parse_args(argv: list[str] | None) -> ServeWorkerRequest:
     return ServeWorkerRequest.from_json(args.request)
 
 
+def die_with_parent() -> Any:
+    """A ``preexec_fn``: the child gets SIGKILL when this process dies, however it dies
+    (the training runner does the same for its workers). The parent's pid is taken now,
+    before the fork: a parent that died before ``prctl`` took effect is seen at once."""
+    parent = os.getpid()
+
+    def preexec() -> None:
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            return  # not Linux: the process group (the host's timeout) still covers it
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return preexec
+
+
 class _ServerProcess:
     """The model server as a child process (same CPUs, same environment)."""
 
@@ -50,8 +70,10 @@ class _ServerProcess:
                    "--inter-op", str(args.inter_op), "--max-batch-size", str(req.max_batch_size),
                    "--batch-timeout-ms", str(req.batch_timeout_ms)]  # fmt: skip
         self.log = open(self.log_path, "wb")
+        # Dies with this worker on every exit path (a SIGKILLed host kills the worker the
+        # same way): a server left running would load the CPUs of the cells after it.
         self.proc = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL)  # fmt: skip
+                                     stdin=subprocess.DEVNULL, preexec_fn=die_with_parent())  # fmt: skip
 
     def wait_ready(self, timeout_s: float) -> dict[str, Any]:
         deadline = time.monotonic() + timeout_s
