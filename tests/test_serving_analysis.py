@@ -146,3 +146,67 @@ def test_serving_report_in_headless_chromium(tmp_path):
                          text=True, timeout=120)  # fmt: skip
     assert dom.stdout.count("<svg") == 1 and "<script" not in dom.stdout
     assert "Uncaught" not in dom.stderr
+
+
+def _runs(cfgs: dict[tuple[str, int, str], list[tuple[float, float]]]) -> list:
+    """(variant, threads, device) -> per repeat (throughput, p99) at 1 in flight."""
+    rows = []
+    for (v, t, _), reps in cfgs.items():
+        for r, (thr, p99) in enumerate(reps):
+            rows.append((ServeCell(v, t, "m", "concurrency", "inprocess", 1, r), thr, p99))
+    return rows
+
+
+def _with_devices(tmp_path: Path, cfgs: dict) -> None:
+    _store(tmp_path, _runs(cfgs))
+    variants = tuple(dict.fromkeys(k[0] for k in cfgs))
+    info = {v: {"kind": "local", "device": d} for v, _, d in cfgs}
+    spec = ServeSpec(variants, tuple(sorted({k[1] for k in cfgs})), ("m",), ("concurrency",),
+                     (1,), ("inprocess",), 5, variant_info=info)  # fmt: skip
+    write_run(tmp_path, new_run(spec, []))
+
+
+def test_cheapest_is_claimed_only_when_decided_against_the_next(tmp_path):
+    from tfvariants.analyze.serving import watched
+
+    # 2 threads serve 1.8x more per second at less than 1.8x the price: decided cheaper
+    steady = [1.0, 1.02, 0.98, 1.01, 0.99]
+    _with_devices(tmp_path / "a", {("local", 1, "cpu"): [(50 * j, 40) for j in steady],
+                                   ("local", 2, "cpu"): [(90 * j, 30) for j in steady]})  # fmt: skip
+    sa = analyze_serving(tmp_path / "a", pricing=parse_pricing_option("gce-2017"))
+    (rep,) = sa.models
+    assert rep.cheapest.label == "local@2 inprocess" and rep.cheapest_decided
+    assert rep.cheapest_cmp.verdict == "different" and rep.cheapest_cmp.ratio.has_interval
+    assert rep.conclusions[0].startswith("m: local@2 inprocess serves it cheapest with p99 within")
+    assert "gce-2017 prices" in rep.conclusions[0] and "decided" in rep.conclusions[0]
+    t1 = rep.configs[0]
+    assert t1.throughput_cmp.verdict == "different" and t1.throughput_cmp.ratio.value > 1.7
+    assert t1.rows[0].p99_cmp.verdict == "different"  # 40 ms vs 30 ms
+    assert any(c.startswith("Threads (p99 within") and "decided" in c for c in rep.conclusions)
+    assert [(a.label, b.label) for a, b, _ in watched(rep)] == [
+        ("local@1 inprocess", "local@2 inprocess"), ("local@2 inprocess", "local@1 inprocess")]
+
+    # the same medians, but two repeats each and a lot of noise: not claimed
+    _with_devices(tmp_path / "b", {("local", 1, "cpu"): [(50, 40), (100, 40)],
+                                   ("local", 2, "cpu"): [(90, 30), (45, 30)]})  # fmt: skip
+    (rep,) = analyze_serving(tmp_path / "b", pricing=parse_pricing_option("gce-2017")).models
+    assert not rep.cheapest_decided and rep.cheapest_cmp.verdict == "undecided"
+    assert "not decided against the next cheapest" in rep.conclusions[0]
+
+    # the same instance (gce-2017 bills both on its smallest) and 1 % apart: equivalent
+    _with_devices(tmp_path / "c", {("local", 1, "cpu"): [(50 * j, 40) for j in steady],
+                                   ("local", 2, "cpu"): [(50.5 * j, 30) for j in steady]})  # fmt: skip
+    (rep,) = analyze_serving(tmp_path / "c", pricing=parse_pricing_option("gce-2017")).models
+    assert rep.configs[0].instance == rep.configs[1].instance
+    assert rep.cheapest_cmp.verdict == "equivalent" and not rep.cheapest_decided
+    assert "serve it about equally cheaply" in rep.conclusions[0]
+
+
+def test_gpu_sentence_comes_right_after_the_cheapest(tmp_path):
+    steady = [1.0, 1.02, 0.98, 1.01, 0.99]
+    _with_devices(tmp_path, {("local", 2, "cpu"): [(50 * j, 40) for j in steady],
+                             ("gpu", 1, "gpu"): [(900 * j, 8) for j in steady]})  # fmt: skip
+    (rep,) = analyze_serving(tmp_path, pricing=parse_pricing_option("gce-2017")).models
+    assert rep.baseline.variant == "gpu"
+    assert rep.conclusions[1].startswith("GPU vs the fastest CPU configuration (local@2 inprocess)")
+    assert "18.0x faster" in rep.conclusions[1] and "decided" in rep.conclusions[1]

@@ -2,6 +2,12 @@
 model, path), with the throughput-vs-concurrency curve, latency percentiles, LoadGen's
 verdict per cell, HTTP overhead, dollars per million predictions and the cheapest
 configuration meeting a p99 bound, as plain data.
+
+Every comparison (throughput, p99, $ per million predictions) is the training report's:
+:func:`tfvariants.analyze.stats.compare` over the repeats (Hodges-Lehmann ratio with its
+Mann-Whitney interval and a different / equivalent / undecided verdict). Throughput is
+compared as time per prediction (1 / throughput), so "faster" reads as in training. The
+adaptive rounds of ``serve --budget`` ask :func:`watched` for the same comparisons.
 """
 
 from __future__ import annotations
@@ -13,10 +19,12 @@ from typing import Any
 
 from tfvariants.analyze import stats
 from tfvariants.analyze.analysis import device_of, parse_baseline
+from tfvariants.analyze.conclusions import interval_words, phrase
+from tfvariants.analyze.decide import Settings, run_looks
 from tfvariants.analyze.fields import finite_number, get_path
 from tfvariants.analyze.format import money, sig3
 from tfvariants.analyze.pricing import Pricing
-from tfvariants.plan.serve import serve_cell_id
+from tfvariants.plan.serve import serve_cell_from, serve_cell_id
 from tfvariants.store.rundir import load_run_dir
 
 PCTS = ("p50_ms", "p90_ms", "p95_ms", "p99_ms")
@@ -34,9 +42,21 @@ def _median(values: list[Any]) -> float | None:
     return statistics.median(xs) if xs else None
 
 
+def _positive(values: list[Any]) -> list[float]:
+    return [v for v in (finite_number(x) for x in values) if v is not None and v > 0]
+
+
 def _interval(values: list[Any]) -> stats.Interval | None:
-    xs = [v for v in (finite_number(x) for x in values) if v is not None and v > 0]
+    xs = _positive(values)
     return stats.median_interval(xs) if xs else None
+
+
+def _compare(a: list[float], b: list[float], settings: Settings) -> stats.Comparison | None:
+    """The training report's comparison of two sets of repeats (lower is better)."""
+    if not a or not b:
+        return None
+    return stats.compare(a, b, min_effect=settings.min_effect, confidence=settings.confidence,
+                         looks=settings.looks)  # fmt: skip
 
 
 @dataclass
@@ -51,10 +71,22 @@ class Row:
     validity: list[str] = field(default_factory=list)  # LoadGen's verdict per repeat
     overhead_p50_ms: float | None = None
     max_qps: stats.Interval | None = None  # server_search
+    # against the baseline configuration's same row (None for the baseline itself)
+    throughput_cmp: stats.Comparison | None = None  # as time per prediction
+    p99_cmp: stats.Comparison | None = None
 
     @property
     def ok(self) -> list[dict]:
         return [r for r in self.results if r.get("status") == "ok"]
+
+    def values(self, key: str) -> list[float]:
+        """The positive values of one metric over the successful repeats."""
+        return _positive([get_path(r, "metrics", key) for r in self.ok])
+
+    def seconds_per_prediction(self) -> list[float]:
+        """Per repeat, 1 / throughput (the Server search: 1 / its highest QPS)."""
+        key = "max_qps_under_bound" if self.scenario == "server_search" else "throughput_per_s"
+        return [1 / v for v in self.values(key)]
 
     @property
     def reasons(self) -> list[str]:
@@ -67,6 +99,8 @@ class Config:
     threads: int
     model: str
     path: str
+    max_batch_size: int = 1
+    batch_timeout_ms: float = 0.0
     device: str = "cpu"
     rows: list[Row] = field(default_factory=list)
     shared_cpus: str | None = None  # "server and load generator share CPUs 0,1"
@@ -76,12 +110,37 @@ class Config:
     instance: str | None = None
     per_hour: float | None = None
     cost_per_million: stats.Interval | None = None
-    cost_ratio: stats.Interval | None = None
+    cost_ratio: stats.Interval | None = None  # cost_cmp's ratio
     is_baseline: bool = False
+    operating_row: Row | None = None
+    costs: list[float] = field(default_factory=list)  # $ per million, per repeat
+    # against the baseline, each at its operating point
+    throughput_cmp: stats.Comparison | None = None
+    cost_cmp: stats.Comparison | None = None
+
+    @property
+    def batching(self) -> str:
+        if self.max_batch_size <= 1:
+            return ""
+        return f"batch {self.max_batch_size}/{self.batch_timeout_ms:g} ms"
 
     @property
     def label(self) -> str:
-        return f"{self.variant}@{self.threads} {self.path}"
+        b = f" {self.batching}" if self.batching else ""
+        return f"{self.variant}@{self.threads} {self.path}{b}"
+
+    @property
+    def key(self) -> tuple[str, int, str, str, int, float]:
+        return (self.variant, self.threads, self.model, self.path, self.max_batch_size,
+                self.batch_timeout_ms)  # fmt: skip
+
+    def row(self, scenario: str, concurrency: int) -> Row | None:
+        return next((r for r in self.rows if (r.scenario, r.concurrency) ==
+                     (scenario, concurrency)), None)  # fmt: skip
+
+    def operating_seconds(self) -> list[float]:
+        """Per repeat, seconds per prediction at the operating point."""
+        return self.operating_row.seconds_per_prediction() if self.operating_row else []
 
     def curve(self) -> list[Row]:
         return sorted((r for r in self.rows if r.scenario == "concurrency"),
@@ -95,6 +154,12 @@ class ModelReport:
     baseline: Config | None
     cheapest: Config | None
     conclusions: list[str] = field(default_factory=list)
+    runner_up: Config | None = None  # the next cheapest
+    cheapest_cmp: stats.Comparison | None = None  # cheapest vs runner-up ($ per million)
+    cheapest_decided: bool = False  # the claim "cheapest" holds: decided against the next
+
+    def batch_sizes(self) -> list[int]:
+        return sorted({c.max_batch_size for c in self.configs})
 
 
 @dataclass
@@ -108,6 +173,7 @@ class ServingAnalysis:
     counts: dict[str, int]
     only_serving: bool = True  # no training cells in the folder
     store: Any = None  # the run folder as loaded (RunContents), with its named problems
+    settings: Settings = field(default_factory=Settings)
 
 
 def _summarise_row(row: Row) -> None:
@@ -124,18 +190,18 @@ def _summarise_row(row: Row) -> None:
 def _operating_point(cfg: Config, bound_ms: float) -> None:
     """The highest throughput whose p99 met the bound: a concurrency point (median p99
     over repeats) or the Server QPS search; Offline has no latency and never counts."""
-    best: tuple[stats.Interval, str] | None = None
+    best: tuple[stats.Interval, str, Row] | None = None
     for row in cfg.rows:
         if row.scenario == "concurrency" and row.throughput is not None:
             p99 = row.percentiles.get("p99_ms")
             if p99 is not None and p99 <= bound_ms:
-                cand = (row.throughput, f"{row.concurrency} in flight, p99 {sig3(p99)} ms")
+                cand = (row.throughput, f"{row.concurrency} in flight, p99 {sig3(p99)} ms", row)
                 best = cand if best is None or cand[0].value > best[0].value else best
         elif row.scenario == "server_search" and row.max_qps is not None:
-            cand = (row.max_qps, "LoadGen Server QPS search")
+            cand = (row.max_qps, "LoadGen Server QPS search", row)
             best = cand if best is None or cand[0].value > best[0].value else best
     if best is not None:
-        cfg.throughput_under_bound, cfg.operating = best
+        cfg.throughput_under_bound, cfg.operating, cfg.operating_row = best
 
 
 def _cost(cfg: Config, pricing: Pricing | None) -> None:
@@ -151,12 +217,26 @@ def _cost(cfg: Config, pricing: Pricing | None) -> None:
     def per_million(qps: float) -> float:
         return sel.per_hour / (qps * 3600) * 1e6 if qps > 0 else float("inf")
 
+    cfg.costs = [sel.per_hour / 3600 * 1e6 * s for s in cfg.operating_seconds()]
+
     # Cost falls as throughput rises: the interval's ends swap.
     # The coverage carries over: without it the interval reads as none (and the ratio to
     # the baseline as a zero-width "1.17-1.17").
     cfg.cost_per_million = stats.Interval(per_million(iv.value), per_million(iv.hi),
                                           per_million(iv.lo), iv.method, iv.n,
                                           iv.coverage)  # fmt: skip
+
+
+def decision_settings(run: dict, min_effect: float | None = None,
+                      confidence: float | None = None) -> Settings:  # fmt: skip
+    """The run's decision settings (given, else stored in run.json, else the defaults)
+    and the number of looks of its stopping rule: the same for the report and rounds."""
+    opts = run.get("options") if isinstance(run.get("options"), dict) else {}
+    me = min_effect if min_effect is not None else finite_number(opts.get("min_effect"))
+    conf = confidence if confidence is not None else finite_number(opts.get("confidence"))
+    return Settings(me if me is not None else stats.MIN_EFFECT,
+                    conf if conf is not None and 0.5 < conf < 1 else stats.CONFIDENCE,
+                    run_looks(run))  # fmt: skip
 
 
 def analyze_serving(
@@ -166,6 +246,8 @@ def analyze_serving(
     baseline: str | None = None,
     p99_bound_ms: float | None = None,
     allow_mixed_hosts: bool = False,
+    min_effect: float | None = None,
+    confidence: float | None = None,
 ) -> ServingAnalysis | None:
     """None when the folder holds no serving cells."""
     results_dir = Path(results_dir)
@@ -176,15 +258,36 @@ def analyze_serving(
         return None
     only_serving = len(cells) == len(contents.results)
     bound = p99_bound_ms or finite_number(get_path(run, "options", "p99_bound_ms")) or 100.0
+    settings = decision_settings(run, min_effect, confidence)
+    reports = model_reports(cells, run, pricing=pricing, baseline=baseline, bound_ms=bound,
+                            settings=settings)  # fmt: skip
+    counts: dict[str, int] = {}
+    for r in cells:
+        counts[str(r.get("status"))] = counts.get(str(r.get("status")), 0) + 1
+    return ServingAnalysis(str(results_dir), run, reports, cells, bound, pricing, counts,
+                           only_serving, contents, settings)  # fmt: skip
+
+
+def model_reports(
+    cells: list[dict],
+    run: dict,
+    *,
+    pricing: Pricing | None,
+    baseline: str | None,
+    bound_ms: float,
+    settings: Settings,
+) -> list[ModelReport]:
+    """Configurations, operating points, costs and every comparison, per model: the one
+    analysis the report shows and the adaptive rounds judge by."""
     configs: dict[tuple, Config] = {}
     for r in cells:
-        c = r["cell"]
-        key = (str(c["variant"]), int(c["threads"]), str(c["model"]), str(c["path"]))
+        cell = serve_cell_from(r["cell"])
+        key = (cell.variant, cell.threads, cell.model, cell.path, cell.max_batch_size,
+               cell.batch_timeout_ms if cell.max_batch_size > 1 else 0.0)  # fmt: skip
         cfg = configs.setdefault(key, Config(*key, device=device_of(key[0], run, cells)))
-        row = next((x for x in cfg.rows if (x.scenario, x.concurrency) ==
-                    (c["scenario"], int(c.get("concurrency", 1)))), None)  # fmt: skip
+        row = cfg.row(cell.scenario, cell.concurrency)
         if row is None:
-            row = Row(str(c["scenario"]), int(c.get("concurrency", 1)))
+            row = Row(cell.scenario, cell.concurrency)
             cfg.rows.append(row)
         row.results.append(r)
         if get_path(r, "placement", "shared") and key[3] != "inprocess":  # in-process always does
@@ -198,70 +301,140 @@ def analyze_serving(
                                      x.concurrency))  # fmt: skip
         for row in cfg.rows:
             _summarise_row(row)
-        _operating_point(cfg, bound)
+        _operating_point(cfg, bound_ms)
         _cost(cfg, pricing)
 
     variants = list(dict.fromkeys([*(run.get("variants") or []), *(k[0] for k in configs)]))
     models = list(dict.fromkeys(k[2] for k in configs))
     base = parse_baseline(baseline)
-    reports = []
-    for m in models:
-        mcfgs = sorted((c for c in configs.values() if c.model == m),
-                       key=lambda c: (variants.index(c.variant), c.threads, c.path))  # fmt: skip
-        reports.append(_model_report(m, mcfgs, base, bound, pricing))
-    counts: dict[str, int] = {}
-    for r in cells:
-        counts[str(r.get("status"))] = counts.get(str(r.get("status")), 0) + 1
-    return ServingAnalysis(str(results_dir), run, reports, cells, bound, pricing, counts,
-                           only_serving, contents)  # fmt: skip
+    return [
+        _model_report(m, sorted((c for c in configs.values() if c.model == m),
+                                key=lambda c: (variants.index(c.variant), c.threads, c.path,
+                                               c.max_batch_size, c.batch_timeout_ms)),
+                      base, bound_ms, pricing, settings)
+        for m in models
+    ]  # fmt: skip
 
 
-def _model_report(model: str, cfgs: list[Config], base: tuple | None, bound: float,
-                  pricing: Pricing | None) -> ModelReport:  # fmt: skip
-    gpu = [c for c in cfgs if c.device == "gpu" and c.cost_per_million]
+def _pick_baseline(cfgs: list[Config], base: tuple | None) -> Config | None:
+    """Given (--baseline), else a GPU configuration, else the first variant; among those
+    the priced ones, within the host's CPUs, most threads, in-process, unbatched first."""
     if base is not None:
         pick = [c for c in cfgs if c.variant == base[0] and base[1] in (None, c.threads)]
     else:
+        gpu = [c for c in cfgs if c.device == "gpu" and c.cost_per_million]
         pick = gpu or [c for c in cfgs if c.variant == cfgs[0].variant]
     priced = [c for c in pick if c.cost_per_million] or pick
-    baseline = (max(priced, key=lambda c: (c.threads, c.path == "inprocess")) if priced
-                else None)  # fmt: skip
+    if not priced:
+        return None
+    return max(priced, key=lambda c: (not c.oversubscribed, c.threads, c.path == "inprocess",
+                                      c.max_batch_size == 1))  # fmt: skip
+
+
+def _compare_to_baseline(cfgs: list[Config], baseline: Config, settings: Settings) -> None:
+    for c in cfgs:
+        if c is baseline:
+            continue
+        for row in c.rows:
+            b = baseline.row(row.scenario, row.concurrency)
+            if b is None:
+                continue
+            row.throughput_cmp = _compare(row.seconds_per_prediction(),
+                                          b.seconds_per_prediction(), settings)  # fmt: skip
+            if row.scenario not in ("offline", "server_search"):  # no latency to speak of
+                row.p99_cmp = _compare(row.values("p99_ms"), b.values("p99_ms"), settings)
+        c.throughput_cmp = _compare(c.operating_seconds(), baseline.operating_seconds(), settings)
+        c.cost_cmp = _compare(c.costs, baseline.costs, settings)
+        c.cost_ratio = c.cost_cmp.ratio if c.cost_cmp is not None else None
+
+
+def as_throughput(cmp: stats.Comparison | None) -> stats.Comparison | None:
+    """A comparison of seconds per prediction as one of throughput (the ratio and its
+    interval inverted; the verdict is the same)."""
+    if cmp is None:
+        return None
+    r = cmp.ratio
+    inv = stats.Interval(1 / r.value, 1 / r.hi, 1 / r.lo, r.method, r.n, r.coverage, r.looks)
+    return stats.Comparison(inv, cmp.verdict, cmp.reasons, cmp.more_repeats, cmp.min_effect)
+
+
+def watched(report: ModelReport) -> list[tuple[Config, Config, stats.Comparison]]:
+    """The comparisons a serving run must decide (what ``serve --budget`` runs more
+    rounds for): each configuration against the baseline on its headline (the cost per
+    million predictions when priced, else the throughput within the bound), and the
+    cheapest against the next cheapest."""
+    out = []
+    b = report.baseline
+    for c in report.configs:
+        if b is None or c is b:
+            continue
+        cmp = c.cost_cmp if c.cost_cmp is not None else c.throughput_cmp
+        if cmp is not None:
+            out.append((c, b, cmp))
+    if report.cheapest_cmp is not None and report.runner_up is not None:
+        out.append((report.cheapest, report.runner_up, report.cheapest_cmp))  # type: ignore[arg-type]
+    return out
+
+
+def _p99_words(cmp: stats.Comparison) -> str:
+    r = cmp.ratio
+    if cmp.verdict == "different":
+        return f"p99 {sig3(r.value)}x ({interval_words(r)}, decided)"
+    if cmp.verdict == "equivalent":
+        return f"p99 equivalent ({sig3(r.value)}x, {interval_words(r)})"
+    return f"p99 ~{sig3(r.value)}x (undecided, {interval_words(r)})"
+
+
+def _model_report(model: str, cfgs: list[Config], base: tuple | None, bound: float,
+                  pricing: Pricing | None, settings: Settings) -> ModelReport:  # fmt: skip
+    baseline = _pick_baseline(cfgs, base)
     if baseline is not None:
         baseline.is_baseline = True
-        for c in cfgs:
-            if c.cost_per_million and baseline.cost_per_million:
-                c.cost_ratio = stats.ratio_interval(c.cost_per_million, baseline.cost_per_million)
-    met = [c for c in cfgs if c.cost_per_million is not None]
-    cheapest = min(met, key=lambda c: c.cost_per_million.value) if met else None  # type: ignore[union-attr]
-    rep = ModelReport(model, cfgs, baseline, cheapest)
-    if cheapest is not None:
-        iv = cheapest.cost_per_million
-        span = f"{money(iv.lo)}-{money(iv.hi)}: {iv.label}" if iv.has_interval else iv.label
-        thr = cheapest.throughput_under_bound
-        rep.conclusions.append(
-            f"{model}: the cheapest configuration with p99 within {bound:g} ms is "
-            f"{cheapest.label} at {money(iv.value)} per million predictions ({span}); "
-            f"{sig3(thr.value if thr else None)} predictions/s ({cheapest.operating}), "
-            f"billed as {cheapest.instance}."
-        )
-        others = sorted(
-            (c for c in met if c is not cheapest), key=lambda c: c.cost_per_million.value
-        )  # type: ignore[union-attr]
-        if others:  # the runner-up with its interval, so overlap is visible
-            nxt, niv = others[0], others[0].cost_per_million
-            rep.conclusions[-1] += (
-                f" Next: {nxt.label} at {money(niv.value)}"  # type: ignore[union-attr]
-                + (f" ({money(niv.lo)}-{money(niv.hi)})" if niv.has_interval else "")  # type: ignore[union-attr]
-                + (" (the intervals overlap: not clearly cheaper)."
-                   if iv.has_interval and niv.has_interval and niv.lo <= iv.hi else ".")  # type: ignore[union-attr]
-            )  # fmt: skip
+        _compare_to_baseline(cfgs, baseline, settings)
+    met = sorted((c for c in cfgs if c.cost_per_million is not None),
+                 key=lambda c: c.cost_per_million.value)  # type: ignore[union-attr]  # fmt: skip
+    rep = ModelReport(model, cfgs, baseline, met[0] if met else None)
+    within = f"p99 within {bound:g} ms"
+    prices = ""
+    if pricing is not None:
+        prices = f"{pricing.catalog.name} prices, {pricing.effective_tier.replace('_', '-')}"
+        prices += f" as of {pricing.effective_as_of}" if pricing.effective_as_of else ""
+    if met:
+        c = met[0]
+        iv, thr = c.cost_per_million, c.throughput_under_bound
+        span = f"{money(iv.lo)}-{money(iv.hi)}: {iv.label}" if iv.has_interval else iv.label  # type: ignore[union-attr]
+        facts = (f"{money(iv.value)} per million predictions ({span}); "  # type: ignore[union-attr]
+                 f"{sig3(thr.value if thr else None)} predictions/s ({c.operating}) on "
+                 f"{c.instance} at {money(c.per_hour)}/h ({prices})")  # fmt: skip
+        if len(met) == 1:
+            rep.conclusions.append(f"{model}: {c.label} is the only configuration that served it "
+                                   f"with {within}: {facts}.")  # fmt: skip
+        else:
+            rep.runner_up = nxt = met[1]
+            cmp = _compare(c.costs, nxt.costs, settings)
+            rep.cheapest_cmp = cmp
+            rep.cheapest_decided = (cmp is not None and cmp.verdict == "different"
+                                    and cmp.direction == "lower")  # fmt: skip
+            against = phrase(c, nxt, cmp, "cost") if cmp is not None else "no comparison"  # type: ignore[arg-type]
+            if rep.cheapest_decided:
+                lead = f"{c.label} serves it cheapest with {within}"
+            elif cmp is not None and cmp.verdict == "equivalent":
+                lead = (f"{c.label} and {nxt.label} serve it about equally cheaply with {within} "
+                        f"({c.label} lowest)")  # fmt: skip
+            else:
+                lead = (f"{c.label} had the lowest median cost with {within}, but it is not "
+                        f"decided against the next cheapest")  # fmt: skip
+            rep.conclusions.append(f"{model}: {lead}: {facts}; against the next cheapest: "
+                                   f"{against}.")  # fmt: skip
     elif pricing is None:
         rep.conclusions.append(f"{model}: no prices given, so no cost per million predictions.")
     else:
         rep.conclusions.append(
-            f"{model}: no configuration kept p99 within {bound:g} ms (or none could be priced): "
-            "try fewer requests in flight, more threads, or run the concurrency / server_search scenarios."
+            f"{model}: no configuration kept {within} (or none could be priced): try fewer "
+            "requests in flight, more threads, batching, or the b64 encoding."
         )
+    _gpu_sentences(rep, settings, within)
+    _thread_sentences(rep, settings, within)
     shared: dict[str, list[str]] = {}  # every such configuration, not only the first
     for c in cfgs:
         if c.shared_cpus:
@@ -272,6 +445,60 @@ def _model_report(model: str, cfgs: list[Config], base: tuple | None, bound: flo
             "(on a machine this small, expect lower throughput than a separate client would see)."
         )
     return rep
+
+
+def _gpu_sentences(rep: ModelReport, settings: Settings, within: str) -> None:
+    """How much faster (and cheaper) the GPU serves, right after the cheapest: against
+    the fastest and the cheapest CPU configuration, each at its own operating point."""
+    gpus = [c for c in rep.configs if c.device == "gpu"]
+    if not gpus:
+        return
+    gpu_ok = [c for c in gpus if c.operating_row is not None]
+    cpus = [c for c in rep.configs if c.device != "gpu" and c.operating_row is not None]
+    if not gpu_ok:
+        ran = any(r.get("status") == "ok" for c in gpus for row in c.rows for r in row.results)
+        why = ("none met the bound" if ran else
+               "none ran (skipped: no GPU on this host?)")  # fmt: skip
+        rep.conclusions.append(f"GPU: {', '.join(c.label for c in gpus)}: {why}, so the GPU "
+                               "is not compared.")  # fmt: skip
+        return
+    if not cpus:
+        return
+    gpu = max(gpu_ok, key=lambda c: c.throughput_under_bound.value)  # type: ignore[union-attr]
+    fastest = max(cpus, key=lambda c: c.throughput_under_bound.value)  # type: ignore[union-attr]
+    parts = []
+    t = _compare(gpu.operating_seconds(), fastest.operating_seconds(), settings)
+    if t is not None:
+        parts.append(f"throughput with {within}: " + phrase(gpu, fastest, t, "time"))  # type: ignore[arg-type]
+    costed = [c for c in cpus if c.costs]
+    if gpu.costs and costed:
+        cheap = min(costed, key=lambda c: c.cost_per_million.value)  # type: ignore[union-attr]
+        cc = _compare(gpu.costs, cheap.costs, settings)
+        if cc is not None:
+            parts.append("cost per million against the cheapest CPU configuration: "
+                         + phrase(gpu, cheap, cc, "cost"))  # type: ignore[arg-type]  # fmt: skip
+    if parts:
+        rep.conclusions.insert(1, f"GPU vs the fastest CPU configuration ({fastest.label}): "
+                               + "; ".join(parts) + ".")  # fmt: skip
+
+
+def _thread_sentences(rep: ModelReport, settings: Settings, within: str) -> None:
+    """Most vs fewest threads per variant, path and batching, at each one's operating
+    point (what a run at 1..CPUs threads answers)."""
+    groups: dict[tuple, list[Config]] = {}
+    for c in rep.configs:
+        groups.setdefault((c.variant, c.path, c.max_batch_size, c.batch_timeout_ms), []).append(c)
+    for cs in groups.values():
+        if len(cs) < 2:
+            continue
+        lo, hi = min(cs, key=lambda c: c.threads), max(cs, key=lambda c: c.threads)
+        cmp = _compare(hi.operating_seconds(), lo.operating_seconds(), settings)
+        if cmp is not None:
+            rep.conclusions.append(f"Threads ({within}): {phrase(hi, lo, cmp, 'time')}.")  # type: ignore[arg-type]
+        else:
+            missing = [c.label for c in (hi, lo) if c.operating_row is None]
+            rep.conclusions.append(f"Threads: {hi.label} vs {lo.label} not compared: "
+                                   f"{' and '.join(missing)} kept no point with {within}.")  # fmt: skip
 
 
 def serving_csv_rows(sa: ServingAnalysis) -> list[dict[str, Any]]:

@@ -13,6 +13,8 @@ from typing import Any
 
 from tfvariants.plan.spec import logical_cpus
 
+DEFAULT_BATCH_TIMEOUT_MS = 2.0
+
 
 def model_label(model: str) -> str:
     return Path(model).stem if model.endswith((".py", ".keras")) else model
@@ -27,17 +29,30 @@ class ServeCell:
     path: str  # inprocess | http | target
     concurrency: int = 1  # closed loop only (1 for LoadGen scenarios)
     repeat: int = 0
+    # Batching (a swept axis): at most this many instances per model call, waiting at
+    # most batch_timeout_ms for more. 1 = no batching (the timeout is then meaningless).
+    max_batch_size: int = 1
+    batch_timeout_ms: float = DEFAULT_BATCH_TIMEOUT_MS
     task: str = field(default="serve", init=False)
+
+    @property
+    def batching(self) -> str:
+        """"" without batching, else "b8-w2" (8 instances, waiting up to 2 ms)."""
+        if self.max_batch_size <= 1:
+            return ""
+        return f"b{self.max_batch_size}-w{self.batch_timeout_ms:g}"
 
     @property
     def workload(self) -> str:
         c = f"/c{self.concurrency}" if self.scenario == "concurrency" else ""
-        return f"{model_label(self.model)}/{self.scenario}{c}/{self.path}"
+        b = f"/{self.batching}" if self.batching else ""
+        return f"{model_label(self.model)}/{self.scenario}{c}{b}/{self.path}"
 
     @property
     def cell_id(self) -> str:
         c = f"-c{self.concurrency}" if self.scenario == "concurrency" else ""
-        return (f"serve__{model_label(self.model)}__{self.scenario}{c}__{self.path}"
+        b = f"-{self.batching}" if self.batching else ""
+        return (f"serve__{model_label(self.model)}__{self.scenario}{c}{b}__{self.path}"
                 f"__{self.variant}__t{self.threads}__r{self.repeat}")  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
@@ -58,6 +73,8 @@ class ServeSpec:
     repeats: int
     options: dict[str, Any] = field(default_factory=dict)
     variant_info: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # (max batch size, batch timeout ms) settings swept; (1, timeout) = no batching
+    batching: tuple[tuple[int, float], ...] = ((1, DEFAULT_BATCH_TIMEOUT_MS),)
 
     @property
     def workloads(self) -> list[str]:
@@ -71,6 +88,7 @@ class ServeSpec:
             "threads": list(self.threads),
             "workloads": self.workloads,
             "repeats": self.repeats,
+            "batching": [list(b) for b in self.batching],
             "options": {k: v for k, v in sorted(self.options.items()) if k != "timeout_s"},
         }
 
@@ -91,22 +109,29 @@ class ServeSpec:
         }
 
 
-def plan_serve_cells(spec: ServeSpec) -> list[ServeCell]:
+def plan_serve_cells(spec: ServeSpec, repeats: range | None = None) -> list[ServeCell]:
     """Round by round (repeat); in a round every configuration once."""
     cells = []
-    for r in range(spec.repeats):
+    for r in repeats if repeats is not None else range(spec.repeats):
         for m in spec.models:
             for s in spec.scenarios:
                 for c in spec.concurrency if s == "concurrency" else (1,):
-                    for p in spec.paths:
-                        for v in spec.variants:
-                            for t in spec.threads:
-                                cells.append(ServeCell(v, t, m, s, p, c, r))
+                    for b, w in spec.batching:
+                        for p in spec.paths:
+                            for v in spec.variants:
+                                for t in spec.threads:
+                                    cells.append(ServeCell(v, t, m, s, p, c, r, b, w))
     return cells
+
+
+def serve_cell_from(cell: dict[str, Any]) -> ServeCell:
+    """The ServeCell of a stored serving cell dict (older cells have no batching fields)."""
+    return ServeCell(str(cell["variant"]), int(cell["threads"]), str(cell["model"]),
+                     str(cell["scenario"]), str(cell["path"]), int(cell.get("concurrency", 1)),
+                     int(cell.get("repeat", 0)), int(cell.get("max_batch_size", 1)),
+                     float(cell.get("batch_timeout_ms", DEFAULT_BATCH_TIMEOUT_MS)))  # fmt: skip
 
 
 def serve_cell_id(cell: dict[str, Any]) -> str:
     """The id (file stem) of a stored serving cell dict."""
-    return ServeCell(str(cell["variant"]), int(cell["threads"]), str(cell["model"]),
-                     str(cell["scenario"]), str(cell["path"]), int(cell.get("concurrency", 1)),
-                     int(cell.get("repeat", 0))).cell_id  # fmt: skip
+    return serve_cell_from(cell).cell_id

@@ -26,11 +26,12 @@ from tfvariants.analyze.serving import (
     HEADLINE,
     ServingAnalysis,
     analyze_serving,
+    as_throughput,
     serving_only_analysis,
 )
 from tfvariants.render.charts import workload_charts
 from tfvariants.render.csvout import write_csv, write_serving_csv
-from tfvariants.render.linechart import throughput_chart
+from tfvariants.render.linechart import batching_charts, throughput_chart
 from tfvariants.render.output import write_text_atomic
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
@@ -50,6 +51,7 @@ def render_html(analysis: Analysis, serving: ServingAnalysis | None = None) -> s
     env.filters.update(ratio_main=ratio_main, ratio_sub=ratio_sub, interval_sub=interval_sub)
     env.filters.update(interval_label=interval_label, pct=pct, sig3=sig3)
     env.filters["money_sub"] = lambda iv: interval_sub(iv, money).replace("-$", "-")
+    env.filters["as_throughput"] = as_throughput
     charts = {
         w.name: workload_charts(
             w,
@@ -67,6 +69,9 @@ def render_html(analysis: Analysis, serving: ServingAnalysis | None = None) -> s
             "serving": serving,
             "serving_charts": {
                 m.model: throughput_chart(m, serving.p99_bound_ms) for m in serving.models
+            },
+            "batching_charts": {
+                m.model: batching_charts(m, serving.p99_bound_ms) for m in serving.models
             },
             "serving_headline": HEADLINE,
             "serving_cell_id": serving_cell_id,
@@ -93,7 +98,7 @@ def write_report(
     (serving cells, when present, get a section and ``<csv stem>-serving.csv``)."""
     serving = analyze_serving(
         results_dir, pricing=pricing, baseline=baseline, p99_bound_ms=p99_bound_ms,
-        allow_mixed_hosts=allow_mixed_hosts,
+        allow_mixed_hosts=allow_mixed_hosts, min_effect=min_effect, confidence=confidence,
     )  # fmt: skip
     if serving is not None and serving.only_serving:
         analysis = serving_only_analysis(serving)
