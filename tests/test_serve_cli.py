@@ -48,7 +48,19 @@ def _closed_port() -> int:
         (["--baseline", "tpu"], "--baseline tpu: 'tpu' is not one of --variants"),
         (["--target", "ftp://x"], "--target ftp://x: target must be http://HOST:PORT"),
         (["--target", "http://127.0.0.1:{port}"], "cannot reach 127.0.0.1"),
-        (["--target", "http://127.0.0.1:1", "--models", "x.py"], "name a built-in model"),
+        (
+            ["--target", "http://127.0.0.1:1", "--models", "x.py"],
+            "'x.py' is a file; name the model",
+        ),
+        (["--target", "http://127.0.0.1:1", "--models", "a b"], "not a model name a URL can carry"),
+        (["--input-shape", "224,224,3"], "--input-shape is for --target"),
+        (["--target", "http://127.0.0.1:1", "--input-shape", "224,0"], "--input-shape: expected"),
+        (["--max-batch-size", "1,0"], "--max-batch-size: expected a whole number"),
+        (["--batch-timeout", "5"], "--batch-timeout: expected a duration with a unit"),
+        (["--budget", "soon"], "--budget: expected a duration"),
+        (["--max-repeats", "3"], "--max-repeats 3 is below --repeats 5"),
+        (["--preset", "study", "--dry-run", "--threads", "3"], "no instance with exactly 3 vCPUs"),
+        (["--estimate-from", "x"], "--estimate-from is for --dry-run"),
         (["--resume"], "--resume: r/run.json not found"),
     ],
 )
@@ -218,7 +230,7 @@ def test_no_process_of_the_cell_outlives_the_host(how, tmp_path):
     import sys
 
     out = tmp_path / "res"
-    timeout = ["--timeout", "4"] if how == "timeout" else []
+    timeout = ["--timeout", "20"] if how == "timeout" else []
     argv = [sys.executable, "-m", "tfvariants", "serve", "--models", "noop", "--path", "http",
             "--scenarios", "concurrency", "--concurrency", "1", "--threads", "1",
             "--repeats", "1", "--min-duration", "120s", "--max-duration", "120s",

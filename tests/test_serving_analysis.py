@@ -184,7 +184,9 @@ def test_cheapest_is_claimed_only_when_decided_against_the_next(tmp_path):
     assert t1.rows[0].p99_cmp.verdict == "different"  # 40 ms vs 30 ms
     assert any(c.startswith("Threads (p99 within") and "decided" in c for c in rep.conclusions)
     assert [(a.label, b.label) for a, b, _ in watched(rep)] == [
-        ("local@1 inprocess", "local@2 inprocess"), ("local@2 inprocess", "local@1 inprocess")]
+        ("local@1 inprocess", "local@2 inprocess"),
+        ("local@2 inprocess", "local@1 inprocess"),
+    ]
 
     # the same medians, but two repeats each and a lot of noise: not claimed
     _with_devices(tmp_path / "b", {("local", 1, "cpu"): [(50, 40), (100, 40)],

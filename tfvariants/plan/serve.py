@@ -14,6 +14,7 @@ from typing import Any
 from tfvariants.plan.spec import logical_cpus
 
 DEFAULT_BATCH_TIMEOUT_MS = 2.0
+RESUMABLE = ("timeout_s", "budget_s", "max_repeats")
 
 
 def model_label(model: str) -> str:
@@ -37,7 +38,7 @@ class ServeCell:
 
     @property
     def batching(self) -> str:
-        """"" without batching, else "b8-w2" (8 instances, waiting up to 2 ms)."""
+        """ "" without batching, else "b8-w2" (8 instances, waiting up to 2 ms)."""
         if self.max_batch_size <= 1:
             return ""
         return f"b{self.max_batch_size}-w{self.batch_timeout_ms:g}"
@@ -89,7 +90,8 @@ class ServeSpec:
             "workloads": self.workloads,
             "repeats": self.repeats,
             "batching": [list(b) for b in self.batching],
-            "options": {k: v for k, v in sorted(self.options.items()) if k != "timeout_s"},
+            # a resume may change the timeout and the adaptive budget, nothing else
+            "options": {k: v for k, v in sorted(self.options.items()) if k not in RESUMABLE},
         }
 
     def to_json(self, started_at: str) -> dict[str, Any]:

@@ -153,7 +153,8 @@ def batching_charts(model_report: object, bound_ms: float | None = None) -> Mark
                 if row.throughput is not None:
                     iv = row.throughput
                     thr.setdefault(label, []).append(
-                        Point(cfg.max_batch_size, iv.value, iv.lo, iv.hi, within))
+                        Point(cfg.max_batch_size, iv.value, iv.lo, iv.hi, within)
+                    )
                 if p is not None:
                     p99.setdefault(label, []).append(Point(cfg.max_batch_size, p, within=within))
     name = model_report.model  # type: ignore[attr-defined]

@@ -37,6 +37,7 @@ class ServeRequest:
     concurrency: int = 1  # in-flight requests (closed loop only)
     target_url: str | None = None  # path == "target": e.g. http://127.0.0.1:8501
     target_model: str | None = None  # model name on the target server
+    input_shape: list[int] | None = None  # target: one instance's shape (else built-in/metadata)
     encoding: str = "json"  # request body: instances as JSON numbers, or {"b64": PNG}
     max_batch_size: int = 1  # server-side batching (http) / LoadGen batch (offline)
     batch_timeout_ms: float = 2.0

@@ -153,9 +153,7 @@ def run(args: ServeWorkerRequest, req: ServeRequest, result: dict[str, Any], fol
         result["model"] = {"name": name, "input_shape": list(shape), "params": served.params,
                            "build_s": served.build_s}  # fmt: skip
     else:
-        shape = models.input_shape_of(req.model)
-        if shape is None and req.path == "target":
-            raise ValueError("--target needs a built-in model name (its input shape)")
+        shape = tuple(req.input_shape) if req.input_shape else models.input_shape_of(req.model)
         name = req.target_model or models.label(req.model)
     server = None
     overheads: list[float] = []
@@ -187,19 +185,28 @@ def run(args: ServeWorkerRequest, req: ServeRequest, result: dict[str, Any], fol
                 shape = shape or tuple(info["shape"])
             else:
                 url, server_cpus = str(req.target_url), None
-                result["model"] = {"name": name, "input_shape": list(shape or [])}
             endpoint = http_client.Endpoint(url, name)
             endpoint.check()
+            if req.path == "target":
+                source = "given" if req.input_shape else "built-in model"
+                if shape is None:  # neither given nor built in: ask the server
+                    shape, source = endpoint.metadata_shape(), "server metadata"
+                if shape is None:
+                    raise ValueError("the target reports no input shape: pass --input-shape")
+                result["model"] = {"name": name, "input_shape": list(shape),
+                                   "input_shape_from": source}  # fmt: skip
             x = generated(shape)
             t0 = time.perf_counter()
-            if req.encoding == "b64":
+            # b64 carries images (PNG): other inputs (the no-op model's) go as JSON
+            form = req.encoding if len(shape) == 3 else "json"
+            if form == "b64":
                 frags = [json.dumps({"b64": __import__("base64").b64encode(
                     http_client.png_bytes(xi)).decode()}).encode() for xi in x]  # fmt: skip
             else:
                 frags = [json.dumps(xi.tolist(), separators=(",", ":")).encode() for xi in x]
             bodies = [b'{"instances":[' + f + b"]}" for f in frags]
             encode_s = (time.perf_counter() - t0) / len(x)
-            result["encoding"] = {"form": req.encoding, "body_bytes": len(bodies[0]),
+            result["encoding"] = {"form": form, "body_bytes": len(bodies[0]),
                                   "client_encode_ms": encode_s * 1e3,
                                   "note": "bodies encoded before the clock starts"}  # fmt: skip
             shared = server_cpus is not None and bool(set(server_cpus) & set(cpus))
