@@ -5,6 +5,7 @@ external --target that answers 500 or malformed JSON (failed cells with reasons)
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import os
 import socket
@@ -255,3 +256,50 @@ def test_no_process_of_the_cell_outlives_the_host(how, tmp_path):
             host.wait()
         for pid in _processes_naming(str(out)):  # a failing test leaves nothing either
             os.kill(pid, signal.SIGKILL)
+
+
+def test_requirements_variants_get_loadgen_when_a_scenario_needs_it():
+    from tfvariants.commands.serve import LOADGEN_SPEC, with_loadgen
+    from tfvariants.variants import get_variant
+    from tfvariants.variants.envbuild import env_key
+
+    tf218 = get_variant("tf-2.18")
+    assert tf218.kind == "requirements" and LOADGEN_SPEC not in tf218.requirements
+    local = get_variant("local")
+    closed = with_loadgen(("concurrency",), {"tf-2.18": tf218, "local": local})
+    assert closed["tf-2.18"] is tf218  # the closed loop needs no LoadGen
+    got = with_loadgen(("single_stream", "concurrency"), {"tf-2.18": tf218, "local": local})
+    assert got["tf-2.18"].requirements == (*tf218.requirements, LOADGEN_SPEC)
+    assert env_key(got["tf-2.18"]) != env_key(tf218)  # its own cached environment
+    assert got["local"] is local
+    named = dataclasses.replace(tf218, requirements=(*tf218.requirements, "mlcommons_loadgen==6.0"))
+    assert with_loadgen(("server",), {"x": named})["x"] is named
+
+
+def test_target_input_shape_from_the_model_metadata(tmp_path):
+    from test_serving_http import SHAPE, doubling_model
+
+    from workloads.serving.http_server import ModelServer
+
+    out = tmp_path / "res"
+    with ModelServer(doubling_model()) as server:
+        code = main(["serve", "--models", "double", "--target", server.url, "--scenarios",
+                     "concurrency", "--concurrency", "2", *FAST, "--out", str(out),
+                     "--report", str(tmp_path / "rep" / "index.html")])  # fmt: skip
+    assert code == 0
+    (path,) = (out / "cells").glob("*.json")
+    r = load_result(path)
+    assert r["status"] == "ok", r.get("reason")
+    assert r["model"] == {"name": "double", "input_shape": list(SHAPE),
+                          "input_shape_from": "server metadata"}  # fmt: skip
+    assert r["encoding"]["form"] == "b64"  # an image shape: PNG bodies
+
+
+def test_target_without_any_input_shape_is_one_line(tmp_path, capsys):
+    with broken_server("500", error="x") as url:
+        code = main(["serve", "--models", "mystery", "--target", url, *FAST,
+                     "--out", str(tmp_path / "r")])  # fmt: skip
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "name one with --input-shape H,W,C" in err
+    assert not (tmp_path / "r").exists()

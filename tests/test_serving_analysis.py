@@ -212,3 +212,72 @@ def test_gpu_sentence_comes_right_after_the_cheapest(tmp_path):
     assert rep.baseline.variant == "gpu"
     assert rep.conclusions[1].startswith("GPU vs the fastest CPU configuration (local@2 inprocess)")
     assert "18.0x faster" in rep.conclusions[1] and "decided" in rep.conclusions[1]
+
+
+def _spec(**kw) -> ServeSpec:
+    options = {"min_effect": 0.05, "confidence": 0.95, "p99_bound_ms": 100.0, "budget_s": 600.0,
+               "max_repeats": 20}  # fmt: skip
+    base = dict(variants=("local",), threads=(1, 2), models=("m",), scenarios=("concurrency",),
+                concurrency=(1,), paths=("inprocess",), repeats=5, options=options,
+                variant_info={"local": {"kind": "local", "device": "cpu"}})  # fmt: skip
+    return ServeSpec(**{**base, **kw})
+
+
+def test_adaptive_rounds_run_the_undecided_configurations_only(tmp_path):
+    from tfvariants.analyze import adaptive
+    from tfvariants.commands.serve_rounds import make_next_round
+    from tfvariants.store.rundir import load_run_dir
+
+    spec = _spec()
+    rule = adaptive.stopping_rule(5, 20)
+    nxt = make_next_round(spec, rule, pricing=parse_pricing_option("gce-2017"), baseline=None)
+    # overlapping noisy repeats: undecided at the look after 5, both configurations rerun
+    noisy = [0.7, 1.3, 1.0, 0.8, 1.2]
+    _with_devices(tmp_path / "a", {("local", 1, "cpu"): [(50 * j, 40) for j in noisy],
+                                   ("local", 2, "cpu"): [(52 * j, 40) for j in noisy[::-1]]})  # fmt: skip
+    cells, why = nxt(load_run_dir(tmp_path / "a").results)
+    assert "undecided at the look after 5" in why
+    assert sorted((c.threads, c.repeat) for c in cells) == [(1, 5), (2, 5)]
+    # an interrupted round is completed first: only the missing cell
+    _store(tmp_path / "a", [(ServeCell("local", 1, "m", "concurrency", "inprocess", 1, 5), 50, 40)])
+    cells, _ = nxt(load_run_dir(tmp_path / "a").results)
+    assert [(c.threads, c.repeat) for c in cells] == [(2, 5)]
+    # clearly apart: decided, no more rounds
+    steady = [1.0, 1.02, 0.98, 1.01, 0.99]
+    _with_devices(tmp_path / "b", {("local", 1, "cpu"): [(50 * j, 40) for j in steady],
+                                   ("local", 2, "cpu"): [(90 * j, 30) for j in steady]})  # fmt: skip
+    cells, why = nxt(load_run_dir(tmp_path / "b").results)
+    assert cells == [] and "decided by the look after 5" in why
+    # the report, with the run's 4 looks, decides the same way
+    from tfvariants.store.rundir import update_run
+
+    update_run(tmp_path / "b", adaptive=rule.to_json())
+    sa = analyze_serving(tmp_path / "b", pricing=parse_pricing_option("gce-2017"))
+    assert sa.settings.looks == 4 and sa.models[0].cheapest_decided
+
+
+def test_batching_is_a_swept_axis_with_its_charts(tmp_path):
+    from tfvariants.render.linechart import batching_charts
+
+    spec = _spec(batching=((1, 2.0), (8, 2.0), (8, 5.0)), repeats=1)
+    cells = plan_serve_cells(spec)
+    assert len(cells) == 2 * 3 and len({c.cell_id for c in cells}) == len(cells)
+    assert {c.batching for c in cells} == {"", "b8-w2", "b8-w5"}
+    assert "serve__m__concurrency-c1-b8-w5__inprocess__local__t1__r0" in {c.cell_id for c in cells}
+    rows = []
+    for r in range(2):
+        for c in cells:
+            thr = 50 * (c.max_batch_size**0.5)
+            rows.append((ServeCell(c.variant, c.threads, c.model, c.scenario, c.path,
+                                   c.concurrency, r, c.max_batch_size, c.batch_timeout_ms),
+                         thr, 30 + c.batch_timeout_ms * c.max_batch_size))  # fmt: skip
+    _store(tmp_path, rows)
+    sa = analyze_serving(tmp_path, pricing=parse_pricing_option("gce-2017"))
+    (rep,) = sa.models
+    assert rep.batch_sizes() == [1, 8]
+    assert {c.label for c in rep.configs} >= {"local@1 inprocess", "local@1 inprocess batch 8/5 ms"}
+    svg = str(batching_charts(rep, 100))
+    assert svg.count("<svg") == 2 and "throughput vs maximum batch size" in svg
+    assert "local@2 inprocess, 1 in flight, wait 5 ms" in svg
+    _with_devices(tmp_path / "plain", {("local", 1, "cpu"): [(50, 40)]})
+    assert str(batching_charts(analyze_serving(tmp_path / "plain").models[0])) == ""

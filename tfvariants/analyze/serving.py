@@ -231,7 +231,8 @@ def decision_settings(run: dict, min_effect: float | None = None,
                       confidence: float | None = None) -> Settings:  # fmt: skip
     """The run's decision settings (given, else stored in run.json, else the defaults)
     and the number of looks of its stopping rule: the same for the report and rounds."""
-    opts = run.get("options") if isinstance(run.get("options"), dict) else {}
+    stored = run.get("options")
+    opts: dict[str, Any] = stored if isinstance(stored, dict) else {}
     me = min_effect if min_effect is not None else finite_number(opts.get("min_effect"))
     conf = confidence if confidence is not None else finite_number(opts.get("confidence"))
     return Settings(me if me is not None else stats.MIN_EFFECT,

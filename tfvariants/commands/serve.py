@@ -339,6 +339,31 @@ def _check_target(url: str, model: str, builtin: str, shape: list[int] | None) -
         raise UserError(f"--target {url}: {exc}") from None
 
 
+LOADGEN_SPEC = "mlcommons-loadgen>=6.0"  # as the serve extra (setup.cfg)
+
+
+def with_loadgen(scenarios: tuple[str, ...], variant_objs: dict[str, Any]) -> dict[str, Any]:
+    """Requirement-spec variants get MLPerf LoadGen added to their specs when a LoadGen
+    scenario runs and they do not name it: a separate cached environment, built on first
+    use like any other."""
+    import dataclasses
+    import re as _re
+
+    from workloads.serving.request import LOADGEN_SCENARIOS
+
+    if not any(s in LOADGEN_SCENARIOS for s in scenarios):
+        return variant_objs
+    out = {}
+    for name, v in variant_objs.items():
+        named = any(
+            _re.match(r"\s*mlcommons[-_.]loadgen\b", spec, _re.I) for spec in v.requirements
+        )
+        if v.kind == "requirements" and not named:
+            v = dataclasses.replace(v, requirements=(*v.requirements, LOADGEN_SPEC))
+        out[name] = v
+    return out
+
+
 def _check_loadgen(scenarios: tuple[str, ...], variant_objs: dict[str, Any]) -> None:
     """LoadGen scenarios need mlcommons-loadgen where the worker runs: for this
     interpreter that is known now (stop before the sweep); for venvs and images each
@@ -412,7 +437,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.target:
         for m in spec.models:
             _check_target(args.target, args.target_model or m, m, spec.options.get("input_shape"))
-    variant_objs = ready_variants(variant_objs, args.engine)
+    variant_objs = ready_variants(with_loadgen(spec.scenarios, variant_objs), args.engine)
     out = args.out or Path("results") / f"serve-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     report_path = args.report or Path("reports") / out.name / "index.html"
     if args.resume and not (out / "run.json").is_file():

@@ -147,6 +147,7 @@ def run(args: ServeWorkerRequest, req: ServeRequest, result: dict[str, Any], fol
     needs_tf = req.path == "inprocess" and req.model != models.NOOP
     if needs_tf:
         _tf_setup(args, result)
+    shape: tuple[int, ...] | None
     if req.path == "inprocess":
         served = models.load(req.model)  # thread pools already sized by _tf_setup
         shape, name = served.input_shape, served.name
@@ -195,6 +196,8 @@ def run(args: ServeWorkerRequest, req: ServeRequest, result: dict[str, Any], fol
                     raise ValueError("the target reports no input shape: pass --input-shape")
                 result["model"] = {"name": name, "input_shape": list(shape),
                                    "input_shape_from": source}  # fmt: skip
+            if shape is None:
+                raise ValueError("the model server reported no input shape")
             x = generated(shape)
             t0 = time.perf_counter()
             # b64 carries images (PNG): other inputs (the no-op model's) go as JSON
@@ -264,7 +267,7 @@ def _measure(req: ServeRequest, result: dict[str, Any], folder: Path, make_calle
         # workers do not make it 8x faster; expect the single-request rate (per batch),
         # not twice that of 8 workers (which queued minutes of JSON requests).
         offline_qps = batch / single_s * OFFLINE_HTTP_SLACK if req.path != "inprocess" else None
-        common = dict(samples=samples, min_queries=req.min_queries, max_queries=req.max_queries,
+        common: dict[str, Any] = dict(samples=samples, min_queries=req.min_queries, max_queries=req.max_queries,
                       expected_latency_s=single_s, p99_bound_ms=req.p99_bound_ms,
                       workers=workers, max_batch=batch, offline_qps=offline_qps,
                       **bounds)  # fmt: skip
