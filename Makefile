@@ -18,7 +18,7 @@ help:
 	@echo "make build-gpu       GPU container image"
 	@echo "make test            all tests: unit, real TensorFlow, containers, headless browser"
 	@echo "make test-fast       unit tests only"
-	@echo "make lint            ruff + hadolint"
+	@echo "make lint            ruff + mypy (setup.cfg [mypy]) + hadolint"
 	@echo "make bench-serve     the serving harness's own ceiling on this host (no-op model QPS, HTTP overhead)"
 
 # Extras installed by `make install`: TensorFlow and the dev tools by default;
@@ -72,6 +72,7 @@ test-fast: install
 lint: install
 	$(BIN)/ruff check tfvariants workloads tests
 	$(BIN)/ruff format --check tfvariants workloads tests
+	$(BIN)/mypy
 	$(BIN)/hadolint builds/*/Dockerfile
 
 # Not a test: what the serving harness itself can measure here (a few seconds).

@@ -11,6 +11,20 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
+# Tests with one of these markers may start real workers (real TensorFlow, containers,
+# serving, a Ray cluster, built environments); every other test runs with
+# TFV_NO_REAL_WORKERS=1, so a worker in this interpreter or a container is refused
+# (tfvariants.execute.runner.refuse_real_worker) and the fast suite stays fast.
+REAL_WORKER_MARKERS = {"tf", "container", "serve", "ray", "envs", "browser"}
+
+
+@pytest.fixture(autouse=True)
+def _no_real_workers(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    marks = {m.name for m in request.node.iter_markers()}
+    if not marks & REAL_WORKER_MARKERS and "needs_tf" not in request.fixturenames:
+        monkeypatch.setenv("TFV_NO_REAL_WORKERS", "1")
+
+
 def tf_available() -> bool:
     import importlib.util
 

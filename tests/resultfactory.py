@@ -214,3 +214,10 @@ def study_like_results(repeats: int = 3) -> tuple[list[dict], dict]:
         "logical_cpus": 2,
     }
     return results, run
+
+
+def typed(stored: dict[str, dict], run: dict | None = None) -> dict:
+    """Result dicts (cell id -> dict) as the store hands them on: parsed once."""
+    from tfvariants.store.cellresult import parse_results
+
+    return parse_results(run or {}, stored)

@@ -14,7 +14,7 @@ import resultfactory as rf
 
 from tfvariants.cli import main
 from tfvariants.execute import runner
-from tfvariants.store.runfile import local_host
+from tfvariants.store.runfile import RUN_SCHEMA_VERSION, local_host
 
 CELL = "mnist_mlp__local__t1__r0"
 
@@ -165,7 +165,7 @@ CASES = [
     ("run-json-nested", run_json(nested()), REPORT, E, "nested too deeply"),
     ("run-json-truncated", run_json('{"kind": "tfvariants.run", "varia'), REPORT, E, "corrupt JSON"),
     ("run-json-threads-abc", run_json_with(threads=["abc"]), REPORT, E, "'threads'"),
-    ("run-json-newer", run_json_with(schema_version=3), REPORT, E, "upgrade tfvariants"),
+    ("run-json-newer", run_json_with(schema_version=RUN_SCHEMA_VERSION + 1), REPORT, E, "upgrade tfvariants"),
     ("run-json-repeats-negative", run_json_with(repeats=-1), REPORT, E, "'repeats'"),
     ("run-json-hosts-not-list", run_json_with(hosts="me"), REPORT, E, "'hosts'"),
     ("run-json-seed-text", run_json_with(options={"seed": "abc"}), REPORT, E, "options.seed"),

@@ -43,7 +43,9 @@ def test_spot_and_preemptible_are_one_tier():
     a = parse_pricing_option("gce-2026", tier="spot")
     b = parse_pricing_option("gce-2026", tier="preemptible")
     assert a.tier == b.tier == "preemptible"
-    assert a.cost("local", 8, 3600).cost == pytest.approx(0.082)
+    # billed as the cheapest 8-vCPU instance at that tier: n2d-highcpu-8 spot
+    assert a.cost("local", 8, 3600).instance == b.cost("local", 8, 3600).instance == "n2d-highcpu-8"
+    assert a.cost("local", 8, 3600).cost == pytest.approx(0.05179)
 
 
 def test_catalog_with_spot_and_preemptible_in_one_point_is_refused(tmp_path):
@@ -124,18 +126,77 @@ def test_dry_run_prints_node_types_and_bill(tmp_path, capsys, monkeypatch):
                  "--variants", "local,gpu", "--workloads", "cifar10_cnn", "--repeats", "2",
                  "--epochs", "1", "--pricing", "gce-2026", "--instance", "gpu=a2-highgpu-1g",
                  "--out", str(tmp_path / "r")])  # fmt: skip
-    err = capsys.readouterr().err
-    assert code == 0, err
-    assert "8 cells on a Ray cluster 3 node type(s)" in err
-    for name in ("n2d-highcpu-8", "n2d-highcpu-16", "a2-highgpu-1g"):
-        assert name in err
-    assert "times are ROUGH" in err and "estimated bill" in err
+    captured = capsys.readouterr()
+    text = captured.out + captured.err
+    assert code == 0, text
+    # The GPU runs once per round at its instance's 12 vCPUs, not at 8 and 16.
+    assert "6 cells on a Ray cluster 3 node type(s)" in text
+    for name in ("n2d-highcpu-8", "n2d-highcpu-16", "a2-highgpu-1g", "gpu@12"):
+        assert name in text
+    assert "gpu@8" not in text and "gpu@16" not in text
+    assert "times are ROUGH" in text and "estimated bill" in text
     # One epoch of cifar10_cnn: the study's 3151.5 s / 20 epochs (pip, 8 vCPUs) + 15 s per
     # cell, 2 cells = 346 s billed at 0.05179 $/h (n2d-highcpu-8 spot, the cheapest 8-vCPU)
-    assert "$0.00498" in err
-    # the GPU: the K80's 763.2 s / 20 + 15 s, 4 cells = 213 s at 1.44296 $/h
-    assert "$0.0854" in err
+    assert "$0.00498" in text
+    # the GPU: the K80's 763.2 s / 20 + 15 s, 2 cells = 107 s at 1.44296 $/h
+    assert "$0.0429" in text
     assert not (tmp_path / "r").exists()  # a dry run writes nothing
+
+
+def test_dry_run_plans_the_gpu_once_per_workload(capsys):
+    """Issue example: pip x 8/16/32/64 and a GPU, six workloads, 5 repeats: 30 GPU cells
+    (one configuration per workload) + 30 x 4 pip cells = 150, not 240."""
+    code = main(["compare", "--executor", "ray", "--dry-run", "--threads", "8,16,32,64",
+                 "--variants", "pip,gpu", "--workloads", "all", "--pricing", "gce-2026"])  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "dry run: 150 cells on a Ray cluster" in captured.out
+    rows = [line.split() for line in captured.out.splitlines()]
+    gpu_rows = [r for r in rows if r and r[0] == "a2-highgpu-1g"]
+    assert len(gpu_rows) == 1 and gpu_rows[0][4] == "30"  # node type, vCPUs, "1x A100", cells
+    per_config = [r for r in rows if len(r) > 1 and r[1].startswith("gpu@")]
+    assert {r[1] for r in per_config} == {"gpu@12"} and len(per_config) == 6
+
+
+def test_one_instance_rule_for_dry_run_and_run(tmp_path, capsys):
+    """2 threads on gce-2017 (no 2-vCPU instance): the dry run and a run's report both
+    bill the smallest instance that holds them, and say so."""
+    from tfvariants.analyze.estimate import place_cells
+
+    pricing = parse_pricing_option("gce-2017")
+    placed = place_cells([("local", 2)], {"local": "cpu"}, pricing)
+    inst, why = placed[("local", 2)]
+    assert inst.name == pricing.cost("local", 2, 60).instance
+    assert "smallest instance with at least 2 vCPUs" in why
+    assert main(["compare", "--dry-run", "--threads", "2", "--variants", "local",
+                 "--workloads", "mnist_cnn", "--quick", "--pricing", "gce-2017"]) == 0  # fmt: skip
+    assert "smallest instance with at least 2 vCPUs" in capsys.readouterr().out
+
+
+def test_explicit_gpu_threads_are_kept_and_labelled(capsys):
+    code = main(["compare", "--dry-run", "--threads", "8", "--variants", "pip,gpu@16",
+                 "--workloads", "mnist_cnn", "--repeats", "1", "--pricing", "gce-2026"])  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "gpu@16" in captured.out and "gpu@12" not in captured.out
+    assert (
+        main(
+            [
+                "compare",
+                "--dry-run",
+                "--threads",
+                "8",
+                "--variants",
+                "pip,pip@4",
+                "--workloads",
+                "mnist_cnn",
+                "--pricing",
+                "gce-2026",
+            ]
+        )
+        == 2
+    )
+    assert "named twice" in capsys.readouterr().err
 
 
 def test_dry_run_estimates_from_an_earlier_run(tmp_path, capsys, monkeypatch):
@@ -146,7 +207,8 @@ def test_dry_run_estimates_from_an_earlier_run(tmp_path, capsys, monkeypatch):
     code = main(["compare", "--dry-run", "--threads", "8,16", "--variants", "local",
                  "--workloads", "mnist_mlp", "--repeats", "1", "--pricing", "gce-2026",
                  "--price-tier", "on_demand", "--estimate-from", str(tmp_path / "before")])  # fmt: skip
-    err = capsys.readouterr().err
+    captured = capsys.readouterr()
+    err = captured.err + captured.out
     assert code == 0, err
     assert "times from" in err and "ROUGH" not in err
     assert "on-demand" in err
@@ -157,7 +219,7 @@ def test_dry_run_estimates_from_an_earlier_run(tmp_path, capsys, monkeypatch):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--threads", "12", "--executor", "ray"], "no instance with exactly 12 vCPUs"),
+        (["--threads", "999", "--executor", "ray"], "no priced instance with 999 or more vCPUs"),
         (["--threads", "8", "--ray-address", "127.0.0.1:1"], "need --executor ray"),
         (["--threads", "8", "--estimate-from", "x"], "is for --dry-run"),
         (["--threads", "8", "--dry-run", "--estimate-from", "nope"], "not a results folder"),
@@ -195,7 +257,8 @@ def test_2017_speeds_at_todays_prices(tmp_path, capsys, monkeypatch):
                  "--variants", "local,gpu", "--workloads", "cifar10_cnn", "--repeats", "1",
                  "--pricing", "gce-2026", "--instance", "8=n2-highcpu-8",
                  "--instance", "gpu=a2-highgpu-1g"])  # fmt: skip
-    err = capsys.readouterr().err
+    captured = capsys.readouterr()
+    err = captured.err + captured.out
     assert code == 0, err
     assert "2017 speeds at today's prices" in err and "ROUGH" not in err
     # the study's cifar10_cnn: pip on 8 vCPUs 3151.5 s, K80 763.2 s; no overhead added

@@ -268,7 +268,7 @@ def test_next_round_runs_only_the_undecided_workloads_configurations():
                 stored[f"{c['workload']}__local__t{t}__r{r}"] = res
     hook = rounds.make_next_round(spec, adaptive.stopping_rule(5), baseline=None,
                                   min_effect=0.05, confidence=0.95)  # fmt: skip
-    cells, why = hook(stored)
+    cells, why = hook(rf.typed(stored))
     assert {(c.workload, c.threads, c.repeat) for c in cells} == {
         ("mnist_mlp", 1, 5),
         ("mnist_mlp", 2, 5),
@@ -276,7 +276,7 @@ def test_next_round_runs_only_the_undecided_workloads_configurations():
     assert "1 comparison(s) undecided at the look after 5 repeats" == why
     # between looks nothing is re-judged: round 6 keeps the same configurations
     del stored["mnist_mlp__local__t2__r4"]
-    cells, _ = hook(stored)  # an interrupted round is completed first
+    cells, _ = hook(rf.typed(stored))  # an interrupted round is completed first
     assert [(c.workload, c.threads, c.repeat) for c in cells] == [("mnist_mlp", 2, 4)]
 
 
@@ -295,7 +295,7 @@ def test_next_round_uses_the_reports_baseline_which_is_never_oversubscribed_by_c
             stored[f"mnist_cnn__local__t{t}__r{r}"] = res
     hook = rounds.make_next_round(spec, adaptive.stopping_rule(5), baseline=None,
                                   min_effect=0.05, confidence=0.95)  # fmt: skip
-    cells, why = hook(stored)
+    cells, why = hook(rf.typed(stored))
     # Baseline local@2 (fits the host): 1 vs 2 is noisy and stays open; 8 vs 2 is decided.
     # With the oversubscribed local@8 as baseline both pairs would be decided already.
     assert {(c.threads, c.repeat) for c in cells} == {(1, 5), (2, 5)}

@@ -225,7 +225,7 @@ def test_adaptive_rounds_stop_before_the_budget_is_exceeded(tmp_path):
 
     def next_round(stored):
         asked.append(len(stored))
-        rep = max(int(r["cell"]["repeat"]) for r in stored.values()) + 1
+        rep = max(r.round for r in stored.values()) + 1
         return [Cell("pip", 1, "mnist_mlp", rep), Cell("pip", 2, "mnist_mlp", rep)], "undecided"
 
     s = spec(variants=("pip",), workloads=("mnist_mlp",), repeats=2)

@@ -116,6 +116,19 @@ def test_conclusions_only_claim_what_the_data_shows(tmp_path):
     assert strict.settings.min_effect == 0.5 and "50%" in strict.settings.describe()
 
 
+def test_the_workloads_default_baseline_is_not_an_oversubscribed_configuration(tmp_path):
+    # 2 logical CPUs: local@8 is oversubscribed, so the default yardstick is local@2 for
+    # the run and for each workload alike (a shadowed name once made them differ).
+    results = [
+        rf.make_result("local", t, "mnist_cnn", r, steady_epoch_s=2.0 + t / 10, noise=0.02)
+        for r in range(3)
+        for t in (1, 2, 8)
+    ]
+    a = analyze(rf.write_results(tmp_path / "res", results))
+    assert a.baseline_label == "local@2"
+    assert a.workloads[0].baseline.label == "local@2"
+
+
 def test_no_baseline_data_gives_no_ratios_and_says_so(study, gce):
     a = analyze(study, pricing=gce, baseline="gpu@8")
     cnn = a.workloads[1]
@@ -243,7 +256,7 @@ def test_report_shows_the_machines_noise_and_labels_intervals(tmp_path):
 
 
 def test_overhead_split_adds_up_to_the_cell():
-    from tfvariants.analyze.analysis import overhead_split
+    from tfvariants.store.cellresult import overhead_split
 
     r = {
         "timing": {"import_tf_s": 3.0, "build_s": 0.2, "data_s": 0.1, "warmup_s": 2.0,

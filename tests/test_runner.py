@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import sys
 import time
@@ -173,7 +174,11 @@ def test_gpu_variant_without_gpu_is_skipped(tmp_path, monkeypatch):
 @pytest.mark.parametrize("repeat", [0, 3])
 def test_cell_id(repeat):
     assert Cell("pip", 16, "mnist_cnn", repeat).cell_id == f"mnist_cnn__pip__t16__r{repeat}"
-    assert Cell("pip", 2, "/x/my_model.py").cell_id == "my_model__pip__t2__r0"
+    # a workload file: its stem + a hash of its path (two files x.py never share an id)
+    assert re.fullmatch(
+        r"my_model@[0-9a-f]{10}__pip__t2__r0", Cell("pip", 2, "/x/my_model.py").cell_id
+    )
+    assert Cell("pip", 2, "/x/my_model.py").cell_id != Cell("pip", 2, "/y/my_model.py").cell_id
 
 
 def test_timed_out_container_is_removed_by_name(tmp_path, monkeypatch):

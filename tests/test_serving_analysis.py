@@ -235,18 +235,18 @@ def test_adaptive_rounds_run_the_undecided_configurations_only(tmp_path):
     noisy = [0.7, 1.3, 1.0, 0.8, 1.2]
     _with_devices(tmp_path / "a", {("local", 1, "cpu"): [(50 * j, 40) for j in noisy],
                                    ("local", 2, "cpu"): [(52 * j, 40) for j in noisy[::-1]]})  # fmt: skip
-    cells, why = nxt(load_run_dir(tmp_path / "a").results)
+    cells, why = nxt(load_run_dir(tmp_path / "a").parsed)
     assert "undecided at the look after 5" in why
     assert sorted((c.threads, c.repeat) for c in cells) == [(1, 5), (2, 5)]
     # an interrupted round is completed first: only the missing cell
     _store(tmp_path / "a", [(ServeCell("local", 1, "m", "concurrency", "inprocess", 1, 5), 50, 40)])
-    cells, _ = nxt(load_run_dir(tmp_path / "a").results)
+    cells, _ = nxt(load_run_dir(tmp_path / "a").parsed)
     assert [(c.threads, c.repeat) for c in cells] == [(2, 5)]
     # clearly apart: decided, no more rounds
     steady = [1.0, 1.02, 0.98, 1.01, 0.99]
     _with_devices(tmp_path / "b", {("local", 1, "cpu"): [(50 * j, 40) for j in steady],
                                    ("local", 2, "cpu"): [(90 * j, 30) for j in steady]})  # fmt: skip
-    cells, why = nxt(load_run_dir(tmp_path / "b").results)
+    cells, why = nxt(load_run_dir(tmp_path / "b").parsed)
     assert cells == [] and "decided by the look after 5" in why
     # the report, with the run's 4 looks, decides the same way
     from tfvariants.store.rundir import update_run

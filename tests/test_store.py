@@ -18,10 +18,11 @@ from tfvariants.cli import main
 from tfvariants.errors import UserError
 from tfvariants.execute import runner
 from tfvariants.execute.matrix import Matrix
+from tfvariants.plan.cell import cell_id
 from tfvariants.plan.spec import MatrixSpec
 from tfvariants.render.html import render_html, write_report
 from tfvariants.store.rundir import load_run_dir
-from tfvariants.store.runfile import load_run, local_host
+from tfvariants.store.runfile import RUN_SCHEMA_VERSION, load_run, local_host
 
 HERE, OTHER = local_host()["host_id"], "0ther0host00"
 CELL = "mnist_mlp__pip__t8__r0"
@@ -117,10 +118,12 @@ def test_version_1_run_json_is_migrated_and_resume_declares_the_host(tmp_path):
     spec = MatrixSpec(("local",), (1,), ("mnist_mlp",), 1, {"seed": 0})
     run = {"schema_version": 1, "kind": "tfvariants.run", **spec.to_json("2026-01-01")}
     rf.write_results(d, [on_host(rf.make_result("local", 1, "mnist_mlp", 0), HERE)], run)
-    assert load_run(d)["hosts"] == [] and load_run(d)["schema_version"] == 2
+    assert load_run(d)["hosts"] == [] and load_run(d)["schema_version"] == RUN_SCHEMA_VERSION
     Matrix(spec, d).run(run_cell=lambda *a: pytest.fail("nothing to run"), resume=True)
     stored = json.loads((d / "run.json").read_text())
-    assert stored["schema_version"] == 2 and [h["host_id"] for h in stored["hosts"]] == [HERE]
+    assert stored["schema_version"] == RUN_SCHEMA_VERSION and [
+        h["host_id"] for h in stored["hosts"]
+    ] == [HERE]
 
 
 def test_resume_from_another_host_is_refused_unless_allowed(tmp_path):
@@ -159,7 +162,8 @@ def test_compare_resume_leaves_an_unreadable_cell_intact_then_quarantines_it(
         return result
 
     monkeypatch.setattr(runner, "run_cell", fake_run_cell)
-    argv = ["compare", "--threads", "1", "--workloads", "mnist_mlp", "--repeats", "2"]
+    # --no-probe: the oneDNN probe would start real TensorFlow (refused in the fast suite)
+    argv = ["compare", "--threads", "1", "--workloads", "mnist_mlp", "--repeats", "2", "--no-probe"]
     assert main([*argv, "--out", "R", "--pricing", "none"]) == 0
     bad = tmp_path / "R" / "cells" / "mnist_mlp__local__t1__r1.json"
     ok = json.loads(bad.read_text())
@@ -177,7 +181,12 @@ def test_compare_resume_leaves_an_unreadable_cell_intact_then_quarantines_it(
     assert not [w for w in a.warnings if w.kind == "incomplete"]
 
     original = bad.read_bytes()
-    assert main(["compare", "--resume", "--out", "R", "--quarantine", "--pricing", "none"]) == 0
+    assert (
+        main(
+            ["compare", "--resume", "--out", "R", "--quarantine", "--pricing", "none", "--no-probe"]
+        )
+        == 0
+    )
     err = capsys.readouterr().err
     assert "quarantined cells/mnist_mlp__local__t1__r1.json ->" in err
     assert (tmp_path / "R" / "quarantine" / bad.name).read_bytes() == original
@@ -224,11 +233,12 @@ def test_csv_neutralises_formulas_and_uses_the_file_names_cell_id(tmp_path):
     results.append(rf.make_result("pip", 2, user, 2, status="failed", reason="=HYPERLINK(1)"))
     d = tmp_path / "R"
     (d / "cells").mkdir(parents=True)
-    for r in results:
-        (d / "cells" / f"my_work__pip__t2__r{r['cell']['repeat']}.json").write_text(json.dumps(r))
+    ids = [cell_id("pip", 2, user, r) for r in range(3)]
+    for r, cid in zip(results, ids, strict=True):
+        (d / "cells" / f"{cid}.json").write_text(json.dumps(r))
     write_report(d, tmp_path / "o.html", csv_path=tmp_path / "o.csv")
     rows = list(csv.DictReader((tmp_path / "o.csv").open()))
-    assert [r["cell_id"] for r in rows] == [f"my_work__pip__t2__r{i}" for i in range(3)]
+    assert [r["cell_id"] for r in rows] == ids and ids[0].startswith("my_work@")
     assert rows[2]["reason"] == "'=HYPERLINK(1)"
 
 
@@ -259,7 +269,7 @@ def test_run_json_written_by_the_store_validates_and_declares_this_host(tmp_path
     spec = MatrixSpec(("local",), (1, 2), ("mnist_mlp",), 2, {"seed": 0})
     Matrix(spec, tmp_path / "R").prepare()
     run = load_run(tmp_path / "R")
-    assert run["kind"] == "tfvariants.run" and run["schema_version"] == 2
+    assert run["kind"] == "tfvariants.run" and run["schema_version"] == RUN_SCHEMA_VERSION
     assert run["hosts"] == [local_host()] and run["hosts"][0]["kind"] == "local"
 
 

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tfvariants.plan.cell import cell_id
 from tfvariants.store.result import load_result
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,7 +41,7 @@ def test_worker_killed_by_sigkill(tmp_path):
     proc = cli("run", wl, "--threads", "1", "--out", str(tmp_path / "o"))
     assert proc.returncode == 1
     assert "worker killed by SIGKILL" in proc.stderr
-    res = load_result(tmp_path / "o" / "cells" / "suicide__local__t1__r0.json")
+    res = load_result(tmp_path / "o" / "cells" / f"{cell_id('local', 1, wl, 0)}.json")
     assert res["status"] == "failed" and res["reason"] == "worker killed by SIGKILL"
     assert res["runner"]["exit_code"] == -9
 
@@ -49,7 +50,7 @@ def test_worker_timeout(tmp_path):
     wl = workload(tmp_path, "sleepy", "import time\ntime.sleep(120)")
     proc = cli("run", wl, "--threads", "1", "--timeout", "5", "--out", str(tmp_path / "o"))
     assert proc.returncode == 1
-    res = load_result(tmp_path / "o" / "cells" / "sleepy__local__t1__r0.json")
+    res = load_result(tmp_path / "o" / "cells" / f"{cell_id('local', 1, wl, 0)}.json")
     assert res["status"] == "timeout"
     assert res["reason"] == "no result within the 5 s timeout"
 
@@ -58,7 +59,7 @@ def test_workload_exception_is_a_failed_result(tmp_path):
     wl = workload(tmp_path, "broken", "raise RuntimeError('no data here')")
     proc = cli("run", wl, "--threads", "1", "--out", str(tmp_path / "o"))
     assert proc.returncode == 1
-    res = load_result(tmp_path / "o" / "cells" / "broken__local__t1__r0.json")
+    res = load_result(tmp_path / "o" / "cells" / f"{cell_id('local', 1, wl, 0)}.json")
     assert res["status"] == "failed"
     assert res["reason"].endswith("no data here")
     assert "Traceback" in res["stderr_tail"]

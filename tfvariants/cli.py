@@ -9,17 +9,20 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
+from typing import NoReturn
 
 from tfvariants import __version__
 from tfvariants.errors import UserError
+from tfvariants.store import lock
 
 # Order is the order shown in --help.
 COMMANDS = ["env", "run", "variants", "compare", "serve", "report", "prices"]
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line + exit 2, like UserError
+    def error(self, message: str) -> NoReturn:  # one line + exit 2, like UserError
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
@@ -51,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
+    previous = signal.signal(signal.SIGTERM, _terminate) if _main_thread() else None
     try:
         return int(args.func(args) or 0)
     except UserError as exc:
@@ -64,6 +68,22 @@ def main(argv: list[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    finally:
+        lock.release_all()  # the run folders this command held (tfvariants.store.lock)
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def _terminate(signum: int, frame: object) -> None:
+    """SIGTERM ends a command like Ctrl-C: the worker's group is stopped, scratch
+    folders removed, the lock released, and finished cells kept for --resume."""
+    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":

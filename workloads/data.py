@@ -33,6 +33,7 @@ import tarfile
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -147,7 +148,7 @@ class _NumpyOnlyUnpickler(pickle.Unpickler):
         }
     )
 
-    def find_class(self, module: str, name: str):  # noqa: ANN201 - pickle API
+    def find_class(self, module: str, name: str) -> Any:  # what pickle reconstructs
         if (module, name) in self._ALLOWED:
             return super().find_class(module, name)
         raise pickle.UnpicklingError(f"refusing to unpickle {module}.{name} from a data file")
@@ -408,7 +409,7 @@ def load_imdb(
     path = _fetch("IMDb", "imdb.npz", KERAS_DATASETS_URL + "imdb.npz", directory)
     arrays = _load_npz_objects(path)
     rng = np.random.RandomState(IMDB_SHUFFLE_SEED)
-    out = []
+    splits: list[tuple[list[np.ndarray], np.ndarray]] = []
     for split in ("train", "test"):
         x, y = arrays[f"x_{split}"], np.asarray(arrays[f"y_{split}"])
         order = np.arange(len(x))
@@ -418,8 +419,9 @@ def load_imdb(
             seq = np.concatenate([[IMDB_START], np.asarray(x[i], dtype=np.int64) + IMDB_INDEX_FROM])
             seq[seq >= num_words] = IMDB_OOV
             seqs.append(seq.astype(np.int32))
-        out += [seqs, y[order].astype(np.int32)]
-    return out[0], out[1], out[2], out[3]
+        splits.append((seqs, y[order].astype(np.int32)))
+    (x_train, y_train), (x_test, y_test) = splits
+    return x_train, y_train, x_test, y_test
 
 
 def pad_sequences(seqs: Sequence[np.ndarray], maxlen: int) -> np.ndarray:

@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 # Only these environment variables are ever recorded (names, not patterns).
@@ -127,6 +128,10 @@ def _soft(probe: Callable[[], Any]) -> Any:
         return None
 
 
+def _device_details(tf: Any, gpu: Any) -> Any:
+    return tf.config.experimental.get_device_details(gpu)
+
+
 def _cpuinfo() -> dict[str, str]:
     info: dict[str, str] = {}
     with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
@@ -209,7 +214,7 @@ def probe_tensorflow(tf: Any, log_text: str = "") -> dict[str, Any]:
     out["gpus"] = [getattr(g, "name", str(g)) for g in gpus]
     details = []
     for gpu in gpus:
-        detail = _soft(lambda g=gpu: tf.config.experimental.get_device_details(g))
+        detail = _soft(partial(_device_details, tf, gpu))
         if detail:
             details.append({k: str(v) for k, v in detail.items()})
     if details:

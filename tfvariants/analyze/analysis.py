@@ -8,64 +8,38 @@ the run store and nothing else.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from tfvariants.analyze import stats
-from tfvariants.analyze.billing import device_of, no_price_reason
+from tfvariants.analyze.billing import no_price_reason
 from tfvariants.analyze.conclusions import conclude
 from tfvariants.analyze.coverage import cell_counts, first_cell_id, folder_warnings, usable_results
 from tfvariants.analyze.decide import Settings, choose_baseline, run_looks
-from tfvariants.analyze.fields import (
-    accuracy_of,
-    environment_summary,
-    finite_number,
-    flatten,
-    get_path,
-    median_of,
-    training_time_s,
-    warmup_time_s,
-)
+from tfvariants.analyze.fields import environment_summary, flatten, median_of
 from tfvariants.analyze.groups import Group, WorkloadReport
 from tfvariants.analyze.noise import HostNoise, host_noise
 from tfvariants.analyze.parity import parity
 from tfvariants.analyze.pricing import Pricing
+from tfvariants.analyze.verdicts import (
+    Requested,
+    Verdict,
+    round_values,
+    statistic,
+    workload_verdicts,
+)
 from tfvariants.errors import UserError
+from tfvariants.store.cellresult import CellResult, ConfigKey, finite_number
 from tfvariants.store.rundir import RunContents, load_run_dir
-
-
-def _sum_known(*values: Any) -> float | None:
-    known = [x for x in (finite_number(v) for v in values) if x is not None]
-    return sum(known) if known else None
-
-
-def overhead_split(r: dict) -> dict[str, float]:
-    """Where one cell's wall time went: TensorFlow import, data + model build, warm-up
-    steps, steady steps, time between epochs (start-up, validation), and the rest
-    (process start, probing, writing), which makes the parts add up to the cell."""
-    t = r.get("timing") or {}
-    parts = {
-        "import": finite_number(t.get("import_tf_s")),
-        "build": _sum_known(t.get("build_s"), t.get("data_s")),
-        "warm-up": finite_number(t.get("warmup_s")),
-        "steady": finite_number(t.get("steady_s")),
-    }
-    fit = finite_number(t.get("fit_s"))
-    if fit is not None and parts["warm-up"] is not None and parts["steady"] is not None:
-        parts["between epochs"] = max(fit - parts["warm-up"] - parts["steady"], 0.0)
-    wall = finite_number(get_path(r, "runner", "wall_s"))
-    if wall is not None and fit is not None and parts["import"] is not None:
-        parts["other"] = max(wall - parts["import"] - (parts["build"] or 0.0) - fit, 0.0)
-    return {k: v for k, v in parts.items() if v is not None}
 
 
 @dataclass
 class Analysis:
     results_dir: str
-    run: dict
+    run: dict[str, Any]
     workloads: list[WorkloadReport]
     baseline_label: str
     pricing: Pricing | None
@@ -75,7 +49,7 @@ class Analysis:
     counts: dict[str, int]
     logical_cpus: int | None
     generated_at: str
-    cells: list[dict]
+    cells: list[CellResult]
     variants: list[str] = field(default_factory=list)  # in display order
     settings: Settings = field(default_factory=lambda: Settings())
     noise: HostNoise | None = None
@@ -83,11 +57,17 @@ class Analysis:
     store: RunContents | None = None  # the run folder as loaded, with its named problems
     serving: Any = None  # the serving analysis of the same folder, when it holds serving cells
 
+    @property
+    def rounds_compared(self) -> tuple[int, int] | None:
+        """(fewest, most) common rounds behind the time ratios, None without ratios."""
+        ns = [g.rounds_compared for w in self.workloads for g in w.groups if g.verdict]
+        return (min(ns), max(ns)) if ns else None
+
 
 # ---- analysis ----
 
 
-def parse_baseline(text: str | None) -> tuple[str, int | None] | None:
+def parse_baseline(text: str | None) -> Requested | None:
     if not text:
         return None
     variant, sep, threads = text.partition("@")
@@ -96,14 +76,24 @@ def parse_baseline(text: str | None) -> tuple[str, int | None] | None:
     return variant, int(threads) if sep else None
 
 
-def _order(values: Iterable[Any], preferred: list | None) -> list:
+def _order(values: Iterable[str], preferred: Any) -> list[str]:
     seen = list(dict.fromkeys(values))
-    pref = [v for v in (preferred or []) if v in seen]
+    pref = [v for v in (preferred if isinstance(preferred, list) else []) if v in seen]
     return pref + sorted((v for v in seen if v not in pref), key=str)
 
 
-def _is_serving(result: dict) -> bool:
-    return get_path(result, "cell", "task") == "serve"
+def settings_of(
+    run: dict[str, Any], min_effect: float | None = None, confidence: float | None = None
+) -> Settings:
+    """The decision settings: given, else the run's stored options, else the defaults;
+    looks from the run's stopping rule."""
+    stored = run.get("options")
+    opts: dict[str, Any] = stored if isinstance(stored, dict) else {}
+    if min_effect is None:
+        min_effect = finite_number(opts.get("min_effect")) or stats.MIN_EFFECT
+    if confidence is None:
+        confidence = finite_number(opts.get("confidence")) or stats.CONFIDENCE
+    return Settings(min_effect, confidence, run_looks(run))
 
 
 def analyze(
@@ -120,86 +110,68 @@ def analyze(
     contents = load_run_dir(results_dir, allow_mixed_hosts=allow_mixed_hosts)
     run = contents.run
     # Serving cells have their own analysis (analyze/serving.py).
-    cells = [r for r in usable_results(contents) if not _is_serving(r)]
+    usable_results(contents)  # one line when there is nothing to analyse
+    cells = [r for _, r in sorted(contents.parsed.items()) if isinstance(r, CellResult)]
     cpus = run.get("logical_cpus") if isinstance(run.get("logical_cpus"), int) else None
     if cpus is None:
         cpus = next(
             (
                 c
-                for c in (get_path(r, "environment", "cpu", "logical_cpus") for r in cells)
+                for c in (r.get("environment", "cpu", "logical_cpus") for r in cells)
                 if isinstance(c, int)
             ),
             None,
         )
 
-    devices = {v: device_of(v, run, cells) for v in {str(r["cell"]["variant"]) for r in cells}}
-    groups: dict[tuple[str, str, int], Group] = {}
+    devices = {r.variant: r.device for r in cells}
+    groups: dict[ConfigKey, Group] = {}
     for r in cells:
-        c = r["cell"]
-        key = (str(c["workload"]), str(c["variant"]), int(c["threads"]))
-        g = groups.setdefault(key, Group(key[0], key[1], key[2], devices[key[1]]))
+        g = groups.setdefault(r.key, Group(*r.key, device=r.device))
         g.results.append(r)
 
-    variants = _order((k[1] for k in groups), run.get("variants"))
-    workloads = _order((k[0] for k in groups), run.get("workloads"))
-    opts = run.get("options") if isinstance(run.get("options"), dict) else {}
-    if min_effect is None:
-        min_effect = finite_number(opts.get("min_effect")) or stats.MIN_EFFECT
-    if confidence is None:
-        confidence = finite_number(opts.get("confidence")) or stats.CONFIDENCE
-    looks = run_looks(run)
-    ok_counts: dict[tuple[str, int], int] = {}
-    for (_w, v, t), g in groups.items():
-        ok_counts[(v, t)] = ok_counts.get((v, t), 0) + len(g.ok)  # before _summarise
-    # Oversubscribed as the worker recorded it (a cluster node's own CPU count counts,
-    # not the driver's).
-    over = {
-        (v, t)
-        for (_w, v, t), g in groups.items()
-        if any(get_path(r, "requested", "oversubscribed") is True for r in g.results)
-    }
-    base = parse_baseline(baseline)
-    if base is None:
-        chosen = choose_baseline(ok_counts, devices, variants, over)
-        base = chosen or (variants[0], max(k[2] for k in groups if k[1] == variants[0]))
-    elif base[0] not in variants:
+    variants = _order((k.variant for k in groups), run.get("variants"))
+    workloads = _order((k.workload for k in groups), run.get("workloads"))
+    settings = settings_of(run, min_effect, confidence)
+    requested = parse_baseline(baseline)
+    if requested is not None and requested[0] not in variants:
         raise UserError(
-            f"--baseline {baseline}: no results for variant {base[0]!r} (have: {', '.join(variants)})"
+            f"--baseline {baseline}: no results for variant {requested[0]!r} "
+            f"(have: {', '.join(variants)})"
         )
-    if base[1] is None:
-        base = (base[0], max(k[2] for k in groups if k[1] == base[0]))
-    baseline_label = f"{base[0]}@{base[1]}"
+    # Oversubscribed as the cells say (store/cellresult.py decides it, once).
+    over = {
+        (k.variant, k.threads)
+        for k, g in groups.items()
+        if any(r.oversubscribed for r in g.results)
+    }
+    times = round_values(cells)  # what verdicts are decided on
 
     all_warnings: list[stats.StatWarning] = []
-    over: dict[int, list[str]] = {}
+    over_threads: dict[int, list[str]] = {}
     for g in groups.values():
-        _summarise(g, pricing, cpus, confidence)
+        _summarise(g, pricing, cpus, settings.confidence)
         all_warnings += [w for w in g.warnings if w.kind != "oversubscribed"]
         if g.oversubscribed:
-            over.setdefault(g.threads, []).append(g.label)
+            over_threads.setdefault(g.threads, []).append(g.label)
     # One line per thread count, not one per cell: the same fact repeated drowns the rest.
-    for threads, labels in sorted(over.items()):
+    for threads, labels in sorted(over_threads.items()):
         configs = ", ".join(dict.fromkeys(labels))
-        w = stats.oversubscribed_warning(configs, threads, cpus or 0)
-        all_warnings.insert(0, w)
+        all_warnings.insert(0, stats.oversubscribed_warning(configs, threads, cpus or 0))
 
     all_warnings[:0] = folder_warnings(contents)
 
-    settings = Settings(min_effect, confidence, looks)
+    baseline_label = _run_baseline_label(requested, groups, times, devices, variants, over)
     reports = []
     for w in workloads:
         wgroups = sorted(
             (g for g in groups.values() if g.workload == w),
             key=lambda g: (variants.index(g.variant), g.threads),
         )
-        bgroup = groups.get((w, base[0], base[1]))
-        if baseline is None:
-            # The default is chosen per workload too: never a configuration without results.
-            counts = {(g.variant, g.threads): len(g.times) for g in wgroups}
-            mine = choose_baseline(counts, devices, variants, over)
-            bgroup = groups.get((w, *mine)) if mine else bgroup
-        wr = WorkloadReport(w, wgroups, bgroup)
-        _compare_to_baseline(wr, min_effect, confidence, looks)
+        found = workload_verdicts([g.key for g in wgroups], times, settings, devices=devices,
+                                  variant_order=variants, oversubscribed=over,
+                                  requested=requested)  # fmt: skip
+        wr = WorkloadReport(w, wgroups, groups.get(found.baseline) if found.baseline else None)
+        _apply_verdicts(wr, found.verdicts, settings)
         if wr.baseline is None or wr.baseline.time is None:
             all_warnings.append(
                 stats.StatWarning(
@@ -209,13 +181,14 @@ def analyze(
                 )
             )
         conclude(wr, baseline_label, cpus, pricing, settings)
-        wr.parity = parity(wgroups, base[0])
+        base_variant = baseline_label.split("@")[0]  # the header's, as the template says
+        wr.parity = parity(wgroups, base_variant)
         for row in wr.parity:
             if row.outlier:
                 all_warnings.append(
                     stats.StatWarning(
                         "accuracy_parity",
-                        f"{w}: {row.variant} trains to a different result than {base[0]}: "
+                        f"{w}: {row.variant} trains to a different result than {base_variant}: "
                         + "; ".join(row.flags),
                         "a fast variant that learns something else is not a faster build "
                         "(see Accuracy parity)",
@@ -228,17 +201,10 @@ def analyze(
     envs: dict[str, dict[str, str]] = {}
     raw_envs: dict[str, list[tuple[str, str]]] = {}
     for v in variants:
-        env = next(
-            (
-                r.get("environment")
-                for r in cells
-                if r["cell"].get("variant") == v and isinstance(r.get("environment"), dict)
-            ),
-            None,
-        )
+        env = next((r.environment for r in cells if r.variant == v and r.environment), None)
         if env:
-            envs[v] = environment_summary(env)
-            raw_envs[v] = flatten(env)
+            envs[v] = environment_summary(dict(env))
+            raw_envs[v] = flatten(dict(env))
     return Analysis(
         results_dir=str(results_dir),
         run=run,
@@ -260,21 +226,48 @@ def analyze(
     )
 
 
-def _explain_spread(warning: stats.StatWarning, ok: list[dict]) -> stats.StatWarning:
+def _run_baseline_label(
+    requested: Requested | None,
+    groups: dict[ConfigKey, Group],
+    times: dict[ConfigKey, dict[int, float]],
+    devices: dict[str, str],
+    variants: list[str],
+    over: set[tuple[str, int]],
+) -> str:
+    """The run's baseline in one label (the header): the one asked for, else the
+    default rule on all workloads' usable repeats together. Each workload's own
+    baseline (the same rule on its own repeats) is what its ratios use."""
+    if requested is not None and requested[1] is not None:
+        return f"{requested[0]}@{requested[1]}"
+    if requested is not None:
+        mine = [k for k in groups if k.variant == requested[0]]
+        usable = [k for k in mine if times.get(k)] or mine
+        return f"{requested[0]}@{max(k.threads for k in usable)}"
+    counts: dict[tuple[str, int], int] = {}
+    for k in groups:
+        counts[(k.variant, k.threads)] = counts.get((k.variant, k.threads), 0) + len(
+            times.get(k) or {}
+        )
+    chosen = choose_baseline(counts, devices, variants, over)
+    if chosen is None:
+        first = variants[0]
+        chosen = (first, max(k.threads for k in groups if k.variant == first))
+    return f"{chosen[0]}@{chosen[1]}"
+
+
+def _explain_spread(warning: stats.StatWarning, ok: list[CellResult]) -> stats.StatWarning:
     """An 'unstable' warning names its worst repeat, and whether other processes were
     using that cell's CPUs: a sceptic can then tell a noisy host from a noisy config."""
-    timed = [(t, r) for r in ok if (t := training_time_s(r))]
+    timed = [(r.training_time_s, r) for r in ok if r.training_time_s]
     if warning.kind != "unstable" or len(timed) < 3:
         return warning
     med = median_of(t for t, _ in timed) or 0.0
     if med <= 0:
         return warning
     t, r = max(timed, key=lambda tr: abs(math.log(tr[0] / med)))
-    repeat = get_path(r, "cell", "repeat")
-    text = f"; the farthest repeat (r{repeat}) took {t / med:.2f}x the median"
-    others = finite_number(get_path(r, "cpu", "others_share"))
-    if others is not None and others >= 0.10:
-        text += f", while other processes used {others:.0%} of its pinned CPUs"
+    text = f"; the farthest repeat (r{r.round}) took {t / med:.2f}x the median"
+    if r.others_share is not None and r.others_share >= 0.10:
+        text += f", while other processes used {r.others_share:.0%} of its pinned CPUs"
     return stats.StatWarning(warning.kind, warning.message + text, warning.hint)
 
 
@@ -282,11 +275,9 @@ def _summarise(
     g: Group, pricing: Pricing | None, cpus: int | None, confidence: float = stats.CONFIDENCE
 ) -> None:
     ok = g.ok
-    g.oversubscribed = any(bool(get_path(r, "requested", "oversubscribed")) for r in g.results)
-    ratios = [finite_number(get_path(r, "requested", "oversubscription_ratio")) for r in g.results]
-    g.oversubscription_ratio = max([x for x in ratios if x] or [g.threads / cpus if cpus else 1.0])
-    if not g.oversubscribed and cpus and g.threads > cpus and g.device == "cpu":
-        g.oversubscribed, g.oversubscription_ratio = True, g.threads / cpus
+    g.oversubscribed = any(r.oversubscribed for r in g.results)
+    if g.oversubscribed:
+        g.oversubscription_ratio = max(r.oversubscription_ratio for r in g.results)
     label = f"{g.workload} {g.label}"
     if g.oversubscribed:
         g.warnings.append(
@@ -313,31 +304,26 @@ def _summarise(
                 "run it on a host that has what it needs",
             )
         )
-    g.times = [t for t in (training_time_s(r) for r in ok) if t]
+    g.times = [r.training_time_s for r in ok if r.training_time_s]
     if not g.times:
         return
     g.time = stats.median_interval(g.times, confidence)
-    steadies = [
-        x for x in (finite_number(get_path(r, "timing", "steady_epoch_s")) for r in ok) if x
-    ]
+    steadies = [r.steady_epoch_s for r in ok if r.steady_epoch_s]
     g.steady = stats.median_interval(steadies, confidence) if steadies else None
-    steps = [x for x in (finite_number(get_path(r, "timing", "steady_step_s")) for r in ok) if x]
+    steps = [r.steady_step_s for r in ok if r.steady_step_s]
     g.step_s = stats.median_interval(steps, confidence) if steps else None
-    g.utilisation = median_of(get_path(r, "cpu", "utilisation") for r in ok)
-    splits = [overhead_split(r) for r in ok]
-    for name in dict.fromkeys(k for sp in splits for k in sp):
-        value = median_of(sp.get(name) for sp in splits)
+    g.utilisation = median_of(r.utilisation for r in ok)
+    for name in dict.fromkeys(k for r in ok for k in r.overhead):
+        value = median_of(r.overhead.get(name) for r in ok)
         if value is not None:
             g.overhead[name] = value
     g.bimodal = stats.bimodal(g.times)
-    g.warmup_s = median_of(warmup_time_s(r) for r in ok)
-    g.samples_per_s = median_of(get_path(r, "timing", "samples_per_s") for r in ok)
-    g.gflops_per_s = median_of(get_path(r, "gflops_per_s") for r in ok)
-    g.accuracy = median_of(accuracy_of(r) for r in ok)
-    g.chance = finite_number(
-        next((r.get("chance_accuracy") for r in ok if r.get("chance_accuracy") is not None), None)
-    )
-    rss = [x for x in (finite_number(get_path(r, "memory", "peak_rss_bytes")) for r in ok) if x]
+    g.warmup_s = median_of(r.warmup_s for r in ok)
+    g.samples_per_s = median_of(r.samples_per_s for r in ok)
+    g.gflops_per_s = median_of(r.gflops_per_s for r in ok)
+    g.accuracy = median_of(r.accuracy for r in ok)
+    g.chance = next((r.chance_accuracy for r in ok if r.chance_accuracy is not None), None)
+    rss = [r.peak_rss_bytes for r in ok if r.peak_rss_bytes]
     g.peak_rss_bytes = int(max(rss)) if rss else None
     g.warnings += [_explain_spread(w, ok) for w in stats.stability_warnings(label, g.times)]
     if pricing is not None:
@@ -356,26 +342,34 @@ def _summarise(
             bill = pricing.catalog.billing.billed_seconds
             g.costs = [per_s * bill(t) for t in g.times]
             g.cost_iv = stats.median_interval(g.costs, confidence)
+            # per round, as the verdicts use them: usable (undisturbed) repeats only
+            g.round_costs = {r.round: per_s * bill(r.training_time_s) for r in ok
+                             if r.training_time_s and not r.disturbed}  # fmt: skip
 
 
-def _compare_to_baseline(
-    wr: WorkloadReport, min_effect: float, confidence: float, looks: int
+def _apply_verdicts(
+    wr: WorkloadReport, verdicts: Mapping[ConfigKey, Verdict], settings: Settings
 ) -> None:
+    """The time verdicts (from the one comparison) onto the groups, and the costs
+    through the same statistic on the same common rounds."""
     b = wr.baseline
     if b is None or not b.times:
         return
     b.is_baseline = True
+    one = stats.Interval(1.0, 1.0, 1.0, "exact", len(b.times))
+    b.time_cmp = stats.Comparison(one, "baseline", min_effect=settings.min_effect)
+    if b.costs:
+        b.cost_cmp = stats.Comparison(one, "baseline", min_effect=settings.min_effect)
+    base_costs = b.round_costs
     for g in wr.groups:
-        if not g.times:
+        v = verdicts.get(g.key)
+        if g is b or v is None:
             continue
-        if g is b:
-            one = stats.Interval(1.0, 1.0, 1.0, "exact", len(g.times))
-            g.time_cmp = stats.Comparison(one, "baseline", min_effect=min_effect)
-            if g.costs:
-                g.cost_cmp = stats.Comparison(one, "baseline", min_effect=min_effect)
-            continue
-        kw = {"min_effect": min_effect, "confidence": confidence, "looks": looks}
-        g.time_cmp = stats.compare(g.times, b.times, **kw)
-        if g.costs and b.costs and min(g.costs + b.costs) > 0:  # a free instance has no ratio
+        g.verdict, g.time_cmp = v, v.comparison
+        costs = g.round_costs
+        common = set(costs) & set(base_costs)
+        # A free instance has no ratio.
+        if common and min([costs[i] for i in common] + [base_costs[i] for i in common]) > 0:
             # Costs per repeat through the same statistic as times: one machinery.
-            g.cost_cmp = stats.compare(g.costs, b.costs, **kw)
+            g.cost_cmp = statistic(base_costs, costs, settings)
+            g.cost_rounds = len(common)

@@ -124,8 +124,10 @@ def _skypilot(
     for name, recs in sorted(by_name.items()):
         line, rec = recs[0]
         where = f"{path}:{line}: {name}"
-        ods = {_price(r.get("Price", ""), f"{where}: Price") for _l, r in recs} - {None}
-        spots = {_price(r.get("SpotPrice", ""), f"{where}: SpotPrice") for _l, r in recs} - {None}
+        ods = {p for _l, r in recs if (p := _price(r.get("Price", ""), f"{where}: Price"))}
+        spots = {
+            p for _l, r in recs if (p := _price(r.get("SpotPrice", ""), f"{where}: SpotPrice"))
+        }
         if not ods and not spots:
             warnings.append(f"{name}: no price in {region}: skipped")
             continue
@@ -149,7 +151,9 @@ def _skypilot(
 def _simple(
     path: Path, reader: csv.DictReader, *, region: str | None, match: list[str]
 ) -> Imported:
-    rows, warnings, seen = [], [], set()
+    rows: list[Row] = []
+    warnings: list[str] = []
+    seen: set[str] = set()
     for line, rec in enumerate(reader, start=2):
         name = (rec.get("instance") or "").strip()
         where = f"{path}:{line}"

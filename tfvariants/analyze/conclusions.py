@@ -4,7 +4,7 @@ against the baseline, thread scaling, the cheapest, and what stayed undecided.""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from tfvariants.analyze import stats
 from tfvariants.analyze.decide import Settings
@@ -15,15 +15,36 @@ if TYPE_CHECKING:
     from tfvariants.analyze.groups import Group, WorkloadReport
 
 
+def _time(g: Group) -> float:
+    """The group's time; only for groups filtered to have one."""
+    if g.time is None:
+        raise ValueError(f"{g.label}: no time")
+    return g.time.value
+
+
+def _cost(g: Group) -> float:
+    """The group's cost; only for groups filtered to have one."""
+    if g.cost is None:
+        raise ValueError(f"{g.label}: no cost")
+    return g.cost.cost
+
+
 def interval_words(r: stats.Interval, invert: bool = False) -> str:
     """ "95.2% interval 2.10-2.52x" (the achieved coverage of the ratio interval)."""
     if not r.has_interval or r.coverage is None:
         return "no interval"
     lo, hi = (1 / r.hi, 1 / r.lo) if invert else (r.lo, r.hi)
-    return f"{r.coverage:.1%} interval {sig3(lo)}-{sig3(hi)}x"
+    return f"{stats.percent(r.coverage)} interval {sig3(lo)}-{sig3(hi)}x"
 
 
-def phrase(a: Group, b: Group, cmp: stats.Comparison, what: str = "time") -> str:
+class Labelled(Protocol):
+    """What a sentence names: a training Group or a serving Config."""
+
+    @property
+    def label(self) -> str: ...
+
+
+def phrase(a: Labelled, b: Labelled, cmp: stats.Comparison, what: str = "time") -> str:
     """a versus b in words, from the comparison's one interval and verdict."""
     r = cmp.ratio
     low, high = ("faster", "slower") if what == "time" else ("cheaper", "more expensive")
@@ -63,7 +84,7 @@ def _cmp(a: Group, b: Group, settings: Settings, what: str) -> stats.Comparison 
 
 def _leads(g: Group, groups: list[Group], settings: Settings, what: str) -> bool:
     """g's lead over the next best is decided (lower, interval outside the threshold)."""
-    key = (lambda h: h.time.value) if what == "time" else (lambda h: h.cost.cost)  # type: ignore[union-attr]
+    key = _time if what == "time" else _cost
     rest = [h for h in groups if h is not g]
     if not rest:
         return False
@@ -76,7 +97,7 @@ def _tiers(a: Group, b: Group) -> str:
     preemptible CPUs, as the study did): the ratio is partly the tier's."""
     if a.cost is None or b.cost is None or a.cost.tier == b.cost.tier:
         return ""
-    ta, tb = (x.cost.tier_word or x.cost.tier.replace("_", "-") for x in (a, b))  # type: ignore[union-attr]
+    ta, tb = (c.tier_word or c.tier.replace("_", "-") for c in (a.cost, b.cost))
     return f" (prices of different tiers: {a.label} {ta}, {b.label} {tb})"
 
 
@@ -86,10 +107,10 @@ def _gpu_first(wr: WorkloadReport, with_time: list[Group], settings: Settings) -
     cpus = [g for g in with_time if g.device != "gpu"]
     if not gpus or not cpus:
         return said
-    gpu = min(gpus, key=lambda g: g.time.value)  # type: ignore[union-attr]
-    fastest = min(cpus, key=lambda g: g.time.value)  # type: ignore[union-attr]
+    gpu = min(gpus, key=_time)
+    fastest = min(cpus, key=_time)
     costed = [g for g in cpus if g.cost is not None]
-    cheapest = min(costed, key=lambda g: g.cost.cost) if costed else None  # type: ignore[union-attr]
+    cheapest = min(costed, key=_cost) if costed else None
     for label, cpu in (
         ("the fastest CPU configuration", fastest),
         ("the cheapest CPU configuration", cheapest),
@@ -122,19 +143,15 @@ def conclude(
             f"{wr.name}: no configuration finished successfully, so there is nothing to compare."
         )
         return
-    wr.fastest = min(with_time, key=lambda g: g.time.value)  # type: ignore[union-attr]
+    wr.fastest = min(with_time, key=_time)
     costed = [g for g in with_time if g.cost is not None]
     if costed:
-        wr.cheapest = min(costed, key=lambda g: g.cost.cost)  # type: ignore[union-attr]
+        wr.cheapest = min(costed, key=_cost)
+        points = [(g, _time(g), _cost(g)) for g in costed]
         wr.pareto = [
             g
-            for g in costed
-            if not any(
-                h.time.value <= g.time.value
-                and h.cost.cost <= g.cost.cost  # type: ignore[union-attr]
-                and (h.time.value < g.time.value or h.cost.cost < g.cost.cost)  # type: ignore[union-attr]
-                for h in costed
-            )
+            for g, t, c in points
+            if not any(ht <= t and hc <= c and (ht < t or hc < c) for _h, ht, hc in points)
         ]
     wr.fastest_decided = _leads(wr.fastest, with_time, settings, "time")
     if wr.cheapest is not None:
@@ -146,12 +163,12 @@ def conclude(
     if b is None:
         wr.conclusions.append(
             f"{host}, {f.label} {'was the fastest' if wr.fastest_decided else 'had the shortest median time'} "
-            f"for {wr.name} ({dur(f.time.value)} for the full schedule); "  # type: ignore[union-attr]
+            f"for {wr.name} ({dur(_time(f))} for the full schedule); "
             f"the baseline {baseline_label} has no successful runs, so no comparison is claimed."
         )
     elif f is b:
         others = [g for g in with_time if g is not b]
-        runner_up = min(others, key=lambda g: g.time.value) if others else None  # type: ignore[union-attr]
+        runner_up = min(others, key=_time) if others else None
         cmp = _cmp(b, runner_up, settings, "time") if runner_up is not None else None
         # "Fastest" only when the comparison with the next best decided it; otherwise the
         # median is shortest and the next sentence says why that is not (yet) a claim.
@@ -161,12 +178,11 @@ def conclude(
             lead = f"the baseline {b.label} was the fastest for {wr.name}"
         else:
             lead = f"the baseline {b.label} had the shortest median time for {wr.name}"
-        wr.conclusions.append(
-            f"{host}, {lead} ({dur(b.time.value)} for the full schedule)."  # type: ignore[union-attr]
-        )
-        if cmp is not None and frozenset((b.label, runner_up.label)) not in said:  # type: ignore[union-attr]
-            wr.conclusions.append(f"Against the next best: {phrase(b, runner_up, cmp)}.")  # type: ignore[arg-type]
-            said.add(frozenset((runner_up.label, b.label)))  # type: ignore[union-attr]
+        wr.conclusions.append(f"{host}, {lead} ({dur(_time(b))} for the full schedule).")
+        pair = frozenset((b.label, runner_up.label)) if runner_up is not None else None
+        if runner_up is not None and cmp is not None and pair not in said:
+            wr.conclusions.append(f"Against the next best: {phrase(b, runner_up, cmp)}.")
+            said.add(frozenset((runner_up.label, b.label)))
     elif f.time_cmp is not None and frozenset((f.label, b.label)) not in said:
         rank = ("it was the fastest configuration" if wr.fastest_decided
                 else "it had the shortest median time of all configurations")  # fmt: skip
@@ -183,35 +199,41 @@ def conclude(
                 said.add(frozenset((hi.label, lo.label)))
     if wr.cheapest is not None and pricing is not None:
         c = wr.cheapest
-        text = f"Cheapest: {c.label} at {money(c.cost.cost)} per full training run on {c.cost.instance}"  # type: ignore[union-attr]
+        assert c.cost is not None  # the cheapest is chosen among the groups with a cost
+        text = f"Cheapest: {c.label} at {money(c.cost.cost)} per full training run on {c.cost.instance}"
         parts = []
-        if c.cost_cmp is not None and c is not b and c.cost_cmp.verdict != "baseline":
-            parts.append(phrase(c, b, c.cost_cmp, "cost") + _tiers(c, b))  # type: ignore[arg-type]
+        if (
+            c.cost_cmp is not None
+            and b is not None
+            and c is not b
+            and c.cost_cmp.verdict != "baseline"
+        ):
+            parts.append(phrase(c, b, c.cost_cmp, "cost") + _tiers(c, b))
         # "Cheapest" claims a lead over the next cheapest: say whether that is decided.
         rest = [g for g in costed if g is not c]
-        nxt = min(rest, key=lambda g: g.cost.cost) if rest else None  # type: ignore[union-attr]
+        nxt = min(rest, key=_cost) if rest else None
         cc = _cmp(c, nxt, settings, "cost") if nxt is not None and nxt is not b else None
         if nxt is not None and nxt is b and not parts:
             cc = _cmp(c, nxt, settings, "cost")
-        if cc is not None:
-            parts.append(f"against the next cheapest: {phrase(c, nxt, cc, 'cost')}{_tiers(c, nxt)}")  # type: ignore[arg-type]
+        if nxt is not None and cc is not None:
+            parts.append(f"against the next cheapest: {phrase(c, nxt, cc, 'cost')}{_tiers(c, nxt)}")
         if parts:
             text += f" ({'; '.join(parts)})"
         wr.conclusions.append(text + ".")
     undecided = [
-        g
+        (g, tc)
         for g in with_time
-        if g.time_cmp is not None
-        and g.time_cmp.verdict == "undecided"
+        if (tc := g.time_cmp) is not None
+        and tc.verdict == "undecided"
         and b is not None
         and frozenset((g.label, b.label)) not in said  # not repeated if a sentence said it
     ]
     if undecided and b is not None:
         parts = [
-            f"{g.label} (about {g.time_cmp.more_repeats} more repeat(s) per side would likely decide it)"  # type: ignore[union-attr]
-            if g.time_cmp.more_repeats  # type: ignore[union-attr]
+            f"{g.label} (about {tc.more_repeats} more repeat(s) per side would likely decide it)"
+            if tc.more_repeats
             else f"{g.label} (no practical number of repeats would likely decide it)"
-            for g in undecided
+            for g, tc in undecided
         ]
         wr.conclusions.append(f"Still undecided against {b.label}: {'; '.join(parts)}.")
     flagged = [g.label for g in (wr.fastest, wr.cheapest) if g is not None and g.oversubscribed]

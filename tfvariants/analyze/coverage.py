@@ -3,15 +3,18 @@ files left out (by name), the planned cells with no file yet, and the counts."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from tfvariants.analyze import stats
 from tfvariants.errors import UserError
 from tfvariants.plan.cell import cell_id
+from tfvariants.store.cellresult import AnyResult
 from tfvariants.store.rundir import RunContents
 
 
-def usable_results(contents: RunContents) -> list[dict]:
+def usable_results(contents: RunContents) -> list[dict[str, Any]]:
     """The results to analyse, in cell-id order; one line when there are none."""
     d = contents.results_dir
     if contents.results:
@@ -27,7 +30,7 @@ def usable_results(contents: RunContents) -> list[dict]:
     raise UserError(f"{d}: no result files in {d / 'cells'}")
 
 
-def planned_ids(run: dict) -> list[str]:
+def planned_ids(run: dict[str, Any]) -> list[str]:
     """Cell ids the run's matrix (run.json) planned; empty without run.json."""
     return [
         cell_id(v, t, w, r)
@@ -63,11 +66,11 @@ def folder_warnings(contents: RunContents) -> list[stats.StatWarning]:
     return out
 
 
-def cell_counts(cells: list[dict], contents: RunContents) -> dict[str, int]:
+def cell_counts(cells: Sequence[AnyResult], contents: RunContents) -> dict[str, int]:
     """Results per status, and the files left out next to them, so the header adds up."""
     counts: dict[str, int] = {}
     for r in cells:
-        counts[str(r.get("status"))] = counts.get(str(r.get("status")), 0) + 1
+        counts[r.status] = counts.get(r.status, 0) + 1
     foreign = "from another host" + (" (included)" if contents.mixed_allowed else "")
     for label, n in (
         ("unreadable", len(contents.problems)),
@@ -79,9 +82,6 @@ def cell_counts(cells: list[dict], contents: RunContents) -> dict[str, int]:
     return counts
 
 
-def first_cell_id(results: list[dict], status: str) -> str:
+def first_cell_id(results: Sequence[AnyResult], status: str) -> str:
     """The id (file stem) of the first result with this status."""
-    r = next(r for r in results if r.get("status") == status)
-    c = r.get("cell") or {}
-    return cell_id(str(c.get("variant")), int(c.get("threads") or 0), str(c.get("workload")),
-                   int(c.get("repeat") or 0))  # fmt: skip
+    return next(r for r in results if r.status == status).cell_id

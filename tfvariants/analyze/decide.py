@@ -22,7 +22,7 @@ class Settings:
 
     def describe(self) -> str:
         looks = (
-            f" over all {self.looks} looks ({self.level:.2%} each, Bonferroni)"
+            f" over all {self.looks} looks ({stats.percent(self.level)} each, Bonferroni)"
             if self.looks > 1
             else ""
         )

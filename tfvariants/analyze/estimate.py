@@ -18,6 +18,7 @@ from typing import Any
 
 from tfvariants.analyze.pricing import Instance, Pricing
 from tfvariants.errors import UserError
+from tfvariants.store.cellresult import ConfigKey, training
 
 # Full-schedule training seconds in the 2017 study: (pip x 8/16/32/64, compiled x
 # 8/16/32/64, K80 GPU). imdb_bilstm = imdb_bidirectional_lstm, text_generation =
@@ -45,43 +46,33 @@ NODE_IDLE_S = 300.0
 
 
 def place_cells(
-    variants: dict[str, str], threads: tuple[int, ...], pricing: Pricing
-) -> dict[tuple[str, int], Instance]:
-    """(variant, threads) -> the catalog instance whose nodes run those cells.
-
-    ``variants`` maps name -> device. A CPU cell runs on the instance with exactly
-    ``threads`` vCPUs (no emulation) unless --instance maps it; a GPU variant on the
-    catalog's default GPU instance or its --instance mapping."""
-    placed: dict[tuple[str, int], Instance] = {}
-    cpu = [i for i in pricing.catalog.instances if not i.gpu_type]
-    for variant, device in variants.items():
-        for t in threads:
-            mapped = any(k in pricing.overrides for k in (f"{variant}@{t}", variant, str(t)))
-            if mapped or device == "gpu":
-                found = pricing.instance_for(variant, t, device)
-                if found is None:
-                    raise UserError(
-                        f"catalog {pricing.catalog.name} has no GPU instance for {variant}: "
-                        f"name one with --instance {variant}=INSTANCE"
-                    )
-                placed[(variant, t)] = found[0]
-                continue
-            exact = [i for i in cpu if i.vcpus == t]
-            if not exact:
-                sizes = ", ".join(str(v) for v in sorted({i.vcpus for i in cpu}))
+    configurations: list[tuple[str, int]], devices: dict[str, str], pricing: Pricing
+) -> dict[tuple[str, int], tuple[Instance, str]]:
+    """(variant, threads) -> (the catalog instance whose nodes run and bill those cells,
+    why that one). The same rule as a run's billing (``Pricing.instance_for``): an
+    ``--instance`` mapping; a GPU variant on the catalog's default GPU instance; a CPU
+    configuration on the instance with exactly its vCPUs, else the smallest priced one
+    with more (said so). Refused, in one line, only when nothing fits."""
+    placed: dict[tuple[str, int], tuple[Instance, str]] = {}
+    for variant, threads in configurations:
+        device = devices.get(variant, "cpu")
+        found = pricing.instance_for(variant, threads, device)
+        if found is None:
+            if device == "gpu":
                 raise UserError(
-                    f"--threads {t}: catalog {pricing.catalog.name} has no instance with exactly "
-                    f"{t} vCPUs (it has {sizes}); map it with --instance {t}=INSTANCE"
+                    f"catalog {pricing.catalog.name} has no GPU instance for {variant}: "
+                    f"name one with --instance {variant}=INSTANCE"
                 )
-            placed[(variant, t)] = min(exact, key=lambda i: _per_hour(pricing, i))
+            sizes = ", ".join(
+                str(v)
+                for v in sorted({i.vcpus for i in pricing.catalog.instances if not i.gpu_type})
+            )
+            raise UserError(
+                f"--threads {threads}: catalog {pricing.catalog.name} has no priced instance with "
+                f"{threads} or more vCPUs (it has {sizes}); map it with --instance {threads}=INSTANCE"
+            )
+        placed[(variant, threads)] = found
     return placed
-
-
-def _per_hour(pricing: Pricing, inst: Instance) -> float:
-    """The selected price (infinite when the catalog has none): among instances of the
-    same size, the cheapest runs the cells."""
-    sel = pricing.catalog.price(inst, as_of=pricing.as_of, tier=pricing.tier)
-    return sel.per_hour if sel else float("inf")
 
 
 @dataclass(frozen=True)
@@ -143,25 +134,19 @@ def rough_seconds(
     return CELL_OVERHEAD_S + max(shape.min_steady_s, shape.min_steady_steps * step_s)
 
 
-def times_from_run(run_dir: Path) -> dict[tuple, list[float]]:
-    """Cell wall times of an earlier run, keyed (workload, variant, threads) and
-    (workload,) for fallbacks."""
+def times_from_run(run_dir: Path) -> dict[tuple[str, ...] | ConfigKey, list[float]]:
+    """Cell wall times of an earlier run, keyed by configuration and (workload,) for
+    fallbacks."""
     from tfvariants.store.rundir import load_run_dir
 
     if not Path(run_dir, "cells").is_dir():
         raise UserError(f"--estimate-from {run_dir}: not a results folder (no cells/)")
-    out: dict[tuple, list[float]] = {}
-    for result in load_run_dir(Path(run_dir), allow_mixed_hosts=True).results.values():
-        if result.get("status") != "ok":
+    out: dict[tuple[str, ...] | ConfigKey, list[float]] = {}
+    for r in training(load_run_dir(Path(run_dir), allow_mixed_hosts=True).parsed.values()):
+        if not r.ok or r.wall_s is None or r.wall_s <= 0:
             continue
-        cell = result.get("cell") or {}
-        wall = (result.get("runner") or {}).get("wall_s")
-        if not isinstance(wall, (int, float)) or wall <= 0:
-            continue
-        out.setdefault((cell.get("workload"), cell.get("variant"), cell.get("threads")), []).append(
-            float(wall)
-        )
-        out.setdefault((cell.get("workload"),), []).append(float(wall))
+        out.setdefault(r.key, []).append(r.wall_s)
+        out.setdefault((r.workload,), []).append(r.wall_s)
     if not out:
         raise UserError(f"--estimate-from {run_dir}: no successful cells with timings")
     return out
@@ -208,10 +193,10 @@ def bill(
 
 def estimate_cells(
     cells: list[Any],
-    placement: dict[tuple[str, int], Instance],
+    placement: dict[tuple[str, int], tuple[Instance, str]],
     devices: dict[str, str],
     *,
-    run_times: dict[tuple, list[float]] | None,
+    run_times: dict[tuple[str, ...] | ConfigKey, list[float]] | None,
     shape_for: Any,
     study: bool = False,
 ) -> list[CellEstimate]:
@@ -220,10 +205,10 @@ def estimate_cells(
     for "2017 speeds at today's prices"."""
     out = []
     for c in cells:
-        inst = placement[(c.variant, c.threads)].name
+        inst = placement[(c.variant, c.threads)][0].name
         times = None
         if run_times is not None:
-            times = run_times.get((c.workload, c.variant, c.threads)) or run_times.get(
+            times = run_times.get(ConfigKey(c.workload, c.variant, c.threads)) or run_times.get(
                 (c.workload,)
             )
         if times:

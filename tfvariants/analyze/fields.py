@@ -1,46 +1,16 @@
-"""Reading values out of result dicts: fail soft, a missing or odd key is just "n/a"."""
+"""The environment table: reading a result's environment (as the worker probed it)
+into the fields a reader compares, failing soft (a missing or odd key is just "n/a").
+Figures are read from typed results (store/cellresult.py), never from here."""
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Iterable
 from typing import Any
 
+from tfvariants.store.cellresult import finite_number, first_of, get_path
 
-def get_path(d: Any, *path: str) -> Any:
-    for key in path:
-        if not isinstance(d, dict):
-            return None
-        d = d.get(key)
-    return d
-
-
-def first_of(d: Any, *paths: tuple[str, ...]) -> Any:
-    for path in paths:
-        v = get_path(d, *path)
-        if v not in (None, "", [], {}):
-            return v
-    return None
-
-
-def training_time_s(result: dict) -> float | None:
-    """The (projected) full-schedule training time of a cell: what a user would pay for."""
-    v = get_path(result, "schedule", "projected_full_s")
-    if isinstance(v, (int, float)) and v > 0:
-        return float(v)
-    epochs = get_path(result, "timing", "epoch_times_s")
-    if isinstance(epochs, list) and epochs:
-        return float(sum(epochs))
-    return None
-
-
-def finite_number(v: Any) -> float | None:
-    return (
-        float(v)
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-        else None
-    )
+__all__ = ["environment_summary", "finite_number", "first_of", "flatten", "get_path", "median_of"]
 
 
 def median_of(values: Iterable[Any]) -> float | None:
@@ -48,23 +18,7 @@ def median_of(values: Iterable[Any]) -> float | None:
     return statistics.median(xs) if xs else None
 
 
-def warmup_time_s(result: dict) -> float | None:
-    """The detected warm-up (workloads.steady), else the first epoch(s) of old results."""
-    detected = finite_number(get_path(result, "timing", "warmup_s"))
-    if detected is not None:
-        return detected
-    epochs = get_path(result, "timing", "epoch_times_s")
-    n = get_path(result, "timing", "warmup_epochs") or 0
-    if isinstance(epochs, list) and isinstance(n, int) and n > 0 and len(epochs) >= n:
-        return float(sum(epochs[:n]))
-    return None
-
-
-def accuracy_of(result: dict) -> float | None:
-    return finite_number(first_of(result, ("metrics", "val_accuracy"), ("metrics", "accuracy")))
-
-
-def environment_summary(env: dict) -> dict[str, str]:
+def environment_summary(env: dict[str, Any]) -> dict[str, str]:
     """The fields a reader compares across variants, from workloads.envprobe output."""
 
     def text(v: Any) -> str:

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from tfvariants.analyze import stats
 from tfvariants.analyze.parity import VariantParity
 from tfvariants.analyze.pricing import CellCost
+from tfvariants.analyze.verdicts import Verdict
+from tfvariants.store.cellresult import CellResult, ConfigKey
 
 
 @dataclass
@@ -18,7 +20,7 @@ class Group:
     variant: str
     threads: int
     device: str = "cpu"
-    results: list[dict] = field(default_factory=list)
+    results: list[CellResult] = field(default_factory=list)
     time: stats.Interval | None = None  # projected full-schedule training time, s
     steady: stats.Interval | None = None  # steady epoch time, s
     warmup_s: float | None = None
@@ -31,10 +33,13 @@ class Group:
     oversubscription_ratio: float = 1.0
     times: list[float] = field(default_factory=list)
     costs: list[float] = field(default_factory=list)
+    round_costs: dict[int, float] = field(default_factory=dict)  # usable repeats, by round
     cost: CellCost | None = None  # at the median time
     cost_iv: stats.Interval | None = None
     time_cmp: stats.Comparison | None = None
     cost_cmp: stats.Comparison | None = None
+    verdict: Verdict | None = None  # the time comparison with the rounds it used
+    cost_rounds: int = 0  # rounds the cost comparison used
     is_baseline: bool = False
     warnings: list[stats.StatWarning] = field(default_factory=list)
     step_s: stats.Interval | None = None  # steady step time over repeats
@@ -43,29 +48,37 @@ class Group:
     bimodal: str | None = None
 
     @property
+    def key(self) -> ConfigKey:
+        return ConfigKey(self.workload, self.variant, self.threads)
+
+    @property
     def label(self) -> str:
         return f"{self.variant}@{self.threads}"
 
     @property
-    def ok(self) -> list[dict]:
-        return [r for r in self.results if r.get("status") == "ok"]
+    def ok(self) -> list[CellResult]:
+        return [r for r in self.results if r.ok]
 
     def n(self, status: str) -> int:
-        return sum(1 for r in self.results if r.get("status") == status)
+        return sum(1 for r in self.results if r.status == status)
+
+    @property
+    def disturbed(self) -> int:
+        """Successful repeats left out of the verdict: others used the cell's CPUs."""
+        return sum(1 for r in self.results if r.disturbed)
+
+    @property
+    def rounds_compared(self) -> int:
+        """The rounds the time ratio to the baseline was computed on."""
+        return len(self.verdict.rounds) if self.verdict is not None else 0
 
     @property
     def reasons(self) -> list[str]:
-        return sorted(
-            {
-                str(r.get("reason"))
-                for r in self.results
-                if r.get("status") != "ok" and r.get("reason")
-            }
-        )
+        return sorted({r.reason for r in self.results if not r.ok and r.reason})
 
     @property
     def flags(self) -> list[str]:
-        out = []
+        out: list[str] = []
         if self.oversubscribed:
             out.append(f"oversubscribed x{self.oversubscription_ratio:g}")
         for status in ("failed", "timeout", "skipped"):
@@ -79,6 +92,8 @@ class Group:
             out.append("undecided")
         if self.bimodal:
             out.append("bimodal")
+        if self.disturbed:
+            out.append(f"{self.disturbed} disturbed")
         return out
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from tfvariants.analyze import stats
 from tfvariants.analyze.decide import Settings
-from tfvariants.analyze.fields import get_path, median_of
+from tfvariants.analyze.fields import median_of
 
 if TYPE_CHECKING:
     from tfvariants.analyze.groups import Group
@@ -58,8 +58,8 @@ def host_noise(groups: Sequence[Group], settings: Settings) -> HostNoise:
         if g.bimodal:
             noise.bimodal.append(f"{g.workload} {g.label}: {g.bimodal}")
     ok = [r for g in groups for r in g.ok]
-    noise.others_share = median_of(get_path(r, "cpu", "others_share") for r in ok)
-    noise.steal_share = median_of(get_path(r, "cpu", "steal_share") for r in ok)
+    noise.others_share = median_of(r.others_share for r in ok)
+    noise.steal_share = median_of(r.steal_share for r in ok)
     parts = []
     if noise.others_share is not None and noise.others_share >= NOISY_SHARE:
         parts.append(f"other processes used {noise.others_share:.0%}")

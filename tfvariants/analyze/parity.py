@@ -17,9 +17,12 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
-from tfvariants.analyze.fields import accuracy_of, finite_number, get_path
+from tfvariants.store.cellresult import CellResult
+
+if TYPE_CHECKING:
+    from tfvariants.analyze.groups import Group
 
 SPREAD_K = 4.0
 ACC_FLOOR = 0.05  # absolute accuracy
@@ -69,25 +72,23 @@ def _pooled_sd(metrics: list[Metric]) -> float:
     return (num / dof) ** 0.5 if dof else 0.0
 
 
-def parity(groups: Iterable[Any], baseline_variant: str | None) -> list[VariantParity]:
-    """One row per variant of a workload (groups: analysis.Group objects, any threads)."""
-    by_variant: dict[str, list[dict]] = {}
+def parity(groups: Iterable[Group], baseline_variant: str | None) -> list[VariantParity]:
+    """One row per variant of a workload (its groups, any threads)."""
+    by_variant: dict[str, list[CellResult]] = {}
     chance: dict[str, float | None] = {}
     for g in groups:
         by_variant.setdefault(g.variant, []).extend(g.ok)
         chance.setdefault(g.variant, g.chance)
     rows = []
     for variant, results in by_variant.items():
-        losses = [finite_number(get_path(r, "metrics", "loss")) for r in results]
+        losses = [r.loss for r in results]
         row = VariantParity(
             variant=variant,
             n=len(results),
-            accuracy=_metric(accuracy_of(r) for r in results),
+            accuracy=_metric(r.accuracy for r in results),
             loss=_metric(losses),
             diverged=sum(
-                1
-                for r, v in zip(results, losses, strict=True)
-                if v is None and get_path(r, "metrics") is not None
+                1 for r, v in zip(results, losses, strict=True) if v is None and r.has_metrics
             ),  # fmt: skip
             chance=chance.get(variant),
         )
@@ -118,10 +119,10 @@ def parity(groups: Iterable[Any], baseline_variant: str | None) -> list[VariantP
                 )
         if row.diverged and not base.diverged:
             row.flags.append(f"{row.diverged} of {row.n} repeats diverged (loss not finite)")
-        learned = base.accuracy.median is not None and row.chance is not None
-        if learned and base.accuracy.median > row.chance + ACC_FLOOR:
-            if row.accuracy.median is not None and row.accuracy.median <= row.chance + 0.01:
-                row.flags.append(f"accuracy at chance ({row.chance:.2f})")
+        at_chance, base_acc, acc = row.chance, base.accuracy.median, row.accuracy.median
+        if at_chance is not None and base_acc is not None and base_acc > at_chance + ACC_FLOOR:
+            if acc is not None and acc <= at_chance + 0.01:
+                row.flags.append(f"accuracy at chance ({at_chance:.2f})")
     return rows
 
 

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import TypeGuard
 
 import tomllib
 
@@ -163,7 +164,7 @@ def _number(value: object, where: str, *, positive: bool = True) -> float:
     return float(value)
 
 
-def valid_date(text: object) -> bool:
+def valid_date(text: object) -> TypeGuard[str]:
     """YYYY-MM or YYYY-MM-DD naming a real month (and day)."""
     if not isinstance(text, str) or not _DATE.fullmatch(text):
         return False
@@ -364,13 +365,22 @@ class Pricing:
                 return None
             inst = min(preferred, key=lambda i: (i.gpu_count, i.vcpus))
             return inst, f"GPU variant billed as {inst.name}"
-        cpus = sorted((i for i in self.catalog.instances if not i.gpu_type), key=lambda i: i.vcpus)
-        for inst in cpus:
-            if inst.vcpus >= threads and self.catalog.price(inst, as_of=self.as_of, tier=self.tier):
-                if inst.vcpus == threads:
-                    return inst, ""
-                return inst, f"smallest instance with at least {threads} vCPUs"
-        return None
+        # The smallest priced CPU instance that holds the threads; among equal sizes the
+        # cheapest (the one a user would rent). The dry run and the report both use this.
+        priced = [
+            (i, sel.per_hour)
+            for i in self.catalog.instances
+            if not i.gpu_type and i.vcpus >= threads
+            for sel in [self.catalog.price(i, as_of=self.as_of, tier=self.tier)]
+            if sel is not None
+        ]
+        if not priced:
+            return None
+        size = min(i.vcpus for i, _ in priced)
+        inst = min((p for p in priced if p[0].vcpus == size), key=lambda p: p[1])[0]
+        if inst.vcpus == threads:
+            return inst, ""
+        return inst, f"smallest instance with at least {threads} vCPUs"
 
     def cost(
         self, variant: str, threads: int, seconds: float, device: str = "cpu"

@@ -13,50 +13,47 @@ adaptive rounds of ``serve --budget`` ask :func:`watched` for the same compariso
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tfvariants.analyze import stats
-from tfvariants.analyze.analysis import device_of, parse_baseline
+from tfvariants.analyze.analysis import parse_baseline
 from tfvariants.analyze.conclusions import interval_words, phrase
 from tfvariants.analyze.decide import Settings, run_looks
-from tfvariants.analyze.fields import finite_number, get_path
 from tfvariants.analyze.format import money, sig3
 from tfvariants.analyze.pricing import Pricing
-from tfvariants.plan.serve import serve_cell_from, serve_cell_id
-from tfvariants.store.rundir import load_run_dir
+from tfvariants.analyze.verdicts import statistic
+from tfvariants.plan.serve import serve_cell_id
+from tfvariants.store.cellresult import PERCENTILES, ServeResult, finite_number, get_path, serving
+from tfvariants.store.rundir import RunContents, load_run_dir
 
-PCTS = ("p50_ms", "p90_ms", "p95_ms", "p99_ms")
+PCTS = PERCENTILES
+RoundValues = dict[int, float]  # round (repeat index) -> one value
 # The number each LoadGen scenario is judged by (the test compares it to the detail log).
 HEADLINE = {"single_stream": "p90_ms", "server": "p99_ms", "offline": "throughput_per_s",
             "server_search": "max_qps_under_bound"}  # fmt: skip
 
 
-def is_serving(result: dict) -> bool:
-    return get_path(result, "cell", "task") == "serve"
-
-
-def _median(values: list[Any]) -> float | None:
-    xs = [v for v in (finite_number(x) for x in values) if v is not None]
+def _median(values: Iterable[float | None]) -> float | None:
+    xs = [v for v in values if v is not None]
     return statistics.median(xs) if xs else None
 
 
-def _positive(values: list[Any]) -> list[float]:
-    return [v for v in (finite_number(x) for x in values) if v is not None and v > 0]
-
-
-def _interval(values: list[Any]) -> stats.Interval | None:
-    xs = _positive(values)
+def _interval(values: Iterable[float | None]) -> stats.Interval | None:
+    xs = [v for v in values if v is not None and v > 0]
     return stats.median_interval(xs) if xs else None
 
 
-def _compare(a: list[float], b: list[float], settings: Settings) -> stats.Comparison | None:
-    """The training report's comparison of two sets of repeats (lower is better)."""
-    if not a or not b:
+def _compare(a: Mapping[int, float], b: Mapping[int, float],
+             settings: Settings) -> stats.Comparison | None:  # fmt: skip
+    """a versus b (lower is better) by training's one statistic
+    (:func:`tfvariants.analyze.verdicts.statistic`): on the rounds both have, so drift
+    or an early stop cannot bias the ratio. None without a common round."""
+    if not set(a) & set(b):
         return None
-    return stats.compare(a, b, min_effect=settings.min_effect, confidence=settings.confidence,
-                         looks=settings.looks)  # fmt: skip
+    return statistic(b, a, settings)
 
 
 @dataclass
@@ -65,7 +62,7 @@ class Row:
 
     scenario: str
     concurrency: int
-    results: list[dict] = field(default_factory=list)
+    results: list[ServeResult] = field(default_factory=list)
     throughput: stats.Interval | None = None
     percentiles: dict[str, float | None] = field(default_factory=dict)
     validity: list[str] = field(default_factory=list)  # LoadGen's verdict per repeat
@@ -76,21 +73,27 @@ class Row:
     p99_cmp: stats.Comparison | None = None
 
     @property
-    def ok(self) -> list[dict]:
-        return [r for r in self.results if r.get("status") == "ok"]
+    def ok(self) -> list[ServeResult]:
+        return [r for r in self.results if r.ok]
 
-    def values(self, key: str) -> list[float]:
-        """The positive values of one metric over the successful repeats."""
-        return _positive([get_path(r, "metrics", key) for r in self.ok])
+    def p99_by_round(self) -> RoundValues:
+        """Per round, the p99 of the successful, undisturbed repeats (as training's
+        verdicts leave disturbed cells out)."""
+        return {r.round: v for r in self.ok if not r.disturbed
+                if (v := r.percentiles_ms.get("p99_ms")) is not None and v > 0}  # fmt: skip
 
-    def seconds_per_prediction(self) -> list[float]:
-        """Per repeat, 1 / throughput (the Server search: 1 / its highest QPS)."""
-        key = "max_qps_under_bound" if self.scenario == "server_search" else "throughput_per_s"
-        return [1 / v for v in self.values(key)]
+    def seconds_per_prediction(self) -> RoundValues:
+        """Per round, 1 / throughput (the Server search: 1 / its highest QPS)."""
+        out = {}
+        for r in self.ok:
+            v = r.max_qps_under_bound if self.scenario == "server_search" else r.throughput_per_s
+            if v is not None and v > 0 and not r.disturbed:
+                out[r.round] = 1 / v
+        return out
 
     @property
     def reasons(self) -> list[str]:
-        return sorted({str(r.get("reason")) for r in self.results if r.get("status") != "ok"})
+        return sorted({str(r.reason) for r in self.results if not r.ok})
 
 
 @dataclass
@@ -113,7 +116,7 @@ class Config:
     cost_ratio: stats.Interval | None = None  # cost_cmp's ratio
     is_baseline: bool = False
     operating_row: Row | None = None
-    costs: list[float] = field(default_factory=list)  # $ per million, per repeat
+    costs: RoundValues = field(default_factory=dict)  # $ per million, per round
     # against the baseline, each at its operating point
     throughput_cmp: stats.Comparison | None = None
     cost_cmp: stats.Comparison | None = None
@@ -138,9 +141,9 @@ class Config:
         return next((r for r in self.rows if (r.scenario, r.concurrency) ==
                      (scenario, concurrency)), None)  # fmt: skip
 
-    def operating_seconds(self) -> list[float]:
-        """Per repeat, seconds per prediction at the operating point."""
-        return self.operating_row.seconds_per_prediction() if self.operating_row else []
+    def operating_seconds(self) -> RoundValues:
+        """Per round, seconds per prediction at the operating point."""
+        return self.operating_row.seconds_per_prediction() if self.operating_row else {}
 
     def curve(self) -> list[Row]:
         return sorted((r for r in self.rows if r.scenario == "concurrency"),
@@ -167,24 +170,23 @@ class ServingAnalysis:
     results_dir: str
     run: dict
     models: list[ModelReport]
-    cells: list[dict]  # every serving result, sorted by cell id
+    cells: list[ServeResult]  # every serving result, sorted by cell id
     p99_bound_ms: float
     pricing: Pricing | None
     counts: dict[str, int]
     only_serving: bool = True  # no training cells in the folder
-    store: Any = None  # the run folder as loaded (RunContents), with its named problems
+    store: RunContents | None = None  # the run folder as loaded, with its named problems
     settings: Settings = field(default_factory=Settings)
 
 
 def _summarise_row(row: Row) -> None:
     ok = row.ok
-    row.throughput = _interval([get_path(r, "metrics", "throughput_per_s") for r in ok])
-    row.percentiles = {k: _median([get_path(r, "metrics", k) for r in ok]) for k in PCTS}
-    row.validity = [str(get_path(r, "metrics", "validity")) for r in ok
-                    if get_path(r, "metrics", "validity")]  # fmt: skip
-    row.overhead_p50_ms = _median([get_path(r, "http_overhead", "p50_ms") for r in ok])
+    row.throughput = _interval(r.throughput_per_s for r in ok)
+    row.percentiles = {k: _median(r.percentiles_ms.get(k) for r in ok) for k in PCTS}
+    row.validity = [r.validity for r in ok if r.validity]
+    row.overhead_p50_ms = _median(r.http_overhead_p50_ms for r in ok)
     if row.scenario == "server_search":
-        row.max_qps = _interval([get_path(r, "metrics", "max_qps_under_bound") for r in ok])
+        row.max_qps = _interval(r.max_qps_under_bound for r in ok)
 
 
 def _operating_point(cfg: Config, bound_ms: float) -> None:
@@ -210,14 +212,14 @@ def _cost(cfg: Config, pricing: Pricing | None) -> None:
         return
     found = pricing.instance_for(cfg.variant, cfg.threads, cfg.device)
     sel = pricing.catalog.price(found[0], as_of=pricing.as_of, tier=pricing.tier) if found else None
-    if sel is None:
+    if found is None or sel is None:
         return
-    cfg.instance, cfg.per_hour = found[0].name, sel.per_hour  # type: ignore[index]
+    cfg.instance, cfg.per_hour = found[0].name, sel.per_hour
 
     def per_million(qps: float) -> float:
         return sel.per_hour / (qps * 3600) * 1e6 if qps > 0 else float("inf")
 
-    cfg.costs = [sel.per_hour / 3600 * 1e6 * s for s in cfg.operating_seconds()]
+    cfg.costs = {k: sel.per_hour / 3600 * 1e6 * s for k, s in cfg.operating_seconds().items()}
 
     # Cost falls as throughput rises: the interval's ends swap.
     # The coverage carries over: without it the interval reads as none (and the ratio to
@@ -254,7 +256,7 @@ def analyze_serving(
     results_dir = Path(results_dir)
     contents = load_run_dir(results_dir, allow_mixed_hosts=allow_mixed_hosts)
     run = contents.run
-    cells = [r for _, r in sorted(contents.results.items()) if is_serving(r)]
+    cells = serving(r for _, r in sorted(contents.parsed.items()))
     if not cells:
         return None
     only_serving = len(cells) == len(contents.results)
@@ -264,13 +266,13 @@ def analyze_serving(
                             settings=settings)  # fmt: skip
     counts: dict[str, int] = {}
     for r in cells:
-        counts[str(r.get("status"))] = counts.get(str(r.get("status")), 0) + 1
+        counts[r.status] = counts.get(r.status, 0) + 1
     return ServingAnalysis(str(results_dir), run, reports, cells, bound, pricing, counts,
                            only_serving, contents, settings)  # fmt: skip
 
 
 def model_reports(
-    cells: list[dict],
+    cells: list[ServeResult],
     run: dict,
     *,
     pricing: Pricing | None,
@@ -282,19 +284,17 @@ def model_reports(
     analysis the report shows and the adaptive rounds judge by."""
     configs: dict[tuple, Config] = {}
     for r in cells:
-        cell = serve_cell_from(r["cell"])
-        key = (cell.variant, cell.threads, cell.model, cell.path, cell.max_batch_size,
-               cell.batch_timeout_ms if cell.max_batch_size > 1 else 0.0)  # fmt: skip
-        cfg = configs.setdefault(key, Config(*key, device=device_of(key[0], run, cells)))
-        row = cfg.row(cell.scenario, cell.concurrency)
+        key = r.serving_key
+        cfg = configs.setdefault(key, Config(*key, device=r.device))
+        row = cfg.row(r.scenario, r.concurrency)
         if row is None:
-            row = Row(cell.scenario, cell.concurrency)
+            row = Row(r.scenario, r.concurrency)
             cfg.rows.append(row)
         row.results.append(r)
-        if get_path(r, "placement", "shared") and key[3] != "inprocess":  # in-process always does
-            cpus = ",".join(str(x) for x in get_path(r, "placement", "server_cpus") or [])
+        if r.shared_cpus and r.path != "inprocess":  # in-process always does
+            cpus = ",".join(str(x) for x in r.server_cpus)
             cfg.shared_cpus = f"server and load generator share CPUs {cpus}"
-        if get_path(r, "requested", "oversubscribed"):
+        if r.oversubscribed:
             cfg.oversubscribed = True
     for cfg in configs.values():
         order = ("single_stream", "server", "server_search", "offline", "concurrency")
@@ -343,7 +343,7 @@ def _compare_to_baseline(cfgs: list[Config], baseline: Config, settings: Setting
             row.throughput_cmp = _compare(row.seconds_per_prediction(),
                                           b.seconds_per_prediction(), settings)  # fmt: skip
             if row.scenario not in ("offline", "server_search"):  # no latency to speak of
-                row.p99_cmp = _compare(row.values("p99_ms"), b.values("p99_ms"), settings)
+                row.p99_cmp = _compare(row.p99_by_round(), b.p99_by_round(), settings)
         c.throughput_cmp = _compare(c.operating_seconds(), baseline.operating_seconds(), settings)
         c.cost_cmp = _compare(c.costs, baseline.costs, settings)
         c.cost_ratio = c.cost_cmp.ratio if c.cost_cmp is not None else None
@@ -373,7 +373,8 @@ def watched(report: ModelReport) -> list[tuple[Config, Config, stats.Comparison]
         if cmp is not None:
             out.append((c, b, cmp))
     if report.cheapest_cmp is not None and report.runner_up is not None:
-        out.append((report.cheapest, report.runner_up, report.cheapest_cmp))  # type: ignore[arg-type]
+        if report.cheapest is not None:
+            out.append((report.cheapest, report.runner_up, report.cheapest_cmp))
     return out
 
 
@@ -392,8 +393,10 @@ def _model_report(model: str, cfgs: list[Config], base: tuple | None, bound: flo
     if baseline is not None:
         baseline.is_baseline = True
         _compare_to_baseline(cfgs, baseline, settings)
-    met = sorted((c for c in cfgs if c.cost_per_million is not None),
-                 key=lambda c: c.cost_per_million.value)  # type: ignore[union-attr]  # fmt: skip
+    # cheapest first (a stable sort: the first listed wins a tie)
+    priced = sorted(((c, iv) for c in cfgs if (iv := c.cost_per_million) is not None),
+                    key=lambda m: m[1].value)  # fmt: skip
+    met = [c for c, _ in priced]
     rep = ModelReport(model, cfgs, baseline, met[0] if met else None)
     within = f"p99 within {bound:g} ms"
     prices = ""
@@ -401,10 +404,10 @@ def _model_report(model: str, cfgs: list[Config], base: tuple | None, bound: flo
         prices = f"{pricing.catalog.name} prices, {pricing.effective_tier.replace('_', '-')}"
         prices += f" as of {pricing.effective_as_of}" if pricing.effective_as_of else ""
     if met:
-        c = met[0]
-        iv, thr = c.cost_per_million, c.throughput_under_bound
-        span = f"{money(iv.lo)}-{money(iv.hi)}: {iv.label}" if iv.has_interval else iv.label  # type: ignore[union-attr]
-        facts = (f"{money(iv.value)} per million predictions ({span}); "  # type: ignore[union-attr]
+        c, iv = priced[0]
+        thr = c.throughput_under_bound
+        span = f"{money(iv.lo)}-{money(iv.hi)}: {iv.label}" if iv.has_interval else iv.label
+        facts = (f"{money(iv.value)} per million predictions ({span}); "
                  f"{sig3(thr.value if thr else None)} predictions/s ({c.operating}) on "
                  f"{c.instance} at {money(c.per_hour)}/h ({prices})")  # fmt: skip
         if len(met) == 1:
@@ -416,7 +419,7 @@ def _model_report(model: str, cfgs: list[Config], base: tuple | None, bound: flo
             rep.cheapest_cmp = cmp
             rep.cheapest_decided = (cmp is not None and cmp.verdict == "different"
                                     and cmp.direction == "lower")  # fmt: skip
-            against = phrase(c, nxt, cmp, "cost") if cmp is not None else "no comparison"  # type: ignore[arg-type]
+            against = phrase(c, nxt, cmp, "cost") if cmp is not None else "no comparison"
             if rep.cheapest_decided:
                 lead = f"{c.label} serves it cheapest with {within}"
             elif cmp is not None and cmp.verdict == "equivalent":
@@ -448,6 +451,15 @@ def _model_report(model: str, cfgs: list[Config], base: tuple | None, bound: flo
     return rep
 
 
+def _throughput(c: Config) -> float:
+    return c.throughput_under_bound.value if c.throughput_under_bound is not None else 0.0
+
+
+def _cost_value(c: Config) -> float:
+    """The cost per million (no cost sorts last)."""
+    return c.cost_per_million.value if c.cost_per_million is not None else float("inf")
+
+
 def _gpu_sentences(rep: ModelReport, settings: Settings, within: str) -> None:
     """How much faster (and cheaper) the GPU serves, right after the cheapest: against
     the fastest and the cheapest CPU configuration, each at its own operating point."""
@@ -457,7 +469,7 @@ def _gpu_sentences(rep: ModelReport, settings: Settings, within: str) -> None:
     gpu_ok = [c for c in gpus if c.operating_row is not None]
     cpus = [c for c in rep.configs if c.device != "gpu" and c.operating_row is not None]
     if not gpu_ok:
-        ran = any(r.get("status") == "ok" for c in gpus for row in c.rows for r in row.results)
+        ran = any(r.ok for c in gpus for row in c.rows for r in row.results)
         why = ("none met the bound" if ran else
                "none ran (skipped: no GPU on this host?)")  # fmt: skip
         rep.conclusions.append(f"GPU: {', '.join(c.label for c in gpus)}: {why}, so the GPU "
@@ -465,19 +477,19 @@ def _gpu_sentences(rep: ModelReport, settings: Settings, within: str) -> None:
         return
     if not cpus:
         return
-    gpu = max(gpu_ok, key=lambda c: c.throughput_under_bound.value)  # type: ignore[union-attr]
-    fastest = max(cpus, key=lambda c: c.throughput_under_bound.value)  # type: ignore[union-attr]
+    gpu = max(gpu_ok, key=_throughput)
+    fastest = max(cpus, key=_throughput)
     parts = []
     t = _compare(gpu.operating_seconds(), fastest.operating_seconds(), settings)
     if t is not None:
-        parts.append(f"throughput with {within}: " + phrase(gpu, fastest, t, "time"))  # type: ignore[arg-type]
+        parts.append(f"throughput with {within}: " + phrase(gpu, fastest, t, "time"))
     costed = [c for c in cpus if c.costs]
     if gpu.costs and costed:
-        cheap = min(costed, key=lambda c: c.cost_per_million.value)  # type: ignore[union-attr]
+        cheap = min(costed, key=_cost_value)
         cc = _compare(gpu.costs, cheap.costs, settings)
         if cc is not None:
             parts.append("cost per million against the cheapest CPU configuration: "
-                         + phrase(gpu, cheap, cc, "cost"))  # type: ignore[arg-type]  # fmt: skip
+                         + phrase(gpu, cheap, cc, "cost"))  # fmt: skip
     if parts:
         rep.conclusions.insert(1, f"GPU vs the fastest CPU configuration ({fastest.label}): "
                                + "; ".join(parts) + ".")  # fmt: skip
@@ -495,7 +507,7 @@ def _thread_sentences(rep: ModelReport, settings: Settings, within: str) -> None
         lo, hi = min(cs, key=lambda c: c.threads), max(cs, key=lambda c: c.threads)
         cmp = _compare(hi.operating_seconds(), lo.operating_seconds(), settings)
         if cmp is not None:
-            rep.conclusions.append(f"Threads ({within}): {phrase(hi, lo, cmp, 'time')}.")  # type: ignore[arg-type]
+            rep.conclusions.append(f"Threads ({within}): {phrase(hi, lo, cmp, 'time')}.")
         else:
             missing = [c.label for c in (hi, lo) if c.operating_row is None]
             rep.conclusions.append(f"Threads: {hi.label} vs {lo.label} not compared: "
@@ -505,16 +517,15 @@ def _thread_sentences(rep: ModelReport, settings: Settings, within: str) -> None
 def serving_csv_rows(sa: ServingAnalysis) -> list[dict[str, Any]]:
     rows = []
     for r in sa.cells:
-        c, m = r["cell"], r.get("metrics") or {}
         rows.append({
-            "cell_id": serving_cell_id(c), "model": c.get("model"), "scenario": c.get("scenario"),
-            "concurrency": c.get("concurrency"), "path": c.get("path"), "variant": c.get("variant"),
-            "threads": c.get("threads"), "repeat": c.get("repeat"), "status": r.get("status"),
-            "reason": r.get("reason") or "", "throughput_per_s": m.get("throughput_per_s"),
-            **{k: m.get(k) for k in PCTS}, "validity": m.get("validity"),
-            "max_qps_under_bound": m.get("max_qps_under_bound"),
-            "http_overhead_p50_ms": get_path(r, "http_overhead", "p50_ms"),
-            "shared_cpus": get_path(r, "placement", "shared"), "artifacts": r.get("artifacts"),
+            "cell_id": r.cell_id, "model": r.model, "scenario": r.scenario,
+            "concurrency": r.concurrency, "path": r.path, "variant": r.variant,
+            "threads": r.threads, "repeat": r.round, "status": r.status,
+            "reason": r.reason or "", "throughput_per_s": r.throughput_per_s,
+            **{k: r.percentiles_ms.get(k) for k in PCTS}, "validity": r.validity,
+            "max_qps_under_bound": r.max_qps_under_bound,
+            "http_overhead_p50_ms": r.http_overhead_p50_ms,
+            "shared_cpus": r.shared_cpus, "artifacts": r.get("artifacts"),
         })  # fmt: skip
     return rows
 
@@ -532,9 +543,9 @@ def serving_only_analysis(sa: ServingAnalysis) -> Any:
     envs: dict[str, dict[str, str]] = {}
     raw: dict[str, list[tuple[str, str]]] = {}
     for r in sa.cells:
-        v, env = str(r["cell"]["variant"]), r.get("environment")
-        if v not in envs and isinstance(env, dict) and r.get("status") == "ok":
-            envs[v], raw[v] = environment_summary(env), flatten(env)
+        env = r.environment
+        if r.variant not in envs and env and r.ok:
+            envs[r.variant], raw[r.variant] = environment_summary(dict(env)), flatten(dict(env))
     base = next((m.baseline.label for m in sa.models if m.baseline), "n/a")
     notices = sa.store.notices() if sa.store is not None else []
     warnings = [stats.StatWarning(n.kind, n.message, n.hint) for n in notices]
@@ -544,6 +555,6 @@ def serving_only_analysis(sa: ServingAnalysis) -> Any:
         pricing=sa.pricing, environments=envs, raw_environments=raw, warnings=warnings,
         counts=dict(sa.counts), logical_cpus=cpus,
         generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        cells=[], variants=list(dict.fromkeys(str(r["cell"]["variant"]) for r in sa.cells)),
+        cells=[], variants=list(dict.fromkeys(r.variant for r in sa.cells)),
         store=sa.store,
     )  # fmt: skip

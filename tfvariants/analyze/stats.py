@@ -9,27 +9,31 @@ TensorFlow or a scientific stack installed. docs/compare.md explains it for user
   repeat is one measurement: no interval.
 * Two configurations (a versus b, lower is better): the ratio a/b is estimated on the
   log scale by Hodges-Lehmann (the median of all pairwise differences of log values)
-  with the Mann-Whitney interval around it (the U test inverted, exact: no normal or
-  t approximation). The verdict comes from that same interval and a symmetric band
-  around 1, [1/(1+e), 1+e] with e = ``min_effect``:
+  with the Mann-Whitney interval around it (the U test inverted; exact up to 50 x 50
+  repeats, the normal approximation above: see ranktests.py). Repeats from the same
+  rounds compare better paired (:func:`compare_rounds`). The verdict comes from that
+  same interval and a symmetric band around 1, [1/(1+e), 1+e] with e = ``min_effect``
+  (closed: an interval end within 1e-9 of the band's edge counts as on it):
     - "different":  the interval lies entirely outside the band (so the difference is
       at least e with the stated confidence);
     - "equivalent": the interval lies entirely inside the band;
     - "undecided":  anything else, with an estimate of how many repeats would decide.
 * Repeated looks (adaptive rounds) split the error rate: with K looks each interval
-  is a (1 - alpha/K) interval, so all K together hold with 1 - alpha (Bonferroni).
+  is a (1 - alpha/K) interval, so all K together hold with 1 - alpha (Bonferroni). The
+  label says the level is per look.
 * The exact interval needs enough repeats to exist: at 95 % and one look, 4 per side
   (smallest two-sided p of 4 vs 4 is 2/70 = 0.029); with 4 looks, 5 per side.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import random
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+
+from tfvariants.analyze import ranktests
 
 CONFIDENCE = 0.95
 MIN_EFFECT = 0.05
@@ -38,6 +42,38 @@ MIN_REPEATS = 4  # smallest n per side for which a 95 % one-look ratio interval 
 DEFAULT_REPEATS = 5  # the default: decidable with up to 4 looks (2/252 < 0.05/4)
 VERDICTS = ("different", "equivalent", "undecided", "baseline")
 MAX_MORE = 500  # "about N more repeats" above this is reported as not practical
+BAND_TOLERANCE = 1e-9  # on the log scale: log(63) - log(60) and log(1.05) differ by 1e-16
+# compare_rounds pairs by round when one side's log spread is this many times the other's:
+# Mann-Whitney assumes equal shapes (2 % vs 50 % noise gave 6 % false "different").
+SPREAD_SWITCH = 3.0
+PAIRED_GAIN = 0.7  # pair when rounds explain about half the variance (drift, bursts)
+ROUND_METHODS = ("auto", "paired", "unpaired")
+
+
+def percent(p: float) -> str:
+    """A probability as a label, one decimal unless that would round it up to 100 %:
+    0.9375 -> "93.8%", 0.99975 -> "99.97%" (never "100.0%" for less than certainty)."""
+    if p >= 1:
+        return "100%"
+    for digits in range(1, 10):
+        text = f"{p * 100:.{digits}f}"
+        if float(text) < 100:
+            return text + "%"
+    return f"{math.floor(p * 1e11) / 1e9:.9f}%"
+
+
+def _exp(x: float) -> float:
+    """exp that says inf instead of raising for ratios beyond the float range."""
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
+
+
+def _median(xs: Sequence[float]) -> float:
+    """Median of sorted values without overflow ((a + b) / 2 overflows near 1e308)."""
+    n = len(xs)
+    return xs[n // 2] if n % 2 else xs[n // 2 - 1] / 2 + xs[n // 2] / 2
 
 
 @dataclass(frozen=True)
@@ -47,7 +83,9 @@ class Interval:
     value: float
     lo: float
     hi: float
-    method: str  # "order-statistics" | "min-max" | "single" | "hodges-lehmann" | "exact"
+    # "order-statistics" | "min-max" | "single" | "exact" | "propagated" | "hodges-lehmann"
+    # | "paired" (compare_rounds); "-approx" when the rank distribution was approximated
+    method: str
     n: int = 0
     coverage: float | None = None  # the interval's actual coverage (None: no interval)
     looks: int = 1
@@ -67,7 +105,7 @@ class Interval:
             return "one measurement, no interval"
         if self.method == "exact":
             return "baseline"
-        cov = f"{self.coverage:.1%}" if self.coverage is not None else "no"
+        cov = percent(self.coverage) if self.coverage is not None else "no"
         if self.method == "min-max":
             return f"median of {self.n}; range of the repeats = {cov} interval for the median"
         if self.method == "order-statistics":
@@ -76,9 +114,20 @@ class Interval:
             return (
                 "ratio of medians; approximate interval (both intervals combined on the log scale)"
             )
-        if self.method == "hodges-lehmann":
-            looks = f", {self.looks} looks" if self.looks > 1 else ""
-            return f"Hodges-Lehmann ratio; {cov} Mann-Whitney interval{looks}"
+        looks = ""
+        if self.looks > 1 and self.coverage is not None:
+            # Bonferroni: what holds for the one interval a run stops at is the together level.
+            together = percent(max(0.0, 1 - self.looks * (1 - self.coverage)))
+            looks = f" per look (at least {together} over all {self.looks} looks)"
+        if self.method in ("hodges-lehmann", "hodges-lehmann-approx"):
+            approx = ", normal approximation" if self.method.endswith("approx") else ""
+            return f"Hodges-Lehmann ratio; {cov} Mann-Whitney interval{looks}{approx}"
+        if self.method in ("paired", "paired-approx"):
+            approx = ", normal approximation" if self.method.endswith("approx") else ""
+            return (
+                f"Hodges-Lehmann ratio of {self.n} paired rounds; {cov} Wilcoxon signed-rank "
+                f"interval{looks}{approx}"
+            )
         return self.method
 
 
@@ -111,54 +160,48 @@ class Comparison:
         return "lower" if self.ratio.value < 1 else "higher"
 
 
-# ---- the null distribution of the Mann-Whitney U statistic (no ties) ----
+# ---- checks ----
 
 
-@functools.lru_cache(maxsize=256)
-def _u_counts(n: int, m: int) -> tuple[int, ...]:
-    """Number of orderings with U = 0..n*m (n of a, m of b, all values distinct)."""
-    # f(n, m, u) = f(n-1, m, u-m) + f(n, m-1, u): does the largest value belong to a or b.
-    prev = [[1] for _ in range(m + 1)]  # n == 0: U is always 0
-    for i in range(1, n + 1):
-        cur = [[1]]  # m == 0
-        for j in range(1, m + 1):
-            size = i * j + 1
-            row = [0] * size
-            for u, c in enumerate(prev[j]):  # largest is an a: it beats all j b's
-                row[u + j] += c
-            for u, c in enumerate(cur[j - 1]):
-                row[u] += c
-            cur.append(row)
-        prev = cur
-    return tuple(prev[m])
+def _finite(values: Sequence[float]) -> list[float]:
+    out = [float(v) for v in values]
+    if not all(math.isfinite(v) for v in out):
+        raise ValueError("values must be finite numbers (no NaN or inf)")
+    return out
+
+
+def _check_settings(min_effect: float, confidence: float, looks: int) -> None:
+    if not (math.isfinite(min_effect) and min_effect >= 0):
+        raise ValueError(f"min_effect must be a finite number >= 0, got {min_effect}")
+    if not 0 < confidence < 1:  # also refuses NaN
+        raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
+    if isinstance(looks, bool) or not isinstance(looks, int) or looks < 1:
+        raise ValueError(f"looks must be a whole number >= 1, got {looks!r}")
 
 
 def moses_rank(n: int, m: int, alpha: float) -> int:
     """Largest k with P(U <= k-1) <= alpha/2; 0 when no interval of that level exists.
     The (1-alpha) interval is then [D_(k), D_(nm-k+1)] of the n*m sorted differences."""
-    counts = _u_counts(n, m)
-    total = math.comb(n + m, n)
-    cum, k = 0, 0
-    for u, c in enumerate(counts):
-        cum += c
-        if cum / total <= alpha / 2:
-            k = u + 1
-        else:
-            break
-    return min(k, (n * m + 1) // 2)
-
-
-def _coverage(n: int, m: int, k: int) -> float:
-    counts = _u_counts(n, m)
-    return 1 - 2 * sum(counts[:k]) / math.comb(n + m, n)
+    return ranktests.mann_whitney_rank(n, m, alpha)[0]
 
 
 # ---- one configuration ----
 
 
-def _binom_cdf_half(k: int, n: int) -> float:
-    """P(Binomial(n, 1/2) <= k)."""
-    return sum(math.comb(n, i) for i in range(k + 1)) / 2**n
+def _order_rank(n: int, alpha: float) -> tuple[int, int]:
+    """Largest k with P(Binomial(n, 1/2) <= k-1) <= alpha/2 (0 if none), and the number
+    of the 2^n outcomes below k: one walk over the binomial coefficients (10,000 repeats
+    stay fast)."""
+    total = 2**n
+    limit = alpha / 2 * (1 + ranktests.TOLERANCE)
+    cum, c, k = 0, 1, 0
+    for i in range(n // 2):
+        if (cum + c) / total > limit:
+            break
+        cum += c
+        k = i + 1
+        c = c * (n - i) // (i + 1)
+    return k, cum
 
 
 def median_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
@@ -166,21 +209,19 @@ def median_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> 
 
     When n is too small for ``confidence`` the interval is the range (min-max) and its
     real coverage (1 - 2/2^n) is recorded instead of pretending."""
-    xs = sorted(float(v) for v in values)
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
+    xs = sorted(_finite(values))
     n = len(xs)
     if n == 0:
         raise ValueError("no values")
-    med = statistics.median(xs)
+    med = _median(xs)
     if n == 1:
         return Interval(med, med, med, "single", 1, None)
-    alpha = 1 - confidence
-    k = 0
-    for cand in range(1, n // 2 + 1):
-        if _binom_cdf_half(cand - 1, n) <= alpha / 2:
-            k = cand
+    k, below = _order_rank(n, 1 - confidence)
     if k <= 1:
         return Interval(med, xs[0], xs[-1], "min-max", n, 1 - 2 / 2**n)
-    coverage = 1 - 2 * _binom_cdf_half(k - 1, n)
+    coverage = 1 - 2 * below / 2**n
     return Interval(med, xs[k - 1], xs[n - k], "order-statistics", n, coverage)
 
 
@@ -188,17 +229,36 @@ def relative_spread(values: Sequence[float]) -> float:
     """Standard deviation / mean (0 for fewer than two values)."""
     if len(values) < 2:
         return 0.0
-    mean = statistics.fmean(values)
-    return statistics.stdev(values) / mean if mean else math.inf
+    xs = _finite(values)
+    scale = max(abs(x) for x in xs)
+    if scale == 0:
+        return math.inf
+    xs = [x / scale for x in xs]  # the ratio is scale-free; this keeps 1e308 from overflowing
+    mean = statistics.fmean(xs)
+    return statistics.stdev(xs) / mean if mean else math.inf
 
 
 # ---- two configurations ----
 
 
 def _logs(values: Sequence[float]) -> list[float]:
-    if any(v <= 0 for v in values):
+    xs = _finite(values)
+    if any(v <= 0 for v in xs):
         raise ValueError("ratios need positive values")
-    return [math.log(v) for v in values]
+    return [math.log(v) for v in xs]
+
+
+def _two_sample(
+    a: Sequence[float], b: Sequence[float], alpha: float
+) -> tuple[float, float | None, float | None, float | None, bool]:
+    xs, ys = sorted(a), sorted(b)
+    est = ranktests.median_difference(xs, ys)
+    k, coverage, exact = ranktests.mann_whitney_rank(len(xs), len(ys), alpha)
+    if k < 1:
+        return est, None, None, None, exact
+    lo = ranktests.kth_difference(xs, ys, k)
+    hi = ranktests.kth_difference(xs, ys, len(xs) * len(ys) - k + 1)
+    return est, lo, hi, coverage, exact
 
 
 def shift_interval(
@@ -207,40 +267,98 @@ def shift_interval(
     """Hodges-Lehmann shift of a over b with the inverted Mann-Whitney interval.
 
     Returns (estimate, lo, hi, coverage); lo/hi/coverage are None when n is too small."""
-    diffs = sorted(x - y for x in a for y in b)
-    est = statistics.median(diffs)
-    k = moses_rank(len(a), len(b), alpha)
+    return _two_sample(a, b, alpha)[:4]
+
+
+def _paired(
+    d: Sequence[float], alpha: float
+) -> tuple[float, float | None, float | None, float | None, bool]:
+    ds = sorted(d)
+    est = ranktests.median_walsh(ds)
+    k, coverage, exact = ranktests.signed_rank_rank(len(ds), alpha)
     if k < 1:
-        return est, None, None, None
-    return est, diffs[k - 1], diffs[len(diffs) - k], _coverage(len(a), len(b), k)
+        return est, None, None, None, exact
+    total = len(ds) * (len(ds) + 1) // 2
+    return est, ranktests.kth_walsh(ds, k), ranktests.kth_walsh(ds, total - k + 1), coverage, exact
 
 
-def smallest_decidable_n(alpha: float, limit: int = 60) -> int:
-    """The smallest n per side (n vs n) for which a (1-alpha) interval exists."""
+def smallest_decidable_n(alpha: float, limit: int = 60, *, paired: bool = False) -> int:
+    """The smallest n per side (n vs n, or n paired rounds) for which a (1-alpha)
+    interval exists."""
     for n in range(2, limit + 1):
-        if moses_rank(n, n, alpha) >= 1:
+        k = ranktests.signed_rank_rank(n, alpha)[0] if paired else moses_rank(n, n, alpha)
+        if k >= 1:
             return n
     return limit
 
 
-def _more_repeats(
-    est: float, half: float | None, n: int, band: float, alpha: float, spread: float
-) -> int | None:
-    """About how many more repeats per side would decide (interval width ~ 1/sqrt(n))."""
+def _more_repeats(est: float, half: float | None, n: int, band: float, min_n: int) -> int | None:
+    """About how many more repeats per side would decide (interval width ~ 1/sqrt(n)).
+    ``half`` is the interval's half-width on the log scale (measured, or guessed from the
+    spread when there is no interval yet); None when nothing can be said."""
     if half is None or not math.isfinite(half) or half <= 0:
-        # No interval yet: guess its half-width from the spread of the log values.
-        z = statistics.NormalDist().inv_cdf(1 - alpha / 2)
-        n_eff = max(n, 2)
-        half = z * spread * math.sqrt(2 / n_eff) if spread > 0 else None
-        if half is None:
-            return smallest_decidable_n(alpha) - n if n < smallest_decidable_n(alpha) else None
+        return min_n - n if n < min_n else None
     target = abs(abs(est) - band)
     # Beyond MAX_MORE the answer is "not practical": the estimate sits close to the band's
     # edge for this much noise.
     if target <= 0 or n * (half / target) ** 2 > n + MAX_MORE:
         return None
-    need = max(math.ceil(n * (half / target) ** 2), smallest_decidable_n(alpha))
+    need = max(math.ceil(n * (half / target) ** 2), min_n)
     return max(need - n, 1)
+
+
+@dataclass(frozen=True)
+class _Estimate:
+    """A shift on the log scale with its interval, before the verdict."""
+
+    est: float
+    lo: float | None
+    hi: float | None
+    coverage: float | None
+    method: str  # the Interval's method
+    n: int
+    looks: int
+    guess_half: float | None  # a guessed half-width when there is no interval
+    min_n: int  # the fewest repeats (or rounds) that give an interval at this level
+    too_few: str  # the sentence when there is no interval
+
+
+def _verdict(e: _Estimate, min_effect: float) -> Comparison:
+    """The verdict from one interval against the band [-log(1+e), log(1+e)]."""
+    band = math.log1p(min_effect)
+    tol = BAND_TOLERANCE
+    r = _exp(e.est)
+    if e.lo is None or e.hi is None:
+        ratio = Interval(r, r, r, e.method, e.n, None, e.looks)
+        return Comparison(
+            ratio, "undecided", (e.too_few,),
+            _more_repeats(e.est, e.guess_half, e.n, band, e.min_n), min_effect,
+        )  # fmt: skip
+    ratio = Interval(r, _exp(e.lo), _exp(e.hi), e.method, e.n, e.coverage, e.looks)
+    # Closed band with a tolerance: floating point must not split ties at its edge.
+    if e.lo > band + tol or e.hi < -band - tol:
+        return Comparison(ratio, "different", (), None, min_effect)
+    if -band - tol <= e.lo and e.hi <= band + tol:
+        return Comparison(ratio, "equivalent", (), None, min_effect)
+    if e.lo > 0 or e.hi < 0:
+        why = f"the difference is real but may be smaller than {min_effect:.0%}"
+    else:
+        why = f"the interval includes both no difference and {min_effect:.0%} or more"
+    more = _more_repeats(e.est, (e.hi - e.lo) / 2, e.n, band, e.min_n)
+    return Comparison(ratio, "undecided", (why,), more, min_effect)
+
+
+def _single(la: Sequence[float], lb: Sequence[float], looks: int, min_n: int,
+            min_effect: float) -> Comparison:  # fmt: skip
+    r = _exp(_median(sorted(la)) - _median(sorted(lb)))
+    n = min(len(la), len(lb))
+    return Comparison(
+        Interval(r, r, r, "single", n, None, looks),
+        "undecided",
+        ("one measurement on a side: no interval, nothing can be decided",),
+        min_n - n,
+        min_effect,
+    )
 
 
 def compare(
@@ -251,58 +369,109 @@ def compare(
     confidence: float = CONFIDENCE,
     looks: int = 1,
 ) -> Comparison:
-    """Compare repeats a and b of a lower-is-better quantity (times, costs).
+    """Compare repeats a and b of a lower-is-better quantity (times, costs): a / b.
 
     Interval and verdict come from the same Hodges-Lehmann / Mann-Whitney interval of
-    log(a) - log(b) at level 1 - (1 - confidence) / looks."""
-    if min_effect < 0 or not 0 < confidence < 1 or looks < 1:
-        raise ValueError("min_effect >= 0, 0 < confidence < 1 and looks >= 1 are required")
+    log(a) - log(b) at level 1 - (1 - confidence) / looks (per look). It assumes both
+    sides have the same shape of noise; with very unequal noise (2 % against 50 %) it
+    calls identical medians "different" a little more often than its label says, and with
+    drift it compares whatever rounds each side ran. Repeats from the same rounds should
+    use :func:`compare_rounds` instead."""
+    _check_settings(min_effect, confidence, looks)
     la, lb = _logs(a), _logs(b)
-    band = math.log1p(min_effect)
+    if not la or not lb:
+        raise ValueError("no values")
     alpha = (1 - confidence) / looks
+    min_n = smallest_decidable_n(alpha)
     if len(la) < 2 or len(lb) < 2:
-        r = math.exp(statistics.median(la) - statistics.median(lb))
-        return Comparison(
-            Interval(r, r, r, "single", min(len(la), len(lb)), None, looks),
-            "undecided",
-            ("one measurement on a side: no interval, nothing can be decided",),
-            smallest_decidable_n(alpha) - min(len(la), len(lb)),
-            min_effect,
-        )
-    est, lo, hi, coverage = shift_interval(la, lb, alpha)
+        return _single(la, lb, looks, min_n, min_effect)
+    est, lo, hi, coverage, exact = _two_sample(la, lb, alpha)
     n = min(len(la), len(lb))
     spread = math.sqrt(
         (statistics.variance(la) * (len(la) - 1) + statistics.variance(lb) * (len(lb) - 1))
         / (len(la) + len(lb) - 2)
     )
-    if lo is None or hi is None:
-        ratio = Interval(
-            math.exp(est), math.exp(est), math.exp(est), "hodges-lehmann", n, None, looks
-        )
-        need = smallest_decidable_n(alpha)
-        return Comparison(
-            ratio,
-            "undecided",
-            (
-                f"{len(la)} vs {len(lb)} repeats are too few for a {1 - alpha:.1%} interval "
-                f"(needs {need} per side)",
-            ),  # fmt: skip
-            _more_repeats(est, None, n, band, alpha, spread),
-            min_effect,
-        )
-    ratio = Interval(
-        math.exp(est), math.exp(lo), math.exp(hi), "hodges-lehmann", n, coverage, looks
-    )
-    if lo > band or hi < -band:
-        return Comparison(ratio, "different", (), None, min_effect)
-    if -band <= lo and hi <= band:
-        return Comparison(ratio, "equivalent", (), None, min_effect)
-    if lo > 0 or hi < 0:
-        why = f"the difference is real but may be smaller than {min_effect:.0%}"
-    else:
-        why = f"the interval includes both no difference and {min_effect:.0%} or more"
-    more = _more_repeats(est, (hi - lo) / 2, n, band, alpha, spread)
-    return Comparison(ratio, "undecided", (why,), more, min_effect)
+    z = statistics.NormalDist().inv_cdf(1 - alpha / 2)
+    e = _Estimate(
+        est, lo, hi, coverage, "hodges-lehmann" if exact else "hodges-lehmann-approx", n, looks,
+        z * spread * math.sqrt(2 / n) if spread > 0 else None, min_n,
+        f"{len(la)} vs {len(lb)} repeats are too few for a {percent(1 - alpha)} interval "
+        f"(needs {min_n} per side)",
+    )  # fmt: skip
+    return _verdict(e, min_effect)
+
+
+def _mad(xs: Sequence[float]) -> float:
+    """Median absolute deviation: a spread that one outlier cannot inflate."""
+    med = statistics.median(xs)
+    return statistics.median(abs(x - med) for x in xs)
+
+
+def _pairing_pays(x: Sequence[float], y: Sequence[float]) -> bool:
+    """Pair by round when the sides' noise differs in size (one side's spread of log
+    values SPREAD_SWITCH times the other's: Mann-Whitney assumes equal shapes) or when
+    the rounds move both sides together (drift, a disturbed round: the per-round
+    differences vary less than PAIRED_GAIN x the two sides' spreads combined). Decided
+    from spreads (median absolute deviations) only, never from the estimate."""
+    if len(x) < 3:
+        return False
+    sx, sy = _mad(x), _mad(y)
+    sd = _mad([a - b for a, b in zip(x, y, strict=True)])
+    if max(sx, sy) > SPREAD_SWITCH * min(sx, sy):
+        return True
+    return sd < PAIRED_GAIN * math.sqrt(sx * sx + sy * sy)
+
+
+def compare_rounds(
+    base: Mapping[int, float],
+    other: Mapping[int, float],
+    *,
+    min_effect: float = MIN_EFFECT,
+    confidence: float = CONFIDENCE,
+    looks: int = 1,
+    method: str = "auto",
+) -> Comparison:
+    """Compare two configurations on the rounds both ran: other / base.
+
+    ``base`` and ``other`` map a round index to that round's value (lower is better).
+    Only rounds present in both count, so drift of the machine and adaptive stopping
+    (one configuration decided early stops while the baseline goes on) cannot bias the
+    ratio. With ``paired`` (the default, chosen by simulation: benchmarks/decide.py and
+    docs/compare.md) the estimate is Hodges-Lehmann on the per-round log ratios with the
+    Wilcoxon signed-rank interval: it assumes only that a round's log ratio is symmetric
+    about the true one, not that both sides are equally noisy. ``paired=False`` is
+    :func:`compare` on the common rounds. Use this whenever repeats carry their round;
+    :func:`compare` is for values without rounds (e.g. summaries merged across runs).
+
+    The result is a :class:`Comparison` like :func:`compare`'s (ratio other/base)."""
+    _check_settings(min_effect, confidence, looks)
+    if method not in ROUND_METHODS:
+        raise ValueError(f"method must be one of {', '.join(ROUND_METHODS)}, got {method!r}")
+    rounds = sorted(set(base) & set(other))
+    if not rounds:
+        raise ValueError("no round in common")
+    lo_other, lo_base = _logs([other[r] for r in rounds]), _logs([base[r] for r in rounds])
+    if method == "auto":
+        method = "paired" if _pairing_pays(lo_other, lo_base) else "unpaired"
+    if method == "unpaired":
+        return compare([other[r] for r in rounds], [base[r] for r in rounds],
+                       min_effect=min_effect, confidence=confidence, looks=looks)  # fmt: skip
+    alpha = (1 - confidence) / looks
+    min_n = smallest_decidable_n(alpha, paired=True)
+    if len(rounds) < 2:
+        return _single(lo_other, lo_base, looks, min_n, min_effect)
+    d = [x - y for x, y in zip(lo_other, lo_base, strict=True)]
+    est, lo, hi, coverage, exact = _paired(d, alpha)
+    n = len(d)
+    z = statistics.NormalDist().inv_cdf(1 - alpha / 2)
+    sd = statistics.stdev(d)
+    e = _Estimate(
+        est, lo, hi, coverage, "paired" if exact else "paired-approx", n, looks,
+        z * sd / math.sqrt(n) if sd > 0 else None, min_n,
+        f"{n} rounds in common are too few for a {percent(1 - alpha)} paired interval "
+        f"(needs {min_n})",
+    )  # fmt: skip
+    return _verdict(e, min_effect)
 
 
 def ratio_interval(a: Interval, b: Interval) -> Interval:
@@ -353,16 +522,16 @@ def resolvable_ratio(
     if moses_rank(n, n, alpha) < 1:
         return None
     rng = random.Random(seed)
+    k = moses_rank(n, n, alpha)
     halves = []
-    for _ in range(trials):
-        a = [rng.choice(residuals) for _ in range(n)]
-        b = [rng.choice(residuals) for _ in range(n)]
-        _, lo, hi, _ = shift_interval(a, b, alpha)
-        if lo is not None and hi is not None:
-            halves.append((hi - lo) / 2)
-    if not halves:
-        return None
-    return (1 + min_effect) * math.exp(statistics.median(halves))
+    # The half-width's spread shrinks with n: fewer draws suffice for thousands of repeats.
+    for _ in range(min(trials, max(20, 200_000 // n))):
+        a = sorted(rng.choice(residuals) for _ in range(n))
+        b = sorted(rng.choice(residuals) for _ in range(n))
+        lo = ranktests.kth_difference(a, b, k)
+        hi = ranktests.kth_difference(a, b, n * n - k + 1)
+        halves.append((hi - lo) / 2)
+    return (1 + min_effect) * _exp(statistics.median(halves))
 
 
 def bimodal(values: Sequence[float]) -> str | None:
@@ -370,7 +539,7 @@ def bimodal(values: Sequence[float]) -> str | None:
 
     Rule: split the sorted log values at their largest gap; both sides have >= 2
     repeats, the gap is >= 10 % and >= 2x the wider cluster's own range."""
-    if len(values) < 4 or any(v <= 0 for v in values):
+    if len(values) < 4 or not all(math.isfinite(v) and v > 0 for v in values):
         return None
     xs = sorted(values)
     logs = [math.log(v) for v in xs]
@@ -381,10 +550,11 @@ def bimodal(values: Sequence[float]) -> str | None:
         return None
     if gap < 2 * max(low[-1] - low[0], high[-1] - high[0]):
         return None
-    lo_med, hi_med = statistics.median(xs[: i + 1]), statistics.median(xs[i + 1 :])
+    lo_med, hi_med = _median(xs[: i + 1]), _median(xs[i + 1 :])
+    apart = hi_med / lo_med  # inf (not an error) beyond the float range
     return (
         f"two clusters: {len(low)} repeats near {lo_med:.3g} and {len(high)} near "
-        f"{hi_med:.3g} ({hi_med / lo_med:.2f}x apart)"
+        f"{hi_med:.3g} ({apart:.2f}x apart)"
     )
 
 

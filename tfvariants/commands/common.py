@@ -11,8 +11,7 @@ from typing import Any
 
 from tfvariants.commands.outdir import check_writable
 from tfvariants.errors import UserError
-from tfvariants.store.rundir import CELLS_DIR as _CELLS_DIR
-from tfvariants.store.runfile import RUN_FILE as _RUN_FILE
+from tfvariants.store.runfolder import EVIDENCE, evidence_reason
 
 # ---- options ----
 
@@ -81,28 +80,20 @@ def add_allow_mixed_hosts(p: argparse.ArgumentParser) -> None:
 # ---- output paths: checked before any work starts ----
 
 
-def _inside_results(path: Path) -> str | None:
-    """Why writing ``path`` would overwrite stored results, or None."""
-    if path.name == _RUN_FILE and (path.exists() or (path.parent / _CELLS_DIR).is_dir()):
-        return "that is a run's run.json"
-    for parent in path.parents:
-        if parent.name == _CELLS_DIR and (parent.parent / _RUN_FILE).exists():
-            return f"that is inside the results folder {parent.parent}'s cells/"
-    return None
-
-
 def check_output_file(path: Path, option: str, *, results_dirs: Sequence[Path] = ()) -> None:
-    """One line, nothing written, when ``path`` cannot take an output file."""
+    """One line, nothing written, when ``path`` cannot take an output file: a folder,
+    or anywhere in a run folder's evidence (tfvariants.store.runfolder.evidence_reason),
+    including the folders of ``results_dirs`` that a run is about to create."""
     if path.is_dir():
         raise UserError(
             f"{option} {path}: is a folder; give a file path, e.g. {path / 'index.html'}"
         )
+    why = evidence_reason(path)
     resolved = path.resolve()
-    why = _inside_results(resolved)
     for d in results_dirs:
         d = Path(d).resolve()
-        if resolved == d / _RUN_FILE or d / _CELLS_DIR in (resolved, *resolved.parents):
-            why = f"that is inside the results folder {d}"
+        if d in resolved.parents and resolved.relative_to(d).parts[0] in EVIDENCE:
+            why = f"that is inside the results folder {d}'s evidence"
     if why:
         raise UserError(f"{option} {path}: refused, {why} (results are never overwritten)")
     check_writable(path.parent)

@@ -98,9 +98,11 @@ def _available_workloads() -> list[str]:
     return list(registry.available())
 
 
-def build_spec(args: argparse.Namespace, stored: dict | None = None) -> tuple[Any, dict[str, Any]]:
+def build_spec(
+    args: argparse.Namespace, stored: dict | None = None, pricing: Any = None
+) -> tuple[Any, dict[str, Any]]:
     """MatrixSpec + the variant objects, from args (missing args taken from a stored run
-    when resuming)."""
+    when resuming); ``pricing`` gives a GPU variant its instance's vCPU count."""
     from tfvariants.plan.spec import MatrixSpec, logical_cpus
     from tfvariants.variants import get_variant
 
@@ -117,6 +119,10 @@ def build_spec(args: argparse.Namespace, stored: dict | None = None) -> tuple[An
     variants = given_or_stored(
         "variants", args.variants, lambda v: parse_names("variants", v), ["local"]
     )
+    explicit = split_fixed_threads(variants)
+    variants = list(dict.fromkeys(n for n, _ in explicit))
+    if len(variants) != len(explicit):
+        raise UserError("--variants: a variant is named twice (with different @THREADS?)")
     threads = given_or_stored(
         "threads", args.threads, parse_threads, default_threads(logical_cpus())
     )
@@ -154,23 +160,57 @@ def build_spec(args: argparse.Namespace, stored: dict | None = None) -> tuple[An
         options["per_workload"] = {w: quick_scale(w) for w in workloads}
     variant_objs = {v: get_variant(v, args.variants_file) for v in variants}
     info = {v: {"kind": o.kind, "device": o.device} for v, o in variant_objs.items()}
-    spec = MatrixSpec(tuple(variants), tuple(threads), tuple(workloads), repeats, options, info)
+    # A resume keeps the stored thread counts of fixed-thread variants.
+    fixed = dict(stored.get("fixed_threads") or {}) if args.variants is None else {}
+    fixed.update({n: t for n, t in explicit if t is not None})
+    for v, o in variant_objs.items():
+        if v not in fixed and o.device == "gpu":
+            # A GPU configuration is one per GPU instance: its vCPUs are the instance's
+            # (or, with no catalog instance, this host's), never the --threads axis.
+            fixed[v] = gpu_threads(v, pricing)
+    spec = MatrixSpec(
+        tuple(variants), tuple(threads), tuple(workloads), repeats, options, info, fixed
+    )
     return spec, variant_objs
 
 
-def _check_baseline(
-    baseline: str | None, variants: tuple[str, ...], threads: tuple[int, ...]
-) -> None:
+def split_fixed_threads(names: list[str]) -> list[tuple[str, int | None]]:
+    """``gpu@16`` -> ("gpu", 16): that variant runs at 16 threads only; ``pip`` -> ("pip",
+    None): the --threads axis."""
+    out: list[tuple[str, int | None]] = []
+    for name in names:
+        base, at, count = name.rpartition("@")
+        if at and base:
+            out.append((base, checked("variants", argtypes.threads, count)))
+        else:
+            out.append((name, None))
+    return out
+
+
+def gpu_threads(variant: str, pricing: Any) -> int:
+    """A GPU variant's vCPU count: its catalog instance's (the instance a cloud run rents
+    and bills), capped at nothing; without a catalog, this host's logical CPUs."""
+    from tfvariants.plan.spec import logical_cpus
+
+    found = pricing.instance_for(variant, 0, "gpu") if pricing is not None else None
+    return found[0].vcpus if found else logical_cpus()
+
+
+def _check_baseline(baseline: str | None, spec: Any) -> None:
     from tfvariants.analyze.analysis import parse_baseline
 
     parsed = parse_baseline(baseline)
     if parsed is None:
         return
-    if parsed[0] not in variants:
+    if parsed[0] not in spec.variants:
         raise UserError(
-            f"--baseline {baseline}: {parsed[0]!r} is not one of --variants ({', '.join(variants)})"
+            f"--baseline {baseline}: {parsed[0]!r} is not one of --variants "
+            f"({', '.join(spec.variants)})"
         )
-    if parsed[1] is not None and parsed[1] not in threads:
+    counts = [t for v, t in spec.configurations() if v == parsed[0]]
+    if parsed[1] is not None and parsed[1] not in counts:
+        if parsed[0] in spec.fixed_threads:
+            raise UserError(f"--baseline {baseline}: {parsed[0]} runs at {counts[0]} threads only")
         raise UserError(f"--baseline {baseline}: {parsed[1]} is not one of --threads")
 
 
@@ -230,11 +270,11 @@ def run(args: argparse.Namespace) -> int:
         if args.out is None:
             raise UserError("--resume needs --out RESULTS_DIR (the run to continue)")
         stored = load_run(args.out) or None
-    spec, variant_objs = build_spec(args, stored)
-    _check_baseline(args.baseline, spec.variants, spec.threads)
     pricing = common.pricing_from(args)
+    spec, variant_objs = build_spec(args, stored, pricing)
+    _check_baseline(args.baseline, spec)
     if args.dry_run:
-        return compare_cluster.dry_run(args, spec, pricing, Console(stderr=True, soft_wrap=True))
+        return compare_cluster.dry_run(args, spec, pricing, Console(soft_wrap=True))
     if args.executor == "ray":
         compare_cluster.placement(spec, pricing)  # a cell with no node type: stop now
     name = ("quick-" if spec.options.get("quick") else "compare-") + datetime.now().strftime(
@@ -266,11 +306,13 @@ def run(args: argparse.Namespace) -> int:
     console = Console(stderr=True, soft_wrap=True)
     for line in moved:
         console.print(f"[yellow]quarantined[/] {escape(line)}", highlight=False)
-    cells = len(spec.variants) * len(spec.threads) * len(spec.workloads) * spec.repeats
+    configs = spec.configurations()
+    cells = len(configs) * len(spec.workloads) * spec.repeats
+    fixed = "".join(f"; {v} at {t} threads only" for v, t in spec.fixed_threads.items())
     console.print(
-        f"[bold]compare[/]: {len(spec.variants)} variant(s) x {len(spec.threads)} thread count(s) "
-        f"x {len(spec.workloads)} workload(s) x {spec.repeats} repeat(s) = {cells} cells -> "
-        f"{escape(str(out))}",
+        f"[bold]compare[/]: {len(configs)} configuration(s) ({len(spec.variants)} variant(s), "
+        f"threads {','.join(map(str, spec.threads))}{fixed}) x {len(spec.workloads)} "
+        f"workload(s) x {spec.repeats} repeat(s) = {cells} cells -> {escape(str(out))}",
         highlight=False,
     )
 

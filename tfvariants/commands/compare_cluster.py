@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from tfvariants.commands import common
 from tfvariants.errors import UserError
 
 STUDY = "study-2017"  # --estimate-from study-2017: the 2017 study's own training times
@@ -55,10 +56,11 @@ def with_engine(variant_objs: dict[str, Any], engine: str | None) -> dict[str, A
 
 
 def placement(spec: Any, pricing: Any) -> dict[tuple[str, int], Any]:
+    """(variant, threads) -> (instance, why): the one mapping rule of runs and reports."""
     from tfvariants.analyze.estimate import place_cells
 
     devices = {v: (spec.variant_info.get(v) or {}).get("device", "cpu") for v in spec.variants}
-    return place_cells(devices, spec.threads, pricing)
+    return place_cells(spec.configurations(), devices, pricing)
 
 
 def _shape_for(spec: Any) -> Any:
@@ -88,8 +90,6 @@ def _shape_for(spec: Any) -> Any:
 
 def dry_run(args: argparse.Namespace, spec: Any, pricing: Any, console: Any) -> int:
     """Print cells per node type and the estimated bill. Writes nothing."""
-    from rich.table import Table
-
     from tfvariants.analyze import estimate as est
     from tfvariants.analyze.format import money
     from tfvariants.plan.spec import plan_cells
@@ -102,7 +102,7 @@ def dry_run(args: argparse.Namespace, spec: Any, pricing: Any, console: Any) -> 
     estimates = est.estimate_cells(
         cells, placed, devices, run_times=run_times, shape_for=_shape_for(spec), study=study
     )
-    by_name = {i.name: i for i in placed.values()}
+    by_name = {i.name: i for i, _ in placed.values()}
     rows = est.bill(estimates, by_name, pricing)
     cat = pricing.catalog
     rough = any(e.source == "rough" for e in estimates)
@@ -118,28 +118,26 @@ def dry_run(args: argparse.Namespace, spec: Any, pricing: Any, console: Any) -> 
         f"prices: {cat.name} ({cat.title}), billing {cat.billing.describe()}",
         highlight=False,
     )
-    table = Table(title="planned cells per node type", title_justify="left")
-    for col in ("node type", "vCPUs", "GPU", "cells", "cell time", "price/h", "tier",
-                "cells cost", "+ boot/idle"):  # fmt: skip
-        table.add_column(
-            col,
-            justify="left" if col in ("node type", "GPU", "tier") else "right",
-            no_wrap=col == "node type",
-        )
+    table_rows = []
     total, total_overhead = 0.0, 0.0
     for r in rows:
         gpu = f"{r.instance.gpu_count}x {r.instance.gpu_type}" if r.instance.gpu_type else "-"
-        table.add_row(
-            r.instance.name, str(r.instance.vcpus), gpu, str(r.cells),
-            _hours(r.cell_seconds),
+        table_rows.append((
+            r.instance.name, r.instance.vcpus, gpu, r.cells, _hours(r.cell_seconds),
             "-" if r.per_hour is None else f"{r.per_hour:.4f}",
             "-" if r.tier is None else cat.tier_word(r.tier),
             "no price" if r.cells_cost is None else money(r.cells_cost),
             "-" if r.node_overhead_cost is None else money(r.node_overhead_cost),
-        )  # fmt: skip
+        ))  # fmt: skip
         total += r.cells_cost or 0.0
         total_overhead += r.node_overhead_cost or 0.0
-    console.print(table)
+    common.print_table(
+        "planned cells per node type",
+        ("node type", "vCPUs", "GPU", "cells", "cell time", "price/h", "tier", "cells cost",
+         "+ boot/idle"),
+        table_rows,
+        right=("vCPUs", "cells", "cell time", "price/h", "cells cost", "+ boot/idle"),
+    )  # fmt: skip
     console.print(
         f"estimated bill: {money(total)} for the cells + {money(total_overhead)} for one "
         f"node per type booting (~{est.NODE_BOOT_S / 60:.0f} min) and idling until it stops "
@@ -156,27 +154,25 @@ def dry_run(args: argparse.Namespace, spec: Any, pricing: Any, console: Any) -> 
     if run_times is not None:
         console.print(f"times from {args.estimate_from} (median cell time per configuration)",
                       highlight=False)  # fmt: skip
-    _per_config(console, estimates, pricing, rough)
+    _per_config(estimates, placed, pricing, rough)
     return 0
 
 
-def _per_config(console: Any, estimates: list, pricing: Any, rough: bool) -> None:
+def _per_config(
+    estimates: list, placed: dict[tuple[str, int], Any], pricing: Any, rough: bool
+) -> None:
     from statistics import median
-
-    from rich.table import Table
 
     from tfvariants.analyze.format import money
 
     title = "per configuration (one cell)" + (" - rough times" if rough else "")
     if any(e.source == "study-2017" for e in estimates):
         title = "per configuration: 2017 speeds at today's prices"
-    table = Table(title=title, title_justify="left")
     time_col = "training time" if any(e.source == "study-2017" for e in estimates) else "time"
-    for col in ("workload", "configuration", "node type", time_col, "cost"):
-        table.add_column(col, justify="right" if col in (time_col, "cost") else "left")
     seen: dict[tuple, list] = {}
     for e in estimates:
         seen.setdefault((e.workload, e.variant, e.threads, e.instance), []).append(e.seconds)
+    rows = []
     for (w, v, t, inst), secs in seen.items():
         s = median(secs)
         cost = None  # the placement decides the instance, so price it directly
@@ -184,8 +180,13 @@ def _per_config(console: Any, estimates: list, pricing: Any, rough: bool) -> Non
         sel = pricing.catalog.price(inst_obj, as_of=pricing.as_of, tier=pricing.tier)
         if sel is not None:
             cost = sel.per_hour * pricing.catalog.billing.billed_seconds(s) / 3600
-        table.add_row(w, f"{v}@{t}", inst, _hours(s), "-" if cost is None else money(cost))
-    console.print(table)
+        why = placed[(v, t)][1]
+        rows.append((w, f"{v}@{t}", inst, why or "exact vCPUs", _hours(s),
+                     "-" if cost is None else money(cost)))  # fmt: skip
+    common.print_table(
+        title, ("workload", "configuration", "node type", "why this node", time_col, "cost"),
+        rows, right=(time_col, "cost"),
+    )  # fmt: skip
 
 
 def _hours(seconds: float) -> str:
@@ -210,7 +211,7 @@ def run_on_ray(
         if args.node_wait
         else DEFAULT_NODE_WAIT_S
     )
-    placed = {k: inst.name for k, inst in placement(spec, pricing).items()}
+    placed = {k: inst.name for k, (inst, _) in placement(spec, pricing).items()}
     settings = RaySettings(address=args.ray_address or "auto", node_wait_s=node_wait)
     by_type: dict[str, list[str]] = {}
     for (variant, threads), name in placed.items():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -41,11 +42,14 @@ def probe_variant(variant: Any, module: str = "workloads.envprobe") -> dict[str,
 
     topo = read_topology()
     plan = plan_pinning(topo.logical_count, topo)
+    # Private (0700, as mkdtemp makes it): a container runs as our user (engine.user_flags).
     scratch = Path(tempfile.mkdtemp(prefix="tfv-env-"))
-    scratch.chmod(0o777)
     try:
         cmd, env = variant.launch(None, worker_env(variant, plan), plan.cpus, scratch,
                                   module=module)  # fmt: skip
+        if os.environ.get("TFV_NO_REAL_WORKERS") == "1":  # the fast tests' guard (conftest)
+            raise RuntimeError(f"TFV_NO_REAL_WORKERS=1: refusing to probe {variant.name} "
+                               "(real TensorFlow): mark the test @pytest.mark.tf or fake the probe")  # fmt: skip
         try:
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True,
                                   timeout=PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL)  # fmt: skip

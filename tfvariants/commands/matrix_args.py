@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 from typing import Any
 
 from tfvariants.errors import UserError
@@ -93,7 +94,7 @@ def ready_variants(variant_objs: dict[str, Any], engine: str | None) -> dict[str
         if skip_reason(variant):
             continue
         # A requirement-spec variant is built on first use (cached by its specs).
-        done = ensure_built(variant, lambda line, n=name: print(f"  {n}: {line}", file=sys.stderr))
+        done = ensure_built(variant, partial(_build_line, name))
         if done:
             print(f"{name}: {done}", file=sys.stderr)
         ready, detail = variant.readiness()
@@ -102,3 +103,7 @@ def ready_variants(variant_objs: dict[str, Any], engine: str | None) -> dict[str
     if problems:
         raise UserError("variant(s) not ready: " + "; ".join(problems))
     return ready_objs
+
+
+def _build_line(name: str, line: str) -> None:
+    print(f"  {name}: {line}", file=sys.stderr)

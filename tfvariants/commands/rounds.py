@@ -9,15 +9,22 @@ that were undecided at the last look keep running.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfvariants.analyze import adaptive, stats
-from tfvariants.analyze.decide import choose_baseline
-from tfvariants.analyze.fields import training_time_s
+from tfvariants.analyze.decide import Settings
+from tfvariants.analyze.verdicts import Requested, WorkloadVerdicts, round_values, workload_verdicts
 from tfvariants.commands import argtypes
 from tfvariants.errors import UserError
 from tfvariants.plan.cell import Cell
+from tfvariants.plan.spec import MatrixSpec
+from tfvariants.store.cellresult import AnyResult, ConfigKey, training
+
+if TYPE_CHECKING:
+    from tfvariants.execute.matrix import NextRound
 
 QUICK_BUDGET_S = 600.0  # --quick without --budget: 10 minutes
 QUICK_WINDOW = (5.0, 50)  # --quick steady window: seconds, steps
@@ -129,70 +136,95 @@ def summary(analysis: Any, out: Path, console: Any) -> None:
         )
 
 
-def make_next_round(
-    spec: Any,
+@dataclass(frozen=True)
+class Look:
+    """The stored rounds as the stopping rule judges them."""
+
+    rounds: int  # rounds stored so far (highest repeat + 1)
+    look: int | None  # the last planned look those rounds reached (None: not the first)
+    present: Mapping[ConfigKey, frozenset[int]]  # rounds with any file, per configuration
+    verdicts: tuple[WorkloadVerdicts, ...]  # at that look: the report's comparison
+
+
+def look_verdicts(
+    spec: MatrixSpec,
+    stored: Mapping[str, AnyResult],
     rule: adaptive.StoppingRule,
     *,
-    baseline: tuple[str, int | None] | None,
+    baseline: Requested | None,
+    settings: Settings,
+) -> Look:
+    """The verdicts at the last look reached, by the same function the report uses
+    (:func:`tfvariants.analyze.verdicts.workload_verdicts`) on the repeats up to it."""
+    planned = [ConfigKey(w, v, t) for w in spec.workloads for v, t in spec.configurations()]
+    mine = [r for r in training(stored.values()) if r.key in set(planned)]
+    present: dict[ConfigKey, set[int]] = {}
+    for r in mine:
+        present.setdefault(r.key, set()).add(r.round)
+    rounds = max((r.round + 1 for r in mine), default=0)
+    looks_done = [n for n in rule.looks if n <= rounds]
+    frozen = {k: frozenset(v) for k, v in present.items()}
+    if not looks_done:
+        return Look(rounds, None, frozen, ())
+    look = looks_done[-1]
+    values = round_values(r for r in mine if r.round < look)
+    devices = {v: str((spec.variant_info.get(v) or {}).get("device", "cpu")) for v in spec.variants}
+    devices.update({r.variant: r.device for r in mine})
+    over = {(r.variant, r.threads) for r in mine if r.oversubscribed}
+    verdicts = tuple(
+        workload_verdicts(
+            [k for k in planned if k.workload == w],
+            values,
+            settings,
+            devices=devices,
+            variant_order=spec.variants,
+            oversubscribed=over,
+            requested=baseline,
+        )  # fmt: skip
+        for w in spec.workloads
+    )
+    return Look(rounds, look, frozen, verdicts)
+
+
+def make_next_round(
+    spec: MatrixSpec,
+    rule: adaptive.StoppingRule,
+    *,
+    baseline: Requested | None,
     min_effect: float,
     confidence: float,
-) -> Any:
-    devices = {v: (spec.variant_info.get(v) or {}).get("device", "cpu") for v in spec.variants}
+) -> NextRound:
+    settings = Settings(min_effect, confidence, rule.k)
+    configs = spec.configurations()
     order = {
-        (w, v, t): (spec.workloads.index(w), spec.variants.index(v), spec.threads.index(t))
+        ConfigKey(w, v, t): (spec.workloads.index(w), configs.index((v, t)))
         for w in spec.workloads
-        for v in spec.variants
-        for t in spec.threads
+        for v, t in configs
     }
 
-    def next_round(stored: dict[str, dict]) -> tuple[list[Cell], str]:
-        times: dict[adaptive.Config, dict[int, float]] = {}
-        present: dict[adaptive.Config, set[int]] = {}
-        rounds = 0
-        over: set[tuple[str, int]] = set()
-        for r in stored.values():
-            c = r.get("cell") or {}
-            key = (str(c.get("workload")), str(c.get("variant")), int(c.get("threads", 0)))
-            if key not in order:
-                continue
-            rep = int(c.get("repeat", 0))
-            present.setdefault(key, set()).add(rep)
-            if (r.get("requested") or {}).get("oversubscribed") is True:
-                over.add(key[1:])
-            rounds = max(rounds, rep + 1)
-            t = training_time_s(r) if r.get("status") == "ok" else None
-            if t:
-                times.setdefault(key, {})[rep] = t
-        looks_done = [n for n in rule.looks if n <= rounds]
-        if not looks_done:
-            return [], f"only {rounds} round(s) stored, fewer than the first look"
-        look = looks_done[-1]
-        at_look = {k: [t for rep, t in v.items() if rep < look] for k, v in times.items()}
-        pairs: list[adaptive.Pair] = []
-        for w in spec.workloads:
-            # The same baseline the report will use: given, else chosen per workload.
-            if baseline is not None:
-                threads = baseline[1] or max(spec.threads)
-                base: tuple[str, int] | None = (baseline[0], threads)
-            else:
-                counts = {(v, t): len(xs) for (w2, v, t), xs in at_look.items() if w2 == w}
-                base = choose_baseline(counts, devices, list(spec.variants), over)
-            pairs += adaptive.watched_pairs([k for k in order if k[0] == w], base)
-        open_pairs = adaptive.undecided(
-            at_look, pairs, looks=rule.k, min_effect=min_effect, confidence=confidence
-        )
-        if not open_pairs:
-            return [], f"every comparison was decided by the look after {look} repeats"
-        if rounds >= rule.max_repeats:
+    def next_round(stored: Mapping[str, AnyResult]) -> tuple[list[Cell], str]:
+        at = look_verdicts(spec, stored, rule, baseline=baseline, settings=settings)
+        if at.look is None:
+            return [], f"only {at.rounds} round(s) stored, fewer than the first look"
+        open_verdicts = [v for wv in at.verdicts for v in wv.open]
+        if not open_verdicts:
+            return [], f"every comparison was decided by the look after {at.look} repeats"
+        if at.rounds >= rule.max_repeats:
             return [], (
-                f"{len(open_pairs)} comparison(s) still undecided after the maximum of "
+                f"{len(open_verdicts)} comparison(s) still undecided after the maximum of "
                 f"{rule.max_repeats} repeats"
             )
-        active = sorted(adaptive.active_configs(open_pairs), key=order.__getitem__)
+        # Both sides of every open comparison run again.
+        active = sorted({k for v in open_verdicts for k in (v.config, v.baseline)},
+                        key=order.__getitem__)  # fmt: skip
         # An interrupted round is completed before a new one starts.
-        gaps = [(k, rep) for k in active for rep in range(rounds) if rep not in present.get(k, ())]
-        todo = gaps or [(k, rounds) for k in active]
-        cells = [Cell(variant=k[1], threads=k[2], workload=k[0], repeat=rep) for k, rep in todo]
-        return cells, f"{len(open_pairs)} comparison(s) undecided at the look after {look} repeats"
+        gaps = [(k, rep) for k in active for rep in range(at.rounds)
+                if rep not in at.present.get(k, ())]  # fmt: skip
+        todo = gaps or [(k, at.rounds) for k in active]
+        cells = [Cell(variant=k.variant, threads=k.threads, workload=k.workload, repeat=rep)
+                 for k, rep in todo]  # fmt: skip
+        return cells, (
+            f"{len(open_verdicts)} comparison(s) undecided at the look after {at.look} repeats"
+        )
 
     return next_round

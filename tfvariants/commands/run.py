@@ -14,6 +14,7 @@ from tfvariants.commands import argtypes, common
 from tfvariants.commands.argtypes import positive_float, positive_int
 from tfvariants.commands.outdir import check_writable, default_run_dir
 from tfvariants.errors import UserError
+from tfvariants.store.runfolder import RunFolder
 
 
 def register(sub: Any) -> None:
@@ -99,8 +100,11 @@ def run(args: argparse.Namespace) -> int:
     check_writable(out)
 
     cell = Cell(variant=variant.name, threads=args.threads, workload=workload, repeat=args.repeat)
-    existing = out / "cells" / f"{cell.cell_id}.json"
-    if existing.exists():
+    folder = RunFolder(out)
+    for line in folder.lock() + folder.remove_stale_scratch():  # held until the command ends
+        print(f"tfvariants: warning: {line}", file=sys.stderr)
+    existing = folder.cell_path(cell.cell_id)
+    if os.path.lexists(existing):
         raise UserError(
             f"{existing} already exists: choose another --out or --repeat (results are never "
             "overwritten)"
@@ -118,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     )
     console = Console(stderr=True)
     started = time.monotonic()
-    label = f"running {cell.cell_id} (log: {out / 'logs' / (cell.cell_id + '.log')})"
+    label = f"running {cell.cell_id} (log when it ends: {folder.log_path(cell.cell_id)})"
     if console.is_terminal:
         # One redraw a second: the spinner shares the CPUs being measured.
         with console.status(escape(label), refresh_per_second=1, speed=0.1):
@@ -131,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
 
         print(json.dumps(result, indent=2))
     else:
-        print_summary(console, result, out / "cells" / f"{cell.cell_id}.json",
+        print_summary(console, result, folder.cell_path(cell.cell_id),
                       time.monotonic() - started)  # fmt: skip
     return 0 if result["status"] in ("ok", "skipped") else 1
 

@@ -316,7 +316,7 @@ def build_serve_spec(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     info = {n: {"kind": o.kind, "device": o.device} for n, o in variant_objs.items()}
     spec = ServeSpec(tuple(variants), tuple(threads), tuple(model_names), tuple(scenarios),
                      tuple(concurrency), tuple(paths), repeats, options, info,
-                     batching)  # type: ignore[arg-type]  # fmt: skip
+                     batching)  # fmt: skip
     return spec, variant_objs
 
 
@@ -382,34 +382,7 @@ def _check_loadgen(scenarios: tuple[str, ...], variant_objs: dict[str, Any]) -> 
         )
 
 
-def _sigterm_as_interrupt() -> Any:
-    """SIGTERM (e.g. from ``timeout``) ends the run like Ctrl-C: the cell in flight is
-    stopped with its whole process group and the finished cells stay resumable. Returns
-    the previous handler (None outside the main thread, where signals cannot be set)."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return None
-
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    return signal.signal(signal.SIGTERM, interrupt)
-
-
 def run(args: argparse.Namespace) -> int:
-    import signal
-
-    previous = _sigterm_as_interrupt()
-    try:
-        return _run(args)
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-
-
-def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from tfvariants.execute.matrix import Matrix
@@ -454,7 +427,7 @@ def _run(args: argparse.Namespace) -> int:
     def run_one(cell: Any, cells_dir: Path) -> dict:
         return run_serve_cell(cell, variant_objs[cell.variant], spec.options, cells_dir)
 
-    matrix = Matrix(spec, out, plan=plan_serve_cells)  # type: ignore[arg-type]
+    matrix = Matrix(spec, out, plan=plan_serve_cells)
     before: dict[str, Any] = {}
     if args.resume:
         from tfvariants.store.rundir import load_run_dir

@@ -22,34 +22,55 @@ def rough_serve_seconds(cell: Any, options: dict[str, Any]) -> float:
     return SERVE_CELL_OVERHEAD_S + runs * float(options["min_duration_s"])
 
 
+def serve_times_from_run(run_dir: Path) -> dict[tuple[str, str, int] | tuple[str], list[float]]:
+    """Wall times of an earlier run's successful serving cells, keyed (workload label,
+    variant, threads) and (workload label,) for fallbacks."""
+    from tfvariants.store.cellresult import finite_number, serving
+    from tfvariants.store.rundir import load_run_dir
+
+    if not Path(run_dir, "cells").is_dir():
+        raise UserError(f"--estimate-from {run_dir}: not a results folder (no cells/)")
+    out: dict[tuple[str, str, int] | tuple[str], list[float]] = {}
+    for r in serving(load_run_dir(Path(run_dir), allow_mixed_hosts=True).parsed.values()):
+        wall = finite_number(r.get("runner", "wall_s"))
+        if r.ok and wall is not None and wall > 0:
+            out.setdefault((r.workload, r.variant, r.threads), []).append(wall)
+            out.setdefault((r.workload,), []).append(wall)
+    if not out:
+        raise UserError(f"--estimate-from {run_dir}: no successful serving cells with timings")
+    return out
+
+
 def dry_run(spec: Any, pricing: Any, console: Any, *, estimate_from: Path | None = None) -> int:
-    from rich.table import Table
+    from statistics import median
 
     from tfvariants.analyze import estimate as est
     from tfvariants.analyze.format import money
+    from tfvariants.commands.common import print_table
     from tfvariants.commands.compare_cluster import _hours
     from tfvariants.plan.serve import plan_serve_cells
 
     if pricing is None:
         raise UserError("--dry-run needs --pricing: node types are catalog instances")
     devices = {v: (spec.variant_info.get(v) or {}).get("device", "cpu") for v in spec.variants}
-    placed = est.place_cells(devices, spec.threads, pricing)
+    configurations = [(v, t) for v in spec.variants for t in spec.threads]
+    placed = est.place_cells(configurations, devices, pricing)
     cells = plan_serve_cells(spec)
-    run_times = est.times_from_run(estimate_from) if estimate_from is not None else None
+    run_times = serve_times_from_run(estimate_from) if estimate_from is not None else None
     estimates = []
     for c in cells:
-        inst = placed[(c.variant, c.threads)].name
+        node = placed[(c.variant, c.threads)][0].name
         times = None
         if run_times is not None:
             times = run_times.get((c.workload, c.variant, c.threads)) or run_times.get(
                 (c.workload,)
             )
         if times:
-            seconds, source = sorted(times)[len(times) // 2], "run"
+            seconds, source = median(times), "run"
         else:
             seconds, source = rough_serve_seconds(c, spec.options), "rough"
-        estimates.append(est.CellEstimate(c.workload, c.variant, c.threads, inst, seconds, source))
-    rows = est.bill(estimates, {i.name: i for i in placed.values()}, pricing)
+        estimates.append(est.CellEstimate(c.workload, c.variant, c.threads, node, seconds, source))
+    rows = est.bill(estimates, {i.name: i for i, _ in placed.values()}, pricing)
     cat = pricing.catalog
     console.print(
         f"[bold]dry run[/]: {len(cells)} serving cells ({len(spec.models)} model(s), "
@@ -60,21 +81,26 @@ def dry_run(spec: Any, pricing: Any, console: Any, *, estimate_from: Path | None
         f"billing {cat.billing.describe()}",
         highlight=False,
     )
-    table = Table(title="planned serving cells per node type", title_justify="left")
-    for col in ("node type", "vCPUs", "GPU", "cells", "cell time", "price/h", "tier", "cost"):
-        table.add_column(col, justify="left" if col in ("node type", "GPU", "tier") else "right",
-                         no_wrap=col == "node type")  # fmt: skip
+    table_rows = []
     total = 0.0
     for r in rows:
         gpu = f"{r.instance.gpu_count}x {r.instance.gpu_type}" if r.instance.gpu_type else "-"
-        table.add_row(
-            r.instance.name, str(r.instance.vcpus), gpu, str(r.cells), _hours(r.cell_seconds),
+        table_rows.append((
+            r.instance.name, r.instance.vcpus, gpu, r.cells, _hours(r.cell_seconds),
             "-" if r.per_hour is None else f"{r.per_hour:.4f}",
             "-" if r.tier is None else cat.tier_word(r.tier),
             "no price" if r.cells_cost is None else money(r.cells_cost),
-        )  # fmt: skip
+        ))  # fmt: skip
         total += r.cells_cost or 0.0
-    console.print(table)
+    print_table(
+        "planned serving cells per node type",
+        ("node type", "vCPUs", "GPU", "cells", "cell time", "price/h", "tier", "cost"),
+        table_rows,
+        right=("vCPUs", "cells", "cell time", "price/h", "cost"),
+    )
+    for (v, t), (inst, why) in placed.items():
+        if why:
+            console.print(f"  {v}@{t}: {inst.name} ({why})", highlight=False)
     console.print(f"estimated bill: {money(total)} {cat.currency} for the cells (one node per "
                   "type, no boot or idle time)", highlight=False)  # fmt: skip
     if any(e.source == "rough" for e in estimates):

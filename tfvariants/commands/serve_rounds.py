@@ -11,16 +11,19 @@ continues where it stopped.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Mapping
 
 from tfvariants.analyze import adaptive
 from tfvariants.analyze.decide import Settings
 from tfvariants.analyze.pricing import Pricing
-from tfvariants.plan.serve import ServeCell, ServeSpec, plan_serve_cells, serve_cell_from
+from tfvariants.plan.serve import ServeCell, ServeSpec, plan_serve_cells
+from tfvariants.store.cellresult import AnyResult, serving
+
+NextServeRound = Callable[[Mapping[str, AnyResult]], tuple[list[ServeCell], str]]
 
 
 def config_key(cell: ServeCell) -> tuple[str, int, str, str, int, float]:
-    """What one configuration is (the analysis's Config.key)."""
+    """What one configuration is (the analysis's Config.key, ServeResult.serving_key)."""
     wait = cell.batch_timeout_ms if cell.max_batch_size > 1 else 0.0
     return (cell.variant, cell.threads, cell.model, cell.path, cell.max_batch_size, wait)
 
@@ -31,26 +34,25 @@ def make_next_round(
     *,
     pricing: Pricing | None,
     baseline: str | None,
-) -> Any:
-    from tfvariants.analyze.serving import is_serving, model_reports, watched
+) -> NextServeRound:
+    from tfvariants.analyze.serving import model_reports, watched
 
     run = {"variants": list(spec.variants), "variant_info": spec.variant_info}
     settings = Settings(spec.options["min_effect"], spec.options["confidence"], rule.k)
     bound = float(spec.options["p99_bound_ms"])
     planned = plan_serve_cells(spec, range(1))
 
-    def next_round(stored: dict[str, dict]) -> tuple[list[ServeCell], str]:
-        cells = [r for r in stored.values() if is_serving(r)]
+    def next_round(stored: Mapping[str, AnyResult]) -> tuple[list[ServeCell], str]:
+        cells = serving(stored.values())
         present: dict[tuple, set[int]] = {}
         for r in cells:
-            c = serve_cell_from(r["cell"])
-            present.setdefault((config_key(c), c.scenario, c.concurrency), set()).add(c.repeat)
+            present.setdefault((r.serving_key, r.scenario, r.concurrency), set()).add(r.round)
         rounds = 1 + max((rep for reps in present.values() for rep in reps), default=-1)
         looks_done = [n for n in rule.looks if n <= rounds]
         if not looks_done:
             return [], f"only {rounds} round(s) stored, fewer than the first look"
         look = looks_done[-1]
-        at_look = [r for r in cells if int(r["cell"].get("repeat", 0)) < look]
+        at_look = [r for r in cells if r.round < look]
         reports = model_reports(at_look, run, pricing=pricing, baseline=baseline,
                                 bound_ms=bound, settings=settings)  # fmt: skip
         open_pairs = [(a, b) for rep in reports for a, b, cmp in watched(rep)

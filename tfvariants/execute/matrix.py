@@ -4,15 +4,17 @@ and resume (the run folder itself belongs to :mod:`tfvariants.store.rundir`)."""
 from __future__ import annotations
 
 import statistics
+import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.spec import MatrixSpec, plan_cells
-from tfvariants.store.result import host_result, write_json_atomic
+from tfvariants.store.cellresult import AnyResult
+from tfvariants.store.result import host_result
 from tfvariants.store.rundir import (
     CELLS_DIR,
     check_resume,
@@ -21,10 +23,16 @@ from tfvariants.store.rundir import (
     prepare_run_dir,
     quarantine_unreadable,
 )
+from tfvariants.store.runfolder import RunFolder
 from workloads.envprobe import host_id
 
+if TYPE_CHECKING:  # rich.progress is imported only when a bar is shown (start-up time)
+    from rich.progress import Progress, TaskID
+
 RunCell = Callable[..., dict]
-NextRound = Callable[[dict[str, dict]], tuple[list[Cell], str]]
+# stored results (cell id -> typed result) -> the next round's cells (training Cells or
+# serving ServeCells, as the matrix's plan gives), and why
+NextRound = Callable[[Mapping[str, AnyResult]], tuple[list[Any], str]]
 
 
 class EtaModel:
@@ -53,9 +61,10 @@ class EtaModel:
 
     def remaining(self, cells: Iterable[Cell]) -> float | None:
         estimates = [self.estimate(c) for c in cells]
-        if any(e is None for e in estimates):
+        known = [e for e in estimates if e is not None]
+        if len(known) < len(estimates):
             return None
-        return float(sum(estimates))  # type: ignore[arg-type]
+        return float(sum(known))
 
 
 @dataclass
@@ -119,13 +128,24 @@ class Matrix:
     ) -> list[str]:
         """Check the folder and write run.json; returns the quarantine moves (one line
         each). A resume stops (UserError, nothing written) on a file it cannot read,
-        unless ``quarantine`` moves such files aside first."""
+        unless ``quarantine`` moves such files aside first.
+
+        Takes the folder's lock first (held until the command ends, see
+        tfvariants.store.lock): a second run on it is refused before anything is read."""
+        folder = RunFolder(self.out)
+        held = folder.holds_lock()
+        for line in folder.lock() + folder.remove_stale_scratch():
+            print(f"tfvariants: warning: {line}", file=sys.stderr)
         contents = load_run_dir(self.out, allow_mixed_hosts=allow_mixed_hosts)
-        if resume:
-            check_resume(contents, quarantine=quarantine)
-        prepare_run_dir(
-            self.out, self.spec, resume=resume, hosts=hosts, allow_mixed_hosts=allow_mixed_hosts
-        )
+        try:
+            if resume:
+                check_resume(contents, quarantine=quarantine)
+            prepare_run_dir(self.out, self.spec, resume=resume, hosts=hosts,
+                            allow_mixed_hosts=allow_mixed_hosts)  # fmt: skip
+        except BaseException:
+            if not held:
+                folder.unlock()  # refused: leave the folder as it was (or absent)
+            raise
         moved = quarantine_unreadable(contents) if resume and contents.problems else []
         self.cells_dir.mkdir(parents=True, exist_ok=True)
         self._prepared = (contents.results, moved)
@@ -172,7 +192,7 @@ class Matrix:
             # none, or the budget (run time so far + the round's estimate) would be exceeded.
             while next_round is not None and not outcome.was_interrupted:
                 more, why = next_round(
-                    load_run_dir(self.out, allow_mixed_hosts=allow_mixed_hosts).results
+                    load_run_dir(self.out, allow_mixed_hosts=allow_mixed_hosts).parsed
                 )
                 if not more:
                     outcome.stopped = why
@@ -229,7 +249,7 @@ class Matrix:
         reason = f"runner error: {type(exc).__name__}: {exc}"[:300]
         result = host_result(cell.to_dict(), "failed", reason)
         result["runner"] = {"host_id": host_id()}
-        write_json_atomic(self.cells_dir / f"{cell.cell_id}.json", result)
+        RunFolder(self.out).write_cell(cell.cell_id, result)
         return result
 
 
@@ -240,8 +260,8 @@ class _Display:
     def __init__(self, console: Any, total: int, done: int) -> None:
         self.total, self.done = total, done
         self.console = console
-        self.progress = None
-        self.task = None
+        self.progress: Progress | None = None
+        self.task: TaskID | None = None
 
     def __enter__(self) -> _Display:
         if self.console is None:
@@ -270,17 +290,20 @@ class _Display:
         if self.progress is not None:
             self.progress.__exit__(None, None, None)
 
+    def _update(self, **fields: Any) -> None:
+        if self.progress is not None and self.task is not None:
+            self.progress.update(self.task, **fields)
+
     def add(self, cells: int) -> None:
         self.total += cells
-        if self.progress is not None:
-            self.progress.update(self.task, total=self.total)
+        self._update(total=self.total)
 
     def start(self, cell: Cell, remaining_s: float | None) -> None:
         if self.progress is not None:
             from rich.markup import escape
 
             label = escape(f"{cell.workload} {cell.variant}@{cell.threads} r{cell.repeat}")
-            self.progress.update(self.task, description=label, eta=_fmt_s(remaining_s))
+            self._update(description=label, eta=_fmt_s(remaining_s))
             self.progress.refresh()
 
     def finish(self, cell: Cell, status: str, elapsed: float, reason: object) -> None:
@@ -296,5 +319,5 @@ class _Display:
         self.progress.console.print(
             f"{mark} {escape(cell.cell_id)} [dim]{elapsed:.1f}s[/]{escape(why)}", highlight=False
         )
-        self.progress.update(self.task, completed=self.done)
+        self._update(completed=self.done)
         self.progress.refresh()

@@ -24,8 +24,9 @@ from tfvariants.execute.ray_node import REAL_INSTANCE_LABEL, run_on_node
 from tfvariants.execute.runner import KILL_GRACE_S, RunOptions
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.spec import MatrixSpec, plan_cells
-from tfvariants.store.result import host_result, write_json_atomic
-from tfvariants.store.rundir import CELLS_DIR, load_run_dir, pending_cells
+from tfvariants.store.result import host_result
+from tfvariants.store.rundir import load_run_dir, pending_cells
+from tfvariants.store.runfolder import RunFolder
 from tfvariants.store.runhosts import declare_hosts, ray_node_entry
 
 DEFAULT_NODE_WAIT_S = 900.0  # an autoscaled GPU node can take several minutes to join
@@ -120,17 +121,15 @@ class RayMatrix:
     def __init__(self, spec: MatrixSpec, out: Path, settings: RaySettings) -> None:
         self.spec = spec
         self.out = Path(out)
-        self.cells_dir = self.out / CELLS_DIR
-        self.logs_dir = self.out / "logs"
+        self.folder = RunFolder(self.out)
         self.settings = settings
 
     def _store(self, cell: Cell, result: dict, log: str) -> None:
-        log_path = self.logs_dir / f"{cell.cell_id}.log"
-        log_path.write_text(log, encoding="utf-8")
+        log_path = self.folder.write_log(cell.cell_id, log)
         runner = result.get("runner")
         if isinstance(runner, dict):
             runner["log"] = str(log_path)  # the node's scratch copy is gone
-        write_json_atomic(self.cells_dir / f"{cell.cell_id}.json", result)
+        self.folder.write_cell(cell.cell_id, result)
 
     def run(
         self,
@@ -143,8 +142,6 @@ class RayMatrix:
         """``placement`` maps (variant, threads) to the catalog instance whose nodes run
         those cells. The folder must be prepared (Matrix.prepare: run.json, resume checks)."""
         ray = _import_ray()
-        self.cells_dir.mkdir(parents=True, exist_ok=True)
-        self.logs_dir.mkdir(parents=True, exist_ok=True)
         cells = plan_cells(self.spec)
         stored = load_run_dir(self.out, allow_mixed_hosts=True).results
         todo = pending_cells(cells, stored)
@@ -153,7 +150,7 @@ class RayMatrix:
             if c.cell_id in stored and c not in todo:
                 outcome.statuses[c.cell_id] = stored[c.cell_id].get("status", "?")
         instances = {placement[(c.variant, c.threads)] for c in todo}
-        _connect(ray, self.settings.address, self.logs_dir / "ray-driver.log")
+        _connect(ray, self.settings.address, self.folder.write_driver_log("ray-driver.log"))
         try:
             self._run_todo(ray, todo, variants, options_for, placement, instances, outcome, console)
         finally:

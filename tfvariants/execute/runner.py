@@ -8,16 +8,14 @@ Ctrl-C propagates, after the worker's process group has been stopped.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.pinning import PinPlan, plan_pinning
@@ -27,15 +25,17 @@ from tfvariants.store.result import (
     host_result,
     load_result,
     stderr_tail,
-    write_json_atomic,
 )
+from tfvariants.store.runfolder import RunFolder
 from tfvariants.variants import Variant, skip_reason
 from workloads.envprobe import host_id
 from workloads.protocol import WorkerRequest
 
 # Only these reach the worker from the caller's environment (pyperf's approach):
 # nothing else, so no secret and no stray TF_* setting leaks into a measurement.
-ENV_PASSTHROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "USER", "LD_LIBRARY_PATH")
+# (TFV_NO_REAL_WORKERS: the test suite's guard against real TensorFlow, see workloads/__init__.py.)
+ENV_PASSTHROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "USER", "LD_LIBRARY_PATH",
+                   "TFV_NO_REAL_WORKERS")  # fmt: skip
 
 # After SIGTERM, how long a timed-out worker gets before SIGKILL.
 KILL_GRACE_S = 5.0
@@ -216,11 +216,8 @@ def run_request(
     (``python -m module``) given ``make_request(result_path)``, and exactly one result
     stored as ``cells_dir/<cell_id>.json``. ``keep(scratch, result)`` may copy what the
     worker left beside its result before the scratch folder goes."""
-    cells_dir = Path(cells_dir)
-    cells_dir.mkdir(parents=True, exist_ok=True)
-    logs_dir = cells_dir.parent / "logs"
-    logs_dir.mkdir(parents=True, exist_ok=True)
-    final_path = cells_dir / f"{cell.cell_id}.json"
+    folder = RunFolder(Path(cells_dir).parent)
+    cid = cell.cell_id
 
     reason = skip_reason(variant)
     if reason:
@@ -229,18 +226,17 @@ def run_request(
         )
         result["runner"] = {"variant_kind": variant.kind, "command": None, "exit_code": None,
                             "host_id": host_id()}  # fmt: skip
-        write_json_atomic(final_path, result)
+        folder.write_cell(cid, result)
         return result
 
-    scratch = Path(tempfile.mkdtemp(prefix=f".{cell.cell_id}.", dir=cells_dir.parent))
-    os.chmod(scratch, 0o777)  # a container's user may differ from ours
-    log_path = logs_dir / f"{cell.cell_id}.log"
-    try:
+    # Private to us (0700): a container's user is ours (see variants.engine.user_flags).
+    with folder.scratch(cid) as scratch:
         request = make_request(scratch / "result.json")
         command, env = variant.launch(
             request, worker_env(variant, plan), plan.cpus, scratch, module=module
         )
-        result = _execute(cell, variant, timeout_s, plan, command, env, scratch, log_path, config)
+        with folder.log_file(cid) as log:
+            result = _execute(cell, variant, timeout_s, plan, command, env, scratch, log, config)
         result["runner"] = {
             "host_id": host_id(),  # the worker's own may be a container's
             "variant_kind": variant.kind,
@@ -248,14 +244,12 @@ def run_request(
             "command": command,
             "exit_code": result.pop("_exit_code", None),
             "wall_s": result.pop("_wall_s", None),
-            "log": str(log_path),
+            "log": str(folder.log_path(cid)),
         }
         if keep is not None:
             keep(scratch, result)
-        write_json_atomic(final_path, result)
+        folder.write_cell(cid, result)
         return result
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _execute(
@@ -266,7 +260,7 @@ def _execute(
     command: list[str],
     env: dict[str, str],
     scratch: Path,
-    log_path: Path,
+    log: IO[bytes],
     config: dict[str, Any],
 ) -> dict[str, Any]:
     def preexec() -> None:
@@ -276,29 +270,30 @@ def _execute(
             os.sched_setaffinity(0, plan.cpus)
 
     started = time.monotonic()
-    with open(log_path, "wb") as log:
-        try:
-            proc = subprocess.Popen(
-                command,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # own process group: a timeout kills it all
-                preexec_fn=preexec,
-            )
-        except OSError as exc:
-            return {
-                **host_result(
-                    cell.to_dict(), "failed", f"cannot start worker: {exc.strerror}: {command[0]}",
-                    config=config, requested=plan.to_dict(),
-                ),
-                "_exit_code": None,
-                "_wall_s": 0.0,
-            }  # fmt: skip
-        code, timed_out = _wait_blocking(proc, timeout_s, command)
+    try:
+        proc = subprocess.Popen(
+            command,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # own process group: a timeout kills it all
+            preexec_fn=preexec,
+        )
+    except OSError as exc:
+        return {
+            **host_result(
+                cell.to_dict(), "failed", f"cannot start worker: {exc.strerror}: {command[0]}",
+                config=config, requested=plan.to_dict(),
+            ),
+            "_exit_code": None,
+            "_wall_s": 0.0,
+        }  # fmt: skip
+    code, timed_out = _wait_blocking(proc, timeout_s, command)
     wall = time.monotonic() - started
-    log_text = log_path.read_text(encoding="utf-8", errors="replace")
+    log.flush()
+    log.seek(0)
+    log_text = log.read().decode("utf-8", errors="replace")
     result_file = scratch / "result.json"
 
     def failed(status: str, reason: str) -> dict[str, Any]:

@@ -2,13 +2,13 @@
 variant, exactly one result file, and the cell's LoadGen logs kept in the run folder.
 
 The worker writes LoadGen's logs next to its result (the scratch folder, mounted into a
-container variant); they are copied to ``<run>/artifacts/<cell_id>/`` before the scratch
-folder is removed, and the result says where.
+container variant); the run folder copies them to ``<run>/artifacts/<cell_id>/`` before
+the scratch folder is removed (a rerun replaces a failed attempt's copy whole), and the
+result says where.
 """
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +16,11 @@ from tfvariants.execute.runner import run_request
 from tfvariants.plan.pinning import plan_pinning
 from tfvariants.plan.serve import ServeCell
 from tfvariants.plan.topology import Topology, read_topology
+from tfvariants.store.runfolder import ARTIFACTS_DIR, RunFolder
 from tfvariants.variants import Variant
 from workloads.serving.models import is_file as model_is_file
 from workloads.serving.request import MIN_QUERIES, ServeRequest, ServeWorkerRequest
 
-ARTIFACTS_DIR = "artifacts"
 SERVING_MODULE = "workloads.serving.worker"
 
 
@@ -59,9 +59,9 @@ def run_serve_cell(
         )  # fmt: skip
 
     def keep(scratch: Path, result: dict[str, Any]) -> None:
-        run_dir = Path(cells_dir).parent
-        if _keep_artifacts(scratch, run_dir / ARTIFACTS_DIR / cell.cell_id):
-            result["artifacts"] = f"{ARTIFACTS_DIR}/{cell.cell_id}"
+        kept = RunFolder(Path(cells_dir).parent).keep_artifacts(cell.cell_id, _artifacts(scratch))
+        if kept:
+            result["artifacts"] = kept
 
     return run_request(
         cell,
@@ -76,17 +76,10 @@ def run_serve_cell(
     )
 
 
-def _keep_artifacts(scratch: Path, dest: Path) -> bool:
-    """Copy the worker's artifacts (LoadGen logs) and the model server's log."""
+def _artifacts(scratch: Path) -> dict[str, Path]:
+    """What a serving worker leaves worth keeping: its artifacts (LoadGen logs) and the
+    model server's log, by the name they get in <run>/artifacts/<cell_id>/."""
     src = scratch / ARTIFACTS_DIR
-    server_log = scratch / "server.log"
-    if not src.is_dir() and not server_log.is_file():
-        return False
-    if dest.exists():  # a rerun (resume) replaces the failed attempt's files
-        shutil.rmtree(dest)
-    if src.is_dir():
-        shutil.copytree(src, dest)
-    dest.mkdir(parents=True, exist_ok=True)
-    if server_log.is_file():
-        shutil.copy2(server_log, dest / "server.log")
-    return True
+    found = {p.name: p for p in sorted(src.iterdir())} if src.is_dir() else {}
+    found["server.log"] = scratch / "server.log"
+    return found

@@ -1,7 +1,15 @@
-"""A cell: one (variant, threads, workload, repeat), and its id, the one place it is made."""
+"""A cell: one (variant, threads, workload, repeat), and its id: ``make_id`` is the one
+place any cell id (and so any cell's file name) is made, training and serving alike.
+
+An id is its parts joined by ``__``, each part encoded so that the encoding is
+injective: no part can contain ``__`` or start or end with ``_``, so the separators are
+exactly the ``__`` in the id, and each part decodes back to one string. Two different
+cells therefore never share an id (and a file), whatever their names hold.
+"""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -9,11 +17,67 @@ from typing import Any
 # The most vCPUs a cell may emulate (the command line and the result loader agree).
 MAX_THREADS = 4096
 
+SEP = "__"
+# A workload or model given as a file is named by its stem plus a hash of the path as
+# given, so two files with one stem (a/x.py, b/x.py) get two ids; "@" marks that.
+FILE_SUFFIXES = (".py", ".keras")
+_FILE_MARK = "@"
+# Longer ids keep a readable head and end in a hash of the whole id: a file name
+# (id + ".json", ".log", a scratch prefix) must stay within NAME_MAX (255 bytes).
+MAX_ID_BYTES = 200
+_LONG_MARK = "~"
+# Characters never left as themselves in a part: the escape character, the two marks,
+# and what a file name cannot hold.
+_ALWAYS = {"%", _FILE_MARK, _LONG_MARK, "/", "\x00"}
+
+
+def _hash(text: str, n: int = 10) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:n]
+
+
+def encode_part(text: str) -> str:
+    """``text`` with ``%``, ``@``, ``/``, NUL and every ``_`` that would start, end or
+    double an underscore percent-escaped (``x__y`` -> ``x_%5Fy``); other text as is."""
+    out: list[str] = []
+    for i, ch in enumerate(text):
+        underscore_risk = ch == "_" and (i == 0 or i == len(text) - 1 or out[-1] == "_")
+        if ch in _ALWAYS or underscore_risk:
+            out.append("".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass")))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def name_part(name: str) -> str:
+    """A workload (or serving model) as an id part: a registered name as itself
+    (encoded), a file as its encoded stem + ``@`` + a hash of the path as given."""
+    if name.endswith(FILE_SUFFIXES):
+        return f"{encode_part(Path(name).stem)}{_FILE_MARK}{_hash(name)}"
+    return encode_part(name)
+
+
+def make_id(*parts: str) -> str:
+    """The one maker of cell ids: encoded parts joined by ``__`` (callers pass parts
+    through ``encode_part``, or ``name_part`` where a part may be a file). An id longer
+    than MAX_ID_BYTES keeps its head and ends in ``~`` + a hash of the whole id."""
+    cid = SEP.join(parts)
+    raw = cid.encode("utf-8", "surrogatepass")
+    if len(raw) <= MAX_ID_BYTES:
+        return cid
+    # The hash is of the full id, so long ids stay distinct; the head stays readable.
+    head = raw[: MAX_ID_BYTES - 12].decode("utf-8", "ignore").rstrip("_")
+    return f"{head}{_LONG_MARK}{_hash(cid)}"
+
 
 def cell_id(variant: str, threads: int, workload: str, repeat: int) -> str:
-    """The cell's id and file stem: ``<workload>__<variant>__t<threads>__r<repeat>``.
+    """A training cell's id and file stem: ``<workload>__<variant>__t<threads>__r<repeat>``
+    (e.g. ``mnist_mlp__local__t2__r0``), parts encoded as ``make_id`` says."""
+    return make_id(name_part(workload), encode_part(variant), f"t{threads}", f"r{repeat}")
 
-    A workload given as a file path is named by its stem, so ids are file names."""
+
+def legacy_cell_id(variant: str, threads: int, workload: str, repeat: int) -> str:
+    """The id run folders written before ids were encoded used (they could collide);
+    only the loader and the folder migration use it, to find those files."""
     name = Path(workload).stem if workload.endswith(".py") else workload
     return f"{name}__{variant}__t{threads}__r{repeat}"
 

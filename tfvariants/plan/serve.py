@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tfvariants.plan.cell import encode_part, make_id, name_part
 from tfvariants.plan.spec import logical_cpus
 
 DEFAULT_BATCH_TIMEOUT_MS = 2.0
@@ -51,6 +52,15 @@ class ServeCell:
 
     @property
     def cell_id(self) -> str:
+        c = f"-c{self.concurrency}" if self.scenario == "concurrency" else ""
+        b = f"-{self.batching}" if self.batching else ""
+        return make_id("serve", name_part(self.model), encode_part(f"{self.scenario}{c}{b}"),
+                       encode_part(self.path), encode_part(self.variant), f"t{self.threads}",
+                       f"r{self.repeat}")  # fmt: skip
+
+    @property
+    def legacy_cell_id(self) -> str:
+        """The id before ids were encoded (see tfvariants.plan.cell.legacy_cell_id)."""
         c = f"-c{self.concurrency}" if self.scenario == "concurrency" else ""
         b = f"-{self.batching}" if self.batching else ""
         return (f"serve__{model_label(self.model)}__{self.scenario}{c}{b}__{self.path}"
@@ -126,14 +136,14 @@ def plan_serve_cells(spec: ServeSpec, repeats: range | None = None) -> list[Serv
     return cells
 
 
-def serve_cell_from(cell: dict[str, Any]) -> ServeCell:
-    """The ServeCell of a stored serving cell dict (older cells have no batching fields)."""
+def serve_cell_id(cell: dict[str, Any]) -> str:
+    """The id (file stem) of a stored serving cell dict."""
+    return serve_cell(cell).cell_id
+
+
+def serve_cell(cell: dict[str, Any]) -> ServeCell:
+    """A stored serving cell dict as a ServeCell (older cells have no batching fields)."""
     return ServeCell(str(cell["variant"]), int(cell["threads"]), str(cell["model"]),
                      str(cell["scenario"]), str(cell["path"]), int(cell.get("concurrency", 1)),
                      int(cell.get("repeat", 0)), int(cell.get("max_batch_size", 1)),
                      float(cell.get("batch_timeout_ms", DEFAULT_BATCH_TIMEOUT_MS)))  # fmt: skip
-
-
-def serve_cell_id(cell: dict[str, Any]) -> str:
-    """The id (file stem) of a stored serving cell dict."""
-    return serve_cell_from(cell).cell_id

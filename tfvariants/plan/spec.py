@@ -31,15 +31,29 @@ class MatrixSpec:
     repeats: int
     options: dict[str, Any] = field(default_factory=dict)
     variant_info: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> kind/device
+    # Variants that run at ONE thread count instead of the --threads axis: a GPU variant
+    # (its vCPUs are its instance's) and an explicit ``VARIANT@N``.
+    fixed_threads: dict[str, int] = field(default_factory=dict)
+
+    def configurations(self) -> list[tuple[str, int]]:
+        """Every (variant, threads) of the matrix, in run order within a round."""
+        return [
+            (v, t)
+            for v in self.variants
+            for t in ((self.fixed_threads[v],) if v in self.fixed_threads else self.threads)
+        ]
 
     def identity(self) -> dict[str, Any]:
-        return {
+        ident: dict[str, Any] = {
             "variants": list(self.variants),
             "threads": list(self.threads),
             "workloads": list(self.workloads),
             "repeats": self.repeats,
             "options": {k: self.options.get(k) for k in IDENTITY_OPTIONS},
         }
+        if self.fixed_threads:  # absent from runs made before it existed: same identity
+            ident["fixed_threads"] = dict(self.fixed_threads)
+        return ident
 
     def to_json(self, started_at: str) -> dict[str, Any]:
         """The matrix part of run.json (the run store adds kind, version and hosts)."""
@@ -65,6 +79,5 @@ def plan_cells(spec: MatrixSpec) -> list[Cell]:
         Cell(variant=v, threads=t, workload=w, repeat=r)
         for r in range(spec.repeats)
         for w in spec.workloads
-        for v in spec.variants
-        for t in spec.threads
+        for v, t in spec.configurations()
     ]

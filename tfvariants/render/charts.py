@@ -20,12 +20,7 @@ def workload_charts(
         for g in wr.groups:
             cmp = g.time_cmp if kind == "time" else g.cost_cmp
             if cmp is None:
-                why = (
-                    "; ".join(
-                        sorted({str(r.get("status")) for r in g.results if r.get("status") != "ok"})
-                    )
-                    or "no data"
-                )
+                why = "; ".join(sorted({r.status for r in g.results if not r.ok})) or "no data"
                 if g.times and kind == "cost":
                     why = "no price for this instance"
                 elif g.times:

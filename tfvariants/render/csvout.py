@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from tfvariants.analyze.analysis import Analysis
-from tfvariants.analyze.fields import accuracy_of, get_path, training_time_s, warmup_time_s
-from tfvariants.plan.cell import cell_id
 from tfvariants.render.output import write_text_atomic
+from tfvariants.store.cellresult import ConfigKey
 
 # A spreadsheet runs a cell that starts with one of these as a formula (CSV injection).
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -21,11 +20,11 @@ CSV_COLUMNS = [
     "gflops_per_s", "accuracy", "chance_accuracy", "peak_rss_bytes", "oversubscribed",
     "instance", "price_per_hour", "price_tier", "billed_seconds", "cost",
     "warmup_steps", "steady_steps", "steady_step_s", "projected_lo_s", "projected_hi_s",
-    "cpu_utilisation", "others_share",
+    "cpu_utilisation", "others_share", "disturbed",
     # the configuration's statistics, repeated on each of its cells
     "config_time_s", "config_time_lo_s", "config_time_hi_s", "config_time_interval",
     "time_ratio", "time_ratio_lo", "time_ratio_hi", "time_verdict", "ratio_interval",
-    "time_more_repeats", "cost_ratio", "cost_ratio_lo", "cost_ratio_hi", "cost_verdict",
+    "time_more_repeats", "time_rounds", "cost_ratio", "cost_ratio_lo", "cost_ratio_hi", "cost_verdict",
 ]  # fmt: skip
 
 
@@ -33,8 +32,8 @@ def _r(x: Any) -> Any:
     return float(f"{x:.6g}") if isinstance(x, float) else x
 
 
-def _config_columns(analysis: Analysis) -> dict[tuple, dict[str, Any]]:
-    out: dict[tuple, dict[str, Any]] = {}
+def _config_columns(analysis: Analysis) -> dict[ConfigKey, dict[str, Any]]:
+    out: dict[ConfigKey, dict[str, Any]] = {}
     for w in analysis.workloads:
         for g in w.groups:
             row: dict[str, Any] = {}
@@ -52,7 +51,8 @@ def _config_columns(analysis: Analysis) -> dict[tuple, dict[str, Any]]:
                 if kind == "time":
                     row["ratio_interval"] = cmp.ratio.label
                     row["time_more_repeats"] = cmp.more_repeats
-            out[(g.workload, g.variant, g.threads)] = row
+                    row["time_rounds"] = g.rounds_compared if g.verdict else None
+            out[g.key] = row
     return out
 
 
@@ -61,38 +61,30 @@ def csv_rows(analysis: Analysis) -> list[dict[str, Any]]:
     pricing = analysis.pricing
     configs = _config_columns(analysis)
     for r in analysis.cells:
-        c = r["cell"]
-        t = training_time_s(r) if r.get("status") == "ok" else None
-        device = analysis.devices.get(str(c["variant"]), "cpu")
-        cost = (
-            pricing.cost(str(c["variant"]), int(c["threads"]), t, device)
-            if (pricing and t)
-            else None
-        )
+        t = r.training_time_s
+        cost = pricing.cost(r.variant, r.threads, t, r.device) if (pricing and t) else None
         sched = r.get("schedule") or {}
+        ci = r.get("schedule", "projected_full_ci_s")
+        lo, hi = ci if isinstance(ci, list) and len(ci) == 2 else (None, None)
         rows.append({
-            "cell_id": cell_id(c["variant"], c["threads"], c["workload"], c.get("repeat", 0)),
-            "workload": c.get("workload"), "variant": c.get("variant"), "threads": c.get("threads"),
-            "repeat": c.get("repeat"), "status": r.get("status"), "reason": r.get("reason") or "",
-            "steady_epoch_s": get_path(r, "timing", "steady_epoch_s"), "warmup_s": warmup_time_s(r),
-            "training_time_s": t,
+            "cell_id": r.cell_id, "workload": r.workload, "variant": r.variant,
+            "threads": r.threads, "repeat": r.round, "status": r.status, "reason": r.reason or "",
+            "steady_epoch_s": r.steady_epoch_s, "warmup_s": r.warmup_s, "training_time_s": t,
             "projected": bool(sched) and (sched.get("ran_epochs") != sched.get("full_epochs")
                                           or sched.get("ran_samples") != sched.get("full_samples")),
-            "samples_per_s": get_path(r, "timing", "samples_per_s"), "gflops_per_s": r.get("gflops_per_s"),
-            "accuracy": accuracy_of(r), "chance_accuracy": r.get("chance_accuracy"),
-            "peak_rss_bytes": get_path(r, "memory", "peak_rss_bytes"),
-            "oversubscribed": bool(get_path(r, "requested", "oversubscribed")),
+            "samples_per_s": r.samples_per_s, "gflops_per_s": r.gflops_per_s,
+            "accuracy": r.accuracy, "chance_accuracy": r.chance_accuracy,
+            "peak_rss_bytes": r.peak_rss_bytes, "oversubscribed": r.oversubscribed,
             "instance": cost.instance if cost else "", "price_per_hour": cost.per_hour if cost else "",
             "price_tier": (cost.tier_word or cost.tier) if cost else "", "billed_seconds": cost.billed_seconds if cost else "",
             "cost": round(cost.cost, 6) if cost else "",
-            "warmup_steps": get_path(r, "timing", "warmup_steps"),
-            "steady_steps": get_path(r, "timing", "steady_steps"),
-            "steady_step_s": get_path(r, "timing", "steady_step_s"),
-            "projected_lo_s": (sched.get("projected_full_ci_s") or [None, None])[0],
-            "projected_hi_s": (sched.get("projected_full_ci_s") or [None, None])[1],
-            "cpu_utilisation": get_path(r, "cpu", "utilisation"),
-            "others_share": get_path(r, "cpu", "others_share"),
-            **configs.get((str(c.get("workload")), str(c.get("variant")), int(c.get("threads", 0))), {}),
+            "warmup_steps": r.get("timing", "warmup_steps"),
+            "steady_steps": r.get("timing", "steady_steps"),
+            "steady_step_s": r.steady_step_s,
+            "projected_lo_s": lo, "projected_hi_s": hi,
+            "cpu_utilisation": r.utilisation, "others_share": r.others_share,
+            "disturbed": r.disturbed,
+            **configs.get(r.key, {}),
         })  # fmt: skip
         rows[-1] = {k: _r(v) for k, v in rows[-1].items()}
     return rows

@@ -33,6 +33,7 @@ from tfvariants.render.charts import workload_charts
 from tfvariants.render.csvout import write_csv, write_serving_csv
 from tfvariants.render.linechart import batching_charts, throughput_chart
 from tfvariants.render.output import write_text_atomic
+from tfvariants.store.cellresult import DISTURBED_SHARE
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 
@@ -78,7 +79,7 @@ def render_html(analysis: Analysis, serving: ServingAnalysis | None = None) -> s
             "num_fmt": sig3,
         }
     return env.get_template("report.html").render(
-        a=analysis, charts=charts, version=__version__, **extra
+        a=analysis, charts=charts, version=__version__, disturbed_share=DISTURBED_SHARE, **extra
     )
 
 

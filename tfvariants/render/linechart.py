@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from markupsafe import Markup, escape
 
 from tfvariants.analyze.format import sig3
 from tfvariants.render.svgchart import PALETTE, _fmt, _nice_max
+
+if TYPE_CHECKING:
+    from tfvariants.analyze.serving import ModelReport
 
 
 @dataclass(frozen=True)
@@ -109,21 +113,24 @@ def line_chart(title: str, series: list[Series], *, x_label: str, y_label: str,
     return Markup("".join(out))
 
 
-def throughput_chart(model_report: object, bound_ms: float | None = None) -> Markup:
+def _within(p99_ms: float | None, bound_ms: float | None) -> bool:
+    return bound_ms is None or (p99_ms is not None and p99_ms <= bound_ms)
+
+
+def throughput_chart(model_report: ModelReport, bound_ms: float | None = None) -> Markup:
     """The model's throughput-vs-concurrency chart: one line per configuration; points
     whose median p99 broke ``bound_ms`` are hollow (the cost uses only filled ones)."""
     series = []
-    for cfg in model_report.configs:  # type: ignore[attr-defined]
+    for cfg in model_report.configs:
         pts = tuple(
             Point(row.concurrency, row.throughput.value, row.throughput.lo, row.throughput.hi,
-                  within=bound_ms is None or (row.percentiles.get("p99_ms") is not None
-                                              and row.percentiles["p99_ms"] <= bound_ms))
+                  within=_within(row.percentiles.get("p99_ms"), bound_ms))
             for row in cfg.curve()
             if row.throughput is not None
         )  # fmt: skip
         if pts:
             series.append(Series(cfg.label, pts, dashed=cfg.path != "inprocess"))
-    return line_chart(f"{model_report.model}: throughput vs requests in flight",  # type: ignore[attr-defined]
+    return line_chart(f"{model_report.model}: throughput vs requests in flight",
                       series, x_label="requests in flight (closed loop, log scale)",
                       y_label="predictions per second")  # fmt: skip
 

@@ -12,7 +12,7 @@ import json
 import math
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from tfvariants.plan.cell import MAX_THREADS
 from workloads.protocol import RESULT_KIND, SCHEMA_VERSION, STATUSES, write_json_atomic
@@ -84,7 +84,7 @@ def _too_deep(data: Any) -> bool:
     return False
 
 
-def _is_int(v: Any) -> bool:
+def _is_int(v: Any) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
@@ -114,7 +114,9 @@ def _check_value(value: Any, source: str, path: str, duration: bool, in_list: bo
         _check_number(value, f"{source}: field '{path}'", seconds=duration)
 
 
-def _check_numbers(table: Any, source: str, name: str, *, required: tuple[str, ...] = ()) -> None:
+def _check_numbers(
+    table: Any, source: str, name: str, *, required: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """Every number in a table, nested ones too: finite and >= 0; a duration (a key
     ending in ``_s``, not a rate ``_per_s``) must be a number (or null when not
     measured) below MAX_SECONDS. Other keys may hold text, which no figure uses."""
@@ -126,6 +128,7 @@ def _check_numbers(table: Any, source: str, name: str, *, required: tuple[str, .
         if key not in table:
             raise ResultError(f"{source}: field '{name}.{key}' is missing")
     _check_value(table, source, name, False, False)
+    return table
 
 
 def _check_cell(cell: Any, source: str) -> None:
@@ -179,9 +182,8 @@ def validate_result(data: Any, source: str = "result") -> dict[str, Any]:
         if data.get(key) is not None and not isinstance(data[key], dict):
             raise ResultError(f"{source}: field {key!r}: expected an object")
     if data["status"] == "ok":
-        timing = data.get("timing")
-        _check_numbers(timing, source, "timing", required=("epoch_times_s",))
-        epochs = timing["epoch_times_s"]  # type: ignore[index]
+        timing = _check_numbers(data.get("timing"), source, "timing", required=("epoch_times_s",))
+        epochs = timing["epoch_times_s"]
         if not isinstance(epochs, list) or not epochs:
             raise ResultError(f"{source}: field 'timing.epoch_times_s': expected a non-empty list")
         if data.get("schedule") is not None:

@@ -1,6 +1,7 @@
-"""The run folder: ``run.json`` (see :mod:`tfvariants.store.runfile`) and
-``cells/*.json`` (one result per cell). Execution writes into it; analysis reads from
-it; both go through this module and nothing else.
+"""Reading a run folder, and preparing one for a run: ``run.json`` (see
+:mod:`tfvariants.store.runfile`) and ``cells/*.json`` (one result per cell). The
+layout and every write belong to :mod:`tfvariants.store.runfolder`; execution and
+analysis go through this module and that one, nothing else.
 
 A load returns the good results *and* named problems: a file that cannot be read, a
 copy of a cell, a cell from a host the run did not declare. Nothing is dropped without
@@ -10,39 +11,40 @@ could not read.
 
 from __future__ import annotations
 
-import shutil
+import sys
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from tfvariants.errors import UserError
-from tfvariants.plan.cell import Cell, cell_id
-from tfvariants.plan.serve import serve_cell_id
+from tfvariants.plan.cell import Cell, cell_id, legacy_cell_id
+from tfvariants.plan.serve import serve_cell
 from tfvariants.plan.spec import MatrixSpec
-from tfvariants.store.result import ResultError, load_result
-from tfvariants.store.runfile import RUN_FILE, load_run, local_host, new_run, write_run
-
-CELLS_DIR = "cells"
-QUARANTINE_DIR = "quarantine"
-DONE_STATUSES = ("ok", "skipped")  # skipped = cannot run here (e.g. no GPU): rerunning won't help
-
+from tfvariants.store.cellresult import AnyResult, host_of, parse_results
+from tfvariants.store.result import ResultError, load_result, read_json_file
+from tfvariants.store.runfile import (
+    RUN_FILE,
+    RUN_SCHEMA_VERSION,
+    load_run,
+    local_host,
+    new_run,
+    write_run,
+)
+from tfvariants.store.runfolder import CELLS_DIR, DONE_STATUSES, QUARANTINE_DIR, RunFolder
 
 # ---- cells/ ----
 
 
-def host_of(result: dict[str, Any]) -> str | None:
-    """The host a cell ran on: the runner's record first (a container's own host_id is
-    the container's), else the worker's, unless it ran in a container; None = unknown."""
-    runner = result.get("runner")
-    if isinstance(runner, dict) and isinstance(runner.get("host_id"), str):
-        return runner["host_id"]
-    env = result.get("environment")
-    if isinstance(env, dict) and not env.get("in_container"):
-        host = env.get("host_id")
-        return host if isinstance(host, str) and host else None
-    return None
+def cell_ids(c: dict[str, Any]) -> tuple[str, str]:
+    """A stored cell dict's id, and the legacy id older folders named its file by."""
+    if c.get("task") == "serve":
+        sc = serve_cell(c)
+        return sc.cell_id, sc.legacy_cell_id
+    key = (c["variant"], c["threads"], c["workload"], c.get("repeat", 0))
+    return cell_id(*key), legacy_cell_id(*key)
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,11 @@ class RunContents:
     run_hosts: list[str] = field(default_factory=list)
     hosts_inferred: bool = False  # run.json declares none: the most common host is taken
     mixed_allowed: bool = False
+
+    @cached_property
+    def parsed(self) -> dict[str, AnyResult]:
+        """``results`` as typed records (store/cellresult.py), parsed once per load."""
+        return parse_results(self.run, self.results)
 
     @property
     def unreadable_ids(self) -> set[str]:
@@ -115,6 +122,7 @@ def load_run_dir(results_dir: Path, *, allow_mixed_hosts: bool = False) -> RunCo
     contents = RunContents(results_dir, run, {}, mixed_allowed=allow_mixed_hosts)
     cells = results_dir / CELLS_DIR
     misnamed: list[tuple[str, str]] = []
+    legacy_named: list[tuple[str, str, dict[str, Any]]] = []
     for path in sorted(cells.glob("*.json")) if cells.is_dir() else []:
         rel = f"{CELLS_DIR}/{path.name}"
         if not path.is_file():
@@ -125,15 +133,21 @@ def load_run_dir(results_dir: Path, *, allow_mixed_hosts: bool = False) -> RunCo
         except ResultError as exc:
             contents.problems.append(Problem(rel, str(exc).removeprefix(f"{path}: ")))
             continue
-        c = result["cell"]
-        if c.get("task") == "serve":
-            cid = serve_cell_id(c)
-        else:
-            cid = cell_id(c["variant"], c["threads"], c["workload"], c.get("repeat", 0))
+        cid, legacy = cell_ids(result["cell"])
         if path.stem == cid:
             contents.results[cid] = result
+        elif path.stem == legacy:
+            legacy_named.append((rel, cid, result))
         else:
             misnamed.append((rel, cid))
+    # A folder written before ids were encoded names cells by the legacy id: still read
+    # (compare --resume renames them, see migrate_cell_ids), unless the cell's file
+    # under its own id is there too.
+    for rel, cid, result in legacy_named:
+        if cid in contents.results:
+            misnamed.append((rel, cid))
+        else:
+            contents.results[cid] = result
     for rel, cid in misnamed:
         if cid in contents.results:
             reason = f"a copy of cell {cid} ({CELLS_DIR}/{cid}.json): not counted again"
@@ -170,7 +184,7 @@ def _split_hosts(contents: RunContents) -> None:
 def _identity_diffs(stored: dict[str, Any], spec: MatrixSpec) -> list[str]:
     wanted = spec.identity()
     # Compare exactly what the spec calls its identity (training and serving differ).
-    have = {k: stored.get(k) for k in wanted if k != "options"}
+    have: dict[str, Any] = {k: stored.get(k) for k in wanted if k != "options"}
     have["options"] = {k: (stored.get("options") or {}).get(k) for k in wanted["options"]}
     diffs = []
     for key, value in wanted.items():
@@ -209,20 +223,31 @@ def check_resume(contents: RunContents, *, quarantine: bool) -> None:
 def quarantine_unreadable(contents: RunContents) -> list[str]:
     """Move every unreadable file to <run>/quarantine/ (bytes unchanged, never over an
     existing file); returns one line per move."""
-    target = contents.results_dir / QUARANTINE_DIR
+    folder = RunFolder(contents.results_dir)
     moved = []
     for p in contents.problems:
-        src = contents.results_dir / p.file
-        target.mkdir(exist_ok=True)
-        dest = target / src.name
-        n = 1
-        while dest.exists():
-            dest = target / f"{src.stem}.{n}{src.suffix}"
-            n += 1
-        shutil.move(str(src), str(dest))
+        dest = folder.quarantine(p.file)
         moved.append(f"{p.file} -> {dest} ({p.reason})")
     contents.problems = []
     return moved
+
+
+def migrate_cell_ids(out: Path) -> list[str]:
+    """The folder's part of run.json version 2 -> 3: cells (and their logs) named by
+    the legacy id get their encoded id. Idempotent; one line per rename."""
+    folder = RunFolder(out)
+    lines = []
+    cells = folder.cells_dir
+    for path in sorted(cells.glob("*.json")) if cells.is_dir() else []:
+        try:
+            cid, legacy = cell_ids(load_result(path)["cell"])
+        except (ResultError, KeyError, TypeError, ValueError):
+            continue  # unreadable files are the loader's problems, named there
+        if path.stem == legacy and cid != legacy:
+            if folder.rename_cell(legacy, cid):
+                lines.append(f"renamed {CELLS_DIR}/{legacy}.json -> {CELLS_DIR}/{cid}.json "
+                             "(cell ids are encoded since run.json version 3)")  # fmt: skip
+    return lines
 
 
 def prepare_run_dir(
@@ -264,7 +289,10 @@ def prepare_run_dir(
                 f"{', '.join(h['host_id'] for h in new)}: resume there, or add "
                 "--allow-mixed-hosts to compare timings across machines"
             )
-        if new or entries != stored["hosts"]:
+        for line in migrate_cell_ids(out):
+            print(f"tfvariants: {line}", file=sys.stderr)
+        on_disk = read_json_file(run_file).get("schema_version")
+        if new or entries != stored["hosts"] or on_disk != RUN_SCHEMA_VERSION:
             stored = {**stored, "hosts": [*entries, *new]}
             write_run(out, stored)
         return stored

@@ -5,16 +5,17 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from tfvariants.errors import UserError
 from tfvariants.plan.cell import MAX_THREADS
 from tfvariants.plan.spec import MAX_REPEATS, MatrixSpec, logical_cpus
-from tfvariants.store.result import ResultError, read_json_file, write_json_atomic
+from tfvariants.store.result import ResultError, read_json_file
+from tfvariants.store.runfolder import RunFolder
 
 RUN_FILE = "run.json"
 RUN_KIND = "tfvariants.run"
-RUN_SCHEMA_VERSION = 2
+RUN_SCHEMA_VERSION = 3
 
 
 def local_host() -> dict[str, Any]:
@@ -30,15 +31,22 @@ def _run_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": 2, "hosts": []}
 
 
+def _run_v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
+    # Version 3 names cells by encoded, collision-free ids (tfvariants.plan.cell). The
+    # record is unchanged; the files are renamed by rundir.migrate_cell_ids when a run
+    # is resumed, and read under either name until then.
+    return {**data, "schema_version": 3}
+
+
 # The one place run.json migrations live: version N -> N+1.
-_RUN_MIGRATIONS = {1: _run_v1_to_v2}
+_RUN_MIGRATIONS = {1: _run_v1_to_v2, 2: _run_v2_to_v3}
 
 
 def _field_error(source: str, name: str, expected: str, got: Any) -> UserError:
     return UserError(f"{source}: field {name!r}: expected {expected}, got {str(got)[:60]!r}")
 
 
-def _is_int(v: Any) -> bool:
+def _is_int(v: Any) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
@@ -66,6 +74,11 @@ def validate_run(data: Any, source: str) -> dict[str, Any]:
         _is_int(t) and 1 <= t <= MAX_THREADS for t in threads
     ):
         raise _field_error(source, "threads", f"a list of whole numbers 1..{MAX_THREADS}", threads)
+    fixed = data.get("fixed_threads", {})
+    if not isinstance(fixed, dict) or not all(
+        isinstance(v, str) and _is_int(t) and 1 <= t <= MAX_THREADS for v, t in fixed.items()
+    ):
+        raise _field_error(source, "fixed_threads", f"{{variant: 1..{MAX_THREADS}}}", fixed)
     repeats = data.get("repeats")
     if not _is_int(repeats) or not 1 <= repeats <= MAX_REPEATS:
         raise _field_error(source, "repeats", f"a whole number 1..{MAX_REPEATS}", repeats)
@@ -130,4 +143,4 @@ def new_run(spec: MatrixSpec, hosts: list[dict[str, Any]]) -> dict[str, Any]:
 
 def write_run(results_dir: Path, record: dict[str, Any]) -> None:
     validate_run(record, RUN_FILE)  # never write what we could not read back
-    write_json_atomic(Path(results_dir) / RUN_FILE, record)
+    RunFolder(results_dir).write_run(record)

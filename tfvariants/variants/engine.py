@@ -143,19 +143,23 @@ def container_request(
     result = Path(request.result).resolve()
     if not _inside(result, scratch):
         raise ValueError(f"result {request.result} is not inside the scratch dir {scratch}")
-    changes: dict[str, str] = {
-        "result": f"{CONTAINER_OUT}/{result.relative_to(scratch).as_posix()}"
-    }
+    workload, data_dir = request.workload, request.data_dir
     mounts: list[tuple[str, str]] = []
     if request.workload.endswith(".py") or os.sep in request.workload:
         # A workload given as a file, not a registered name.
         source = Path(request.workload).resolve()
-        changes["workload"] = f"{CONTAINER_USER_WORKLOADS}/{source.name}"
-        mounts.append((str(source), changes["workload"]))
+        workload = f"{CONTAINER_USER_WORKLOADS}/{source.name}"
+        mounts.append((str(source), workload))
     if request.data_dir:
         mounts.append((str(Path(request.data_dir).resolve()), CONTAINER_DATA))
-        changes["data_dir"] = CONTAINER_DATA
-    return dataclasses.replace(request, **changes), mounts
+        data_dir = CONTAINER_DATA
+    inner = dataclasses.replace(
+        request,
+        result=f"{CONTAINER_OUT}/{result.relative_to(scratch).as_posix()}",
+        workload=workload,
+        data_dir=data_dir,
+    )
+    return inner, mounts
 
 
 def container_command(
@@ -186,8 +190,9 @@ def container_command(
     if not cpus:
         raise ValueError("a container cell needs at least one CPU to pin to")
     scratch = Path(scratch_dir).resolve()
+    mounts: list[tuple[str, str]] = []
     if request is None:
-        argv, mounts = ["--result", f"{CONTAINER_OUT}/result.json"], []
+        argv = ["--result", f"{CONTAINER_OUT}/result.json"]
     else:
         inner, mounts = container_request(request, scratch)
         argv = inner.to_argv()
@@ -222,7 +227,8 @@ def container_command(
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m tfvariants.variants.engine``: print the detected engine (used by builds/builds.mk)."""
-    engine = detect_engine((argv or sys.argv[1:] or [None])[0])
+    args = argv or sys.argv[1:]
+    engine = detect_engine(args[0] if args else None)
     if engine is None:
         print("tfvariants: error: neither docker nor podman is installed", file=sys.stderr)
         return 1

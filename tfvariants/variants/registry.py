@@ -150,6 +150,7 @@ def _from_table(name: str, table: Mapping[str, Any], source: str) -> dict[str, A
     }
     if base is not None:
         return {**fields, "base": base}
+    assert isinstance(kind, str)  # checked above: a variant that is not an overlay has a kind
     return {
         **fields,
         **get_kind(kind).check(table, bad),

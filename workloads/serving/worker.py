@@ -244,11 +244,11 @@ def _measure(req: ServeRequest, result: dict[str, Any], folder: Path, make_calle
     single_s = _calibrate(make_caller, samples, req.warmup_requests)
     result["calibration"] = {"single_request_ms": single_s * 1e3}
     overheads.clear()
-    bounds = {"min_duration_s": req.min_duration_s, "max_duration_s": req.max_duration_s}
     if req.scenario == "concurrency":
         res = closed_loop.run(make_caller, concurrency=req.concurrency, samples=samples,
                               min_requests=req.min_queries, max_requests=req.max_queries,
-                              warmup=1, **bounds)  # fmt: skip
+                              warmup=1, min_duration_s=req.min_duration_s,
+                              max_duration_s=req.max_duration_s)  # fmt: skip
         result["closed_loop"] = res
         lat = res["latency"]
         result["metrics"] = {"source": "closed loop", "throughput_per_s": res["throughput_per_s"],
@@ -267,10 +267,12 @@ def _measure(req: ServeRequest, result: dict[str, Any], folder: Path, make_calle
         # workers do not make it 8x faster; expect the single-request rate (per batch),
         # not twice that of 8 workers (which queued minutes of JSON requests).
         offline_qps = batch / single_s * OFFLINE_HTTP_SLACK if req.path != "inprocess" else None
-        common: dict[str, Any] = dict(samples=samples, min_queries=req.min_queries, max_queries=req.max_queries,
-                      expected_latency_s=single_s, p99_bound_ms=req.p99_bound_ms,
-                      workers=workers, max_batch=batch, offline_qps=offline_qps,
-                      **bounds)  # fmt: skip
+        common: dict[str, Any] = dict(
+            samples=samples, min_queries=req.min_queries, max_queries=req.max_queries,
+            expected_latency_s=single_s, p99_bound_ms=req.p99_bound_ms, workers=workers,
+            max_batch=batch, min_duration_s=req.min_duration_s, max_duration_s=req.max_duration_s,
+            offline_qps=offline_qps,
+        )  # fmt: skip
         lg_dir = folder / "artifacts" / "loadgen"
         if req.scenario == "server_search":
             search = loadgen.search_server_qps(

@@ -1,0 +1,432 @@
+"""Typed results: a validated result dict parsed ONCE into an immutable record.
+
+Every fact a later stage needs about a cell (its configuration key, round, device,
+host, oversubscription, training time, steady window, whether others disturbed it) is
+computed here, from the dict :func:`tfvariants.store.result.validate_result` accepted,
+so analysis, the adaptive rounds, the CSV and the estimate never re-derive it (and so
+can never derive it differently). ``raw`` keeps the whole dict for what is only shown,
+never computed with (the environment table, the serving template's LoadGen details).
+
+Training cells become :class:`CellResult`, serving cells :class:`ServeResult`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from tfvariants.plan.cell import Cell
+from tfvariants.plan.serve import DEFAULT_BATCH_TIMEOUT_MS, ServeCell
+
+# A cell whose CPUs other processes (or the hypervisor) used more than this share of
+# the time is *disturbed*: kept and shown, but left out of verdicts by default. The
+# figure sits between the quiet rounds (0.00-0.09) and the disturbed ones (0.34-0.69)
+# of issue 16's table; helper "quiet" measures it and may move it to its own module.
+DISTURBED_SHARE = 0.25
+
+
+class ConfigKey(NamedTuple):
+    """What repeats of one configuration share: the unit of grouping and comparison."""
+
+    workload: str
+    variant: str
+    threads: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.variant}@{self.threads}"
+
+
+def get_path(d: Any, *path: str) -> Any:
+    """d[path[0]][path[1]]..., or None where a level is missing or not an object."""
+    for key in path:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(key)
+    return d
+
+
+def finite_number(v: Any) -> float | None:
+    """v as a float if it is a finite number (not a bool), else None."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    return float(v) if math.isfinite(v) else None
+
+
+def first_of(d: Any, *paths: tuple[str, ...]) -> Any:
+    for path in paths:
+        v = get_path(d, *path)
+        if v not in (None, "", [], {}):
+            return v
+    return None
+
+
+def host_of(result: Mapping[str, Any]) -> str | None:
+    """The host a cell ran on: the runner's record first (a container's own host_id is
+    the container's), else the worker's, unless it ran in a container; None = unknown."""
+    runner = result.get("runner")
+    if isinstance(runner, dict) and isinstance(runner.get("host_id"), str):
+        return str(runner["host_id"])
+    env = result.get("environment")
+    if isinstance(env, dict) and not env.get("in_container"):
+        host = env.get("host_id")
+        return host if isinstance(host, str) and host else None
+    return None
+
+
+def _says_gpu(result: Mapping[str, Any]) -> bool:
+    """The result ran with a GPU: a CUDA build that saw at least one GPU."""
+    gpus = get_path(result, "environment", "tensorflow", "gpus")
+    cuda = get_path(result, "environment", "tensorflow", "cuda_build")
+    return isinstance(gpus, list) and bool(gpus) and cuda is not False
+
+
+def variant_devices(run: Mapping[str, Any], results: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """cpu or gpu per variant (how its cells are billed and which baseline is preferred):
+    run.json's variant_info when it says, else what the variant's results say (GPUs
+    visible to a CUDA build), else cpu. Never the variant's name: ``gpu`` is only a
+    built-in's name, and a user's variant called so may well be a CPU build."""
+    results = list(results)
+    out: dict[str, str] = {}
+    for variant in dict.fromkeys(str(get_path(r, "cell", "variant")) for r in results):
+        declared = get_path(run, "variant_info", variant, "device")
+        if declared in ("cpu", "gpu"):
+            out[variant] = str(declared)
+            continue
+        mine = [r for r in results if get_path(r, "cell", "variant") == variant]
+        probed = [r for r in mine if isinstance(get_path(r, "environment", "tensorflow"), dict)]
+        out[variant] = "gpu" if any(_says_gpu(r) for r in probed) else "cpu"
+    return out
+
+
+def _training_time_s(result: Mapping[str, Any]) -> float | None:
+    """The (projected) full-schedule training time: what a user would pay for."""
+    v = finite_number(get_path(result, "schedule", "projected_full_s"))
+    if v is not None and v > 0:
+        return v
+    epochs = get_path(result, "timing", "epoch_times_s")
+    if isinstance(epochs, list) and epochs:
+        total = sum(x for x in (finite_number(e) for e in epochs) if x is not None)
+        return total if total > 0 else None
+    return None
+
+
+def _warmup_time_s(result: Mapping[str, Any]) -> float | None:
+    """The detected warm-up (workloads.steady), else the first epoch(s) of old results."""
+    detected = finite_number(get_path(result, "timing", "warmup_s"))
+    if detected is not None:
+        return detected
+    epochs = get_path(result, "timing", "epoch_times_s")
+    n = get_path(result, "timing", "warmup_epochs") or 0
+    if isinstance(epochs, list) and isinstance(n, int) and n > 0 and len(epochs) >= n:
+        return float(sum(epochs[:n]))
+    return None
+
+
+def _sum_known(*values: Any) -> float | None:
+    known = [x for x in (finite_number(v) for v in values) if x is not None]
+    return sum(known) if known else None
+
+
+def overhead_split(result: Mapping[str, Any]) -> dict[str, float]:
+    """Where one cell's wall time went: TensorFlow import, data + model build, warm-up
+    steps, steady steps, time between epochs (start-up, validation), and the rest
+    (process start, probing, writing), which makes the parts add up to the cell."""
+    t = result.get("timing") or {}
+    parts = {
+        "import": finite_number(t.get("import_tf_s")),
+        "build": _sum_known(t.get("build_s"), t.get("data_s")),
+        "warm-up": finite_number(t.get("warmup_s")),
+        "steady": finite_number(t.get("steady_s")),
+    }
+    fit = finite_number(t.get("fit_s"))
+    if fit is not None and parts["warm-up"] is not None and parts["steady"] is not None:
+        parts["between epochs"] = max(fit - parts["warm-up"] - parts["steady"], 0.0)
+    wall = finite_number(get_path(result, "runner", "wall_s"))
+    if wall is not None and fit is not None and parts["import"] is not None:
+        parts["other"] = max(wall - parts["import"] - (parts["build"] or 0.0) - fit, 0.0)
+    return {k: v for k, v in parts.items() if v is not None}
+
+
+def is_disturbed(others_share: float | None, steal_share: float | None) -> bool:
+    """The one rule for a disturbed cell (see DISTURBED_SHARE)."""
+    return any(x is not None and x > DISTURBED_SHARE for x in (others_share, steal_share))
+
+
+def _oversubscription(
+    result: Mapping[str, Any], threads: int, device: str, run_cpus: int | None
+) -> tuple[bool, float]:
+    """As the worker's pinning plan recorded it (a cluster node's own CPU count counts,
+    not the driver's); for results without that record, threads against the CPUs of the
+    machine that ran the cell (else of the run's host)."""
+    said = get_path(result, "requested", "oversubscribed")
+    ratio = finite_number(get_path(result, "requested", "oversubscription_ratio"))
+    if isinstance(said, bool):
+        return said, (ratio or 1.0) if said else 1.0
+    cpus = get_path(result, "environment", "cpu", "logical_cpus")
+    cpus = cpus if isinstance(cpus, int) and not isinstance(cpus, bool) and cpus > 0 else run_cpus
+    if device == "cpu" and cpus and threads > cpus:
+        return True, threads / cpus
+    return False, 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class CellResult:
+    """One training cell's result, as every later stage sees it."""
+
+    key: ConfigKey
+    round: int  # the repeat index: cells of one round ran together (interleaved)
+    status: str  # ok | failed | timeout | skipped
+    reason: str | None
+    device: str  # cpu | gpu: how the variant is billed
+    host: str | None
+    oversubscribed: bool
+    oversubscription_ratio: float  # threads / CPUs when oversubscribed, else 1.0
+    training_time_s: float | None  # (projected) full schedule; ok results only
+    steady_epoch_s: float | None
+    steady_step_s: float | None
+    warmup_s: float | None
+    samples_per_s: float | None
+    gflops_per_s: float | None
+    accuracy: float | None
+    loss: float | None
+    has_metrics: bool  # the result reports final metrics at all
+    chance_accuracy: float | None
+    peak_rss_bytes: float | None
+    utilisation: float | None
+    others_share: float | None  # other processes' share of the pinned CPUs
+    steal_share: float | None
+    disturbed: bool  # others/steal above DISTURBED_SHARE: out of verdicts by default
+    wall_s: float | None  # the cell's wall time as the runner measured it
+    overhead: Mapping[str, float]
+    raw: Mapping[str, Any]  # the validated dict: for display only, never recomputed from
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def cell(self) -> Cell:
+        return Cell(self.key.variant, self.key.threads, self.key.workload, self.round)
+
+    @property
+    def cell_id(self) -> str:
+        return self.cell.cell_id
+
+    @property
+    def workload(self) -> str:
+        return self.key.workload
+
+    @property
+    def variant(self) -> str:
+        return self.key.variant
+
+    @property
+    def threads(self) -> int:
+        return self.key.threads
+
+    @property
+    def environment(self) -> Mapping[str, Any] | None:
+        env = self.raw.get("environment")
+        return env if isinstance(env, dict) else None
+
+    def get(self, *path: str) -> Any:
+        """A raw field, for display (e.g. ``get("schedule", "projected_full_ci_s")``)."""
+        return get_path(self.raw, *path)
+
+
+@dataclass(frozen=True, slots=True)
+class ServeResult:
+    """One serving cell's result (kind tfvariants.serve_cell, docs/serving.md)."""
+
+    variant: str
+    threads: int
+    model: str
+    scenario: str
+    path: str
+    concurrency: int
+    round: int
+    status: str
+    reason: str | None
+    device: str
+    host: str | None
+    oversubscribed: bool
+    throughput_per_s: float | None
+    percentiles_ms: Mapping[str, float | None]  # p50_ms, p90_ms, p95_ms, p99_ms
+    validity: str | None  # LoadGen's VALID / INVALID
+    max_qps_under_bound: float | None
+    http_overhead_p50_ms: float | None
+    shared_cpus: bool  # server and load generator shared CPUs
+    server_cpus: tuple[int, ...]
+    others_share: float | None
+    steal_share: float | None
+    disturbed: bool
+    raw: Mapping[str, Any]
+    max_batch_size: int = 1  # batching (a swept axis); 1 = none
+    batch_timeout_ms: float = DEFAULT_BATCH_TIMEOUT_MS
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def cell(self) -> ServeCell:
+        return ServeCell(self.variant, self.threads, self.model, self.scenario, self.path,
+                         self.concurrency, self.round, self.max_batch_size,
+                         self.batch_timeout_ms)  # fmt: skip
+
+    @property
+    def serving_key(self) -> tuple[str, int, str, str, int, float]:
+        """One serving configuration with its batching (the timeout only with batching)."""
+        wait = self.batch_timeout_ms if self.max_batch_size > 1 else 0.0
+        return (*self.config, self.max_batch_size, wait)
+
+    @property
+    def cell_id(self) -> str:
+        return self.cell.cell_id
+
+    @property
+    def workload(self) -> str:
+        return self.cell.workload
+
+    @property
+    def config(self) -> tuple[str, int, str, str]:
+        """(variant, threads, model, path): one serving configuration."""
+        return (self.variant, self.threads, self.model, self.path)
+
+    @property
+    def environment(self) -> Mapping[str, Any] | None:
+        env = self.raw.get("environment")
+        return env if isinstance(env, dict) else None
+
+    def get(self, *path: str) -> Any:
+        return get_path(self.raw, *path)
+
+
+AnyResult = CellResult | ServeResult
+PERCENTILES = ("p50_ms", "p90_ms", "p95_ms", "p99_ms")
+
+
+def _text(v: Any) -> str | None:
+    return str(v) if v not in (None, "") else None
+
+
+def _int(v: Any, default: int) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) else default
+
+
+def parse_training(
+    result: Mapping[str, Any], *, device: str = "cpu", run_cpus: int | None = None
+) -> CellResult:
+    """A validated training result as a CellResult (``device``: the variant's, see
+    :func:`variant_devices`; ``run_cpus``: the run host's CPUs, for old results)."""
+    c = result["cell"]
+    key = ConfigKey(str(c["workload"]), str(c["variant"]), int(c["threads"]))
+    status = str(result["status"])
+    ok = status == "ok"
+    over, ratio = _oversubscription(result, key.threads, device, run_cpus)
+    others = finite_number(get_path(result, "cpu", "others_share"))
+    steal = finite_number(get_path(result, "cpu", "steal_share"))
+
+    def timing(name: str) -> float | None:
+        return finite_number(get_path(result, "timing", name)) if ok else None
+
+    acc = first_of(result, ("metrics", "val_accuracy"), ("metrics", "accuracy"))
+    return CellResult(
+        key=key,
+        round=_int(c.get("repeat"), 0),
+        status=status,
+        reason=_text(result.get("reason")),
+        device=device,
+        host=host_of(result),
+        oversubscribed=over,
+        oversubscription_ratio=ratio,
+        training_time_s=_training_time_s(result) if ok else None,
+        steady_epoch_s=timing("steady_epoch_s"),
+        steady_step_s=timing("steady_step_s"),
+        warmup_s=_warmup_time_s(result) if ok else None,
+        samples_per_s=timing("samples_per_s"),
+        gflops_per_s=finite_number(result.get("gflops_per_s")) if ok else None,
+        accuracy=finite_number(acc) if ok else None,
+        loss=finite_number(get_path(result, "metrics", "loss")) if ok else None,
+        has_metrics=ok and result.get("metrics") is not None,
+        chance_accuracy=finite_number(result.get("chance_accuracy")),
+        peak_rss_bytes=finite_number(get_path(result, "memory", "peak_rss_bytes")),
+        utilisation=finite_number(get_path(result, "cpu", "utilisation")),
+        others_share=others,
+        steal_share=steal,
+        disturbed=ok and is_disturbed(others, steal),
+        wall_s=finite_number(get_path(result, "runner", "wall_s")),
+        overhead=overhead_split(result) if ok else {},
+        raw=result,
+    )
+
+
+def parse_serving(result: Mapping[str, Any], *, device: str = "cpu") -> ServeResult:
+    """A validated serving result as a ServeResult."""
+    c = result["cell"]
+    metrics = result.get("metrics")
+    m: Mapping[str, Any] = metrics if isinstance(metrics, dict) else {}
+    others = finite_number(get_path(result, "cpu", "others_share"))
+    steal = finite_number(get_path(result, "cpu", "steal_share"))
+    cpus = get_path(result, "placement", "server_cpus")
+    return ServeResult(
+        variant=str(c["variant"]),
+        threads=int(c["threads"]),
+        model=str(c["model"]),
+        scenario=str(c["scenario"]),
+        path=str(c["path"]),
+        concurrency=_int(c.get("concurrency"), 1),
+        round=_int(c.get("repeat"), 0),
+        status=str(result["status"]),
+        reason=_text(result.get("reason")),
+        device=device,
+        host=host_of(result),
+        oversubscribed=get_path(result, "requested", "oversubscribed") is True,
+        throughput_per_s=finite_number(m.get("throughput_per_s")),
+        percentiles_ms={k: finite_number(m.get(k)) for k in PERCENTILES},
+        validity=_text(m.get("validity")),
+        max_qps_under_bound=finite_number(m.get("max_qps_under_bound")),
+        http_overhead_p50_ms=finite_number(get_path(result, "http_overhead", "p50_ms")),
+        shared_cpus=bool(get_path(result, "placement", "shared")),
+        server_cpus=tuple(x for x in cpus if isinstance(x, int)) if isinstance(cpus, list) else (),
+        others_share=others,
+        steal_share=steal,
+        disturbed=result.get("status") == "ok" and is_disturbed(others, steal),
+        raw=result,
+        max_batch_size=_int(c.get("max_batch_size"), 1),
+        batch_timeout_ms=finite_number(c.get("batch_timeout_ms")) or DEFAULT_BATCH_TIMEOUT_MS,
+    )
+
+
+def is_serving(result: Mapping[str, Any]) -> bool:
+    return get_path(result, "cell", "task") == "serve"
+
+
+def parse_results(
+    run: Mapping[str, Any], results: Mapping[str, Mapping[str, Any]]
+) -> dict[str, AnyResult]:
+    """Every validated result of a run folder (cell id -> dict), parsed once, with the
+    run-level facts (each variant's device, the run host's CPUs) applied the same way."""
+    devices = variant_devices(run, results.values())
+    cpus = run.get("logical_cpus")
+    run_cpus = cpus if isinstance(cpus, int) and not isinstance(cpus, bool) and cpus > 0 else None
+    out: dict[str, AnyResult] = {}
+    for cid, r in results.items():
+        device = devices.get(str(get_path(r, "cell", "variant")), "cpu")
+        out[cid] = (
+            parse_serving(r, device=device)
+            if is_serving(r)
+            else parse_training(r, device=device, run_cpus=run_cpus)
+        )
+    return out
+
+
+def training(results: Iterable[AnyResult]) -> list[CellResult]:
+    return [r for r in results if isinstance(r, CellResult)]
+
+
+def serving(results: Iterable[AnyResult]) -> list[ServeResult]:
+    return [r for r in results if isinstance(r, ServeResult)]

@@ -1,0 +1,173 @@
+"""One writer per run folder: an advisory ``fcntl.flock`` on ``<run>/.lock``, held from
+the moment a command first prepares the folder until the command ends, with the
+holder (pid, host, command, since) written into the lock file itself.
+
+- A second ``compare``/``serve``/``run``/``--resume`` on a held folder is refused in one
+  line naming the holder.
+- The kernel drops a flock when its process dies, so a lock file left by a killed run
+  is not held: it is taken over, with a warning naming the dead holder.
+- The lock is re-entrant within one process (a command takes it once, however many
+  steps write), and ``release_all`` (the CLI's ``finally``) frees it; the file is
+  removed on release, so a finished run leaves no ``.lock`` behind.
+- ``holder_of`` tells a reader (``report``) that another process is writing a folder,
+  without taking the lock.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import stat
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from tfvariants.errors import UserError
+
+LOCK_FILE = ".lock"
+
+# Folders this process holds: resolved root -> open lock descriptor.
+_HELD: dict[Path, int] = {}
+# Of those, the ones this command created: removed on release if still empty, so a
+# command refused after taking the lock leaves nothing behind.
+_CREATED: set[Path] = set()
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's live process
+    return True
+
+
+def _read_holder(fd: int) -> dict[str, Any]:
+    os.lseek(fd, 0, os.SEEK_SET)
+    raw = os.read(fd, 4096)
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def describe(holder: dict[str, Any]) -> str:
+    """``pid 123 on host h (compare, since 2026-...)`` from a lock file's record."""
+    pid, host = holder.get("pid", "?"), holder.get("host", "?")
+    what = ", ".join(str(holder[k]) for k in ("command", "since") if holder.get(k))
+    return f"pid {pid} on host {host}" + (f" ({what})" if what else "")
+
+
+def _open_lock(path: Path) -> int:
+    # O_NOFOLLOW: a planted symlink never turns the lock into a write elsewhere.
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UserError(f"{path}: not a regular file; remove it")
+    return fd
+
+
+def acquire(root: Path, command: str = "", *, created: bool = False) -> list[str]:
+    """Take ``root``'s lock for this process (a no-op if it already holds it); returns
+    warnings (a stale lock taken over). UserError, one line, if another process holds it."""
+    key = Path(root).resolve()
+    if key in _HELD:
+        return []
+    path = key / LOCK_FILE
+    while True:
+        try:
+            fd = _open_lock(path)
+        except OSError as exc:
+            raise UserError(f"cannot lock {root}: {exc.strerror} ({path})") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _read_holder(fd)
+            os.close(fd)
+            raise UserError(
+                f"{root} is in use by {describe(holder)}: one run at a time per results "
+                "folder; wait for it to finish or stop it (nothing was run or written)"
+            ) from None
+        # The holder before us may have removed the file between our open and our flock:
+        # then we locked a file nobody else will see, so start again.
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(path, follow_symlinks=False))
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    warnings = []
+    old = _read_holder(fd)
+    if old.get("pid"):
+        here = old.get("host") == socket.gethostname()
+        gone = "is no longer running" if here and not _pid_alive(int(old["pid"])) else "left it"
+        warnings.append(f"{root}: took over the lock of {describe(old)}, which {gone} "
+                        "(an interrupted run; compare --resume continues it)")  # fmt: skip
+    record = {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "command": command or " ".join([Path(sys.argv[0]).name, *sys.argv[1:3]]),
+        "since": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, json.dumps(record).encode() + b"\n", 0)
+    os.fsync(fd)
+    _HELD[key] = fd
+    if created:
+        _CREATED.add(key)
+    return warnings
+
+
+def holds(root: Path) -> bool:
+    return Path(root).resolve() in _HELD
+
+
+def release(root: Path) -> None:
+    key = Path(root).resolve()
+    fd = _HELD.pop(key, None)
+    if fd is None:
+        return
+    try:  # remove first, then unlock: a waiter re-checks the file it locked (see acquire)
+        (key / LOCK_FILE).unlink(missing_ok=True)
+    except OSError:
+        pass  # a read-only folder now: the kernel still drops the lock below
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    os.close(fd)
+    if key in _CREATED:
+        _CREATED.discard(key)
+        try:
+            key.rmdir()
+        except OSError:
+            pass  # not empty: the run wrote into it
+
+
+def release_all() -> None:
+    for root in list(_HELD):
+        release(root)
+
+
+def holder_of(root: Path) -> dict[str, Any] | None:
+    """Who holds ``root``'s lock, if another process does (read without taking it)."""
+    key = Path(root).resolve()
+    path = key / LOCK_FILE
+    if key in _HELD or not path.is_file() or path.is_symlink():
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return _read_holder(fd) or {"pid": "?"}
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
