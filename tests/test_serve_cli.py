@@ -94,6 +94,7 @@ def test_noop_model_in_process_and_over_http(tmp_path):
         assert r["kind"] == "tfvariants.serve_cell" and r["status"] == "ok", r.get("reason")
         assert r["closed_loop"]["completed"] >= 20 and r["closed_loop"]["errors"] == 0
         assert r["placement"]["loadgen_cpus"]
+        assert r["cpu"]["wall_s"] > 0  # what else ran on the cell's CPUs, as training records
         if r["cell"]["path"] == "http":
             # a 2-core host: server child and client are pinned to the same CPUs
             assert r["placement"]["shared"] is True

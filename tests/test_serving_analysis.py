@@ -281,3 +281,22 @@ def test_batching_is_a_swept_axis_with_its_charts(tmp_path):
     assert "local@2 inprocess, 1 in flight, wait 5 ms" in svg
     _with_devices(tmp_path / "plain", {("local", 1, "cpu"): [(50, 40)]})
     assert str(batching_charts(analyze_serving(tmp_path / "plain").models[0])) == ""
+
+
+def test_without_a_point_within_the_bound_threads_are_compared_at_saturation(tmp_path):
+    from tfvariants.analyze.serving import watched
+
+    steady = [1.0, 1.02, 0.98, 1.01, 0.99]
+    rows = []
+    for r, j in enumerate(steady):
+        for t, thr in ((1, 10.0), (2, 30.0)):
+            rows += [(ServeCell("local", t, "m", "concurrency", "http", 1, r), thr * j, 150),
+                     (ServeCell("local", t, "m", "concurrency", "http", 4, r), thr * 1.5 * j, 400)]  # fmt: skip
+    _store(tmp_path, rows)
+    (rep,) = analyze_serving(tmp_path, pricing=parse_pricing_option("gce-2017")).models
+    assert rep.cheapest is None and "no configuration kept p99 within 100 ms" in rep.conclusions[0]
+    (line,) = [c for c in rep.conclusions if c.startswith("Threads")]
+    assert line.startswith("Threads (at 4 in flight; local@2 http and local@1 http kept no point")
+    assert "3.00x faster" in line and "decided" in line
+    ((a, b, cmp),) = watched(rep)  # the adaptive rounds watch the same comparison
+    assert (a.threads, b.threads) == (1, 2) and cmp.verdict == "different"

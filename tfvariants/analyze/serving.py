@@ -359,17 +359,28 @@ def as_throughput(cmp: stats.Comparison | None) -> stats.Comparison | None:
     return stats.Comparison(inv, cmp.verdict, cmp.reasons, cmp.more_repeats, cmp.min_effect)
 
 
+def saturated_row(c: Config) -> Row | None:
+    """The closed-loop row with the most requests in flight that has a throughput
+    comparison: what is compared when no point met the latency bound."""
+    rows = [r for r in c.curve() if r.throughput_cmp is not None]
+    return rows[-1] if rows else None
+
+
 def watched(report: ModelReport) -> list[tuple[Config, Config, stats.Comparison]]:
     """The comparisons a serving run must decide (what ``serve --budget`` runs more
     rounds for): each configuration against the baseline on its headline (the cost per
-    million predictions when priced, else the throughput within the bound), and the
-    cheapest against the next cheapest."""
+    million predictions when priced, else the throughput within the bound, else when no
+    point met the bound the throughput at the most requests in flight), and the cheapest
+    against the next cheapest."""
     out = []
     b = report.baseline
     for c in report.configs:
         if b is None or c is b:
             continue
         cmp = c.cost_cmp if c.cost_cmp is not None else c.throughput_cmp
+        row = saturated_row(c)
+        if cmp is None and row is not None:
+            cmp = row.throughput_cmp
         if cmp is not None:
             out.append((c, b, cmp))
     if report.cheapest_cmp is not None and report.runner_up is not None:
@@ -435,7 +446,7 @@ def _model_report(model: str, cfgs: list[Config], base: tuple | None, bound: flo
     else:
         rep.conclusions.append(
             f"{model}: no configuration kept {within} (or none could be priced): try fewer "
-            "requests in flight, more threads, batching, or the b64 encoding."
+            "requests in flight, more threads, batching, a larger --p99, or (over HTTP) the b64 encoding."
         )
     _gpu_sentences(rep, settings, within)
     _thread_sentences(rep, settings, within)
@@ -508,10 +519,22 @@ def _thread_sentences(rep: ModelReport, settings: Settings, within: str) -> None
         cmp = _compare(hi.operating_seconds(), lo.operating_seconds(), settings)
         if cmp is not None:
             rep.conclusions.append(f"Threads ({within}): {phrase(hi, lo, cmp, 'time')}.")
+            continue
+        # No operating point on one side: the throughput at the most requests in
+        # flight both ran, said to be outside the bound.
+        common = sorted({r.concurrency for r in hi.curve()} & {r.concurrency for r in lo.curve()})
+        rows = [(hi.row("concurrency", n), lo.row("concurrency", n)) for n in common]
+        cmps = [(n, _compare(a.seconds_per_prediction(), b.seconds_per_prediction(), settings))
+                for n, (a, b) in zip(common, rows, strict=True) if a is not None and b is not None]  # fmt: skip
+        found = [(n, cm) for n, cm in cmps if cm is not None]
+        missing = " and ".join(c.label for c in (hi, lo) if c.operating_row is None)
+        if found:
+            n, at_n = found[-1]
+            rep.conclusions.append(f"Threads (at {n} in flight; {missing} kept no point with "
+                                   f"{within}): {phrase(hi, lo, at_n, 'time')}.")  # fmt: skip
         else:
-            missing = [c.label for c in (hi, lo) if c.operating_row is None]
             rep.conclusions.append(f"Threads: {hi.label} vs {lo.label} not compared: "
-                                   f"{' and '.join(missing)} kept no point with {within}.")  # fmt: skip
+                                   f"{missing} kept no point with {within}.")  # fmt: skip
 
 
 def serving_csv_rows(sa: ServingAnalysis) -> list[dict[str, Any]]:

@@ -55,8 +55,10 @@ def make_next_round(
         at_look = [r for r in cells if r.round < look]
         reports = model_reports(at_look, run, pricing=pricing, baseline=baseline,
                                 bound_ms=bound, settings=settings)  # fmt: skip
-        open_pairs = [(a, b) for rep in reports for a, b, cmp in watched(rep)
-                      if cmp.verdict == "undecided"]  # fmt: skip
+        pairs = [(a, b, cmp) for rep in reports for a, b, cmp in watched(rep)]
+        if not pairs:
+            return [], f"nothing to compare at the look after {look} repeats"
+        open_pairs = [(a, b) for a, b, cmp in pairs if cmp.verdict == "undecided"]
         if not open_pairs:
             return [], f"every comparison was decided by the look after {look} repeats"
         if rounds >= rule.max_repeats:

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from workloads import envprobe
+from workloads import cpuload, envprobe
 from workloads.protocol import SCHEMA_VERSION
 from workloads.serving import closed_loop, http_client, models
 from workloads.serving.percentiles import summary
@@ -88,6 +88,16 @@ class _ServerProcess:
                 )
             time.sleep(0.1)
         raise RuntimeError(f"model server not ready within {timeout_s:g} s")
+
+    def cpu_seconds(self) -> float:
+        """The server child's CPU time so far (/proc; 0 where unreadable): counted as the
+        cell's own, not as another process's interference."""
+        try:
+            with open(f"/proc/{self.proc.pid}/stat", encoding="ascii") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return 0.0
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -220,7 +230,8 @@ def run(args: ServeWorkerRequest, req: ServeRequest, result: dict[str, Any], fol
                                             else "separate CPUs")}  # fmt: skip
             timeout_s = req.max_duration_s + 30
             make_caller, infer = _http_callers(endpoint, bodies, frags, timeout_s, overheads)
-        _measure(req, result, folder, make_caller, infer, len(x), overheads)
+        own = server.cpu_seconds if server is not None else (lambda: 0.0)
+        _measure(req, result, folder, make_caller, infer, len(x), overheads, own)
     finally:
         if server is not None:
             server.stop()
@@ -239,11 +250,21 @@ def _calibrate(make_caller: Any, samples: int, count: int) -> float:
     return times[len(times) // 2]
 
 
+def _snapshot(child_cpu_s: Any) -> dict[str, Any]:
+    snap = cpuload.snapshot()
+    snap["cpu_s"] += child_cpu_s()  # the model server child is part of the cell
+    return snap
+
+
 def _measure(req: ServeRequest, result: dict[str, Any], folder: Path, make_caller: Any,
-             infer: Any, samples: int, overheads: list[float]) -> None:  # fmt: skip
+             infer: Any, samples: int, overheads: list[float],
+             child_cpu_s: Any = lambda: 0.0) -> None:  # fmt: skip
     single_s = _calibrate(make_caller, samples, req.warmup_requests)
     result["calibration"] = {"single_request_ms": single_s * 1e3}
     overheads.clear()
+    # What else ran on the cell's CPUs during the load (as training cells record it):
+    # the analysis leaves disturbed cells out of its verdicts.
+    before = _snapshot(child_cpu_s)
     if req.scenario == "concurrency":
         res = closed_loop.run(make_caller, concurrency=req.concurrency, samples=samples,
                               min_requests=req.min_queries, max_requests=req.max_queries,
@@ -292,6 +313,8 @@ def _measure(req: ServeRequest, result: dict[str, Any], folder: Path, make_calle
                              **{k: head.get(k) for k in ("p50_ms", "p90_ms", "p95_ms", "p99_ms")},
                              "validity": head["validity"],
                              "max_qps_under_bound": (result.get("server_search") or {}).get("max_qps")}  # fmt: skip
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    result["cpu"] = cpuload.usage(before, _snapshot(child_cpu_s), cpus)
     if overheads:
         result["http_overhead"] = summary(overheads)
     elif result.get("closed_loop", {}).get("overhead"):
