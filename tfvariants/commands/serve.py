@@ -448,6 +448,7 @@ def run(args: argparse.Namespace) -> int:
     outcome = matrix.run(
         run_cell=run_one, resume=args.resume, console=console, next_round=next_round,
         budget_s=spec.options.get("budget_s"), spent_before=float(before.get("spent_s") or 0.0),
+        budget_covers_plan=True,  # the default run's promise: an answer within the budget
     )  # fmt: skip
     if rule is not None:
         from tfvariants.commands import rounds
@@ -459,6 +460,12 @@ def run(args: argparse.Namespace) -> int:
     for cid in outcome.problems[:20]:
         console.print(f"  [red]{outcome.statuses[cid]}[/] {cid}: {outcome.reasons.get(cid, '')}",
                       highlight=False)  # fmt: skip
+    if outcome.missing and outcome.stopped.startswith("budget"):
+        more = (outcome.spent_s + 600) / 60
+        console.print(f"the budget ran out with {outcome.missing} planned cell(s) not run: the "
+                      "report says what the cells that ran decide; continue with: tfvariants "
+                      f"serve --resume --out {out} --budget {more:.0f}m (same arguments; the "
+                      "budget counts the time already spent)", highlight=False)  # fmt: skip
     if outcome.was_interrupted:
         console.print(f"interrupted: finished cells are saved in {out}/cells; continue with: "
                       f"tfvariants serve --resume --out {out} (same arguments)", highlight=False)  # fmt: skip

@@ -164,6 +164,7 @@ class Matrix:
         next_round: NextRound | None = None,
         budget_s: float | None = None,
         spent_before: float = 0.0,
+        budget_covers_plan: bool = False,
     ) -> MatrixOutcome:
         """Run pending cells. ``run_cell(cell, cells_dir)`` returns the result dict and has
         already stored it as cells_dir/<cell_id>.json (the runner's contract). Prepares
@@ -171,7 +172,9 @@ class Matrix:
 
         ``next_round(stored results)`` (adaptive repeats) returns the cells of one more
         round and why, or no cells and why it stops; ``budget_s`` caps the whole run's
-        time (``spent_before``: time an interrupted run already used)."""
+        time (``spent_before``: time an interrupted run already used). With
+        ``budget_covers_plan`` the planned cells are held to it too: no cell starts whose
+        estimated time would overrun it (the rest stay pending for --resume)."""
         if self._prepared is None:
             self.prepare(resume=resume, allow_mixed_hosts=allow_mixed_hosts,
                          quarantine=quarantine, hosts=hosts)  # fmt: skip
@@ -186,11 +189,14 @@ class Matrix:
         eta = EtaModel()
         started = clock()
         display = _Display(console, total=len(cells), done=len(cells) - len(todo))
+        deadline = None
+        if budget_covers_plan and budget_s is not None:
+            deadline = (started + budget_s - spent_before, budget_s)
         with display:
-            self._run_cells(todo, run_cell, outcome, eta, display, clock)
+            self._run_cells(todo, run_cell, outcome, eta, display, clock, deadline)
             # Adaptive rounds: ask which cells the next round needs until the answer is
             # none, or the budget (run time so far + the round's estimate) would be exceeded.
-            while next_round is not None and not outcome.was_interrupted:
+            while next_round is not None and not outcome.was_interrupted and not outcome.stopped:
                 more, why = next_round(
                     load_run_dir(self.out, allow_mixed_hosts=allow_mixed_hosts).parsed
                 )
@@ -222,8 +228,13 @@ class Matrix:
         eta: EtaModel,
         display: _Display,
         clock: Callable[[], float],
+        deadline: tuple[float, float] | None = None,  # (clock time, budget_s)
     ) -> None:
         for i, cell in enumerate(todo):
+            if deadline is not None and clock() + (eta.estimate(cell) or 0.0) > deadline[0]:
+                outcome.stopped = (f"budget: {_fmt_s(deadline[1])} spent before the planned "
+                                   f"cells finished ({len(todo) - i} not run)")  # fmt: skip
+                return
             display.start(cell, eta.remaining(todo[i:]))
             t0 = clock()
             try:
