@@ -6,11 +6,12 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TFV := $(BIN)/tfvariants
 
-.PHONY: help install compare report bench-decide build-variant _variant-name test test-fast lint clean bench-serve
+.PHONY: help install compare compare-compiled report bench-decide build-variant _variant-name test test-fast lint clean bench-serve
 
 help:
 	@echo "make install         .venv with tfvariants + TensorFlow (tensorflow-cpu 2.21) + dev tools (EXTRAS=all: every extra)"
 	@echo "make compare         install if needed, run the built-in quick compare (mnist_cnn, cifar10_cnn; ~10 min budget), write an HTML report"
+	@echo "make compare-compiled  is TensorFlow compiled for this CPU faster? stock 2.14 vs the compiled builds this CPU can run (compare --preset compiled)"
 	@echo "make bench-decide    simulated false-positive rate and power of the verdicts (fake runner)"
 	@echo "make build-variant NAME=tf-2.18   environment of a requirement-spec variant (cached)"
 	@echo "make build-pip       container image with the stock TensorFlow wheel"
@@ -47,6 +48,11 @@ QUICK_WORKLOADS ?= mnist_cnn,cifar10_cnn
 compare: install
 	$(TFV) compare --quick --workloads $(QUICK_WORKLOADS)
 
+# The compiled-vs-stock question on this CPU: builds the TensorFlow 2.14 environments
+# (stock, intel, intel-avx512) on first use and leaves out what this CPU cannot run.
+compare-compiled: install
+	$(TFV) compare --preset compiled
+
 bench-decide: install
 	PYTHONPATH=. $(BIN)/python benchmarks/decide.py --trials 2000
 
@@ -80,7 +86,7 @@ bench-serve: install
 	PYTHONPATH=. $(BIN)/python benchmarks/serve_ceiling.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .mypy_cache
 
 # Image builds (build-pip, build-compiled, build-gpu) live with the Dockerfiles.
 -include builds/builds.mk

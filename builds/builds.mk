@@ -37,6 +37,23 @@ RUNTIME_IMAGE ?=
 _base_arg = $(if $(strip $(BASE_IMAGE)),--build-arg BASE_IMAGE=$(BASE_IMAGE))
 _runtime_arg = $(if $(strip $(RUNTIME_IMAGE)),--build-arg RUNTIME_IMAGE=$(RUNTIME_IMAGE))
 
+# A compiled wheel instead of a bazel build: a pip spec (intel-tensorflow-avx512==2.14.0)
+# or a local .whl. The image gets the same runtime stage, its ISA check ("counted": the
+# instructions the wheel's census says it requires) and labels; ISA/TF_COPTS are unused.
+# WHEEL_PINS: what the wheel needs beside it (every published compiled wheel is
+# TensorFlow <= 2.14: numpy<2). Such an image is tagged tfvariants/compiled:wheel unless
+# COMPILED_IMAGE says otherwise.
+WHEEL ?=
+WHEEL_PINS ?= numpy<2
+# The compiled build's context, staged: builds/compiled, workloads/isacensus.py (the
+# census check_isa.py uses) and, with WHEEL, the wheel.
+COMPILED_CONTEXT ?= build/compiled-context
+ifneq ($(strip $(WHEEL)),)
+COMPILED_IMAGE := $(if $(filter command line,$(origin COMPILED_IMAGE)),$(COMPILED_IMAGE),tfvariants/compiled:wheel)
+# The wheel's version (name==X.Y.Z, or the second field of a .whl file name): the label.
+WHEEL_VERSION := $(if $(filter %.whl,$(WHEEL)),$(word 2,$(subst -, ,$(notdir $(WHEEL)))),$(lastword $(subst ==, ,$(WHEEL))))
+endif
+
 # Derived by the tested function in tfvariants/variants/isa.py (recursive variables: only
 # evaluated when build-compiled runs, so other targets never call Python for them).
 TF_COPTS = $(shell $(PYTHON) -m tfvariants.variants.isa copts -- '$(ISA)')
@@ -50,8 +67,23 @@ build-pip:
 		-t $(PIP_IMAGE) -f builds/pip/Dockerfile builds/pip
 
 build-compiled:
-	$(if $(strip $(TF_COPTS)),,$(error ISA '$(ISA)' gives no compiler flags: see `$(PYTHON) -m tfvariants.variants.isa copts -- '$(ISA)'`))
+	$(if $(strip $(WHEEL)),,$(if $(strip $(TF_COPTS)),,$(error ISA '$(ISA)' gives no compiler flags: see `$(PYTHON) -m tfvariants.variants.isa copts -- '$(ISA)'`)))
 	$(if $(filter hermetic local,$(TF_COMPILER)),,$(error TF_COMPILER must be hermetic or local, not '$(TF_COMPILER)'))
+	rm -rf $(COMPILED_CONTEXT) && mkdir -p $(COMPILED_CONTEXT)/wheels
+	cp builds/compiled/* workloads/isacensus.py $(COMPILED_CONTEXT)/
+ifneq ($(strip $(WHEEL)),)
+	$(if $(filter %.whl,$(WHEEL)),cp '$(WHEEL)' $(COMPILED_CONTEXT)/wheels/,$(PYTHON) -m pip download --quiet --no-deps --only-binary=:all: --python-version $(PYTHON_VERSION) -d $(COMPILED_CONTEXT)/wheels '$(WHEEL)')
+	$(ENGINE) build $(BUILD_FLAGS) $(_base_arg) $(_runtime_arg) \
+		--build-arg WHEEL_FROM=given-wheel \
+		--build-arg WHEEL_PINS='$(WHEEL_PINS)' \
+		--build-arg TF_VERSION='$(WHEEL_VERSION)' \
+		--build-arg PYTHON_VERSION=$(PYTHON_VERSION) \
+		--build-arg TF_ISA='see the census in /opt/tfvariants-build/isa-check.json' \
+		--build-arg TF_PACKAGE='$(notdir $(WHEEL))' \
+		--build-arg TF_COPTS='(a given wheel: see its census in /opt/tfvariants-build/isa-check.json)' \
+		--build-arg TF_EXPECT_ISA=counted \
+		-t $(COMPILED_IMAGE) -f $(COMPILED_CONTEXT)/Dockerfile $(COMPILED_CONTEXT)
+else
 	$(ENGINE) build $(BUILD_FLAGS) $(_base_arg) $(_runtime_arg) \
 		--build-arg TF_VERSION=$(TF_VERSION) \
 		--build-arg PYTHON_VERSION=$(PYTHON_VERSION) \
@@ -61,7 +93,8 @@ build-compiled:
 		--build-arg TF_EXPECT_ISA='$(TF_EXPECT_ISA)' \
 		--build-arg BAZEL_JOBS=$(BAZEL_JOBS) \
 		--build-arg BAZEL_RAM_MB=$(BAZEL_RAM_MB) \
-		-t $(COMPILED_IMAGE) -f builds/compiled/Dockerfile builds/compiled
+		-t $(COMPILED_IMAGE) -f $(COMPILED_CONTEXT)/Dockerfile $(COMPILED_CONTEXT)
+endif
 
 build-gpu:
 	$(ENGINE) build $(BUILD_FLAGS) $(_base_arg) \

@@ -25,6 +25,20 @@ def _no_real_workers(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyP
         monkeypatch.setenv("TFV_NO_REAL_WORKERS", "1")
 
 
+_REAL = ("tf", "envs", "container", "serve", "ray")
+
+
+@pytest.fixture(autouse=True)
+def _isa_gate_off_in_unit_tests(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The up-front ISA gate imports a variant's TensorFlow once per binary (cached in
+    the user's cache folder): unit tests keep it off; tests/test_isacensus.py turns it
+    on with fakes, marked tests run it for real."""
+    if not any(request.node.get_closest_marker(m) for m in _REAL):
+        monkeypatch.setenv("TFVARIANTS_ISA_GATE", "off")
+
+
 def tf_available() -> bool:
     import importlib.util
 

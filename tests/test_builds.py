@@ -59,7 +59,10 @@ def test_make_build_compiled_passes_derived_copts(level: str, tmp_path: Path) ->
     assert f"--build-arg TF_COPTS='{choice.copts_string}'" in proc.stdout
     assert f"--build-arg TF_EXPECT_ISA='{' '.join(choice.expected)}'" in proc.stdout
     assert "-t tfvariants/compiled:2.21.0" in proc.stdout
-    assert "-f builds/compiled/Dockerfile" in proc.stdout
+    # The context is staged: the Dockerfile's folder plus the census check_isa.py uses.
+    assert "-f build/compiled-context/Dockerfile build/compiled-context" in proc.stdout
+    assert "cp builds/compiled/* workloads/isacensus.py build/compiled-context/" in proc.stdout
+    assert "WHEEL_FROM" not in proc.stdout  # the bazel stage, as before
 
 
 @needs_make
@@ -92,6 +95,40 @@ def test_make_overrides_reach_the_build(tmp_path: Path) -> None:
     assert "--build-arg BASE_IMAGE=localhost/tfvariants-base:bookworm" in out
     assert "--build-arg TF_VERSION=2.20.0" in out
     assert "-t tfvariants/pip:2.20.0" in out
+
+
+@needs_make
+def test_make_build_compiled_from_a_given_wheel(tmp_path: Path) -> None:
+    proc = _make_n("build-compiled", "WHEEL=intel-tensorflow-avx512==2.14.0", tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert (
+        "pip download --quiet --no-deps --only-binary=:all: --python-version 3.11 -d "
+        "build/compiled-context/wheels 'intel-tensorflow-avx512==2.14.0'" in out
+    )
+    assert "--build-arg WHEEL_FROM=given-wheel" in out
+    assert "--build-arg WHEEL_PINS='numpy<2'" in out
+    assert "--build-arg TF_VERSION='2.14.0'" in out
+    assert "--build-arg TF_EXPECT_ISA=counted" in out
+    assert "-t tfvariants/compiled:wheel " in out and "BAZEL_JOBS" not in out
+    # A local wheel file is copied into the context; its version comes from its name.
+    whl = "/tmp/x/intel_tensorflow-2.13.0-cp311-cp311-manylinux_2_17_x86_64.whl"
+    proc = _make_n("build-compiled", f"WHEEL={whl}", "COMPILED_IMAGE=local/c:1", tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert f"cp '{whl}' build/compiled-context/wheels/" in proc.stdout
+    assert "--build-arg TF_VERSION='2.13.0'" in proc.stdout and "-t local/c:1 " in proc.stdout
+    # ISA is not needed then: a bogus one does not stop a wheel build.
+    assert _make_n("build-compiled", f"WHEEL={whl}", "ISA=bogus", tmp_path=tmp_path).returncode == 0
+
+
+def test_compiled_dockerfile_takes_a_given_wheel() -> None:
+    text = (BUILDS / "compiled" / "Dockerfile").read_text()
+    assert "ARG WHEEL_FROM=bazel-wheel" in text.split("\nFROM ", 1)[0]  # global: usable in FROM
+    assert "FROM ${BASE_IMAGE} AS bazel-wheel" in text
+    assert "FROM ${BASE_IMAGE} AS given-wheel" in text
+    assert "FROM ${WHEEL_FROM} AS wheel" in text
+    assert "--only libtensorflow_framework" in text
+    assert "COPY check_isa.py isacensus.py /opt/tfvariants-build/" in text
 
 
 @needs_make

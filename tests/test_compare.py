@@ -1,5 +1,6 @@
 import json
 import os
+import re
 
 import pytest
 import resultfactory as rf
@@ -17,7 +18,7 @@ def _no_onednn_probe(request, monkeypatch):
         monkeypatch.setattr(compare, "probe_variants", _fake_probe)
 
 
-def _fake_probe(info, objs, probe):
+def _fake_probe(info, objs, probe, count_isa=False):
     for name in objs:
         info.setdefault(name, {})["onednn"] = {"isa": "fake", "noop": [], "changes": []}
 
@@ -108,7 +109,7 @@ def test_quick_compare_end_to_end_with_a_fake_runner(tmp_path, monkeypatch, caps
     options = fake.calls[0][1]
     spec = registry.load("mnist_mlp").SPEC  # the workload's quick scale, the quick window
     assert (options.epochs, options.samples) == (None, spec["quick_samples"])
-    assert (options.min_steady_s, options.min_steady_steps) == (5.0, 50)
+    assert (options.min_steady_s, options.min_steady_steps) == (10.0, 50)
     run = json.loads((tmp_path / "results/q/run.json").read_text())
     assert run["variants"] == ["local"] and run["threads"] == [1, 2] and run["options"]["quick"]
     assert run["adaptive"]["budget_s"] == 600 and run["adaptive"]["looks"] == [5, 10, 15, 20]
@@ -300,3 +301,90 @@ def test_next_round_uses_the_reports_baseline_which_is_never_oversubscribed_by_c
     # With the oversubscribed local@8 as baseline both pairs would be decided already.
     assert {(c.threads, c.repeat) for c in cells} == {(1, 5), (2, 5)}
     assert why.startswith("1 comparison(s) undecided")
+
+
+class VariantSpeedRunCell(FakeRunCell):
+    """Times that depend on the variant: the AVX-512 build 25 % faster, the rest equal."""
+
+    def __call__(self, cell, variant, options, cells_dir):
+        self.calls.append((cell.cell_id, options))
+        factor = 0.75 if cell.variant == "intel-avx512-2.14" else 1.0
+        r = rf.make_result(cell.variant, cell.threads, cell.workload, cell.repeat,
+                           steady_epoch_s=2.0 * factor, noise=0.01)  # fmt: skip
+        (cells_dir / f"{cell.cell_id}.json").write_text(json.dumps(r))
+        return r
+
+
+@pytest.mark.parametrize("host", ["avx2", "avx512"])
+def test_compiled_preset_picks_what_this_cpu_can_run_and_opens_with_the_answer(
+    host, tmp_path, monkeypatch, capsys
+):
+    import tfvariants.variants as variants_pkg
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("tfvariants.plan.spec.logical_cpus", lambda: 2)
+    built = []
+    monkeypatch.setattr(variants_pkg, "ensure_built", lambda v, log: built.append(v.name))
+    lacks = "its TensorFlow is compiled for AVX512, which this CPU lacks (fake census)"
+    monkeypatch.setattr(
+        variants_pkg, "skip_reason",
+        lambda v: lacks if host == "avx2" and v.name == "intel-avx512-2.14" else None,
+    )  # fmt: skip
+    monkeypatch.setattr(compare, "ready_variants", lambda objs, engine: objs)
+    fake = VariantSpeedRunCell()
+    monkeypatch.setattr(runner, "run_cell", fake)
+    code = main(["compare", "--preset", "compiled", "--repeats", "5",
+                 "--out", "results/c"])  # fmt: skip
+    assert code == 0
+    assert built == ["tf-2.14", "intel-2.14", "intel-avx512-2.14"]  # built before the gate
+    run = json.loads((tmp_path / "results/c/run.json").read_text())
+    compiled = ["intel-2.14"] + (["intel-avx512-2.14"] if host == "avx512" else [])
+    assert run["variants"] == ["tf-2.14", *compiled, "local", "isa-sse41", "isa-avx2"]
+    assert run["workloads"] == ["mnist_cnn", "cifar10_cnn"] and run["threads"] == [2]
+    preset = run["options"]["preset"]
+    assert preset["name"] == "compiled" and preset["stock"] == "tf-2.14"
+    assert {c.split("__")[1] for c, _ in fake.calls} == set(run["variants"])
+    out = capsys.readouterr().out
+    first = out.splitlines()[0]
+    if host == "avx512":
+        assert "a compiled build differed from the stock wheel tf-2.14 (decided)" in first
+        assert re.search(r"mnist_cnn: intel-avx512-2.14@2 was 1.3\dx faster than tf-2.14@2", out)
+        assert "intel-2.14@2 and tf-2.14@2 were equivalent" in out
+    else:
+        assert "no compiled build differed from the stock wheel tf-2.14 by more than 5%" in first
+        assert f"intel-avx512-2.14 was not run: {lacks}." in out
+    assert "The 2017 study" in out and "30-40 % faster" in out
+    html = (tmp_path / "reports/c/index.html").read_text()
+    assert "Compiled vs stock on this CPU" in html
+    assert html.index("Compiled vs stock on this CPU") < html.index("<h2>Summary</h2>")
+
+
+def test_the_first_look_plans_the_steady_window_of_the_later_rounds():
+    from tfvariants.analyze import adaptive
+    from tfvariants.commands import rounds
+    from tfvariants.commands.matrix_args import run_options_for
+    from tfvariants.plan.spec import MatrixSpec
+
+    options = {"plan_window": True, "min_steady_s": 10.0, "min_steady_steps": 50}
+    spec = MatrixSpec(("local",), (1, 2), ("mnist_cnn",), 5, options,
+                      {"local": {"kind": "local", "device": "cpu"}})  # fmt: skip
+    stored = {}
+    for r in range(5):
+        for t in (1, 2):
+            res = rf.make_result("local", t, "mnist_cnn", r, steady_epoch_s=2.0, noise=0.3)
+            # processes differ (noise 0.3 between cells), windows inside one agree
+            step = res["timing"]["steady_epoch_s"] / 100
+            res["timing"].update(steady_windows_s=[step] * 5, steady_s=1.0)
+            stored[f"mnist_cnn__local__t{t}__r{r}"] = res
+    hook = rounds.make_next_round(spec, adaptive.stopping_rule(5), baseline=None,
+                                  min_effect=0.05, confidence=0.95)  # fmt: skip
+    hook(rf.typed(stored))
+    plan = spec.options["window_plan"]
+    assert plan["from_repeat"] == 5 and plan["min_steady_s"] == 3.0
+    assert "more repeats" in plan["reason"] and plan["components"]["cells"] == 10
+    assert run_options_for(spec, "mnist_cnn", 4).min_steady_s == 10.0  # the first rounds
+    assert run_options_for(spec, "mnist_cnn", 5).min_steady_s == 3.0
+    spec.options["plan_window"] = False  # --min-steady-s given: the user's window stays
+    del spec.options["window_plan"]
+    hook(rf.typed(stored))
+    assert "window_plan" not in spec.options

@@ -23,6 +23,8 @@ pytestmark = pytest.mark.envs
 @pytest.fixture
 def envs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv(envbuild.ENVS_VAR, str(tmp_path / "envs"))
+    # These environments hold six, not a backend: the import check has its own test.
+    monkeypatch.setattr(envbuild, "import_check", lambda python, backend, env: "not checked")
     return tmp_path / "envs"
 
 
@@ -88,3 +90,21 @@ def test_build_command_and_failure(
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith("tfvariants: error: variant 'broken': building its environment:")
     assert variants.get_variant("broken", toml).readiness()[0] is False
+
+
+def test_import_check_fails_the_build_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A requirements variant whose specs lack its backend: the build fails with the
+    # import's own message, and leaves no environment that looks built.
+    monkeypatch.setenv(envbuild.ENVS_VAR, str(tmp_path / "envs"))
+    variant = _variant("six==1.17.0")
+    with pytest.raises(variants.UserError) as caught:
+        envbuild.build(variant, lambda line: None)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.endswith(
+        "importing tensorflow in the new environment failed: "
+        "ModuleNotFoundError: No module named 'tensorflow'"
+    )
+    assert variant.readiness()[0] is False

@@ -126,7 +126,7 @@ def test_user_catalog_file(tmp_path):
         (GOOD.replace('as_of = "2026-01"', 'as_of = "jan"'), r"as_of: expected YYYY-MM"),
         (GOOD.replace('rule = "per_hour"', 'rule = "per_fortnight"'), r"field 'billing.rule'"),
         (GOOD.replace('source = "me"', ""), r"field 'source'"),
-        (GOOD.replace("on_demand = 1.0", "spotty = 1.0"), r"unknown field\(s\) spotty"),
+        (GOOD.replace("on_demand = 1.0", "spotty = 1.0"), "unknown field 'spotty'"),
     ],
 )
 def test_malformed_catalogs_name_file_and_field(tmp_path, text, message):
@@ -136,3 +136,33 @@ def test_malformed_catalogs_name_file_and_field(tmp_path, text, message):
         load_catalog(str(f))
     assert str(f) in str(exc.value)
     assert "\n" not in str(exc.value)
+
+
+def test_every_amount_is_in_the_catalogs_currency(tmp_path, monkeypatch, capsys):
+    """A EUR catalog is billed in EUR: report, conclusions, CSV (never as "$")."""
+    import csv
+    import re
+
+    import resultfactory as rf
+
+    from tfvariants.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    results = [
+        rf.make_result("local", t, "mnist_mlp", r, steady_epoch_s=2.0 / t, noise=0.02)
+        for r in range(4)
+        for t in (1, 2)
+    ]
+    rf.write_results(tmp_path / "R", results)
+    (tmp_path / "eur.toml").write_text(
+        GOOD.replace('source = "me"', 'source = "me"\ncurrency = "EUR"')
+    )
+    argv = ["report", "R", "-o", "out.html", "--csv", "out.csv", "--pricing", "eur.toml",
+            "--instance", "local=big"]  # fmt: skip
+    assert main(argv) == 0
+    html = (tmp_path / "out.html").read_text()
+    assert re.search(r"\d EUR", html) and not re.search(r"\$\s?\d", html)
+    rows = list(csv.DictReader((tmp_path / "out.csv").open()))
+    assert {r["currency"] for r in rows} == {"EUR"}
+    out = capsys.readouterr().out
+    assert re.search(r"Cheapest: .* at [\d.]+ EUR per full training run", out), out

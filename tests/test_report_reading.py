@@ -132,7 +132,7 @@ def _two_configs(tmp_path, slow_s, noise):
 def test_fastest_and_cheapest_only_when_decided(tmp_path):
     (w,) = _two_configs(tmp_path / "a", 2.0, 0.2).workloads  # same mean, noisy: undecided
     text = " ".join(w.conclusions)
-    assert "was the fastest" not in text and "local@2 had the shortest median time" in text
+    assert "was the fastest" not in text and "local@2 had the shortest estimated time" in text
     # the baseline is also the cheapest: it is compared with the next cheapest, not just named
     cheapest = next(c for c in w.conclusions if c.startswith("Cheapest:"))
     assert "against the next cheapest: local@2 vs local@1: undecided (cost ratio" in cheapest
@@ -262,3 +262,32 @@ def test_unstable_warning_names_the_farthest_repeat_and_its_interference(tmp_pat
     text = " ".join(w.message for w in analyze(folder).warnings if w.kind == "unstable")
     assert "farthest repeat (r3)" in text
     assert "other processes used 47% of its pinned CPUs" in text
+
+
+def test_fastest_and_its_ratio_come_from_one_estimator():
+    """The baseline has the shorter median, but the ratio (Hodges-Lehmann) favours the
+    other: the summary must not call the baseline fastest while quoting that ratio."""
+    from statistics import median
+
+    from tfvariants.analyze import stats
+    from tfvariants.analyze.conclusions import conclude
+    from tfvariants.analyze.groups import Group, WorkloadReport
+
+    def group(variant: str, times: list[float]) -> Group:
+        m = median(times)
+        return Group("mnist_cnn", variant, 2, time=stats.Interval(m, m, m, "exact", len(times)),
+                     times=times)  # fmt: skip
+
+    stock = group("tf-2.14", [1.0, 1.0, 1.0, 3.0, 3.0])
+    intel = group("intel-2.14", [1.1, 1.1, 1.1, 0.5, 0.5])
+    assert stock.time.value < intel.time.value  # by median the baseline leads
+    intel.time_cmp = stats.compare(intel.times, stock.times, min_effect=0.05)
+    one = stats.Interval(1.0, 1.0, 1.0, "exact", 5)
+    stock.time_cmp = stats.Comparison(one, "baseline", min_effect=0.05)
+    assert intel.time_cmp.ratio.value < 1  # ... by the ratio the other does
+    wr = WorkloadReport("mnist_cnn", [stock, intel], baseline=stock)
+    conclude(wr, "tf-2.14@2", 2, None)
+    assert wr.fastest is intel
+    text = " ".join(wr.conclusions)
+    assert "the baseline tf-2.14@2 had the shortest" not in text
+    assert "intel-2.14@2" in wr.conclusions[0]

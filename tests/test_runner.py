@@ -200,3 +200,12 @@ def test_runner_records_this_hosts_id_over_a_containers(tmp_path):
     stored = load_result(path)
     assert stored["runner"]["host_id"] == host_id() != "c0ffee"
     assert host_of(stored) == host_id()
+
+
+def test_a_sigill_that_still_happens_is_named_as_such(tmp_path):
+    # The up-front gate cannot see everything (an image, an op only some models reach).
+    result, _ = run(tmp_path, "os.kill(os.getpid(), 4)\n")
+    assert result["status"] == "failed"
+    assert result["reason"].startswith("worker killed by SIGILL: the variant's binary used an "
+                                       "instruction this CPU lacks")  # fmt: skip
+    assert "rerunning will not help" in result["reason"]

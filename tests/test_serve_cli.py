@@ -85,7 +85,8 @@ FAST = ["--threads", "1", "--repeats", "1", "--min-duration", "0.2s", "--max-dur
 def test_noop_model_in_process_and_over_http(tmp_path):
     out, report = tmp_path / "res", tmp_path / "rep" / "index.html"
     code = main(["serve", "--models", "noop", "--scenarios", "concurrency", "--concurrency", "1,2",
-                 "--path", "inprocess,http", *FAST, "--out", str(out), "--report", str(report)])  # fmt: skip
+                 "--path", "inprocess,http", *FAST, "--out", str(out), "--report", str(report),
+                 "--csv", str(tmp_path / "rep" / "serving.csv")])  # fmt: skip
     assert code == 0
     cells = sorted((out / "cells").glob("*.json"))
     assert len(cells) == 4
@@ -118,6 +119,8 @@ def test_noop_model_in_process_and_over_http(tmp_path):
                                           ("malformed", "malformed JSON reply")])  # fmt: skip
 def test_broken_target_gives_failed_cells_with_reasons(mode, words, tmp_path):
     out = tmp_path / "res"
+    (tmp_path / "rep").mkdir()
+    (tmp_path / "rep" / "serving.csv").write_text("the user's own file")  # never clobbered
     with broken_server(mode, error="out of memory") as url:
         code = main(["serve", "--models", "noop", "--target", url, "--scenarios", "concurrency",
                      "--concurrency", "2", *FAST, "--out", str(out),
@@ -128,6 +131,7 @@ def test_broken_target_gives_failed_cells_with_reasons(mode, words, tmp_path):
     assert r["status"] == "failed" and words in r["reason"]
     assert r["cell"]["path"] == "target"
     assert words in (tmp_path / "rep" / "index.html").read_text()
+    assert (tmp_path / "rep" / "serving.csv").read_text() == "the user's own file"
 
 
 def test_missing_loadgen_stops_before_the_sweep(tmp_path, monkeypatch, capsys):

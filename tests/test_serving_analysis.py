@@ -300,3 +300,20 @@ def test_without_a_point_within_the_bound_threads_are_compared_at_saturation(tmp
     assert "3.00x faster" in line and "decided" in line
     ((a, b, cmp),) = watched(rep)  # the adaptive rounds watch the same comparison
     assert (a.threads, b.threads) == (1, 2) and cmp.verdict == "different"
+
+
+def test_serving_costs_are_in_the_catalogs_currency(tmp_path):
+    import re
+
+    from tfvariants.analyze.pricing import CATALOG_DIR
+    from tfvariants.render.html import write_report
+
+    d = _serving_run(tmp_path / "res")
+    eur = tmp_path / "gce-eur.toml"
+    text = (CATALOG_DIR / "gce-2017.toml").read_text()
+    eur.write_text(text.replace('currency = "USD"', 'currency = "EUR"'))
+    html_path = tmp_path / "index.html"
+    sa = write_report(d, html_path, pricing=parse_pricing_option(str(eur))).serving
+    html = html_path.read_text()
+    assert "EUR per million predictions" in html and not re.search(r"\$\s?\d", html)
+    assert any(re.search(r"[\d.]+ EUR per million", c) for m in sa.models for c in m.conclusions)

@@ -314,3 +314,18 @@ def test_compare_rounds_pairs_when_noise_differs_and_says_when_too_few():
     few = stats.compare_rounds(dict(list(base.items())[:5]), other, looks=4, method="paired")
     assert few.verdict == "undecided" and "too few" in few.reasons[0] and few.more_repeats >= 1
     assert stats.smallest_decidable_n(0.05, paired=True) == 6  # 2/64 <= 0.05 < 2/32
+
+
+def test_auto_keeps_first_look_decisions_when_pairing_cannot_decide_yet():
+    """5 rounds at 98.75 % have no paired interval: auto pairs there only for clearly
+    unequal noise, so a clear 2x difference at 2 % noise is still decided at once."""
+    rng = random.Random(8)
+    decided = 0
+    for _ in range(200):
+        base = {r: 2.0 * math.exp(rng.gauss(0, 0.02)) for r in range(5)}
+        other = {r: 4.0 * math.exp(rng.gauss(0, 0.02)) for r in range(5)}
+        decided += stats.compare_rounds(base, other, looks=4).verdict == "different"
+    assert decided >= 180
+    wild = {r: 10 * math.exp(g) for r, g in enumerate((-0.6, 0.5, 0.1, -0.3, 0.7))}
+    calm = {r: 10 * math.exp(g) for r, g in enumerate((-0.02, 0.01, 0.0, 0.02, -0.01))}
+    assert stats.compare_rounds(wild, calm, looks=4).ratio.method == "paired"

@@ -74,3 +74,14 @@ def test_cpu_usage_separates_this_process_from_other_load():
     assert u["others_share"] == pytest.approx((15.0 - 6.0) / 20.0)
     # unreadable /proc/stat: the shares are simply left out
     assert "others_share" not in cpuload.usage({**before, "stat": {}}, after, [0, 1])
+
+
+def test_window_means_cut_equal_step_counts_and_average_to_the_cell_mean():
+    steady_steps = [0.1] * 7 + [0.3] * 3
+    means = steady.window_means(steady_steps, 5)
+    assert means == pytest.approx([0.1, 0.1, 0.1, 0.2, 0.3])
+    assert sum(means) / len(means) == pytest.approx(sum(steady_steps) / len(steady_steps))
+    assert steady.window_means([0.2, 0.4], 5) == pytest.approx([0.2, 0.4])  # fewer steps
+    assert steady.window_means([], 5) == []
+    state = steady.analyse([2.0] + [0.1] * 100)
+    assert state.to_json()["steady_windows_s"] == pytest.approx([0.1] * steady.WINDOWS)

@@ -204,3 +204,45 @@ def test_a_serving_result_is_typed_too():
     assert sr.throughput_per_s == 120.0 and sr.percentiles_ms["p99_ms"] == 8.5
     assert sr.shared_cpus and sr.server_cpus == (0, 1)
     assert sr.cell_id.endswith("__local__t2__r1")
+
+
+def test_a_clear_difference_is_decided_at_the_first_look_of_five_rounds():
+    # 2x at 2 % noise, 5 rounds, 4 looks: decided now (the reason ROUND_METHOD is not
+    # "auto", whose paired interval needs 8 rounds at this level).
+    from tfvariants.analyze import verdicts
+
+    stored = {}
+    for rep in range(5):
+        for t, epoch_s in ((1, 4.0), (2, 2.0)):
+            r = _cell("local", t, "mnist_cnn", rep, epoch_s, noise=0.02)
+            stored[rf.cell_id(r)] = r
+    values = round_values(
+        r for r in parse_results({}, stored).values() if isinstance(r, CellResult)
+    )
+    keys = [ConfigKey("mnist_cnn", "local", 1), ConfigKey("mnist_cnn", "local", 2)]
+    wv = workload_verdicts(keys, values, Settings(looks=4), devices={"local": "cpu"},
+                           variant_order=["local"])  # fmt: skip
+    assert wv.baseline == keys[1]
+    cmp = wv.verdicts[keys[0]].comparison
+    assert cmp is not None and cmp.verdict == "different", verdicts.ROUND_METHOD
+
+
+def test_a_configuration_with_every_repeat_disturbed_stays_open_not_decided(tmp_path):
+    # Every a@1 repeat ran while others used the CPUs: there is nothing to compare yet,
+    # so the rounds must keep it running (not report "every comparison was decided"),
+    # and the report says why it has no ratio.
+    results = []
+    for rep in range(5):
+        results.append(_cell("a", 2, "mnist_cnn", rep, 2.0, noise=0.02))
+        results.append(_cell("a", 1, "mnist_cnn", rep, 3.0, noise=0.02, others=0.7))
+    run = _run(("a",), (1, 2), ("mnist_cnn",), 5)
+    folder = rf.write_results(tmp_path / "run", results, run)
+    a, look = _report_and_rounds(folder, run)
+    (verdict,) = look.verdicts[0].verdicts.values()
+    assert verdict.comparison is None and verdict.open and verdict.rounds == ()
+    cells, why = rounds.make_next_round(_spec(run), RULE, baseline=None, min_effect=0.05,
+                                        confidence=0.95)(load_run_dir(folder).parsed)  # fmt: skip
+    assert {(c.threads, c.repeat) for c in cells} == {(1, 5), (2, 5)}
+    assert why.startswith("1 comparison(s) undecided")
+    g = next(g for g in a.workloads[0].groups if g.threads == 1)
+    assert g.time_cmp is None and "no common undisturbed round with the baseline" in g.flags

@@ -74,6 +74,9 @@ def test_steady_window_stops_training_and_projects_the_full_schedule(tmp_path):
                            "mode": "steady-window"}  # fmt: skip
     assert t["steady_steps"] >= 30 and t["steady_s"] >= 1.0 and t["warmup_steps"] >= 1
     assert s["ran_steps"] < s["full_steps"]  # stopped long before 20 epochs of 60k samples
+    assert s["ran_epochs"] >= 2  # the time between epochs is measured on a later epoch
+    assert len(t["steady_windows_s"]) == 5
+    assert min(t["steady_windows_s"]) <= t["steady_step_s"] <= max(t["steady_windows_s"])
     lo, hi = s["projected_full_ci_s"]
     assert 0 < lo < s["projected_full_s"] < hi < 3 * lo  # an interval, not 0.5 s - 30 min
     assert 0 < res["cpu"]["utilisation"] <= 1.5 and res["cpu"]["cpus_pinned"] == 1

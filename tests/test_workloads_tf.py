@@ -130,16 +130,33 @@ MARGIN = {
 }
 
 
+# Both Keras generations: Keras 3 (this interpreter's TensorFlow 2.21) and Keras 2
+# (tf.keras of TensorFlow 2.14: the compiled-vs-stock recipes' release; its environment
+# is built from the package index, hence `envs`).
+KERAS = [
+    pytest.param("local", "3", id="keras3"),
+    pytest.param("tf-2.14", "2", id="keras2", marks=pytest.mark.envs),
+]
+
+
+def _keras_ran(res: dict) -> str:
+    """The Keras major version a cell recorded."""
+    return res["environment"]["backend"]["keras_version"].split(".")[0]
+
+
+@pytest.mark.parametrize(("variant", "keras_major"), KERAS)
 @pytest.mark.parametrize("name", list(MARGIN))
-def test_quick_run_learns_above_chance(tmp_path, name):
+def test_quick_run_learns_above_chance(tmp_path, name, variant, keras_major):
     from tfvariants.store.result import load_result
 
     spec = importlib.import_module(f"workloads.{name}").SPEC
     proc = cli("run", name, "--threads", "2", "--epochs", str(spec["quick_epochs"]),
-               "--samples", str(spec["quick_samples"]), "--out", str(tmp_path))  # fmt: skip
+               "--samples", str(spec["quick_samples"]), "--out", str(tmp_path),
+               "--variant", variant)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
-    res = load_result(tmp_path / "cells" / f"{name}__local__t2__r0.json")
-    assert res["status"] == "ok"
+    res = load_result(tmp_path / "cells" / f"{name}__{variant}__t2__r0.json")
+    assert res["status"] == "ok", res.get("reason")
+    assert _keras_ran(res) == keras_major
     metrics = res["metrics"]
     accuracy = metrics.get("val_accuracy") or metrics["accuracy"]
     assert accuracy > spec["chance_accuracy"] + MARGIN[name], metrics
@@ -150,11 +167,13 @@ def test_quick_run_learns_above_chance(tmp_path, name):
     assert res["schedule"]["full_samples"] == spec["train_samples"]
 
 
-def test_documented_example_runs_through_the_cli(tmp_path):
+@pytest.mark.parametrize(("variant", "keras_major"), KERAS)
+def test_documented_example_runs_through_the_cli(tmp_path, variant, keras_major):
     from tfvariants.store.result import load_result
 
     proc = cli("run", str(EXAMPLE), "--threads", "1", "--epochs", "2", "--samples", "1024",
-               "--out", str(tmp_path))  # fmt: skip
+               "--out", str(tmp_path), "--variant", variant)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
-    res = load_result(tmp_path / "cells" / "my_workload__local__t1__r0.json")
+    res = load_result(tmp_path / "cells" / f"my_workload__{variant}__t1__r0.json")
     assert res["status"] == "ok" and res["metrics"]["val_accuracy"] > 0.5
+    assert _keras_ran(res) == keras_major

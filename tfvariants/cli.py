@@ -14,7 +14,7 @@ import sys
 from typing import NoReturn
 
 from tfvariants import __version__
-from tfvariants.errors import UserError
+from tfvariants.errors import UserError, one_line
 from tfvariants.store import lock
 
 # Order is the order shown in --help.
@@ -23,7 +23,7 @@ COMMANDS = ["env", "run", "variants", "compare", "serve", "report", "prices"]
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line + exit 2, like UserError
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        self.exit(2, f"{self.prog}: error: {one_line(message)}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except UserError as exc:
-        print(f"tfvariants: error: {exc}", file=sys.stderr)
+        print(f"tfvariants: error: {one_line(exc)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("tfvariants: interrupted", file=sys.stderr)

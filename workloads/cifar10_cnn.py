@@ -23,7 +23,7 @@ SPEC = {
     "epochs": 20,
     "train_samples": 50000,
     "chance_accuracy": 0.1,
-    "quick_samples": 1600,
+    "quick_samples": 3200,
     "quick_epochs": 2,
 }
 

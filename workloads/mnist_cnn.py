@@ -17,7 +17,7 @@ SPEC = {
     "epochs": 12,
     "train_samples": 60000,
     "chance_accuracy": 0.1,
-    "quick_samples": 1920,
+    "quick_samples": 7680,
     "quick_epochs": 2,
 }
 

@@ -11,6 +11,12 @@
 * The within-cell interval of the mean step time uses batch means (consecutive steps are
   correlated, so steps are averaged in 10 batches) with a Student t quantile computed,
   not looked up.
+* The steady steps are also cut into K consecutive windows of equal step counts, and
+  each window's mean is recorded: the host compares the variance between these windows
+  (within one process) with the variance between processes to choose how long the next
+  cells' steady window should be (Kalibera & Jones 2013; tfvariants.analyze.windows).
+  The cell's statistic stays ONE number per process (the mean of all its steady steps),
+  so repeats stay independent.
 * The full schedule is projected as warm-up time + mean steady step x the remaining
   steps + the measured time between epochs (validation, callbacks), with the same
   interval carried through (the warm-up is measured, not estimated).
@@ -27,6 +33,7 @@ from typing import Any
 MSER_BATCH = 5
 CI_BATCHES = 10
 CONFIDENCE = 0.95
+WINDOWS = 5  # sub-windows of the steady window whose means are recorded
 
 
 def warmup_steps(steps: Sequence[float], batch: int = MSER_BATCH) -> int:
@@ -137,6 +144,20 @@ def batch_means_interval(
     return centre - half, centre + half
 
 
+def window_means(steady: Sequence[float], count: int = WINDOWS) -> list[float]:
+    """Mean step time of ``count`` consecutive windows of (nearly) equal step counts.
+
+    Equal step counts, not equal seconds: cutting by time would put fewer steps in the
+    windows with slow steps, and the windows' means would no longer average to the
+    cell's mean."""
+    n = len(steady)
+    count = min(count, n)
+    if count < 1:
+        return []
+    bounds = [round(i * n / count) for i in range(count + 1)]
+    return [statistics.fmean(steady[a:b]) for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
 @dataclass(frozen=True)
 class SteadyState:
     warmup_steps: int
@@ -146,6 +167,7 @@ class SteadyState:
     step_mean_s: float | None
     step_median_s: float | None
     step_ci_s: tuple[float, float] | None
+    window_means_s: tuple[float, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -158,10 +180,11 @@ class SteadyState:
             "steady_step_median_s": self.step_median_s,
             "steady_step_ci_s": list(self.step_ci_s) if self.step_ci_s else None,
             "steady_step_ci_method": f"batch means ({CI_BATCHES} batches), t {CONFIDENCE:.0%}",
+            "steady_windows_s": list(self.window_means_s),
         }
 
 
-def analyse(steps: Sequence[float]) -> SteadyState:
+def analyse(steps: Sequence[float], windows: int = WINDOWS) -> SteadyState:
     d = warmup_steps(steps)
     steady = list(steps[d:])
     return SteadyState(
@@ -172,6 +195,7 @@ def analyse(steps: Sequence[float]) -> SteadyState:
         step_mean_s=statistics.fmean(steady) if steady else None,
         step_median_s=statistics.median(steady) if steady else None,
         step_ci_s=batch_means_interval(steady),
+        window_means_s=tuple(window_means(steady, windows)),
     )
 
 

@@ -36,6 +36,8 @@ from workloads.protocol import (
 
 # Cap on recorded per-step samples: enough for distributions, small enough to read.
 MAX_STEP_SAMPLES = 2000
+# Steady-window mode trains into a second epoch at least (see make_timer).
+MIN_EPOCHS = 2
 
 
 def _now() -> str:
@@ -76,7 +78,7 @@ def make_timer(keras: Any, stop_when: Any = None) -> Any:
     class EpochStepTimer(keras.callbacks.Callback):
         """Monotonic wall time of every epoch, its training phase, and every step;
         stops training once ``stop_when(all step times)`` is true (checked every 10
-        steps: the check is O(steps))."""
+        steps: the check is O(steps)), but not before the second epoch."""
 
         def __init__(self) -> None:
             super().__init__()
@@ -107,7 +109,10 @@ def make_timer(keras: Any, stop_when: Any = None) -> Any:
             self._last_train_end = end
             self.steps[-1].append(end - start)
             self.all_steps.append(self.steps[-1][-1])
-            if stop_when is not None and len(self.all_steps) % 10 == 0:
+            # Never stop in the first epoch: the time between epochs (start-up,
+            # validation) is projected from a later one, without the first's tracing.
+            in_later_epoch = len(self.steps) >= MIN_EPOCHS
+            if stop_when is not None and in_later_epoch and len(self.all_steps) % 10 == 0:
                 if stop_when(self.all_steps):
                     self.model.stop_training = True
                     self.stopped_early = True

@@ -9,12 +9,19 @@ Two checks, standard library only (tested from tests/):
    off, or a TensorFlow that no longer logs it), unless the machine-code counts below
    confirm every requested instruction. (tf.sysconfig.get_build_info() has no compiler
    flags for CPU builds: the guard log and the code itself are the sources of truth.)
-2. ``--objdump PATH`` counts, with ``objdump -d``, the instructions that use ymm (AVX)
-   and zmm (AVX-512) registers and the FMA instructions (vfmadd*) in the shared objects of
-   a wheel, folder or .so; ``--reference PATH`` does the same for the stock wheel, side
-   by side. The stock wheel already holds run-time-dispatched AVX-512 code (its
-   libtensorflow_cc.so.2 alone: ~46,000 zmm), so counts compare builds; they do not prove
-   a flag on their own. objdump on libtensorflow_cc.so.2 takes about 1.5 minutes.
+2. ``--objdump PATH`` takes the instruction census of the shared objects of a wheel,
+   folder or .so (workloads/isacensus.py: the one implementation, shared with
+   ``tfvariants variants census``; copied next to this file in an image build): the
+   ymm/zmm/vfmadd counts, and per extension (SSE4/AVX/AVX2/FMA/AVX-512) the instructions
+   inside kernels dispatched at run time (function names carrying an ISA) and in the
+   rest, which is what the binary requires. ``--reference PATH`` does the same for the
+   stock wheel, side by side; ``--only NAME`` keeps the shared objects whose name
+   contains NAME (``libtensorflow_framework``: ~45 MB, under a minute; the whole
+   TensorFlow 2.14 wheel: ~11 minutes on 2 cores).
+
+``--expect`` fails when this CPU lacks a requested instruction (the guard never lists
+what the CPU itself lacks, so it cannot confirm it) and when the import dies (SIGILL is
+named as such).
 
 usage: python check_isa.py --expect "AVX2 FMA" [--objdump /wheels/x.whl --reference stock.whl]
 """
@@ -25,12 +32,18 @@ import argparse
 import json
 import os
 import re
-import shutil
+import signal
 import subprocess
 import sys
-import tempfile
 import zipfile
 from pathlib import Path
+
+try:  # in the repository: workloads/ is two folders up
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from workloads import isacensus
+except ImportError:  # in an image build: copied next to this file
+    sys.path[0] = str(Path(__file__).resolve().parent)
+    import isacensus  # type: ignore[no-redef]
 
 # Every wording TensorFlow has used (newest first). Each captures a list of names.
 _MISSING_PATTERNS = [
@@ -51,14 +64,15 @@ _MISSING_PATTERNS = [
 # The reverse problem: the binary uses instructions this CPU lacks (TF aborts).
 _UNAVAILABLE = re.compile(r"compiled to use ([A-Z0-9_.]+) instructions, but these aren't available")
 
-# What objdump (AT&T syntax) shows for each counted kind of instruction.
-_COUNTED = {
-    "ymm": re.compile(r"%ymm\d"),
-    "zmm": re.compile(r"%zmm\d"),
-    "vfmadd": re.compile(r"\svfn?madd\w*"),
-}
-# A requested instruction the counts can confirm, and the count that must be non-zero.
-_CONFIRMS = {"AVX": "ymm", "AVX2": "ymm", "FMA": "vfmadd", "AVX512F": "zmm"}
+_COUNTED = isacensus.RAW
+# A requested instruction the census can confirm: the extension the built code must
+# use outside run-time-dispatched kernels.
+_CONFIRMS = {"AVX": "AVX", "AVX2": "AVX2", "FMA": "FMA", "AVX512F": "AVX512"}
+# The same, from the raw counts of an older counts file (no census in it).
+# The guard's names for each census extension (what --expect counted asks for).
+_GUARD_NAMES = {"SSE4": ["SSE4.1", "SSE4.2"], "AVX": ["AVX"], "AVX2": ["AVX2"],
+                "FMA": ["FMA"], "AVX512": ["AVX512F"]}  # fmt: skip
+_CONFIRMS_RAW = {"AVX": "ymm", "AVX2": "ymm", "FMA": "vfmadd", "AVX512F": "zmm"}
 
 
 def missing_instructions(log: str) -> list[str]:
@@ -81,15 +95,32 @@ def has_guard_line(log: str) -> bool:
     return "cpu_feature_guard" in log or bool(missing_instructions(log))
 
 
+def _uses(counts: dict | None, name: str) -> bool:
+    """Whether counted code uses a requested instruction (the census' required set,
+    else the raw count of an older counts file)."""
+    if not counts or name not in _CONFIRMS:
+        return False
+    census = counts.get("isa")
+    if census is not None:
+        return _CONFIRMS[name] in census.get("required", [])
+    return counts.get("total", {}).get(_CONFIRMS_RAW[name], 0) > 0
+
+
 def confirmed_by_counts(expected: list[str], counts: dict | None) -> list[str] | None:
     """The requested instructions the machine-code counts confirm, or None when some
     requested instruction is not confirmable or not found."""
     if not counts or expected == ["ALL"]:
         return None
-    total = counts.get("total", {})
-    if not all(name in _CONFIRMS and total.get(_CONFIRMS[name], 0) > 0 for name in expected):
+    if not all(_uses(counts, name) for name in expected):
         return None
     return expected
+
+
+def cpu_lacks(expected: list[str], flags: set[str]) -> list[str]:
+    """Requested instructions this CPU does not have (/proc/cpuinfo flag names)."""
+    if not flags:
+        return []
+    return [n for n in expected if n != "ALL" and n.lower().replace(".", "_") not in flags]
 
 
 def verdict(expected: list[str], log: str, counts: dict | None = None) -> tuple[bool, str]:
@@ -119,9 +150,9 @@ def verdict(expected: list[str], log: str, counts: dict | None = None) -> tuple[
     if still:
         return False, "TensorFlow still reports missing: " + " ".join(still)
     for name in expected:
-        kind = _CONFIRMS.get(name)
-        if counts and kind and counts.get("total", {}).get(kind, 0) == 0:
-            return False, f"{name} requested but the built code has no {kind} instructions"
+        if counts and name in _CONFIRMS and not _uses(counts, name):
+            what = _CONFIRMS[name] if counts.get("isa") else _CONFIRMS_RAW[name]
+            return False, f"{name} requested but the built code has no {what} instructions"
     return True, "no requested instruction reported missing" + (
         f" (not requested, missing: {' '.join(missing)})" if missing else ""
     )
@@ -131,49 +162,23 @@ def _fmt(total: dict) -> str:
     return ", ".join(f"{total.get(k, 0):,} {k}" for k in _COUNTED)
 
 
-def shared_objects(path: Path, scratch: Path) -> list[Path]:
-    """The .so files of a wheel (extracted into ``scratch``), a folder, or one .so."""
-    if path.is_file() and path.suffix == ".whl":
-        with zipfile.ZipFile(path) as whl:
-            names = [n for n in whl.namelist() if re.search(r"\.so(\.\d+)*$", n)]
-            whl.extractall(scratch, names)
-        return sorted(scratch / n for n in names)
-    if path.is_dir():
-        return sorted(p for p in path.rglob("*") if re.search(r"\.so(\.\d+)*$", p.name))
-    return [path]
+def count_file(path: Path) -> dict[str, int]:
+    """ymm/zmm/vfmadd instruction counts in one shared object."""
+    return isacensus.census_file(path)["raw"]
 
 
-def count_file(path: Path, objdump: str = "objdump") -> dict[str, int]:
-    """ymm/zmm/vfmadd instruction counts in one shared object (objdump -d, streamed)."""
-    counts = dict.fromkeys(_COUNTED, 0)
-    proc = subprocess.Popen([objdump, "-d", "--no-show-raw-insn", str(path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            errors="replace")  # fmt: skip
-    assert proc.stdout
-    for line in proc.stdout:
-        for kind, pattern in _COUNTED.items():
-            if pattern.search(line):
-                counts[kind] += 1
-    if proc.wait() != 0:
-        raise RuntimeError(f"objdump failed on {path}")
-    return counts
-
-
-def count(paths: list[str], log=print) -> dict:
-    """Counts per shared object and in total over wheels, folders or .so files."""
-    objdump = shutil.which("objdump")
-    if objdump is None:
-        raise RuntimeError("objdump not found (install binutils)")
-    files: dict[str, dict[str, int]] = {}
-    total = dict.fromkeys(_COUNTED, 0)
-    with tempfile.TemporaryDirectory() as scratch:
-        for given in paths:
-            for so in shared_objects(Path(given), Path(scratch)):
-                log(f"check_isa: objdump {so.name} ({so.stat().st_size / 1e6:.0f} MB)")
-                files[so.name] = count_file(so, objdump)
-                for k, v in files[so.name].items():
-                    total[k] += v
-    return {"paths": paths, "files": files, "total": total}
+def count(paths: list[str], log=print, only: str | None = None) -> dict:
+    """The census per shared object and in total over wheels, folders or .so files:
+    ``total`` holds the raw counts, ``isa`` the per-extension census."""
+    census = isacensus.census_paths(paths, log, (lambda n: only in n) if only else None)
+    total = census["total"]
+    return {
+        "paths": paths,
+        "files": census["files"],
+        "total": total["raw"],
+        "isa": {"rest": total["rest"], "dispatched": total["dispatched"],
+                "required": census["required"], "compiled_for": census["compiled_for"]},
+    }  # fmt: skip
 
 
 def _import_log() -> tuple[int, str]:
@@ -188,11 +193,14 @@ def _import_log() -> tuple[int, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--expect", help='e.g. "AVX2 FMA", or ALL (imports TensorFlow)')
+    parser.add_argument("--expect", help='e.g. "AVX2 FMA", ALL, or counted: what the census '
+                        "says the code requires (imports TensorFlow)")
     parser.add_argument("--objdump", action="append", default=[], metavar="PATH",
                         help="wheel, folder or .so of the build to count instructions in")  # fmt: skip
     parser.add_argument("--reference", action="append", default=[], metavar="PATH",
                         help="the same for the stock wheel, reported side by side")  # fmt: skip
+    parser.add_argument("--only", metavar="NAME",
+                        help="count only the shared objects whose name contains NAME")  # fmt: skip
     parser.add_argument("--counts", help="read counts (JSON from --json) instead of objdump")
     parser.add_argument("--json", help="write the counts (and verdict) here")
     args = parser.parse_args(argv)
@@ -203,22 +211,44 @@ def main(argv: list[str] | None = None) -> int:
         if args.counts:
             report = json.loads(Path(args.counts).read_text())
         if args.objdump:
-            report["built"] = count(args.objdump, lambda m: print(m, file=sys.stderr))
+            report["built"] = count(args.objdump, lambda m: print(m, file=sys.stderr), args.only)
         if args.reference:
-            report["stock"] = count(args.reference, lambda m: print(m, file=sys.stderr))
+            report["stock"] = count(args.reference, lambda m: print(m, file=sys.stderr), args.only)
     except (OSError, ValueError, RuntimeError, zipfile.BadZipFile) as exc:
         print(f"check_isa: FAILED: {exc}", file=sys.stderr)
         return 1
     for name in ("built", "stock"):
         if name in report:
             print(f"check_isa: {name:5}: {_fmt(report[name]['total'])}", file=sys.stderr)
+            if "isa" in report[name]:
+                line = isacensus.summary(report[name]["isa"])
+                print(f"check_isa: {name:5}: {line}", file=sys.stderr)
     ok = True
     if args.expect:
         expected = args.expect.split()
-        code, log = _import_log()
-        ok, why = verdict(expected, log, report.get("built"))
-        if code != 0 and ok:
+        if expected == ["counted"]:  # what the census says the code requires
+            required = (report.get("built") or {}).get("isa", {}).get("required")
+            if not required:
+                print("check_isa: FAILED: --expect counted needs --objdump or --counts "
+                      "with a census", file=sys.stderr)  # fmt: skip
+                return 1
+            expected = [n for isa in required for n in _GUARD_NAMES[isa]]
+        lacks = cpu_lacks(expected, isacensus.cpu_flags())
+        code, log = (0, "") if lacks else _import_log()
+        if lacks:
+            ok, why = False, (
+                "this CPU lacks " + " ".join(lacks) + ": a build that uses it cannot be "
+                "checked (or run) here; check on a machine that has it"
+            )
+        elif code in (-signal.SIGILL, 128 + signal.SIGILL):
+            ok, why = False, (
+                "importing TensorFlow died of SIGILL: the build uses an instruction this "
+                "CPU lacks"
+            )
+        elif code != 0:
             ok, why = False, f"importing TensorFlow failed (exit {code})"
+        else:
+            ok, why = verdict(expected, log, report.get("built"))
         compiler = re.search(r"^compiler: (.*)$", log, re.MULTILINE)
         report["verdict"] = {"ok": ok, "why": why, "expected": expected,
                              "compiler": compiler.group(1) if compiler else None}  # fmt: skip

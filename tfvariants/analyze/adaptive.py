@@ -7,20 +7,18 @@ each look uses a (1 - alpha/K) interval (:func:`tfvariants.analyze.stats.compare
 ``looks=K``), so the chance that ANY look's interval misses is at most alpha
 (Bonferroni). When the budget ends between looks, one last look is made at the repeats
 there are; it uses one of the unused K shares, so the guarantee still holds.
+
+What is judged at a look is the report's own comparison
+(:func:`tfvariants.analyze.verdicts.workload_verdicts`, via
+``tfvariants.commands.rounds.look_verdicts``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-
-from tfvariants.analyze import stats
 
 DEFAULT_LOOKS = 4
 DEFAULT_MAX_REPEATS = 20
-
-Config = tuple[str, str, int]  # (workload, variant, threads)
-Pair = tuple[Config, Config]  # (config, its baseline)
 
 
 @dataclass(frozen=True)
@@ -49,41 +47,3 @@ def stopping_rule(
     step = (max_repeats - min_repeats) / (k - 1)
     looks = tuple(sorted({round(min_repeats + i * step) for i in range(k)}))
     return StoppingRule(min_repeats, max_repeats, looks)
-
-
-def watched_pairs(configs: Iterable[Config], baseline: tuple[str, int] | None) -> list[Pair]:
-    """Each configuration against its workload's baseline configuration."""
-    configs = list(configs)
-    if baseline is None:
-        return []
-    out = []
-    for c in configs:
-        base = (c[0], baseline[0], baseline[1])
-        if c != base and base in configs:
-            out.append((c, base))
-    return out
-
-
-def undecided(
-    samples: Mapping[Config, Sequence[float]],
-    pairs: Iterable[Pair],
-    *,
-    looks: int,
-    min_effect: float = stats.MIN_EFFECT,
-    confidence: float = stats.CONFIDENCE,
-) -> dict[Pair, stats.Comparison]:
-    """The watched pairs whose comparison is still undecided (or lacks data)."""
-    out: dict[Pair, stats.Comparison] = {}
-    for a, b in pairs:
-        xa, xb = samples.get(a) or [], samples.get(b) or []
-        if not xa or not xb:
-            continue  # a side with no successful repeat: more rounds of it won't help
-        cmp = stats.compare(xa, xb, min_effect=min_effect, confidence=confidence, looks=looks)
-        if cmp.verdict == "undecided":
-            out[(a, b)] = cmp
-    return out
-
-
-def active_configs(open_pairs: Iterable[Pair]) -> set[Config]:
-    """Configurations that need another round: both sides of every undecided pair."""
-    return {c for pair in open_pairs for c in pair}

@@ -10,16 +10,16 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from tfvariants.analyze import stats
+from tfvariants.analyze import stats, windows
 from tfvariants.analyze.billing import no_price_reason
 from tfvariants.analyze.conclusions import conclude
 from tfvariants.analyze.coverage import cell_counts, first_cell_id, folder_warnings, usable_results
 from tfvariants.analyze.decide import Settings, choose_baseline, run_looks
-from tfvariants.analyze.fields import environment_summary, flatten, median_of
+from tfvariants.analyze.fields import median_of
+from tfvariants.analyze.frame import RunFrame, environments_of, logical_cpus_of
 from tfvariants.analyze.groups import Group, WorkloadReport
 from tfvariants.analyze.noise import HostNoise, host_noise
 from tfvariants.analyze.parity import parity
@@ -27,35 +27,25 @@ from tfvariants.analyze.pricing import Pricing
 from tfvariants.analyze.verdicts import (
     Requested,
     Verdict,
+    measured,
     round_values,
     statistic,
     workload_verdicts,
 )
 from tfvariants.errors import UserError
 from tfvariants.store.cellresult import CellResult, ConfigKey, finite_number
-from tfvariants.store.rundir import RunContents, load_run_dir
+from tfvariants.store.rundir import load_run_dir
 
 
-@dataclass
-class Analysis:
-    results_dir: str
-    run: dict[str, Any]
+@dataclass(kw_only=True)
+class Analysis(RunFrame):
+    """A run folder's training cells, analysed (its serving cells: ``serving``)."""
+
     workloads: list[WorkloadReport]
-    baseline_label: str
-    pricing: Pricing | None
-    environments: dict[str, dict[str, str]]
-    raw_environments: dict[str, list[tuple[str, str]]]
-    warnings: list[stats.StatWarning]
-    counts: dict[str, int]
-    logical_cpus: int | None
-    generated_at: str
     cells: list[CellResult]
-    variants: list[str] = field(default_factory=list)  # in display order
     settings: Settings = field(default_factory=lambda: Settings())
     noise: HostNoise | None = None
     devices: dict[str, str] = field(default_factory=dict)  # variant -> cpu|gpu (billing)
-    store: RunContents | None = None  # the run folder as loaded, with its named problems
-    serving: Any = None  # the serving analysis of the same folder, when it holds serving cells
 
     @property
     def rounds_compared(self) -> tuple[int, int] | None:
@@ -112,16 +102,9 @@ def analyze(
     # Serving cells have their own analysis (analyze/serving.py).
     usable_results(contents)  # one line when there is nothing to analyse
     cells = [r for _, r in sorted(contents.parsed.items()) if isinstance(r, CellResult)]
-    cpus = run.get("logical_cpus") if isinstance(run.get("logical_cpus"), int) else None
+    cpus = logical_cpus_of(run)
     if cpus is None:
-        cpus = next(
-            (
-                c
-                for c in (r.get("environment", "cpu", "logical_cpus") for r in cells)
-                if isinstance(c, int)
-            ),
-            None,
-        )
+        cpus = next((r.machine_cpus for r in cells if r.machine_cpus), None)
 
     devices = {r.variant: r.device for r in cells}
     groups: dict[ConfigKey, Group] = {}
@@ -145,6 +128,7 @@ def analyze(
         if any(r.oversubscribed for r in g.results)
     }
     times = round_values(cells)  # what verdicts are decided on
+    ran = measured(cells)
 
     all_warnings: list[stats.StatWarning] = []
     over_threads: dict[int, list[str]] = {}
@@ -169,7 +153,7 @@ def analyze(
         )
         found = workload_verdicts([g.key for g in wgroups], times, settings, devices=devices,
                                   variant_order=variants, oversubscribed=over,
-                                  requested=requested)  # fmt: skip
+                                  requested=requested, ran=ran)  # fmt: skip
         wr = WorkloadReport(w, wgroups, groups.get(found.baseline) if found.baseline else None)
         _apply_verdicts(wr, found.verdicts, settings)
         if wr.baseline is None or wr.baseline.time is None:
@@ -196,15 +180,10 @@ def analyze(
                 )
         reports.append(wr)
     noise = host_noise(list(groups.values()), settings)
+    noise.window_plan = windows.plan_sentence((run.get("adaptive") or {}).get("window_plan"))
     all_warnings += noise.warnings
 
-    envs: dict[str, dict[str, str]] = {}
-    raw_envs: dict[str, list[tuple[str, str]]] = {}
-    for v in variants:
-        env = next((r.environment for r in cells if r.variant == v and r.environment), None)
-        if env:
-            envs[v] = environment_summary(dict(env))
-            raw_envs[v] = flatten(dict(env))
+    envs, raw_envs = environments_of(cells, variants)
     return Analysis(
         results_dir=str(results_dir),
         run=run,
@@ -216,7 +195,6 @@ def analyze(
         warnings=all_warnings,
         counts=cell_counts(cells, contents),
         logical_cpus=cpus,
-        generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         cells=cells,
         variants=variants,
         settings=settings,

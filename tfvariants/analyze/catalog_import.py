@@ -9,14 +9,15 @@ spot price above on-demand (seen in SkyPilot's H100 rows) is dropped and noted.
 from __future__ import annotations
 
 import csv
-import math
+import json
 import re
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
-from tfvariants.analyze.pricing import valid_date
+from tfvariants.analyze.pricing import MAX_VCPUS, valid_date
 from tfvariants.errors import UserError
+from tfvariants.plan.limits import decimal
 
 SKYPILOT_HEADER = ("InstanceType", "vCPUs", "AcceleratorName", "AcceleratorCount", "Region",
                    "Price", "SpotPrice")  # fmt: skip
@@ -46,23 +47,26 @@ def _price(text: str, where: str) -> float | None:
     text = (text or "").strip()
     if not text:
         return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise UserError(f"{where}: expected a price, got {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise UserError(f"{where}: a price must be finite and > 0, got {text!r}")
+    value = decimal(text)
+    if value is None or value <= 0:
+        raise UserError(f"{where}: a price must be finite and > 0, got {text[:40]!r}")
     return value
 
 
 def _vcpus(text: str, where: str) -> int:
-    try:
-        value = float((text or "").strip())
-    except ValueError:
-        raise UserError(f"{where}: expected a whole number of vCPUs, got {text!r}") from None
-    if not math.isfinite(value) or value < 1 or value != int(value):
-        raise UserError(f"{where}: expected a whole number of vCPUs >= 1, got {text!r}")
+    value = decimal(text or "")
+    if value is None or not 1 <= value <= MAX_VCPUS or value != int(value):
+        raise UserError(
+            f"{where}: expected a whole number of vCPUs from 1 to {MAX_VCPUS}, got {text[:40]!r}"
+        )
     return int(value)
+
+
+def _name(text: str, where: str) -> str:
+    """An instance name: printable, one line (it lands in messages, tables, the report)."""
+    if not text.isprintable():
+        raise UserError(f"{where}: control characters are not allowed, got {text[:40]!r}")
+    return text
 
 
 def _check_spot(row: Row, warnings: list[str]) -> None:
@@ -110,7 +114,7 @@ def _skypilot(
         regions.add(rec.get("Region") or "")
         if rec.get("Region") != region:
             continue
-        name = (rec.get("InstanceType") or "").strip()
+        name = _name((rec.get("InstanceType") or "").strip(), f"{path}:{line}: InstanceType")
         if not name:
             skipped_accel += 1  # GCE lists GPUs apart from their host VM
             continue
@@ -155,8 +159,8 @@ def _simple(
     warnings: list[str] = []
     seen: set[str] = set()
     for line, rec in enumerate(reader, start=2):
-        name = (rec.get("instance") or "").strip()
         where = f"{path}:{line}"
+        name = _name((rec.get("instance") or "").strip(), f"{where}: instance")
         if not name:
             raise UserError(f"{where}: instance: missing")
         if (region and rec.get("region", "").strip() != region) or not _wanted(name, match):
@@ -190,7 +194,9 @@ def _simple(
 
 
 def _q(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """A TOML basic string: JSON's escapes are TOML's, except that TOML also wants DEL
+    escaped."""
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
 def to_toml(imported: Imported, *, name: str, source: str, minimum_s: float) -> str:

@@ -4,6 +4,7 @@ against the baseline, thread scaling, the cheapest, and what stayed undecided.""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from tfvariants.analyze import stats
@@ -20,6 +21,16 @@ def _time(g: Group) -> float:
     if g.time is None:
         raise ValueError(f"{g.label}: no time")
     return g.time.value
+
+
+def _speed(g: Group, b: Group | None) -> float:
+    """The time a configuration is ranked by: the baseline's median times the
+    Hodges-Lehmann ratio the sentences quote, so "fastest" and its ratio come from one
+    estimator (a ranking by median could name the baseline fastest while the ratio
+    favoured the other); the median when there is no ratio to the baseline."""
+    if b is not None and b.time is not None and g.time_cmp is not None:
+        return g.time_cmp.ratio.value * b.time.value
+    return _time(g)
 
 
 def _cost(g: Group) -> float:
@@ -82,9 +93,11 @@ def _cmp(a: Group, b: Group, settings: Settings, what: str) -> stats.Comparison 
     )  # fmt: skip
 
 
-def _leads(g: Group, groups: list[Group], settings: Settings, what: str) -> bool:
+def _leads(
+    g: Group, groups: list[Group], settings: Settings, what: str, b: Group | None = None
+) -> bool:
     """g's lead over the next best is decided (lower, interval outside the threshold)."""
-    key = _time if what == "time" else _cost
+    key: Callable[[Group], float] = (lambda h: _speed(h, b)) if what == "time" else _cost
     rest = [h for h in groups if h is not g]
     if not rest:
         return False
@@ -143,7 +156,8 @@ def conclude(
             f"{wr.name}: no configuration finished successfully, so there is nothing to compare."
         )
         return
-    wr.fastest = min(with_time, key=_time)
+    b = wr.baseline if wr.baseline is not None and wr.baseline.time is not None else None
+    wr.fastest = min(with_time, key=lambda g: _speed(g, b))
     costed = [g for g in with_time if g.cost is not None]
     if costed:
         wr.cheapest = min(costed, key=_cost)
@@ -153,31 +167,30 @@ def conclude(
             for g, t, c in points
             if not any(ht <= t and hc <= c and (ht < t or hc < c) for _h, ht, hc in points)
         ]
-    wr.fastest_decided = _leads(wr.fastest, with_time, settings, "time")
+    wr.fastest_decided = _leads(wr.fastest, with_time, settings, "time", b)
     if wr.cheapest is not None:
         wr.cheapest_decided = _leads(wr.cheapest, costed, settings, "cost")
     said = _gpu_first(wr, with_time, settings)
     host = f"On {cpus} logical CPUs" if cpus else "On this host"
-    b = wr.baseline if wr.baseline is not None and wr.baseline.time is not None else None
     f = wr.fastest
     if b is None:
         wr.conclusions.append(
-            f"{host}, {f.label} {'was the fastest' if wr.fastest_decided else 'had the shortest median time'} "
+            f"{host}, {f.label} {'was the fastest' if wr.fastest_decided else 'had the shortest estimated time'} "
             f"for {wr.name} ({dur(_time(f))} for the full schedule); "
             f"the baseline {baseline_label} has no successful runs, so no comparison is claimed."
         )
     elif f is b:
         others = [g for g in with_time if g is not b]
-        runner_up = min(others, key=_time) if others else None
+        runner_up = min(others, key=lambda g: _speed(g, b)) if others else None
         cmp = _cmp(b, runner_up, settings, "time") if runner_up is not None else None
         # "Fastest" only when the comparison with the next best decided it; otherwise the
-        # median is shortest and the next sentence says why that is not (yet) a claim.
+        # estimate is shortest and the next sentence says why that is not (yet) a claim.
         if runner_up is None:
             lead = f"only the baseline {b.label} ran successfully for {wr.name}"
         elif cmp is not None and cmp.verdict == "different" and cmp.direction == "lower":
             lead = f"the baseline {b.label} was the fastest for {wr.name}"
         else:
-            lead = f"the baseline {b.label} had the shortest median time for {wr.name}"
+            lead = f"the baseline {b.label} had the shortest estimated time for {wr.name}"
         wr.conclusions.append(f"{host}, {lead} ({dur(_time(b))} for the full schedule).")
         pair = frozenset((b.label, runner_up.label)) if runner_up is not None else None
         if runner_up is not None and cmp is not None and pair not in said:
@@ -185,7 +198,7 @@ def conclude(
             said.add(frozenset((runner_up.label, b.label)))
     elif f.time_cmp is not None and frozenset((f.label, b.label)) not in said:
         rank = ("it was the fastest configuration" if wr.fastest_decided
-                else "it had the shortest median time of all configurations")  # fmt: skip
+                else "it had the shortest estimated time of all configurations")  # fmt: skip
         wr.conclusions.append(f"{host}, for {wr.name}, {phrase(f, b, f.time_cmp)}; {rank}.")
         said.add(frozenset((f.label, b.label)))
     # Thread scaling per variant: most vs fewest threads (what a 2-core --quick run answers).
@@ -200,7 +213,8 @@ def conclude(
     if wr.cheapest is not None and pricing is not None:
         c = wr.cheapest
         assert c.cost is not None  # the cheapest is chosen among the groups with a cost
-        text = f"Cheapest: {c.label} at {money(c.cost.cost)} per full training run on {c.cost.instance}"
+        amount = money(c.cost.cost, pricing.catalog.currency)
+        text = f"Cheapest: {c.label} at {amount} per full training run on {c.cost.instance}"
         parts = []
         if (
             c.cost_cmp is not None

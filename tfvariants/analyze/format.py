@@ -46,10 +46,17 @@ def dur_span(lo: float, hi: float, value: float | None = None) -> str:
     return f"{span} {unit}" if value is None else f"{sig3(value / div)} {unit} ({span})"
 
 
-def money(v: float | None) -> str:
+def money(v: float | None, currency: str = "USD") -> str:
+    """An amount in its catalog's currency: "$0.123" for USD, "0.123 EUR" for any other
+    (a catalog's currency is a 3-letter code, tfvariants/analyze/pricing.py)."""
     if v is None:
         return "n/a"
-    return f"${sig3(v)}"
+    return f"${sig3(v)}" if currency == "USD" else f"{sig3(v)} {currency}"
+
+
+def money_unit(currency: str = "USD") -> str:
+    """The unit for a column heading: "$" or the currency's code."""
+    return "$" if currency == "USD" else currency
 
 
 def interval_text(iv: stats.Interval | None, fmt: Any = dur) -> str:

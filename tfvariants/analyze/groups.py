@@ -90,6 +90,8 @@ class Group:
             and self.time_cmp.verdict == "undecided"
         ):
             out.append("undecided")
+        if self.verdict is not None and self.verdict.comparison is None:
+            out.append("no common undisturbed round with the baseline")
         if self.bimodal:
             out.append("bimodal")
         if self.disturbed:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from tfvariants.analyze import stats
+from tfvariants.analyze import stats, windows
 from tfvariants.analyze.decide import Settings
 from tfvariants.analyze.fields import median_of
 
@@ -27,6 +27,8 @@ class HostNoise:
     bimodal: list[str] = field(default_factory=list)  # "workload config: words"
     others_share: float | None = None  # median share of the pinned CPUs used by others
     steal_share: float | None = None
+    windows: str | None = None  # within- vs between-process variance of the step time
+    window_plan: str | None = None  # the steady window the adaptive rounds chose
     warnings: list[stats.StatWarning] = field(default_factory=list)
 
     def sentence(self) -> str:
@@ -58,6 +60,8 @@ def host_noise(groups: Sequence[Group], settings: Settings) -> HostNoise:
         if g.bimodal:
             noise.bimodal.append(f"{g.workload} {g.label}: {g.bimodal}")
     ok = [r for g in groups for r in g.ok]
+    comp = windows.components(ok)
+    noise.windows = comp.sentence() if comp else None
     noise.others_share = median_of(r.others_share for r in ok)
     noise.steal_share = median_of(r.steal_share for r in ok)
     parts = []

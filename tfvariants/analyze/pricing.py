@@ -31,6 +31,7 @@ def normalize_tier(tier: str | None) -> str | None:
 
 
 _RULE_UNITS = {"per_second": 1, "per_minute": 60, "per_hour": 3600}
+MAX_MINIMUM_S = 24 * 3600.0
 _DATE = re.compile(r"\d{4}-\d{2}(-\d{2})?", re.ASCII)
 
 
@@ -98,6 +99,7 @@ class Catalog:
     default_gpu: str | None
     path: str
     spot_word: str = "preemptible"  # how this catalog names the interruptible tier
+    warnings: tuple[str, ...] = ()  # what was accepted with a change (a dropped spot price)
 
     def tier_word(self, tier: str) -> str:
         """A tier in the catalog's own words (spot or preemptible; on-demand)."""
@@ -161,7 +163,24 @@ def _number(value: object, where: str, *, positive: bool = True) -> float:
         raise UserError(
             f"{where}: must be {'greater than 0' if positive else '0 or more'}, got {value!r}"
         )
-    return float(value)
+    return float(value) + 0.0  # -0.0 -> 0.0
+
+
+def _text(value: object, where: str, *, required: bool = True) -> str:
+    """A catalog's text: a string of printable characters (no newline, no escape
+    sequence: it lands in one-line messages, tables and the report)."""
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise UserError(f"{where}: expected a non-empty string, got {str(value)[:40]!r}")
+    if not value.isprintable():
+        raise UserError(f"{where}: control characters are not allowed, got {value[:40]!r}")
+    return value
+
+
+def _known(table: dict, fields: tuple[str, ...], where: str) -> None:
+    """Refuse a key the catalog format does not have (a typo would be silently ignored)."""
+    unknown = [k for k in table if k not in fields]
+    if unknown:
+        raise UserError(f"{where}: unknown field {unknown[0]!r} (fields: {', '.join(fields)})")
 
 
 def valid_date(text: object) -> TypeGuard[str]:
@@ -175,14 +194,38 @@ def valid_date(text: object) -> TypeGuard[str]:
     return True
 
 
+CATALOG_FIELDS = ("name", "title", "source", "currency", "billing", "default", "instance")
+BILLING_FIELDS = ("rule", "minimum_seconds")
+DEFAULT_FIELDS = ("as_of", "tier", "gpu")
+INSTANCE_FIELDS = ("name", "vcpus", "cpu", "gpu", "prices")  # cpu: the platform, for readers
+MAX_VCPUS = 4096  # tfvariants.plan.cell.MAX_THREADS: no cell asks for more
+# --instance keys: a variant name (with +overlays), VARIANT@THREADS, or THREADS.
+_MAP_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*(?:@[0-9]{1,4})?|[0-9]{1,4}", re.ASCII)
+# An ISO 4217 code; amounts are shown as "$1.23" for USD and "1.23 EUR" for the others.
+_CURRENCY = re.compile(r"[A-Z]{3}", re.ASCII)
+
+
 def parse_catalog(data: dict, path: str) -> Catalog:
-    """Validate a parsed TOML catalog; errors name the file, instance and field."""
+    """Validate a parsed TOML catalog; errors name the file, instance and field.
+
+    A price point whose spot price is above its on-demand price keeps on-demand only,
+    with a note and a warning in ``Catalog.warnings`` (as ``prices import`` does)."""
+    _known(data, CATALOG_FIELDS, path)
     for key in ("name", "source"):
         if not isinstance(data.get(key), str) or not data[key].strip():
             raise UserError(f"{_where(path, None, key)}: missing or not a string")
+        _text(data[key], _where(path, None, key))
+    title = _text(data.get("title", data["name"]), _where(path, None, "title"))
+    currency = data.get("currency", "USD")
+    if not isinstance(currency, str) or not _CURRENCY.fullmatch(currency):
+        raise UserError(
+            f"{_where(path, None, 'currency')}: expected a 3-letter currency code like USD "
+            f"or EUR, got {str(currency)[:40]!r}"
+        )
     billing_raw = data.get("billing")
     if not isinstance(billing_raw, dict):
         raise UserError(f"{_where(path, None, 'billing')}: missing table [billing]")
+    _known(billing_raw, BILLING_FIELDS, _where(path, None, "billing"))
     rule = billing_raw.get("rule")
     if rule not in _RULE_UNITS:
         raise UserError(
@@ -194,44 +237,70 @@ def parse_catalog(data: dict, path: str) -> Catalog:
         _where(path, None, "billing.minimum_seconds"),
         positive=False,
     )
+    if minimum > MAX_MINIMUM_S:
+        raise UserError(
+            f"{_where(path, None, 'billing.minimum_seconds')}: at most {MAX_MINIMUM_S:g} "
+            f"(a day), got {minimum:g}"
+        )
     default = data.get("default", {})
     if not isinstance(default, dict):
         raise UserError(f"{_where(path, None, 'default')}: expected a table")
+    _known(default, DEFAULT_FIELDS, _where(path, None, "default"))
     spot_word = "spot" if _uses_spot(data) else "preemptible"
     tier = normalize_tier(default.get("tier", "on_demand"))
     if tier not in TIERS:
         raise UserError(
-            f"{_where(path, None, 'default.tier')}: expected one of {', '.join(TIERS)}, got {tier!r}"
+            f"{_where(path, None, 'default.tier')}: expected {spot_word} or on_demand, "
+            f"got {default.get('tier')!r}"
         )
     as_of = default.get("as_of")
     if as_of is not None and not valid_date(as_of):
         raise UserError(
             f"{_where(path, None, 'default.as_of')}: expected YYYY-MM or YYYY-MM-DD, got {as_of!r}"
         )
+    default_gpu = default.get("gpu")
+    if default_gpu is not None:
+        _text(default_gpu, _where(path, None, "default.gpu"))
     raw_instances = data.get("instance")
     if not isinstance(raw_instances, list) or not raw_instances:
         raise UserError(f"{_where(path, None, 'instance')}: no [[instance]] entries")
     instances: list[Instance] = []
+    warnings: list[str] = []
     seen: set[str] = set()
     for i, raw in enumerate(raw_instances):
         name = raw.get("name") if isinstance(raw, dict) else None
         if not isinstance(name, str) or not name:
             raise UserError(f"{path}: instance #{i + 1}: missing field 'name'")
+        _text(name, f"{path}: instance #{i + 1}, field 'name'")
         if name in seen:
             raise UserError(f"{_where(path, name, 'name')}: duplicate instance")
         seen.add(name)
+        assert isinstance(raw, dict)  # a name was read from it
+        _known(raw, INSTANCE_FIELDS, f"{path}: instance {name!r}")
+        if "cpu" in raw:
+            _text(raw["cpu"], _where(path, name, "cpu"))
         vcpus = raw.get("vcpus")
-        if isinstance(vcpus, bool) or not isinstance(vcpus, int) or vcpus < 1:
+        if isinstance(vcpus, bool) or not isinstance(vcpus, int) or not 1 <= vcpus <= MAX_VCPUS:
             raise UserError(
-                f"{_where(path, name, 'vcpus')}: expected a positive integer, got {vcpus!r}"
+                f"{_where(path, name, 'vcpus')}: expected a whole number from 1 to {MAX_VCPUS}, "
+                f"got {vcpus!r}"
             )
         gpu = raw.get("gpu", "none")
         gpu_type, gpu_count = None, 0
         if isinstance(gpu, dict):
             gpu_type, gpu_count = gpu.get("type"), gpu.get("count", 1)
-            if not isinstance(gpu_type, str) or not isinstance(gpu_count, int) or gpu_count < 1:
+            if (
+                set(gpu) - {"type", "count"}
+                or not isinstance(gpu_type, str)
+                or not gpu_type.strip()
+                or not gpu_type.isprintable()
+                or isinstance(gpu_count, bool)
+                or not isinstance(gpu_count, int)
+                or not 1 <= gpu_count <= 64
+            ):
                 raise UserError(
-                    f'{_where(path, name, "gpu")}: expected {{type = "K80", count = 1}} or "none"'
+                    f'{_where(path, name, "gpu")}: expected {{type = "K80", count = 1}} (1 to 64 '
+                    f'GPUs) or "none", got {gpu!r}'
                 )
         elif gpu not in ("none", None):
             raise UserError(
@@ -240,47 +309,66 @@ def parse_catalog(data: dict, path: str) -> Catalog:
         raw_prices = raw.get("prices")
         if not isinstance(raw_prices, list) or not raw_prices:
             raise UserError(f"{_where(path, name, 'prices')}: expected a list of price points")
-        points = []
+        points: list[PricePoint] = []
         for j, rp in enumerate(raw_prices):
-            where = _where(path, name, f"prices[{j}]")
-            if not isinstance(rp, dict):
-                raise UserError(f"{where}: expected a table")
-            if "spot" in rp:
-                if "preemptible" in rp:
-                    raise UserError(f"{where}: give spot or preemptible, not both (one tier)")
-                rp = {("preemptible" if k == "spot" else k): v for k, v in rp.items()}
-            unknown = set(rp) - {"as_of", "on_demand", "preemptible", "note"}
-            if unknown:
-                raise UserError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
-            date = rp.get("as_of")
-            if not valid_date(date):
-                raise UserError(f"{where}.as_of: expected YYYY-MM or YYYY-MM-DD, got {date!r}")
-            od = rp.get("on_demand")
-            pe = rp.get("preemptible")
-            if od is None and pe is None:
-                raise UserError(f"{where}: needs on_demand and/or {spot_word}")
-            points.append(
-                PricePoint(
-                    date,
-                    None if od is None else _number(od, f"{where}.on_demand"),
-                    None if pe is None else _number(pe, f"{where}.preemptible"),
-                    str(rp.get("note", "")),
+            point, warning = _price_point(rp, _where(path, name, f"prices[{j}]"), spot_word)
+            if any(p.as_of == point.as_of for p in points):
+                raise UserError(
+                    f"{_where(path, name, f'prices[{j}]')}: a second price point as of "
+                    f"{point.as_of} (which one applies would be ambiguous)"
                 )
-            )
+            points.append(point)
+            if warning:
+                warnings.append(warning)
         instances.append(Instance(name, vcpus, gpu_type, gpu_count, tuple(points)))
+    if default_gpu is not None and not any(i.gpu_type == default_gpu for i in instances):
+        gpus = sorted({i.gpu_type for i in instances if i.gpu_type})
+        raise UserError(
+            f"{_where(path, None, 'default.gpu')}: no instance has GPU {default_gpu!r} "
+            f"(have: {', '.join(gpus) or 'none'})"
+        )
     return Catalog(
         name=data["name"],
-        title=str(data.get("title", data["name"])),
+        title=title,
         source=data["source"],
-        currency=str(data.get("currency", "USD")),
+        currency=currency,
         billing=Billing(rule, minimum),
         instances=tuple(instances),
         default_as_of=as_of,
         default_tier=tier,
-        default_gpu=default.get("gpu") if isinstance(default.get("gpu"), str) else None,
+        default_gpu=default_gpu,
         path=path,
         spot_word=spot_word,
+        warnings=tuple(warnings),
     )
+
+
+def _price_point(rp: object, where: str, spot_word: str) -> tuple[PricePoint, str | None]:
+    """One dated price point, and a warning when its spot price was dropped. Errors name
+    the field by the catalog's own word (spot or preemptible)."""
+    if not isinstance(rp, dict):
+        raise UserError(f"{where}: expected a table")
+    if "spot" in rp and "preemptible" in rp:
+        raise UserError(f"{where}: give spot or preemptible, not both (one tier)")
+    word = "spot" if "spot" in rp else "preemptible" if "preemptible" in rp else spot_word
+    fields = ("as_of", "on_demand", word, "note")
+    _known(rp, fields, where)
+    date = rp.get("as_of")
+    if not valid_date(date):
+        raise UserError(f"{where}.as_of: expected YYYY-MM or YYYY-MM-DD, got {date!r}")
+    od, pe = rp.get("on_demand"), rp.get(word)
+    if od is None and pe is None:
+        raise UserError(f"{where}: needs on_demand and/or {word}")
+    on_demand = None if od is None else _number(od, f"{where}.on_demand")
+    spot = None if pe is None else _number(pe, f"{where}.{word}")
+    note = _text(rp.get("note", ""), f"{where}.note", required=False)
+    warning = None
+    if on_demand is not None and spot is not None and spot > on_demand:
+        # As `prices import` does with such rows: keep the on-demand price, say so.
+        warning = f"{where}: {word} {spot:g} above on-demand {on_demand:g}: {word} dropped"
+        note = f"{note}; {word} {spot:g} > on-demand dropped".lstrip("; ")
+        spot = None
+    return PricePoint(date, on_demand, spot, note), warning
 
 
 def _uses_spot(data: dict) -> bool:
@@ -299,12 +387,19 @@ def builtin_catalogs() -> list[str]:
     return sorted(p.stem for p in CATALOG_DIR.glob("*.toml"))
 
 
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except (OSError, ValueError):  # a name too long for the file system, a NUL byte
+        return False
+
+
 def load_catalog(name_or_path: str) -> Catalog:
     """A built-in catalog by name (e.g. ``gce-2017``) or a TOML file path."""
     path = CATALOG_DIR / f"{name_or_path}.toml"
-    if not (re.fullmatch(r"[\w.-]+", name_or_path) and path.is_file()):
+    if not (re.fullmatch(r"[\w.-]+", name_or_path) and _is_file(path)):
         path = Path(name_or_path)
-        if not path.is_file():
+        if not _is_file(path):
             raise UserError(
                 f"no pricing catalog {name_or_path!r}: not a built-in "
                 f"({', '.join(builtin_catalogs())}) and no such file"
@@ -420,7 +515,19 @@ def parse_pricing_option(
     overrides: dict[str, str] = {}
     for item in instance_map or []:
         key, sep, value = item.partition("=")
-        if not sep or not key.strip() or not value.strip():
+        key = key.strip()
+        if not sep or not key or not value.strip():
             raise UserError(f"--instance {item!r}: expected VARIANT[@THREADS]=INSTANCE")
-        overrides[key.strip()] = value.strip()
+        # A key no cell can match would be silently ignored: "local@x", "local@1_0".
+        if not _MAP_KEY.fullmatch(key) or any(
+            not 1 <= int(t) <= MAX_VCPUS for t in re.findall(r"(?:^|@)([0-9]+)$", key)
+        ):
+            raise UserError(
+                f"--instance {item!r}: expected VARIANT, VARIANT@THREADS or THREADS before "
+                f"'=' (THREADS a whole number from 1 to {MAX_VCPUS})"
+            )
+        # "08" and "local@08" name the cells of 8 threads (keys are matched as text).
+        variant, at, threads = key.rpartition("@")
+        key = f"{variant}@{int(threads)}" if at else str(int(key)) if key.isdigit() else key
+        overrides[key] = value.strip()
     return Pricing(catalog, as_of=as_of, tier=tier, overrides=overrides)

@@ -23,6 +23,7 @@ from tfvariants.analyze.analysis import parse_baseline
 from tfvariants.analyze.conclusions import interval_words, phrase
 from tfvariants.analyze.decide import Settings, run_looks
 from tfvariants.analyze.format import money, sig3
+from tfvariants.analyze.frame import RunFrame, environments_of, logical_cpus_of
 from tfvariants.analyze.pricing import Pricing
 from tfvariants.analyze.verdicts import statistic
 from tfvariants.plan.serve import serve_cell_id
@@ -414,13 +415,18 @@ def _model_report(model: str, cfgs: list[Config], base: tuple | None, bound: flo
     if pricing is not None:
         prices = f"{pricing.catalog.name} prices, {pricing.effective_tier.replace('_', '-')}"
         prices += f" as of {pricing.effective_as_of}" if pricing.effective_as_of else ""
+    currency = pricing.catalog.currency if pricing is not None else "USD"
     if met:
         c, iv = priced[0]
         thr = c.throughput_under_bound
-        span = f"{money(iv.lo)}-{money(iv.hi)}: {iv.label}" if iv.has_interval else iv.label
-        facts = (f"{money(iv.value)} per million predictions ({span}); "
+        span = (
+            f"{money(iv.lo, currency)}-{money(iv.hi, currency)}: {iv.label}"
+            if iv.has_interval
+            else iv.label
+        )
+        facts = (f"{money(iv.value, currency)} per million predictions ({span}); "
                  f"{sig3(thr.value if thr else None)} predictions/s ({c.operating}) on "
-                 f"{c.instance} at {money(c.per_hour)}/h ({prices})")  # fmt: skip
+                 f"{c.instance} at {money(c.per_hour, currency)}/h ({prices})")  # fmt: skip
         if len(met) == 1:
             rep.conclusions.append(f"{model}: {c.label} is the only configuration that served it "
                                    f"with {within}: {facts}.")  # fmt: skip
@@ -556,28 +562,16 @@ def serving_csv_rows(sa: ServingAnalysis) -> list[dict[str, Any]]:
 serving_cell_id = serve_cell_id  # the template and CSV name it so
 
 
-def serving_only_analysis(sa: ServingAnalysis) -> Any:
-    """The report's frame (header, environments) for a run with no training cells."""
-    from datetime import datetime, timezone
-
-    from tfvariants.analyze.analysis import Analysis
-    from tfvariants.analyze.fields import environment_summary, flatten
-
-    envs: dict[str, dict[str, str]] = {}
-    raw: dict[str, list[tuple[str, str]]] = {}
-    for r in sa.cells:
-        env = r.environment
-        if r.variant not in envs and env and r.ok:
-            envs[r.variant], raw[r.variant] = environment_summary(dict(env)), flatten(dict(env))
+def serving_frame(sa: ServingAnalysis) -> RunFrame:
+    """The report's frame (header, warnings, environments) for a run with no training
+    cells: a RunFrame, not a training analysis with nothing in it."""
+    envs, raw = environments_of(sa.cells, dict.fromkeys(r.variant for r in sa.cells), ok_only=True)
     base = next((m.baseline.label for m in sa.models if m.baseline), "n/a")
     notices = sa.store.notices() if sa.store is not None else []
-    warnings = [stats.StatWarning(n.kind, n.message, n.hint) for n in notices]
-    cpus = sa.run.get("logical_cpus") if isinstance(sa.run.get("logical_cpus"), int) else None
-    return Analysis(
-        results_dir=sa.results_dir, run=sa.run, workloads=[], baseline_label=base,
-        pricing=sa.pricing, environments=envs, raw_environments=raw, warnings=warnings,
-        counts=dict(sa.counts), logical_cpus=cpus,
-        generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        cells=[], variants=list(dict.fromkeys(r.variant for r in sa.cells)),
-        store=sa.store,
+    return RunFrame(
+        results_dir=sa.results_dir, run=sa.run, baseline_label=base, pricing=sa.pricing,
+        environments=envs, raw_environments=raw,
+        warnings=[stats.StatWarning(n.kind, n.message, n.hint) for n in notices],
+        counts=dict(sa.counts), logical_cpus=logical_cpus_of(sa.run),
+        variants=list(dict.fromkeys(r.variant for r in sa.cells)), store=sa.store, serving=sa,
     )  # fmt: skip

@@ -8,7 +8,7 @@ one it would not call decided.
 
 Verdicts are contemporaneous: a configuration is compared with the baseline on the
 rounds (repeat index) both have, so slow drift of the machine, or a configuration that
-stopped early while the baseline went on, cannot bias the ratio. Disturbed cells (others
+stopped early while the baseline went on, cannot bias the ratio (``stats.compare_rounds``). Disturbed cells (others
 used their CPUs, :data:`tfvariants.store.cellresult.DISTURBED_SHARE`) are left out by
 default: they stay on disk and in the report's tables.
 """
@@ -48,17 +48,25 @@ def round_values(
     return out
 
 
+# How stats.compare_rounds compares the common rounds. "unpaired" (Mann-Whitney on the
+# common rounds) and not "auto": auto pairs by round when the median absolute deviations
+# of five values happen to differ 3x, which five values often do by chance, and the
+# paired interval needs 8 rounds at the 98.75 % of 4 looks, so a 2x difference at 2 %
+# noise stayed undecided at the first look (5 rounds) and every quick compare ran
+# rounds it did not need (tests/test_verdicts.py). Switching is this one line.
+ROUND_METHOD = "unpaired"
+
+
 def statistic(base: RoundValues, other: RoundValues, settings: Settings) -> stats.Comparison:
-    """The statistic, on the rounds both sides have (the caller checks there is one).
-    ``stats.compare`` restricted to common rounds; a round-paired statistic with the
-    same arguments replaces it in this one place."""
-    common = sorted(set(base) & set(other))
-    return stats.compare(
-        [other[i] for i in common],
-        [base[i] for i in common],
+    """The statistic, on the rounds both sides have (the caller checks there is one):
+    :func:`tfvariants.analyze.stats.compare_rounds` with :data:`ROUND_METHOD`."""
+    return stats.compare_rounds(
+        base,
+        other,
         min_effect=settings.min_effect,
         confidence=settings.confidence,
         looks=settings.looks,
+        method=ROUND_METHOD,
     )
 
 
@@ -77,21 +85,31 @@ class Verdict:
         return self.comparison is None or self.comparison.verdict == "undecided"
 
 
+def measured(results: Iterable[CellResult]) -> set[ConfigKey]:
+    """Configurations with at least one successful repeat, disturbed or not."""
+    return {r.key for r in results if r.ok}
+
+
 def compare_with(
     values: Mapping[ConfigKey, RoundValues],
     baseline: ConfigKey,
     configs: Iterable[ConfigKey],
     settings: Settings,
+    ran: Collection[ConfigKey] | None = None,
 ) -> dict[ConfigKey, Verdict]:
-    """Every configuration that has usable values (but the baseline) against it."""
+    """Every configuration (but the baseline) against it, where both ``ran`` (have a
+    successful repeat; default: usable values). A pair without a common usable round
+    (e.g. every repeat of one side disturbed) gets a Verdict with no comparison: open,
+    since another round may give one; a side that never succeeded gets none."""
+    ran = set(values) if ran is None else set(ran)
     base = values.get(baseline) or {}
     out: dict[ConfigKey, Verdict] = {}
-    if not base:
+    if baseline not in ran:
         return out
     for c in configs:
-        mine = values.get(c) or {}
-        if c == baseline or not mine:
+        if c == baseline or c not in ran:
             continue
+        mine = values.get(c) or {}
         rounds = tuple(sorted(set(base) & set(mine)))
         out[c] = Verdict(c, baseline, rounds, statistic(base, mine, settings) if rounds else None)
     return out
@@ -148,12 +166,14 @@ def workload_verdicts(
     variant_order: Sequence[str],
     oversubscribed: Collection[tuple[str, int]] = (),
     requested: Requested | None = None,
+    ran: Collection[ConfigKey] | None = None,
 ) -> WorkloadVerdicts:
     """THE comparison of one workload: its baseline, and every configuration in
-    ``configs`` (one workload's) against it on common rounds."""
+    ``configs`` (one workload's) against it on common rounds (``ran``: see
+    :func:`compare_with`)."""
     if not configs:
         raise ValueError("workload_verdicts needs at least one configuration")
     base = pick_baseline(configs, values, devices=devices, variant_order=variant_order,
                          oversubscribed=oversubscribed, requested=requested)  # fmt: skip
-    verdicts = compare_with(values, base, configs, settings) if base is not None else {}
+    verdicts = compare_with(values, base, configs, settings, ran) if base is not None else {}
     return WorkloadVerdicts(configs[0].workload, base, verdicts)

@@ -9,28 +9,40 @@ the value.
 from __future__ import annotations
 
 import argparse
-import math
 import re
 
+from tfvariants.plan import limits
 from tfvariants.plan.cell import MAX_THREADS
 from tfvariants.plan.spec import MAX_REPEATS
 
-MAX_SEED = 2**32 - 1  # numpy's and TensorFlow's seed range
-MAX_COUNT = 10**9  # epochs, samples, steps: far above any real schedule
-MAX_TIMEOUT_S = 30 * 24 * 3600.0
+MAX_SEED = limits.MAX_SEED
+MAX_COUNT = limits.MAX_COUNT
+MAX_TIMEOUT_S = limits.MAX_SECONDS
 
-# ASCII digits only: int() also takes "1_000" and other scripts' digits ("١٢").
+# ASCII digits only: int() also takes "1_000" and other scripts' digits ("١٢", "２").
 _DIGITS = re.compile(r"[0-9]+", re.ASCII)
+decimal = limits.decimal  # finite, ASCII digits: no "inf", "nan", "1_0", "١"
+
+
+def shown(text: object, limit: int = 40) -> str:
+    """A user's value quoted for a one-line message: repr (newlines escaped), cut short."""
+    r = repr(text)
+    return r if len(r) <= limit else r[: limit - 4] + "...'"
 
 
 def whole_number(text: str, lo: int, hi: int) -> int:
     """``text`` as an int in [lo, hi], written with ASCII digits only."""
     s = str(text).strip()
     if not _DIGITS.fullmatch(s):
-        raise argparse.ArgumentTypeError(f"expected a whole number from {lo} to {hi}, got {text!r}")
-    value = int(s)
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number from {lo} to {hi}, got {shown(text)}"
+        )
+    # Compare lengths first: int() refuses over 4,300 digits, and 10**5000 is just too big.
+    value = int(s) if len(s.lstrip("0")) <= len(str(hi)) else hi + 1
     if not lo <= value <= hi:
-        raise argparse.ArgumentTypeError(f"expected a whole number from {lo} to {hi}, got {value}")
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number from {lo} to {hi}, got {shown(s, 24)[1:-1]}"
+        )
     return value
 
 
@@ -57,14 +69,11 @@ def positive_int(text: str) -> int:
 
 def positive_float(text: str) -> float:
     """Seconds (a timeout): finite, > 0, at most 30 days."""
-    try:
-        value = float(str(text).strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not (math.isfinite(value) and 0 < value <= MAX_TIMEOUT_S):
-        raise argparse.ArgumentTypeError(
-            f"expected seconds greater than 0 and at most {MAX_TIMEOUT_S:g}, got {text}"
-        )
+    value = decimal(text)
+    problem = limits.seconds_problem(value)
+    if problem:
+        raise argparse.ArgumentTypeError(f"expected {problem}, got {shown(text)}")
+    assert value is not None  # seconds_problem refuses None
     return value
 
 
@@ -78,32 +87,54 @@ def thread_list(text: str) -> list[int]:
 
 
 def duration(text: str) -> float:
-    """'10m', '90s', '1.5h' or plain seconds -> seconds (> 0)."""
+    """'10m', '90s', '1.5h' or plain seconds -> seconds (> 0, at most 30 days)."""
     t = text.strip().lower()
     scale = {"s": 1.0, "m": 60.0, "h": 3600.0}.get(t[-1:], None)
-    number = t[:-1] if scale else t
-    try:
-        value = float(number) * (scale or 1.0)
-    except ValueError:
+    number = decimal(t[:-1] if scale else t)
+    if number is None:
         raise argparse.ArgumentTypeError(
-            f"expected a duration like 10m, 90s or 1h, got {text!r}"
-        ) from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be greater than 0, got {text}")
+            f"expected a duration like 10m, 90s or 1h, got {shown(text)}"
+        )
+    value = number * (scale or 1.0)  # may overflow to inf: refused below
+    problem = limits.seconds_problem(value)
+    if problem:
+        raise argparse.ArgumentTypeError(f"expected {problem}, got {shown(text)}")
     return value
+
+
+def _fraction_value(text: str) -> float:
+    t = text.strip()
+    value = decimal(t[:-1]) if t.endswith("%") else decimal(t)
+    if value is None:
+        raise argparse.ArgumentTypeError(f"expected a fraction like 0.05 or 5%, got {shown(text)}")
+    return value / 100 if t.endswith("%") else value
 
 
 def fraction(text: str) -> float:
     """'5%' or '0.05' -> 0.05; must lie in [0, 1)."""
-    t = text.strip()
-    try:
-        value = float(t[:-1]) / 100 if t.endswith("%") else float(t)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a fraction like 0.05 or 5%, got {text!r}"
-        ) from None
+    value = _fraction_value(text)
     if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (0% and 100%), got {text}")
+        raise argparse.ArgumentTypeError(
+            f"must be between 0 and 1 (0% and 100%), got {shown(text)}"
+        )
+    return value
+
+
+def min_effect(text: str) -> float:
+    """--min-effect: '5%' or '0.05'."""
+    value = _fraction_value(text)
+    problem = limits.min_effect_problem(value)
+    if problem:
+        raise argparse.ArgumentTypeError(f"expected {problem}, got {shown(text)}")
+    return value
+
+
+def confidence(text: str) -> float:
+    """--confidence: above 0.5 and at most 0.9999 ('95%' or '0.95')."""
+    value = _fraction_value(text)
+    problem = limits.confidence_problem(value)
+    if problem:
+        raise argparse.ArgumentTypeError(f"expected {problem}, got {shown(text)}")
     return value
 
 
@@ -115,11 +146,11 @@ def duration_s(text: str) -> float:
     m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*(ms|s|min|m)\s*", str(text), re.ASCII)
     if not m:
         raise argparse.ArgumentTypeError(
-            f"expected a duration with a unit like 100ms, 0.5s or 2m, got {text!r}"
+            f"expected a duration with a unit like 100ms, 0.5s or 2m, got {shown(text)}"
         )
     value = float(m.group(1)) * _DURATION_UNITS[m.group(2)]
     if not 0 < value <= MAX_TIMEOUT_S:
         raise argparse.ArgumentTypeError(
-            f"must be greater than 0 and at most {MAX_TIMEOUT_S:g} s, got {text!r}"
+            f"must be greater than 0 and at most {MAX_TIMEOUT_S:g} s, got {shown(text)}"
         )
     return value

@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tfvariants.commands.outdir import check_writable
-from tfvariants.errors import UserError
+from tfvariants.commands.outdir import check_name_lengths, check_writable
+from tfvariants.errors import UserError, one_line
 from tfvariants.store.runfolder import EVIDENCE, evidence_reason
 
 # ---- options ----
@@ -47,7 +47,15 @@ def pricing_from(args: argparse.Namespace) -> Any:
         return None
     from tfvariants.analyze.pricing import parse_pricing_option
 
-    return parse_pricing_option(args.pricing, tier=args.price_tier, instance_map=args.instance)
+    pricing = parse_pricing_option(args.pricing, tier=args.price_tier, instance_map=args.instance)
+    print_catalog_warnings(pricing.catalog)
+    return pricing
+
+
+def print_catalog_warnings(catalog: Any) -> None:
+    """What a catalog was accepted with (e.g. a spot price above on-demand, dropped)."""
+    for w in catalog.warnings:
+        print(f"tfvariants: warning: {one_line(w)}", file=sys.stderr)
 
 
 class _DeprecatedAlias(argparse.Action):
@@ -84,6 +92,7 @@ def check_output_file(path: Path, option: str, *, results_dirs: Sequence[Path] =
     """One line, nothing written, when ``path`` cannot take an output file: a folder,
     or anywhere in a run folder's evidence (tfvariants.store.runfolder.evidence_reason),
     including the folders of ``results_dirs`` that a run is about to create."""
+    check_name_lengths(path)
     if path.is_dir():
         raise UserError(
             f"{option} {path}: is a folder; give a file path, e.g. {path / 'index.html'}"

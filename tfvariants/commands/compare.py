@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tfvariants.analyze.stats import DEFAULT_REPEATS
-from tfvariants.commands import argtypes, common, compare_cluster, rounds
+from tfvariants.commands import argtypes, common, compare_cluster, presets, rounds
 from tfvariants.commands.matrix_args import (  # noqa: F401 (quick_scale: part of this command's API)
     QUICK_SAMPLES,
     checked,
@@ -34,6 +34,7 @@ def register(sub: Any) -> None:
         description="Run every cell (variant x threads x workload x repeat) in interleaved "
         "rounds, store one result per cell in OUT/cells/, then write the HTML report.",
     )
+    presets.add_option(p)
     p.add_argument("--quick", action="store_true",
                    help="quick scale: each workload's quick_samples, a 5 s/50-step steady window, --budget 10m")  # fmt: skip
     p.add_argument("--threads", type=argtypes.thread_list, default=None,
@@ -226,7 +227,26 @@ def _store_variant_info(out: Path, info: dict[str, dict]) -> None:
         write_run(out, {**record, "variant_info": merged})
 
 
-def probe_variants(info: dict[str, dict], variant_objs: dict[str, Any], probe: bool) -> None:
+def compiled_for(variant: Any, *, count: bool) -> str | None:
+    """What the variant's TensorFlow is compiled for: from the census cache, or with
+    ``count`` from a census of its framework library (~45 MB: under a minute, once per
+    binary)."""
+    from tfvariants.variants import census
+
+    known = census.known_compiled_for(variant)
+    if known or not count:
+        return known
+    try:
+        print(f"counting instructions in {variant.name}'s TensorFlow (once per binary)",
+              file=sys.stderr)  # fmt: skip
+        return str(census.variant_census(variant)["compiled_for"])
+    except (OSError, RuntimeError):
+        return None
+
+
+def probe_variants(
+    info: dict[str, dict], variant_objs: dict[str, Any], probe: bool, count_isa: bool = False
+) -> None:
     """Once per variant, before the sweep (never inside a timed cell: oneDNN's verbose
     output is large): its backend and overlays, the oneDNN ISA it uses against this
     host's default, and which overlay settings are no-ops here."""
@@ -242,6 +262,7 @@ def probe_variants(info: dict[str, dict], variant_objs: dict[str, Any], probe: b
             entry["requirements"] = list(variant.requirements)
         if not probe or skip_reason(variant):
             continue
+        entry["compiled_for"] = compiled_for(variant, count=count_isa)
         print(f"probing oneDNN in {name} (once, outside timed cells)", file=sys.stderr)
         try:
             result = probe_variant(variant, module="workloads.onednn")
@@ -271,7 +292,10 @@ def run(args: argparse.Namespace) -> int:
             raise UserError("--resume needs --out RESULTS_DIR (the run to continue)")
         stored = load_run(args.out) or None
     pricing = common.pricing_from(args)
+    preset = presets.apply(args)
     spec, variant_objs = build_spec(args, stored, pricing)
+    if preset is not None:
+        spec.options["preset"] = preset
     _check_baseline(args.baseline, spec)
     if args.dry_run:
         return compare_cluster.dry_run(args, spec, pricing, Console(soft_wrap=True))
@@ -299,7 +323,10 @@ def run(args: argparse.Namespace) -> int:
     # After the folder's checks (a refusal must not wait for it), before any cell.
     # (With --executor ray the cells run on other machines: this host's oneDNN says nothing.)
     probe_variants(
-        spec.variant_info, variant_objs, probe=not args.no_probe and args.executor != "ray"
+        spec.variant_info,
+        variant_objs,
+        probe=not args.no_probe and args.executor != "ray",
+        count_isa=bool(spec.options.get("preset")),
     )
     _store_variant_info(out, spec.variant_info)
 
@@ -318,7 +345,10 @@ def run(args: argparse.Namespace) -> int:
 
     def run_one(cell: Any, cells_dir: Path) -> dict:
         return runner.run_cell(
-            cell, variant_objs[cell.variant], run_options_for(spec, cell.workload), cells_dir
+            cell,
+            variant_objs[cell.variant],
+            run_options_for(spec, cell.workload, cell.repeat),
+            cells_dir,
         )
 
     if args.executor == "ray":
@@ -371,6 +401,9 @@ def run(args: argparse.Namespace) -> int:
     if args.csv:
         console.print(f"csv: {args.csv}", highlight=False, markup=False)
     rounds.summary(analysis, out, console)
+    from tfvariants.commands.report import print_compiled_answer
+
+    print_compiled_answer(analysis)
     if outcome.problems:
         console.print(
             f"[red]{len(outcome.problems)} cell(s) failed or timed out[/]; rerun them with: "

@@ -126,8 +126,8 @@ def dry_run(args: argparse.Namespace, spec: Any, pricing: Any, console: Any) -> 
             r.instance.name, r.instance.vcpus, gpu, r.cells, _hours(r.cell_seconds),
             "-" if r.per_hour is None else f"{r.per_hour:.4f}",
             "-" if r.tier is None else cat.tier_word(r.tier),
-            "no price" if r.cells_cost is None else money(r.cells_cost),
-            "-" if r.node_overhead_cost is None else money(r.node_overhead_cost),
+            "no price" if r.cells_cost is None else money(r.cells_cost, cat.currency),
+            "-" if r.node_overhead_cost is None else money(r.node_overhead_cost, cat.currency),
         ))  # fmt: skip
         total += r.cells_cost or 0.0
         total_overhead += r.node_overhead_cost or 0.0
@@ -139,9 +139,10 @@ def dry_run(args: argparse.Namespace, spec: Any, pricing: Any, console: Any) -> 
         right=("vCPUs", "cells", "cell time", "price/h", "cells cost", "+ boot/idle"),
     )  # fmt: skip
     console.print(
-        f"estimated bill: {money(total)} for the cells + {money(total_overhead)} for one "
+        f"estimated bill: {money(total, cat.currency)} for the cells + "
+        f"{money(total_overhead, cat.currency)} for one "
         f"node per type booting (~{est.NODE_BOOT_S / 60:.0f} min) and idling until it stops "
-        f"(~{est.NODE_IDLE_S / 60:.0f} min) = {money(total + total_overhead)} {cat.currency}",
+        f"(~{est.NODE_IDLE_S / 60:.0f} min) = {money(total + total_overhead, cat.currency)}",
         highlight=False,
     )
     if rough:
@@ -182,7 +183,7 @@ def _per_config(
             cost = sel.per_hour * pricing.catalog.billing.billed_seconds(s) / 3600
         why = placed[(v, t)][1]
         rows.append((w, f"{v}@{t}", inst, why or "exact vCPUs", _hours(s),
-                     "-" if cost is None else money(cost)))  # fmt: skip
+                     "-" if cost is None else money(cost, pricing.catalog.currency)))  # fmt: skip
     common.print_table(
         title, ("workload", "configuration", "node type", "why this node", time_col, "cost"),
         rows, right=(time_col, "cost"),
@@ -208,7 +209,7 @@ def run_on_ray(
 
     node_wait = (
         checked("node-wait", argtypes.positive_float, args.node_wait)
-        if args.node_wait
+        if args.node_wait is not None
         else DEFAULT_NODE_WAIT_S
     )
     placed = {k: inst.name for k, (inst, _) in placement(spec, pricing).items()}

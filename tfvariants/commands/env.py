@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
@@ -62,6 +63,8 @@ def probe_variant(variant: Any, module: str = "workloads.envprobe") -> dict[str,
         result = scratch / "result.json"
         if not result.exists():
             tail = (proc.stderr or "").strip().splitlines()[-1:] or ["no output"]
+            if proc.returncode == -signal.SIGILL:
+                tail = ["killed by SIGILL: its binary uses an instruction this CPU lacks"]
             raise UserError(
                 f"variant '{variant.name}': probe failed ({proc.returncode}): {tail[0]}"
             )

@@ -58,12 +58,17 @@ def quick_scale(name: str) -> dict[str, int]:
     return {"samples": int(spec.get("quick_samples") or QUICK_SAMPLES)}
 
 
-def run_options_for(spec: Any, workload: str) -> Any:
-    """RunOptions for a workload's cells: explicit --epochs/--samples beat quick scale."""
+def run_options_for(spec: Any, workload: str, repeat: int = 0) -> Any:
+    """RunOptions for a workload's cells: explicit --epochs/--samples beat quick scale;
+    repeats from the window plan's round on measure the planned steady window."""
     from tfvariants.execute.runner import RunOptions
 
     o = spec.options
     scale = (o.get("per_workload") or {}).get(workload, {})
+    plan = o.get("window_plan") or {}
+    steady_s = o.get("min_steady_s", 10.0)
+    if plan and repeat >= int(plan.get("from_repeat", 1 << 30)):
+        steady_s = plan["min_steady_s"]
     return RunOptions(
         epochs=o.get("epochs") or scale.get("epochs"),
         samples=o.get("samples") or scale.get("samples"),
@@ -72,7 +77,7 @@ def run_options_for(spec: Any, workload: str) -> Any:
         data_dir=o.get("data_dir"),
         timeout_s=float(o.get("timeout_s", 1800.0)),
         seed=int(o.get("seed", 0)),
-        min_steady_s=float(o.get("min_steady_s", 10.0)),
+        min_steady_s=float(steady_s),
         min_steady_steps=int(o.get("min_steady_steps", 100)),
     )
 

@@ -13,8 +13,28 @@ def default_run_dir(prefix: str = "run") -> Path:
     return Path("results") / f"{prefix}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
 
 
+def check_name_lengths(path: Path) -> None:
+    """One line when a component of ``path`` is longer than the file system allows
+    (os.stat and mkdir would raise ENAMETOOLONG later, half-way through a run)."""
+    limit = 255
+    anchor = Path(os.path.abspath(path))
+    while not os.path.isdir(anchor) and anchor.parent != anchor:
+        anchor = anchor.parent
+    try:
+        limit = os.pathconf(anchor, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        pass
+    for part in Path(path).parts:
+        if len(os.fsencode(part)) > limit:
+            raise UserError(
+                f"cannot write to {str(path)[:80]}...: the name {part[:40]}... is "
+                f"{len(os.fsencode(part))} bytes, longer than this file system's {limit}"
+            )
+
+
 def check_writable(path: Path) -> None:
     """Fail with one line if ``path`` cannot be created or written, creating nothing."""
+    check_name_lengths(path)
     probe = path
     while not probe.exists():
         parent = probe.parent

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tfvariants.commands import argtypes, common
-from tfvariants.errors import UserError
+from tfvariants.errors import UserError, one_line
 
 
 def register(sub: Any) -> None:
@@ -49,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from tfvariants.analyze.pricing import builtin_catalogs, load_catalog
 
     cat = load_catalog(args.catalog)
+    common.print_catalog_warnings(cat)
     if args.json:
         print(json.dumps(catalog_json(cat), indent=2))
         return 0
@@ -110,25 +111,37 @@ def run_import(args: argparse.Namespace) -> int:
 
     from tfvariants.analyze import catalog_import as ci
     from tfvariants.analyze.pricing import parse_catalog, valid_date
+    from tfvariants.render.output import write_text_atomic
 
     if args.csv is None or args.output is None:
         raise UserError("prices import needs a CSV file and -o OUT.toml")
+    common.check_name_lengths(args.output)
     if args.output.is_dir():
         raise UserError(f"-o {args.output}: is a folder; give a .toml file path")
+    common.check_output_file(args.output, "-o")  # never into a run folder's evidence
+    same = args.output.exists() and args.csv.exists() and args.output.samefile(args.csv)
+    if same or args.output.resolve() == args.csv.resolve():
+        raise UserError(f"-o {args.output}: that is the input CSV; give another file")
+    name = args.name if args.name is not None else args.output.stem
+    if not name.strip() or not name.isprintable() or len(name) > 200:
+        # The name lands in a TOML string, tables and one-line messages.
+        raise UserError(
+            f"--name: expected a one-line name of printable characters (at most 200), "
+            f"got {argtypes.shown(name)}"
+        )
     as_of = args.as_of or date.today().isoformat()
     if not valid_date(as_of):
         raise UserError(f"--as-of: expected a real YYYY-MM or YYYY-MM-DD, got {as_of!r}")
     match = [m.strip() for m in args.match.split(",") if m.strip()] if args.match else []
     imported = ci.read_csv(args.csv, region=args.region, as_of=as_of, match=match)
     where = f", region {args.region}" if args.region else ""
-    source = f"{args.csv.name}{where}, imported {date.today().isoformat()}"
-    text = ci.to_toml(imported, name=args.name or args.output.stem, source=source,
+    source = one_line(f"{args.csv.name}{where}, imported {date.today().isoformat()}")
+    text = ci.to_toml(imported, name=name, source=source,
                       minimum_s=args.minimum_seconds)  # fmt: skip
     parse_catalog(tomllib.loads(text), str(args.output))  # the same checks as any catalog
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(text, encoding="utf-8")
+    write_text_atomic(args.output, text)  # all or nothing, even on a full disk
     for w in imported.warnings:
-        print(f"tfvariants: warning: {w}", file=sys.stderr)
+        print(f"tfvariants: warning: {one_line(w)}", file=sys.stderr)
     print(f"{args.output}: {len(imported.rows)} instance(s); show with: "
           f"tfvariants prices --catalog {args.output}")  # fmt: skip
     return 0

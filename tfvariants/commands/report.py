@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfvariants.commands import argtypes, common
-from tfvariants.errors import UserError
+from tfvariants.errors import UserError, one_line
+
+if TYPE_CHECKING:  # the analysis is imported only when a report is made (start-up time)
+    from tfvariants.analyze.frame import RunFrame
 
 # Warnings that change what the figures mean: always printed, not only in the HTML.
 LOUD_KINDS = ("unreadable", "duplicate", "foreign_host", "mixed_hosts", "incomplete", "no_price")
@@ -29,24 +32,26 @@ def register(sub: Any) -> None:
     p.add_argument("--baseline", default=None,
                    help="VARIANT[@THREADS] (default: the GPU if one ran, else the most threads that fit on the host, with "
                    "the most successful repeats; serving: the GPU, else the first variant)")  # fmt: skip
-    p.add_argument("--min-effect", type=argtypes.fraction, default=None,
+    p.add_argument("--min-effect", type=argtypes.min_effect, default=None,
                    help="smallest difference that matters, e.g. 5%% (default: the run's, else 5%%)")  # fmt: skip
-    p.add_argument("--confidence", type=argtypes.fraction, default=None,
-                   help="confidence of the intervals (default: the run's, else 0.95)")  # fmt: skip
+    p.add_argument("--confidence", type=argtypes.confidence, default=None,
+                   help="confidence of the intervals, above 0.5 and at most 0.9999 (default: the "
+                   "run's, else 0.95)")  # fmt: skip
     common.add_allow_mixed_hosts(p)
     p.add_argument("--p99", default=None,
                    help="serving runs: the latency bound for the cheapest answer (default: the run's, else 100ms)")  # fmt: skip
     p.set_defaults(func=run)
 
 
-def print_store_warnings(analysis: Any) -> None:
+def print_store_warnings(analysis: RunFrame) -> None:
     """The run folder's problems, one named line each, on stderr."""
     for w in analysis.warnings:
         if w.kind in LOUD_KINDS:
-            print(f"tfvariants: warning: {w.message}", file=sys.stderr)
+            print(f"tfvariants: warning: {one_line(w.message)}", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
+    from tfvariants.analyze.analysis import Analysis
     from tfvariants.render.html import write_report
 
     if not args.results_dir.is_dir():
@@ -61,8 +66,6 @@ def run(args: argparse.Namespace) -> int:
             p99_ms = duration_s(args.p99) * 1e3
         except argparse.ArgumentTypeError as exc:
             raise UserError(f"--p99: {exc}") from None
-    if args.confidence is not None and not args.confidence > 0.5:
-        raise UserError(f"--confidence: must be above 0.5, got {args.confidence}")
     pricing = common.pricing_from(args)
     analysis = write_report(
         args.results_dir,
@@ -77,12 +80,14 @@ def run(args: argparse.Namespace) -> int:
     )
     print_store_warnings(analysis)
     print(f"report: {out}")
+    training = analysis if isinstance(analysis, Analysis) else None
     if args.csv:
-        rows = len(analysis.cells)
+        rows = len(training.cells) if training is not None else 0
         if not rows and args.csv.is_file():  # a serving-only run: the CSV holds serving cells
             rows = max(len(args.csv.read_text(encoding="utf-8").splitlines()) - 1, 0)
         print(f"csv: {args.csv} ({rows} rows)")
-    for w in analysis.workloads:
+    print_compiled_answer(analysis)
+    for w in training.workloads if training is not None else []:
         print(f"{w.name}:")  # the sentences do not all name their workload
         for line in w.conclusions:
             print(f"  {line}")
@@ -92,3 +97,15 @@ def run(args: argparse.Namespace) -> int:
             for line in m.conclusions:
                 print(f"  {line}")
     return 0
+
+
+def print_compiled_answer(analysis: Any) -> None:
+    """A compiled-preset run opens with its answer for this CPU (tfvariants.analyze.compiled)."""
+    from tfvariants.analyze.analysis import Analysis
+    from tfvariants.analyze.compiled import answer
+
+    if not isinstance(analysis, Analysis):  # a serving-only run
+        return
+    lines = answer(analysis.workloads, analysis.run, analysis.settings.min_effect)
+    for i, line in enumerate(lines or []):
+        print(line if i == 0 else f"  {line}")

@@ -14,9 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tfvariants.analyze import adaptive, stats
+from tfvariants.analyze import adaptive, stats, windows
 from tfvariants.analyze.decide import Settings
-from tfvariants.analyze.verdicts import Requested, WorkloadVerdicts, round_values, workload_verdicts
+from tfvariants.analyze.verdicts import (
+    Requested,
+    WorkloadVerdicts,
+    measured,
+    round_values,
+    workload_verdicts,
+)
 from tfvariants.commands import argtypes
 from tfvariants.errors import UserError
 from tfvariants.plan.cell import Cell
@@ -24,10 +30,15 @@ from tfvariants.plan.spec import MatrixSpec
 from tfvariants.store.cellresult import AnyResult, ConfigKey, training
 
 if TYPE_CHECKING:
-    from tfvariants.execute.matrix import NextRound
+    from rich.console import Console
+
+    from tfvariants.analyze.frame import RunFrame
+    from tfvariants.execute.matrix import MatrixOutcome, NextRound
 
 QUICK_BUDGET_S = 600.0  # --quick without --budget: 10 minutes
-QUICK_WINDOW = (5.0, 50)  # --quick steady window: seconds, steps
+# --quick steady window: seconds, steps. 10 s: about half of a quick cell once its fixed
+# costs (import, trace, epoch boundaries: ~8 s on 2 quiet cores) are paid (docs/compare.md).
+QUICK_WINDOW = (10.0, 50)
 FULL_WINDOW = (10.0, 100)
 
 
@@ -45,11 +56,11 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--min-steady-steps", type=argtypes.positive_int, default=None,
                    help="steady-state steps each cell measures after its warm-up (default 100; "
                    "--quick 50)")  # fmt: skip
-    p.add_argument("--min-effect", type=argtypes.fraction, default=None,
+    p.add_argument("--min-effect", type=argtypes.min_effect, default=None,
                    help="smallest difference that matters, e.g. 5%% (default): smaller ones "
                    "are 'equivalent'")  # fmt: skip
-    p.add_argument("--confidence", type=argtypes.fraction, default=None,
-                   help="confidence of the intervals (default 0.95)")  # fmt: skip
+    p.add_argument("--confidence", type=argtypes.confidence, default=None,
+                   help="confidence of the intervals, above 0.5 and at most 0.9999 (default 0.95)")  # fmt: skip
 
 
 def options_from(
@@ -60,20 +71,23 @@ def options_from(
     o: dict[str, Any] = {
         "min_steady_s": given_or_stored("min_steady_s", args.min_steady_s, argtypes.positive_float, window[0]),
         "min_steady_steps": given_or_stored("min_steady_steps", args.min_steady_steps, argtypes.positive_int, window[1]),
-        "min_effect": given_or_stored("min_effect", args.min_effect, argtypes.fraction, stats.MIN_EFFECT),
-        "confidence": given_or_stored("confidence", args.confidence, argtypes.fraction, stats.CONFIDENCE),
+        "min_effect": given_or_stored("min_effect", args.min_effect, argtypes.min_effect, stats.MIN_EFFECT),
+        "confidence": given_or_stored("confidence", args.confidence, argtypes.confidence, stats.CONFIDENCE),
         "budget_s": given_or_stored("budget_s", args.budget, argtypes.duration, QUICK_BUDGET_S if quick else None),
         "max_repeats": given_or_stored("max_repeats", args.max_repeats, argtypes.repeats,
                                        max(adaptive.DEFAULT_MAX_REPEATS, repeats)),
+        # A window the user chose stays; else the adaptive rounds' window is planned from
+        # the first look's variance components (tfvariants.analyze.windows).
+        "plan_window": given_or_stored("plan_window", None, bool, args.min_steady_s is None),
     }  # fmt: skip
-    if not o["confidence"] > 0.5:
-        raise UserError(f"--confidence: must be above 0.5, got {o['confidence']}")
     if o["max_repeats"] < repeats:
         raise UserError(f"--max-repeats {o['max_repeats']} is below --repeats {repeats}")
     return o
 
 
-def adaptive_hook(spec: Any, baseline: str | None, console: Any) -> tuple[Any, Any]:
+def adaptive_hook(
+    spec: MatrixSpec, baseline: str | None, console: Console
+) -> tuple[NextRound[Cell] | None, adaptive.StoppingRule | None]:
     """(next_round, rule) when the run has a budget, else (None, None)."""
     from tfvariants.analyze.analysis import parse_baseline
 
@@ -93,8 +107,8 @@ def adaptive_hook(spec: Any, baseline: str | None, console: Any) -> tuple[Any, A
     return hook, rule
 
 
-def record(out: Path, rule: adaptive.StoppingRule, spec: Any, before: dict, outcome: Any,
-           console: Any) -> None:  # fmt: skip
+def record(out: Path, rule: adaptive.StoppingRule, spec: MatrixSpec, before: dict[str, Any],
+           outcome: MatrixOutcome, console: Console) -> None:  # fmt: skip
     """run.json's "adaptive": the rule, the budget, every round so far, why it stopped."""
     from tfvariants.store.rundir import update_run
 
@@ -102,6 +116,7 @@ def record(out: Path, rule: adaptive.StoppingRule, spec: Any, before: dict, outc
         **rule.to_json(), "budget_s": spec.options.get("budget_s"),
         "rounds": list(before.get("rounds") or []) + outcome.rounds,
         "stopped": outcome.stopped, "spent_s": round(outcome.spent_s, 1),
+        "window_plan": spec.options.get("window_plan") or before.get("window_plan"),
     })  # fmt: skip
     if outcome.stopped:
         console.print(
@@ -112,8 +127,12 @@ def record(out: Path, rule: adaptive.StoppingRule, spec: Any, before: dict, outc
         )
 
 
-def summary(analysis: Any, out: Path, console: Any) -> None:
+def summary(analysis: RunFrame, out: Path, console: Console) -> None:
     """The first conclusions per workload, the host's noise, what stayed undecided."""
+    from tfvariants.analyze.analysis import Analysis
+
+    if not isinstance(analysis, Analysis):
+        return  # no training cells to sum up
     for w in analysis.workloads:
         console.print(f"  {w.name}:", highlight=False, markup=False)  # "GPU vs ..." names none
         for line in w.conclusions[:2]:
@@ -167,7 +186,8 @@ def look_verdicts(
     if not looks_done:
         return Look(rounds, None, frozen, ())
     look = looks_done[-1]
-    values = round_values(r for r in mine if r.round < look)
+    upto = [r for r in mine if r.round < look]
+    values, ran = round_values(upto), measured(upto)
     devices = {v: str((spec.variant_info.get(v) or {}).get("device", "cpu")) for v in spec.variants}
     devices.update({r.variant: r.device for r in mine})
     over = {(r.variant, r.threads) for r in mine if r.oversubscribed}
@@ -180,7 +200,8 @@ def look_verdicts(
             variant_order=spec.variants,
             oversubscribed=over,
             requested=baseline,
-        )  # fmt: skip
+            ran=ran,
+        )
         for w in spec.workloads
     )
     return Look(rounds, look, frozen, verdicts)
@@ -193,7 +214,7 @@ def make_next_round(
     baseline: Requested | None,
     min_effect: float,
     confidence: float,
-) -> NextRound:
+) -> NextRound[Cell]:
     settings = Settings(min_effect, confidence, rule.k)
     configs = spec.configurations()
     order = {
@@ -206,6 +227,8 @@ def make_next_round(
         at = look_verdicts(spec, stored, rule, baseline=baseline, settings=settings)
         if at.look is None:
             return [], f"only {at.rounds} round(s) stored, fewer than the first look"
+        if spec.options.get("plan_window"):
+            plan_window(spec, stored, rule.looks[0])
         open_verdicts = [v for wv in at.verdicts for v in wv.open]
         if not open_verdicts:
             return [], f"every comparison was decided by the look after {at.look} repeats"
@@ -228,3 +251,12 @@ def make_next_round(
         )
 
     return next_round
+
+
+def plan_window(spec: MatrixSpec, stored: Mapping[str, AnyResult], first_look: int) -> None:
+    """The steady window of the rounds after the first look, from the cells before it
+    (recomputed from the same cells on a resume, so it is the same window)."""
+    first = [r for r in training(stored.values()) if r.round < first_look]
+    current = float(spec.options["min_steady_s"])
+    chosen = windows.plan(windows.components(first), current)
+    spec.options["window_plan"] = {**chosen.to_json(), "from_repeat": first_look}

@@ -154,6 +154,8 @@ def register(sub: Any) -> None:
         "-o", "--output", "--report", dest="report", type=Path, default=None, metavar="FILE.html",
         help="HTML report path (default reports/<run>/index.html; -o/--output as in compare and report)",
     )  # fmt: skip
+    p.add_argument("--csv", type=Path, default=None, metavar="FILE.csv",
+                   help="also write one row per serving cell to this CSV file")  # fmt: skip
     p.add_argument(
         "--resume", action="store_true", help="continue the run in --out (same arguments)"
     )
@@ -184,12 +186,11 @@ def parse_positive(option: str, text: str, hi: int = argtypes.MAX_COUNT) -> int:
 
 
 def parse_rate(option: str, text: str) -> float:
-    try:
-        value = float(str(text).strip())
-    except ValueError:
-        value = float("nan")
-    if not 0 < value <= 1e9:  # NaN fails too
-        raise UserError(f"--{option}: expected a number greater than 0, got {text!r}")
+    value = argtypes.decimal(text)  # finite, ASCII digits: no "nan", "1_0", "٣"
+    if value is None or not 0 < value <= 1e9:
+        raise UserError(
+            f"--{option}: expected a number greater than 0 and at most 1e9, got {argtypes.shown(text)}"
+        )
     return value
 
 
@@ -268,7 +269,7 @@ def build_serve_spec(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
         for p in paths:
             if p not in ("inprocess", "http"):
                 raise UserError(f"--path: unknown path {p!r} (inprocess, http; or --target URL)")
-    threads = (checked("threads", argtypes.thread_list, args.threads) if args.threads
+    threads = (checked("threads", argtypes.thread_list, args.threads) if args.threads is not None
                else default_threads(logical_cpus()))  # fmt: skip
     variants = parse_names("variants", args.variants)
     min_d, max_d = (
@@ -387,7 +388,7 @@ def run(args: argparse.Namespace) -> int:
 
     from tfvariants.execute.matrix import Matrix
     from tfvariants.execute.serve_runner import run_serve_cell
-    from tfvariants.plan.serve import plan_serve_cells
+    from tfvariants.plan.serve import ServeCell
     from tfvariants.render.html import write_report
 
     spec, variant_objs = build_serve_spec(args)
@@ -416,18 +417,18 @@ def run(args: argparse.Namespace) -> int:
     if args.resume and not (out / "run.json").is_file():
         raise UserError(f"--resume: {out / 'run.json'} not found (nothing to resume)")
     check_writable(out)
-    check_writable(report_path.parent)
+    common.check_report_outputs(report_path, args.csv, results_dirs=[out])
     _check_loadgen(spec.scenarios, variant_objs)
 
-    cells = plan_serve_cells(spec)
+    cells = spec.cells()
     console.print(f"[bold]serve[/]: {len(cells)} cells ({len(spec.variants)} variant(s) x "
                   f"{len(spec.threads)} thread count(s) x {len(spec.workloads)} model/scenario/path "
                   f"x {spec.repeats} repeat(s)) -> {out}", highlight=False)  # fmt: skip
 
-    def run_one(cell: Any, cells_dir: Path) -> dict:
+    def run_one(cell: ServeCell, cells_dir: Path) -> dict[str, Any]:
         return run_serve_cell(cell, variant_objs[cell.variant], spec.options, cells_dir)
 
-    matrix = Matrix(spec, out, plan=plan_serve_cells)
+    matrix = Matrix(spec, out)
     before: dict[str, Any] = {}
     if args.resume:
         from tfvariants.store.rundir import load_run_dir
@@ -473,15 +474,15 @@ def run(args: argparse.Namespace) -> int:
     if len(outcome.statuses) == 0:
         return outcome.exit_code()
     analysis = write_report(
-        out, report_path, pricing=pricing, baseline=args.baseline,
-        csv_path=report_path.with_name("serving.csv"), p99_bound_ms=spec.options["p99_bound_ms"],
-        min_effect=spec.options["min_effect"], confidence=spec.options["confidence"],
+        out, report_path, pricing=pricing, baseline=args.baseline, csv_path=args.csv,
+        p99_bound_ms=spec.options["p99_bound_ms"], min_effect=spec.options["min_effect"],
+        confidence=spec.options["confidence"],
     )  # fmt: skip
     serving = getattr(analysis, "serving", None)
     for m in serving.models if serving is not None else []:
         for line in m.conclusions[:3]:
             console.print(f"  {line}", highlight=False, markup=False)
-    console.print(
-        f"report: {report_path} (CSV: {report_path.with_name('serving.csv')})", highlight=False
-    )
+    console.print(f"report: {report_path}", highlight=False, markup=False)
+    if args.csv:
+        console.print(f"csv: {args.csv}", highlight=False, markup=False)
     return outcome.exit_code()

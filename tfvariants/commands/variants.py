@@ -1,5 +1,7 @@
 """`tfvariants variants`: every configured variant and whether it can run here;
-`tfvariants variants build NAME...`: make variants ready (requirement-spec environments)."""
+`tfvariants variants build NAME...`: make variants ready (requirement-spec environments);
+`tfvariants variants census NAME... [--full]`: what each one's TensorFlow binary is
+compiled for (instruction counts, cached per binary)."""
 
 from __future__ import annotations
 
@@ -19,11 +21,18 @@ def register(sub: Any) -> None:
         "where each runs and whether it is ready (backend installed, environment or image "
         "built, GPU present); a variant that is not ready shows the command that makes it. "
         "`variants build NAME...` builds requirement-spec variants (e.g. tf-2.18, "
-        "keras-jax) into cached environments: the same specs reuse the cache.",
+        "keras-jax) into cached environments: the same specs reuse the cache. "
+        "A variant whose TensorFlow needs instructions this CPU lacks is listed as "
+        "skipped, with the reason. `variants census NAME...` counts the instructions in "
+        "a variant's TensorFlow (libtensorflow_framework, under a minute; --full: every "
+        "TensorFlow library, ~11 minutes for 2.14), cached by the files' content.",
     )
-    p.add_argument("action", nargs="?", choices=("list", "build"), default="list",
-                   help="list (default) or build")  # fmt: skip
-    p.add_argument("names", nargs="*", metavar="NAME", help="build: the variants to build")
+    p.add_argument("action", nargs="?", choices=("list", "build", "census"), default="list",
+                   help="list (default), build or census")  # fmt: skip
+    p.add_argument("names", nargs="*", metavar="NAME",
+                   help="build, census: the variants")  # fmt: skip
+    p.add_argument("--full", action="store_true",
+                   help="census: every TensorFlow shared object, not only the framework library")  # fmt: skip
     common.add_variants_file(p)
     common.add_engine(p)
     common.add_json(p)
@@ -42,10 +51,16 @@ def describe(variants_file: str | None = None, engine: str | None = None) -> lis
         variants = [
             dataclasses.replace(v, engine=engine) if v.kind == "image" else v for v in variants
         ]
+    from tfvariants.variants import skip_reason
+
+    def check(variant: Any) -> tuple[bool, str, str | None]:
+        ready, detail = variant.readiness()
+        return ready, detail, skip_reason(variant) if ready else None
+
     with ThreadPoolExecutor(max_workers=4) as pool:
-        readiness = list(pool.map(lambda v: v.readiness(), variants))
+        readiness = list(pool.map(check, variants))
     rows = []
-    for variant, (ready, detail) in zip(variants, readiness, strict=True):
+    for variant, (ready, detail, skipped) in zip(variants, readiness, strict=True):
         rows.append(
             {
                 "name": variant.name,
@@ -58,8 +73,9 @@ def describe(variants_file: str | None = None, engine: str | None = None) -> lis
                 "backend": variant.backend,
                 "description": variant.description,
                 "build": variant.build,
-                "ready": ready,
-                "detail": detail,
+                "ready": ready and not skipped,
+                "detail": f"skipped: {skipped}" if skipped else detail,
+                "skipped": skipped,
             }
         )
     return rows
@@ -90,9 +106,51 @@ def build(names: list[str], variants_file: str | None = None) -> int:
     return 0
 
 
+def census(names: list[str], variants_file: str | None, full: bool, as_json: bool) -> int:
+    """The instruction census of each named variant's TensorFlow (progress on stderr)."""
+    import sys
+
+    from tfvariants.errors import UserError
+    from tfvariants.variants import get_variant
+    from tfvariants.variants.census import variant_census
+    from workloads import isacensus
+
+    if not names:
+        raise UserError("variants census: name at least one variant (e.g. intel-avx512-2.14)")
+    variants = [get_variant(name, variants_file) for name in names]  # all checked first
+    results = []
+    for variant in variants:
+        try:
+            results.append(
+                variant_census(variant, full=full, log=lambda m: print(m, file=sys.stderr))
+            )
+        except (FileNotFoundError, RuntimeError) as exc:
+            raise UserError(str(exc)) from None
+    if as_json:
+        print(json.dumps(results, indent=2))
+        return 0
+    rows = []
+    for one in results:
+        for name, counts in [*one["files"].items(), ("total", one["total"])]:
+            raw, rest, disp = counts["raw"], counts["rest"], counts["dispatched"]
+            rows.append(
+                [one["variant"], name, f"{raw['ymm']:,}", f"{raw['zmm']:,}", f"{raw['vfmadd']:,}"]
+                + [f"{rest[i]:,} / {disp[i]:,}" for i in isacensus.ISAS]
+                + [isacensus.compiled_for(counts) if name == "total" else ""]
+            )
+    common.print_table(
+        "instruction census (per extension: outside / inside run-time-dispatched kernels)",
+        ["variant", "library", "ymm", "zmm", "vfmadd", *isacensus.ISAS, "compiled for"],
+        rows,
+    )
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     if args.action == "build":
         return build(args.names, args.variants_file)
+    if args.action == "census":
+        return census(args.names, args.variants_file, args.full, args.json)
     if args.names:
         from tfvariants.errors import UserError
 

@@ -6,13 +6,12 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic
 
-from tfvariants.plan.cell import Cell
-from tfvariants.plan.spec import MatrixSpec, plan_cells
+from tfvariants.plan.task import CellT, MatrixPlan, PlannedCell
 from tfvariants.store.cellresult import AnyResult
 from tfvariants.store.result import host_result
 from tfvariants.store.rundir import (
@@ -29,10 +28,10 @@ from workloads.envprobe import host_id
 if TYPE_CHECKING:  # rich.progress is imported only when a bar is shown (start-up time)
     from rich.progress import Progress, TaskID
 
-RunCell = Callable[..., dict]
-# stored results (cell id -> typed result) -> the next round's cells (training Cells or
-# serving ServeCells, as the matrix's plan gives), and why
-NextRound = Callable[[Mapping[str, AnyResult]], tuple[list[Any], str]]
+# (cell, cells_dir) -> the cell's result, already stored (the runner's contract)
+RunCell = Callable[[CellT, Path], dict[str, Any]]
+# stored results (cell id -> typed result) -> the next round's cells, and why
+NextRound = Callable[[Mapping[str, AnyResult]], tuple[list[CellT], str]]
 
 
 class EtaModel:
@@ -44,12 +43,12 @@ class EtaModel:
         self._by_workload: dict[str, list[float]] = {}
         self._all: list[float] = []
 
-    def record(self, cell: Cell, seconds: float) -> None:
+    def record(self, cell: PlannedCell, seconds: float) -> None:
         self._by_config.setdefault((cell.workload, cell.variant, cell.threads), []).append(seconds)
         self._by_workload.setdefault(cell.workload, []).append(seconds)
         self._all.append(seconds)
 
-    def estimate(self, cell: Cell) -> float | None:
+    def estimate(self, cell: PlannedCell) -> float | None:
         for samples in (
             self._by_config.get((cell.workload, cell.variant, cell.threads)),
             self._by_workload.get(cell.workload),
@@ -59,7 +58,7 @@ class EtaModel:
                 return statistics.median(samples)
         return None
 
-    def remaining(self, cells: Iterable[Cell]) -> float | None:
+    def remaining(self, cells: Iterable[PlannedCell]) -> float | None:
         estimates = [self.estimate(c) for c in cells]
         known = [e for e in estimates if e is not None]
         if len(known) < len(estimates):
@@ -70,10 +69,10 @@ class EtaModel:
 @dataclass
 class MatrixOutcome:
     planned: int
-    ran: list[Cell] = field(default_factory=list)
+    ran: list[PlannedCell] = field(default_factory=list)
     statuses: dict[str, str] = field(default_factory=dict)  # cell_id -> status, whole matrix
     reasons: dict[str, str] = field(default_factory=dict)
-    interrupted: Cell | None = None
+    interrupted: PlannedCell | None = None
     was_interrupted: bool = False
     quarantined: list[str] = field(default_factory=list)  # "file -> where (why)"
     rounds: list[dict] = field(default_factory=list)  # adaptive rounds run now
@@ -106,16 +105,14 @@ def _fmt_s(seconds: float | None) -> str:
     return f"{h}h{m:02d}m" if h else (f"{m}m{s:02d}s" if m else f"{s}s")
 
 
-class Matrix:
-    """Runs a MatrixSpec into results/<run>/ with progress, interrupt and resume."""
+class Matrix(Generic[CellT]):
+    """Runs a matrix (training or serving: any MatrixPlan) into results/<run>/ with
+    progress, interrupt and resume."""
 
-    def __init__(
-        self, spec: MatrixSpec, out: Path, plan: Callable[[Any], list] = plan_cells
-    ) -> None:
+    def __init__(self, spec: MatrixPlan[CellT], out: Path) -> None:
         self.spec = spec
         self.out = Path(out)
         self.cells_dir = self.out / CELLS_DIR
-        self.plan = plan  # spec -> cells in run order (serving cells have their own planner)
         self._prepared: tuple[dict[str, dict], list[str]] | None = None
 
     def prepare(
@@ -147,21 +144,21 @@ class Matrix:
                 folder.unlock()  # refused: leave the folder as it was (or absent)
             raise
         moved = quarantine_unreadable(contents) if resume and contents.problems else []
-        self.cells_dir.mkdir(parents=True, exist_ok=True)
+        folder.create()
         self._prepared = (contents.results, moved)
         return moved
 
     def run(
         self,
         *,
-        run_cell: RunCell,
+        run_cell: RunCell[CellT],
         resume: bool = False,
         console: Any = None,
         clock: Callable[[], float] = time.monotonic,
         allow_mixed_hosts: bool = False,
         quarantine: bool = False,
         hosts: list[dict[str, Any]] | None = None,
-        next_round: NextRound | None = None,
+        next_round: NextRound[CellT] | None = None,
         budget_s: float | None = None,
         spent_before: float = 0.0,
         budget_covers_plan: bool = False,
@@ -180,7 +177,7 @@ class Matrix:
                          quarantine=quarantine, hosts=hosts)  # fmt: skip
         assert self._prepared is not None
         stored, moved = self._prepared
-        cells = self.plan(self.spec)
+        cells = list(self.spec.cells())
         todo = pending_cells(cells, stored)
         outcome = MatrixOutcome(planned=len(cells), quarantined=moved)
         for c in cells:
@@ -222,8 +219,8 @@ class Matrix:
 
     def _run_cells(
         self,
-        todo: list[Cell],
-        run_cell: RunCell,
+        todo: Sequence[CellT],
+        run_cell: RunCell[CellT],
         outcome: MatrixOutcome,
         eta: EtaModel,
         display: _Display,
@@ -256,7 +253,7 @@ class Matrix:
                 eta.record(cell, elapsed)  # skipped cells take no time: don't learn from them
             display.finish(cell, status, elapsed, result.get("reason"))
 
-    def _record_crash(self, cell: Cell, exc: Exception) -> dict:
+    def _record_crash(self, cell: PlannedCell, exc: Exception) -> dict[str, Any]:
         reason = f"runner error: {type(exc).__name__}: {exc}"[:300]
         result = host_result(cell.to_dict(), "failed", reason)
         result["runner"] = {"host_id": host_id()}
@@ -309,7 +306,7 @@ class _Display:
         self.total += cells
         self._update(total=self.total)
 
-    def start(self, cell: Cell, remaining_s: float | None) -> None:
+    def start(self, cell: PlannedCell, remaining_s: float | None) -> None:
         if self.progress is not None:
             from rich.markup import escape
 
@@ -317,7 +314,7 @@ class _Display:
             self._update(description=label, eta=_fmt_s(remaining_s))
             self.progress.refresh()
 
-    def finish(self, cell: Cell, status: str, elapsed: float, reason: object) -> None:
+    def finish(self, cell: PlannedCell, status: str, elapsed: float, reason: object) -> None:
         self.done += 1
         if self.progress is None:
             return

@@ -10,14 +10,19 @@ from __future__ import annotations
 import os
 import platform
 import shutil
-import signal
 import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from tfvariants.execute.runner import KILL_GRACE_S, RunOptions, _remove_container, run_cell
+from tfvariants.execute.runner import (
+    KILL_GRACE_S,
+    RunOptions,
+    _remove_container,
+    run_cell,
+    stop_groups,
+)
 from tfvariants.plan.cell import Cell
 from tfvariants.store.result import host_result
 from tfvariants.variants import Variant, skip_reason
@@ -88,15 +93,8 @@ def _stop_children() -> None:
     import psutil
 
     children = psutil.Process().children()
-    for sig, grace in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, 0.0)):
-        for child in children:
-            try:
-                os.killpg(child.pid, sig)
-            except (ProcessLookupError, PermissionError):
-                continue
-        _gone, children = psutil.wait_procs(children, timeout=grace or 2.0)
-        if not children:
-            break
+    stop_groups([c.pid for c in children],
+                lambda wait_s: not psutil.wait_procs(children, timeout=wait_s)[1])  # fmt: skip
     for child in psutil.Process().children():
         try:
             _remove_container(child.cmdline())

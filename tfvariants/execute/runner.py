@@ -12,13 +12,14 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.pinning import PinPlan, plan_pinning
+from tfvariants.plan.task import PlannedCell
 from tfvariants.plan.topology import Topology, read_topology
 from tfvariants.store.result import (
     ResultError,
@@ -97,18 +98,28 @@ def _signal_name(code: int) -> str:
         return f"signal {-code}"
 
 
-def _stop_group(proc: subprocess.Popen[bytes]) -> None:
-    """Stop the worker and anything it started (it leads its own session)."""
-    for sig, wait_s in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, None)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
+def stop_groups(pgids: Sequence[int], ended: Callable[[float], bool]) -> None:
+    """The one SIGTERM -> SIGKILL escalation (a timeout, Ctrl-C or SIGTERM, Ray's
+    cancel): SIGTERM to each worker's process group (each leads its own session), and
+    SIGKILL to those left if ``ended(KILL_GRACE_S)`` says they have not all ended."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        sent = False
+        for pgid in pgids:
+            try:
+                os.killpg(pgid, sig)
+                sent = True
+            except (ProcessLookupError, PermissionError):
+                continue
+        if not sent or ended(KILL_GRACE_S):
             return
-        try:
-            proc.wait(timeout=wait_s)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+
+
+def _exited(proc: subprocess.Popen[bytes], wait_s: float) -> bool:
+    try:
+        proc.wait(timeout=wait_s)
+        return True
+    except subprocess.TimeoutExpired:
+        return False
 
 
 def _die_with_parent() -> None:
@@ -136,13 +147,7 @@ def _wait_blocking(
 
     def on_timeout() -> None:
         timed_out.set()
-        for sig, grace_s in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, 0.0)):
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                return
-            if finished.wait(grace_s):
-                return
+        stop_groups([proc.pid], finished.wait)
 
     timer = threading.Timer(timeout_s, on_timeout)
     timer.daemon = True
@@ -151,7 +156,7 @@ def _wait_blocking(
         code = proc.wait()
     except KeyboardInterrupt:
         timer.cancel()
-        _stop_group(proc)
+        stop_groups([proc.pid], lambda wait_s: _exited(proc, wait_s))
         _remove_container(command)
         raise
     finally:
@@ -184,7 +189,7 @@ def run_cell(
     """Run one training cell in a fresh worker; write and return its result.
 
     The result is stored as ``cells_dir/<cell_id>.json``; the worker's combined log as
-    ``cells_dir/../logs/<cell_id>.log``.
+    ``logs/<cell_id>.log`` of the same run folder (tfvariants.store.runfolder).
     """
     plan = plan_pinning(cell.threads, topology or read_topology())
     config = asdict(options)
@@ -201,7 +206,7 @@ def run_cell(
 
 
 def run_request(
-    cell: Any,
+    cell: PlannedCell,
     variant: Variant,
     plan: PinPlan,
     make_request: Callable[[Path], Any],
@@ -253,7 +258,7 @@ def run_request(
 
 
 def _execute(
-    cell: Any,
+    cell: PlannedCell,
     variant: Variant,
     timeout_s: float,
     plan: PinPlan,
@@ -307,6 +312,13 @@ def _execute(
 
     if timed_out:
         return failed("timeout", f"no result within the {timeout_s:g} s timeout")
+    if code is not None and code == -signal.SIGILL:
+        # The up-front gate missed it (an image, or a kernel only some ops reach).
+        return failed("failed", (
+            "worker killed by SIGILL: the variant's binary used an instruction this CPU "
+            f"lacks (`tfvariants variants census {variant.name} --full` counts them); "
+            "rerunning will not help"
+        ))  # fmt: skip
     if code is not None and code < 0:
         return failed("failed", f"worker killed by {_signal_name(code)}")
     if not result_file.exists():

@@ -92,6 +92,10 @@ class ServeSpec:
         seen = dict.fromkeys(c.workload for c in plan_serve_cells(self))
         return list(seen)
 
+    def cells(self) -> list[ServeCell]:
+        """The cells in run order (:func:`plan_serve_cells`)."""
+        return plan_serve_cells(self)
+
     def identity(self) -> dict[str, Any]:
         """What a resume must not change (everything but the timeout)."""
         return {

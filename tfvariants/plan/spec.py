@@ -55,6 +55,10 @@ class MatrixSpec:
             ident["fixed_threads"] = dict(self.fixed_threads)
         return ident
 
+    def cells(self) -> list[Cell]:
+        """The cells in run order (:func:`plan_cells`)."""
+        return plan_cells(self)
+
     def to_json(self, started_at: str) -> dict[str, Any]:
         """The matrix part of run.json (the run store adds kind, version and hosts)."""
         return {

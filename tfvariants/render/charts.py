@@ -21,7 +21,9 @@ def workload_charts(
             cmp = g.time_cmp if kind == "time" else g.cost_cmp
             if cmp is None:
                 why = "; ".join(sorted({r.status for r in g.results if not r.ok})) or "no data"
-                if g.times and kind == "cost":
+                if g.verdict is not None and g.verdict.comparison is None:
+                    why = "no common undisturbed round"
+                elif g.times and kind == "cost":
                     why = "no price for this instance"
                 elif g.times:
                     why = "no baseline"

@@ -18,7 +18,7 @@ CSV_COLUMNS = [
     "cell_id", "workload", "variant", "threads", "repeat", "status", "reason",
     "steady_epoch_s", "warmup_s", "training_time_s", "projected", "samples_per_s",
     "gflops_per_s", "accuracy", "chance_accuracy", "peak_rss_bytes", "oversubscribed",
-    "instance", "price_per_hour", "price_tier", "billed_seconds", "cost",
+    "instance", "price_per_hour", "price_tier", "billed_seconds", "cost", "currency",
     "warmup_steps", "steady_steps", "steady_step_s", "projected_lo_s", "projected_hi_s",
     "cpu_utilisation", "others_share", "disturbed",
     # the configuration's statistics, repeated on each of its cells
@@ -78,6 +78,7 @@ def csv_rows(analysis: Analysis) -> list[dict[str, Any]]:
             "instance": cost.instance if cost else "", "price_per_hour": cost.per_hour if cost else "",
             "price_tier": (cost.tier_word or cost.tier) if cost else "", "billed_seconds": cost.billed_seconds if cost else "",
             "cost": round(cost.cost, 6) if cost else "",
+            "currency": pricing.catalog.currency if cost and pricing else "",
             "warmup_steps": r.get("timing", "warmup_steps"),
             "steady_steps": r.get("timing", "steady_steps"),
             "steady_step_s": r.steady_step_s,

@@ -4,6 +4,7 @@ re-made any time."""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from tfvariants import __version__
@@ -15,19 +16,21 @@ from tfvariants.analyze.format import (
     interval_text,
     mem,
     money,
+    money_unit,
     num_fmt,
     pct,
     ratio_main,
     ratio_sub,
     sig3,
 )
+from tfvariants.analyze.frame import RunFrame
 from tfvariants.analyze.pricing import Pricing
 from tfvariants.analyze.serving import (
     HEADLINE,
     ServingAnalysis,
     analyze_serving,
     as_throughput,
-    serving_only_analysis,
+    serving_frame,
 )
 from tfvariants.render.charts import workload_charts
 from tfvariants.render.csvout import write_csv, write_serving_csv
@@ -38,8 +41,9 @@ from tfvariants.store.cellresult import DISTURBED_SHARE
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 
 
-def render_html(analysis: Analysis, serving: ServingAnalysis | None = None) -> str:
-    """The report as one self-contained HTML string (autoescaped)."""
+def render_html(analysis: RunFrame, serving: ServingAnalysis | None = None) -> str:
+    """The report as one self-contained HTML string (autoescaped): ``analysis`` is a
+    training Analysis, or the plain RunFrame of a serving-only run."""
     from jinja2 import Environment, FileSystemLoader
 
     env = Environment(
@@ -48,10 +52,17 @@ def render_html(analysis: Analysis, serving: ServingAnalysis | None = None) -> s
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(dur=dur, money=money, interval=interval_text, mem=mem, num=num_fmt)
+    # Every amount in the catalog's currency (one catalog per report).
+    pricing = analysis.pricing or (serving.pricing if serving is not None else None)
+    currency = pricing.catalog.currency if pricing is not None else "USD"
+    in_currency = partial(money, currency=currency)
+    env.filters.update(dur=dur, money=in_currency, interval=interval_text, mem=mem, num=num_fmt)
     env.filters.update(ratio_main=ratio_main, ratio_sub=ratio_sub, interval_sub=interval_sub)
     env.filters.update(interval_label=interval_label, pct=pct, sig3=sig3)
-    env.filters["money_sub"] = lambda iv: interval_sub(iv, money).replace("-$", "-")
+    env.filters["money_sub"] = lambda iv: interval_sub(iv, in_currency).replace("-$", "-")
+    env.globals["money_unit"] = money_unit(currency)
+    training = analysis if isinstance(analysis, Analysis) else None
+    workloads = training.workloads if training is not None else []
     env.filters["as_throughput"] = as_throughput
     charts = {
         w.name: workload_charts(
@@ -60,7 +71,7 @@ def render_html(analysis: Analysis, serving: ServingAnalysis | None = None) -> s
             analysis.variants,
             analysis.pricing,
         )  # fmt: skip
-        for w in analysis.workloads
+        for w in workloads
     }
     extra = {}
     if serving is not None:
@@ -78,8 +89,21 @@ def render_html(analysis: Analysis, serving: ServingAnalysis | None = None) -> s
             "serving_cell_id": serving_cell_id,
             "num_fmt": sig3,
         }
+    from tfvariants.analyze.compiled import answer
+
+    compiled = (
+        answer(training.workloads, training.run, training.settings.min_effect)
+        if training is not None
+        else None
+    )
     return env.get_template("report.html").render(
-        a=analysis, charts=charts, version=__version__, disturbed_share=DISTURBED_SHARE, **extra
+        a=analysis,
+        workloads=workloads,
+        charts=charts,
+        version=__version__,
+        disturbed_share=DISTURBED_SHARE,
+        compiled_answer=compiled,
+        **extra,
     )
 
 
@@ -94,15 +118,17 @@ def write_report(
     confidence: float | None = None,
     allow_mixed_hosts: bool = False,
     p99_bound_ms: float | None = None,
-) -> Analysis:
+) -> RunFrame:
     """Analyse results_dir and write the HTML report (atomically) and optional CSV
-    (serving cells, when present, get a section and ``<csv stem>-serving.csv``)."""
+    (serving cells, when present, get a section and ``<csv stem>-serving.csv``).
+    Returns the training Analysis, or a serving-only run's RunFrame."""
     serving = analyze_serving(
         results_dir, pricing=pricing, baseline=baseline, p99_bound_ms=p99_bound_ms,
         allow_mixed_hosts=allow_mixed_hosts, min_effect=min_effect, confidence=confidence,
     )  # fmt: skip
+    analysis: RunFrame
     if serving is not None and serving.only_serving:
-        analysis = serving_only_analysis(serving)
+        analysis = serving_frame(serving)
     else:
         analysis = analyze(
             results_dir, pricing=pricing, baseline=baseline, min_effect=min_effect,
@@ -111,10 +137,11 @@ def write_report(
     analysis.serving = serving  # the CLI prints its sentences too
     write_text_atomic(Path(out), render_html(analysis, serving))
     if csv_path is not None:
-        if analysis.workloads:
+        training = analysis.workloads if isinstance(analysis, Analysis) else []
+        if isinstance(analysis, Analysis) and training:
             write_csv(analysis, csv_path)
         if serving is not None:
             path = Path(csv_path)
-            write_serving_csv(serving, path if not analysis.workloads else
+            write_serving_csv(serving, path if not training else
                               path.with_name(f"{path.stem}-serving{path.suffix}"))  # fmt: skip
     return analysis

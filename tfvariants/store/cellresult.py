@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.serve import DEFAULT_BATCH_TIMEOUT_MS, ServeCell
+from workloads.steady import window_means  # stdlib only: the worker's own cut
 
 # A cell whose CPUs other processes (or the hypervisor) used more than this share of
 # the time is *disturbed*: kept and shown, but left out of verdicts by default. The
@@ -150,9 +151,32 @@ def overhead_split(result: Mapping[str, Any]) -> dict[str, float]:
     return {k: v for k, v in parts.items() if v is not None}
 
 
+def _steady_windows(result: Mapping[str, Any]) -> tuple[float, ...]:
+    """Per-window mean steady step times (workloads.steady): as the worker recorded them,
+    or cut the same way from an older result's step times when every step was kept."""
+    recorded = get_path(result, "timing", "steady_windows_s")
+    if isinstance(recorded, list):
+        values = (finite_number(v) for v in recorded)
+        return tuple(v for v in values if v is not None and v > 0)
+    steps = get_path(result, "timing", "step_times_s")
+    warmup = get_path(result, "timing", "warmup_steps")
+    if not isinstance(steps, list) or get_path(result, "timing", "step_sample_stride") != 1:
+        return ()
+    if not isinstance(warmup, int) or isinstance(warmup, bool):
+        return ()
+    steady = [x for x in (finite_number(v) for v in steps[warmup:]) if x is not None and x > 0]
+    return tuple(window_means(steady))
+
+
 def is_disturbed(others_share: float | None, steal_share: float | None) -> bool:
     """The one rule for a disturbed cell (see DISTURBED_SHARE)."""
     return any(x is not None and x > DISTURBED_SHARE for x in (others_share, steal_share))
+
+
+def _machine_cpus(result: Mapping[str, Any]) -> int | None:
+    """The logical CPUs of the machine that ran the cell, as its worker probed them."""
+    cpus = get_path(result, "environment", "cpu", "logical_cpus")
+    return cpus if isinstance(cpus, int) and not isinstance(cpus, bool) and cpus > 0 else None
 
 
 def _oversubscription(
@@ -165,8 +189,7 @@ def _oversubscription(
     ratio = finite_number(get_path(result, "requested", "oversubscription_ratio"))
     if isinstance(said, bool):
         return said, (ratio or 1.0) if said else 1.0
-    cpus = get_path(result, "environment", "cpu", "logical_cpus")
-    cpus = cpus if isinstance(cpus, int) and not isinstance(cpus, bool) and cpus > 0 else run_cpus
+    cpus = _machine_cpus(result) or run_cpus
     if device == "cpu" and cpus and threads > cpus:
         return True, threads / cpus
     return False, 1.0
@@ -182,6 +205,7 @@ class CellResult:
     reason: str | None
     device: str  # cpu | gpu: how the variant is billed
     host: str | None
+    machine_cpus: int | None  # logical CPUs of the machine that ran it (its probe)
     oversubscribed: bool
     oversubscription_ratio: float  # threads / CPUs when oversubscribed, else 1.0
     training_time_s: float | None  # (projected) full schedule; ok results only
@@ -201,6 +225,7 @@ class CellResult:
     disturbed: bool  # others/steal above DISTURBED_SHARE: out of verdicts by default
     wall_s: float | None  # the cell's wall time as the runner measured it
     overhead: Mapping[str, float]
+    steady_windows_s: tuple[float, ...]  # mean step time of each steady window (ok only)
     raw: Mapping[str, Any]  # the validated dict: for display only, never recomputed from
 
     @property
@@ -341,6 +366,7 @@ def parse_training(
         reason=_text(result.get("reason")),
         device=device,
         host=host_of(result),
+        machine_cpus=_machine_cpus(result),
         oversubscribed=over,
         oversubscription_ratio=ratio,
         training_time_s=_training_time_s(result) if ok else None,
@@ -360,6 +386,7 @@ def parse_training(
         disturbed=ok and is_disturbed(others, steal),
         wall_s=finite_number(get_path(result, "runner", "wall_s")),
         overhead=overhead_split(result) if ok else {},
+        steady_windows_s=_steady_windows(result) if ok else (),
         raw=result,
     )
 

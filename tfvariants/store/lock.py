@@ -21,6 +21,7 @@ import os
 import socket
 import stat
 import sys
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,19 @@ def _open_lock(path: Path) -> int:
     return fd
 
 
+def _flock_briefly(fd: int, tries: int = 5) -> bool:
+    """An exclusive flock, retried for half a second: a reader's holder_of takes a
+    shared lock for an instant, which must not turn a run away."""
+    for attempt in range(tries):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if attempt < tries - 1:
+                time.sleep(0.1)
+    return False
+
+
 def acquire(root: Path, command: str = "", *, created: bool = False) -> list[str]:
     """Take ``root``'s lock for this process (a no-op if it already holds it); returns
     warnings (a stale lock taken over). UserError, one line, if another process holds it."""
@@ -84,9 +98,7 @@ def acquire(root: Path, command: str = "", *, created: bool = False) -> list[str
             fd = _open_lock(path)
         except OSError as exc:
             raise UserError(f"cannot lock {root}: {exc.strerror} ({path})") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not _flock_briefly(fd):
             holder = _read_holder(fd)
             os.close(fd)
             raise UserError(

@@ -188,12 +188,35 @@ def validate_result(data: Any, source: str = "result") -> dict[str, Any]:
             raise ResultError(f"{source}: field 'timing.epoch_times_s': expected a non-empty list")
         if data.get("schedule") is not None:
             _check_numbers(data["schedule"], source, "schedule")
+        _check_measured(data, source)
         if data.get("memory") is not None:
             _check_numbers(data["memory"], source, "memory")
         for key in ("gflops_per_s", "flops_per_step"):
             if data.get(key) is not None:
                 _check_number(data[key], f"{source}: field {key!r}", seconds=False)
     return data
+
+
+# The times every figure of an ok cell is made of: none of them can be 0 s (a 0-second
+# cell would cost nothing and divide by zero in every ratio); refused like a negative one.
+MEASURED_TIMES = (
+    ("timing", "epoch_times_s"),
+    ("timing", "steady_epoch_s"),
+    ("timing", "steady_step_s"),
+    ("schedule", "projected_full_s"),
+)
+
+
+def _check_measured(data: dict[str, Any], source: str) -> None:
+    for table, key in MEASURED_TIMES:
+        value = (data.get(table) or {}).get(key)
+        values = value if isinstance(value, list) else [value]
+        for i, v in enumerate(values):
+            if v is not None and v <= 0:
+                where = f"{table}.{key}" + (f"[{i}]" if isinstance(value, list) else "")
+                raise ResultError(
+                    f"{source}: field '{where}': a measured time must be greater than 0, got {v}"
+                )
 
 
 def validate_serve_result(data: dict[str, Any], source: str = "result") -> dict[str, Any]:

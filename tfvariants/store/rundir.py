@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from tfvariants.errors import UserError
-from tfvariants.plan.cell import Cell, cell_id, legacy_cell_id
+from tfvariants.plan.cell import cell_id, legacy_cell_id
 from tfvariants.plan.serve import serve_cell
-from tfvariants.plan.spec import MatrixSpec
+from tfvariants.plan.task import CellT, MatrixPlan, PlannedCell
 from tfvariants.store.cellresult import AnyResult, host_of, parse_results
 from tfvariants.store.result import ResultError, load_result, read_json_file
 from tfvariants.store.runfile import (
@@ -181,7 +181,7 @@ def _split_hosts(contents: RunContents) -> None:
 # ---- execution's side: creating, resuming ----
 
 
-def _identity_diffs(stored: dict[str, Any], spec: MatrixSpec) -> list[str]:
+def _identity_diffs(stored: dict[str, Any], spec: MatrixPlan[PlannedCell]) -> list[str]:
     wanted = spec.identity()
     # Compare exactly what the spec calls its identity (training and serving differ).
     have: dict[str, Any] = {k: stored.get(k) for k in wanted if k != "options"}
@@ -252,7 +252,7 @@ def migrate_cell_ids(out: Path) -> list[str]:
 
 def prepare_run_dir(
     out: Path,
-    spec: MatrixSpec,
+    spec: MatrixPlan[PlannedCell],
     *,
     resume: bool,
     hosts: list[dict[str, Any]] | None = None,
@@ -305,7 +305,7 @@ def prepare_run_dir(
             "overwritten)"
         )
     record = new_run(spec, hosts)
-    cells.mkdir(parents=True, exist_ok=True)
+    RunFolder(out).create()
     write_run(out, record)
     return record
 
@@ -319,6 +319,6 @@ def update_run(out: Path, **fields: Any) -> dict[str, Any]:
     return record
 
 
-def pending_cells(cells: Iterable[Cell], results: dict[str, dict]) -> list[Cell]:
+def pending_cells(cells: Iterable[CellT], results: dict[str, dict[str, Any]]) -> list[CellT]:
     """Cells with no stored result, or whose stored status is failed/timeout."""
     return [c for c in cells if results.get(c.cell_id, {}).get("status") not in DONE_STATUSES]

@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from tfvariants.errors import UserError
+from tfvariants.plan import limits
 from tfvariants.plan.cell import MAX_THREADS
-from tfvariants.plan.spec import MAX_REPEATS, MatrixSpec, logical_cpus
+from tfvariants.plan.spec import MAX_REPEATS, logical_cpus
+from tfvariants.plan.task import MatrixPlan, PlannedCell
 from tfvariants.store.result import ResultError, read_json_file
 from tfvariants.store.runfolder import RunFolder
 
@@ -91,18 +93,32 @@ def validate_run(data: Any, source: str) -> dict[str, Any]:
     options = data.get("options") or {}
     for name in ("epochs", "samples", "steps_per_epoch"):
         v = options.get(name)
-        if v is not None and (not _is_int(v) or v < 1):
-            raise _field_error(source, f"options.{name}", "a whole number >= 1 or null", v)
+        if v is not None and (not _is_int(v) or not 1 <= v <= limits.MAX_COUNT):
+            raise _field_error(
+                source, f"options.{name}", f"a whole number 1..{limits.MAX_COUNT} or null", v
+            )
     seed = options.get("seed", 0)
-    if seed is not None and (not _is_int(seed) or seed < 0):
-        raise _field_error(source, "options.seed", "a whole number >= 0", seed)
+    if seed is not None and (not _is_int(seed) or not 0 <= seed <= limits.MAX_SEED):
+        raise _field_error(source, "options.seed", f"a whole number 0..{limits.MAX_SEED}", seed)
     if options.get("data", "synthetic") not in ("synthetic", "real", None):
         raise _field_error(source, "options.data", "synthetic or real", options.get("data"))
-    timeout = options.get("timeout_s")
-    if timeout is not None and not (
-        isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and 0 < timeout < 1e9
+    # The decision settings and durations, within the command line's bounds: checked
+    # here so that a resume refuses them before any cell runs (not in the report after).
+    for name, problem_of in (
+        ("timeout_s", limits.seconds_problem),
+        ("budget_s", limits.seconds_problem),
+        ("min_steady_s", limits.seconds_problem),
+        ("min_effect", limits.min_effect_problem),
+        ("confidence", limits.confidence_problem),
     ):
-        raise _field_error(source, "options.timeout_s", "seconds > 0", timeout)
+        v = options.get(name)
+        problem = problem_of(v) if v is not None else None
+        if problem:
+            raise _field_error(source, f"options.{name}", problem, v)
+    for name, hi in (("min_steady_steps", limits.MAX_COUNT), ("max_repeats", MAX_REPEATS)):
+        v = options.get(name)
+        if v is not None and (not _is_int(v) or not 1 <= v <= hi):
+            raise _field_error(source, f"options.{name}", f"a whole number 1..{hi}", v)
     cpus = data.get("logical_cpus")
     if cpus is not None and (not _is_int(cpus) or cpus < 1):
         raise _field_error(source, "logical_cpus", "a whole number >= 1", cpus)
@@ -130,7 +146,7 @@ def load_run(results_dir: Path) -> dict[str, Any]:
     return validate_run(data, str(path))
 
 
-def new_run(spec: MatrixSpec, hosts: list[dict[str, Any]]) -> dict[str, Any]:
+def new_run(spec: MatrixPlan[PlannedCell], hosts: list[dict[str, Any]]) -> dict[str, Any]:
     """The run.json record for a new run of ``spec`` on ``hosts``."""
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return {

@@ -182,6 +182,10 @@ class RunFolder:
 
     # ---- writes ----
 
+    def create(self) -> None:
+        """The folder and its cells/ (a run's first write)."""
+        self._dir(CELLS_DIR)
+
     def write_run(self, record: dict[str, Any]) -> None:
         """run.json (the caller, tfvariants.store.runfile, has validated it)."""
         self._dir(".")

@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -170,6 +171,29 @@ _LOCK_CODE = (
 )
 
 
+def import_check(python: Path, backend: str, env: dict[str, str]) -> str:
+    """Import the backend (and Keras on it) in the new environment, so a wrong pin fails
+    the build with the backend's own message; returns what it found. A SIGILL is not a
+    broken environment but a CPU that cannot run this binary: the build stands and the
+    variant is skipped on this host (tfvariants.variants.census)."""
+    code = f"import {backend}, keras, sys; print({backend}.__version__, 'keras', keras.__version__)"
+    child_env = {**env, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    try:
+        proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True,
+                              timeout=600, env=child_env, stdin=subprocess.DEVNULL)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        raise UserError(f"importing {backend} took over 10 minutes") from None
+    if proc.returncode in (-signal.SIGILL, 128 + signal.SIGILL):
+        return f"{backend} dies of SIGILL on this CPU (built; skipped on this host)"
+    if proc.returncode != 0:
+        lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
+        raise UserError(
+            f"importing {backend} in the new environment failed: "
+            + (lines[-1].strip() if lines else f"exit {proc.returncode}, no output")
+        )
+    return f"{backend} {proc.stdout.strip()} imports"
+
+
 def build(variant: Variant, log: Callable[[str], None]) -> str:
     """Build the variant's environment unless the cache has it; return what happened."""
     info = built_info(variant)
@@ -206,6 +230,8 @@ def build(variant: Variant, log: Callable[[str], None]) -> str:
                                       capture_output=True, text=True, timeout=120, env=env)  # fmt: skip
             if lock_out.returncode != 0:
                 raise UserError(f"cannot list the installed packages in {folder}")
+            imported = import_check(env_python(folder), variant.backend, env)
+            log(f"import check: {imported}")
         except UserError as exc:
             raise UserError(f"variant '{variant.name}': building its environment: {exc}") from None
         info = {
@@ -219,6 +245,7 @@ def build(variant: Variant, log: Callable[[str], None]) -> str:
             "lock": json.loads(lock_out.stdout),
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "build_s": round(time.monotonic() - started, 1),
+            "import_check": imported,
         }
         tmp = folder / (INFO_FILE + ".tmp")
         tmp.write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")

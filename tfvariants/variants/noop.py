@@ -21,6 +21,13 @@ def _on(value: bool | None) -> str:
     return "unknown" if value is None else ("on" if value else "off")
 
 
+def _ran(probed: Mapping[str, Any]) -> str:
+    if probed.get("error") or not probed:
+        return "unknown"
+    primitives = probed.get("primitives") or {}
+    return "on" if sum(primitives.values()) > 0 else "off"
+
+
 def judge(overlay_env: Mapping[str, str], backend: str, probe: Mapping[str, Any] | None) -> dict:
     """Summary for the report: ISA used, host default, and per-setting verdicts
     (``noop`` and ``changes`` are lists of one-line explanations)."""
@@ -34,6 +41,10 @@ def judge(overlay_env: Mapping[str, str], backend: str, probe: Mapping[str, Any]
         "onednn_version": variant.get("version"),
         "custom_ops": _on(variant.get("custom_ops_on")) if tf_probed else None,
         "host_custom_ops": _on(host.get("custom_ops_on")) if tf_probed else None,
+        # On/off from what the probe saw run (oneDNN primitives executed by its conv2d
+        # and matmul), not from a log line: intel-tensorflow runs oneDNN without saying so.
+        "onednn_ran": _ran(variant) if tf_probed else None,
+        "host_onednn_ran": _ran(host) if tf_probed else None,
         "backend_version": (variant.get("backend") or {}).get("version"),
         "noop": [],
         "changes": [],

@@ -26,6 +26,12 @@ _ONEDNN_ON = {"TF_ENABLE_ONEDNN_OPTS": "1"}
 KERAS_SPEC = "keras==3.15.*"
 # PyTorch's own CPU-only wheels: the package index's default torch is a multi-GB CUDA build.
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+# What TensorFlow 2.14 needs beside its own wheel's metadata (it allows numpy 2).
+TF_214_PINS = ("numpy<2",)
+# The compiled-vs-stock question on one release: the stock wheel first (the baseline),
+# then the compiled builds (`tfvariants compare --preset compiled`).
+COMPILED_STOCK = "tf-2.14"
+COMPILED_BUILDS = ("intel-2.14", "intel-avx512-2.14")
 
 BUILTIN_TABLES: dict[str, dict[str, Any]] = {
     "local": {
@@ -61,6 +67,31 @@ BUILTIN_TABLES: dict[str, dict[str, Any]] = {
         "requirements": ["tensorflow-cpu==2.18.*"],
         "env": _ONEDNN_ON,
         "description": "TensorFlow 2.18 (tensorflow-cpu 2.18.*, with the Keras 3 it pulls)",
+    },
+    # ---- the compiled-vs-stock recipes: one release (2.14), the stock wheel and the
+    # published source-compiled builds (docs/builds.md has each one's instruction census).
+    # TF 2.14 predates numpy 2 ("Unable to convert function return value to a Python
+    # type" is all numpy 2 leaves of its error): the pin is part of the recipe.
+    "tf-2.14": {
+        "kind": "requirements",
+        "requirements": ["tensorflow-cpu==2.14.0", *TF_214_PINS],
+        "env": _ONEDNN_ON,
+        "description": "stock tensorflow-cpu 2.14.0 (AVX baseline, Keras 2.14): the "
+        "compiled builds' reference",
+    },
+    "intel-2.14": {
+        "kind": "requirements",
+        "requirements": ["intel-tensorflow==2.14.0", *TF_214_PINS],
+        "env": _ONEDNN_ON,
+        "description": "intel-tensorflow 2.14.0: Intel's source build (AVX baseline like "
+        "stock, its own oneDNN build, oneDNN always on)",
+    },
+    "intel-avx512-2.14": {
+        "kind": "requirements",
+        "requirements": ["intel-tensorflow-avx512==2.14.0", *TF_214_PINS],
+        "env": _ONEDNN_ON,
+        "description": "intel-tensorflow-avx512 2.14.0: compiled for AVX-512 + FMA "
+        "(SIGILL on a CPU without AVX-512)",
     },
     "tf-nightly": {
         "kind": "requirements",

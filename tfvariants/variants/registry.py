@@ -10,6 +10,7 @@ top (see docs/builds.md for the TOML format).
 from __future__ import annotations
 
 import importlib.util  # noqa: F401  (tests patch importlib.util.find_spec through here)
+import math
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -33,7 +34,11 @@ FIELDS = (
 )  # fmt: skip
 # An overlay (a table with `base`) changes only these.
 OVERLAY_FIELDS = ("base", "env", "keras", "description")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # '+' joins overlays, ',' lists
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
+_MAX_ENV_ENTRY = (
+    128 * 1024
+)  # Linux's MAX_ARG_STRLEN: execve refuses a longer KEY=VALUE  # '+' joins overlays, ',' lists
 
 
 @dataclass(frozen=True)
@@ -99,6 +104,19 @@ class Variant:
         return self.kind_impl.pins_on_host
 
 
+def _finite_json(value: Any) -> bool:
+    """JSON without NaN or infinity (TOML dates are not JSON either)."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, (str, int, bool)):
+        return True
+    if isinstance(value, list):
+        return all(_finite_json(v) for v in value)
+    if isinstance(value, Mapping):
+        return all(isinstance(k, str) and _finite_json(v) for k, v in value.items())
+    return False
+
+
 def _from_table(name: str, table: Mapping[str, Any], source: str) -> dict[str, Any]:
     """Check one variant table; return Variant keyword arguments (plus ``base`` for an
     overlay, resolved later)."""
@@ -127,12 +145,29 @@ def _from_table(name: str, table: Mapping[str, Any], source: str) -> dict[str, A
         isinstance(v, (str, int, float)) for v in env.values()
     ):
         raise bad("env", "must be a table of strings")
+    for key, value in env.items():
+        # What execve and `docker run -e KEY=VALUE` can carry: a name without '=' (or it
+        # splits elsewhere), no NUL anywhere. Portable names, as POSIX shells write them.
+        if not _ENV_NAME.fullmatch(key):
+            raise bad(
+                "env", f"has the name {key!r}: use letters, digits and '_' (not first a digit)"
+            )
+        if "\x00" in str(value):
+            raise bad(f"env.{key}", "contains a NUL character")
+        if len(key) + len(str(value)) + 1 >= _MAX_ENV_ENTRY:
+            raise bad(f"env.{key}", "is longer than one environment entry can be (128 KiB)")
     device = table.get("device", "cpu")
     if device not in DEVICES:
         raise bad("device", f"must be cpu or gpu (got {device!r})")
     keras = table.get("keras", {})
     if not isinstance(keras, Mapping):
         raise bad("keras", "must be a table of model.compile() options")
+    for key, value in keras.items():
+        # They travel to the worker as JSON (no NaN/inf there) and into compile(**options).
+        if not key.isidentifier():
+            raise bad("keras", f"has the option {key!r}: not a keyword argument name")
+        if not _finite_json(value):
+            raise bad(f"keras.{key}", "must be finite numbers, text, booleans, lists or tables")
     backend = table.get("keras_backend")
     if backend is not None and backend not in BACKENDS:
         raise bad("keras_backend", f"must be one of {', '.join(BACKENDS)} (got {backend!r})")
@@ -271,6 +306,11 @@ def skip_reason(variant: Variant) -> str | None:
     """Why a cell of this variant cannot run on this host (it is then 'skipped')."""
     if variant.device == "gpu" and not _host_has_gpu():
         return "no GPU visible on this host"
+    if variant.device == "cpu" and variant.readiness()[0]:
+        # A binary built for instructions this CPU lacks dies of SIGILL: say so up front.
+        from tfvariants.variants import census
+
+        return census.gate(variant)
     return None
 
 

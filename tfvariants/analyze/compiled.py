@@ -1,0 +1,83 @@
+"""The compiled-vs-stock answer for this CPU (`tfvariants compare --preset compiled`).
+
+The report of such a run opens with it: each compiled build of the release against the
+stock wheel of the same release, per workload, in the report's one comparison (ratio,
+interval, verdict), then the builds this CPU could not run and why, next to the 2017
+study's finding. Plain data (sentences) for the HTML report and the terminal.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tfvariants.analyze.conclusions import phrase
+from tfvariants.analyze.fields import get_path
+from tfvariants.analyze.groups import WorkloadReport
+
+PRESET = "compiled"
+STUDY = (
+    "The 2017 study (TensorFlow 1.2, Keras 2, Google Compute Engine) found TensorFlow "
+    "compiled for the CPU's instructions (SSE4.2/AVX/FMA) 30-40 % faster than the stock "
+    "pip wheel."
+)
+
+
+def _cpu_words(workloads: list[WorkloadReport]) -> str:
+    """The CPU the cells ran on and whether it has AVX-512, from the results."""
+    for wr in workloads:
+        for g in wr.groups:
+            for r in g.ok:
+                model = get_path(r, "environment", "cpu", "model")
+                flags = get_path(r, "environment", "cpu", "isa_flags") or []
+                if model:
+                    has = "with" if "avx512f" in flags else "without"
+                    return f"{model}, {has} AVX-512"
+    return "this CPU"
+
+
+def answer(
+    workloads: list[WorkloadReport], run: dict[str, Any], min_effect: float
+) -> list[str] | None:
+    """The opening sentences of a compiled-preset run; None for any other run."""
+    options = run.get("options") if isinstance(run.get("options"), dict) else {}
+    preset = (options or {}).get("preset")
+    if not isinstance(preset, dict) or preset.get("name") != PRESET:
+        return None
+    stock = str(preset.get("stock"))
+    builds = [str(b) for b in preset.get("builds") or []]
+    info = run.get("variant_info") if isinstance(run.get("variant_info"), dict) else {}
+
+    def built_for(name: str) -> str:
+        value = (info or {}).get(name, {}).get("compiled_for")
+        return f" (compiled for {value})" if value else ""
+
+    lines: list[str] = []
+    verdicts: list[str] = []
+    for wr in workloads:
+        base = next((g for g in wr.groups if g.variant == stock and g.time is not None), None)
+        if base is None:
+            lines.append(f"{wr.name}: the stock wheel {stock} has no successful runs: no answer.")
+            continue
+        for g in wr.groups:
+            if g.variant not in builds or g.threads != base.threads:
+                continue
+            if g.time_cmp is None or wr.baseline is not base:
+                lines.append(f"{wr.name}: {g.label}{built_for(g.variant)} has no comparison.")
+                continue
+            verdicts.append(g.time_cmp.verdict)
+            lines.append(f"{wr.name}: {phrase(g, base, g.time_cmp)}{built_for(g.variant)}.")
+    for name, reason in (preset.get("skipped") or {}).items():
+        lines.append(f"{name} was not run: {reason}.")
+    cpu = _cpu_words(workloads)
+    if verdicts and all(v == "equivalent" for v in verdicts):
+        head = (
+            f"On {cpu}: no compiled build differed from the stock wheel {stock} by more "
+            f"than {min_effect:.0%} (equivalent on every workload)."
+        )
+    elif "different" in verdicts:
+        head = f"On {cpu}: a compiled build differed from the stock wheel {stock} (decided):"
+    elif verdicts:
+        head = f"On {cpu}: compiled builds vs the stock wheel {stock} stayed partly undecided:"
+    else:
+        head = f"On {cpu}: no compiled build could be compared with the stock wheel {stock}."
+    return [head, *lines, STUDY]

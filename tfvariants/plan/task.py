@@ -1,0 +1,66 @@
+"""What a task (training, serving) gives the code that runs and stores it.
+
+Training (:class:`tfvariants.plan.spec.MatrixSpec`, :class:`tfvariants.plan.cell.Cell`)
+and serving (:class:`tfvariants.plan.serve.ServeSpec`, :class:`ServeCell`) both
+implement these protocols, so the matrix (execute/matrix.py), the runner
+(execute/runner.py ``run_request``) and the run store (``prepare_run_dir``) take either,
+checked by the type checker rather than by duck typing. The rest of a task's interface
+lives in the stage that owns it: the worker request payload (execute/runner.py
+``worker_request``, execute/serve_runner.py ``serve_request``), the result type
+(store/cellresult.py: ``CellResult`` / ``ServeResult``, chosen by the result's kind)
+and the analysis (analyze/analysis.py ``analyze`` / analyze/serving.py
+``analyze_serving``, framed by analyze/frame.py ``RunFrame``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, TypeVar
+
+
+class PlannedCell(Protocol):
+    """One cell as the matrix, the runner and the store see it."""
+
+    @property
+    def variant(self) -> str: ...
+
+    @property
+    def threads(self) -> int: ...
+
+    @property
+    def workload(self) -> str: ...  # the training workload, or a serving cell's label
+
+    @property
+    def repeat(self) -> int: ...  # the round
+
+    @property
+    def cell_id(self) -> str: ...  # the file stem in <run>/cells/
+
+    def to_dict(self) -> dict[str, Any]: ...  # echoed into the result's "cell"
+
+
+CellT = TypeVar("CellT", bound=PlannedCell)
+CellT_co = TypeVar("CellT_co", bound=PlannedCell, covariant=True)
+
+
+class MatrixPlan(Protocol[CellT_co]):
+    """A matrix definition: its identity (what a resume must not change), its run.json
+    record, and its cells in run order (interleaved rounds)."""
+
+    @property
+    def variants(self) -> tuple[str, ...]: ...
+
+    @property
+    def repeats(self) -> int: ...
+
+    @property
+    def options(self) -> dict[str, Any]: ...
+
+    @property
+    def variant_info(self) -> dict[str, dict[str, Any]]: ...
+
+    def identity(self) -> dict[str, Any]: ...
+
+    def to_json(self, started_at: str) -> dict[str, Any]: ...
+
+    def cells(self) -> Sequence[CellT_co]: ...
