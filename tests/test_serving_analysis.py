@@ -4,6 +4,7 @@ and the serving matrix's resume identity."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -317,3 +318,18 @@ def test_serving_costs_are_in_the_catalogs_currency(tmp_path):
     html = html_path.read_text()
     assert "EUR per million predictions" in html and not re.search(r"\$\s?\d", html)
     assert any(re.search(r"[\d.]+ EUR per million", c) for m in sa.models for c in m.conclusions)
+
+
+def test_disturbed_cells_stay_in_the_tables_and_leave_the_verdicts(tmp_path):
+    steady = [1.0, 1.02, 0.98, 1.01, 0.99]
+    _with_devices(tmp_path, {("local", 1, "cpu"): [(50 * j, 40) for j in steady],
+                             ("local", 2, "cpu"): [(90 * j, 30) for j in steady]})  # fmt: skip
+    for path in (tmp_path / "cells").glob("*.json"):  # a busy machine: others took 60 %
+        r = json.loads(path.read_text())
+        r["cpu"] = {"others_share": 0.6, "steal_share": 0.0}
+        write_json_atomic(path, r)
+    (rep,) = analyze_serving(tmp_path, pricing=parse_pricing_option("gce-2017")).models
+    assert rep.configs[0].throughput_under_bound.n == 5  # the tables keep them
+    assert rep.cheapest_cmp is None and not rep.cheapest_decided  # no verdict from them
+    assert any(c.startswith("10 of 10 successful cells were disturbed (other processes used "
+                            "60% of") for c in rep.conclusions)  # fmt: skip

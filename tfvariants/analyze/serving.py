@@ -27,7 +27,14 @@ from tfvariants.analyze.frame import RunFrame, environments_of, logical_cpus_of
 from tfvariants.analyze.pricing import Pricing
 from tfvariants.analyze.verdicts import statistic
 from tfvariants.plan.serve import serve_cell_id
-from tfvariants.store.cellresult import PERCENTILES, ServeResult, finite_number, get_path, serving
+from tfvariants.store.cellresult import (
+    DISTURBED_SHARE,
+    PERCENTILES,
+    ServeResult,
+    finite_number,
+    get_path,
+    serving,
+)
 from tfvariants.store.rundir import RunContents, load_run_dir
 
 PCTS = PERCENTILES
@@ -456,6 +463,18 @@ def _model_report(model: str, cfgs: list[Config], base: tuple | None, bound: flo
         )
     _gpu_sentences(rep, settings, within)
     _thread_sentences(rep, settings, within)
+    ok = [r for c in cfgs for row in c.rows for r in row.ok]
+    disturbed = [r for r in ok if r.disturbed]
+    if disturbed:
+        shares = sorted(r.others_share for r in disturbed if r.others_share is not None)
+        span = ("more than a quarter" if not shares else f"{shares[0]:.0%}"
+                if f"{shares[0]:.0%}" == f"{shares[-1]:.0%}"
+                else f"{shares[0]:.0%}-{shares[-1]:.0%}")  # fmt: skip
+        rep.conclusions.append(
+            f"{len(disturbed)} of {len(ok)} successful cells were disturbed (other processes "
+            f"used {span} of their CPUs during the load; the limit is {DISTURBED_SHARE:.0%}): "
+            "they are in the tables and left out of every comparison, as in training."
+        )
     shared: dict[str, list[str]] = {}  # every such configuration, not only the first
     for c in cfgs:
         if c.shared_cpus:
@@ -539,8 +558,12 @@ def _thread_sentences(rep: ModelReport, settings: Settings, within: str) -> None
             rep.conclusions.append(f"Threads (at {n} in flight; {missing} kept no point with "
                                    f"{within}): {phrase(hi, lo, at_n, 'time')}.")  # fmt: skip
         else:
-            rep.conclusions.append(f"Threads: {hi.label} vs {lo.label} not compared: "
-                                   f"{missing} kept no point with {within}.")  # fmt: skip
+            rows_ok = [r for c in (hi, lo) for r in c.rows if r.ok]
+            if any(x.disturbed for r in rows_ok for x in r.ok):
+                why = "no round with undisturbed repeats on both sides (below)"
+            else:
+                why = f"{missing} kept no point with {within}"
+            rep.conclusions.append(f"Threads: {hi.label} vs {lo.label} not compared: {why}.")
 
 
 def serving_csv_rows(sa: ServingAnalysis) -> list[dict[str, Any]]:
