@@ -6,13 +6,14 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TFV := $(BIN)/tfvariants
 
-.PHONY: help install compare compare-compiled report bench-decide build-variant _variant-name test test-fast lint clean bench-serve
+.PHONY: help install compare compare-compiled report bench-decide bench-noise build-variant _variant-name test test-fast lint clean bench-serve
 
 help:
 	@echo "make install         .venv with tfvariants + TensorFlow (tensorflow-cpu 2.21) + dev tools (EXTRAS=all: every extra)"
 	@echo "make compare         install if needed, run the built-in quick compare (mnist_cnn, cifar10_cnn; ~10 min budget), write an HTML report"
 	@echo "make compare-compiled  is TensorFlow compiled for this CPU faster? stock 2.14 vs the compiled builds this CPU can run (compare --preset compiled)"
 	@echo "make bench-decide    simulated false-positive rate and power of the verdicts (fake runner)"
+	@echo "make bench-noise     the quick compare (+ an A/A twin) under a CPU hog: bursts, then nice 19 (~30 min)"
 	@echo "make build-variant NAME=tf-2.18   environment of a requirement-spec variant (cached)"
 	@echo "make build-pip       container image with the stock TensorFlow wheel"
 	@echo "make build-compiled  TensorFlow built from source for ISA=avx2-fma|avx|sse4.2|avx512|native"
@@ -55,6 +56,13 @@ compare-compiled: install
 
 bench-decide: install
 	PYTHONPATH=. $(BIN)/python benchmarks/decide.py --trials 2000
+
+# Real cells under a bounded CPU hog on the same CPUs (benchmarks/noise.py): random
+# bursts at normal priority, then a sustained nice-19 load. BENCH_NOISE_ARGS adds
+# options, e.g. BENCH_NOISE_ARGS="--runs 3" or "--workloads mnist_cnn".
+BENCH_NOISE_ARGS ?=
+bench-noise: install
+	PYTHONPATH=. $(BIN)/python benchmarks/noise.py --out results/bench-noise-$$(date +%Y%m%d-%H%M%S) $(BENCH_NOISE_ARGS)
 
 report: install
 	@test -n "$(RUN)" || (echo "usage: make report RUN=results/<run>" && exit 2)

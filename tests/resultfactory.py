@@ -6,7 +6,7 @@ import json
 import random
 from pathlib import Path
 
-from tfvariants.plan.cell import cell_id as plan_cell_id
+from tfvariants.plan.cell import cell_id_of
 
 WORKLOAD_SPECS = {
     "mnist_mlp": {"epochs": 20, "train_samples": 60000, "chance": 0.1, "flops": 1.1e8},
@@ -141,8 +141,7 @@ def make_result(
 
 
 def cell_id(result: dict) -> str:
-    c = result["cell"]
-    return plan_cell_id(c["variant"], c["threads"], c["workload"], c["repeat"])
+    return cell_id_of(result["cell"])
 
 
 def write_results(results_dir: Path, results: list[dict], run: dict | None = None) -> Path:

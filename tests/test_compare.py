@@ -80,7 +80,7 @@ class FakeRunCell:
         self.interrupt_at = interrupt_at
         self.speedup, self.noise = speedup, noise
 
-    def __call__(self, cell, variant, options, cells_dir):
+    def __call__(self, cell, variant, options, cells_dir, quiet=None):
         self.calls.append((cell.cell_id, options))
         if self.interrupt_at and len(self.calls) == self.interrupt_at:
             raise KeyboardInterrupt
@@ -306,7 +306,7 @@ def test_next_round_uses_the_reports_baseline_which_is_never_oversubscribed_by_c
 class VariantSpeedRunCell(FakeRunCell):
     """Times that depend on the variant: the AVX-512 build 25 % faster, the rest equal."""
 
-    def __call__(self, cell, variant, options, cells_dir):
+    def __call__(self, cell, variant, options, cells_dir, quiet=None):
         self.calls.append((cell.cell_id, options))
         factor = 0.75 if cell.variant == "intel-avx512-2.14" else 1.0
         r = rf.make_result(cell.variant, cell.threads, cell.workload, cell.repeat,
@@ -388,3 +388,34 @@ def test_the_first_look_plans_the_steady_window_of_the_later_rounds():
     del spec.options["window_plan"]
     hook(rf.typed(stored))
     assert "window_plan" not in spec.options
+
+
+def test_order_seed_and_interference_settings_are_stored_and_kept_on_resume(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    fake = FakeRunCell()
+    monkeypatch.setattr(runner, "run_cell", fake)
+    argv = ["compare", "--threads", "1,2", "--variants", "local,xla", "--workloads", "mnist_mlp",
+            "--repeats", "4", "--out", "res", "--order-seed", "11", "--quiet-wait", "0",
+            "--disturbed-share", "20%", "--disturbed", "exclude"]  # fmt: skip
+    assert main(argv) == 0
+    opts = json.loads((tmp_path / "res/run.json").read_text())["options"]
+    assert opts["order_seed"] == 11 and opts["quiet_wait_s"] == 0.0
+    assert opts["disturbed_share"] == 0.2 and opts["disturbed_policy"] == "exclude"
+    order = [c[0] for c in fake.calls]
+    rounds = [order[i * 4 : (i + 1) * 4] for i in range(4)]
+    assert len({tuple(x.rsplit("__r", 1)[0] for x in r) for r in rounds}) > 1  # own order each
+    # A new run draws its own seed; a resume keeps the stored one.
+    assert main(["compare", "--threads", "1", "--workloads", "mnist_mlp", "--repeats", "1",
+                 "--out", "other"]) == 0  # fmt: skip
+    drawn = json.loads((tmp_path / "other/run.json").read_text())["options"]["order_seed"]
+    assert isinstance(drawn, int)
+    assert main(["compare", "--resume", "--out", "res"]) == 0
+    assert json.loads((tmp_path / "res/run.json").read_text())["options"]["order_seed"] == 11
+    capsys.readouterr()
+    for bad in (["--quiet-wait", "-1"], ["--disturbed-retries", "11"], ["--quiet-share", "2"],
+                ["--disturbed", "sometimes"], ["--order-seed", "x"]):  # fmt: skip
+        assert main(["compare", "--workloads", "mnist_mlp", "--out", "x", *bad]) == 2
+        assert capsys.readouterr().err.strip().count("\n") == 0
+    assert not (tmp_path / "x").exists()

@@ -41,7 +41,7 @@ def build_model(keras, *, compile_options):
 def fake_run_cell(calls: list[str]):
     """A runner that stores an ok result where the real one would, without a worker."""
 
-    def run(cell, variant, options, cells_dir):
+    def run(cell, variant, options, cells_dir, quiet=None):
         calls.append(cell.cell_id)
         result = rf.make_result(cell.variant, cell.threads, cell.workload, cell.repeat)
         result["runner"]["host_id"] = host_id()
@@ -231,6 +231,13 @@ def test_stale_scratch_folders_are_removed_by_the_next_run(tmp_path, monkeypatch
     err = capsys.readouterr().err
     assert not new_style.exists() and not old_style.exists()
     assert err.count("a scratch folder left by an interrupted run") == 2
+    # a link planted where the private scratch folder goes is removed, not used
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "R" / ".scratch").symlink_to(elsewhere)
+    assert main(["compare", "--resume", "--out", "R", "--no-probe", "--pricing", "none"]) == 0
+    assert "a symbolic link where the private scratch folder goes" in capsys.readouterr().err
+    assert not (tmp_path / "R" / ".scratch").is_symlink() and list(elsewhere.iterdir()) == []
 
 
 def test_sigterm_stops_the_worker_and_removes_scratch_and_lock(tmp_path):
@@ -239,7 +246,7 @@ def test_sigterm_stops_the_worker_and_removes_scratch_and_lock(tmp_path):
     out = tmp_path / "o"
     proc = subprocess.Popen([sys.executable, "-m", "tfvariants", "run", str(wl), "--threads", "1",
                              "--out", str(out)], cwd=ROOT, stderr=subprocess.PIPE, text=True)  # fmt: skip
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180  # a loaded 2-core host starts Python slowly
     while not any((out / ".scratch").glob("*")) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert any((out / ".scratch").glob("*")), "the cell never started"

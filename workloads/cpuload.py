@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 
-def _proc_stat() -> dict[int, list[int]]:
+def proc_stat() -> dict[int, list[int]]:
     """Per-CPU jiffies from /proc/stat: user nice system idle iowait irq softirq steal."""
     out: dict[int, list[int]] = {}
     try:
@@ -36,7 +36,7 @@ def _cpu_seconds() -> float:
 
 
 def snapshot() -> dict[str, Any]:
-    return {"wall": time.perf_counter(), "cpu_s": _cpu_seconds(), "stat": _proc_stat()}
+    return {"wall": time.perf_counter(), "cpu_s": _cpu_seconds(), "stat": proc_stat()}
 
 
 def _loadavg() -> list[float] | None:
@@ -73,17 +73,30 @@ def usage(before: dict[str, Any], after: dict[str, Any], cpus: Sequence[int]) ->
         "loadavg": _loadavg(),
         "freq_mhz": _freq_mhz(pinned),
     }
-    b, a = before.get("stat") or {}, after.get("stat") or {}
-    if pinned and all(c in a and c in b for c in pinned):
-        hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-        total = busy = steal = 0
-        for c in pinned:
-            d = [x - y for x, y in zip(a[c], b[c], strict=False)]
-            total += sum(d)
-            steal += d[7] if len(d) > 7 else 0
-            busy += sum(d) - d[3] - d[4] - (d[7] if len(d) > 7 else 0)  # not idle/iowait/steal
-        if total > 0:
-            out["steal_share"] = steal / total
-            # Busy time on our CPUs that was not ours: other processes competing.
-            out["others_share"] = max(busy / hz - cpu_s, 0.0) / (total / hz)
+    shares = busy_shares(before.get("stat") or {}, after.get("stat") or {}, pinned)
+    if shares is not None:
+        busy, steal, total_s = shares
+        out["steal_share"] = steal
+        # Busy time on our CPUs that was not ours: other processes competing.
+        out["others_share"] = max(busy * total_s - cpu_s, 0.0) / total_s
     return out
+
+
+def busy_shares(
+    before: dict[int, list[int]], after: dict[int, list[int]], cpus: Sequence[int]
+) -> tuple[float, float, float] | None:
+    """(busy share, steal share, CPU-seconds elapsed) of ``cpus`` between two
+    ``proc_stat()`` readings; None when a CPU is unreadable or no time passed. Busy is
+    everything but idle, iowait and steal (the host's quiet wait reads it as others')."""
+    if not cpus or not all(c in after and c in before for c in cpus):
+        return None
+    hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    total = busy = steal = 0
+    for c in cpus:
+        d = [x - y for x, y in zip(after[c], before[c], strict=False)]
+        total += sum(d)
+        steal += d[7] if len(d) > 7 else 0
+        busy += sum(d) - d[3] - d[4] - (d[7] if len(d) > 7 else 0)
+    if total <= 0:
+        return None
+    return busy / total, steal / total, total / hz

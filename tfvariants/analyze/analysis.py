@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tfvariants.analyze import stats, windows
+from tfvariants.analyze import interference, stats, windows
 from tfvariants.analyze.billing import no_price_reason
 from tfvariants.analyze.conclusions import conclude
 from tfvariants.analyze.coverage import cell_counts, first_cell_id, folder_warnings, usable_results
@@ -21,6 +21,7 @@ from tfvariants.analyze.decide import Settings, choose_baseline, run_looks
 from tfvariants.analyze.fields import median_of
 from tfvariants.analyze.frame import RunFrame, environments_of, logical_cpus_of
 from tfvariants.analyze.groups import Group, WorkloadReport
+from tfvariants.analyze.interference import Interference
 from tfvariants.analyze.noise import HostNoise, host_noise
 from tfvariants.analyze.parity import parity
 from tfvariants.analyze.pricing import Pricing
@@ -46,6 +47,7 @@ class Analysis(RunFrame):
     settings: Settings = field(default_factory=lambda: Settings())
     noise: HostNoise | None = None
     devices: dict[str, str] = field(default_factory=dict)  # variant -> cpu|gpu (billing)
+    interference: Interference | None = None  # disturbed cells and waits for quiet
 
     @property
     def rounds_compared(self) -> tuple[int, int] | None:
@@ -94,8 +96,13 @@ def analyze(
     min_effect: float | None = None,
     confidence: float | None = None,
     allow_mixed_hosts: bool = False,
+    disturbed: str | None = None,
 ) -> Analysis:
-    """Group stored results, compute statistics, costs, comparisons and conclusions."""
+    """Group stored results, compute statistics, costs, comparisons and conclusions.
+
+    Disturbed cells (analyze/interference.py) are used in the verdicts or not as the
+    policy ``disturbed`` says (default: the run's, else "auto"), and counted in
+    ``interference``."""
     results_dir = Path(results_dir)
     contents = load_run_dir(results_dir, allow_mixed_hosts=allow_mixed_hosts)
     run = contents.run
@@ -127,7 +134,11 @@ def analyze(
         for k, g in groups.items()
         if any(r.oversubscribed for r in g.results)
     }
-    times = round_values(cells)  # what verdicts are decided on
+    options = run.get("options")
+    opts: dict[str, Any] = options if isinstance(options, dict) else {}
+    quiet = interference.summarise(cells, policy=interference.policy_of(opts, disturbed),
+                                   options=opts)  # fmt: skip
+    times = round_values(cells, include_disturbed=quiet.included)  # what verdicts use
     ran = measured(cells)
 
     all_warnings: list[stats.StatWarning] = []
@@ -182,6 +193,11 @@ def analyze(
     noise = host_noise(list(groups.values()), settings)
     noise.window_plan = windows.plan_sentence((run.get("adaptive") or {}).get("window_plan"))
     all_warnings += noise.warnings
+    if quiet.disturbed:
+        all_warnings.append(
+            stats.StatWarning("disturbed", quiet.sentence(), "run when the machine is quieter, "
+                              "or on a dedicated machine; the cells are listed in the report")
+        )  # fmt: skip
 
     envs, raw_envs = environments_of(cells, variants)
     return Analysis(
@@ -201,6 +217,7 @@ def analyze(
         noise=noise,
         devices=devices,
         store=contents,
+        interference=quiet,
     )
 
 

@@ -37,24 +37,27 @@ def round_values(
     include_disturbed: bool = False,
 ) -> dict[ConfigKey, dict[int, float]]:
     """Per configuration, its usable values by round: successful, positive, and (unless
-    ``include_disturbed``) undisturbed."""
+    ``include_disturbed``) undisturbed. A round run again after a disturbed attempt has
+    several attempts: its first undisturbed one counts, else (included) its first."""
     out: dict[ConfigKey, dict[int, float]] = {}
-    for r in results:
+    # Undisturbed attempts first, each group in attempt order: the first one seen wins.
+    for r in sorted(results, key=lambda r: (r.disturbed, r.attempt)):
         if not r.ok or (r.disturbed and not include_disturbed):
             continue
         v = value(r)
         if v is not None and v > 0:
-            out.setdefault(r.key, {})[r.round] = v
+            out.setdefault(r.key, {}).setdefault(r.round, v)
     return out
 
 
-# How stats.compare_rounds compares the common rounds. "unpaired" (Mann-Whitney on the
-# common rounds) and not "auto": auto pairs by round when the median absolute deviations
-# of five values happen to differ 3x, which five values often do by chance, and the
-# paired interval needs 8 rounds at the 98.75 % of 4 looks, so a 2x difference at 2 %
-# noise stayed undecided at the first look (5 rounds) and every quick compare ran
-# rounds it did not need (tests/test_verdicts.py). Switching is this one line.
-ROUND_METHOD = "unpaired"
+# How stats.compare_rounds compares the common rounds: "auto", chosen by simulation
+# (benchmarks/decide.py, docs/compare.md): Mann-Whitney on the common rounds by default,
+# paired by round (Wilcoxon signed-rank) when one side is over 3x as noisy as the other or
+# the rounds move both sides together (drift, bursts). Unpaired alone gave 5.8 % false
+# "different" with 2 % vs 50 % noise and 87 % power under drift; auto 2.1 % and 91 %.
+# Below the 8 rounds a paired interval needs at 4 looks, auto pairs only when the spreads
+# differ over 8x, so a clear difference is still decided at the first look.
+ROUND_METHOD = "auto"
 
 
 def statistic(base: RoundValues, other: RoundValues, settings: Settings) -> stats.Comparison:

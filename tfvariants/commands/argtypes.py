@@ -110,6 +110,21 @@ def _fraction_value(text: str) -> float:
     return value / 100 if t.endswith("%") else value
 
 
+def wait(text: str) -> float:
+    """Like ``duration`` ('30s', '1m'), but 0 (do not wait) is allowed; at most an hour."""
+    if text.strip() in ("0", "0s"):
+        return 0.0
+    value = duration(text)
+    if value > 3600:
+        raise argparse.ArgumentTypeError(f"must be at most 1h, got {text}")
+    return value
+
+
+def retries(text: str) -> int:
+    """Attempts after a disturbed one, per cell: 0 (none) to 10."""
+    return whole_number(text, 0, 10)
+
+
 def fraction(text: str) -> float:
     """'5%' or '0.05' -> 0.05; must lie in [0, 1)."""
     value = _fraction_value(text)

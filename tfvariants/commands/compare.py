@@ -343,12 +343,15 @@ def run(args: argparse.Namespace) -> int:
         highlight=False,
     )
 
+    quiet_gate = rounds.quiet_gate(spec)
+
     def run_one(cell: Any, cells_dir: Path) -> dict:
         return runner.run_cell(
             cell,
             variant_objs[cell.variant],
             run_options_for(spec, cell.workload, cell.repeat),
             cells_dir,
+            quiet=quiet_gate,
         )
 
     if args.executor == "ray":
@@ -365,6 +368,7 @@ def run(args: argparse.Namespace) -> int:
         outcome = matrix.run(
             run_cell=run_one, resume=args.resume, console=console, next_round=next_round,
             budget_s=spec.options.get("budget_s"), spent_before=float(before.get("spent_s") or 0.0),
+            **rounds.retry_options(spec, quiet_gate),
         )  # fmt: skip
         if rule is not None:
             rounds.record(out, rule, spec, before, outcome, console)
@@ -388,6 +392,7 @@ def run(args: argparse.Namespace) -> int:
             markup=False,
         )
         return 130
+    rounds.print_disturbed(outcome, console)
     analysis = write_report(
         out,
         report_path,

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tfvariants.commands import argtypes, common
+from tfvariants.commands import argtypes, common, rounds
 from tfvariants.errors import UserError, one_line
 
 if TYPE_CHECKING:  # the analysis is imported only when a report is made (start-up time)
@@ -38,6 +38,7 @@ def register(sub: Any) -> None:
                    help="confidence of the intervals, above 0.5 and at most 0.9999 (default: the "
                    "run's, else 0.95)")  # fmt: skip
     common.add_allow_mixed_hosts(p)
+    rounds.add_disturbed_policy(p)
     p.add_argument("--p99", default=None,
                    help="serving runs: the latency bound for the cheapest answer (default: the run's, else 100ms)")  # fmt: skip
     p.set_defaults(func=run)
@@ -77,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
         p99_bound_ms=p99_ms,
         min_effect=args.min_effect,
         confidence=args.confidence,
+        disturbed=args.disturbed,
     )
     print_store_warnings(analysis)
     print(f"report: {out}")
@@ -91,6 +93,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"{w.name}:")  # the sentences do not all name their workload
         for line in w.conclusions:
             print(f"  {line}")
+    quiet = training.interference if training is not None else None
+    if quiet is not None and quiet.disturbed:
+        print(quiet.sentence())
     if analysis.serving is not None:
         for m in analysis.serving.models:
             print(f"serving {m.model}:")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tfvariants.analyze import adaptive, stats, windows
+from tfvariants.analyze import adaptive, interference, stats, windows
 from tfvariants.analyze.decide import Settings
 from tfvariants.analyze.verdicts import (
     Requested,
@@ -26,7 +26,7 @@ from tfvariants.analyze.verdicts import (
 from tfvariants.commands import argtypes
 from tfvariants.errors import UserError
 from tfvariants.plan.cell import Cell
-from tfvariants.plan.spec import MatrixSpec
+from tfvariants.plan.spec import MatrixSpec, round_order
 from tfvariants.store.cellresult import AnyResult, ConfigKey, training
 
 if TYPE_CHECKING:
@@ -61,6 +61,34 @@ def add_options(p: argparse.ArgumentParser) -> None:
                    "are 'equivalent'")  # fmt: skip
     p.add_argument("--confidence", type=argtypes.confidence, default=None,
                    help="confidence of the intervals, above 0.5 and at most 0.9999 (default 0.95)")  # fmt: skip
+    add_interference_options(p)
+    p.add_argument("--order-seed", type=argtypes.seed, default=None,
+                   help="seed of each round's random order of configurations (default: drawn "
+                   "for a new run and stored in run.json; a resume keeps it)")  # fmt: skip
+
+
+def add_interference_options(p: argparse.ArgumentParser) -> None:
+    """Waiting for quiet, and what counts as a disturbed cell (docs/compare.md)."""
+    p.add_argument("--quiet-share", type=argtypes.fraction, default=None,
+                   help="before each cell, wait until other processes used at most this share "
+                   f"of its CPUs over the last second (default {interference.QUIET_SHARE * 100:.0f}%%)")  # fmt: skip
+    p.add_argument("--quiet-wait", type=argtypes.wait, default=None, metavar="DURATION",
+                   help="the longest wait for quiet before a cell; then it runs anyway, and "
+                   f"says so (default {interference.QUIET_WAIT_S:g}s; 0: do not wait)")  # fmt: skip
+    p.add_argument("--disturbed-share", type=argtypes.fraction, default=None,
+                   help="a cell whose others' (or steal) share of its CPUs was above this is "
+                   "disturbed: kept, listed, left out of the verdicts, and run again "
+                   f"(default {interference.DISTURBED_SHARE * 100:.0f}%%)")  # fmt: skip
+    p.add_argument("--disturbed-retries", type=argtypes.retries, default=None,
+                   help="attempts after a disturbed one, per cell, within the budget "
+                   f"(default {interference.DISTURBED_RETRIES})")  # fmt: skip
+    add_disturbed_policy(p)
+
+
+def add_disturbed_policy(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--disturbed", choices=interference.POLICIES, default=None,
+                   help="disturbed cells in the verdicts: exclude, include, or auto (default: "
+                   "excluded unless most cells of the run were disturbed)")  # fmt: skip
 
 
 def options_from(
@@ -76,10 +104,20 @@ def options_from(
         "budget_s": given_or_stored("budget_s", args.budget, argtypes.duration, QUICK_BUDGET_S if quick else None),
         "max_repeats": given_or_stored("max_repeats", args.max_repeats, argtypes.repeats,
                                        max(adaptive.DEFAULT_MAX_REPEATS, repeats)),
+        "quiet_share": given_or_stored("quiet_share", args.quiet_share, argtypes.fraction, interference.QUIET_SHARE),
+        "quiet_wait_s": given_or_stored("quiet_wait_s", args.quiet_wait, argtypes.wait, interference.QUIET_WAIT_S),
+        "disturbed_share": given_or_stored("disturbed_share", args.disturbed_share, argtypes.fraction, interference.DISTURBED_SHARE),
+        "disturbed_retries": given_or_stored("disturbed_retries", args.disturbed_retries, argtypes.retries, interference.DISTURBED_RETRIES),
+        "disturbed_policy": given_or_stored("disturbed_policy", args.disturbed, str, "auto"),
+        "order_seed": given_or_stored("order_seed", args.order_seed, argtypes.seed, None),
         # A window the user chose stays; else the adaptive rounds' window is planned from
         # the first look's variance components (tfvariants.analyze.windows).
         "plan_window": given_or_stored("plan_window", None, bool, args.min_steady_s is None),
     }  # fmt: skip
+    if o["order_seed"] is None:
+        from tfvariants.plan.spec import new_order_seed
+
+        o["order_seed"] = new_order_seed()
     if o["max_repeats"] < repeats:
         raise UserError(f"--max-repeats {o['max_repeats']} is below --repeats {repeats}")
     return o
@@ -127,6 +165,40 @@ def record(out: Path, rule: adaptive.StoppingRule, spec: MatrixSpec, before: dic
         )
 
 
+def quiet_gate(spec: Any) -> Any:
+    """The wait for quiet before each cell, with the run's settings (None: no wait)."""
+    from tfvariants.execute.quiet import QuietGate
+
+    wait_s = float(spec.options.get("quiet_wait_s") or 0.0)
+    if wait_s <= 0:
+        return None
+    return QuietGate(limit=float(spec.options["quiet_share"]), max_wait_s=wait_s)
+
+
+def retry_options(spec: Any, gate: Any = None) -> dict[str, Any]:
+    """Matrix.run's disturbed-cell settings: the one classification, the retry count, and
+    no retries while the gate finds the load sustained (they would be disturbed too)."""
+    limit = interference.limit_of(spec.options)
+    return {
+        "disturbed": lambda result: interference.disturbance(result, limit),
+        "retries": int(spec.options.get("disturbed_retries") or 0),
+        "retry_now": (lambda: not gate.sustained) if gate is not None else None,
+    }
+
+
+def print_disturbed(outcome: Any, console: Any) -> None:
+    """How many cells run now were disturbed, what was run again, and what was not."""
+    if not outcome.disturbed:
+        return
+    text = (
+        f"{len(outcome.disturbed)} cell(s) disturbed by other processes (kept, left out of "
+        f"the verdicts); {outcome.retried} attempt(s) run again"
+    )
+    if outcome.retries_left_out:
+        text += f", {outcome.retries_left_out} not run again (retries or budget used up)"
+    console.print(text, highlight=False, markup=False)
+
+
 def summary(analysis: RunFrame, out: Path, console: Console) -> None:
     """The first conclusions per workload, the host's noise, what stayed undecided."""
     from tfvariants.analyze.analysis import Analysis
@@ -139,6 +211,9 @@ def summary(analysis: RunFrame, out: Path, console: Console) -> None:
             console.print(f"    {line}", highlight=False, markup=False)
     if analysis.noise is not None:
         console.print(f"  {analysis.noise.sentence()}", highlight=False, markup=False)
+    quiet = getattr(analysis, "interference", None)
+    if quiet is not None and quiet.cells:
+        console.print(f"  {quiet.sentence()}", highlight=False, markup=False)
     undecided = [
         f"{w.name} {g.label}"
         for w in analysis.workloads
@@ -186,8 +261,11 @@ def look_verdicts(
     if not looks_done:
         return Look(rounds, None, frozen, ())
     look = looks_done[-1]
-    upto = [r for r in mine if r.round < look]
-    values, ran = round_values(upto), measured(upto)
+    seen = [r for r in mine if r.round < look]
+    # Disturbed cells as the report treats them (the run's policy, over what is stored).
+    quiet = interference.summarise(seen, policy=interference.policy_of(spec.options))
+    values = round_values(seen, include_disturbed=quiet.included)
+    ran = measured(seen)
     devices = {v: str((spec.variant_info.get(v) or {}).get("device", "cpu")) for v in spec.variants}
     devices.update({r.variant: r.device for r in mine})
     over = {(r.variant, r.threads) for r in mine if r.oversubscribed}
@@ -246,6 +324,7 @@ def make_next_round(
         todo = gaps or [(k, at.rounds) for k in active]
         cells = [Cell(variant=k.variant, threads=k.threads, workload=k.workload, repeat=rep)
                  for k, rep in todo]  # fmt: skip
+        cells = round_order(cells, spec.options.get("order_seed"), todo[0][1])
         return cells, (
             f"{len(open_verdicts)} comparison(s) undecided at the look after {at.look} repeats"
         )

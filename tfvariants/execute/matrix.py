@@ -7,7 +7,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic
 
@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # rich.progress is imported only when a bar is shown (start-u
 RunCell = Callable[[CellT, Path], dict[str, Any]]
 # stored results (cell id -> typed result) -> the next round's cells, and why
 NextRound = Callable[[Mapping[str, AnyResult]], tuple[list[CellT], str]]
+Disturbed = Callable[[dict], str | None]  # a result -> why it is disturbed, or None
 
 
 class EtaModel:
@@ -66,6 +67,12 @@ class EtaModel:
         return float(sum(known))
 
 
+@dataclass(frozen=True)
+class _Retry:
+    disturbed: Disturbed  # result -> why it is disturbed, or None
+    again: Callable[[Any], Any]  # a disturbed cell -> its next attempt, or None (not now)
+
+
 @dataclass
 class MatrixOutcome:
     planned: int
@@ -78,6 +85,9 @@ class MatrixOutcome:
     rounds: list[dict] = field(default_factory=list)  # adaptive rounds run now
     stopped: str = ""  # why adaptive rounds stopped
     spent_s: float = 0.0
+    disturbed: dict[str, str] = field(default_factory=dict)  # cell_id -> why, run now
+    retried: int = 0  # attempts run because an earlier one was disturbed
+    retries_left_out: int = 0  # disturbed cells not run again (retries or budget used up)
 
     def count(self, status: str) -> int:
         return sum(1 for s in self.statuses.values() if s == status)
@@ -161,6 +171,9 @@ class Matrix(Generic[CellT]):
         next_round: NextRound[CellT] | None = None,
         budget_s: float | None = None,
         spent_before: float = 0.0,
+        disturbed: Disturbed | None = None,
+        retries: int = 0,
+        retry_now: Callable[[], bool] | None = None,
         budget_covers_plan: bool = False,
     ) -> MatrixOutcome:
         """Run pending cells. ``run_cell(cell, cells_dir)`` returns the result dict and has
@@ -169,9 +182,14 @@ class Matrix(Generic[CellT]):
 
         ``next_round(stored results)`` (adaptive repeats) returns the cells of one more
         round and why, or no cells and why it stops; ``budget_s`` caps the whole run's
-        time (``spent_before``: time an interrupted run already used). With
-        ``budget_covers_plan`` the planned cells are held to it too: no cell starts whose
-        estimated time would overrun it (the rest stay pending for --resume)."""
+        time (``spent_before``: time an interrupted run already used).
+
+        ``disturbed(result)`` says why a finished cell was disturbed (or None): such a
+        cell is kept and run again at once as its next attempt, at most ``retries``
+        times, only while the budget allows and ``retry_now()`` (e.g. not under a
+        sustained load, where the next attempt would be disturbed too).
+        With ``budget_covers_plan`` the planned cells are held to the budget too: no cell
+        starts whose estimated time would overrun it (the rest stay pending for --resume)."""
         if self._prepared is None:
             self.prepare(resume=resume, allow_mixed_hosts=allow_mixed_hosts,
                          quarantine=quarantine, hosts=hosts)  # fmt: skip
@@ -185,12 +203,26 @@ class Matrix(Generic[CellT]):
                 outcome.statuses[c.cell_id] = stored[c.cell_id].get("status", "?")
         eta = EtaModel()
         started = clock()
+
+        def next_attempt(cell: Any) -> Any:
+            # Only cells that have attempts (training cells) run again.
+            attempt = getattr(cell, "attempt", None)
+            if not isinstance(attempt, int) or attempt >= retries:
+                return None
+            if retry_now is not None and not retry_now():
+                return None
+            spent = spent_before + clock() - started
+            if budget_s is not None and spent + (eta.estimate(cell) or 0.0) > budget_s:
+                return None
+            return replace(cell, attempt=attempt + 1)
+
+        retry = _Retry(disturbed, next_attempt) if disturbed is not None else None
         display = _Display(console, total=len(cells), done=len(cells) - len(todo))
         deadline = None
         if budget_covers_plan and budget_s is not None:
             deadline = (started + budget_s - spent_before, budget_s)
         with display:
-            self._run_cells(todo, run_cell, outcome, eta, display, clock, deadline)
+            self._run_cells(todo, run_cell, outcome, eta, display, clock, retry, deadline)
             # Adaptive rounds: ask which cells the next round needs until the answer is
             # none, or the budget (run time so far + the round's estimate) would be exceeded.
             while next_round is not None and not outcome.was_interrupted and not outcome.stopped:
@@ -211,7 +243,7 @@ class Matrix(Generic[CellT]):
                 outcome.planned += len(more)
                 display.add(len(more))
                 t0 = clock()
-                self._run_cells(more, run_cell, outcome, eta, display, clock)
+                self._run_cells(more, run_cell, outcome, eta, display, clock, retry)
                 outcome.rounds.append({"repeat": more[0].repeat, "cells": len(more),
                                        "seconds": round(clock() - t0, 1)})  # fmt: skip
         outcome.spent_s = spent_before + clock() - started
@@ -225,14 +257,19 @@ class Matrix(Generic[CellT]):
         eta: EtaModel,
         display: _Display,
         clock: Callable[[], float],
+        retry: _Retry | None = None,
         deadline: tuple[float, float] | None = None,  # (clock time, budget_s)
     ) -> None:
-        for i, cell in enumerate(todo):
+        todo = list(todo)
+        i = 0
+        while i < len(todo):
+            cell = todo[i]
             if deadline is not None and clock() + (eta.estimate(cell) or 0.0) > deadline[0]:
                 outcome.stopped = (f"budget: {_fmt_s(deadline[1])} spent before the planned "
                                    f"cells finished ({len(todo) - i} not run)")  # fmt: skip
                 return
-            display.start(cell, eta.remaining(todo[i:]))
+            i += 1
+            display.start(cell, eta.remaining(todo[i - 1 :]))
             t0 = clock()
             try:
                 result = run_cell(cell, self.cells_dir)
@@ -251,7 +288,19 @@ class Matrix(Generic[CellT]):
                 outcome.reasons[cell.cell_id] = str(result["reason"])
             if status in ("ok", "failed", "timeout"):
                 eta.record(cell, elapsed)  # skipped cells take no time: don't learn from them
-            display.finish(cell, status, elapsed, result.get("reason"))
+            why = retry.disturbed(result) if retry is not None and status == "ok" else None
+            display.finish(cell, status, elapsed, result.get("reason"), disturbed=why)
+            if why:
+                outcome.disturbed[cell.cell_id] = why
+                again = retry.again(cell) if retry is not None else None
+                if again is not None:
+                    # Same round, next attempt, right away: it stays beside its round.
+                    todo.insert(i, again)
+                    outcome.retried += 1
+                    outcome.planned += 1
+                    display.add(1)
+                else:
+                    outcome.retries_left_out += 1
 
     def _record_crash(self, cell: PlannedCell, exc: Exception) -> dict[str, Any]:
         reason = f"runner error: {type(exc).__name__}: {exc}"[:300]
@@ -314,14 +363,23 @@ class _Display:
             self._update(description=label, eta=_fmt_s(remaining_s))
             self.progress.refresh()
 
-    def finish(self, cell: PlannedCell, status: str, elapsed: float, reason: object) -> None:
+    def finish(
+        self,
+        cell: PlannedCell,
+        status: str,
+        elapsed: float,
+        reason: object,
+        disturbed: str | None = None,
+    ) -> None:
         self.done += 1
         if self.progress is None:
             return
         mark = {"ok": "[green]ok[/]", "skipped": "[yellow]skipped[/]"}.get(
             status, f"[red]{status}[/]"
         )
-        why = f" - {reason}" if status != "ok" and reason else ""
+        if disturbed:
+            mark, reason = "[yellow]disturbed[/]", disturbed
+        why = f" - {reason}" if (status != "ok" or disturbed) and reason else ""
         from rich.markup import escape
 
         self.progress.console.print(

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from tfvariants.execute.quiet import QuietWait
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.pinning import PinPlan, plan_pinning
 from tfvariants.plan.task import PlannedCell
@@ -37,6 +38,9 @@ from workloads.protocol import WorkerRequest
 # (TFV_NO_REAL_WORKERS: the test suite's guard against real TensorFlow, see workloads/__init__.py.)
 ENV_PASSTHROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "USER", "LD_LIBRARY_PATH",
                    "TFV_NO_REAL_WORKERS")  # fmt: skip
+
+# Waits for the cell's CPUs to be quiet (tfvariants.execute.quiet.wait_for_quiet, bound).
+QuietGate = Callable[[Sequence[int]], QuietWait]
 
 # After SIGTERM, how long a timed-out worker gets before SIGKILL.
 KILL_GRACE_S = 5.0
@@ -185,6 +189,7 @@ def run_cell(
     options: RunOptions,
     cells_dir: str | Path,
     topology: Topology | None = None,
+    quiet: QuietGate | None = None,
 ) -> dict[str, Any]:
     """Run one training cell in a fresh worker; write and return its result.
 
@@ -202,6 +207,7 @@ def run_cell(
         cells_dir=cells_dir,
         config=config,
         timeout_s=options.timeout_s,
+        quiet=quiet,
     )
 
 
@@ -216,11 +222,14 @@ def run_request(
     timeout_s: float,
     module: str = "workloads.worker",
     keep: Callable[[Path, dict[str, Any]], None] | None = None,
+    quiet: QuietGate | None = None,
 ) -> dict[str, Any]:
     """The one life of a cell, whatever it measures: skipped here, or one fresh worker
     (``python -m module``) given ``make_request(result_path)``, and exactly one result
     stored as ``cells_dir/<cell_id>.json``. ``keep(scratch, result)`` may copy what the
-    worker left beside its result before the scratch folder goes."""
+    worker left beside its result before the scratch folder goes. ``quiet(cpus)``, when
+    given, waits for the cell's CPUs to be quiet just before the worker starts; what it
+    found is recorded as ``runner.quiet``."""
     folder = RunFolder(Path(cells_dir).parent)
     cid = cell.cell_id
 
@@ -240,6 +249,7 @@ def run_request(
         command, env = variant.launch(
             request, worker_env(variant, plan), plan.cpus, scratch, module=module
         )
+        waited = quiet(plan.cpus) if quiet is not None else None
         with folder.log_file(cid) as log:
             result = _execute(cell, variant, timeout_s, plan, command, env, scratch, log, config)
         result["runner"] = {
@@ -251,6 +261,8 @@ def run_request(
             "wall_s": result.pop("_wall_s", None),
             "log": str(folder.log_path(cid)),
         }
+        if waited is not None:
+            result["runner"]["quiet"] = waited.to_json()
         if keep is not None:
             keep(scratch, result)
         folder.write_cell(cid, result)

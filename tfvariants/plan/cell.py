@@ -1,4 +1,4 @@
-"""A cell: one (variant, threads, workload, repeat), and its id: ``make_id`` is the one
+"""A cell: one (variant, threads, workload, repeat[, attempt]), and its id: ``make_id`` is the one
 place any cell id (and so any cell's file name) is made, training and serving alike.
 
 An id is its parts joined by ``__``, each part encoded so that the encoding is
@@ -69,10 +69,21 @@ def make_id(*parts: str) -> str:
     return f"{head}{_LONG_MARK}{_hash(cid)}"
 
 
-def cell_id(variant: str, threads: int, workload: str, repeat: int) -> str:
+def cell_id(variant: str, threads: int, workload: str, repeat: int, attempt: int = 0) -> str:
     """A training cell's id and file stem: ``<workload>__<variant>__t<threads>__r<repeat>``
-    (e.g. ``mnist_mlp__local__t2__r0``), parts encoded as ``make_id`` says."""
-    return make_id(name_part(workload), encode_part(variant), f"t{threads}", f"r{repeat}")
+    (e.g. ``mnist_mlp__local__t2__r0``), parts encoded as ``make_id`` says, and
+    ``__a<attempt>`` for a cell run again because an earlier attempt of the same round
+    was disturbed (the first attempt keeps the plain id, as earlier run folders have)."""
+    parts = [name_part(workload), encode_part(variant), f"t{threads}", f"r{repeat}"]
+    return make_id(*parts, *([f"a{attempt}"] if attempt else []))
+
+
+def cell_id_of(cell: dict[str, Any]) -> str:
+    """The id of a stored result's ``cell`` object (validated by the result loader)."""
+    attempt = cell.get("attempt", 0)
+    return cell_id(str(cell.get("variant")), int(cell.get("threads") or 0),
+                   str(cell.get("workload")), int(cell.get("repeat") or 0),
+                   attempt if isinstance(attempt, int) else 0)  # fmt: skip
 
 
 def legacy_cell_id(variant: str, threads: int, workload: str, repeat: int) -> str:
@@ -88,10 +99,15 @@ class Cell:
     threads: int
     workload: str
     repeat: int = 0
+    attempt: int = 0  # > 0: this round's cell again, after a disturbed attempt
 
     @property
     def cell_id(self) -> str:
-        return cell_id(self.variant, self.threads, self.workload, self.repeat)
+        return cell_id(self.variant, self.threads, self.workload, self.repeat, self.attempt)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # The first attempt's object has no "attempt" key: as results always had.
+        d = asdict(self)
+        if not self.attempt:
+            del d["attempt"]
+        return d

@@ -2,12 +2,15 @@
 
 Every round runs each (variant, threads, workload) once, so slow drift of the machine
 (thermal state, a neighbour's load) spreads over all configurations instead of landing
-on one.
+on one; and each round runs them in its own random order (seeded by the run's
+``order_seed``), so no configuration always runs first or always after another:
+randomised multiple interleaved trials (Abedi & Brecht, 2017).
 """
 
 from __future__ import annotations
 
 import os
+import random
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,10 +81,30 @@ def logical_cpus() -> int:
 
 
 def plan_cells(spec: MatrixSpec) -> list[Cell]:
-    """All cells in run order: round by round (repeat), every configuration once per round."""
-    return [
-        Cell(variant=v, threads=t, workload=w, repeat=r)
-        for r in range(spec.repeats)
-        for w in spec.workloads
-        for v, t in spec.configurations()
-    ]
+    """All cells in run order: round by round (repeat), every configuration once per
+    round, in the round's own seeded order (the declared order without a seed)."""
+    seed = spec.options.get("order_seed")
+    cells = []
+    for r in range(spec.repeats):
+        round_cells = [
+            Cell(variant=v, threads=t, workload=w, repeat=r)
+            for w in spec.workloads
+            for v, t in spec.configurations()
+        ]
+        cells += round_order(round_cells, seed, r)
+    return cells
+
+
+def round_order(cells: list[Cell], seed: int | None, repeat: int) -> list[Cell]:
+    """One round's cells shuffled by (seed, repeat): the same run replays the same order
+    (a resume, an adaptive round), and each round's order is its own."""
+    if seed is None:
+        return list(cells)
+    out = list(cells)
+    random.Random(f"{seed}:{repeat}").shuffle(out)
+    return out
+
+
+def new_order_seed() -> int:
+    """A fresh seed for a new run's order (stored in run.json, so a resume keeps it)."""
+    return random.SystemRandom().randrange(2**31)

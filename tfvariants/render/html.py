@@ -101,7 +101,8 @@ def render_html(analysis: RunFrame, serving: ServingAnalysis | None = None) -> s
         workloads=workloads,
         charts=charts,
         version=__version__,
-        disturbed_share=DISTURBED_SHARE,
+        # The run's limit (its interference summary), else the default.
+        disturbed_share=getattr(getattr(analysis, "interference", None), "limit", DISTURBED_SHARE),
         compiled_answer=compiled,
         **extra,
     )
@@ -118,6 +119,7 @@ def write_report(
     confidence: float | None = None,
     allow_mixed_hosts: bool = False,
     p99_bound_ms: float | None = None,
+    disturbed: str | None = None,
 ) -> RunFrame:
     """Analyse results_dir and write the HTML report (atomically) and optional CSV
     (serving cells, when present, get a section and ``<csv stem>-serving.csv``).
@@ -133,6 +135,7 @@ def write_report(
         analysis = analyze(
             results_dir, pricing=pricing, baseline=baseline, min_effect=min_effect,
             confidence=confidence, allow_mixed_hosts=allow_mixed_hosts,
+            disturbed=disturbed,
         )  # fmt: skip
     analysis.serving = serving  # the CLI prints its sentences too
     write_text_atomic(Path(out), render_html(analysis, serving))

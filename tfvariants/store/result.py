@@ -145,11 +145,12 @@ def _check_cell(cell: Any, source: str) -> None:
             f"{source}: field 'cell.threads': expected a whole number from 1 to {MAX_THREADS}, "
             f"got {json.dumps(threads)[:40]}"
         )
-    repeat = cell.get("repeat", 0)
-    if not _is_int(repeat) or repeat < 0:
-        raise ResultError(
-            f"{source}: field 'cell.repeat': expected a whole number >= 0, got {repeat!r}"
-        )
+    for key in ("repeat", "attempt"):
+        value = cell.get(key, 0)
+        if not _is_int(value) or value < 0:
+            raise ResultError(
+                f"{source}: field 'cell.{key}': expected a whole number >= 0, got {value!r}"
+            )
 
 
 def validate_result(data: Any, source: str = "result") -> dict[str, Any]:

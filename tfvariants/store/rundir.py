@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tfvariants.errors import UserError
-from tfvariants.plan.cell import cell_id, legacy_cell_id
+from tfvariants.plan.cell import cell_id_of, legacy_cell_id
 from tfvariants.plan.serve import serve_cell
 from tfvariants.plan.task import CellT, MatrixPlan, PlannedCell
 from tfvariants.store.cellresult import AnyResult, host_of, parse_results
@@ -44,7 +44,7 @@ def cell_ids(c: dict[str, Any]) -> tuple[str, str]:
         sc = serve_cell(c)
         return sc.cell_id, sc.legacy_cell_id
     key = (c["variant"], c["threads"], c["workload"], c.get("repeat", 0))
-    return cell_id(*key), legacy_cell_id(*key)
+    return cell_id_of(c), legacy_cell_id(*key)
 
 
 @dataclass(frozen=True)

@@ -328,7 +328,10 @@ class RunFolder:
         run uses them then); one line per folder."""
         stale = []
         scratch = self.root / SCRATCH_DIR
-        if scratch.is_dir() and not scratch.is_symlink():
+        if scratch.is_symlink():  # never ours: scratch folders are private, made here
+            scratch.unlink()
+            return [f"removed {scratch}: a symbolic link where the private scratch folder goes"]
+        if scratch.is_dir():
             stale += [p for p in sorted(scratch.iterdir())]
         if self.root.is_dir():
             stale += [p for p in sorted(self.root.iterdir())
@@ -340,6 +343,10 @@ class RunFolder:
             else:
                 path.unlink(missing_ok=True)
             lines.append(f"removed {path}: a scratch folder left by an interrupted run")
+        try:
+            scratch.rmdir()
+        except OSError:
+            pass  # absent, or not empty
         return lines
 
 

@@ -1,0 +1,155 @@
+"""Disturbed cells: what interference did to a run, and which policy the verdicts follow.
+
+The rule itself (is this result disturbed, and why) is ONE function,
+:func:`tfvariants.store.cellresult.disturbance`, over what the cell recorded: other
+processes' share of its pinned CPUs and the hypervisor's steal share over its measured
+``fit`` (warm-up and steady window; workloads/cpuload.py). Parsed results carry it as
+``CellResult.disturbed``; :func:`disturbance` here applies it to a result dict (the
+matrix asks it of a cell that just finished, to run it again).
+
+A disturbed cell stays on disk and in the report, and `compare` runs it again (a new
+attempt of the same round). The verdicts leave disturbed cells out (policy "exclude"),
+or use them ("include"); the default, "auto", leaves them out unless more than half of
+the configuration-rounds have no undisturbed attempt: then the load was the machine's
+normal state, not an exception, and leaving them out would leave the verdicts to a few
+lucky cells (the randomised order spreads a sustained load over every configuration
+alike). The limits were measured on this project's machines: docs/compare.md,
+"Interference".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tfvariants.store import cellresult
+from tfvariants.store.cellresult import DISTURBED_SHARE, CellResult, finite_number, get_path
+
+# Before a cell: wait until others used less than this share of its CPUs over the last
+# second, for at most QUIET_WAIT_S.
+QUIET_SHARE = 0.10
+QUIET_WAIT_S = 30.0
+# Attempts after a disturbed one, per cell (each waits for quiet first).
+DISTURBED_RETRIES = 2
+POLICIES = ("auto", "exclude", "include")
+
+__all__ = ["DISTURBED_SHARE", "Interference", "disturbance", "summarise"]
+
+
+def disturbance(result: Mapping[str, Any], limit: float = DISTURBED_SHARE) -> str | None:
+    """Why this result dict is disturbed, or None (not disturbed, not a successful
+    cell, or no share recorded): the one rule, applied to an unparsed result."""
+    if result.get("status") != "ok":
+        return None
+    return cellresult.disturbance(
+        finite_number(get_path(result, "cpu", "others_share")),
+        finite_number(get_path(result, "cpu", "steal_share")),
+        limit,
+    )
+
+
+@dataclass
+class Interference:
+    """What interference did to a run: the disturbed cells (kept apart from the verdicts
+    unless used), and how long the cells waited for quiet."""
+
+    limit: float = DISTURBED_SHARE
+    policy: str = "auto"  # POLICIES
+    included: bool = False  # the verdicts use disturbed results (policy, or auto: most were)
+    disturbed: list[tuple[str, str]] = field(default_factory=list)  # (cell id, why)
+    cells: int = 0  # successful training cells, every attempt
+    waited_s: float = 0.0  # total wait for quiet before cells
+    not_quiet: int = 0  # cells that started after the wait ran out, not in quiet
+    sustained: int = 0  # cells started while the load was sustained (no wait, no retry)
+    unclean_rounds: int = 0  # configuration-rounds with no undisturbed attempt
+    quiet_wait_s: float | None = None
+
+    @property
+    def never_quiet(self) -> bool:
+        """Every cell was disturbed: the machine was never quiet during the run."""
+        return self.cells > 0 and len(self.disturbed) == self.cells
+
+    def sentence(self) -> str:
+        if not self.cells:
+            return ""
+        text = (
+            f"{len(self.disturbed)} of {self.cells} cells were disturbed (other processes or "
+            f"steal above {self.limit:.0%} of their pinned CPUs)"
+        )
+        if self.disturbed and self.included and self.policy == "auto":
+            text += (
+                f": in {self.unclean_rounds} configuration-rounds every attempt was, more than "
+                "half, so the load was this machine's normal state and the verdicts use them "
+                "(--disturbed exclude leaves them out)"
+            )
+        elif self.disturbed:
+            text += (
+                ": used in the verdicts (--disturbed include)"
+                if self.included
+                else ": kept on disk and listed, left out of the verdicts"
+            )
+        text += f"; the cells waited {self.waited_s:.0f} s for quiet in all"
+        if self.not_quiet:
+            text += f", and {self.not_quiet} started without it"
+            if self.quiet_wait_s:
+                text += f" (the wait of {self.quiet_wait_s:.0f} s ran out)"
+        text += "."
+        if self.never_quiet:
+            text += (
+                " This machine was never quiet during the run: no undisturbed result, so no "
+                "verdict rests on a clean measurement."
+            )
+        if self.sustained:
+            text += (
+                f" {self.sustained} cell(s) ran under a sustained load (several waits in a row "
+                "ran out), without the full wait and not run again."
+            )
+        return text
+
+
+def summarise(
+    results: Iterable[CellResult],
+    *,
+    policy: str = "auto",
+    options: Mapping[str, Any] | None = None,
+) -> Interference:
+    """The run's disturbed cells, waits, and whether the verdicts use disturbed cells
+    under ``policy`` (one of POLICIES; see the module). ``options``: run.json's."""
+    if policy not in POLICIES:
+        raise ValueError(f"disturbed policy {policy!r}: expected one of {', '.join(POLICIES)}")
+    options = options or {}
+    limit = cellresult.disturbed_limit({"options": options})
+    summary = Interference(limit=limit, policy=policy)
+    summary.quiet_wait_s = finite_number(options.get("quiet_wait_s"))
+    rounds: dict[tuple[Any, int], list[CellResult]] = {}
+    for r in results:
+        summary.waited_s += finite_number(r.get("runner", "quiet", "waited_s")) or 0.0
+        if r.get("runner", "quiet", "quiet") is False:
+            summary.not_quiet += 1
+        if r.get("runner", "quiet", "sustained") is True:
+            summary.sustained += 1
+        if not r.ok:
+            continue
+        summary.cells += 1
+        if r.disturbed:
+            why = cellresult.disturbance(r.others_share, r.steal_share, limit)
+            summary.disturbed.append((r.cell_id, why or "disturbed"))
+        rounds.setdefault((r.key, r.round), []).append(r)
+    summary.unclean_rounds = sum(1 for rs in rounds.values() if all(r.disturbed for r in rs))
+    # auto: most configuration-rounds have no undisturbed attempt -> the load was normal.
+    summary.included = policy == "include" or (
+        policy == "auto" and 2 * summary.unclean_rounds > len(rounds)
+    )
+    return summary
+
+
+def policy_of(options: Mapping[str, Any], given: str | None = None) -> str:
+    """The disturbed policy: given (command line), else the run's, else "auto"."""
+    stored = options.get("disturbed_policy")
+    return given or (str(stored) if stored in POLICIES else "auto")
+
+
+def limit_of(options: Mapping[str, Any]) -> float:
+    """The run's disturbed limit (run.json options.disturbed_share), else the default."""
+    return cellresult.disturbed_limit({"options": options})
