@@ -256,7 +256,10 @@ def test_a_budget_that_covers_the_plan_stops_planned_cells_too(tmp_path):
     )
     # 3 cells = 9 s; the 4th would end at 12 s, past the 10 s budget: not started
     assert len(runner.calls) == 3 and out.missing == 3 and out.exit_code() == 1
-    assert out.stopped == "budget: 10s spent before the planned cells finished (3 not run)"
+    assert (
+        out.stopped
+        == "budget: the next cell would overrun the 10s budget (3 planned cell(s) not run)"
+    )
     # without it, the planned cells all run whatever the budget (compare's rule)
     out = Matrix(s, tmp_path / "run2").run(run_cell=run_cell, clock=clock, budget_s=10.0)
     assert out.missing == 0

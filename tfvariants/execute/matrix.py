@@ -265,8 +265,8 @@ class Matrix(Generic[CellT]):
         while i < len(todo):
             cell = todo[i]
             if deadline is not None and clock() + (eta.estimate(cell) or 0.0) > deadline[0]:
-                outcome.stopped = (f"budget: {_fmt_s(deadline[1])} spent before the planned "
-                                   f"cells finished ({len(todo) - i} not run)")  # fmt: skip
+                outcome.stopped = (f"budget: the next cell would overrun the {_fmt_s(deadline[1])} "
+                                   f"budget ({len(todo) - i} planned cell(s) not run)")  # fmt: skip
                 return
             i += 1
             display.start(cell, eta.remaining(todo[i - 1 :]))
