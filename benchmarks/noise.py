@@ -63,6 +63,7 @@ class Hog:
         self.rng = random.Random(seed)
         self.stop_event = threading.Event()
         self.on_s = 0.0
+        self.on_since: float | None = None  # nice: the sustained load's start
         self.bursts = 0
         self.started = 0.0
         self.procs: list[subprocess.Popen[bytes]] = []
@@ -95,12 +96,13 @@ class Hog:
     def _run(self) -> None:
         deadline = self.started + self.max_s
         if self.kind == "nice":
+            self.on_since = time.monotonic()  # on from its launch
             procs = self._spawn(self.max_s, 19)
-            t0 = time.monotonic()
+            self.bursts = 1
             for p in procs:
                 p.wait()
-            self.on_s = time.monotonic() - t0
-            self.bursts = 1
+            self.on_s = time.monotonic() - self.on_since
+            self.on_since = None
             return
         while not self.stop_event.is_set():
             off = self.rng.uniform(*OFF_S)
@@ -128,8 +130,10 @@ class Hog:
 
     @property
     def duty(self) -> float:
-        elapsed = time.monotonic() - self.started
-        return self.on_s / elapsed if elapsed > 0 else 0.0
+        now = time.monotonic()
+        elapsed = now - self.started
+        on = self.on_s + (now - self.on_since if self.on_since is not None else 0.0)
+        return on / elapsed if elapsed > 0 else 0.0
 
 
 @dataclass

@@ -398,6 +398,16 @@ CASES = [
     ("catalog-minimum-1e300", catalog("= 60", "= 1e300"), PRICES, E, "minimum_seconds"),
     ("catalog-price-negative-zero", catalog("0.05", "-0.0"), PRICES, E, "greater than 0"),
     # issue 15: a cell measured in 0 seconds is left out, named, like a negative one
+    # huge integers: JSON and TOML read them, no float holds them, Python refuses > 4300 digits
+    ("cell-rss-10-to-the-400", cell("i.json", ok_with(memory__peak_rss_bytes=10**400)), REPORT, W, "memory.peak_rss_bytes"),
+    ("cell-repeat-10-to-the-400", cell("rp.json", ok_with(cell__repeat=10**400)), REPORT, W, "'cell.repeat'"),
+    ("cell-5000-digit-integer", cell("d.json", ok_with()[:-1] + ', "huge": ' + "1" * 5000 + "}"), REPORT, W, "cells/d.json: corrupt JSON"),
+    ("run-json-5000-digit-integer", run_json('{"kind": "tfvariants.run", "repeats": ' + "1" * 5000 + "}"), REPORT, E, "corrupt JSON"),
+    ("run-json-confidence-10-to-the-400", run_options_with(confidence=10**400), REPORT, E, "options.confidence"),
+    ("catalog-price-10-to-the-400", catalog("on_demand = 0.05", "on_demand = 1" + "0" * 400), PRICES, E, "on_demand"),
+    ("catalog-minimum-10-to-the-400", catalog("= 60", "= 1" + "0" * 400), PRICES, E, "minimum_seconds"),
+    ("catalog-5000-digit-integer", catalog("vcpus = 1", "vcpus = " + "1" * 5000), PRICES, E, "invalid TOML"),
+    ("variants-file-5000-digit-integer", variants_env("A = " + "1" * 5000), ["variants", "--variants-file", "v.toml"], E, "invalid TOML"),
     ("epoch-time-zero", cell("z.json", ok_with(timing__epoch_times_s=[0.0, 2.0])), REPORT, W, "epoch_times_s[0]"),
     ("epoch-time-negative-zero", cell("nz.json", ok_with(timing__epoch_times_s=[2.0, -0.0])), REPORT, W, "epoch_times_s[1]"),
     ("steady-epoch-zero", cell("sz.json", ok_with(timing__steady_epoch_s=0)), REPORT, W, "steady_epoch_s"),

@@ -357,6 +357,10 @@ def test_compiled_preset_picks_what_this_cpu_can_run_and_opens_with_the_answer(
     html = (tmp_path / "reports/c/index.html").read_text()
     assert "Compiled vs stock on this CPU" in html
     assert html.index("Compiled vs stock on this CPU") < html.index("<h2>Summary</h2>")
+    # A resume keeps the preset: its report still opens with the answer.
+    assert main(["compare", "--resume", "--out", "results/c"]) == 0
+    assert json.loads((tmp_path / "results/c/run.json").read_text())["options"]["preset"] == preset
+    assert "The 2017 study" in capsys.readouterr().out
 
 
 def test_the_first_look_plans_the_steady_window_of_the_later_rounds():
@@ -384,6 +388,11 @@ def test_the_first_look_plans_the_steady_window_of_the_later_rounds():
     assert "more repeats" in plan["reason"] and plan["components"]["cells"] == 10
     assert run_options_for(spec, "mnist_cnn", 4).min_steady_s == 10.0  # the first rounds
     assert run_options_for(spec, "mnist_cnn", 5).min_steady_s == 3.0
+    for res in stored.values():  # disturbed cells, left out of verdicts, plan nothing
+        res.setdefault("cpu", {})["others_share"] = 0.9
+    hook(rf.typed(stored))
+    assert spec.options["window_plan"]["min_steady_s"] == 10.0
+    assert "kept" in spec.options["window_plan"]["reason"]
     spec.options["plan_window"] = False  # --min-steady-s given: the user's window stays
     del spec.options["window_plan"]
     hook(rf.typed(stored))

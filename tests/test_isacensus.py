@@ -154,7 +154,7 @@ def gate_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _fake_census(framework: Path, rest: dict[str, int]) -> None:
     """Put a census of this file in the cache, as `variants census` would have."""
-    path = census.cache_dir() / f"{census.file_hash(framework)}.json"
+    path = census._census_path(census.file_hash(framework))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"rest": rest, "dispatched": {}, "raw": {}, "raw_rest": {}}))
 
@@ -336,3 +336,14 @@ def test_check_isa_expect_counted_on_a_cpu_without_the_isa(
     monkeypatch.setattr(check, "_import_log", lambda: (-4, ""))
     assert check.main(["--expect", "AVX512F", "--counts", str(counts)]) == 1
     assert "importing TensorFlow died of SIGILL" in capsys.readouterr().err
+
+
+def test_dispatched_names_without_an_isa_word() -> None:
+    # HighwayHash's AVX2 (<4>) and SSE4.1 (<2>) targets are chosen at run time; the
+    # portable one (<1>) is not a kernel; BoringSSL's AVX2 assembly has plain names.
+    assert isacensus.dispatched_name("_ZNK11highwayhash11HighwayHashILj4EEclERA4_KmPKcmPA4_m")
+    assert isacensus.dispatched_name("_ZN11highwayhash15HighwayHashCatTILj2EE6AppendEPKcm")
+    assert not isacensus.dispatched_name("_ZNK11highwayhash11HighwayHashILj1EEclERA4_KmPKcm")
+    assert isacensus.dispatched_name("poly_Rq_mul")
+    assert isacensus.dispatched_name("_ZN4dnnl4impl3cpu6x6422jit_avx512_core_kernelEv")
+    assert not isacensus.dispatched_name("fmax") and not isacensus.dispatched_name("main")

@@ -73,11 +73,16 @@ ISA_NAMED = re.compile(
     r"cooperlake|sapphirerapids|knl|knm|zmm|ymm",
     re.IGNORECASE,
 )
-# Hand-written assembly BoringSSL dispatches at run time under names without an ISA
-# (HRSS's AVX2 polynomial multiply and its local labels, ChaCha20's 8-way AVX2 loop).
+# Code dispatched at run time under names without an ISA word: BoringSSL's hand-written
+# assembly (HRSS's AVX2 polynomial multiply and its local labels, ChaCha20's 8-way AVX2
+# loop) and HighwayHash's per-target templates (HighwayHash<2>: SSE4.1, <4>: AVX2).
 KNOWN_DISPATCHED = re.compile(
     r"^(?:poly_Rq_mul|ChaCha20_8x|(?:done|innerloop|karatsuba_loop)_[0-9a-f]{32})$"
+    r"|highwayhash.*HighwayHash\w*ILj[24]E"
 )
+# Bumped whenever the classification changes: cached censuses of older versions are
+# not reused.
+VERSION = 2
 # 256-bit forms that AVX (not AVX2) already has: vp-prefixed but floating point/permutes.
 _AVX1_VP = re.compile(r"^(?:vpermil|vperm2f128|vptest|vpclmul)")
 _FUNCTION = re.compile(r"^[0-9a-f]+ <(.+)>:$")
@@ -86,7 +91,7 @@ _INSN = re.compile(r"^\s+[0-9a-f]+:\s+(\S+)\s*(.*)$")
 
 def dispatched_name(function: str) -> bool:
     """Whether a function is a kernel chosen at run time (its name carries an ISA)."""
-    return bool(ISA_NAMED.search(function) or KNOWN_DISPATCHED.match(function))
+    return bool(ISA_NAMED.search(function) or KNOWN_DISPATCHED.search(function))
 
 
 def classify(mnemonic: str, operands: str) -> str | None:

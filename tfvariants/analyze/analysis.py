@@ -243,6 +243,9 @@ def _run_baseline_label(
         counts[(k.variant, k.threads)] = counts.get((k.variant, k.threads), 0) + len(
             times.get(k) or {}
         )
+    if not any(counts.values()):  # every repeat disturbed: as verdicts.pick_baseline does
+        for k, g in groups.items():
+            counts[(k.variant, k.threads)] += int(bool(g.ok))
     chosen = choose_baseline(counts, devices, variants, over)
     if chosen is None:
         first = variants[0]
@@ -300,6 +303,7 @@ def _summarise(
             )
         )
     g.times = [r.training_time_s for r in ok if r.training_time_s]
+    g.round_times = round_values(g.results).get(g.key, {})  # what comparisons use
     if not g.times:
         return
     g.time = stats.median_interval(g.times, confidence)

@@ -12,7 +12,8 @@ from typing import Any
 
 from tfvariants.analyze.conclusions import phrase
 from tfvariants.analyze.fields import get_path
-from tfvariants.analyze.groups import WorkloadReport
+from tfvariants.analyze.format import sig3
+from tfvariants.analyze.groups import Group, WorkloadReport
 
 PRESET = "compiled"
 STUDY = (
@@ -27,12 +28,31 @@ def _cpu_words(workloads: list[WorkloadReport]) -> str:
     for wr in workloads:
         for g in wr.groups:
             for r in g.ok:
-                model = get_path(r, "environment", "cpu", "model")
-                flags = get_path(r, "environment", "cpu", "isa_flags") or []
+                raw = getattr(r, "raw", r)  # a typed CellResult keeps its dict as ``raw``
+                model = get_path(raw, "environment", "cpu", "model")
+                flags = get_path(raw, "environment", "cpu", "isa_flags") or []
                 if model:
                     has = "with" if "avx512f" in flags else "without"
                     return f"{model}, {has} AVX-512"
     return "this CPU"
+
+
+def _no_verdict(g: Group, base: Group) -> str:
+    """Why a compiled build has no verdict against the stock wheel, with the medians
+    (descriptive only: no interval, no claim)."""
+    ratio = ""
+    if g.time is not None and base.time is not None and base.time.value > 0:
+        ratio = f"; median time ratio {sig3(g.time.value / base.time.value)}, not a verdict"
+    disturbed = (g.disturbed, len(g.ok), base.disturbed, len(base.ok))
+    if disturbed[0] or disturbed[2]:
+        why = (
+            f"{disturbed[0]} of its {disturbed[1]} and {disturbed[2]} of the stock wheel's "
+            f"{disturbed[3]} repeats were disturbed by other processes (others' share above "
+            "25 % of the pinned CPUs), which verdicts leave out"
+        )
+    else:
+        why = "too few repeats"
+    return f"{g.label} vs {base.label}: no verdict ({why}{ratio})"
 
 
 def answer(
@@ -62,7 +82,7 @@ def answer(
             if g.variant not in builds or g.threads != base.threads:
                 continue
             if g.time_cmp is None or wr.baseline is not base:
-                lines.append(f"{wr.name}: {g.label}{built_for(g.variant)} has no comparison.")
+                lines.append(f"{wr.name}: {_no_verdict(g, base)}{built_for(g.variant)}.")
                 continue
             verdicts.append(g.time_cmp.verdict)
             lines.append(f"{wr.name}: {phrase(g, base, g.time_cmp)}{built_for(g.variant)}.")
@@ -79,5 +99,8 @@ def answer(
     elif verdicts:
         head = f"On {cpu}: compiled builds vs the stock wheel {stock} stayed partly undecided:"
     else:
-        head = f"On {cpu}: no compiled build could be compared with the stock wheel {stock}."
+        head = (
+            f"On {cpu}: no verdict on compiled builds vs the stock wheel {stock} from this "
+            "run (below: why, and the medians)."
+        )
     return [head, *lines, STUDY]

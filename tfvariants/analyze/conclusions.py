@@ -11,6 +11,7 @@ from tfvariants.analyze import stats
 from tfvariants.analyze.decide import Settings
 from tfvariants.analyze.format import dur, money, sig3
 from tfvariants.analyze.pricing import Pricing
+from tfvariants.analyze.verdicts import statistic
 
 if TYPE_CHECKING:
     from tfvariants.analyze.groups import Group, WorkloadReport
@@ -84,13 +85,14 @@ def phrase(a: Labelled, b: Labelled, cmp: stats.Comparison, what: str = "time") 
 
 
 def _cmp(a: Group, b: Group, settings: Settings, what: str) -> stats.Comparison | None:
-    xa, xb = (a.times, b.times) if what == "time" else (a.costs, b.costs)
-    if not xa or not xb or min(xa + xb) <= 0:
+    """a against b through the one statistic (analyze/verdicts.py), on the rounds both
+    have usable (undisturbed) repeats in; None without a common round or with a free
+    instance."""
+    xa, xb = (a.round_times, b.round_times) if what == "time" else (a.round_costs, b.round_costs)
+    common = set(xa) & set(xb)
+    if not common or min([xa[i] for i in common] + [xb[i] for i in common]) <= 0:
         return None
-    return stats.compare(
-        xa, xb, min_effect=settings.min_effect, confidence=settings.confidence,
-        looks=settings.looks,
-    )  # fmt: skip
+    return statistic(xb, xa, settings)
 
 
 def _leads(
@@ -250,6 +252,13 @@ def conclude(
             for g, tc in undecided
         ]
         wr.conclusions.append(f"Still undecided against {b.label}: {'; '.join(parts)}.")
+    apart = [g.label for g in with_time if g.verdict is not None and g.verdict.comparison is None]
+    if apart and b is not None:
+        wr.conclusions.append(
+            f"Not compared with {b.label}: {', '.join(apart)} (no round in which both ran "
+            "undisturbed: other processes were using their CPUs; run again on a quieter machine "
+            "or --resume with a --budget)."
+        )
     flagged = [g.label for g in (wr.fastest, wr.cheapest) if g is not None and g.oversubscribed]
     if flagged:
         wr.conclusions.append(

@@ -33,6 +33,7 @@ class Group:
     oversubscription_ratio: float = 1.0
     times: list[float] = field(default_factory=list)
     costs: list[float] = field(default_factory=list)
+    round_times: dict[int, float] = field(default_factory=dict)  # usable repeats, by round
     round_costs: dict[int, float] = field(default_factory=dict)  # usable repeats, by round
     cost: CellCost | None = None  # at the median time
     cost_iv: stats.Interval | None = None

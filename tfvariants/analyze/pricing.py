@@ -157,8 +157,10 @@ def _number(value: object, where: str, *, positive: bool = True) -> float:
     """A finite number: > 0 (a price), or >= 0 with ``positive=False`` (a minimum)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise UserError(f"{where}: expected a number, got {value!r}")
-    if not math.isfinite(value):
+    if isinstance(value, float) and not math.isfinite(value):
         raise UserError(f"{where}: expected a finite number, got {value!r}")
+    if abs(value) > 1e300:  # tomllib reads integers of any size; no float holds 10**400
+        raise UserError(f"{where}: expected a plausible number, got {str(value)[:40]}")
     if value < 0 or (positive and value == 0):
         raise UserError(
             f"{where}: must be {'greater than 0' if positive else '0 or more'}, got {value!r}"
@@ -412,6 +414,8 @@ def load_catalog(name_or_path: str) -> Catalog:
         raise UserError(f"{path}: cannot read: {exc}") from None
     except RecursionError:
         raise UserError(f"{path}: invalid TOML: nested too deeply") from None
+    except ValueError as exc:  # an integer of over 4300 digits (Python's int limit)
+        raise UserError(f"{path}: invalid TOML: {exc}") from None
     return parse_catalog(data, str(path))
 
 

@@ -126,6 +126,7 @@ def pick_baseline(
     variant_order: Sequence[str],
     oversubscribed: Collection[tuple[str, int]] = (),
     requested: Requested | None = None,
+    ran: Collection[ConfigKey] | None = None,
 ) -> ConfigKey | None:
     """The baseline among one workload's configurations.
 
@@ -145,6 +146,10 @@ def pick_baseline(
         pool = usable or mine
         return max(pool, key=lambda c: c.threads) if pool else None
     counts = {(c.variant, c.threads): len(values.get(c) or {}) for c in configs}
+    if not any(counts.values()) and ran is not None:
+        # Nothing usable yet (every repeat disturbed): the same rule among those that ran,
+        # so the comparisons stay open instead of vanishing.
+        counts = {(c.variant, c.threads): int(c in ran) for c in configs}
     chosen = choose_baseline(counts, devices, variant_order, oversubscribed)
     return ConfigKey(workload, *chosen) if chosen else None
 
@@ -177,6 +182,6 @@ def workload_verdicts(
     if not configs:
         raise ValueError("workload_verdicts needs at least one configuration")
     base = pick_baseline(configs, values, devices=devices, variant_order=variant_order,
-                         oversubscribed=oversubscribed, requested=requested)  # fmt: skip
+                         oversubscribed=oversubscribed, requested=requested, ran=ran)  # fmt: skip
     verdicts = compare_with(values, base, configs, settings, ran) if base is not None else {}
     return WorkloadVerdicts(configs[0].workload, base, verdicts)

@@ -36,7 +36,7 @@ def register(sub: Any) -> None:
     )
     presets.add_option(p)
     p.add_argument("--quick", action="store_true",
-                   help="quick scale: each workload's quick_samples, a 5 s/50-step steady window, --budget 10m")  # fmt: skip
+                   help="quick scale: each workload's quick_samples, a 10 s/50-step steady window, --budget 10m")  # fmt: skip
     p.add_argument("--threads", type=argtypes.thread_list, default=None,
                    help=f"comma list of vCPU counts (1..{MAX_THREADS}), e.g. 8,16,32,64 (default: 1..CPUs)")  # fmt: skip
     p.add_argument(
@@ -292,7 +292,8 @@ def run(args: argparse.Namespace) -> int:
             raise UserError("--resume needs --out RESULTS_DIR (the run to continue)")
         stored = load_run(args.out) or None
     pricing = common.pricing_from(args)
-    preset = presets.apply(args)
+    # A resume keeps the preset its run was started with (the report opens with it).
+    preset = presets.apply(args) or ((stored or {}).get("options") or {}).get("preset")
     spec, variant_objs = build_spec(args, stored, pricing)
     if preset is not None:
         spec.options["preset"] = preset

@@ -52,7 +52,8 @@ def add_options(p: argparse.ArgumentParser) -> None:
                    help="with --budget: at most this many repeats (default 20)")  # fmt: skip
     p.add_argument("--min-steady-s", type=argtypes.positive_float, default=None,
                    help="seconds of steady-state steps each cell measures after its warm-up "
-                   "(default 10; --quick 5)")  # fmt: skip
+                   "(default 10, also with --quick; not given, the adaptive rounds after "
+                   "the first look measure a window planned from the first rounds)")  # fmt: skip
     p.add_argument("--min-steady-steps", type=argtypes.positive_int, default=None,
                    help="steady-state steps each cell measures after its warm-up (default 100; "
                    "--quick 50)")  # fmt: skip
@@ -191,11 +192,14 @@ def print_disturbed(outcome: Any, console: Any) -> None:
     if not outcome.disturbed:
         return
     text = (
-        f"{len(outcome.disturbed)} cell(s) disturbed by other processes (kept, left out of "
-        f"the verdicts); {outcome.retried} attempt(s) run again"
+        f"{len(outcome.disturbed)} cell(s) disturbed by other processes (kept; the report "
+        f"says whether the verdicts use them); {outcome.retried} attempt(s) run again"
     )
     if outcome.retries_left_out:
-        text += f", {outcome.retries_left_out} not run again (retries or budget used up)"
+        text += (
+            f", {outcome.retries_left_out} not run again (retries or budget used up, or a "
+            "sustained load)"
+        )
     console.print(text, highlight=False, markup=False)
 
 
@@ -308,6 +312,11 @@ def make_next_round(
         if spec.options.get("plan_window"):
             plan_window(spec, stored, rule.looks[0])
         open_verdicts = [v for wv in at.verdicts for v in wv.open]
+        if not any(wv.verdicts for wv in at.verdicts):
+            return [], (
+                f"no comparison to judge at the look after {at.look} repeats (a baseline and "
+                "another configuration both need a successful repeat)"
+            )
         if not open_verdicts:
             return [], f"every comparison was decided by the look after {at.look} repeats"
         if at.rounds >= rule.max_repeats:
@@ -333,9 +342,10 @@ def make_next_round(
 
 
 def plan_window(spec: MatrixSpec, stored: Mapping[str, AnyResult], first_look: int) -> None:
-    """The steady window of the rounds after the first look, from the cells before it
-    (recomputed from the same cells on a resume, so it is the same window)."""
-    first = [r for r in training(stored.values()) if r.round < first_look]
+    """The steady window of the rounds after the first look, from the undisturbed cells
+    before it, the ones verdicts use (recomputed from the same cells on a resume, so it
+    is the same window)."""
+    first = [r for r in training(stored.values()) if r.round < first_look and not r.disturbed]
     current = float(spec.options["min_steady_s"])
     chosen = windows.plan(windows.components(first), current)
     spec.options["window_plan"] = {**chosen.to_json(), "from_repeat": first_look}

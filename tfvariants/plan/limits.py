@@ -38,8 +38,8 @@ def decimal(text: str) -> float | None:
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or abs(value) > 1e300:
+        return None  # a huge JSON integer has no float
     value = float(value)
     return value if math.isfinite(value) else None
 

@@ -54,7 +54,7 @@ def finite_number(v: Any) -> float | None:
     """v as a float if it is a finite number (not a bool), else None."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
-    return float(v) if math.isfinite(v) else None
+    return float(v) if abs(v) <= 1e300 and math.isfinite(v) else None  # a huge int: no float
 
 
 def first_of(d: Any, *paths: tuple[str, ...]) -> Any:

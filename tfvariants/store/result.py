@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from tfvariants.plan.cell import MAX_THREADS
+from tfvariants.plan.spec import MAX_REPEATS
 from workloads.protocol import RESULT_KIND, SCHEMA_VERSION, STATUSES, write_json_atomic
 from workloads.serving.request import SERVE_RESULT_KIND
 
@@ -64,6 +65,8 @@ def read_json_file(path: str | Path) -> Any:
         raise ResultError(f"{path}: corrupt JSON at line {exc.lineno}: {exc.msg}") from None
     except RecursionError:
         raise ResultError(f"{path}: JSON nested too deeply") from None
+    except ValueError:  # an integer of over 4300 digits (Python's int limit)
+        raise ResultError(f"{path}: corrupt JSON: a number too long to read") from None
 
 
 # Real results nest 5 levels deep; a deeper file is hostile (and would make every
@@ -91,8 +94,8 @@ def _is_int(v: Any) -> TypeGuard[int]:
 def _check_number(v: Any, where: str, *, seconds: bool) -> None:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise ResultError(f"{where}: expected a number, got {json.dumps(v)[:40]}")
-    if not math.isfinite(v) or v < 0:
-        raise ResultError(f"{where}: expected a finite number >= 0, got {v}")
+    if abs(v) > 1e300 or not math.isfinite(v) or v < 0:  # a huge int: no float holds it
+        raise ResultError(f"{where}: expected a finite number >= 0, got {str(v)[:40]}")
     if seconds and v > MAX_SECONDS:
         raise ResultError(f"{where}: {v:g} s is not a plausible time (over 30 days)")
 
@@ -147,9 +150,11 @@ def _check_cell(cell: Any, source: str) -> None:
         )
     for key in ("repeat", "attempt"):
         value = cell.get(key, 0)
-        if not _is_int(value) or value < 0:
+        # A huge integer would make a cell id of thousands of digits.
+        if not _is_int(value) or not 0 <= value < MAX_REPEATS:
             raise ResultError(
-                f"{source}: field 'cell.{key}': expected a whole number >= 0, got {value!r}"
+                f"{source}: field 'cell.{key}': expected a whole number from 0 to "
+                f"{MAX_REPEATS - 1}, got {str(value)[:40]}"
             )
 
 

@@ -84,9 +84,13 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+def _census_path(sha256: str) -> Path:
+    return cache_dir() / f"{sha256}-v{isacensus.VERSION}.json"
+
+
 def cached_census(path: Path) -> dict[str, Any] | None:
     """The census of one file if it was ever taken (any path with the same content)."""
-    return _read_json(cache_dir() / f"{file_hash(path)}.json")
+    return _read_json(_census_path(file_hash(path)))
 
 
 def census_file(path: Path, log: Log = lambda _m: None) -> dict[str, Any]:
@@ -97,7 +101,7 @@ def census_file(path: Path, log: Log = lambda _m: None) -> dict[str, Any]:
     log(f"census: objdump {path.name} ({path.stat().st_size / 1e6:.0f} MB, once per binary)")
     counts = isacensus.census_file(path)
     counts["sha256"] = file_hash(path)
-    _write_json(cache_dir() / f"{counts['sha256']}.json", counts)
+    _write_json(_census_path(counts["sha256"]), counts)
     return counts
 
 
@@ -227,7 +231,7 @@ def gate(
     flags = isacensus.cpu_flags() if flags is None else flags
     digest = file_hash(framework)
     flags_key = hashlib.sha256(" ".join(sorted(flags)).encode()).hexdigest()[:12]
-    verdict_path = cache_dir() / f"gate-{digest[:32]}-{flags_key}.json"
+    verdict_path = cache_dir() / f"gate-{digest[:32]}-{flags_key}-v{isacensus.VERSION}.json"
     # One probe per binary even when a listing checks its overlays in parallel threads.
     with _GATE_LOCK:
         return _gate_verdict(variant, framework, digest, verdict_path, flags, probe, log)

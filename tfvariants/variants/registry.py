@@ -258,6 +258,8 @@ def _read_tables(variants_file: str | Path | None) -> tuple[dict, dict[str, str]
         raise UserError(f"{path}: not UTF-8 text (a binary file?)") from None
     except RecursionError:
         raise UserError(f"{path}: invalid TOML: nested too deeply") from None
+    except ValueError as exc:  # an integer of over 4300 digits (Python's int limit)
+        raise UserError(f"{path}: invalid TOML: {exc}") from None
     user = data.get("variants", {})
     if not isinstance(user, Mapping):
         raise UserError(f"{path}: [variants] must be a table of tables")
