@@ -76,6 +76,7 @@ def test_auto_uses_disturbed_cells_when_most_rounds_had_no_clean_attempt():
     most = parsed([disturbed_result(r, others=0.5 if r < 3 else 0.0) for r in range(5)])
     summary = interference.summarise(most)
     assert summary.included and summary.unclean_rounds == 3
+    assert "in 3 of 5 configuration-rounds every attempt was disturbed" in summary.sentence()
     assert "normal state" in summary.sentence()
     assert not interference.summarise(most, policy="exclude").included
     never = parsed([disturbed_result(r, others=0.5) for r in range(3)])

@@ -236,3 +236,30 @@ def test_adaptive_rounds_stop_before_the_budget_is_exceeded(tmp_path):
     assert len(runner.calls) == 6 and [r["repeat"] for r in out.rounds] == [2]
     assert out.stopped.startswith("budget: 18s spent") and out.spent_s == 18.0
     assert out.planned == 6 and out.exit_code() == 0
+
+
+def test_a_budget_that_covers_the_plan_stops_planned_cells_too(tmp_path):
+    now = [0.0]
+
+    def clock():
+        return now[0]
+
+    runner = FakeRunner()
+
+    def run_cell(cell, cells_dir):
+        now[0] += 3.0  # every cell takes 3 s
+        return runner(cell, cells_dir)
+
+    s = spec(variants=("pip",), workloads=("mnist_mlp",), repeats=3)  # 6 cells, 18 s
+    out = Matrix(s, tmp_path / "run").run(
+        run_cell=run_cell, clock=clock, budget_s=10.0, budget_covers_plan=True
+    )
+    # 3 cells = 9 s; the 4th would end at 12 s, past the 10 s budget: not started
+    assert len(runner.calls) == 3 and out.missing == 3 and out.exit_code() == 1
+    assert (
+        out.stopped
+        == "budget: the next cell would overrun the 10s budget (3 planned cell(s) not run)"
+    )
+    # without it, the planned cells all run whatever the budget (compare's rule)
+    out = Matrix(s, tmp_path / "run2").run(run_cell=run_cell, clock=clock, budget_s=10.0)
+    assert out.missing == 0

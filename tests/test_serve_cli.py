@@ -5,6 +5,7 @@ external --target that answers 500 or malformed JSON (failed cells with reasons)
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import os
 import socket
@@ -48,7 +49,19 @@ def _closed_port() -> int:
         (["--baseline", "tpu"], "--baseline tpu: 'tpu' is not one of --variants"),
         (["--target", "ftp://x"], "--target ftp://x: target must be http://HOST:PORT"),
         (["--target", "http://127.0.0.1:{port}"], "cannot reach 127.0.0.1"),
-        (["--target", "http://127.0.0.1:1", "--models", "x.py"], "name a built-in model"),
+        (
+            ["--target", "http://127.0.0.1:1", "--models", "x.py"],
+            "'x.py' is a file; name the model",
+        ),
+        (["--target", "http://127.0.0.1:1", "--models", "a b"], "not a model name a URL can carry"),
+        (["--input-shape", "224,224,3"], "--input-shape is for --target"),
+        (["--target", "http://127.0.0.1:1", "--input-shape", "224,0"], "--input-shape: expected"),
+        (["--max-batch-size", "1,0"], "--max-batch-size: expected a whole number"),
+        (["--batch-timeout", "5"], "--batch-timeout: expected a duration with a unit"),
+        (["--budget", "soon"], "--budget: expected a duration"),
+        (["--max-repeats", "3"], "--max-repeats 3 is below --repeats 5"),
+        (["--dry-run", "--pricing", "none"], "--dry-run needs --pricing"),
+        (["--estimate-from", "x"], "--estimate-from is for --dry-run"),
         (["--resume"], "--resume: r/run.json not found"),
     ],
 )
@@ -82,6 +95,7 @@ def test_noop_model_in_process_and_over_http(tmp_path):
         assert r["kind"] == "tfvariants.serve_cell" and r["status"] == "ok", r.get("reason")
         assert r["closed_loop"]["completed"] >= 20 and r["closed_loop"]["errors"] == 0
         assert r["placement"]["loadgen_cpus"]
+        assert r["cpu"]["wall_s"] > 0  # what else ran on the cell's CPUs, as training records
         if r["cell"]["path"] == "http":
             # a 2-core host: server child and client are pinned to the same CPUs
             assert r["placement"]["shared"] is True
@@ -180,3 +194,117 @@ def test_loadgen_scenarios_with_the_noop_model_match_detail_logs(tmp_path):
             / 1e6
             == s["p99_ms"]
         )
+
+
+def _processes_naming(text: str) -> list[int]:
+    """Pids of live processes whose command line contains ``text`` (zombies excluded)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                cmd = fh.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{entry}/stat") as fh:
+                state = fh.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if text in cmd and state != "Z":
+            pids.append(int(entry))
+    return pids
+
+
+def _wait_for(predicate, timeout_s: float) -> bool:
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return predicate()
+
+
+@pytest.mark.serve
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM", "timeout"])
+def test_no_process_of_the_cell_outlives_the_host(how, tmp_path):
+    """The HTTP server child of a serving worker dies with the worker and the host: the
+    host killed mid-cell (SIGKILL, SIGTERM) or the cell timed out, no process naming the
+    run folder remains."""
+    import signal
+    import subprocess
+    import sys
+
+    out = tmp_path / "res"
+    timeout = ["--timeout", "20"] if how == "timeout" else []
+    argv = [sys.executable, "-m", "tfvariants", "serve", "--models", "noop", "--path", "http",
+            "--scenarios", "concurrency", "--concurrency", "1", "--threads", "1",
+            "--repeats", "1", "--min-duration", "120s", "--max-duration", "120s",
+            "--out", str(out), "--report", str(tmp_path / "rep" / "index.html"), *timeout]  # fmt: skip
+    host = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            cwd=tmp_path)  # fmt: skip
+    try:
+        # the server child is up once its port file exists in the cell's scratch folder
+        assert _wait_for(lambda: any(out.glob(".scratch/*/server.port.json")), 120), "no server"
+        assert len(_processes_naming(str(out))) >= 3  # host, worker, server
+        if how == "timeout":
+            assert host.wait(60) == 1
+            assert load_result(next((out / "cells").glob("*.json")))["status"] == "timeout"
+        else:
+            host.send_signal(getattr(signal, how))
+            code = host.wait(30)
+            assert code == (130 if how == "SIGTERM" else -signal.SIGKILL)
+        assert _wait_for(lambda: not _processes_naming(str(out)), 15), _processes_naming(str(out))
+    finally:
+        if host.poll() is None:
+            host.kill()
+            host.wait()
+        for pid in _processes_naming(str(out)):  # a failing test leaves nothing either
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_requirements_variants_get_loadgen_when_a_scenario_needs_it():
+    from tfvariants.commands.serve import LOADGEN_SPEC, with_loadgen
+    from tfvariants.variants import get_variant
+    from tfvariants.variants.envbuild import env_key
+
+    tf218 = get_variant("tf-2.18")
+    assert tf218.kind == "requirements" and LOADGEN_SPEC not in tf218.requirements
+    local = get_variant("local")
+    closed = with_loadgen(("concurrency",), {"tf-2.18": tf218, "local": local})
+    assert closed["tf-2.18"] is tf218  # the closed loop needs no LoadGen
+    got = with_loadgen(("single_stream", "concurrency"), {"tf-2.18": tf218, "local": local})
+    assert got["tf-2.18"].requirements == (*tf218.requirements, LOADGEN_SPEC)
+    assert env_key(got["tf-2.18"]) != env_key(tf218)  # its own cached environment
+    assert got["local"] is local
+    named = dataclasses.replace(tf218, requirements=(*tf218.requirements, "mlcommons_loadgen==6.0"))
+    assert with_loadgen(("server",), {"x": named})["x"] is named
+
+
+def test_target_input_shape_from_the_model_metadata(tmp_path):
+    from test_serving_http import SHAPE, doubling_model
+
+    from workloads.serving.http_server import ModelServer
+
+    out = tmp_path / "res"
+    with ModelServer(doubling_model()) as server:
+        code = main(["serve", "--models", "double", "--target", server.url, "--scenarios",
+                     "concurrency", "--concurrency", "2", *FAST, "--out", str(out),
+                     "--report", str(tmp_path / "rep" / "index.html")])  # fmt: skip
+    assert code == 0
+    (path,) = (out / "cells").glob("*.json")
+    r = load_result(path)
+    assert r["status"] == "ok", r.get("reason")
+    assert r["model"] == {"name": "double", "input_shape": list(SHAPE),
+                          "input_shape_from": "server metadata"}  # fmt: skip
+    assert r["encoding"]["form"] == "b64"  # an image shape: PNG bodies
+
+
+def test_target_without_any_input_shape_is_one_line(tmp_path, capsys):
+    with broken_server("500", error="x") as url:
+        code = main(["serve", "--models", "mystery", "--target", url, *FAST,
+                     "--out", str(tmp_path / "r")])  # fmt: skip
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "name one with --input-shape H,W,C" in err
+    assert not (tmp_path / "r").exists()

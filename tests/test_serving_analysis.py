@@ -4,6 +4,7 @@ and the serving matrix's resume identity."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -148,6 +149,160 @@ def test_serving_report_in_headless_chromium(tmp_path):
     assert "Uncaught" not in dom.stderr
 
 
+def _runs(cfgs: dict[tuple[str, int, str], list[tuple[float, float]]]) -> list:
+    """(variant, threads, device) -> per repeat (throughput, p99) at 1 in flight."""
+    rows = []
+    for (v, t, _), reps in cfgs.items():
+        for r, (thr, p99) in enumerate(reps):
+            rows.append((ServeCell(v, t, "m", "concurrency", "inprocess", 1, r), thr, p99))
+    return rows
+
+
+def _with_devices(tmp_path: Path, cfgs: dict) -> None:
+    _store(tmp_path, _runs(cfgs))
+    variants = tuple(dict.fromkeys(k[0] for k in cfgs))
+    info = {v: {"kind": "local", "device": d} for v, _, d in cfgs}
+    spec = ServeSpec(variants, tuple(sorted({k[1] for k in cfgs})), ("m",), ("concurrency",),
+                     (1,), ("inprocess",), 5, variant_info=info)  # fmt: skip
+    write_run(tmp_path, new_run(spec, []))
+
+
+def test_cheapest_is_claimed_only_when_decided_against_the_next(tmp_path):
+    from tfvariants.analyze.serving import watched
+
+    # 2 threads serve 1.8x more per second at less than 1.8x the price: decided cheaper
+    steady = [1.0, 1.02, 0.98, 1.01, 0.99]
+    _with_devices(tmp_path / "a", {("local", 1, "cpu"): [(50 * j, 40) for j in steady],
+                                   ("local", 2, "cpu"): [(90 * j, 30) for j in steady]})  # fmt: skip
+    sa = analyze_serving(tmp_path / "a", pricing=parse_pricing_option("gce-2017"))
+    (rep,) = sa.models
+    assert rep.cheapest.label == "local@2 inprocess" and rep.cheapest_decided
+    assert rep.cheapest_cmp.verdict == "different" and rep.cheapest_cmp.ratio.has_interval
+    assert rep.conclusions[0].startswith("m: local@2 inprocess serves it cheapest with p99 within")
+    assert "gce-2017 prices" in rep.conclusions[0] and "decided" in rep.conclusions[0]
+    t1 = rep.configs[0]
+    assert t1.throughput_cmp.verdict == "different" and t1.throughput_cmp.ratio.value > 1.7
+    assert t1.rows[0].p99_cmp.verdict == "different"  # 40 ms vs 30 ms
+    assert any(c.startswith("Threads (p99 within") and "decided" in c for c in rep.conclusions)
+    assert [(a.label, b.label) for a, b, _ in watched(rep)] == [
+        ("local@1 inprocess", "local@2 inprocess"),
+        ("local@2 inprocess", "local@1 inprocess"),
+    ]
+
+    # the same medians, but two repeats each and a lot of noise: not claimed
+    _with_devices(tmp_path / "b", {("local", 1, "cpu"): [(50, 40), (100, 40)],
+                                   ("local", 2, "cpu"): [(90, 30), (45, 30)]})  # fmt: skip
+    (rep,) = analyze_serving(tmp_path / "b", pricing=parse_pricing_option("gce-2017")).models
+    assert not rep.cheapest_decided and rep.cheapest_cmp.verdict == "undecided"
+    assert "not decided against the next cheapest" in rep.conclusions[0]
+
+    # the same instance (gce-2017 bills both on its smallest) and 1 % apart: equivalent
+    _with_devices(tmp_path / "c", {("local", 1, "cpu"): [(50 * j, 40) for j in steady],
+                                   ("local", 2, "cpu"): [(50.5 * j, 30) for j in steady]})  # fmt: skip
+    (rep,) = analyze_serving(tmp_path / "c", pricing=parse_pricing_option("gce-2017")).models
+    assert rep.configs[0].instance == rep.configs[1].instance
+    assert rep.cheapest_cmp.verdict == "equivalent" and not rep.cheapest_decided
+    assert "serve it about equally cheaply" in rep.conclusions[0]
+
+
+def test_gpu_sentence_comes_right_after_the_cheapest(tmp_path):
+    steady = [1.0, 1.02, 0.98, 1.01, 0.99]
+    _with_devices(tmp_path, {("local", 2, "cpu"): [(50 * j, 40) for j in steady],
+                             ("gpu", 1, "gpu"): [(900 * j, 8) for j in steady]})  # fmt: skip
+    (rep,) = analyze_serving(tmp_path, pricing=parse_pricing_option("gce-2017")).models
+    assert rep.baseline.variant == "gpu"
+    assert rep.conclusions[1].startswith("GPU vs the fastest CPU configuration (local@2 inprocess)")
+    assert "18.0x faster" in rep.conclusions[1] and "decided" in rep.conclusions[1]
+
+
+def _spec(**kw) -> ServeSpec:
+    options = {"min_effect": 0.05, "confidence": 0.95, "p99_bound_ms": 100.0, "budget_s": 600.0,
+               "max_repeats": 20}  # fmt: skip
+    base = dict(variants=("local",), threads=(1, 2), models=("m",), scenarios=("concurrency",),
+                concurrency=(1,), paths=("inprocess",), repeats=5, options=options,
+                variant_info={"local": {"kind": "local", "device": "cpu"}})  # fmt: skip
+    return ServeSpec(**{**base, **kw})
+
+
+def test_adaptive_rounds_run_the_undecided_configurations_only(tmp_path):
+    from tfvariants.analyze import adaptive
+    from tfvariants.commands.serve_rounds import make_next_round
+    from tfvariants.store.rundir import load_run_dir
+
+    spec = _spec()
+    rule = adaptive.stopping_rule(5, 20)
+    nxt = make_next_round(spec, rule, pricing=parse_pricing_option("gce-2017"), baseline=None)
+    # overlapping noisy repeats: undecided at the look after 5, both configurations rerun
+    noisy = [0.7, 1.3, 1.0, 0.8, 1.2]
+    _with_devices(tmp_path / "a", {("local", 1, "cpu"): [(50 * j, 40) for j in noisy],
+                                   ("local", 2, "cpu"): [(52 * j, 40) for j in noisy[::-1]]})  # fmt: skip
+    cells, why = nxt(load_run_dir(tmp_path / "a").parsed)
+    assert "undecided at the look after 5" in why
+    assert sorted((c.threads, c.repeat) for c in cells) == [(1, 5), (2, 5)]
+    # an interrupted round is completed first: only the missing cell
+    _store(tmp_path / "a", [(ServeCell("local", 1, "m", "concurrency", "inprocess", 1, 5), 50, 40)])
+    cells, _ = nxt(load_run_dir(tmp_path / "a").parsed)
+    assert [(c.threads, c.repeat) for c in cells] == [(2, 5)]
+    # clearly apart: decided, no more rounds
+    steady = [1.0, 1.02, 0.98, 1.01, 0.99]
+    _with_devices(tmp_path / "b", {("local", 1, "cpu"): [(50 * j, 40) for j in steady],
+                                   ("local", 2, "cpu"): [(90 * j, 30) for j in steady]})  # fmt: skip
+    cells, why = nxt(load_run_dir(tmp_path / "b").parsed)
+    assert cells == [] and "decided by the look after 5" in why
+    # the report, with the run's 4 looks, decides the same way
+    from tfvariants.store.rundir import update_run
+
+    update_run(tmp_path / "b", adaptive=rule.to_json())
+    sa = analyze_serving(tmp_path / "b", pricing=parse_pricing_option("gce-2017"))
+    assert sa.settings.looks == 4 and sa.models[0].cheapest_decided
+
+
+def test_batching_is_a_swept_axis_with_its_charts(tmp_path):
+    from tfvariants.render.linechart import batching_charts
+
+    spec = _spec(batching=((1, 2.0), (8, 2.0), (8, 5.0)), repeats=1)
+    cells = plan_serve_cells(spec)
+    assert len(cells) == 2 * 3 and len({c.cell_id for c in cells}) == len(cells)
+    assert {c.batching for c in cells} == {"", "b8-w2", "b8-w5"}
+    assert "serve__m__concurrency-c1-b8-w5__inprocess__local__t1__r0" in {c.cell_id for c in cells}
+    rows = []
+    for r in range(2):
+        for c in cells:
+            thr = 50 * (c.max_batch_size**0.5)
+            rows.append((ServeCell(c.variant, c.threads, c.model, c.scenario, c.path,
+                                   c.concurrency, r, c.max_batch_size, c.batch_timeout_ms),
+                         thr, 30 + c.batch_timeout_ms * c.max_batch_size))  # fmt: skip
+    _store(tmp_path, rows)
+    sa = analyze_serving(tmp_path, pricing=parse_pricing_option("gce-2017"))
+    (rep,) = sa.models
+    assert rep.batch_sizes() == [1, 8]
+    assert {c.label for c in rep.configs} >= {"local@1 inprocess", "local@1 inprocess batch 8/5 ms"}
+    svg = str(batching_charts(rep, 100))
+    assert svg.count("<svg") == 2 and "throughput vs maximum batch size" in svg
+    assert "local@2 inprocess, 1 in flight, wait 5 ms" in svg
+    _with_devices(tmp_path / "plain", {("local", 1, "cpu"): [(50, 40)]})
+    assert str(batching_charts(analyze_serving(tmp_path / "plain").models[0])) == ""
+
+
+def test_without_a_point_within_the_bound_threads_are_compared_at_saturation(tmp_path):
+    from tfvariants.analyze.serving import watched
+
+    steady = [1.0, 1.02, 0.98, 1.01, 0.99]
+    rows = []
+    for r, j in enumerate(steady):
+        for t, thr in ((1, 10.0), (2, 30.0)):
+            rows += [(ServeCell("local", t, "m", "concurrency", "http", 1, r), thr * j, 150),
+                     (ServeCell("local", t, "m", "concurrency", "http", 4, r), thr * 1.5 * j, 400)]  # fmt: skip
+    _store(tmp_path, rows)
+    (rep,) = analyze_serving(tmp_path, pricing=parse_pricing_option("gce-2017")).models
+    assert rep.cheapest is None and "no configuration kept p99 within 100 ms" in rep.conclusions[0]
+    (line,) = [c for c in rep.conclusions if c.startswith("Threads")]
+    assert line.startswith("Threads (at 4 in flight; local@2 http and local@1 http kept no point")
+    assert "3.00x faster" in line and "decided" in line
+    ((a, b, cmp),) = watched(rep)  # the adaptive rounds watch the same comparison
+    assert (a.threads, b.threads) == (1, 2) and cmp.verdict == "different"
+
+
 def test_serving_costs_are_in_the_catalogs_currency(tmp_path):
     import re
 
@@ -162,4 +317,19 @@ def test_serving_costs_are_in_the_catalogs_currency(tmp_path):
     sa = write_report(d, html_path, pricing=parse_pricing_option(str(eur))).serving
     html = html_path.read_text()
     assert "EUR per million predictions" in html and not re.search(r"\$\s?\d", html)
-    assert any(re.search(r"at [\d.]+ EUR per million", c) for m in sa.models for c in m.conclusions)
+    assert any(re.search(r"[\d.]+ EUR per million", c) for m in sa.models for c in m.conclusions)
+
+
+def test_disturbed_cells_stay_in_the_tables_and_leave_the_verdicts(tmp_path):
+    steady = [1.0, 1.02, 0.98, 1.01, 0.99]
+    _with_devices(tmp_path, {("local", 1, "cpu"): [(50 * j, 40) for j in steady],
+                             ("local", 2, "cpu"): [(90 * j, 30) for j in steady]})  # fmt: skip
+    for path in (tmp_path / "cells").glob("*.json"):  # a busy machine: others took 60 %
+        r = json.loads(path.read_text())
+        r["cpu"] = {"others_share": 0.6, "steal_share": 0.0}
+        write_json_atomic(path, r)
+    (rep,) = analyze_serving(tmp_path, pricing=parse_pricing_option("gce-2017")).models
+    assert rep.configs[0].throughput_under_bound.n == 5  # the tables keep them
+    assert rep.cheapest_cmp is None and not rep.cheapest_decided  # no verdict from them
+    assert any(c.startswith("10 of 10 successful cells were disturbed (other processes used "
+                            "60% of") for c in rep.conclusions)  # fmt: skip

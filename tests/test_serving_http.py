@@ -199,3 +199,19 @@ def test_serve_request_rejects_bad_values(change, words):
     data = {"model": "noop", "scenario": "concurrency", **change}
     with pytest.raises((ValueError, TypeError), match=words):
         ServeRequest.from_json(json.dumps(data))
+
+
+def test_model_metadata_gives_the_input_shape():
+    from workloads.serving.http_server import metadata
+
+    with ModelServer(doubling_model()) as server:
+        ep = http_client.Endpoint(server.url, "double")
+        assert ep.metadata_shape() == SHAPE
+        assert http_client.Endpoint(server.url, "other").metadata_shape() is None  # 404
+    # TensorFlow Serving's form: the batch axis first, sizes as strings
+    doc = metadata(doubling_model())
+    assert http_client.shape_from_metadata(doc) == SHAPE
+    dims = doc["metadata"]["signature_def"]["signature_def"]["serving_default"]["inputs"]["input"]
+    dims["tensor_shape"]["dim"][2]["size"] = "-1"  # not fully defined
+    assert http_client.shape_from_metadata(doc) is None
+    assert http_client.shape_from_metadata({"metadata": {}}) is None

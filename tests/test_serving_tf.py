@@ -89,3 +89,33 @@ def test_user_py_model_over_http_with_b64_and_a_keras_file(tmp_path):
         assert r["http_overhead"]["count"] >= 10
     assert {r["model"]["name"] for r in results} == {"tiny", "tinysaved"}
     assert all(r["model"]["input_shape"] == [16, 16, 3] for r in results)
+
+
+@pytest.mark.serve
+def test_study_preset_at_small_scale_with_a_gpu_variant(tmp_path):
+    """--preset study, cut down: the no-op model and MobileNetV2 over HTTP with b64
+    bodies on a CPU and a GPU variant (skipped here without a GPU: said so in the report,
+    whose first sentence answers the study's question with the catalog's prices)."""
+    out, report = tmp_path / "res", tmp_path / "rep" / "index.html"
+    code = main(["serve", "--preset", "study", "--models", "noop,mobilenet_v2",
+                 "--variants", "local,gpu", "--concurrency", "1,2", "--threads", "1",
+                 "--repeats", "1", "--min-duration", "0.5s", "--max-duration", "4s",
+                 "--min-queries", "10", "--pricing", "gce-2026", "--instance", "1=n2d-highcpu-8",
+                 "--out", str(out), "--report", str(report)])  # fmt: skip
+    cells = {p.stem: load_result(p) for p in (out / "cells").glob("*.json")}
+    assert len(cells) == 2 * 2 * 2  # models x concurrency x variants, one path (http)
+    gpu = [r for r in cells.values() if r["cell"]["variant"] == "gpu"]
+    cpu = [r for r in cells.values() if r["cell"]["variant"] == "local"]
+    if not any(r["status"] == "ok" for r in gpu):  # no GPU on this host
+        assert {r["status"] for r in gpu} == {"skipped"}
+    assert all(r["status"] == "ok" for r in cpu), [r.get("reason") for r in cpu]
+    assert code == 0
+    mobile = [r for r in cpu if r["cell"]["model"] == "mobilenet_v2"]
+    assert {r["encoding"]["form"] for r in mobile} == {"b64"}
+    assert all(r["cell"]["path"] == "http" for r in cells.values())
+    html = report.read_text()
+    first = re.search(r'<ul class="conclusions">\s*<li>([^<]*)</li>', html).group(1)
+    assert first.startswith(("noop: ", "mobilenet_v2: ")) and "p99 within 100 ms" in first
+    assert "gce-2026 prices" in html
+    if not any(r["status"] == "ok" for r in gpu):
+        assert "GPU: gpu@1 http: none ran (skipped: no GPU on this host?)" in html

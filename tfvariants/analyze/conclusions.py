@@ -5,7 +5,7 @@ against the baseline, thread scaling, the cheapest, and what stayed undecided.""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from tfvariants.analyze import stats
 from tfvariants.analyze.decide import Settings
@@ -49,7 +49,14 @@ def interval_words(r: stats.Interval, invert: bool = False) -> str:
     return f"{stats.percent(r.coverage)} interval {sig3(lo)}-{sig3(hi)}x"
 
 
-def phrase(a: Group, b: Group, cmp: stats.Comparison, what: str = "time") -> str:
+class Labelled(Protocol):
+    """What a sentence names: a training Group or a serving Config."""
+
+    @property
+    def label(self) -> str: ...
+
+
+def phrase(a: Labelled, b: Labelled, cmp: stats.Comparison, what: str = "time") -> str:
     """a versus b in words, from the comparison's one interval and verdict."""
     r = cmp.ratio
     low, high = ("faster", "slower") if what == "time" else ("cheaper", "more expensive")

@@ -63,6 +63,7 @@ class Interference:
     not_quiet: int = 0  # cells that started after the wait ran out, not in quiet
     sustained: int = 0  # cells started while the load was sustained (no wait, no retry)
     unclean_rounds: int = 0  # configuration-rounds with no undisturbed attempt
+    config_rounds: int = 0  # configuration-rounds with a successful attempt
     quiet_wait_s: float | None = None
 
     @property
@@ -79,9 +80,9 @@ class Interference:
         )
         if self.disturbed and self.included and self.policy == "auto":
             text += (
-                f": in {self.unclean_rounds} configuration-rounds every attempt was, more than "
-                "half, so the load was this machine's normal state and the verdicts use them "
-                "(--disturbed exclude leaves them out)"
+                f": in {self.unclean_rounds} of {self.config_rounds} configuration-rounds every "
+                "attempt was disturbed, more than half, so the load was this machine's normal "
+                "state and the verdicts use them (--disturbed exclude leaves them out)"
             )
         elif self.disturbed:
             text += (
@@ -137,6 +138,7 @@ def summarise(
             summary.disturbed.append((r.cell_id, why or "disturbed"))
         rounds.setdefault((r.key, r.round), []).append(r)
     summary.unclean_rounds = sum(1 for rs in rounds.values() if all(r.disturbed for r in rs))
+    summary.config_rounds = len(rounds)
     # auto: most configuration-rounds have no undisturbed attempt -> the load was normal.
     summary.included = policy == "include" or (
         policy == "auto" and 2 * summary.unclean_rounds > len(rounds)

@@ -174,6 +174,7 @@ class Matrix(Generic[CellT]):
         disturbed: Disturbed | None = None,
         retries: int = 0,
         retry_now: Callable[[], bool] | None = None,
+        budget_covers_plan: bool = False,
     ) -> MatrixOutcome:
         """Run pending cells. ``run_cell(cell, cells_dir)`` returns the result dict and has
         already stored it as cells_dir/<cell_id>.json (the runner's contract). Prepares
@@ -186,7 +187,9 @@ class Matrix(Generic[CellT]):
         ``disturbed(result)`` says why a finished cell was disturbed (or None): such a
         cell is kept and run again at once as its next attempt, at most ``retries``
         times, only while the budget allows and ``retry_now()`` (e.g. not under a
-        sustained load, where the next attempt would be disturbed too)."""
+        sustained load, where the next attempt would be disturbed too).
+        With ``budget_covers_plan`` the planned cells are held to the budget too: no cell
+        starts whose estimated time would overrun it (the rest stay pending for --resume)."""
         if self._prepared is None:
             self.prepare(resume=resume, allow_mixed_hosts=allow_mixed_hosts,
                          quarantine=quarantine, hosts=hosts)  # fmt: skip
@@ -215,11 +218,14 @@ class Matrix(Generic[CellT]):
 
         retry = _Retry(disturbed, next_attempt) if disturbed is not None else None
         display = _Display(console, total=len(cells), done=len(cells) - len(todo))
+        deadline = None
+        if budget_covers_plan and budget_s is not None:
+            deadline = (started + budget_s - spent_before, budget_s)
         with display:
-            self._run_cells(todo, run_cell, outcome, eta, display, clock, retry)
+            self._run_cells(todo, run_cell, outcome, eta, display, clock, retry, deadline)
             # Adaptive rounds: ask which cells the next round needs until the answer is
             # none, or the budget (run time so far + the round's estimate) would be exceeded.
-            while next_round is not None and not outcome.was_interrupted:
+            while next_round is not None and not outcome.was_interrupted and not outcome.stopped:
                 more, why = next_round(
                     load_run_dir(self.out, allow_mixed_hosts=allow_mixed_hosts).parsed
                 )
@@ -252,11 +258,16 @@ class Matrix(Generic[CellT]):
         display: _Display,
         clock: Callable[[], float],
         retry: _Retry | None = None,
+        deadline: tuple[float, float] | None = None,  # (clock time, budget_s)
     ) -> None:
         todo = list(todo)
         i = 0
         while i < len(todo):
             cell = todo[i]
+            if deadline is not None and clock() + (eta.estimate(cell) or 0.0) > deadline[0]:
+                outcome.stopped = (f"budget: the next cell would overrun the {_fmt_s(deadline[1])} "
+                                   f"budget ({len(todo) - i} planned cell(s) not run)")  # fmt: skip
+                return
             i += 1
             display.start(cell, eta.remaining(todo[i - 1 :]))
             t0 = clock()

@@ -19,14 +19,20 @@ from tfvariants.plan.topology import Topology, read_topology
 from tfvariants.store.runfolder import ARTIFACTS_DIR, RunFolder
 from tfvariants.variants import Variant
 from workloads.serving.models import is_file as model_is_file
-from workloads.serving.request import ServeRequest, ServeWorkerRequest
+from workloads.serving.request import MIN_QUERIES, ServeRequest, ServeWorkerRequest
 
 SERVING_MODULE = "workloads.serving.worker"
 
 
 def serve_request(cell: ServeCell, options: dict[str, Any]) -> ServeRequest:
-    """The worker's request: the cell's coordinates + the run's shared settings."""
+    """The worker's request: the cell's coordinates + the run's shared settings. A
+    minimum query count left to the scale (None) is the scenario's own
+    (``MIN_QUERIES``: what LoadGen's early-stopping estimate needs)."""
     shared = {k: v for k, v in options.items() if k in ServeRequest.__dataclass_fields__}
+    if shared.get("min_queries") is None:
+        shared["min_queries"] = MIN_QUERIES[cell.scenario]
+        shared["max_queries"] = max(shared.get("max_queries") or 0, shared["min_queries"])
+    shared.update(max_batch_size=cell.max_batch_size, batch_timeout_ms=cell.batch_timeout_ms)
     req = ServeRequest(model=cell.model, scenario=cell.scenario, path=cell.path,
                        concurrency=cell.concurrency, **shared)  # fmt: skip
     req.check()

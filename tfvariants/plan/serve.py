@@ -14,6 +14,9 @@ from typing import Any
 from tfvariants.plan.cell import encode_part, make_id, name_part
 from tfvariants.plan.spec import logical_cpus
 
+DEFAULT_BATCH_TIMEOUT_MS = 2.0
+RESUMABLE = ("timeout_s", "budget_s", "max_repeats")
+
 
 def model_label(model: str) -> str:
     return Path(model).stem if model.endswith((".py", ".keras")) else model
@@ -28,17 +31,30 @@ class ServeCell:
     path: str  # inprocess | http | target
     concurrency: int = 1  # closed loop only (1 for LoadGen scenarios)
     repeat: int = 0
+    # Batching (a swept axis): at most this many instances per model call, waiting at
+    # most batch_timeout_ms for more. 1 = no batching (the timeout is then meaningless).
+    max_batch_size: int = 1
+    batch_timeout_ms: float = DEFAULT_BATCH_TIMEOUT_MS
     task: str = field(default="serve", init=False)
+
+    @property
+    def batching(self) -> str:
+        """ "" without batching, else "b8-w2" (8 instances, waiting up to 2 ms)."""
+        if self.max_batch_size <= 1:
+            return ""
+        return f"b{self.max_batch_size}-w{self.batch_timeout_ms:g}"
 
     @property
     def workload(self) -> str:
         c = f"/c{self.concurrency}" if self.scenario == "concurrency" else ""
-        return f"{model_label(self.model)}/{self.scenario}{c}/{self.path}"
+        b = f"/{self.batching}" if self.batching else ""
+        return f"{model_label(self.model)}/{self.scenario}{c}{b}/{self.path}"
 
     @property
     def cell_id(self) -> str:
         c = f"-c{self.concurrency}" if self.scenario == "concurrency" else ""
-        return make_id("serve", name_part(self.model), encode_part(f"{self.scenario}{c}"),
+        b = f"-{self.batching}" if self.batching else ""
+        return make_id("serve", name_part(self.model), encode_part(f"{self.scenario}{c}{b}"),
                        encode_part(self.path), encode_part(self.variant), f"t{self.threads}",
                        f"r{self.repeat}")  # fmt: skip
 
@@ -46,7 +62,8 @@ class ServeCell:
     def legacy_cell_id(self) -> str:
         """The id before ids were encoded (see tfvariants.plan.cell.legacy_cell_id)."""
         c = f"-c{self.concurrency}" if self.scenario == "concurrency" else ""
-        return (f"serve__{model_label(self.model)}__{self.scenario}{c}__{self.path}"
+        b = f"-{self.batching}" if self.batching else ""
+        return (f"serve__{model_label(self.model)}__{self.scenario}{c}{b}__{self.path}"
                 f"__{self.variant}__t{self.threads}__r{self.repeat}")  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
@@ -67,6 +84,8 @@ class ServeSpec:
     repeats: int
     options: dict[str, Any] = field(default_factory=dict)
     variant_info: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # (max batch size, batch timeout ms) settings swept; (1, timeout) = no batching
+    batching: tuple[tuple[int, float], ...] = ((1, DEFAULT_BATCH_TIMEOUT_MS),)
 
     @property
     def workloads(self) -> list[str]:
@@ -84,7 +103,9 @@ class ServeSpec:
             "threads": list(self.threads),
             "workloads": self.workloads,
             "repeats": self.repeats,
-            "options": {k: v for k, v in sorted(self.options.items()) if k != "timeout_s"},
+            "batching": [list(b) for b in self.batching],
+            # a resume may change the timeout and the adaptive budget, nothing else
+            "options": {k: v for k, v in sorted(self.options.items()) if k not in RESUMABLE},
         }
 
     def to_json(self, started_at: str) -> dict[str, Any]:
@@ -104,17 +125,18 @@ class ServeSpec:
         }
 
 
-def plan_serve_cells(spec: ServeSpec) -> list[ServeCell]:
+def plan_serve_cells(spec: ServeSpec, repeats: range | None = None) -> list[ServeCell]:
     """Round by round (repeat); in a round every configuration once."""
     cells = []
-    for r in range(spec.repeats):
+    for r in repeats if repeats is not None else range(spec.repeats):
         for m in spec.models:
             for s in spec.scenarios:
                 for c in spec.concurrency if s == "concurrency" else (1,):
-                    for p in spec.paths:
-                        for v in spec.variants:
-                            for t in spec.threads:
-                                cells.append(ServeCell(v, t, m, s, p, c, r))
+                    for b, w in spec.batching:
+                        for p in spec.paths:
+                            for v in spec.variants:
+                                for t in spec.threads:
+                                    cells.append(ServeCell(v, t, m, s, p, c, r, b, w))
     return cells
 
 
@@ -124,7 +146,8 @@ def serve_cell_id(cell: dict[str, Any]) -> str:
 
 
 def serve_cell(cell: dict[str, Any]) -> ServeCell:
-    """A stored serving cell dict as a ServeCell."""
+    """A stored serving cell dict as a ServeCell (older cells have no batching fields)."""
     return ServeCell(str(cell["variant"]), int(cell["threads"]), str(cell["model"]),
                      str(cell["scenario"]), str(cell["path"]), int(cell.get("concurrency", 1)),
-                     int(cell.get("repeat", 0)))  # fmt: skip
+                     int(cell.get("repeat", 0)), int(cell.get("max_batch_size", 1)),
+                     float(cell.get("batch_timeout_ms", DEFAULT_BATCH_TIMEOUT_MS)))  # fmt: skip

@@ -32,11 +32,12 @@ from tfvariants.analyze.serving import (
     HEADLINE,
     ServingAnalysis,
     analyze_serving,
+    as_throughput,
     serving_frame,
 )
 from tfvariants.render.charts import workload_charts
 from tfvariants.render.csvout import write_csv, write_serving_csv
-from tfvariants.render.linechart import throughput_chart
+from tfvariants.render.linechart import batching_charts, throughput_chart
 from tfvariants.render.output import write_text_atomic
 from tfvariants.store.cellresult import DISTURBED_SHARE
 
@@ -67,6 +68,7 @@ def render_html(analysis: RunFrame, serving: ServingAnalysis | None = None) -> s
     env.globals["money_unit"] = money_unit(currency)
     training = analysis if isinstance(analysis, Analysis) else None
     workloads = training.workloads if training is not None else []
+    env.filters["as_throughput"] = as_throughput
     charts = {
         w.name: workload_charts(
             w,
@@ -84,6 +86,9 @@ def render_html(analysis: RunFrame, serving: ServingAnalysis | None = None) -> s
             "serving": serving,
             "serving_charts": {
                 m.model: throughput_chart(m, serving.p99_bound_ms) for m in serving.models
+            },
+            "batching_charts": {
+                m.model: batching_charts(m, serving.p99_bound_ms) for m in serving.models
             },
             "serving_headline": HEADLINE,
             "serving_cell_id": serving_cell_id,
@@ -129,7 +134,7 @@ def write_report(
     Returns the training Analysis, or a serving-only run's RunFrame."""
     serving = analyze_serving(
         results_dir, pricing=pricing, baseline=baseline, p99_bound_ms=p99_bound_ms,
-        allow_mixed_hosts=allow_mixed_hosts,
+        allow_mixed_hosts=allow_mixed_hosts, min_effect=min_effect, confidence=confidence,
     )  # fmt: skip
     analysis: RunFrame
     if serving is not None and serving.only_serving:

@@ -33,8 +33,14 @@ class Series:
 
 
 def line_chart(title: str, series: list[Series], *, x_label: str, y_label: str,
-               width: int = 640, height: int = 340) -> Markup:  # fmt: skip
+               width: int = 640, height: int = 340, x_unit: str = "in flight",
+               y_unit: str = "/s") -> Markup:  # fmt: skip
     left, right, top, bottom = 64, 190, 36, 50
+    # room for the legend: long labels widen the chart, many lines make it taller
+    longest = max((len(s.label) for s in series), default=0)
+    extra = max(0, 50 + int(6.5 * longest) - right)
+    width, right = width + extra, right + extra
+    height = max(height, top + 16 + 18 * len(series) + bottom)
     plot_w, plot_h = width - left - right, height - top - bottom
     xs = sorted({p.x for s in series for p in s.points if p.x > 0}) or [1.0]
     ys = [p.hi if p.hi is not None and math.isfinite(p.hi) else p.y
@@ -91,8 +97,8 @@ def line_chart(title: str, series: list[Series], *, x_label: str, y_label: str,
             fill = color if p.within else "#fff"
             over = "" if p.within else ", p99 over the bound"
             out.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="3.5" fill="{fill}" stroke="{color}" '
-                       f'stroke-width="1.5"><title>{escape(s.label)}: {p.x:g} in flight, '
-                       f'{sig3(p.y)}/s{over}</title></circle>')  # fmt: skip
+                       f'stroke-width="1.5"><title>{escape(s.label)}: {p.x:g} {escape(x_unit)}, '
+                       f'{sig3(p.y)}{escape(y_unit)}{over}</title></circle>')  # fmt: skip
         ly = top + 8 + i * 18
         out.append(f'<line x1="{left + plot_w + 14}" y1="{ly}" x2="{left + plot_w + 38}" y2="{ly}" '
                    f'stroke="{color}" stroke-width="2"{dash}/>')  # fmt: skip
@@ -127,3 +133,46 @@ def throughput_chart(model_report: ModelReport, bound_ms: float | None = None) -
     return line_chart(f"{model_report.model}: throughput vs requests in flight",
                       series, x_label="requests in flight (closed loop, log scale)",
                       y_label="predictions per second")  # fmt: skip
+
+
+def batching_charts(model_report: object, bound_ms: float | None = None) -> Markup:
+    """Throughput and p99 against the maximum batch size (log scale), one line per
+    configuration without its batching and requests in flight; empty unless the run
+    swept more than one batch size. A configuration's batch timeout goes in its label."""
+    sizes = model_report.batch_sizes()  # type: ignore[attr-defined]
+    if len(sizes) < 2:
+        return Markup("")
+    thr: dict[str, list[Point]] = {}
+    p99: dict[str, list[Point]] = {}
+    dashed: dict[str, bool] = {}
+    for cfg in model_report.configs:  # type: ignore[attr-defined]
+        wait = f", wait {cfg.batch_timeout_ms:g} ms" if cfg.max_batch_size > 1 else ""
+        for row in cfg.curve():
+            # batch 1 has no timeout: it starts every line of its configuration
+            waits = ([f", wait {c.batch_timeout_ms:g} ms" for c in model_report.configs  # type: ignore[attr-defined]
+                      if c.max_batch_size > 1 and (c.variant, c.threads, c.path) ==
+                      (cfg.variant, cfg.threads, cfg.path)] or [""]) if not wait else [wait]  # fmt: skip
+            for w in dict.fromkeys(waits):
+                label = f"{cfg.variant}@{cfg.threads} {cfg.path}, {row.concurrency} in flight{w}"
+                dashed[label] = cfg.path != "inprocess"
+                p = row.percentiles.get("p99_ms")
+                within = bound_ms is None or (p is not None and p <= bound_ms)
+                if row.throughput is not None:
+                    iv = row.throughput
+                    thr.setdefault(label, []).append(
+                        Point(cfg.max_batch_size, iv.value, iv.lo, iv.hi, within)
+                    )
+                if p is not None:
+                    p99.setdefault(label, []).append(Point(cfg.max_batch_size, p, within=within))
+    name = model_report.model  # type: ignore[attr-defined]
+    out = [
+        line_chart(f"{name}: throughput vs maximum batch size",
+                   [Series(k, tuple(v), dashed[k]) for k, v in thr.items()],
+                   x_label="maximum batch size (log scale)", y_label="predictions per second",
+                   x_unit="max batch"),
+        line_chart(f"{name}: p99 latency vs maximum batch size",
+                   [Series(k, tuple(v), dashed[k]) for k, v in p99.items()],
+                   x_label="maximum batch size (log scale)", y_label="p99 latency, ms (median)",
+                   x_unit="max batch", y_unit=" ms"),
+    ]  # fmt: skip
+    return Markup("").join(out)

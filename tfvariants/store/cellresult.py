@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from tfvariants.plan.cell import Cell
-from tfvariants.plan.serve import ServeCell
+from tfvariants.plan.serve import DEFAULT_BATCH_TIMEOUT_MS, ServeCell
 from workloads.steady import window_means  # stdlib only: the worker's own cut
 
 # A cell whose CPUs other processes (or the hypervisor) used more than this share of
@@ -313,6 +313,8 @@ class ServeResult:
     steal_share: float | None
     disturbed: bool
     raw: Mapping[str, Any]
+    max_batch_size: int = 1  # batching (a swept axis); 1 = none
+    batch_timeout_ms: float = DEFAULT_BATCH_TIMEOUT_MS
 
     @property
     def ok(self) -> bool:
@@ -321,7 +323,14 @@ class ServeResult:
     @property
     def cell(self) -> ServeCell:
         return ServeCell(self.variant, self.threads, self.model, self.scenario, self.path,
-                         self.concurrency, self.round)  # fmt: skip
+                         self.concurrency, self.round, self.max_batch_size,
+                         self.batch_timeout_ms)  # fmt: skip
+
+    @property
+    def serving_key(self) -> tuple[str, int, str, str, int, float]:
+        """One serving configuration with its batching (the timeout only with batching)."""
+        wait = self.batch_timeout_ms if self.max_batch_size > 1 else 0.0
+        return (*self.config, self.max_batch_size, wait)
 
     @property
     def cell_id(self) -> str:
@@ -446,6 +455,8 @@ def parse_serving(
         steal_share=steal,
         disturbed=result.get("status") == "ok" and is_disturbed(others, steal, disturbed_share),
         raw=result,
+        max_batch_size=_int(c.get("max_batch_size"), 1),
+        batch_timeout_ms=finite_number(c.get("batch_timeout_ms")) or DEFAULT_BATCH_TIMEOUT_MS,
     )
 
 

@@ -102,6 +102,39 @@ class Endpoint:
         except ValueError:
             raise ServingError(f"GET {self.status_path}: malformed JSON") from None
 
+    def metadata_shape(self, timeout_s: float = CONNECT_TIMEOUT_S) -> tuple[int, ...] | None:
+        """The input shape the server reports (GET .../metadata), or None."""
+        conn = self.connect(timeout_s)
+        try:
+            conn.request("GET", self.status_path + "/metadata")
+            resp = conn.getresponse()
+            data = resp.read()
+        except OSError as exc:
+            raise ServingError(f"cannot reach {self.host}:{self.port}: {exc}") from None
+        finally:
+            conn.close()
+        if resp.status != 200:
+            return None
+        try:
+            return shape_from_metadata(json.loads(data))
+        except ValueError:
+            return None
+
+
+def shape_from_metadata(doc: Any) -> tuple[int, ...] | None:
+    """One instance's shape from TensorFlow Serving's model metadata reply
+    (``metadata.signature_def.signature_def.serving_default.inputs.*.tensor_shape.dim``,
+    the batch axis first), or None when it is missing or not fully defined."""
+    try:
+        sigs = doc["metadata"]["signature_def"]["signature_def"]
+        sig = sigs.get("serving_default") or next(iter(sigs.values()))
+        (tensor,) = sig["inputs"].values()
+        dims = [int(d["size"]) for d in tensor["tensor_shape"]["dim"]]
+    except (KeyError, TypeError, ValueError, StopIteration, AttributeError):
+        return None
+    shape = tuple(dims[1:])
+    return shape if shape and all(d > 0 for d in shape) else None
+
 
 class Session:
     """One keep-alive connection; ``predict(body, n)`` times one request end to end."""

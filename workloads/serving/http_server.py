@@ -3,6 +3,7 @@
     POST /v1/models/NAME:predict            {"instances": [...]} or {"inputs": [...]}
     POST /v1/models/NAME/versions/1:predict
     GET  /v1/models/NAME                    model status (as TensorFlow Serving answers)
+    GET  /v1/models/NAME/metadata           signature with the input shape (the same form)
 
 An instance is a nested list of numbers, or ``{"b64": "<base64 PNG>"}`` (decoded on the
 server). Replies ``{"predictions": [...]}``, or ``{"error": "..."}`` with 400/404/500,
@@ -38,7 +39,7 @@ MAX_BODY = 512 * 1024 * 1024
 HDR_DECODE = "X-Tfv-Decode-Ns"
 HDR_MODEL = "X-Tfv-Model-Ns"
 _PREDICT = re.compile(r"^/v1/models/([^/:]+)(?:/versions/(\d+))?:predict$")
-_STATUS = re.compile(r"^/v1/models/([^/:]+)(?:/versions/(\d+))?$")
+_STATUS = re.compile(r"^/v1/models/([^/:]+)(?:/versions/(\d+))?(/metadata)?$")
 
 
 class BadRequest(ValueError):
@@ -137,6 +138,16 @@ def parse_instances(body: bytes, decode_png: Any) -> Any:
         raise BadRequest(f"instances are not a numeric tensor: {exc}") from None
 
 
+def metadata(served: Any) -> dict[str, Any]:
+    """TensorFlow Serving's model metadata reply, reduced to the input signature."""
+    dims = [{"size": "-1", "name": ""}] + [{"size": str(d), "name": ""} for d in served.input_shape]
+    tensor = {"dtype": "DT_FLOAT", "tensor_shape": {"dim": dims, "unknown_rank": False},
+              "name": "serving_default_input:0"}  # fmt: skip
+    sig = {"inputs": {"input": tensor}, "outputs": {}, "method_name": "tensorflow/serving/predict"}
+    return {"model_spec": {"name": served.name, "signature_name": "", "version": "1"},
+            "metadata": {"signature_def": {"signature_def": {"serving_default": sig}}}}  # fmt: skip
+
+
 def make_handler(served: Any, batcher: Batcher | None, counters: dict[str, int]) -> type:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive
@@ -167,6 +178,8 @@ def make_handler(served: Any, batcher: Batcher | None, counters: dict[str, int])
             m = _STATUS.match(self.path)
             if not m or m.group(1) != served.name:
                 return self._error(404, f"Servable not found for request: {self.path}")
+            if m.group(3):
+                return self._reply(200, json.dumps(metadata(served)).encode())
             status = {"version": "1", "state": "AVAILABLE",
                       "status": {"error_code": "OK", "error_message": ""}}  # fmt: skip
             self._reply(200, json.dumps({"model_version_status": [status]}).encode())

@@ -96,8 +96,12 @@ def run_one(
     p99_bound_ms: float = 100.0,
     workers: int = 1,
     max_batch: int = 1,
+    offline_qps: float | None = None,
 ) -> dict[str, Any]:
-    """One LoadGen run; returns the detail log's headline plus the SUT's errors."""
+    """One LoadGen run; returns the detail log's headline plus the SUT's errors.
+    ``offline_qps``: Offline's expected rate (it sends that times the minimum duration
+    in samples); default twice what ``workers`` x ``max_batch`` at the expected
+    latency would do."""
     import mlperf_loadgen as lg
 
     out = Path(out_dir)
@@ -113,7 +117,7 @@ def run_one(
     ts.single_stream_expected_latency_ns = int(expected_latency_s * 1e9)
     # Offline sends ONE query of expected_qps x min duration samples: overestimate, so a
     # model faster than its warm-up suggested still fills the minimum duration.
-    ts.offline_expected_qps = expected_qps * 2
+    ts.offline_expected_qps = offline_qps if offline_qps else expected_qps * 2
     ts.server_target_qps = float(server_qps)
     ts.server_target_latency_ns = int(p99_bound_ms * 1e6)
     ts.server_target_latency_percentile = 0.99

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -21,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from workloads import envprobe
+from workloads import cpuload, envprobe
 from workloads.protocol import SCHEMA_VERSION
 from workloads.serving import closed_loop, http_client, models
 from workloads.serving.percentiles import summary
@@ -30,6 +31,7 @@ from workloads.worker import _now, record_run
 
 SERVER_START_TIMEOUT_S = 600.0  # NASNetLarge builds in ~6 s; an image's first TF import is slower
 HTTP_SUT_WORKERS = 8  # LoadGen over HTTP: requests in flight at most (one connection each)
+OFFLINE_HTTP_SLACK = 1.5  # Offline over HTTP: expect 1.5x the single-request rate
 
 
 def parse_args(argv: list[str] | None) -> ServeWorkerRequest:
@@ -37,6 +39,25 @@ def parse_args(argv: list[str] | None) -> ServeWorkerRequest:
     p.add_argument("--request", required=True, help="the ServeWorkerRequest as JSON")
     args = p.parse_args(argv)
     return ServeWorkerRequest.from_json(args.request)
+
+
+def die_with_parent() -> Any:
+    """A ``preexec_fn``: the child gets SIGKILL when this process dies, however it dies
+    (the training runner does the same for its workers). The parent's pid is taken now,
+    before the fork: a parent that died before ``prctl`` took effect is seen at once."""
+    parent = os.getpid()
+
+    def preexec() -> None:
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            return  # not Linux: the process group (the host's timeout) still covers it
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return preexec
 
 
 class _ServerProcess:
@@ -50,8 +71,10 @@ class _ServerProcess:
                    "--inter-op", str(args.inter_op), "--max-batch-size", str(req.max_batch_size),
                    "--batch-timeout-ms", str(req.batch_timeout_ms)]  # fmt: skip
         self.log = open(self.log_path, "wb")
+        # Dies with this worker on every exit path (a SIGKILLed host kills the worker the
+        # same way): a server left running would load the CPUs of the cells after it.
         self.proc = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL)  # fmt: skip
+                                     stdin=subprocess.DEVNULL, preexec_fn=die_with_parent())  # fmt: skip
 
     def wait_ready(self, timeout_s: float) -> dict[str, Any]:
         deadline = time.monotonic() + timeout_s
@@ -65,6 +88,16 @@ class _ServerProcess:
                 )
             time.sleep(0.1)
         raise RuntimeError(f"model server not ready within {timeout_s:g} s")
+
+    def cpu_seconds(self) -> float:
+        """The server child's CPU time so far (/proc; 0 where unreadable): counted as the
+        cell's own, not as another process's interference."""
+        try:
+            with open(f"/proc/{self.proc.pid}/stat", encoding="ascii") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return 0.0
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -131,9 +164,7 @@ def run(args: ServeWorkerRequest, req: ServeRequest, result: dict[str, Any], fol
         result["model"] = {"name": name, "input_shape": list(shape), "params": served.params,
                            "build_s": served.build_s}  # fmt: skip
     else:
-        shape = models.input_shape_of(req.model)
-        if shape is None and req.path == "target":
-            raise ValueError("--target needs a built-in model name (its input shape)")
+        shape = tuple(req.input_shape) if req.input_shape else models.input_shape_of(req.model)
         name = req.target_model or models.label(req.model)
     server = None
     overheads: list[float] = []
@@ -165,19 +196,30 @@ def run(args: ServeWorkerRequest, req: ServeRequest, result: dict[str, Any], fol
                 shape = shape or tuple(info["shape"])
             else:
                 url, server_cpus = str(req.target_url), None
-                result["model"] = {"name": name, "input_shape": list(shape or [])}
             endpoint = http_client.Endpoint(url, name)
             endpoint.check()
+            if req.path == "target":
+                source = "given" if req.input_shape else "built-in model"
+                if shape is None:  # neither given nor built in: ask the server
+                    shape, source = endpoint.metadata_shape(), "server metadata"
+                if shape is None:
+                    raise ValueError("the target reports no input shape: pass --input-shape")
+                result["model"] = {"name": name, "input_shape": list(shape),
+                                   "input_shape_from": source}  # fmt: skip
+            if shape is None:
+                raise ValueError("the model server reported no input shape")
             x = generated(shape)
             t0 = time.perf_counter()
-            if req.encoding == "b64":
+            # b64 carries images (PNG): other inputs (the no-op model's) go as JSON
+            form = req.encoding if len(shape) == 3 else "json"
+            if form == "b64":
                 frags = [json.dumps({"b64": __import__("base64").b64encode(
                     http_client.png_bytes(xi)).decode()}).encode() for xi in x]  # fmt: skip
             else:
                 frags = [json.dumps(xi.tolist(), separators=(",", ":")).encode() for xi in x]
             bodies = [b'{"instances":[' + f + b"]}" for f in frags]
             encode_s = (time.perf_counter() - t0) / len(x)
-            result["encoding"] = {"form": req.encoding, "body_bytes": len(bodies[0]),
+            result["encoding"] = {"form": form, "body_bytes": len(bodies[0]),
                                   "client_encode_ms": encode_s * 1e3,
                                   "note": "bodies encoded before the clock starts"}  # fmt: skip
             shared = server_cpus is not None and bool(set(server_cpus) & set(cpus))
@@ -188,7 +230,8 @@ def run(args: ServeWorkerRequest, req: ServeRequest, result: dict[str, Any], fol
                                             else "separate CPUs")}  # fmt: skip
             timeout_s = req.max_duration_s + 30
             make_caller, infer = _http_callers(endpoint, bodies, frags, timeout_s, overheads)
-        _measure(req, result, folder, make_caller, infer, len(x), overheads)
+        own = server.cpu_seconds if server is not None else (lambda: 0.0)
+        _measure(req, result, folder, make_caller, infer, len(x), overheads, own)
     finally:
         if server is not None:
             server.stop()
@@ -207,11 +250,21 @@ def _calibrate(make_caller: Any, samples: int, count: int) -> float:
     return times[len(times) // 2]
 
 
+def _snapshot(child_cpu_s: Any) -> dict[str, Any]:
+    snap = cpuload.snapshot()
+    snap["cpu_s"] += child_cpu_s()  # the model server child is part of the cell
+    return snap
+
+
 def _measure(req: ServeRequest, result: dict[str, Any], folder: Path, make_caller: Any,
-             infer: Any, samples: int, overheads: list[float]) -> None:  # fmt: skip
+             infer: Any, samples: int, overheads: list[float],
+             child_cpu_s: Any = lambda: 0.0) -> None:  # fmt: skip
     single_s = _calibrate(make_caller, samples, req.warmup_requests)
     result["calibration"] = {"single_request_ms": single_s * 1e3}
     overheads.clear()
+    # What else ran on the cell's CPUs during the load (as training cells record it):
+    # the analysis leaves disturbed cells out of its verdicts.
+    before = _snapshot(child_cpu_s)
     if req.scenario == "concurrency":
         res = closed_loop.run(make_caller, concurrency=req.concurrency, samples=samples,
                               min_requests=req.min_queries, max_requests=req.max_queries,
@@ -231,10 +284,15 @@ def _measure(req: ServeRequest, result: dict[str, Any], folder: Path, make_calle
             raise RuntimeError(missing)
         workers = 1 if req.path == "inprocess" else HTTP_SUT_WORKERS
         batch = req.max_batch_size if req.scenario == "offline" or req.path == "inprocess" else 1
+        # Offline over HTTP is capped: the server shares the cell's CPUs, so 8 client
+        # workers do not make it 8x faster; expect the single-request rate (per batch),
+        # not twice that of 8 workers (which queued minutes of JSON requests).
+        offline_qps = batch / single_s * OFFLINE_HTTP_SLACK if req.path != "inprocess" else None
         common: dict[str, Any] = dict(
             samples=samples, min_queries=req.min_queries, max_queries=req.max_queries,
             expected_latency_s=single_s, p99_bound_ms=req.p99_bound_ms, workers=workers,
             max_batch=batch, min_duration_s=req.min_duration_s, max_duration_s=req.max_duration_s,
+            offline_qps=offline_qps,
         )  # fmt: skip
         lg_dir = folder / "artifacts" / "loadgen"
         if req.scenario == "server_search":
@@ -255,6 +313,8 @@ def _measure(req: ServeRequest, result: dict[str, Any], folder: Path, make_calle
                              **{k: head.get(k) for k in ("p50_ms", "p90_ms", "p95_ms", "p99_ms")},
                              "validity": head["validity"],
                              "max_qps_under_bound": (result.get("server_search") or {}).get("max_qps")}  # fmt: skip
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    result["cpu"] = cpuload.usage(before, _snapshot(child_cpu_s), cpus)
     if overheads:
         result["http_overhead"] = summary(overheads)
     elif result.get("closed_loop", {}).get("overhead"):
