@@ -118,26 +118,7 @@ def dry_run(args: argparse.Namespace, spec: Any, pricing: Any, console: Any) -> 
         f"prices: {cat.name} ({cat.title}), billing {cat.billing.describe()}",
         highlight=False,
     )
-    table_rows = []
-    total, total_overhead = 0.0, 0.0
-    for r in rows:
-        gpu = f"{r.instance.gpu_count}x {r.instance.gpu_type}" if r.instance.gpu_type else "-"
-        table_rows.append((
-            r.instance.name, r.instance.vcpus, gpu, r.cells, _hours(r.cell_seconds),
-            "-" if r.per_hour is None else f"{r.per_hour:.4f}",
-            "-" if r.tier is None else cat.tier_word(r.tier),
-            "no price" if r.cells_cost is None else money(r.cells_cost, cat.currency),
-            "-" if r.node_overhead_cost is None else money(r.node_overhead_cost, cat.currency),
-        ))  # fmt: skip
-        total += r.cells_cost or 0.0
-        total_overhead += r.node_overhead_cost or 0.0
-    common.print_table(
-        "planned cells per node type",
-        ("node type", "vCPUs", "GPU", "cells", "cell time", "price/h", "tier", "cells cost",
-         "+ boot/idle"),
-        table_rows,
-        right=("vCPUs", "cells", "cell time", "price/h", "cells cost", "+ boot/idle"),
-    )  # fmt: skip
+    total, total_overhead = print_bill(rows, cat, "planned cells per node type")
     console.print(
         f"estimated bill: {money(total, cat.currency)} for the cells + "
         f"{money(total_overhead, cat.currency)} for one "
@@ -157,6 +138,38 @@ def dry_run(args: argparse.Namespace, spec: Any, pricing: Any, console: Any) -> 
                       highlight=False)  # fmt: skip
     _per_config(estimates, placed, pricing, rough)
     return 0
+
+
+def print_bill(
+    rows: list[Any], cat: Any, title: str, *, overhead: bool = True
+) -> tuple[float, float]:
+    """The bill per node type as a plain table (compare's and serve's dry runs), every
+    amount in the catalog's currency; returns (cells cost, boot/idle cost) in total."""
+    from tfvariants.analyze.format import money
+
+    table_rows = []
+    total, total_overhead = 0.0, 0.0
+    for r in rows:
+        gpu = f"{r.instance.gpu_count}x {r.instance.gpu_type}" if r.instance.gpu_type else "-"
+        row = [
+            r.instance.name, r.instance.vcpus, gpu, r.cells, _hours(r.cell_seconds),
+            "-" if r.per_hour is None else f"{r.per_hour:.4f}",
+            "-" if r.tier is None else cat.tier_word(r.tier),
+            "no price" if r.cells_cost is None else money(r.cells_cost, cat.currency),
+        ]  # fmt: skip
+        if overhead:
+            none = r.node_overhead_cost is None
+            row.append("-" if none else money(r.node_overhead_cost, cat.currency))
+        table_rows.append(row)
+        total += r.cells_cost or 0.0
+        total_overhead += r.node_overhead_cost or 0.0
+    columns = ["node type", "vCPUs", "GPU", "cells", "cell time", "price/h", "tier", "cells cost"]
+    right = ["vCPUs", "cells", "cell time", "price/h", "cells cost"]
+    if overhead:
+        columns.append("+ boot/idle")
+        right.append("+ boot/idle")
+    common.print_table(title, columns, table_rows, right=right)
+    return total, total_overhead
 
 
 def _per_config(

@@ -46,8 +46,7 @@ def dry_run(spec: Any, pricing: Any, console: Any, *, estimate_from: Path | None
 
     from tfvariants.analyze import estimate as est
     from tfvariants.analyze.format import money
-    from tfvariants.commands.common import print_table
-    from tfvariants.commands.compare_cluster import _hours
+    from tfvariants.commands.compare_cluster import print_bill
     from tfvariants.plan.serve import plan_serve_cells
 
     if pricing is None:
@@ -81,27 +80,11 @@ def dry_run(spec: Any, pricing: Any, console: Any, *, estimate_from: Path | None
         f"billing {cat.billing.describe()}",
         highlight=False,
     )
-    table_rows = []
-    total = 0.0
-    for r in rows:
-        gpu = f"{r.instance.gpu_count}x {r.instance.gpu_type}" if r.instance.gpu_type else "-"
-        table_rows.append((
-            r.instance.name, r.instance.vcpus, gpu, r.cells, _hours(r.cell_seconds),
-            "-" if r.per_hour is None else f"{r.per_hour:.4f}",
-            "-" if r.tier is None else cat.tier_word(r.tier),
-            "no price" if r.cells_cost is None else money(r.cells_cost),
-        ))  # fmt: skip
-        total += r.cells_cost or 0.0
-    print_table(
-        "planned serving cells per node type",
-        ("node type", "vCPUs", "GPU", "cells", "cell time", "price/h", "tier", "cost"),
-        table_rows,
-        right=("vCPUs", "cells", "cell time", "price/h", "cost"),
-    )
+    total, _ = print_bill(rows, cat, "planned serving cells per node type", overhead=False)
     for (v, t), (inst, why) in placed.items():
         if why:
             console.print(f"  {v}@{t}: {inst.name} ({why})", highlight=False)
-    console.print(f"estimated bill: {money(total)} {cat.currency} for the cells (one node per "
+    console.print(f"estimated bill: {money(total, cat.currency)} for the cells (one node per "
                   "type, no boot or idle time)", highlight=False)  # fmt: skip
     if any(e.source == "rough" for e in estimates):
         console.print(
