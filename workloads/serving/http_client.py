@@ -84,19 +84,24 @@ class Endpoint:
     def connect(self, timeout_s: float) -> http.client.HTTPConnection:
         return _NoDelayConnection(self.host, self.port, timeout=timeout_s)
 
-    def check(self, timeout_s: float = CONNECT_TIMEOUT_S) -> dict:
-        """GET the model status; ServingError (one line) when unreachable or not serving."""
+    def _get(self, path: str, timeout_s: float) -> tuple[int, bytes]:
+        """One GET on a fresh connection: (HTTP status, body); ServingError (one line)
+        when the server cannot be reached."""
         conn = self.connect(timeout_s)
         try:
-            conn.request("GET", self.status_path)
+            conn.request("GET", path)
             resp = conn.getresponse()
-            data = resp.read()
+            return resp.status, resp.read()
         except OSError as exc:
             raise ServingError(f"cannot reach {self.host}:{self.port}: {exc}") from None
         finally:
             conn.close()
-        if resp.status != 200:
-            raise ServingError(f"GET {self.status_path}: HTTP {resp.status}: {data[:200]!r}")
+
+    def check(self, timeout_s: float = CONNECT_TIMEOUT_S) -> dict:
+        """GET the model status; ServingError (one line) when unreachable or not serving."""
+        status, data = self._get(self.status_path, timeout_s)
+        if status != 200:
+            raise ServingError(f"GET {self.status_path}: HTTP {status}: {data[:200]!r}")
         try:
             return json.loads(data)
         except ValueError:
@@ -104,16 +109,8 @@ class Endpoint:
 
     def metadata_shape(self, timeout_s: float = CONNECT_TIMEOUT_S) -> tuple[int, ...] | None:
         """The input shape the server reports (GET .../metadata), or None."""
-        conn = self.connect(timeout_s)
-        try:
-            conn.request("GET", self.status_path + "/metadata")
-            resp = conn.getresponse()
-            data = resp.read()
-        except OSError as exc:
-            raise ServingError(f"cannot reach {self.host}:{self.port}: {exc}") from None
-        finally:
-            conn.close()
-        if resp.status != 200:
+        status, data = self._get(self.status_path + "/metadata", timeout_s)
+        if status != 200:
             return None
         try:
             return shape_from_metadata(json.loads(data))
