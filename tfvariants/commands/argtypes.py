@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from collections.abc import Callable
 
 from tfvariants.plan import limits
 from tfvariants.plan.cell import MAX_THREADS
@@ -135,22 +136,24 @@ def fraction(text: str) -> float:
     return value
 
 
-def min_effect(text: str) -> float:
-    """--min-effect: '5%' or '0.05'."""
+def _bounded_fraction(text: str, problem_of: Callable[[float], str | None]) -> float:
+    """A fraction checked against the bound ``problem_of`` gives (limits.py: shared with
+    the run.json loader)."""
     value = _fraction_value(text)
-    problem = limits.min_effect_problem(value)
+    problem = problem_of(value)
     if problem:
         raise argparse.ArgumentTypeError(f"expected {problem}, got {shown(text)}")
     return value
+
+
+def min_effect(text: str) -> float:
+    """--min-effect: '5%' or '0.05'."""
+    return _bounded_fraction(text, limits.min_effect_problem)
 
 
 def confidence(text: str) -> float:
     """--confidence: above 0.5 and at most 0.9999 ('95%' or '0.95')."""
-    value = _fraction_value(text)
-    problem = limits.confidence_problem(value)
-    if problem:
-        raise argparse.ArgumentTypeError(f"expected {problem}, got {shown(text)}")
-    return value
+    return _bounded_fraction(text, limits.confidence_problem)
 
 
 _DURATION_UNITS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0}

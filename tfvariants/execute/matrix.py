@@ -73,6 +73,17 @@ class _Retry:
     again: Callable[[Any], Any]  # a disturbed cell -> its next attempt, or None (not now)
 
 
+def budget_stop(spent_s: float, next_s: float, budget_s: float | None, why: str) -> str | None:
+    """Why the next adaptive round may not start (it would overrun the budget), or None;
+    the local matrix and the Ray executor stop on the same rule."""
+    if budget_s is None or spent_s + next_s <= budget_s:
+        return None
+    return (
+        f"budget: {_fmt_s(spent_s)} spent, the next round needs about "
+        f"{_fmt_s(next_s)} of the {_fmt_s(budget_s)} budget ({why})"
+    )
+
+
 @dataclass
 class MatrixOutcome:
     planned: int
@@ -234,11 +245,9 @@ class Matrix(Generic[CellT]):
                     break
                 spent = spent_before + clock() - started
                 estimate = eta.remaining(more) or 0.0
-                if budget_s is not None and spent + estimate > budget_s:
-                    outcome.stopped = (
-                        f"budget: {_fmt_s(spent)} spent, the next round needs about "
-                        f"{_fmt_s(estimate)} of the {_fmt_s(budget_s)} budget ({why})"
-                    )
+                over = budget_stop(spent, estimate, budget_s, why)
+                if over:
+                    outcome.stopped = over
                     break
                 outcome.planned += len(more)
                 display.add(len(more))

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tfvariants.errors import UserError
-from tfvariants.execute.matrix import MatrixOutcome, NextRound, _Display, _fmt_s
+from tfvariants.execute.matrix import MatrixOutcome, NextRound, _Display, budget_stop
 from tfvariants.execute.ray_node import REAL_INSTANCE_LABEL, run_on_node
 from tfvariants.execute.runner import KILL_GRACE_S, RunOptions
 from tfvariants.plan.cell import Cell
@@ -173,11 +173,9 @@ class RayMatrix:
                     break
                 spent = spent_before + clock() - started
                 estimate = self._wave_estimate(more, placement)
-                if budget_s is not None and spent + estimate > budget_s:
-                    outcome.stopped = (
-                        f"budget: {_fmt_s(spent)} spent, the next round needs about "
-                        f"{_fmt_s(estimate)} of the {_fmt_s(budget_s)} budget ({why})"
-                    )
+                over = budget_stop(spent, estimate, budget_s, why)
+                if over:
+                    outcome.stopped = over
                     break
                 outcome.planned += len(more)
                 t0 = clock()
