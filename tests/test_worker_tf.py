@@ -47,6 +47,7 @@ def test_run_writes_valid_results_with_the_applied_pinning(tmp_path):
     assert tf_env["version"].startswith("2.")
     assert isinstance(tf_env["missing_instructions"], list)  # guard message parsed
     assert res["applied"]["env"]["TF_ENABLE_ONEDNN_OPTS"] == "1"
+    assert "tf_data_iterators" not in res["applied"]  # whole epochs: Keras as users run it
     # learnable synthetic data: accuracy clearly above chance
     assert res["metrics"]["accuracy"] > res["chance_accuracy"] + 0.2
     # different pinning, read back inside the worker
@@ -80,6 +81,9 @@ def test_steady_window_stops_training_and_projects_the_full_schedule(tmp_path):
     lo, hi = s["projected_full_ci_s"]
     assert 0 < lo < s["projected_full_s"] < hi < 3 * lo  # an interval, not 0.5 s - 30 min
     assert 0 < res["cpu"]["utilisation"] <= 1.5 and res["cpu"]["cpus_pinned"] == 1
+    # Each epoch's tf.data iterator is held (workloads.iterhold), one start-up per epoch.
+    assert res["applied"]["tf_data_iterators"].startswith("held")
+    assert len(t["start_gaps_s"]) == s["ran_epochs"]
 
 
 def test_env_probe_in_variant():

@@ -379,4 +379,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from workloads.protocol import exit_now
+
+    exit_now(main())

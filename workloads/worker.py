@@ -18,19 +18,19 @@ import argparse
 import math
 import resource
 import statistics
-import sys
 import time
 import traceback
 from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
-from workloads import backends, cpuload, envprobe, registry, steady
+from workloads import backends, cpuload, envprobe, iterhold, registry, steady
 from workloads.protocol import (
     RESULT_KIND,
     SCHEMA_VERSION,
     RequestError,
     WorkerRequest,
+    exit_now,
     write_json_atomic,
 )
 
@@ -185,9 +185,15 @@ def run(req: WorkerRequest, result: dict[str, Any]) -> None:
         epochs = full_epochs if n_train >= full_samples else 100_000
 
         def stop_when(steps: list[float]) -> bool:
-            return steady.window_met(steps, req.min_steady_s, req.min_steady_steps)
+            # Called from the second epoch on: the first epoch's length is known.
+            first = len(timer.steps[0])
+            return steady.window_met(steps, req.min_steady_s, req.min_steady_steps, first)
 
         timer = make_timer(keras, stop_when)
+        tf_module = loaded.extra.get("module") if backend == "tensorflow" else None
+        if tf_module is not None:
+            iterhold.hold_tf_iterators(tf_module)
+            result["applied"]["tf_data_iterators"] = "held until exit (workloads.iterhold)"
     else:
         timer = make_timer(keras)
     before = cpuload.snapshot()
@@ -204,8 +210,10 @@ def run(req: WorkerRequest, result: dict[str, Any]) -> None:
 
     fit_usage = cpuload.usage(before, cpuload.snapshot(), req.cpus)
     epoch_times, train_times = timer.epoch_times, timer.train_times
-    state = steady.analyse(timer.all_steps)
     steps_per_epoch = len(timer.steps[0]) if timer.steps else 0
+    # The first epoch caps the warm-up only once a second one began (it is complete).
+    first_epoch = steps_per_epoch if len(timer.steps) >= 2 else None
+    state = steady.analyse(timer.all_steps, first_epoch=first_epoch)
     step_s = state.step_mean_s
     samples_per_s = batch_size / step_s if step_s else None
     full_steps_per_epoch = math.ceil(full_samples / batch_size)
@@ -234,12 +242,15 @@ def run(req: WorkerRequest, result: dict[str, Any]) -> None:
         "window": {
             "min_s": req.min_steady_s if req.epochs is None else None,
             "min_steps": req.min_steady_steps if req.epochs is None else None,
-            "met": steady.window_met(timer.all_steps, req.min_steady_s, req.min_steady_steps),
+            "met": steady.window_met(
+                timer.all_steps, req.min_steady_s, req.min_steady_steps, first_epoch
+            ),
             "stopped_early": timer.stopped_early,
             "mode": "steady-window" if req.epochs is None else "whole-epochs",
         },
         "steady_epoch_s": step_s * full_steps_per_epoch if step_s else None,
         "epoch_gap_s": epoch_gap_s,
+        "start_gaps_s": timer.start_gaps,
         "step_times_s": step_sample,
         "step_sample_stride": stride,
         "steps_per_epoch": steps_per_epoch,
@@ -311,4 +322,4 @@ def record_run(result: dict[str, Any], result_path: str, body: Callable[[], None
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())

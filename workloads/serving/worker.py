@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from workloads import cpuload, envprobe
-from workloads.protocol import SCHEMA_VERSION
+from workloads.protocol import SCHEMA_VERSION, exit_now
 from workloads.serving import closed_loop, http_client, models
 from workloads.serving.percentiles import summary
 from workloads.serving.request import SERVE_RESULT_KIND, ServeRequest, ServeWorkerRequest
@@ -355,4 +355,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())
