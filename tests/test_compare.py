@@ -109,7 +109,7 @@ def test_quick_compare_end_to_end_with_a_fake_runner(tmp_path, monkeypatch, caps
     options = fake.calls[0][1]
     spec = registry.load("mnist_mlp").SPEC  # the workload's quick scale, the quick window
     assert (options.epochs, options.samples) == (None, spec["quick_samples"])
-    assert (options.min_steady_s, options.min_steady_steps) == (10.0, 50)
+    assert (options.min_steady_s, options.min_steady_steps) == (6.0, 50)
     run = json.loads((tmp_path / "results/q/run.json").read_text())
     assert run["variants"] == ["local"] and run["threads"] == [1, 2] and run["options"]["quick"]
     assert run["adaptive"]["budget_s"] == 600 and run["adaptive"]["looks"] == [5, 10, 15, 20]

@@ -273,6 +273,31 @@ def test_no_retry_beyond_the_budget_or_under_a_sustained_load(tmp_path):
     assert not [c for c in calls if "__a" in c]
 
 
+def test_retries_stop_while_they_keep_coming_out_disturbed_and_resume_after_a_quiet_cell(
+    tmp_path,
+):
+    # Bursts: every cell and every retry is disturbed, except t2's cells in round 2.
+    spec = MatrixSpec(("local",), (1, 2), ("mnist_cnn",), 4, {"timeout_s": 60})
+    quiet = {"mnist_cnn__local__t2__r2"}
+    every = {c.cell_id for c in plan_cells(spec)}
+    every |= {f"{c}__a{a}" for c in every for a in (1, 2)}
+    run, calls = fake_runner(every - quiet)
+    outcome = Matrix(spec, tmp_path / "run").run(
+        run_cell=run, disturbed=interference.disturbance, retries=2
+    )
+    retried = [c for c in calls if "__a" in c]
+    # The first disturbed cell's two retries were disturbed again: retries stop ...
+    first = calls[0]
+    assert retried[:2] == [f"{first}__a1", f"{first}__a2"]
+    # ... until the undisturbed cell, after which a disturbed cell is retried again.
+    after_quiet = calls[calls.index("mnist_cnn__local__t2__r2") + 1 :]
+    assert any("__a1" in c for c in after_quiet)
+    before_quiet = calls[3 : calls.index("mnist_cnn__local__t2__r2")]
+    assert not [c for c in before_quiet if "__a" in c]
+    assert outcome.retries_stopped >= len(before_quiet)
+    assert outcome.retries_left_out >= outcome.retries_stopped
+
+
 # ---- each round's order ----
 
 

@@ -36,7 +36,7 @@ def register(sub: Any) -> None:
     )
     presets.add_option(p)
     p.add_argument("--quick", action="store_true",
-                   help="quick scale: each workload's quick_samples, a 10 s/50-step steady window, --budget 10m")  # fmt: skip
+                   help="quick scale: each workload's quick_samples, a 6 s/50-step steady window, --budget 10m")  # fmt: skip
     p.add_argument("--threads", type=argtypes.thread_list, default=None,
                    help=f"comma list of vCPU counts (1..{MAX_THREADS}), e.g. 8,16,32,64 (default: 1..CPUs)")  # fmt: skip
     p.add_argument(

@@ -36,9 +36,11 @@ if TYPE_CHECKING:
     from tfvariants.execute.matrix import MatrixOutcome, NextRound
 
 QUICK_BUDGET_S = 600.0  # --quick without --budget: 10 minutes
-# --quick steady window: seconds, steps. 10 s: about half of a quick cell once its fixed
-# costs (import, trace, epoch boundaries: ~8 s on 2 quiet cores) are paid (docs/compare.md).
-QUICK_WINDOW = (10.0, 50)
+# --quick steady window up to the first look: seconds, steps. 6 s: about half of a quick
+# cell's wall time once its fixed costs (import, trace, warm-up, epoch boundaries: ~5-6 s
+# on 2 quiet cores) are paid, and still about twice the window the first look's variance
+# split chose on quiet cores (K* = 1.6 windows of 2 s: docs/compare.md).
+QUICK_WINDOW = (6.0, 50)
 FULL_WINDOW = (10.0, 100)
 
 
@@ -189,6 +191,8 @@ def retry_options(spec: Any, gate: Any = None) -> dict[str, Any]:
 
 def print_disturbed(outcome: Any, console: Any) -> None:
     """How many cells run now were disturbed, what was run again, and what was not."""
+    from tfvariants.execute.matrix import RETRY_MISSES
+
     if not outcome.disturbed:
         return
     text = (
@@ -199,6 +203,12 @@ def print_disturbed(outcome: Any, console: Any) -> None:
         text += (
             f", {outcome.retries_left_out} not run again (retries or budget used up, or a "
             "sustained load)"
+        )
+    if outcome.retries_stopped:
+        text += (
+            f"; retries stopped for {outcome.retries_stopped} of them because "
+            f"{RETRY_MISSES} retries in a row were disturbed again (the interference "
+            "outlasts a cell; an undisturbed cell turns retries back on)"
         )
     console.print(text, highlight=False, markup=False)
 

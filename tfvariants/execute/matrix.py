@@ -33,6 +33,7 @@ RunCell = Callable[[CellT, Path], dict[str, Any]]
 # stored results (cell id -> typed result) -> the next round's cells, and why
 NextRound = Callable[[Mapping[str, AnyResult]], tuple[list[CellT], str]]
 Disturbed = Callable[[dict], str | None]  # a result -> why it is disturbed, or None
+RETRY_MISSES = 2  # disturbed retries in a row after which disturbed cells are not re-run
 
 
 class EtaModel:
@@ -67,10 +68,27 @@ class EtaModel:
         return float(sum(known))
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Retry:
+    """Re-running disturbed cells, until retries stop paying: after ``RETRY_MISSES``
+    retries in a row came out disturbed again, interference outlasts a cell (random
+    bursts leave quiet gaps, so the quiet gate never finds the load sustained, yet
+    every 10-30 s cell overlaps one): retrying only multiplies the cost. Any cell that
+    runs undisturbed turns retries back on."""
+
     disturbed: Disturbed  # result -> why it is disturbed, or None
     again: Callable[[Any], Any]  # a disturbed cell -> its next attempt, or None (not now)
+    misses: int = 0  # retries in a row that were disturbed again
+
+    def observe(self, cell: Any, why: str | None) -> None:
+        if not why:
+            self.misses = 0
+        elif (getattr(cell, "attempt", 0) or 0) > 0:
+            self.misses += 1
+
+    @property
+    def given_up(self) -> bool:
+        return self.misses >= RETRY_MISSES
 
 
 def budget_stop(spent_s: float, next_s: float, budget_s: float | None, why: str) -> str | None:
@@ -99,6 +117,7 @@ class MatrixOutcome:
     disturbed: dict[str, str] = field(default_factory=dict)  # cell_id -> why, run now
     retried: int = 0  # attempts run because an earlier one was disturbed
     retries_left_out: int = 0  # disturbed cells not run again (retries or budget used up)
+    retries_stopped: int = 0  # of those: left out because retries kept coming out disturbed
 
     def count(self, status: str) -> int:
         return sum(1 for s in self.statuses.values() if s == status)
@@ -299,9 +318,14 @@ class Matrix(Generic[CellT]):
                 eta.record(cell, elapsed)  # skipped cells take no time: don't learn from them
             why = retry.disturbed(result) if retry is not None and status == "ok" else None
             display.finish(cell, status, elapsed, result.get("reason"), disturbed=why)
+            if retry is not None and status == "ok":
+                retry.observe(cell, why)
             if why:
                 outcome.disturbed[cell.cell_id] = why
                 again = retry.again(cell) if retry is not None else None
+                if again is not None and retry is not None and retry.given_up:
+                    again = None
+                    outcome.retries_stopped += 1
                 if again is not None:
                     # Same round, next attempt, right away: it stays beside its round.
                     todo.insert(i, again)
