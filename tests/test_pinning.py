@@ -116,3 +116,21 @@ def test_bad_thread_count():
     topo = Topology(cpus=(LogicalCpu(0, 0, 0, 0),))
     with pytest.raises(ValueError):
         plan_pinning(0, topo)
+
+
+def test_a_model_server_gets_one_inter_op_thread_per_vcpu(tmp_path):
+    # Training keeps a small inter-op pool; a server runs requests at once, each on an
+    # inter-op thread, as TF Serving's default pool (one per core) lets it.
+    from tfvariants.plan.pinning import for_serving
+
+    topo = two_socket_64(tmp_path)
+    for n in (1, 2, 8, 64, 100):
+        train = plan_pinning(n, topo)
+        serve = for_serving(train)
+        assert serve.inter_op == n and train.inter_op <= 2
+        assert (serve.cpus, serve.intra_op, serve.oversubscribed) == (
+            train.cpus,
+            train.intra_op,
+            train.oversubscribed,
+        )
+        assert serve.env()["TF_NUM_INTEROP_THREADS"] == str(n)

@@ -96,6 +96,8 @@ def test_noop_model_in_process_and_over_http(tmp_path):
         assert r["closed_loop"]["completed"] >= 20 and r["closed_loop"]["errors"] == 0
         assert r["placement"]["loadgen_cpus"]
         assert r["cpu"]["wall_s"] > 0  # what else ran on the cell's CPUs, as training records
+        # a server's inter-op pool is one thread per vCPU (TF Serving's default)
+        assert r["applied"]["env"]["TF_NUM_INTEROP_THREADS"] == str(r["cell"]["threads"])
         if r["cell"]["path"] == "http":
             # a 2-core host: server child and client are pinned to the same CPUs
             assert r["placement"]["shared"] is True
@@ -240,6 +242,9 @@ def test_no_process_of_the_cell_outlives_the_host(how, tmp_path):
     argv = [sys.executable, "-m", "tfvariants", "serve", "--models", "noop", "--path", "http",
             "--scenarios", "concurrency", "--concurrency", "1", "--threads", "1",
             "--repeats", "1", "--min-duration", "120s", "--max-duration", "120s",
+            # the no-op model answers ~5,500/s: the default cap of 100,000 queries ended the
+            # cell in 18 s, before the 20 s timeout (the flake seen before)
+            "--max-queries", "100000000",
             "--out", str(out), "--report", str(tmp_path / "rep" / "index.html"), *timeout]  # fmt: skip
     host = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             cwd=tmp_path)  # fmt: skip

@@ -17,6 +17,7 @@ from tfvariants.analyze import adaptive
 from tfvariants.analyze.decide import Settings
 from tfvariants.analyze.pricing import Pricing
 from tfvariants.plan.serve import ServeCell, ServeSpec, plan_serve_cells
+from tfvariants.plan.spec import round_order
 from tfvariants.store.cellresult import AnyResult, serving
 
 NextServeRound = Callable[[Mapping[str, AnyResult]], tuple[list[ServeCell], str]]
@@ -79,6 +80,7 @@ def make_next_round(
             todo = [(c, rounds) for c in planned if config_key(c) in active]
         out = [ServeCell(c.variant, c.threads, c.model, c.scenario, c.path, c.concurrency, rep,
                          c.max_batch_size, c.batch_timeout_ms) for c, rep in todo]  # fmt: skip
+        out = round_order(out, spec.options.get("order_seed"), todo[0][1])
         return out, f"{len(open_pairs)} comparison(s) undecided at the look after {look} repeats"
 
     return next_round

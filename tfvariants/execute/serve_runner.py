@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tfvariants.execute.runner import run_request
-from tfvariants.plan.pinning import plan_pinning
+from tfvariants.plan.pinning import for_serving, plan_pinning
 from tfvariants.plan.serve import ServeCell
 from tfvariants.plan.topology import Topology, read_topology
 from tfvariants.store.runfolder import ARTIFACTS_DIR, RunFolder
@@ -46,7 +46,7 @@ def run_serve_cell(
     cells_dir: str | Path,
     topology: Topology | None = None,
 ) -> dict[str, Any]:
-    plan = plan_pinning(cell.threads, topology or read_topology())
+    plan = for_serving(plan_pinning(cell.threads, topology or read_topology()))
     req = serve_request(cell, options)
     # A model file goes by its absolute path: a container launcher mounts it from there.
     model = str(Path(cell.model).resolve()) if model_is_file(cell.model) else cell.model

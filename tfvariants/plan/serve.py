@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tfvariants.plan.cell import encode_part, make_id, name_part
-from tfvariants.plan.spec import logical_cpus
+from tfvariants.plan.spec import logical_cpus, round_order
 
 DEFAULT_BATCH_TIMEOUT_MS = 2.0
 RESUMABLE = ("timeout_s", "budget_s", "max_repeats")
@@ -126,18 +126,27 @@ class ServeSpec:
 
 
 def plan_serve_cells(spec: ServeSpec, repeats: range | None = None) -> list[ServeCell]:
-    """Round by round (repeat); in a round every configuration once."""
-    cells = []
+    """Round by round (repeat); in a round every configuration once, in the round's own
+    seeded random order (``options.order_seed``, as compare's), so no configuration
+    always runs first or always right after another."""
+    cells: list[ServeCell] = []
+    seed = spec.options.get("order_seed")
     for r in repeats if repeats is not None else range(spec.repeats):
-        for m in spec.models:
-            for s in spec.scenarios:
-                for c in spec.concurrency if s == "concurrency" else (1,):
-                    for b, w in spec.batching:
-                        for p in spec.paths:
-                            for v in spec.variants:
-                                for t in spec.threads:
-                                    cells.append(ServeCell(v, t, m, s, p, c, r, b, w))
+        cells += round_order(_round_cells(spec, r), seed, r)
     return cells
+
+
+def _round_cells(spec: ServeSpec, r: int) -> list[ServeCell]:
+    return [
+        ServeCell(v, t, m, s, p, c, r, b, w)
+        for m in spec.models
+        for s in spec.scenarios
+        for c in (spec.concurrency if s == "concurrency" else (1,))
+        for b, w in spec.batching
+        for p in spec.paths
+        for v in spec.variants
+        for t in spec.threads
+    ]
 
 
 def serve_cell_id(cell: dict[str, Any]) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from tfvariants.plan.cell import Cell
 
@@ -22,6 +22,8 @@ IDENTITY_OPTIONS = (
     "min_steady_steps",
 )  # fmt: skip
 MAX_REPEATS = 10_000
+
+CellT = TypeVar("CellT")  # a training Cell or a ServeCell: one shuffle for both
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,7 @@ def plan_cells(spec: MatrixSpec) -> list[Cell]:
     return cells
 
 
-def round_order(cells: list[Cell], seed: int | None, repeat: int) -> list[Cell]:
+def round_order(cells: list[CellT], seed: int | None, repeat: int) -> list[CellT]:
     """One round's cells shuffled by (seed, repeat): the same run replays the same order
     (a resume, an adaptive round), and each round's order is its own."""
     if seed is None:
