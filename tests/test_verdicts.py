@@ -279,3 +279,32 @@ def test_with_the_auto_policy_a_run_disturbed_throughout_is_judged_alike_by_both
     assert v.comparison is not None and g.time_cmp is not None
     assert (v.comparison.verdict, len(v.rounds)) == (g.time_cmp.verdict, g.rounds_compared)
     assert g.rounds_compared == 5
+
+
+def test_sentences_use_the_verdicts_values_when_disturbed_cells_are_included(tmp_path):
+    """A machine under bursts: most rounds disturbed, so `auto` includes disturbed cells.
+    The Threads and next-best sentences must compare the same values as the verdicts
+    (they used only the undisturbed ones: 'one measurement on a side' beside a decided
+    verdict, in a real bench-noise run)."""
+    results = []
+    for rep in range(5):
+        quiet = rep == 0  # one undisturbed round; four disturbed ones
+        others = 0.02 if quiet else 0.3
+        results.append(_cell("a", 1, "mnist_cnn", rep, 3.0, noise=0.02, others=others))
+        results.append(_cell("a", 2, "mnist_cnn", rep, 2.0, noise=0.02, others=others))
+    run = _run(("a",), (1, 2), ("mnist_cnn",), 5)
+    folder = rf.write_results(tmp_path / "run", results, run)
+    auto = analyze(folder)
+    assert auto.interference.included
+    (w,) = auto.workloads
+    slow = next(g for g in w.groups if g.threads == 1)
+    assert slow.time_cmp.verdict == "different" and slow.rounds_compared == 5
+    assert len(slow.round_times) == 5 and len(slow.round_costs or slow.round_times) == 5
+    threads = [c for c in w.conclusions if c.startswith("Threads") or "next best" in c]
+    assert threads and all("decided" in c and "one measurement" not in c for c in threads)
+    # --disturbed exclude: one clean round each, and every sentence says so
+    excluded = analyze(folder, disturbed="exclude")
+    (w,) = excluded.workloads
+    slow = next(g for g in w.groups if g.threads == 1)
+    assert len(slow.round_times) == 1
+    assert all("undecided" in c for c in w.conclusions if "next best" in c)

@@ -144,7 +144,7 @@ def analyze(
     all_warnings: list[stats.StatWarning] = []
     over_threads: dict[int, list[str]] = {}
     for g in groups.values():
-        _summarise(g, pricing, cpus, settings.confidence)
+        _summarise(g, pricing, cpus, settings.confidence, include_disturbed=quiet.included)
         all_warnings += [w for w in g.warnings if w.kind != "oversubscribed"]
         if g.oversubscribed:
             over_threads.setdefault(g.threads, []).append(g.label)
@@ -270,7 +270,11 @@ def _explain_spread(warning: stats.StatWarning, ok: list[CellResult]) -> stats.S
 
 
 def _summarise(
-    g: Group, pricing: Pricing | None, cpus: int | None, confidence: float = stats.CONFIDENCE
+    g: Group,
+    pricing: Pricing | None,
+    cpus: int | None,
+    confidence: float = stats.CONFIDENCE,
+    include_disturbed: bool = False,
 ) -> None:
     ok = g.ok
     g.oversubscribed = any(r.oversubscribed for r in g.results)
@@ -303,7 +307,9 @@ def _summarise(
             )
         )
     g.times = [r.training_time_s for r in ok if r.training_time_s]
-    g.round_times = round_values(g.results).get(g.key, {})  # what comparisons use
+    # What comparisons use: the same usable values as the verdicts' (disturbed attempts
+    # too when the run's policy includes them), or the sentences and the table disagree.
+    g.round_times = round_values(g.results, include_disturbed=include_disturbed).get(g.key, {})
     if not g.times:
         return
     g.time = stats.median_interval(g.times, confidence)
@@ -341,9 +347,8 @@ def _summarise(
             bill = pricing.catalog.billing.billed_seconds
             g.costs = [per_s * bill(t) for t in g.times]
             g.cost_iv = stats.median_interval(g.costs, confidence)
-            # per round, as the verdicts use them: usable (undisturbed) repeats only
-            g.round_costs = {r.round: per_s * bill(r.training_time_s) for r in ok
-                             if r.training_time_s and not r.disturbed}  # fmt: skip
+            # per round, as the verdicts use them: the rounds' usable values
+            g.round_costs = {rnd: per_s * bill(t) for rnd, t in g.round_times.items()}
 
 
 def _apply_verdicts(

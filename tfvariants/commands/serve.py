@@ -321,20 +321,6 @@ def build_serve_spec(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     return spec, variant_objs
 
 
-def _order_seed(out: Path, resume: bool) -> int | None:
-    """Each round's order seed: a resumed run keeps its own (its cells and their order
-    must not change; None for runs stored before serving rounds were shuffled), a new
-    run draws one (stored in run.json)."""
-    from tfvariants.plan.spec import new_order_seed
-
-    if resume:
-        from tfvariants.store.rundir import load_run_dir
-
-        stored = (load_run_dir(out).run.get("options") or {}).get("order_seed")
-        return stored if isinstance(stored, int) and not isinstance(stored, bool) else None
-    return new_order_seed()
-
-
 def _check_target(url: str, model: str, builtin: str, shape: list[int] | None) -> None:
     """The target answers for the model, and its input shape is known: given, a
     built-in model's, or from the server's metadata."""
@@ -434,7 +420,9 @@ def run(args: argparse.Namespace) -> int:
     common.check_report_outputs(report_path, args.csv, results_dirs=[out])
     _check_loadgen(spec.scenarios, variant_objs)
 
-    seed = _order_seed(out, args.resume)
+    from tfvariants.commands.serve_rounds import order_seed
+
+    seed = order_seed(out, args.resume)
     if seed is not None:  # absent from a run stored before rounds were shuffled
         spec.options["order_seed"] = seed
     cells = spec.cells()

@@ -12,6 +12,7 @@ continues where it stopped.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 from tfvariants.analyze import adaptive
 from tfvariants.analyze.decide import Settings
@@ -84,3 +85,17 @@ def make_next_round(
         return out, f"{len(open_pairs)} comparison(s) undecided at the look after {look} repeats"
 
     return next_round
+
+
+def order_seed(out: Path, resume: bool) -> int | None:
+    """Each round's order seed: a resumed run keeps its own (its cells and their order
+    must not change; None for runs stored before serving rounds were shuffled), a new
+    run draws one (stored in run.json)."""
+    from tfvariants.plan.spec import new_order_seed
+
+    if resume:
+        from tfvariants.store.rundir import load_run_dir
+
+        stored = (load_run_dir(out).run.get("options") or {}).get("order_seed")
+        return stored if isinstance(stored, int) and not isinstance(stored, bool) else None
+    return new_order_seed()
