@@ -87,6 +87,9 @@ def test_user_py_model_over_http_with_b64_and_a_keras_file(tmp_path):
     for r in http:
         assert r["encoding"]["form"] == "b64" and r["encoding"]["body_bytes"] < 16 * 16 * 3 * 2
         assert r["http_overhead"]["count"] >= 10
+        # the server child ran the model: its TensorFlow and Keras are what is reported
+        assert r["environment"]["tensorflow"]["version"].startswith("2.")
+        assert r["environment"]["backend"]["keras_version"]
     assert {r["model"]["name"] for r in results} == {"tiny", "tinysaved"}
     assert all(r["model"]["input_shape"] == [16, 16, 3] for r in results)
 

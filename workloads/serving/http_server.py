@@ -253,6 +253,19 @@ class ModelServer:
             self.batcher.close()
 
 
+def _environment() -> dict[str, Any]:
+    """Where the model ran (the serving worker reports it for HTTP cells): the
+    TensorFlow the model was built with when it was imported (the no-op model needs none)."""
+    from workloads import envprobe
+
+    tf = sys.modules.get("tensorflow")
+    if tf is None:
+        return envprobe.probe()
+    env = envprobe.probe(tf)
+    env["backend"] = envprobe.probe_backend("tensorflow", tf)
+    return env
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m workloads.serving.http_server")
     p.add_argument("--model", required=True)
@@ -270,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
                      batch_timeout_ms=args.batch_timeout_ms) as server:  # fmt: skip
         info = {"port": server.httpd.server_address[1], "pid": os.getpid(),
                 "cpus": sorted(os.sched_getaffinity(0)), "params": served.params, "shape": list(served.input_shape),
-                "build_s": served.build_s}  # fmt: skip
+                "build_s": served.build_s, "environment": _environment()}  # fmt: skip
         if args.port_file:
             tmp = args.port_file + ".tmp"
             with open(tmp, "w", encoding="utf-8") as fh:

@@ -194,6 +194,10 @@ def run(args: ServeWorkerRequest, req: ServeRequest, result: dict[str, Any], fol
                                    "params": info.get("params"), "build_s": info.get("build_s")}  # fmt: skip
                 server_cpus = info.get("cpus")
                 shape = shape or tuple(info["shape"])
+                if isinstance(info.get("environment"), dict):
+                    # The server child ran the model: its TensorFlow is the one to report
+                    # (this client process never imports it on the HTTP path).
+                    result["environment"] = info["environment"]
             else:
                 url, server_cpus = str(req.target_url), None
             endpoint = http_client.Endpoint(url, name)
