@@ -46,5 +46,5 @@ def hold_tf_iterators(tf: Any) -> None:
 
 
 def held() -> int:
-    """How many iterators are held (recorded in the cell)."""
+    """How many iterators are held (what the tests check)."""
     return len(_HELD)

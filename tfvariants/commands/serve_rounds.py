@@ -94,8 +94,9 @@ def order_seed(out: Path, resume: bool) -> int | None:
     from tfvariants.plan.spec import new_order_seed
 
     if resume:
-        from tfvariants.store.rundir import load_run_dir
+        from tfvariants.store.runfile import load_run
 
-        stored = (load_run_dir(out).run.get("options") or {}).get("order_seed")
+        # run.json alone: the matrix loads the cells (once) when it resumes
+        stored = (load_run(out).get("options") or {}).get("order_seed")
         return stored if isinstance(stored, int) and not isinstance(stored, bool) else None
     return new_order_seed()

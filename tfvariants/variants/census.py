@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workloads import isacensus
+from workloads.protocol import write_json_atomic
 
 if TYPE_CHECKING:
     from tfvariants.variants.registry import Variant
@@ -77,13 +78,6 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def _census_path(sha256: str) -> Path:
     return cache_dir() / f"{sha256}-v{isacensus.VERSION}.json"
 
@@ -101,7 +95,7 @@ def census_file(path: Path, log: Log = lambda _m: None) -> dict[str, Any]:
     log(f"census: objdump {path.name} ({path.stat().st_size / 1e6:.0f} MB, once per binary)")
     counts = isacensus.census_file(path)
     counts["sha256"] = file_hash(path)
-    _write_json(_census_path(counts["sha256"]), counts)
+    write_json_atomic(_census_path(counts["sha256"]), counts)
     return counts
 
 
@@ -261,5 +255,5 @@ def _gate_verdict(
                 except (OSError, RuntimeError):
                     census = None
             reason = judge(code, text, census, flags, variant.name)
-    _write_json(verdict_path, {"framework_sha256": digest, "reason": reason})
+    write_json_atomic(verdict_path, {"framework_sha256": digest, "reason": reason})
     return reason

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tfvariants.errors import UserError
+from workloads.protocol import write_json_atomic
 
 if TYPE_CHECKING:
     from tfvariants.variants.registry import Variant
@@ -247,7 +248,5 @@ def build(variant: Variant, log: Callable[[str], None]) -> str:
             "build_s": round(time.monotonic() - started, 1),
             "import_check": imported,
         }
-        tmp = folder / (INFO_FILE + ".tmp")
-        tmp.write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, folder / INFO_FILE)
+        write_json_atomic(folder / INFO_FILE, info)
     return f"built {folder} in {info['build_s']} s ({len(info['lock'])} packages)"
