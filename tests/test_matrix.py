@@ -207,9 +207,8 @@ def test_progress_display_prints_a_line_per_cell(tmp_path):
     assert "failed mnist_mlp__pip__t2__r0" in text and "boom" in text
 
 
-def test_adaptive_rounds_stop_before_the_budget_is_exceeded(tmp_path):
-    from tfvariants.plan.cell import Cell
-
+def cells_taking(seconds):
+    """A fake clock, a FakeRunner, and a run_cell on which every cell takes ``seconds``."""
     now = [0.0]
 
     def clock():
@@ -218,8 +217,16 @@ def test_adaptive_rounds_stop_before_the_budget_is_exceeded(tmp_path):
     runner = FakeRunner()
 
     def run_cell(cell, cells_dir):
-        now[0] += 3.0  # every cell takes 3 s
+        now[0] += seconds
         return runner(cell, cells_dir)
+
+    return clock, runner, run_cell
+
+
+def test_adaptive_rounds_stop_before_the_budget_is_exceeded(tmp_path):
+    from tfvariants.plan.cell import Cell
+
+    clock, runner, run_cell = cells_taking(3.0)
 
     asked = []
 
@@ -239,16 +246,7 @@ def test_adaptive_rounds_stop_before_the_budget_is_exceeded(tmp_path):
 
 
 def test_a_budget_that_covers_the_plan_stops_planned_cells_too(tmp_path):
-    now = [0.0]
-
-    def clock():
-        return now[0]
-
-    runner = FakeRunner()
-
-    def run_cell(cell, cells_dir):
-        now[0] += 3.0  # every cell takes 3 s
-        return runner(cell, cells_dir)
+    clock, runner, run_cell = cells_taking(3.0)
 
     s = spec(variants=("pip",), workloads=("mnist_mlp",), repeats=3)  # 6 cells, 18 s
     out = Matrix(s, tmp_path / "run").run(
