@@ -3,8 +3,10 @@
     python benchmarks/noise.py [--scenarios bursts,nice] [--runs 1] [--budget 8m]
 
 Each run is the built-in quick compare of mnist_cnn and cifar10_cnn at 1 and 2 threads
-plus an A/A twin of `local` (an overlay that changes nothing), while this script runs a
-bounded CPU hog on the cells' CPUs:
+plus an A/A twin of `local` at 2 threads (an overlay that changes nothing, against the
+baseline local@2: the one comparison that can say whether noise makes the tool see a
+difference that is not there), while this script runs a bounded CPU hog on the cells'
+CPUs:
 
 * bursts: at normal priority, one busy process per CPU for 2-8 s, then 3-12 s off (on
   about 40 % of the time), in a seeded random sequence;
@@ -13,13 +15,21 @@ bounded CPU hog on the cells' CPUs:
 
 The hog stops by itself (each process exits after its own time; at most --max-s per
 scenario), and this script stops it as soon as the compare ends. Per run it prints:
-decided or not and in which direction (1 thread against 2, per workload), the
-compare's wall time, the disturbed cells, the time the cells waited for quiet, and the
-twin's verdict (twin@2 against local@2: must never be "different"). A summary JSON is
-written beside the runs (OUT/bench-noise.json).
+decided or not and in which direction (1 thread against 2, per workload), when (the
+compare time of the look that decided both, from run.json "adaptive.looks_made"), the
+compare's whole wall time, the disturbed cells, the time the cells waited for quiet,
+how many workers ran at raised priority, and the twin's verdict (twin@2 against local@2:
+must never be "different"). A summary JSON is written beside the runs
+(OUT/bench-noise.json).
 
-Target (issue 16): both 1-vs-2 comparisons decided, 1 thread slower, within 8 min of
-compare time, and the twin never "different", under both loads.
+The twin's A/A comparison cannot end "different" unless the tool errs, and "equivalent"
+needs an interval inside the 5 % band, so it usually keeps rounds of twin@2 and local@2
+going until the budget: the whole compare time is about the budget by design, and the
+time to the decision is what says how fast the tool answers.
+
+Target (issue 16): both 1-vs-2 comparisons decided at a look, 1 thread slower, within
+8 min of compare time, the final report agreeing, and the twin never "different",
+under both loads.
 """
 
 from __future__ import annotations
@@ -151,13 +161,27 @@ class RunSummary:
     disturbed: int = 0
     waited_s: float = 0.0
     not_quiet: int = 0
+    raised: int = 0  # workers that asked for raised priority
+    shielded: int = 0  # of those, shielded (tfvariants.execute.priority)
+    decided_after: int | None = None  # repeats at the look that decided both 1-vs-2
+    decided_at_s: float | None = None  # compare time of that look
     loadavg_before: list[float] = field(default_factory=list)
 
     @property
     def decided(self) -> bool:
-        return bool(self.comparisons) and all(
-            c["verdict"] == "different" and c["ratio"] > 1 for c in self.comparisons.values()
+        """Decided at a look, 1 thread slower, and the final report agrees."""
+        return (
+            bool(self.comparisons)
+            and self.decided_at_s is not None
+            and all(
+                c["verdict"] == "different" and c["ratio"] > 1 for c in self.comparisons.values()
+            )  # fmt: skip
         )
+
+    @property
+    def answer_s(self) -> float:
+        """The time to the answer: the deciding look's, else the whole compare's."""
+        return self.decided_at_s if self.decided_at_s is not None else self.compare_s
 
     @property
     def twin_ok(self) -> bool:
@@ -168,11 +192,17 @@ class RunSummary:
             f"{w}: {c['verdict']} {c['ratio']:.2f}x" for w, c in sorted(self.comparisons.items())
         ]
         twin = ", ".join(f"{w} {v}" for w, v in sorted(self.twin.items())) or "n/a"
+        when = (
+            f"at the look after {self.decided_after} repeats, {self.decided_at_s / 60:.1f} min"
+            if self.decided_at_s is not None
+            else "at no look"
+        )
         return (
             f"{self.scenario} run {self.run}: {'DECIDED' if self.decided else 'not decided'} "
-            f"(t1 vs t2: {'; '.join(parts) or 'no comparison'}) in {self.compare_s / 60:.1f} min; "
-            f"disturbed {self.disturbed} of {self.cells} cells; waited {self.waited_s:.0f} s "
-            f"for quiet ({self.not_quiet} cells without it); twin: {twin}; "
+            f"{when} (t1 vs t2 in the report: {'; '.join(parts) or 'no comparison'}); compare "
+            f"{self.compare_s / 60:.1f} min; disturbed {self.disturbed} of {self.cells} cells; "
+            f"waited {self.waited_s:.0f} s for quiet ({self.not_quiet} cells without it); "
+            f"raised priority {self.shielded} of {self.raised} shielded; twin: {twin}; "
             f"hog on {self.hog_duty:.0%} ({self.hog_bursts} burst(s)); "
             f"load before {'/'.join(f'{x:.1f}' for x in self.loadavg_before)}"
         )
@@ -200,6 +230,17 @@ def summarise(out: Path, summary: RunSummary) -> None:
     if quiet is not None:
         summary.cells, summary.disturbed = quiet.cells, len(quiet.disturbed)
         summary.waited_s, summary.not_quiet = quiet.waited_s, quiet.not_quiet
+        summary.raised, summary.shielded = quiet.raised, quiet.shielded
+    run_file = out / "run.json"
+    run = json.loads(run_file.read_text(encoding="utf-8")) if run_file.exists() else {}
+    looks = (run.get("adaptive") or {}).get("looks_made") or []
+    wanted = [f"{w} local@1 vs local@2" for w in summary.comparisons]
+    for look in looks:
+        said = [look["verdicts"].get(k) or {} for k in wanted]
+        if said and all(x.get("verdict") == "different" and (x.get("ratio") or 0) > 1
+                        for x in said):  # fmt: skip
+            summary.decided_after, summary.decided_at_s = look["after_repeats"], look["at_s"]
+            break
 
 
 SHARE_BINS = (0.0, 0.05, 0.10, 0.25, 0.50, 0.75, 1.01)
@@ -261,7 +302,7 @@ def run_one(args: argparse.Namespace, scenario: str, run: int, root: Path) -> Ru
     threads = [int(t) for t in args.threads.split(",")]
     command = [
         sys.executable, "-m", "tfvariants", "compare", "--quick", "--no-probe",
-        "--workloads", args.workloads, "--threads", args.threads, "--variants", "local,twin",
+        "--workloads", args.workloads, "--threads", args.threads, "--variants", "local,twin@2",
         "--variants-file", str(twin), "--baseline", "local@2", "--budget", args.budget,
         "--out", str(out), "--output", str(out / "report.html"),
         "--order-seed", str(args.seed + run),
@@ -313,15 +354,19 @@ def main(argv: list[str] | None = None) -> int:
     print("\nsummary:")
     for s in summaries:
         print(f"  {s.line()}")
-    ok = [s for s in summaries if s.decided and s.twin_ok and s.compare_s <= 8 * 60]
-    print(f"target met (decided, right direction, twin not different, <= 8 min) in "
-          f"{len(ok)} of {len(summaries)} run(s)")  # fmt: skip
+    ok = [s for s in summaries if s.decided and s.twin_ok and s.answer_s <= 8 * 60]
+    print(f"target met (decided at a look within 8 min, right direction, the report agreeing, "
+          f"twin not different) in {len(ok)} of {len(summaries)} run(s)")  # fmt: skip
     print("\nwhat others' share did to the cells (all runs):")
     for line in share_table([Path(s.out) for s in summaries]):
         print(f"  {line}")
     (args.out / "bench-noise.json").write_text(
         json.dumps(
-            [{**asdict(s), "decided": s.decided, "twin_ok": s.twin_ok} for s in summaries], indent=1
+            [
+                {**asdict(s), "decided": s.decided, "twin_ok": s.twin_ok, "answer_s": s.answer_s}
+                for s in summaries
+            ],
+            indent=1,
         ),  # fmt: skip
         encoding="utf-8",
     )

@@ -79,9 +79,11 @@ class FakeRunCell:
         self.fail = set(fail)
         self.interrupt_at = interrupt_at
         self.speedup, self.noise = speedup, noise
+        self.priorities = []
 
-    def __call__(self, cell, variant, options, cells_dir, quiet=None):
+    def __call__(self, cell, variant, options, cells_dir, quiet=None, priority="normal"):
         self.calls.append((cell.cell_id, options))
+        self.priorities.append(priority)
         if self.interrupt_at and len(self.calls) == self.interrupt_at:
             raise KeyboardInterrupt
         status = "failed" if cell.cell_id in self.fail else "ok"
@@ -114,6 +116,12 @@ def test_quick_compare_end_to_end_with_a_fake_runner(tmp_path, monkeypatch, caps
     assert run["variants"] == ["local"] and run["threads"] == [1, 2] and run["options"]["quick"]
     assert run["adaptive"]["budget_s"] == 600 and run["adaptive"]["looks"] == [5, 10, 15, 20]
     assert run["adaptive"]["rounds"] == [] and "decided" in run["adaptive"]["stopped"]
+    (look,) = run["adaptive"]["looks_made"]  # when it was decided, and what
+    assert look["after_repeats"] == 5 and look["at_s"] >= 0
+    (said,) = look["verdicts"].values()
+    assert list(look["verdicts"]) == ["mnist_mlp local@1 vs local@2"]
+    assert said["verdict"] == "different" and said["ratio"] > 1.3
+    assert run["options"]["priority"] == "raised" and set(fake.priorities) == {"raised"}
     assert run["variant_info"]["local"]["onednn"]["isa"] == "fake"  # the probe is stored
     html = (tmp_path / "reports/q/index.html").read_text()
     assert "local@2" in html and html.count("<svg") == 2 and "4 looks" in html
@@ -136,6 +144,7 @@ def test_adaptive_rounds_run_only_undecided_pairs_and_resume_continues(
     assert [r["repeat"] for r in run["adaptive"]["rounds"]] == [5, 6, 7]
     assert "still undecided after the maximum of 8 repeats" in run["adaptive"]["stopped"]
     assert len(fake.calls) == 2 * 8
+    assert [x["after_repeats"] for x in run["adaptive"]["looks_made"]] == [5, 6, 7, 8]
     err = capsys.readouterr().err
     assert "undecided against the baseline: mnist_mlp local@1" in err
     # a resume with a larger maximum continues from the stored rounds
@@ -267,7 +276,7 @@ def test_next_round_runs_only_the_undecided_workloads_configurations():
             for res in (clear, noisy):
                 c = res["cell"]
                 stored[f"{c['workload']}__local__t{t}__r{r}"] = res
-    hook = rounds.make_next_round(spec, adaptive.stopping_rule(5), baseline=None,
+    hook = rounds.NextRoundHook(spec, adaptive.stopping_rule(5), baseline=None,
                                   min_effect=0.05, confidence=0.95)  # fmt: skip
     cells, why = hook(rf.typed(stored))
     assert {(c.workload, c.threads, c.repeat) for c in cells} == {
@@ -294,7 +303,7 @@ def test_next_round_uses_the_reports_baseline_which_is_never_oversubscribed_by_c
             res = rf.make_result("local", t, "mnist_cnn", r, steady_epoch_s=epoch_s, noise=noise)
             assert res["requested"]["oversubscribed"] is (t == 8)  # 2 logical CPUs
             stored[f"mnist_cnn__local__t{t}__r{r}"] = res
-    hook = rounds.make_next_round(spec, adaptive.stopping_rule(5), baseline=None,
+    hook = rounds.NextRoundHook(spec, adaptive.stopping_rule(5), baseline=None,
                                   min_effect=0.05, confidence=0.95)  # fmt: skip
     cells, why = hook(rf.typed(stored))
     # Baseline local@2 (fits the host): 1 vs 2 is noisy and stays open; 8 vs 2 is decided.
@@ -306,7 +315,7 @@ def test_next_round_uses_the_reports_baseline_which_is_never_oversubscribed_by_c
 class VariantSpeedRunCell(FakeRunCell):
     """Times that depend on the variant: the AVX-512 build 25 % faster, the rest equal."""
 
-    def __call__(self, cell, variant, options, cells_dir, quiet=None):
+    def __call__(self, cell, variant, options, cells_dir, quiet=None, priority="normal"):
         self.calls.append((cell.cell_id, options))
         factor = 0.75 if cell.variant == "intel-avx512-2.14" else 1.0
         r = rf.make_result(cell.variant, cell.threads, cell.workload, cell.repeat,
@@ -380,7 +389,7 @@ def test_the_first_look_plans_the_steady_window_of_the_later_rounds():
             step = res["timing"]["steady_epoch_s"] / 100
             res["timing"].update(steady_windows_s=[step] * 5, steady_s=1.0)
             stored[f"mnist_cnn__local__t{t}__r{r}"] = res
-    hook = rounds.make_next_round(spec, adaptive.stopping_rule(5), baseline=None,
+    hook = rounds.NextRoundHook(spec, adaptive.stopping_rule(5), baseline=None,
                                   min_effect=0.05, confidence=0.95)  # fmt: skip
     hook(rf.typed(stored))
     plan = spec.options["window_plan"]

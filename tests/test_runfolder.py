@@ -41,7 +41,7 @@ def build_model(keras, *, compile_options):
 def fake_run_cell(calls: list[str]):
     """A runner that stores an ok result where the real one would, without a worker."""
 
-    def run(cell, variant, options, cells_dir, quiet=None):
+    def run(cell, variant, options, cells_dir, quiet=None, priority="normal"):
         calls.append(cell.cell_id)
         result = rf.make_result(cell.variant, cell.threads, cell.workload, cell.repeat)
         result["runner"]["host_id"] = host_id()

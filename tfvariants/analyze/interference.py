@@ -65,6 +65,10 @@ class Interference:
     unclean_rounds: int = 0  # configuration-rounds with no undisturbed attempt
     config_rounds: int = 0  # configuration-rounds with a successful attempt
     quiet_wait_s: float | None = None
+    raised: int = 0  # cells whose worker asked for raised priority
+    shielded: int = 0  # of those: raised, and other sessions compete by weight against it
+    unshielded_why: str | None = None  # why the first unshielded one was not
+    started_shielded: int = 0  # cells started without a wait: the one before ran shielded
 
     @property
     def never_quiet(self) -> bool:
@@ -106,7 +110,24 @@ class Interference:
                 f" {self.sustained} cell(s) ran under a sustained load (several waits in a row "
                 "ran out), without the full wait and not run again."
             )
-        return text
+        return text + self.priority_sentence()
+
+    def priority_sentence(self) -> str:
+        """What the raised priority did (empty when no cell asked for it)."""
+        if not self.raised:
+            return ""
+        text = (
+            f" {self.shielded} of {self.raised} workers ran at raised priority (their session "
+            "at nice -20, so other programs' sessions got about 1 % of a contested CPU)"
+        )
+        if self.shielded < self.raised and self.unshielded_why:
+            text += f"; the others at normal priority: {self.unshielded_why}"
+        if self.started_shielded:
+            text += (
+                f"; {self.started_shielded} cell(s) started without waiting for quiet, as the "
+                "cell before them ran shielded and undisturbed"
+            )
+        return text + "."
 
 
 def summarise(
@@ -130,6 +151,15 @@ def summarise(
             summary.not_quiet += 1
         if r.get("runner", "quiet", "sustained") is True:
             summary.sustained += 1
+        if r.get("runner", "quiet", "shielded") is True:
+            summary.started_shielded += 1
+        if r.get("runner", "priority", "requested") == "raised":
+            summary.raised += 1
+            if r.get("runner", "priority", "shielded") is True:
+                summary.shielded += 1
+            elif summary.unshielded_why is None:
+                why = r.get("runner", "priority", "why")
+                summary.unshielded_why = str(why) if why else "not recorded"
         if not r.ok:
             continue
         summary.cells += 1

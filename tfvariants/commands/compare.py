@@ -354,12 +354,13 @@ def run(args: argparse.Namespace) -> int:
             run_options_for(spec, cell.workload, cell.repeat),
             cells_dir,
             quiet=quiet_gate,
+            priority=str(spec.options.get("priority") or "normal"),
         )
 
     # One stopping rule for both executors; on Ray each round is a wave of tasks.
-    next_round, rule = rounds.adaptive_hook(spec, args.baseline, console)
     before = (stored or {}).get("adaptive") or {}
     spent_before = float(before.get("spent_s") or 0.0)
+    next_round, rule = rounds.adaptive_hook(spec, args.baseline, console, spent_before)
     if args.executor == "ray":
         outcome = compare_cluster.run_on_ray(
             args, spec, variant_objs, pricing, out, console, next_round, spent_before
@@ -371,7 +372,7 @@ def run(args: argparse.Namespace) -> int:
             **rounds.retry_options(spec, quiet_gate),
         )  # fmt: skip
     if rule is not None:
-        rounds.record(out, rule, spec, before, outcome, console)
+        rounds.record(out, rule, spec, before, outcome, console, next_round)
     ok, skipped = outcome.count("ok"), outcome.count("skipped")
     failed, timeout = outcome.count("failed"), outcome.count("timeout")
     console.print(

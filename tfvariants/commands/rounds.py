@@ -9,7 +9,8 @@ that were undecided at the last look keep running.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,8 @@ from tfvariants.analyze.verdicts import (
 )
 from tfvariants.commands import argtypes
 from tfvariants.errors import UserError
+from tfvariants.execute.priority import DEFAULT as PRIORITY_DEFAULT
+from tfvariants.execute.priority import PRIORITIES
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.spec import MatrixSpec, round_order
 from tfvariants.store.cellresult import AnyResult, ConfigKey, training
@@ -33,7 +36,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from tfvariants.analyze.frame import RunFrame
-    from tfvariants.execute.matrix import MatrixOutcome, NextRound
+    from tfvariants.execute.matrix import MatrixOutcome
 
 QUICK_BUDGET_S = 600.0  # --quick without --budget: 10 minutes
 # --quick steady window up to the first look: seconds, steps. 6 s: about half of a quick
@@ -85,6 +88,10 @@ def add_interference_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--disturbed-retries", type=argtypes.retries, default=None,
                    help="attempts after a disturbed one, per cell, within the budget "
                    f"(default {interference.DISTURBED_RETRIES})")  # fmt: skip
+    p.add_argument("--priority", choices=PRIORITIES, default=None,
+                   help="raised (default): each worker's session at nice -20 where permitted "
+                   "(root or CAP_SYS_NICE), so a background job cannot take its CPUs; "
+                   "normal: as started. Each cell records what it got")  # fmt: skip
     add_disturbed_policy(p)
 
 
@@ -112,6 +119,7 @@ def options_from(
         "disturbed_share": given_or_stored("disturbed_share", args.disturbed_share, argtypes.fraction, interference.DISTURBED_SHARE),
         "disturbed_retries": given_or_stored("disturbed_retries", args.disturbed_retries, argtypes.retries, interference.DISTURBED_RETRIES),
         "disturbed_policy": given_or_stored("disturbed_policy", args.disturbed, str, "auto"),
+        "priority": given_or_stored("priority", args.priority, str, PRIORITY_DEFAULT),
         "order_seed": given_or_stored("order_seed", args.order_seed, argtypes.seed, None),
         # A window the user chose stays; else the adaptive rounds' window is planned from
         # the first look's variance components (tfvariants.analyze.windows).
@@ -121,14 +129,16 @@ def options_from(
         from tfvariants.plan.spec import new_order_seed
 
         o["order_seed"] = new_order_seed()
+    if o["priority"] not in PRIORITIES:
+        raise UserError(f"run.json: options.priority {o['priority']!r} is not raised or normal")
     if o["max_repeats"] < repeats:
         raise UserError(f"--max-repeats {o['max_repeats']} is below --repeats {repeats}")
     return o
 
 
 def adaptive_hook(
-    spec: MatrixSpec, baseline: str | None, console: Console
-) -> tuple[NextRound[Cell] | None, adaptive.StoppingRule | None]:
+    spec: MatrixSpec, baseline: str | None, console: Console, spent_before: float = 0.0
+) -> tuple[NextRoundHook | None, adaptive.StoppingRule | None]:
     """(next_round, rule) when the run has a budget, else (None, None)."""
     from tfvariants.analyze.analysis import parse_baseline
 
@@ -136,9 +146,10 @@ def adaptive_hook(
     if not budget_s:
         return None, None
     rule = adaptive.stopping_rule(spec.repeats, int(spec.options["max_repeats"]))
-    hook = make_next_round(
+    hook = NextRoundHook(
         spec, rule, baseline=parse_baseline(baseline),
         min_effect=spec.options["min_effect"], confidence=spec.options["confidence"],
+        spent_before=spent_before,
     )  # fmt: skip
     console.print(
         f"adaptive: looks after {', '.join(map(str, rule.looks))} repeats; more rounds only "
@@ -149,13 +160,17 @@ def adaptive_hook(
 
 
 def record(out: Path, rule: adaptive.StoppingRule, spec: MatrixSpec, before: dict[str, Any],
-           outcome: MatrixOutcome, console: Console) -> None:  # fmt: skip
-    """run.json's "adaptive": the rule, the budget, every round so far, why it stopped."""
+           outcome: MatrixOutcome, console: Console,
+           hook: NextRoundHook | None = None) -> None:  # fmt: skip
+    """run.json's "adaptive": the rule, the budget, every round and look so far, why it
+    stopped."""
     from tfvariants.store.rundir import update_run
 
+    looks = list(before.get("looks_made") or []) + (hook.looks if hook is not None else [])
     update_run(out, adaptive={
         **rule.to_json(), "budget_s": spec.options.get("budget_s"),
         "rounds": list(before.get("rounds") or []) + outcome.rounds,
+        "looks_made": looks,
         "stopped": outcome.stopped, "spent_s": round(outcome.spent_s, 1),
         "window_plan": spec.options.get("window_plan") or before.get("window_plan"),
     })  # fmt: skip
@@ -175,7 +190,12 @@ def quiet_gate(spec: Any) -> Any:
     wait_s = float(spec.options.get("quiet_wait_s") or 0.0)
     if wait_s <= 0:
         return None
-    return QuietGate(limit=float(spec.options["quiet_share"]), max_wait_s=wait_s)
+    limit = interference.limit_of(spec.options)
+    return QuietGate(
+        limit=float(spec.options["quiet_share"]),
+        max_wait_s=wait_s,
+        disturbed=lambda result: interference.disturbance(result, limit),
+    )
 
 
 def retry_options(spec: Any, gate: Any = None) -> dict[str, Any]:
@@ -299,26 +319,33 @@ def look_verdicts(
     return Look(rounds, look, frozen, verdicts)
 
 
-def make_next_round(
-    spec: MatrixSpec,
-    rule: adaptive.StoppingRule,
-    *,
-    baseline: Requested | None,
-    min_effect: float,
-    confidence: float,
-) -> NextRound[Cell]:
-    settings = Settings(min_effect, confidence, rule.k)
-    configs = spec.configurations()
-    order = {
-        ConfigKey(w, v, t): (spec.workloads.index(w), configs.index((v, t)))
-        for w in spec.workloads
-        for v, t in configs
-    }
+class NextRoundHook:
+    """The adaptive rounds' ``next_round``: judges the stored rounds at the last look
+    reached and returns the next round's cells (none: stop, and why). Each look it makes
+    is kept in ``looks`` (run.json "adaptive.looks_made"): after how many repeats, when
+    (seconds of this run's compare time), and every comparison's verdict then, so a
+    reader can tell when each comparison was decided."""
 
-    def next_round(stored: Mapping[str, AnyResult]) -> tuple[list[Cell], str]:
-        at = look_verdicts(spec, stored, rule, baseline=baseline, settings=settings)
+    def __init__(self, spec: MatrixSpec, rule: adaptive.StoppingRule, *,
+                 baseline: Requested | None, min_effect: float, confidence: float,
+                 spent_before: float = 0.0, clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+        self.spec, self.rule, self.baseline = spec, rule, baseline
+        self.settings = Settings(min_effect, confidence, rule.k)
+        configs = spec.configurations()
+        self.order = {
+            ConfigKey(w, v, t): (spec.workloads.index(w), configs.index((v, t)))
+            for w in spec.workloads
+            for v, t in configs
+        }
+        self.clock, self.started, self.spent_before = clock, clock(), spent_before
+        self.looks: list[dict[str, Any]] = []
+
+    def __call__(self, stored: Mapping[str, AnyResult]) -> tuple[list[Cell], str]:
+        spec, rule = self.spec, self.rule
+        at = look_verdicts(spec, stored, rule, baseline=self.baseline, settings=self.settings)
         if at.look is None:
             return [], f"only {at.rounds} round(s) stored, fewer than the first look"
+        self._keep(at)
         if spec.options.get("plan_window"):
             plan_window(spec, stored, rule.looks[0])
         open_verdicts = [v for wv in at.verdicts for v in wv.open]
@@ -336,7 +363,7 @@ def make_next_round(
             )
         # Both sides of every open comparison run again.
         active = sorted({k for v in open_verdicts for k in (v.config, v.baseline)},
-                        key=order.__getitem__)  # fmt: skip
+                        key=self.order.__getitem__)  # fmt: skip
         # An interrupted round is completed before a new one starts.
         gaps = [(k, rep) for k in active for rep in range(at.rounds)
                 if rep not in at.present.get(k, ())]  # fmt: skip
@@ -348,7 +375,21 @@ def make_next_round(
             f"{len(open_verdicts)} comparison(s) undecided at the look after {at.look} repeats"
         )
 
-    return next_round
+    def _keep(self, at: Look) -> None:
+        verdicts = {
+            f"{v.config.workload} {v.config.variant}@{v.config.threads} vs "
+            f"{v.baseline.variant}@{v.baseline.threads}": (
+                {"verdict": v.comparison.verdict, "ratio": round(v.comparison.ratio.value, 4)}
+                if v.comparison is not None
+                else {"verdict": "undecided", "ratio": None}
+            )
+            for wv in at.verdicts
+            for v in wv.verdicts.values()
+        }
+        at_s = round(self.spent_before + self.clock() - self.started, 1)
+        if self.looks and self.looks[-1]["after_repeats"] == at.look:
+            return  # the same look again (a round that only filled gaps): keep the first
+        self.looks.append({"after_repeats": at.look, "at_s": at_s, "verdicts": verdicts})
 
 
 def plan_window(spec: MatrixSpec, stored: Mapping[str, AnyResult], first_look: int) -> None:

@@ -9,12 +9,18 @@ A machine that is never quiet must not cost the full wait before every cell: aft
 ``SUSTAINED_AFTER`` waits in a row ran out, the load is taken as sustained and each
 wait measures one window only (and the run stops re-running disturbed cells, which
 would be disturbed again), until a wait finds quiet again.
+
+A worker whose priority shields it from other sessions (tfvariants.execute.priority)
+does not need quiet to measure cleanly: after such a cell came out undisturbed, the
+next cell starts without waiting (``shielded``; nothing is measured before it). The
+cell's own measurement stays the judge: one disturbed or unshielded cell, and the
+waits are back.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -32,6 +38,7 @@ class QuietWait:
     limit: float
     max_wait_s: float
     sustained: bool = False  # the load was sustained: one window measured, no wait
+    shielded: bool = False  # not waited: the last cell's raised priority kept it clean
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -81,16 +88,35 @@ class QuietGate:
         limit: float,
         max_wait_s: float,
         wait: Callable[..., QuietWait] = wait_for_quiet,
+        disturbed: Callable[[Mapping[str, Any]], str | None] | None = None,
     ) -> None:
         self.limit, self.max_wait_s = limit, max_wait_s
         self._wait = wait
+        self._disturbed = disturbed  # the run's rule (interference.disturbance)
         self.misses = 0  # waits in a row that ran out
+        self.shielded = False  # the last cell ran shielded and came out undisturbed
 
     @property
     def sustained(self) -> bool:
         return self.misses >= SUSTAINED_AFTER
 
+    def observe(self, result: Mapping[str, Any]) -> None:
+        """After each cell: did its raised priority keep it undisturbed?"""
+        runner, cpu = result.get("runner"), result.get("cpu")
+        got = runner.get("priority") if isinstance(runner, Mapping) else None
+        others = cpu.get("others_share") if isinstance(cpu, Mapping) else None
+        self.shielded = bool(
+            isinstance(got, Mapping)
+            and got.get("shielded") is True
+            and result.get("status") == "ok"
+            and isinstance(others, (int, float))  # measured, not merely unrecorded
+            and self._disturbed is not None
+            and self._disturbed(result) is None
+        )
+
     def __call__(self, cpus: Sequence[int]) -> QuietWait:
+        if self.shielded:
+            return QuietWait(0.0, None, None, self.limit, self.max_wait_s, shielded=True)
         sustained = self.sustained
         result = self._wait(cpus, limit=self.limit,
                             max_wait_s=0.0 if sustained else self.max_wait_s)  # fmt: skip

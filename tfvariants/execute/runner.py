@@ -7,6 +7,7 @@ Ctrl-C propagates, after the worker's process group has been stopped.
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
@@ -17,6 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from tfvariants.execute import priority as prio
 from tfvariants.execute.quiet import QuietWait
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.pinning import PinPlan, plan_pinning
@@ -93,6 +95,13 @@ def worker_request(
         requested=plan.to_dict(),
         backend=variant.backend,
     )
+
+
+@functools.cache
+def _autogroup_applies() -> str | None:
+    """Whether session groups decide between our workers and other programs (read once:
+    it is the host's configuration, not the cell's)."""
+    return prio.autogroup_applies()
 
 
 def _signal_name(code: int) -> str:
@@ -190,6 +199,7 @@ def run_cell(
     cells_dir: str | Path,
     topology: Topology | None = None,
     quiet: QuietGate | None = None,
+    priority: str = "normal",
 ) -> dict[str, Any]:
     """Run one training cell in a fresh worker; write and return its result.
 
@@ -208,6 +218,7 @@ def run_cell(
         config=config,
         timeout_s=options.timeout_s,
         quiet=quiet,
+        priority=priority,
     )
 
 
@@ -223,13 +234,16 @@ def run_request(
     module: str = "workloads.worker",
     keep: Callable[[Path, dict[str, Any]], None] | None = None,
     quiet: QuietGate | None = None,
+    priority: str = "normal",
 ) -> dict[str, Any]:
     """The one life of a cell, whatever it measures: skipped here, or one fresh worker
     (``python -m module``) given ``make_request(result_path)``, and exactly one result
     stored as ``cells_dir/<cell_id>.json``. ``keep(scratch, result)`` may copy what the
     worker left beside its result before the scratch folder goes. ``quiet(cpus)``, when
     given, waits for the cell's CPUs to be quiet just before the worker starts; what it
-    found is recorded as ``runner.quiet``."""
+    found is recorded as ``runner.quiet``, and it sees the result after (``observe``).
+    ``priority`` "raised" asks for the worker's session group at nice -20
+    (tfvariants.execute.priority); what it got is recorded as ``runner.priority``."""
     folder = RunFolder(Path(cells_dir).parent)
     cid = cell.cell_id
 
@@ -251,7 +265,9 @@ def run_request(
         )
         waited = quiet(plan.cpus) if quiet is not None else None
         with folder.log_file(cid) as log:
-            result = _execute(cell, variant, timeout_s, plan, command, env, scratch, log, config)
+            result = _execute(
+                cell, variant, timeout_s, plan, command, env, scratch, log, config, priority
+            )
         result["runner"] = {
             "host_id": host_id(),  # the worker's own may be a container's
             "variant_kind": variant.kind,
@@ -261,11 +277,17 @@ def run_request(
             "wall_s": result.pop("_wall_s", None),
             "log": str(folder.log_path(cid)),
         }
+        got = result.pop("_priority", None)
+        if got is not None:
+            result["runner"]["priority"] = got.to_json()
         if waited is not None:
             result["runner"]["quiet"] = waited.to_json()
         if keep is not None:
             keep(scratch, result)
         folder.write_cell(cid, result)
+        observe = getattr(quiet, "observe", None)
+        if observe is not None:
+            observe(result)
         return result
 
 
@@ -279,12 +301,18 @@ def _execute(
     scratch: Path,
     log: IO[bytes],
     config: dict[str, Any],
+    priority: str = "normal",
 ) -> dict[str, Any]:
+    on_host = variant.pins_on_host()
+    raise_it = priority == "raised" and on_host
+
     def preexec() -> None:
         _die_with_parent()
         # Pin before exec: TensorFlow sizes some pools from the affinity it starts with.
-        if variant.pins_on_host() and hasattr(os, "sched_setaffinity"):
+        if on_host and hasattr(os, "sched_setaffinity"):
             os.sched_setaffinity(0, plan.cpus)
+        if raise_it:  # after setsid: the worker's own session group
+            prio.raise_in_child()
 
     started = time.monotonic()
     try:
@@ -306,6 +334,12 @@ def _execute(
             "_exit_code": None,
             "_wall_s": 0.0,
         }  # fmt: skip
+    # Read while the worker runs: preexec ran before exec, and Popen returned after it.
+    got = (
+        prio.read_back(proc.pid, priority, _autogroup_applies())
+        if on_host
+        else prio.container(priority)
+    )
     code, timed_out = _wait_blocking(proc, timeout_s, command)
     wall = time.monotonic() - started
     log.flush()
@@ -320,6 +354,7 @@ def _execute(
         )  # fmt: skip
         res["_exit_code"] = code
         res["_wall_s"] = wall
+        res["_priority"] = got
         return res
 
     if timed_out:
@@ -347,4 +382,5 @@ def _execute(
         return failed("failed", f"worker wrote a result but exited with code {code}")
     result["_exit_code"] = code
     result["_wall_s"] = wall
+    result["_priority"] = got
     return result
