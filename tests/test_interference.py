@@ -318,3 +318,22 @@ def test_rounds_are_shuffled_by_the_seed_and_replayed_by_it():
     assert other != cells
     plain = plan_cells(MatrixSpec(spec.variants, spec.threads, spec.workloads, 1, {}))
     assert plain[0].cell_id == "mnist_cnn__local__t1__r0"  # no seed: the declared order
+
+
+def test_run_queue_wait_sums_each_threads_growth_and_counts_new_threads_whole(tmp_path):
+    def tasks(delays: dict[str, int]) -> str:
+        for tid, ns in delays.items():
+            (tmp_path / tid).mkdir(exist_ok=True)
+            (tmp_path / tid / "schedstat").write_text(f"123 {ns} 7\n")
+        return str(tmp_path)
+
+    before = cpuload.run_delays(tasks({"10": 1_000_000_000, "11": 500_000_000}))
+    after = cpuload.run_delays(tasks({"10": 1_300_000_000, "11": 600_000_000, "12": 50_000_000}))
+    assert cpuload.runq_wait_s(before, after) == pytest.approx(0.45)
+    assert cpuload.runq_wait_s(None, after) is None
+    assert cpuload.run_delays(str(tmp_path / "missing")) is None
+    # A real reading of this process: a spinning thread's wait only grows.
+    first = cpuload.run_delays()
+    assert first and all(v >= 0 for v in first.values())
+    usage = cpuload.usage(cpuload.snapshot(), cpuload.snapshot(), [0])
+    assert 0 <= usage["runq_wait_share"] < 1

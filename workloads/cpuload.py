@@ -3,8 +3,16 @@ readable; anything unreadable is simply left out).
 
 A snapshot before and after the measured part gives: this process's CPU time (so CPU
 utilisation = CPU time / wall time / CPUs pinned), the busy share of the pinned CPUs
-taken by OTHER processes, the hypervisor's steal share, the load average, and the
-current CPU frequency.
+taken by OTHER processes, the hypervisor's steal share, the load average, the current
+CPU frequency, and this process's run-queue wait share.
+
+Others' share counts every cycle someone else used, also those our threads did not
+want (between steps, while one thread of two waits on the other). That is the harm
+when everything runs at one priority, but a worker raised above the others
+(tfvariants.execute.priority) takes its CPU back as soon as it wants it: then the
+run-queue wait (schedstat: the time our threads were ready to run but waited for a
+CPU, summed over threads, per pinned CPU-second) is what the neighbours cost it. It
+includes waits behind our own threads, the share a quiet machine shows too.
 """
 
 from __future__ import annotations
@@ -35,8 +43,26 @@ def _cpu_seconds() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
+def run_delays(task_dir: str = "/proc/self/task") -> dict[str, int] | None:
+    """Each of this process's threads' run-queue wait so far, in ns (the second field of
+    /proc/<pid>/task/<tid>/schedstat); None where the kernel does not keep it."""
+    out: dict[str, int] = {}
+    try:
+        tids = os.listdir(task_dir)
+    except OSError:
+        return None
+    for tid in tids:
+        try:
+            with open(f"{task_dir}/{tid}/schedstat", encoding="ascii") as fh:
+                out[tid] = int(fh.read().split()[1])
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that just ended
+    return out or None
+
+
 def snapshot() -> dict[str, Any]:
-    return {"wall": time.perf_counter(), "cpu_s": _cpu_seconds(), "stat": proc_stat()}
+    return {"wall": time.perf_counter(), "cpu_s": _cpu_seconds(), "stat": proc_stat(),
+            "delays": run_delays()}  # fmt: skip
 
 
 def _loadavg() -> list[float] | None:
@@ -79,7 +105,20 @@ def usage(before: dict[str, Any], after: dict[str, Any], cpus: Sequence[int]) ->
         out["steal_share"] = steal
         # Busy time on our CPUs that was not ours: other processes competing.
         out["others_share"] = max(busy * total_s - cpu_s, 0.0) / total_s
+    wait = runq_wait_s(before.get("delays"), after.get("delays"))
+    if wait is not None and wall > 0 and pinned:
+        out["runq_wait_share"] = wait / (wall * len(pinned))
     return out
+
+
+def runq_wait_s(before: dict[str, int] | None, after: dict[str, int] | None) -> float | None:
+    """Seconds this process's threads waited on a run queue between two readings: a
+    thread's growth since the first reading, or all of it for one started since (a
+    thread that ended in between is missed: its wait is gone with it)."""
+    if before is None or after is None:
+        return None
+    ns = sum(max(d - before.get(tid, 0), 0) for tid, d in after.items())
+    return ns / 1e9
 
 
 def busy_shares(
