@@ -336,4 +336,4 @@ def test_run_queue_wait_sums_each_threads_growth_and_counts_new_threads_whole(tm
     first = cpuload.run_delays()
     assert first and all(v >= 0 for v in first.values())
     usage = cpuload.usage(cpuload.snapshot(), cpuload.snapshot(), [0])
-    assert 0 <= usage["runq_wait_share"] < 1
+    assert usage["runq_wait_share"] >= 0
