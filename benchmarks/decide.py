@@ -27,7 +27,7 @@ needs, for the first method: false "different" <= 5 % in every A/A scenario, a 2
 slowdown at 10 % noise found (slower, decided) in >= 90 % of trials within 20 repeats
 also with drift and with 5 % outliers, and the interval missing the truth no more often
 than its label allows for the interval a run stops at (5 %: the level over all looks
-together; each look's own 98.75 % does not hold for an interval chosen by stopping) in
+together; each look's own 98.2 % does not hold for an interval chosen by stopping) in
 every scenario. "ratio" is the median estimate: pooled repeats under drift are biased.
 """
 
@@ -42,6 +42,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from tfvariants.analyze import adaptive, stats
+from tfvariants.analyze.looks import Looks, per_look_alpha
 
 Draw = Callable[[random.Random], float]
 METHODS = ("auto", "paired", "common", "pooled")
@@ -97,7 +98,7 @@ class Outcome:
 Rounds = dict[int, float]
 
 
-def judge(method: str, a: Mapping[int, float], b: Mapping[int, float], looks: int,
+def judge(method: str, a: Mapping[int, float], b: Mapping[int, float], looks: Looks,
           min_effect: float, confidence: float) -> stats.Comparison:  # fmt: skip
     """A versus B by one method."""
     kw = {"min_effect": min_effect, "confidence": confidence, "looks": looks}
@@ -133,13 +134,13 @@ def run_adaptive(
             open_pairs = [
                 (x, y)
                 for x, y in (("A", "B"), ("C", "B"))
-                if judge(method, data[x], data[y], rule.k, min_effect, confidence).verdict
+                if judge(method, data[x], data[y], rule.looks, min_effect, confidence).verdict
                 == "undecided"
             ]
             active = {c for pair in open_pairs for c in pair}
             if not active:
                 break
-    final = judge(method, data["A"], data["B"], rule.k, min_effect, confidence)
+    final = judge(method, data["A"], data["B"], rule.looks, min_effect, confidence)
     return Outcome(final.verdict, final.ratio, len(data["A"]))
 
 
@@ -206,8 +207,8 @@ def run_all(trials: int, seed: int, methods: tuple[str, ...] = ("paired",),
 
 def together_miss(rule: adaptive.StoppingRule, confidence: float) -> float:
     """What the label guarantees for the one interval a run stops at: 1 - confidence over
-    all K looks together (each look's own level, 1 - alpha/K, does not hold for an
-    interval chosen by stopping: an A/A run that stops "different" missed by definition)."""
+    all K looks together (each look's own level does not hold for an interval chosen by
+    stopping: an A/A run that stops "different" missed by definition)."""
     return 1 - confidence
 
 
@@ -218,7 +219,7 @@ def verdict(rows: list[dict], method: str, rule: adaptive.StoppingRule,
     power = min(r["found"] for r in mine if r["power_check"])
     miss = max(r["interval_miss"] for r in mine)
     limit = together_miss(rule, confidence)
-    per_look = (1 - confidence) / rule.k
+    per_look = per_look_alpha(confidence, rule.looks)
     lines = [
         f"{method}: false 'different' (worst A/A scenario): {fp:.1%} (limit 5%)",
         f"{method}: 20% slower at 10% noise found within {rule.max_repeats} repeats (worst of "
@@ -243,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     rule = adaptive.stopping_rule(stats.DEFAULT_REPEATS)
     print(f"stopping rule: looks at {list(rule.looks)} repeats per configuration "
-          f"(K={rule.k}, each a {stats.percent(1 - 0.05 / rule.k)} interval); min effect "
+          f"(K={rule.k}, each a {stats.percent(1 - per_look_alpha(0.95, rule.looks))} interval: "
+          "repeated confidence intervals, tfvariants.analyze.looks); min effect "
           f"{stats.MIN_EFFECT:.0%}; companion C = {COMPANION}x B; {args.trials} trials per "
           "scenario and method")  # fmt: skip
     rows = run_all(args.trials, args.seed, methods, rule)

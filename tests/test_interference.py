@@ -337,3 +337,31 @@ def test_run_queue_wait_sums_each_threads_growth_and_counts_new_threads_whole(tm
     assert first and all(v >= 0 for v in first.values())
     usage = cpuload.usage(cpuload.snapshot(), cpuload.snapshot(), [0])
     assert usage["runq_wait_share"] >= 0
+
+
+def test_a_shielded_worker_is_judged_by_its_run_queue_wait_not_others_share():
+    from tfvariants.store.cellresult import SHIELDED_SHARE
+
+    def result(others: float, runq: float | None, shielded: bool) -> dict:
+        cpu = {"others_share": others, "steal_share": 0.0}
+        if runq is not None:
+            cpu["runq_wait_share"] = runq
+        return {"status": "ok", "cpu": cpu,
+                "runner": {"priority": {"requested": "raised", "shielded": shielded}}}  # fmt: skip
+
+    # Under a sustained hog others fill what a raised worker leaves idle: not harm.
+    assert interference.disturbance(result(0.28, 0.22, True)) is None
+    why = interference.disturbance(result(0.28, 0.55, True))  # an equal-priority rival
+    assert why and "waited for a CPU 55%" in why and f"{SHIELDED_SHARE:.0%}" in why
+    assert "other processes used 28%" in interference.disturbance(result(0.28, 0.22, False))
+    # An older result without the wait: others' share at the normal limit.
+    assert interference.disturbance(result(0.28, None, True))
+    # Steal is the hypervisor's: no priority sheds it.
+    stolen = {**result(0.0, 0.1, True), "cpu": {"steal_share": 0.2, "runq_wait_share": 0.1}}
+    assert "hypervisor stole 20%" in interference.disturbance(stolen)
+    # The parsed result agrees (the report and the rounds use it).
+    raw = make_result(repeat=0)
+    raw.update(result(0.28, 0.22, True))
+    assert parse_training(raw).disturbed is False
+    raw["cpu"]["runq_wait_share"] = 0.5
+    assert parse_training(raw).disturbed is True

@@ -93,9 +93,49 @@ def test_confidence_and_looks_change_the_interval():
     narrow = stats.compare(a, b, confidence=0.80)
     looks4 = stats.compare(a, b, looks=4)
     assert narrow.ratio.lo >= wide.ratio.lo and narrow.ratio.hi <= wide.ratio.hi
-    assert looks4.ratio.coverage >= 1 - 0.05 / 4 and looks4.ratio.looks == 4
+    assert looks4.ratio.coverage >= 1 - 0.0182 and looks4.ratio.looks == 4
+    assert "per look (95.0% over all 4 looks together)" in looks4.ratio.label
+    assert looks4.ratio.lo >= wide.ratio.lo  # between one look at 95 % and Bonferroni's
     with pytest.raises(ValueError):
         stats.compare(a, b, confidence=1.5)
+    with pytest.raises(ValueError):
+        stats.compare(a, b, looks=(10, 5))  # looks are increasing repeat counts
+
+
+@pytest.mark.parametrize(("k", "c"), [(2, 2.178), (3, 2.289), (4, 2.361), (5, 2.413)])
+def test_per_look_level_matches_pococks_published_constants(k, c):
+    """Pocock (1977), two-sided 5 %, K equally spaced looks; the default rule's looks
+    after 5, 10, 15, 20 repeats are such looks."""
+    from statistics import NormalDist
+
+    from tfvariants.analyze import looks
+
+    alpha = looks.per_look_alpha(0.95, k)
+    assert NormalDist().inv_cdf(1 - alpha / 2) == pytest.approx(c, abs=0.0015)
+    assert looks.per_look_alpha(0.95, tuple(5 * (i + 1) for i in range(k))) == alpha
+    assert 0.05 / k < alpha < 0.05  # less strict than Bonferroni, stricter than one look
+
+
+def test_per_look_level_holds_all_looks_together_by_simulation():
+    """The claim itself, on the Brownian motion the computation assumes: with unequal
+    spacing, K looks at the computed level miss together in about alpha of the runs."""
+    import random
+    from statistics import NormalDist
+
+    from tfvariants.analyze import looks
+
+    planned = (3, 9, 14, 20)
+    c = NormalDist().inv_cdf(1 - looks.per_look_alpha(0.95, planned) / 2)
+    rng, runs, crossed = random.Random(7), 20000, 0
+    for _ in range(runs):
+        w, n = 0.0, 0
+        for m in planned:
+            w += sum(rng.gauss(0, 1) for _ in range(m - n))
+            n = m
+            if abs(w) / n**0.5 > c:
+                crossed += 1
+                break
+    assert 0.045 < crossed / runs < 0.055
 
 
 def test_bimodal_repeats_are_named_in_plain_words():

@@ -87,7 +87,7 @@ def _report_and_rounds(folder, run, baseline=None, requested=None):
 def test_report_and_rounds_give_the_same_baseline_and_verdicts(tmp_path, baseline, requested):
     folder, run = _agreement_folder(tmp_path)
     a, look = _report_and_rounds(folder, run, baseline, requested)
-    assert look.look == 10 and a.settings.looks == RULE.k
+    assert look.look == 10 and a.settings.looks == RULE.looks
     by_workload = {wv.workload: wv for wv in look.verdicts}
     for w in a.workloads:
         wv = by_workload[w.name]

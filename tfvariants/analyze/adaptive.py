@@ -3,10 +3,11 @@
 Rounds of repeats run until every watched comparison is decided, the budget is spent,
 or the last look is reached. Looking after every round would inflate false positives;
 instead the data are looked at only at K planned repeat counts (e.g. 5, 10, 15, 20), and
-each look uses a (1 - alpha/K) interval (:func:`tfvariants.analyze.stats.compare` with
-``looks=K``), so the chance that ANY look's interval misses is at most alpha
-(Bonferroni). When the budget ends between looks, one last look is made at the repeats
-there are; it uses one of the unused K shares, so the guarantee still holds.
+each look's interval has the level that keeps the chance that ANY look's interval
+misses at alpha (repeated confidence intervals with Pocock's constant boundary:
+:mod:`tfvariants.analyze.looks`; 98.2 % per look for the default rule at 95 %). When the
+budget ends between looks, one last look is made at the repeats there are, in place of
+the planned looks not reached, at the same level.
 
 What is judged at a look is the report's own comparison
 (:func:`tfvariants.analyze.verdicts.workload_verdicts`, via

@@ -6,24 +6,33 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
+from tfvariants.analyze import looks as looks_mod
 from tfvariants.analyze import stats
+from tfvariants.analyze.looks import Looks
 
 
 @dataclass(frozen=True)
 class Settings:
     min_effect: float = stats.MIN_EFFECT
     confidence: float = stats.CONFIDENCE
-    looks: int = 1  # K looks of the adaptive stopping rule: each interval is 1 - alpha/K
+    # The looks of the adaptive stopping rule (their repeat counts, or K): each interval
+    # has the per-look level of tfvariants.analyze.looks.
+    looks: Looks = 1
+
+    @property
+    def k(self) -> int:
+        return looks_mod.count(self.looks)
 
     @property
     def level(self) -> float:
         """The level of each displayed ratio interval."""
-        return 1 - (1 - self.confidence) / self.looks
+        return 1 - looks_mod.per_look_alpha(self.confidence, self.looks)
 
     def describe(self) -> str:
         looks = (
-            f" over all {self.looks} looks ({stats.percent(self.level)} each, Bonferroni)"
-            if self.looks > 1
+            f" over all {self.k} looks together ({stats.percent(self.level)} each, "
+            "repeated confidence intervals)"
+            if self.k > 1
             else ""
         )
         return (
@@ -32,13 +41,19 @@ class Settings:
         )
 
 
-def run_looks(run: Mapping) -> int:
-    """K of the run's stopping rule (run.json "adaptive"), 1 for a fixed number of repeats."""
+def run_looks(run: Mapping) -> Looks:
+    """The looks of the run's stopping rule (run.json "adaptive"): their repeat counts, or
+    1 for a fixed number of repeats (and for a list that is not increasing counts)."""
     adaptive = run.get("adaptive")
     looks = adaptive.get("looks") if isinstance(adaptive, Mapping) else None
-    if isinstance(looks, list) and looks and all(isinstance(x, int) for x in looks):
-        return len(looks)
-    return 1
+    if not isinstance(looks, list) or not looks:
+        return 1
+    planned = tuple(looks)
+    try:
+        looks_mod.check(planned)
+    except ValueError:
+        return 1
+    return planned
 
 
 def choose_baseline(

@@ -19,12 +19,18 @@ alike). The limits were measured on this project's machines: docs/compare.md,
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from tfvariants.store import cellresult
-from tfvariants.store.cellresult import DISTURBED_SHARE, CellResult, finite_number, get_path
+from tfvariants.store.cellresult import (
+    DISTURBED_SHARE,
+    SHIELDED_SHARE,
+    CellResult,
+    finite_number,
+    get_path,
+)
 
 # Before a cell: wait until others used less than this share of its CPUs over the last
 # second, for at most QUIET_WAIT_S.
@@ -34,10 +40,14 @@ QUIET_WAIT_S = 30.0
 DISTURBED_RETRIES = 2
 POLICIES = ("auto", "exclude", "include")
 
-__all__ = ["DISTURBED_SHARE", "Interference", "disturbance", "summarise"]
+__all__ = ["DISTURBED_SHARE", "SHIELDED_SHARE", "Interference", "disturbance", "summarise"]
 
 
-def disturbance(result: Mapping[str, Any], limit: float = DISTURBED_SHARE) -> str | None:
+def disturbance(
+    result: Mapping[str, Any],
+    limit: float = DISTURBED_SHARE,
+    shielded_limit: float = SHIELDED_SHARE,
+) -> str | None:
     """Why this result dict is disturbed, or None (not disturbed, not a successful
     cell, or no share recorded): the one rule, applied to an unparsed result."""
     if result.get("status") != "ok":
@@ -46,6 +56,9 @@ def disturbance(result: Mapping[str, Any], limit: float = DISTURBED_SHARE) -> st
         finite_number(get_path(result, "cpu", "others_share")),
         finite_number(get_path(result, "cpu", "steal_share")),
         limit,
+        runq_wait_share=finite_number(get_path(result, "cpu", "runq_wait_share")),
+        shielded=cellresult.worker_shielded(result),
+        shielded_limit=shielded_limit,
     )
 
 
@@ -55,6 +68,7 @@ class Interference:
     unless used), and how long the cells waited for quiet."""
 
     limit: float = DISTURBED_SHARE
+    shielded_limit: float = SHIELDED_SHARE  # others' share limit for shielded workers
     policy: str = "auto"  # POLICIES
     included: bool = False  # the verdicts use disturbed results (policy, or auto: most were)
     disturbed: list[tuple[str, str]] = field(default_factory=list)  # (cell id, why)
@@ -80,7 +94,13 @@ class Interference:
             return ""
         text = (
             f"{len(self.disturbed)} of {self.cells} cells were disturbed (other processes or "
-            f"steal above {self.limit:.0%} of their pinned CPUs)"
+            f"steal above {self.limit:.0%} of their pinned CPUs"
+            + (
+                f"; for workers at raised priority, their threads waiting for a CPU above "
+                f"{self.shielded_limit:.0%} of the time)"
+                if self.shielded
+                else ")"
+            )
         )
         if self.disturbed and self.included and self.policy == "auto":
             text += (
@@ -142,7 +162,8 @@ def summarise(
         raise ValueError(f"disturbed policy {policy!r}: expected one of {', '.join(POLICIES)}")
     options = options or {}
     limit = cellresult.disturbed_limit({"options": options})
-    summary = Interference(limit=limit, policy=policy)
+    shielded_limit = cellresult.shielded_limit({"options": options})
+    summary = Interference(limit=limit, policy=policy, shielded_limit=shielded_limit)
     summary.quiet_wait_s = finite_number(options.get("quiet_wait_s"))
     rounds: dict[tuple[Any, int], list[CellResult]] = {}
     for r in results:
@@ -164,7 +185,7 @@ def summarise(
             continue
         summary.cells += 1
         if r.disturbed:
-            why = cellresult.disturbance(r.others_share, r.steal_share, limit)
+            why = disturbance(r.raw, limit, shielded_limit)
             summary.disturbed.append((r.cell_id, why or "disturbed"))
         rounds.setdefault((r.key, r.round), []).append(r)
     summary.unclean_rounds = sum(1 for rs in rounds.values() if all(r.disturbed for r in rs))
@@ -185,3 +206,10 @@ def policy_of(options: Mapping[str, Any], given: str | None = None) -> str:
 def limit_of(options: Mapping[str, Any]) -> float:
     """The run's disturbed limit (run.json options.disturbed_share), else the default."""
     return cellresult.disturbed_limit({"options": options})
+
+
+def rule_of(options: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], str | None]:
+    """The run's disturbed rule over a result dict, with both its limits."""
+    limit = limit_of(options)
+    shielded = cellresult.shielded_limit({"options": options})
+    return lambda result: disturbance(result, limit, shielded)

@@ -363,7 +363,8 @@ def as_throughput(cmp: stats.Comparison | None) -> stats.Comparison | None:
     if cmp is None:
         return None
     r = cmp.ratio
-    inv = stats.Interval(1 / r.value, 1 / r.hi, 1 / r.lo, r.method, r.n, r.coverage, r.looks)
+    inv = stats.Interval(1 / r.value, 1 / r.hi, 1 / r.lo, r.method, r.n, r.coverage, r.looks,
+                         r.together)  # fmt: skip
     return stats.Comparison(inv, cmp.verdict, cmp.reasons, cmp.more_repeats, cmp.min_effect)
 
 

@@ -18,9 +18,11 @@ TensorFlow or a scientific stack installed. docs/compare.md explains it for user
       at least e with the stated confidence);
     - "equivalent": the interval lies entirely inside the band;
     - "undecided":  anything else, with an estimate of how many repeats would decide.
-* Repeated looks (adaptive rounds) split the error rate: with K looks each interval
-  is a (1 - alpha/K) interval, so all K together hold with 1 - alpha (Bonferroni). The
-  label says the level is per look.
+* Repeated looks (adaptive rounds) share the error rate: with K looks each interval has
+  the per-look level that makes all K hold together with 1 - alpha (repeated confidence
+  intervals, Pocock's constant boundary: tfvariants.analyze.looks; 98.2 % each for the
+  default looks after 5, 10, 15, 20 repeats at 95 %). The label says the level is per
+  look and what holds together.
 * The exact interval needs enough repeats to exist: at 95 % and one look, 4 per side
   (smallest two-sided p of 4 vs 4 is 2/70 = 0.029); with 4 looks, 5 per side.
 """
@@ -31,15 +33,17 @@ import math
 import random
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from tfvariants.analyze import looks as looks_mod
 from tfvariants.analyze import ranktests
+from tfvariants.analyze.looks import Looks
 
 CONFIDENCE = 0.95
 MIN_EFFECT = 0.05
 UNSTABLE_SPREAD = 0.10
 MIN_REPEATS = 4  # smallest n per side for which a 95 % one-look ratio interval exists
-DEFAULT_REPEATS = 5  # the default: decidable with up to 4 looks (2/252 < 0.05/4)
+DEFAULT_REPEATS = 5  # the default: decidable with 4 looks (2/252 < 0.0182, per look)
 VERDICTS = ("different", "equivalent", "undecided", "baseline")
 MAX_MORE = 500  # "about N more repeats" above this is reported as not practical
 BAND_TOLERANCE = 1e-9  # on the log scale: log(63) - log(60) and log(1.05) differ by 1e-16
@@ -90,6 +94,7 @@ class Interval:
     n: int = 0
     coverage: float | None = None  # the interval's actual coverage (None: no interval)
     looks: int = 1
+    together: float | None = None  # with looks > 1: the level all looks hold together
 
     @property
     def has_interval(self) -> bool:
@@ -116,10 +121,9 @@ class Interval:
                 "ratio of medians; approximate interval (both intervals combined on the log scale)"
             )
         looks = ""
-        if self.looks > 1 and self.coverage is not None:
-            # Bonferroni: what holds for the one interval a run stops at is the together level.
-            together = percent(max(0.0, 1 - self.looks * (1 - self.coverage)))
-            looks = f" per look (at least {together} over all {self.looks} looks)"
+        if self.looks > 1 and self.coverage is not None and self.together is not None:
+            # What holds for the one interval a run stops at is the together level.
+            looks = f" per look ({percent(self.together)} over all {self.looks} looks together)"
         if self.method in ("hodges-lehmann", "hodges-lehmann-approx"):
             approx = ", normal approximation" if self.method.endswith("approx") else ""
             return f"Hodges-Lehmann ratio; {cov} Mann-Whitney interval{looks}{approx}"
@@ -171,13 +175,20 @@ def _finite(values: Sequence[float]) -> list[float]:
     return out
 
 
-def _check_settings(min_effect: float, confidence: float, looks: int) -> None:
+def _check_settings(min_effect: float, confidence: float, looks: Looks) -> float:
+    """Checks the settings; returns each look's two-sided error rate."""
     if not (math.isfinite(min_effect) and min_effect >= 0):
         raise ValueError(f"min_effect must be a finite number >= 0, got {min_effect}")
     if not 0 < confidence < 1:  # also refuses NaN
         raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
-    if isinstance(looks, bool) or not isinstance(looks, int) or looks < 1:
-        raise ValueError(f"looks must be a whole number >= 1, got {looks!r}")
+    return looks_mod.per_look_alpha(confidence, looks)
+
+
+def _labelled(c: Comparison, confidence: float) -> Comparison:
+    """The ratio labelled with the level its looks hold together."""
+    if c.ratio.looks <= 1:
+        return c
+    return replace(c, ratio=replace(c.ratio, together=confidence))
 
 
 def moses_rank(n: int, m: int, alpha: float) -> int:
@@ -354,7 +365,7 @@ def _single(la: Sequence[float], lb: Sequence[float], looks: int, min_n: int,
     r = _exp(_median(sorted(la)) - _median(sorted(lb)))
     n = min(len(la), len(lb))
     return Comparison(
-        Interval(r, r, r, "single", n, None, looks),
+        Interval(r, r, r, "single", n, None, looks),  # no interval: nothing held together
         "undecided",
         ("one measurement on a side: no interval, nothing can be decided",),
         min_n - n,
@@ -368,24 +379,25 @@ def compare(
     *,
     min_effect: float = MIN_EFFECT,
     confidence: float = CONFIDENCE,
-    looks: int = 1,
+    looks: Looks = 1,
 ) -> Comparison:
     """Compare repeats a and b of a lower-is-better quantity (times, costs): a / b.
 
     Interval and verdict come from the same Hodges-Lehmann / Mann-Whitney interval of
-    log(a) - log(b) at level 1 - (1 - confidence) / looks (per look). It assumes both
+    log(a) - log(b) at each look's level (tfvariants.analyze.looks; ``looks``: K, or the
+    planned repeat counts). It assumes both
     sides have the same shape of noise; with very unequal noise (2 % against 50 %) it
     calls identical medians "different" a little more often than its label says, and with
     drift it compares whatever rounds each side ran. Repeats from the same rounds should
     use :func:`compare_rounds` instead."""
-    _check_settings(min_effect, confidence, looks)
+    alpha = _check_settings(min_effect, confidence, looks)
+    k = looks_mod.count(looks)
     la, lb = _logs(a), _logs(b)
     if not la or not lb:
         raise ValueError("no values")
-    alpha = (1 - confidence) / looks
     min_n = smallest_decidable_n(alpha)
     if len(la) < 2 or len(lb) < 2:
-        return _single(la, lb, looks, min_n, min_effect)
+        return _single(la, lb, k, min_n, min_effect)
     est, lo, hi, coverage, exact = _two_sample(la, lb, alpha)
     n = min(len(la), len(lb))
     spread = math.sqrt(
@@ -394,12 +406,12 @@ def compare(
     )
     z = statistics.NormalDist().inv_cdf(1 - alpha / 2)
     e = _Estimate(
-        est, lo, hi, coverage, "hodges-lehmann" if exact else "hodges-lehmann-approx", n, looks,
+        est, lo, hi, coverage, "hodges-lehmann" if exact else "hodges-lehmann-approx", n, k,
         z * spread * math.sqrt(2 / n) if spread > 0 else None, min_n,
         f"{len(la)} vs {len(lb)} repeats are too few for a {percent(1 - alpha)} interval "
         f"(needs {min_n} per side)",
     )  # fmt: skip
-    return _verdict(e, min_effect)
+    return _labelled(_verdict(e, min_effect), confidence)
 
 
 def _mad(xs: Sequence[float]) -> float:
@@ -435,7 +447,7 @@ def compare_rounds(
     *,
     min_effect: float = MIN_EFFECT,
     confidence: float = CONFIDENCE,
-    looks: int = 1,
+    looks: Looks = 1,
     method: str = "auto",
 ) -> Comparison:
     """Compare two configurations on the rounds both ran: other / base.
@@ -451,14 +463,14 @@ def compare_rounds(
     :func:`compare` is for values without rounds (e.g. summaries merged across runs).
 
     The result is a :class:`Comparison` like :func:`compare`'s (ratio other/base)."""
-    _check_settings(min_effect, confidence, looks)
+    alpha = _check_settings(min_effect, confidence, looks)
+    k = looks_mod.count(looks)
     if method not in ROUND_METHODS:
         raise ValueError(f"method must be one of {', '.join(ROUND_METHODS)}, got {method!r}")
     rounds = sorted(set(base) & set(other))
     if not rounds:
         raise ValueError("no round in common")
     lo_other, lo_base = _logs([other[r] for r in rounds]), _logs([base[r] for r in rounds])
-    alpha = (1 - confidence) / looks
     min_n = smallest_decidable_n(alpha, paired=True)
     if method == "auto":
         method = "paired" if _pairing_pays(lo_other, lo_base, min_n) else "unpaired"
@@ -466,19 +478,19 @@ def compare_rounds(
         return compare([other[r] for r in rounds], [base[r] for r in rounds],
                        min_effect=min_effect, confidence=confidence, looks=looks)  # fmt: skip
     if len(rounds) < 2:
-        return _single(lo_other, lo_base, looks, min_n, min_effect)
+        return _single(lo_other, lo_base, k, min_n, min_effect)
     d = [x - y for x, y in zip(lo_other, lo_base, strict=True)]
     est, lo, hi, coverage, exact = _paired(d, alpha)
     n = len(d)
     z = statistics.NormalDist().inv_cdf(1 - alpha / 2)
     sd = statistics.stdev(d)
     e = _Estimate(
-        est, lo, hi, coverage, "paired" if exact else "paired-approx", n, looks,
+        est, lo, hi, coverage, "paired" if exact else "paired-approx", n, k,
         z * sd / math.sqrt(n) if sd > 0 else None, min_n,
         f"{n} rounds in common are too few for a {percent(1 - alpha)} paired interval "
         f"(needs {min_n})",
     )  # fmt: skip
-    return _verdict(e, min_effect)
+    return _labelled(_verdict(e, min_effect), confidence)
 
 
 def ratio_interval(a: Interval, b: Interval) -> Interval:
@@ -516,7 +528,7 @@ def resolvable_ratio(
     *,
     min_effect: float = MIN_EFFECT,
     confidence: float = CONFIDENCE,
-    looks: int = 1,
+    looks: Looks = 1,
     trials: int = 200,
     seed: int = 0,
 ) -> float | None:
@@ -525,7 +537,7 @@ def resolvable_ratio(
     from the pooled residuals; the median interval half-width h gives (1+e)*exp(h)."""
     if len(residuals) < 4 or n < 2:
         return None
-    alpha = (1 - confidence) / looks
+    alpha = looks_mod.per_look_alpha(confidence, looks)
     if moses_rank(n, n, alpha) < 1:
         return None
     rng = random.Random(seed)

@@ -85,6 +85,10 @@ def add_interference_options(p: argparse.ArgumentParser) -> None:
                    help="a cell whose others' (or steal) share of its CPUs was above this is "
                    "disturbed: kept, listed, left out of the verdicts, and run again "
                    f"(default {interference.DISTURBED_SHARE * 100:.0f}%%)")  # fmt: skip
+    p.add_argument("--shielded-share", type=argtypes.fraction, default=None,
+                   help="a worker at raised priority (--priority) takes its CPU back when it "
+                   "wants it, so it is disturbed when its threads waited for a CPU more than "
+                   f"this share of the time (default {interference.SHIELDED_SHARE * 100:.0f}%%)")  # fmt: skip
     p.add_argument("--disturbed-retries", type=argtypes.retries, default=None,
                    help="attempts after a disturbed one, per cell, within the budget "
                    f"(default {interference.DISTURBED_RETRIES})")  # fmt: skip
@@ -117,6 +121,7 @@ def options_from(
         "quiet_share": given_or_stored("quiet_share", args.quiet_share, argtypes.fraction, interference.QUIET_SHARE),
         "quiet_wait_s": given_or_stored("quiet_wait_s", args.quiet_wait, argtypes.wait, interference.QUIET_WAIT_S),
         "disturbed_share": given_or_stored("disturbed_share", args.disturbed_share, argtypes.fraction, interference.DISTURBED_SHARE),
+        "shielded_share": given_or_stored("shielded_share", args.shielded_share, argtypes.fraction, interference.SHIELDED_SHARE),
         "disturbed_retries": given_or_stored("disturbed_retries", args.disturbed_retries, argtypes.retries, interference.DISTURBED_RETRIES),
         "disturbed_policy": given_or_stored("disturbed_policy", args.disturbed, str, "auto"),
         "priority": given_or_stored("priority", args.priority, str, PRIORITY_DEFAULT),
@@ -190,20 +195,18 @@ def quiet_gate(spec: Any) -> Any:
     wait_s = float(spec.options.get("quiet_wait_s") or 0.0)
     if wait_s <= 0:
         return None
-    limit = interference.limit_of(spec.options)
     return QuietGate(
         limit=float(spec.options["quiet_share"]),
         max_wait_s=wait_s,
-        disturbed=lambda result: interference.disturbance(result, limit),
+        disturbed=interference.rule_of(spec.options),
     )
 
 
 def retry_options(spec: Any, gate: Any = None) -> dict[str, Any]:
     """Matrix.run's disturbed-cell settings: the one classification, the retry count, and
     no retries while the gate finds the load sustained (they would be disturbed too)."""
-    limit = interference.limit_of(spec.options)
     return {
-        "disturbed": lambda result: interference.disturbance(result, limit),
+        "disturbed": interference.rule_of(spec.options),
         "retries": int(spec.options.get("disturbed_retries") or 0),
         "retry_now": (lambda: not gate.sustained) if gate is not None else None,
     }
@@ -330,7 +333,7 @@ class NextRoundHook:
                  baseline: Requested | None, min_effect: float, confidence: float,
                  spent_before: float = 0.0, clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
         self.spec, self.rule, self.baseline = spec, rule, baseline
-        self.settings = Settings(min_effect, confidence, rule.k)
+        self.settings = Settings(min_effect, confidence, rule.looks)
         configs = spec.configurations()
         self.order = {
             ConfigKey(w, v, t): (spec.workloads.index(w), configs.index((v, t)))

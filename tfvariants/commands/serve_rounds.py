@@ -1,7 +1,7 @@
 """`serve --budget`: which serving cells the next adaptive round needs (the Matrix asks).
 
 The same stopping rule as ``compare --budget`` (:mod:`tfvariants.analyze.adaptive`: K
-planned looks, each interval at 1 - alpha/K) and the same comparisons as the report:
+planned looks, each interval at the per-look level of tfvariants.analyze.looks) and the same comparisons as the report:
 the serving analysis (:func:`tfvariants.analyze.serving.model_reports`) is run on the
 repeats stored before the last look, and a configuration runs another round while one of
 its watched comparisons (:func:`tfvariants.analyze.serving.watched`) is undecided.
@@ -40,7 +40,7 @@ def make_next_round(
     from tfvariants.analyze.serving import model_reports, watched
 
     run = {"variants": list(spec.variants), "variant_info": spec.variant_info}
-    settings = Settings(spec.options["min_effect"], spec.options["confidence"], rule.k)
+    settings = Settings(spec.options["min_effect"], spec.options["confidence"], rule.looks)
     bound = float(spec.options["p99_bound_ms"])
     planned = plan_serve_cells(spec, range(1))
 
