@@ -114,7 +114,7 @@ def test_quick_compare_end_to_end_with_a_fake_runner(tmp_path, monkeypatch, caps
     assert (options.min_steady_s, options.min_steady_steps) == (6.0, 50)
     run = json.loads((tmp_path / "results/q/run.json").read_text())
     assert run["variants"] == ["local"] and run["threads"] == [1, 2] and run["options"]["quick"]
-    assert run["adaptive"]["budget_s"] == 600 and run["adaptive"]["looks"] == [5, 10, 15, 20]
+    assert run["adaptive"]["budget_s"] == 600 and run["adaptive"]["looks"] == [5, 7, 10, 15, 20]
     assert run["adaptive"]["rounds"] == [] and "decided" in run["adaptive"]["stopped"]
     (look,) = run["adaptive"]["looks_made"]  # when it was decided, and what
     assert look["after_repeats"] == 5 and look["at_s"] >= 0
@@ -124,7 +124,7 @@ def test_quick_compare_end_to_end_with_a_fake_runner(tmp_path, monkeypatch, caps
     assert run["options"]["priority"] == "raised" and set(fake.priorities) == {"raised"}
     assert run["variant_info"]["local"]["onednn"]["isa"] == "fake"  # the probe is stored
     html = (tmp_path / "reports/q/index.html").read_text()
-    assert "local@2" in html and html.count("<svg") == 2 and "4 looks" in html
+    assert "local@2" in html and html.count("<svg") == 2 and "5 looks" in html
     err = capsys.readouterr().err
     assert "10 ok, 0 failed" in err and "report: reports/q/index.html" in err
     assert "local@2 was 1.41x faster than local@1" in err

@@ -254,7 +254,7 @@ def test_adaptive_rounds_run_the_undecided_configurations_only(tmp_path):
 
     update_run(tmp_path / "b", adaptive=rule.to_json())
     sa = analyze_serving(tmp_path / "b", pricing=parse_pricing_option("gce-2017"))
-    assert sa.settings.looks == (5, 10, 15, 20) and sa.models[0].cheapest_decided
+    assert sa.settings.looks == (5, 7, 10, 15, 20) and sa.models[0].cheapest_decided
 
 
 def test_batching_is_a_swept_axis_with_its_charts(tmp_path):

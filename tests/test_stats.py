@@ -7,6 +7,7 @@ import pytest
 
 from tfvariants.analyze import adaptive, ranktests, stats
 from tfvariants.analyze.decide import choose_baseline
+from tfvariants.analyze.looks import per_look_alpha
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import decide  # noqa: E402  (the benchmark's fake runner, run here with fixed seeds)
@@ -174,9 +175,18 @@ def test_default_baseline_rules():
 
 
 def test_stopping_rule_has_a_few_fixed_looks():
+    # Evenly spaced, plus the first count with a paired interval at the rule's level.
     rule = adaptive.stopping_rule(5, 20, 4)
-    assert rule.looks == (5, 10, 15, 20) and rule.k == 4
+    assert rule.looks == (5, 7, 10, 15, 20) and rule.k == 5
     assert adaptive.stopping_rule(5, 5).looks == (5,)
+    assert adaptive.stopping_rule(5, 8).looks == (5, 6, 7, 8)  # already a look there
+    assert adaptive.stopping_rule(10, 20).looks == (10, 13, 17, 20)  # paired exists at 10
+    # At 99 % a paired interval needs more rounds than the second look: nothing added.
+    assert adaptive.stopping_rule(5, 20, confidence=0.99).looks == (5, 10, 15, 20)
+    # The added look keeps 5 vs 5 decidable and the paired interval at 7 rounds.
+    alpha = per_look_alpha(0.95, rule.looks)
+    assert stats.moses_rank(5, 5, alpha) == 2
+    assert stats.smallest_decidable_n(alpha, paired=True) == 7
 
 
 def test_simulated_error_rates_with_adaptive_stopping():

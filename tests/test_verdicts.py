@@ -25,7 +25,7 @@ from tfvariants.store.cellresult import (
 )
 from tfvariants.store.rundir import load_run_dir
 
-RULE = adaptive.stopping_rule(5, 20)  # looks after 5, 10, 15, 20 repeats
+RULE = adaptive.stopping_rule(5, 20)  # looks after 5, 7, 10, 15, 20 repeats
 
 
 def _run(variants, threads, workloads, repeats, info=None, looks=RULE.looks) -> dict:

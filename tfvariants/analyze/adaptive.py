@@ -2,10 +2,13 @@
 
 Rounds of repeats run until every watched comparison is decided, the budget is spent,
 or the last look is reached. Looking after every round would inflate false positives;
-instead the data are looked at only at K planned repeat counts (e.g. 5, 10, 15, 20), and
+instead the data are looked at only at K planned repeat counts (5, 7, 10, 15, 20 by
+default: evenly from the first to the maximum, plus the first count at which a paired
+interval exists, 7, so that rounds slowed together, which only the paired method sees
+through, are judged as soon as they can be), and
 each look's interval has the level that keeps the chance that ANY look's interval
 misses at alpha (repeated confidence intervals with Pocock's constant boundary:
-:mod:`tfvariants.analyze.looks`; 98.2 % per look for the default rule at 95 %). When the
+:mod:`tfvariants.analyze.looks`; 98.4 % per look for the default rule at 95 %). When the
 budget ends between looks, one last look is made at the repeats there are, in place of
 the planned looks not reached, at the same level.
 
@@ -17,6 +20,9 @@ What is judged at a look is the report's own comparison
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from tfvariants.analyze import looks as looks_mod
+from tfvariants.analyze import ranktests
 
 DEFAULT_LOOKS = 4
 DEFAULT_MAX_REPEATS = 20
@@ -38,13 +44,35 @@ class StoppingRule:
 
 
 def stopping_rule(
-    min_repeats: int, max_repeats: int = DEFAULT_MAX_REPEATS, k: int = DEFAULT_LOOKS
+    min_repeats: int,
+    max_repeats: int = DEFAULT_MAX_REPEATS,
+    k: int = DEFAULT_LOOKS,
+    confidence: float = 0.95,
 ) -> StoppingRule:
-    """K looks evenly spaced from min_repeats to max_repeats (fewer if they coincide)."""
+    """K looks evenly spaced from min_repeats to max_repeats (fewer if they coincide),
+    plus one at the first repeat count at which a paired interval exists at the rule's
+    per-look level, when that falls between the first two looks (see the module)."""
     if min_repeats < 1 or max_repeats < min_repeats or k < 1:
         raise ValueError("need 1 <= min_repeats <= max_repeats and k >= 1")
     if k == 1 or max_repeats == min_repeats:
         return StoppingRule(min_repeats, max_repeats, (max_repeats,) if k == 1 else (min_repeats,))
     step = (max_repeats - min_repeats) / (k - 1)
     looks = tuple(sorted({round(min_repeats + i * step) for i in range(k)}))
+    paired = _paired_first(looks, confidence)
+    if paired is not None and looks[0] < paired < looks[1]:
+        with_paired = tuple(sorted((*looks, paired)))
+        # The extra look lowers each look's level a little: it must still be the first
+        # count with a paired interval (it is at 95 %: 7 before and after).
+        if _paired_first(with_paired, confidence) == paired:
+            looks = with_paired
     return StoppingRule(min_repeats, max_repeats, looks)
+
+
+def _paired_first(looks: tuple[int, ...], confidence: float, limit: int = 60) -> int | None:
+    """The fewest rounds for which a paired (signed-rank) interval exists at each look's
+    level under these looks."""
+    alpha = looks_mod.per_look_alpha(confidence, looks)
+    for n in range(2, limit + 1):
+        if ranktests.signed_rank_rank(n, alpha)[0] >= 1:
+            return n
+    return None

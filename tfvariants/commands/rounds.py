@@ -150,7 +150,10 @@ def adaptive_hook(
     budget_s = spec.options.get("budget_s")
     if not budget_s:
         return None, None
-    rule = adaptive.stopping_rule(spec.repeats, int(spec.options["max_repeats"]))
+    rule = adaptive.stopping_rule(
+        spec.repeats, int(spec.options["max_repeats"]),
+        confidence=float(spec.options["confidence"]),
+    )  # fmt: skip
     hook = NextRoundHook(
         spec, rule, baseline=parse_baseline(baseline),
         min_effect=spec.options["min_effect"], confidence=spec.options["confidence"],

@@ -444,7 +444,10 @@ def run(args: argparse.Namespace) -> int:
         from tfvariants.analyze import adaptive
         from tfvariants.commands.serve_rounds import make_next_round
 
-        rule = adaptive.stopping_rule(spec.repeats, int(spec.options["max_repeats"]))
+        rule = adaptive.stopping_rule(
+            spec.repeats, int(spec.options["max_repeats"]),
+            confidence=float(spec.options["confidence"]),
+        )  # fmt: skip
         next_round = make_next_round(spec, rule, pricing=pricing, baseline=args.baseline)
         console.print(
             f"adaptive: looks after {', '.join(map(str, rule.looks))} repeats; more rounds only "
