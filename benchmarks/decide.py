@@ -27,7 +27,7 @@ needs, for the first method: false "different" <= 5 % in every A/A scenario, a 2
 slowdown at 10 % noise found (slower, decided) in >= 90 % of trials within 20 repeats
 also with drift and with 5 % outliers, and the interval missing the truth no more often
 than its label allows for the interval a run stops at (5 %: the level over all looks
-together; each look's own 98.2 % does not hold for an interval chosen by stopping) in
+together; each look's own 98.4 % does not hold for an interval chosen by stopping) in
 every scenario. "ratio" is the median estimate: pooled repeats under drift are biased.
 """
 

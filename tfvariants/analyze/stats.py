@@ -20,11 +20,11 @@ TensorFlow or a scientific stack installed. docs/compare.md explains it for user
     - "undecided":  anything else, with an estimate of how many repeats would decide.
 * Repeated looks (adaptive rounds) share the error rate: with K looks each interval has
   the per-look level that makes all K hold together with 1 - alpha (repeated confidence
-  intervals, Pocock's constant boundary: tfvariants.analyze.looks; 98.2 % each for the
-  default looks after 5, 10, 15, 20 repeats at 95 %). The label says the level is per
-  look and what holds together.
+  intervals, Pocock's constant boundary: tfvariants.analyze.looks; 98.4 % each for the
+  default looks after 5, 7, 10, 15, 20 repeats at 95 %). The label says the level is
+  per look and what holds together.
 * The exact interval needs enough repeats to exist: at 95 % and one look, 4 per side
-  (smallest two-sided p of 4 vs 4 is 2/70 = 0.029); with 4 looks, 5 per side.
+  (smallest two-sided p of 4 vs 4 is 2/70 = 0.029); with the default looks, 5 per side.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ CONFIDENCE = 0.95
 MIN_EFFECT = 0.05
 UNSTABLE_SPREAD = 0.10
 MIN_REPEATS = 4  # smallest n per side for which a 95 % one-look ratio interval exists
-DEFAULT_REPEATS = 5  # the default: decidable with 4 looks (2/252 < 0.0182, per look)
+DEFAULT_REPEATS = 5  # the default: decidable at the default looks (2/252 < 0.0162, per look)
 VERDICTS = ("different", "equivalent", "undecided", "baseline")
 MAX_MORE = 500  # "about N more repeats" above this is reported as not practical
 BAND_TOLERANCE = 1e-9  # on the log scale: log(63) - log(60) and log(1.05) differ by 1e-16

@@ -55,7 +55,7 @@ def round_values(
 # paired by round (Wilcoxon signed-rank) when one side is over 3x as noisy as the other or
 # the rounds move both sides together (drift, bursts). Unpaired alone gave 5.8 % false
 # "different" with 2 % vs 50 % noise and 87 % power under drift; auto 2.1 % and 91 %.
-# Below the 7 rounds a paired interval needs at 4 looks, auto pairs only when the spreads
+# Below the 7 rounds a paired interval needs at the default looks, auto pairs only when the spreads
 # differ over 8x, so a clear difference is still decided at the first look.
 ROUND_METHOD = "auto"
 

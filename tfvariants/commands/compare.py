@@ -51,7 +51,7 @@ def register(sub: Any) -> None:
     p.add_argument("--workloads", default=None, help="'all' (default) or a comma list")
     p.add_argument("--repeats", type=argtypes.repeats, default=None,
                    help="repeats per configuration (default 5, the fewest that can decide with "
-                   "--budget's 4 looks); with --budget: the repeats before the first look")  # fmt: skip
+                   "--budget's looks); with --budget: the repeats before the first look")  # fmt: skip
     rounds.add_options(p)
     p.add_argument("--epochs", type=argtypes.positive_int, default=None,
                    help="train whole epochs per cell instead of stopping after the steady window")  # fmt: skip
