@@ -195,7 +195,7 @@ class RunSummary:
         when = (
             f"at the look after {self.decided_after} repeats, {self.decided_at_s / 60:.1f} min"
             if self.decided_at_s is not None
-            else "at no look"
+            else "at any look"
         )
         return (
             f"{self.scenario} run {self.run}: {'DECIDED' if self.decided else 'not decided'} "

@@ -49,7 +49,7 @@ def test_summary_reads_verdicts_twin_and_disturbed_cells(tmp_path):
     assert (summary.raised, summary.shielded) == (1, 1)
     # No look recorded it: the final report alone does not count as decided.
     assert not summary.decided and summary.answer_s == 500.0
-    assert "not decided at no look" in summary.line()
+    assert "not decided at any look" in summary.line()
 
     from tfvariants.plan.spec import MatrixSpec
     from tfvariants.store.runfile import local_host, new_run

@@ -301,3 +301,15 @@ def test_report_says_per_configuration_where_it_ran_real_or_simulated(tmp_path):
                                                   for i in range(3)])  # fmt: skip
     write(local, tmp_path / "local.html")
     assert 'id="where-ran"' not in (tmp_path / "local.html").read_text()
+
+
+def test_a_variant_fixed_to_one_thread_count_is_planned_there_only():
+    """`--variants local,twin@2`: twin's cells at 1 thread were never planned, so the
+    report must not call them missing (it did, in every bench-noise run)."""
+    from tfvariants.analyze.coverage import planned_ids
+
+    run = {"variants": ["local", "twin"], "threads": [1, 2], "workloads": ["mnist_cnn"],
+           "repeats": 2, "fixed_threads": {"twin": 2}}  # fmt: skip
+    ids = planned_ids(run)
+    assert len(ids) == 6 and not [i for i in ids if "twin__t1" in i]
+    assert "mnist_cnn__twin__t2__r1" in ids

@@ -31,11 +31,14 @@ def usable_results(contents: RunContents) -> list[dict[str, Any]]:
 
 
 def planned_ids(run: dict[str, Any]) -> list[str]:
-    """Cell ids the run's matrix (run.json) planned; empty without run.json."""
+    """Cell ids the run's matrix (run.json) planned; empty without run.json. A variant
+    fixed to one thread count (``--variants twin@2``: run.json "fixed_threads") was
+    planned at that count only."""
+    fixed = run.get("fixed_threads") or {}
     return [
         cell_id(v, t, w, r)
         for v in run.get("variants", [])
-        for t in run.get("threads", [])
+        for t in ((fixed[v],) if v in fixed else run.get("threads", []))
         for w in run.get("workloads", [])
         for r in range(run.get("repeats", 0))
     ]

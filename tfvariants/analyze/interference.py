@@ -68,7 +68,7 @@ class Interference:
     unless used), and how long the cells waited for quiet."""
 
     limit: float = DISTURBED_SHARE
-    shielded_limit: float = SHIELDED_SHARE  # others' share limit for shielded workers
+    shielded_limit: float = SHIELDED_SHARE  # run-queue wait limit for shielded workers
     policy: str = "auto"  # POLICIES
     included: bool = False  # the verdicts use disturbed results (policy, or auto: most were)
     disturbed: list[tuple[str, str]] = field(default_factory=list)  # (cell id, why)

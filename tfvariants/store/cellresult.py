@@ -35,8 +35,9 @@ DISTURBED_SHARE = 0.10
 # includes waits behind its own threads, measured 5-13 % (1 thread) and 10-18 % (2
 # threads) on quiet cores and at most 24 % under `make bench-noise`'s hogs, where the
 # shielded cells' steady steps stayed within the machines' 10-30 % noise (x0.96 and x1.08
-# for 10-25 % others' share against under 10 %). A competitor at equal priority would
-# halve the CPU: a wait share of 50 % or more. So a shielded cell is disturbed when its
+# for 10-25 % others' share against under 10 %). A competitor at equal priority should
+# take about half of a contested CPU, a wait share near 50 % (reasoned, not measured).
+# So a shielded cell is disturbed when its
 # wait share is above this limit (options.shielded_share, --shielded-share); steal is
 # judged at DISTURBED_SHARE whatever the priority.
 SHIELDED_SHARE = 0.35
