@@ -29,7 +29,6 @@ from tfvariants.store.cellresult import (
     SHIELDED_SHARE,
     CellResult,
     finite_number,
-    get_path,
 )
 
 # Before a cell: wait until others used less than this share of its CPUs over the last
@@ -52,14 +51,7 @@ def disturbance(
     cell, or no share recorded): the one rule, applied to an unparsed result."""
     if result.get("status") != "ok":
         return None
-    return cellresult.disturbance(
-        finite_number(get_path(result, "cpu", "others_share")),
-        finite_number(get_path(result, "cpu", "steal_share")),
-        limit,
-        runq_wait_share=finite_number(get_path(result, "cpu", "runq_wait_share")),
-        shielded=cellresult.worker_shielded(result),
-        shielded_limit=shielded_limit,
-    )
+    return cellresult.result_disturbance(result, limit, shielded_limit)
 
 
 @dataclass

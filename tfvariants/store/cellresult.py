@@ -177,7 +177,7 @@ def disturbance(
 ) -> str | None:
     """The one rule for a disturbed cell: why it is ("other processes used 34% of its
     pinned CPUs (limit 10%)"), or None. Every caller (the retry, the rounds, the report)
-    comes here, through :func:`is_disturbed` or ``analyze/interference.disturbance``.
+    comes here, through :func:`result_disturbance` or ``analyze/interference.disturbance``.
     A ``shielded`` worker with a recorded run-queue wait is judged by that wait against
     ``shielded_limit`` instead of by others' share (see SHIELDED_SHARE)."""
     parts = []
@@ -196,25 +196,19 @@ def disturbance(
     return " and ".join(parts) if parts else None
 
 
-def is_disturbed(
-    others_share: float | None,
-    steal_share: float | None,
+def result_disturbance(
+    result: Mapping[str, Any],
     limit: float = DISTURBED_SHARE,
-    *,
-    runq_wait_share: float | None = None,
-    shielded: bool = False,
     shielded_limit: float = SHIELDED_SHARE,
-) -> bool:
-    return (
-        disturbance(
-            others_share,
-            steal_share,
-            limit,
-            runq_wait_share=runq_wait_share,
-            shielded=shielded,
-            shielded_limit=shielded_limit,
-        )  # fmt: skip
-        is not None
+) -> str | None:
+    """:func:`disturbance` over what a result dict recorded (any status)."""
+    return disturbance(
+        finite_number(get_path(result, "cpu", "others_share")),
+        finite_number(get_path(result, "cpu", "steal_share")),
+        limit,
+        runq_wait_share=finite_number(get_path(result, "cpu", "runq_wait_share")),
+        shielded=worker_shielded(result),
+        shielded_limit=shielded_limit,
     )
 
 
@@ -474,15 +468,7 @@ def parse_training(
         utilisation=finite_number(get_path(result, "cpu", "utilisation")),
         others_share=others,
         steal_share=steal,
-        disturbed=ok
-        and is_disturbed(
-            others,
-            steal,
-            disturbed_share,
-            runq_wait_share=finite_number(get_path(result, "cpu", "runq_wait_share")),
-            shielded=worker_shielded(result),
-            shielded_limit=shielded_share,
-        ),  # fmt: skip
+        disturbed=ok and result_disturbance(result, disturbed_share, shielded_share) is not None,
         wall_s=finite_number(get_path(result, "runner", "wall_s")),
         overhead=overhead_split(result) if ok else {},
         steady_windows_s=_steady_windows(result) if ok else (),
@@ -522,7 +508,8 @@ def parse_serving(
         server_cpus=tuple(x for x in cpus if isinstance(x, int)) if isinstance(cpus, list) else (),
         others_share=others,
         steal_share=steal,
-        disturbed=result.get("status") == "ok" and is_disturbed(others, steal, disturbed_share),
+        disturbed=result.get("status") == "ok"
+        and result_disturbance(result, disturbed_share) is not None,
         raw=result,
         max_batch_size=_int(c.get("max_batch_size"), 1),
         batch_timeout_ms=finite_number(c.get("batch_timeout_ms")) or DEFAULT_BATCH_TIMEOUT_MS,
