@@ -231,9 +231,8 @@ def summarise(out: Path, summary: RunSummary) -> None:
         summary.cells, summary.disturbed = quiet.cells, len(quiet.disturbed)
         summary.waited_s, summary.not_quiet = quiet.waited_s, quiet.not_quiet
         summary.raised, summary.shielded = quiet.raised, quiet.shielded
-    run_file = out / "run.json"
-    run = json.loads(run_file.read_text(encoding="utf-8")) if run_file.exists() else {}
-    looks = (run.get("adaptive") or {}).get("looks_made") or []
+    # run.json as the analysis read it (empty without one)
+    looks = (analysis.run.get("adaptive") or {}).get("looks_made") or []
     wanted = [f"{w} local@1 vs local@2" for w in summary.comparisons]
     for look in looks:
         said = [look["verdicts"].get(k) or {} for k in wanted]

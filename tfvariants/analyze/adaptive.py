@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tfvariants.analyze import looks as looks_mod
-from tfvariants.analyze import ranktests
+from tfvariants.analyze.stats import smallest_decidable_n
 
 DEFAULT_LOOKS = 4
 DEFAULT_MAX_REPEATS = 20
@@ -58,21 +58,18 @@ def stopping_rule(
         return StoppingRule(min_repeats, max_repeats, (max_repeats,) if k == 1 else (min_repeats,))
     step = (max_repeats - min_repeats) / (k - 1)
     looks = tuple(sorted({round(min_repeats + i * step) for i in range(k)}))
-    paired = _paired_first(looks, confidence)
-    if paired is not None and looks[0] < paired < looks[1]:
+    # Searched up to the second look: a count there or beyond adds nothing.
+    paired = _paired_first(looks, confidence, looks[1])
+    if looks[0] < paired < looks[1]:
         with_paired = tuple(sorted((*looks, paired)))
         # The extra look lowers each look's level a little: it must still be the first
         # count with a paired interval (it is at 95 %: 7 before and after).
-        if _paired_first(with_paired, confidence) == paired:
+        if _paired_first(with_paired, confidence, looks[1]) == paired:
             looks = with_paired
     return StoppingRule(min_repeats, max_repeats, looks)
 
 
-def _paired_first(looks: tuple[int, ...], confidence: float, limit: int = 60) -> int | None:
-    """The fewest rounds for which a paired (signed-rank) interval exists at each look's
-    level under these looks."""
-    alpha = looks_mod.per_look_alpha(confidence, looks)
-    for n in range(2, limit + 1):
-        if ranktests.signed_rank_rank(n, alpha)[0] >= 1:
-            return n
-    return None
+def _paired_first(looks: tuple[int, ...], confidence: float, limit: int) -> int:
+    """The fewest rounds (up to ``limit``) for which a paired interval exists at each
+    look's level under these looks."""
+    return smallest_decidable_n(looks_mod.per_look_alpha(confidence, looks), limit, paired=True)

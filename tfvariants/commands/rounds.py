@@ -382,6 +382,8 @@ class NextRoundHook:
         )
 
     def _keep(self, at: Look) -> None:
+        if self.looks and self.looks[-1]["after_repeats"] == at.look:
+            return  # the same look again (a round that only filled gaps): keep the first
         verdicts = {
             f"{v.config.workload} {v.config.variant}@{v.config.threads} vs "
             f"{v.baseline.variant}@{v.baseline.threads}": (
@@ -393,8 +395,6 @@ class NextRoundHook:
             for v in wv.verdicts.values()
         }
         at_s = round(self.spent_before + self.clock() - self.started, 1)
-        if self.looks and self.looks[-1]["after_repeats"] == at.look:
-            return  # the same look again (a round that only filled gaps): keep the first
         self.looks.append({"after_repeats": at.look, "at_s": at_s, "verdicts": verdicts})
 
 

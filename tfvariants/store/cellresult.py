@@ -529,7 +529,7 @@ def parse_results(
     devices = variant_devices(run, results.values())
     cpus = run.get("logical_cpus")
     run_cpus = cpus if isinstance(cpus, int) and not isinstance(cpus, bool) and cpus > 0 else None
-    limit = disturbed_limit(run)
+    limit, shielded = disturbed_limit(run), shielded_limit(run)
     out: dict[str, AnyResult] = {}
     for cid, r in results.items():
         device = devices.get(str(get_path(r, "cell", "variant")), "cpu")
@@ -541,7 +541,7 @@ def parse_results(
                 device=device,
                 run_cpus=run_cpus,
                 disturbed_share=limit,
-                shielded_share=shielded_limit(run),
+                shielded_share=shielded,
             )  # fmt: skip
         )
     return out
