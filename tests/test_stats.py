@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tfvariants.analyze import adaptive, ranktests, stats
+from tfvariants.analyze import adaptive, cautions, noise, ranktests, stats
 from tfvariants.analyze.decide import choose_baseline
 from tfvariants.analyze.looks import per_look_alpha
 
@@ -140,10 +140,10 @@ def test_per_look_level_holds_all_looks_together_by_simulation():
 
 
 def test_bimodal_repeats_are_named_in_plain_words():
-    text = stats.bimodal([2.7, 2.8, 5.0, 5.1, 2.75])
+    text = cautions.bimodal([2.7, 2.8, 5.0, 5.1, 2.75])
     assert text and "3 repeats near 2.75" in text and "2 near 5.05" in text
-    assert stats.bimodal([2.7, 2.8, 2.9, 2.75, 2.85]) is None
-    warns = stats.stability_warnings("mnist_cnn local@2", [2.7, 2.8, 5.0, 5.1, 2.75])
+    assert cautions.bimodal([2.7, 2.8, 2.9, 2.75, 2.85]) is None
+    warns = cautions.stability_warnings("mnist_cnn local@2", [2.7, 2.8, 5.0, 5.1, 2.75])
     assert [w.kind for w in warns] == ["bimodal"]
 
 
@@ -151,9 +151,9 @@ def test_resolvable_ratio_grows_with_noise_and_shrinks_with_repeats():
     rng = random.Random(0)
     quiet = [rng.gauss(0, 0.02) for _ in range(40)]
     loud = [rng.gauss(0, 0.2) for _ in range(40)]
-    assert stats.resolvable_ratio(quiet, 5) < stats.resolvable_ratio(loud, 5)
-    assert stats.resolvable_ratio(loud, 20) < stats.resolvable_ratio(loud, 5)
-    assert stats.resolvable_ratio(loud, 3) is None  # 3 vs 3 cannot resolve anything
+    assert noise.resolvable_ratio(quiet, 5) < noise.resolvable_ratio(loud, 5)
+    assert noise.resolvable_ratio(loud, 20) < noise.resolvable_ratio(loud, 5)
+    assert noise.resolvable_ratio(loud, 3) is None  # 3 vs 3 cannot resolve anything
 
 
 def test_default_baseline_rules():
@@ -335,7 +335,7 @@ def test_extreme_magnitudes_do_not_overflow():
     assert stats.compare([1e-320, 2e-320, 3e-320, 4e-320], [1.0, 2.0, 3.0, 4.0]).verdict == (
         "different"
     )
-    assert "inf" in (stats.bimodal([1e308, 1.1e308, 1e-308, 1.1e-308]) or "")
+    assert "inf" in (cautions.bimodal([1e308, 1.1e308, 1e-308, 1.1e-308]) or "")
 
 
 def test_compare_rounds_uses_only_common_rounds_and_cancels_drift():

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tfvariants.analyze import interference, stats, windows
+from tfvariants.analyze import cautions, interference, stats, windows
 from tfvariants.analyze.billing import no_price_reason
 from tfvariants.analyze.conclusions import conclude
 from tfvariants.analyze.coverage import cell_counts, first_cell_id, folder_warnings, usable_results
@@ -141,7 +141,7 @@ def analyze(
     times = round_values(cells, include_disturbed=quiet.included)  # what verdicts use
     ran = measured(cells)
 
-    all_warnings: list[stats.StatWarning] = []
+    all_warnings: list[cautions.StatWarning] = []
     over_threads: dict[int, list[str]] = {}
     for g in groups.values():
         _summarise(g, pricing, cpus, settings.confidence, include_disturbed=quiet.included)
@@ -151,7 +151,7 @@ def analyze(
     # One line per thread count, not one per cell: the same fact repeated drowns the rest.
     for threads, labels in sorted(over_threads.items()):
         configs = ", ".join(dict.fromkeys(labels))
-        all_warnings.insert(0, stats.oversubscribed_warning(configs, threads, cpus or 0))
+        all_warnings.insert(0, cautions.oversubscribed_warning(configs, threads, cpus or 0))
 
     all_warnings[:0] = folder_warnings(contents)
 
@@ -169,7 +169,7 @@ def analyze(
         _apply_verdicts(wr, found.verdicts, settings)
         if wr.baseline is None or wr.baseline.time is None:
             all_warnings.append(
-                stats.StatWarning(
+                cautions.StatWarning(
                     "no_baseline",
                     f"{w}: the baseline {baseline_label} has no successful runs, so no ratios",
                     "pick another --baseline (VARIANT@THREADS) or --resume the failed cells",
@@ -181,7 +181,7 @@ def analyze(
         for row in wr.parity:
             if row.outlier:
                 all_warnings.append(
-                    stats.StatWarning(
+                    cautions.StatWarning(
                         "accuracy_parity",
                         f"{w}: {row.variant} trains to a different result than {base_variant}: "
                         + "; ".join(row.flags),
@@ -195,7 +195,7 @@ def analyze(
     all_warnings += noise.warnings
     if quiet.disturbed:
         all_warnings.append(
-            stats.StatWarning("disturbed", quiet.sentence(), "run when the machine is quieter, "
+            cautions.StatWarning("disturbed", quiet.sentence(), "run when the machine is quieter, "
                               "or on a dedicated machine; the cells are listed in the report")
         )  # fmt: skip
 
@@ -253,7 +253,7 @@ def _run_baseline_label(
     return f"{chosen[0]}@{chosen[1]}"
 
 
-def _explain_spread(warning: stats.StatWarning, ok: list[CellResult]) -> stats.StatWarning:
+def _explain_spread(warning: cautions.StatWarning, ok: list[CellResult]) -> cautions.StatWarning:
     """An 'unstable' warning names its worst repeat, and whether other processes were
     using that cell's CPUs: a sceptic can then tell a noisy host from a noisy config."""
     timed = [(r.training_time_s, r) for r in ok if r.training_time_s]
@@ -266,7 +266,7 @@ def _explain_spread(warning: stats.StatWarning, ok: list[CellResult]) -> stats.S
     text = f"; the farthest repeat (r{r.round}) took {t / med:.2f}x the median"
     if r.others_share is not None and r.others_share >= 0.10:
         text += f", while other processes used {r.others_share:.0%} of its pinned CPUs"
-    return stats.StatWarning(warning.kind, warning.message + text, warning.hint)
+    return cautions.StatWarning(warning.kind, warning.message + text, warning.hint)
 
 
 def _summarise(
@@ -283,14 +283,14 @@ def _summarise(
     label = f"{g.workload} {g.label}"
     if g.oversubscribed:
         g.warnings.append(
-            stats.oversubscribed_warning(
+            cautions.oversubscribed_warning(
                 label, g.threads, cpus or int(g.threads / g.oversubscription_ratio)
             )
         )
     for status in ("failed", "timeout"):
         if g.n(status):
             g.warnings.append(
-                stats.StatWarning(
+                cautions.StatWarning(
                     status,
                     f"{label}: {g.n(status)} of {len(g.results)} repeats {status} ({'; '.join(g.reasons)[:200]})",
                     # the file to open, not a placeholder path
@@ -300,7 +300,7 @@ def _summarise(
             )
     if g.n("skipped"):
         g.warnings.append(
-            stats.StatWarning(
+            cautions.StatWarning(
                 "skipped",
                 f"{label} was skipped: {'; '.join(g.reasons)[:200]}",
                 "run it on a host that has what it needs",
@@ -322,7 +322,7 @@ def _summarise(
         value = median_of(r.overhead.get(name) for r in ok)
         if value is not None:
             g.overhead[name] = value
-    g.bimodal = stats.bimodal(g.times)
+    g.bimodal = cautions.bimodal(g.times)
     g.warmup_s = median_of(r.warmup_s for r in ok)
     g.samples_per_s = median_of(r.samples_per_s for r in ok)
     g.gflops_per_s = median_of(r.gflops_per_s for r in ok)
@@ -330,12 +330,12 @@ def _summarise(
     g.chance = next((r.chance_accuracy for r in ok if r.chance_accuracy is not None), None)
     rss = [r.peak_rss_bytes for r in ok if r.peak_rss_bytes]
     g.peak_rss_bytes = int(max(rss)) if rss else None
-    g.warnings += [_explain_spread(w, ok) for w in stats.stability_warnings(label, g.times)]
+    g.warnings += [_explain_spread(w, ok) for w in cautions.stability_warnings(label, g.times)]
     if pricing is not None:
         g.cost = pricing.cost(g.variant, g.threads, g.time.value, g.device)
         if g.cost is None:
             g.warnings.append(
-                stats.StatWarning(
+                cautions.StatWarning(
                     "no_price",
                     f"{label}: no cost: {no_price_reason(pricing, g.variant, g.threads, g.device)}",
                     "choose another price date (--pricing NAME@YYYY-MM) or catalog, or map "

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tfvariants.analyze import stats
+from tfvariants.analyze import cautions
 from tfvariants.errors import UserError
 from tfvariants.plan.cell import cell_id
 from tfvariants.store.cellresult import AnyResult
@@ -51,15 +51,15 @@ def missing_cells(contents: RunContents) -> list[str]:
     return [cid for cid in planned_ids(contents.run) if cid not in present]
 
 
-def folder_warnings(contents: RunContents) -> list[stats.StatWarning]:
+def folder_warnings(contents: RunContents) -> list[cautions.StatWarning]:
     """The store's named problems first (they change what every figure means), then the
     planned cells that have no file yet."""
-    out = [stats.StatWarning(n.kind, n.message, n.hint) for n in contents.notices()]
+    out = [cautions.StatWarning(n.kind, n.message, n.hint) for n in contents.notices()]
     missing = missing_cells(contents)
     if missing:
         planned = len(set(planned_ids(contents.run)))
         out.append(
-            stats.StatWarning(
+            cautions.StatWarning(
                 "incomplete",
                 f"{len(missing)} of {planned} planned cells have no result "
                 f"(e.g. {', '.join(missing[:3])}): the run was interrupted or is still going",

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from tfvariants.analyze import stats
+from tfvariants.analyze import cautions
 from tfvariants.analyze.fields import environment_summary, flatten
 from tfvariants.analyze.pricing import Pricing
 from tfvariants.store.cellresult import AnyResult
@@ -31,7 +31,7 @@ class RunFrame:
     pricing: Pricing | None
     environments: dict[str, dict[str, str]]
     raw_environments: dict[str, list[tuple[str, str]]]
-    warnings: list[stats.StatWarning]
+    warnings: list[cautions.StatWarning]
     counts: dict[str, int]
     logical_cpus: int | None
     generated_at: str = field(

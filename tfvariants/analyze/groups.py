@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tfvariants.analyze import stats
+from tfvariants.analyze import cautions, stats
 from tfvariants.analyze.parity import VariantParity
 from tfvariants.analyze.pricing import CellCost
 from tfvariants.analyze.verdicts import Verdict
@@ -42,7 +42,7 @@ class Group:
     verdict: Verdict | None = None  # the time comparison with the rounds it used
     cost_rounds: int = 0  # rounds the cost comparison used
     is_baseline: bool = False
-    warnings: list[stats.StatWarning] = field(default_factory=list)
+    warnings: list[cautions.StatWarning] = field(default_factory=list)
     step_s: stats.Interval | None = None  # steady step time over repeats
     utilisation: float | None = None  # CPU time / wall / CPUs pinned, median over repeats
     overhead: dict[str, float] = field(default_factory=dict)  # import/build/warm-up/steady, s

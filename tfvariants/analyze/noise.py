@@ -4,14 +4,18 @@ the pinned CPUs, and so how big a difference this host can resolve in this run."
 
 from __future__ import annotations
 
+import random
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from tfvariants.analyze import stats, windows
+from tfvariants.analyze import looks as looks_mod
+from tfvariants.analyze import ranktests, stats, windows
+from tfvariants.analyze.cautions import StatWarning
 from tfvariants.analyze.decide import Settings
 from tfvariants.analyze.fields import median_of
+from tfvariants.analyze.looks import Looks
 
 if TYPE_CHECKING:
     from tfvariants.analyze.groups import Group
@@ -29,7 +33,7 @@ class HostNoise:
     steal_share: float | None = None
     windows: str | None = None  # within- vs between-process variance of the step time
     window_plan: str | None = None  # the steady window the adaptive rounds chose
-    warnings: list[stats.StatWarning] = field(default_factory=list)
+    warnings: list[StatWarning] = field(default_factory=list)
 
     def sentence(self) -> str:
         if self.spread is None:
@@ -46,12 +50,55 @@ class HostNoise:
         return text + "."
 
 
+def pooled_log_residuals(groups: Sequence[Sequence[float]]) -> list[float]:
+    """Log values minus their group's median, pooled over groups of >= 2 repeats: the
+    run-to-run noise of identical configurations."""
+    out: list[float] = []
+    for g in groups:
+        if len(g) >= 2:
+            logs = stats.log_values(g)
+            med = statistics.median(logs)
+            out += [x - med for x in logs]
+    return out
+
+
+def resolvable_ratio(
+    residuals: Sequence[float],
+    n: int,
+    *,
+    min_effect: float = stats.MIN_EFFECT,
+    confidence: float = stats.CONFIDENCE,
+    looks: Looks = 1,
+    trials: int = 200,
+    seed: int = 0,
+) -> float | None:
+    """A/A estimate: the smallest ratio this host's noise lets n vs n repeats call
+    "different" about half the time. Two samples of identical configurations are drawn
+    from the pooled residuals; the median interval half-width h gives (1+e)*exp(h)."""
+    if len(residuals) < 4 or n < 2:
+        return None
+    alpha = looks_mod.per_look_alpha(confidence, looks)
+    if stats.moses_rank(n, n, alpha) < 1:
+        return None
+    rng = random.Random(seed)
+    k = stats.moses_rank(n, n, alpha)
+    halves = []
+    # The half-width's spread shrinks with n: fewer draws suffice for thousands of repeats.
+    for _ in range(min(trials, max(20, 200_000 // n))):
+        a = sorted(rng.choice(residuals) for _ in range(n))
+        b = sorted(rng.choice(residuals) for _ in range(n))
+        lo = ranktests.kth_difference(a, b, k)
+        hi = ranktests.kth_difference(a, b, n * n - k + 1)
+        halves.append((hi - lo) / 2)
+    return (1 + min_effect) * stats.exp_or_inf(statistics.median(halves))
+
+
 def host_noise(groups: Sequence[Group], settings: Settings) -> HostNoise:
     times = [g.times for g in groups if len(g.times) >= 2]
-    residuals = stats.pooled_log_residuals(times)
+    residuals = pooled_log_residuals(times)
     n = int(statistics.median(len(t) for t in times)) if times else 0
     spread = statistics.median(abs(r) for r in residuals) if residuals else None
-    resolvable = stats.resolvable_ratio(
+    resolvable = resolvable_ratio(
         residuals, n, min_effect=settings.min_effect, confidence=settings.confidence,
         looks=settings.looks,
     ) if residuals else None  # fmt: skip
@@ -71,7 +118,7 @@ def host_noise(groups: Sequence[Group], settings: Settings) -> HostNoise:
         parts.append(f"the hypervisor stole {noise.steal_share:.0%}")
     if parts:
         noise.warnings.append(
-            stats.StatWarning(
+            StatWarning(
                 "noisy_host",
                 "The machine was busy during the cells: "
                 + " and ".join(parts)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tfvariants.analyze import stats
+from tfvariants.analyze import cautions, stats
 from tfvariants.analyze.analysis import parse_baseline
 from tfvariants.analyze.conclusions import interval_words, phrase
 from tfvariants.analyze.decide import Settings, run_looks
@@ -595,7 +595,7 @@ def serving_frame(sa: ServingAnalysis) -> RunFrame:
     return RunFrame(
         results_dir=sa.results_dir, run=sa.run, baseline_label=base, pricing=sa.pricing,
         environments=envs, raw_environments=raw,
-        warnings=[stats.StatWarning(n.kind, n.message, n.hint) for n in notices],
+        warnings=[cautions.StatWarning(n.kind, n.message, n.hint) for n in notices],
         counts=dict(sa.counts), logical_cpus=logical_cpus_of(sa.run),
         variants=list(dict.fromkeys(r.variant for r in sa.cells)), store=sa.store, serving=sa,
     )  # fmt: skip

@@ -30,7 +30,6 @@ TensorFlow or a scientific stack installed. docs/compare.md explains it for user
 from __future__ import annotations
 
 import math
-import random
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -41,7 +40,6 @@ from tfvariants.analyze.looks import Looks
 
 CONFIDENCE = 0.95
 MIN_EFFECT = 0.05
-UNSTABLE_SPREAD = 0.10
 MIN_REPEATS = 4  # smallest n per side for which a 95 % one-look ratio interval exists
 DEFAULT_REPEATS = 5  # the default: decidable at the default looks (2/252 < 0.0162, per look)
 VERDICTS = ("different", "equivalent", "undecided", "baseline")
@@ -67,7 +65,7 @@ def percent(p: float) -> str:
     return f"{math.floor(p * 1e11) / 1e9:.9f}%"
 
 
-def _exp(x: float) -> float:
+def exp_or_inf(x: float) -> float:
     """exp that says inf instead of raising for ratios beyond the float range."""
     try:
         return math.exp(x)
@@ -75,7 +73,7 @@ def _exp(x: float) -> float:
         return math.inf
 
 
-def _median(xs: Sequence[float]) -> float:
+def median_of_sorted(xs: Sequence[float]) -> float:
     """Median of sorted values without overflow ((a + b) / 2 overflows near 1e308)."""
     n = len(xs)
     return xs[n // 2] if n % 2 else xs[n // 2 - 1] / 2 + xs[n // 2] / 2
@@ -134,15 +132,6 @@ class Interval:
                 f"interval{looks}{approx}"
             )
         return self.method
-
-
-@dataclass(frozen=True)
-class StatWarning:
-    """A typed warning in plain words with an actionable hint."""
-
-    kind: str  # unstable | bimodal | few_repeats | oversubscribed | failed | noisy_host | ...
-    message: str
-    hint: str = ""
 
 
 @dataclass(frozen=True)
@@ -227,7 +216,7 @@ def median_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> 
     n = len(xs)
     if n == 0:
         raise ValueError("no values")
-    med = _median(xs)
+    med = median_of_sorted(xs)
     if n == 1:
         return Interval(med, med, med, "single", 1, None)
     k, below = _order_rank(n, 1 - confidence)
@@ -253,7 +242,7 @@ def relative_spread(values: Sequence[float]) -> float:
 # ---- two configurations ----
 
 
-def _logs(values: Sequence[float]) -> list[float]:
+def log_values(values: Sequence[float]) -> list[float]:
     xs = _finite(values)
     if any(v <= 0 for v in xs):
         raise ValueError("ratios need positive values")
@@ -339,14 +328,14 @@ def _verdict(e: _Estimate, min_effect: float) -> Comparison:
     """The verdict from one interval against the band [-log(1+e), log(1+e)]."""
     band = math.log1p(min_effect)
     tol = BAND_TOLERANCE
-    r = _exp(e.est)
+    r = exp_or_inf(e.est)
     if e.lo is None or e.hi is None:
         ratio = Interval(r, r, r, e.method, e.n, None, e.looks)
         return Comparison(
             ratio, "undecided", (e.too_few,),
             _more_repeats(e.est, e.guess_half, e.n, band, e.min_n), min_effect,
         )  # fmt: skip
-    ratio = Interval(r, _exp(e.lo), _exp(e.hi), e.method, e.n, e.coverage, e.looks)
+    ratio = Interval(r, exp_or_inf(e.lo), exp_or_inf(e.hi), e.method, e.n, e.coverage, e.looks)
     # Closed band with a tolerance: floating point must not split ties at its edge.
     if e.lo > band + tol or e.hi < -band - tol:
         return Comparison(ratio, "different", (), None, min_effect)
@@ -362,7 +351,7 @@ def _verdict(e: _Estimate, min_effect: float) -> Comparison:
 
 def _single(la: Sequence[float], lb: Sequence[float], looks: int, min_n: int,
             min_effect: float) -> Comparison:  # fmt: skip
-    r = _exp(_median(sorted(la)) - _median(sorted(lb)))
+    r = exp_or_inf(median_of_sorted(sorted(la)) - median_of_sorted(sorted(lb)))
     n = min(len(la), len(lb))
     return Comparison(
         Interval(r, r, r, "single", n, None, looks),  # no interval: nothing held together
@@ -392,7 +381,7 @@ def compare(
     use :func:`compare_rounds` instead."""
     alpha = _check_settings(min_effect, confidence, looks)
     k = looks_mod.count(looks)
-    la, lb = _logs(a), _logs(b)
+    la, lb = log_values(a), log_values(b)
     if not la or not lb:
         raise ValueError("no values")
     min_n = smallest_decidable_n(alpha)
@@ -470,7 +459,10 @@ def compare_rounds(
     rounds = sorted(set(base) & set(other))
     if not rounds:
         raise ValueError("no round in common")
-    lo_other, lo_base = _logs([other[r] for r in rounds]), _logs([base[r] for r in rounds])
+    lo_other, lo_base = (
+        log_values([other[r] for r in rounds]),
+        log_values([base[r] for r in rounds]),
+    )
     min_n = smallest_decidable_n(alpha, paired=True)
     if method == "auto":
         method = "paired" if _pairing_pays(lo_other, lo_base, min_n) else "unpaired"
@@ -505,119 +497,3 @@ def ratio_interval(a: Interval, b: Interval) -> Interval:
     h = math.hypot(math.log(a.hi / a.lo) / 2, math.log(b.hi / b.lo) / 2)
     cov = min(a.coverage or 0.0, b.coverage or 0.0)
     return Interval(r, r * math.exp(-h), r * math.exp(h), "propagated", min(a.n, b.n), cov)
-
-
-# ---- the machine's noise ----
-
-
-def pooled_log_residuals(groups: Sequence[Sequence[float]]) -> list[float]:
-    """Log values minus their group's median, pooled over groups of >= 2 repeats: the
-    run-to-run noise of identical configurations."""
-    out: list[float] = []
-    for g in groups:
-        if len(g) >= 2:
-            logs = _logs(g)
-            med = statistics.median(logs)
-            out += [x - med for x in logs]
-    return out
-
-
-def resolvable_ratio(
-    residuals: Sequence[float],
-    n: int,
-    *,
-    min_effect: float = MIN_EFFECT,
-    confidence: float = CONFIDENCE,
-    looks: Looks = 1,
-    trials: int = 200,
-    seed: int = 0,
-) -> float | None:
-    """A/A estimate: the smallest ratio this host's noise lets n vs n repeats call
-    "different" about half the time. Two samples of identical configurations are drawn
-    from the pooled residuals; the median interval half-width h gives (1+e)*exp(h)."""
-    if len(residuals) < 4 or n < 2:
-        return None
-    alpha = looks_mod.per_look_alpha(confidence, looks)
-    if moses_rank(n, n, alpha) < 1:
-        return None
-    rng = random.Random(seed)
-    k = moses_rank(n, n, alpha)
-    halves = []
-    # The half-width's spread shrinks with n: fewer draws suffice for thousands of repeats.
-    for _ in range(min(trials, max(20, 200_000 // n))):
-        a = sorted(rng.choice(residuals) for _ in range(n))
-        b = sorted(rng.choice(residuals) for _ in range(n))
-        lo = ranktests.kth_difference(a, b, k)
-        hi = ranktests.kth_difference(a, b, n * n - k + 1)
-        halves.append((hi - lo) / 2)
-    return (1 + min_effect) * _exp(statistics.median(halves))
-
-
-def bimodal(values: Sequence[float]) -> str | None:
-    """Plain words when repeats fall into two separate clusters, else None.
-
-    Rule: split the sorted log values at their largest gap; both sides have >= 2
-    repeats, the gap is >= 10 % and >= 2x the wider cluster's own range."""
-    if len(values) < 4 or not all(math.isfinite(v) and v > 0 for v in values):
-        return None
-    xs = sorted(values)
-    logs = [math.log(v) for v in xs]
-    gaps = [(logs[i + 1] - logs[i], i) for i in range(len(logs) - 1)]
-    gap, i = max(gaps)
-    low, high = logs[: i + 1], logs[i + 1 :]
-    if len(low) < 2 or len(high) < 2 or gap < math.log(1.10):
-        return None
-    if gap < 2 * max(low[-1] - low[0], high[-1] - high[0]):
-        return None
-    lo_med, hi_med = _median(xs[: i + 1]), _median(xs[i + 1 :])
-    apart = hi_med / lo_med  # inf (not an error) beyond the float range
-    return (
-        f"two clusters: {len(low)} repeats near {lo_med:.3g} and {len(high)} near "
-        f"{hi_med:.3g} ({apart:.2f}x apart)"
-    )
-
-
-# ---- warnings ----
-
-
-def stability_warnings(label: str, values: Sequence[float]) -> list[StatWarning]:
-    """Plain-words warnings about a group of repeats (spread, two clusters, few repeats)."""
-    out: list[StatWarning] = []
-    spread = relative_spread(values)
-    modes = bimodal(values)
-    if modes:
-        out.append(
-            StatWarning(
-                "bimodal",
-                f"{label} is bimodal: {modes}. The machine switched between two speeds "
-                "from run to run; a single run shows one of them at random",
-                "run more repeats; check what else runs on this host",
-            )
-        )
-    elif len(values) >= 2 and spread >= UNSTABLE_SPREAD:
-        out.append(
-            StatWarning(
-                "unstable",
-                f"{label} is unstable: repeats differ by {spread:.0%} (std/mean)",
-                "run more repeats (--repeats, --budget) or close other programs",
-            )
-        )
-    if len(values) < MIN_REPEATS:
-        out.append(
-            StatWarning(
-                "few_repeats",
-                f"{label} has only {len(values)} successful repeat(s): comparisons need "
-                f"{MIN_REPEATS} per side to decide anything",
-                f"use --repeats {DEFAULT_REPEATS} (the default) or --budget",
-            )
-        )
-    return out
-
-
-def oversubscribed_warning(label: str, threads: int, cpus: int) -> StatWarning:
-    host = f"{cpus} CPUs" if cpus else "fewer CPUs"
-    return StatWarning(
-        "oversubscribed",
-        f"{label}: emulates {threads} vCPUs on {host}: not representative",
-        "run on a machine with at least that many logical CPUs",
-    )
