@@ -17,12 +17,12 @@ from tfvariants.plan.spec import MatrixSpec
 from tfvariants.render.csvout import csv_rows
 from tfvariants.render.html import render_html
 from tfvariants.store.cellresult import (
-    DISTURBED_SHARE,
     CellResult,
     ConfigKey,
     parse_results,
     parse_training,
 )
+from tfvariants.store.disturbance import DISTURBED_SHARE
 from tfvariants.store.rundir import load_run_dir
 
 RULE = adaptive.stopping_rule(5, 20)  # looks after 5, 7, 10, 15, 20 repeats

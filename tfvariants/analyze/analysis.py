@@ -34,7 +34,8 @@ from tfvariants.analyze.verdicts import (
     workload_verdicts,
 )
 from tfvariants.errors import UserError
-from tfvariants.store.cellresult import CellResult, ConfigKey, finite_number
+from tfvariants.store.cellresult import CellResult, ConfigKey
+from tfvariants.store.rawfields import finite_number
 from tfvariants.store.rundir import load_run_dir
 
 

@@ -8,7 +8,7 @@ import statistics
 from collections.abc import Iterable
 from typing import Any
 
-from tfvariants.store.cellresult import finite_number, first_of, get_path
+from tfvariants.store.rawfields import finite_number, first_of, get_path
 
 __all__ = ["environment_summary", "finite_number", "first_of", "flatten", "get_path", "median_of"]
 

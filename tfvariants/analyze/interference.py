@@ -1,7 +1,7 @@
 """Disturbed cells: what interference did to a run, and which policy the verdicts follow.
 
 The rule itself (is this result disturbed, and why) is ONE function,
-:func:`tfvariants.store.cellresult.disturbance`, over what the cell recorded: other
+:func:`tfvariants.store.disturbance.disturbance`, over what the cell recorded: other
 processes' share of its pinned CPUs and the hypervisor's steal share over its measured
 ``fit`` (warm-up and steady window; workloads/cpuload.py). Parsed results carry it as
 ``CellResult.disturbed``; :func:`disturbance` here applies it to a result dict (the
@@ -23,13 +23,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tfvariants.store import cellresult
-from tfvariants.store.cellresult import (
-    DISTURBED_SHARE,
-    SHIELDED_SHARE,
-    CellResult,
-    finite_number,
-)
+from tfvariants.store import disturbance as rule
+from tfvariants.store.cellresult import CellResult
+from tfvariants.store.disturbance import DISTURBED_SHARE, SHIELDED_SHARE
+from tfvariants.store.rawfields import finite_number
 
 # Before a cell: wait until others used less than this share of its CPUs over the last
 # second, for at most QUIET_WAIT_S.
@@ -51,7 +48,7 @@ def disturbance(
     cell, or no share recorded): the one rule, applied to an unparsed result."""
     if result.get("status") != "ok":
         return None
-    return cellresult.result_disturbance(result, limit, shielded_limit)
+    return rule.result_disturbance(result, limit, shielded_limit)
 
 
 @dataclass
@@ -153,8 +150,8 @@ def summarise(
     if policy not in POLICIES:
         raise ValueError(f"disturbed policy {policy!r}: expected one of {', '.join(POLICIES)}")
     options = options or {}
-    limit = cellresult.disturbed_limit({"options": options})
-    shielded_limit = cellresult.shielded_limit({"options": options})
+    limit = rule.disturbed_limit({"options": options})
+    shielded_limit = rule.shielded_limit({"options": options})
     summary = Interference(limit=limit, policy=policy, shielded_limit=shielded_limit)
     summary.quiet_wait_s = finite_number(options.get("quiet_wait_s"))
     rounds: dict[tuple[Any, int], list[CellResult]] = {}
@@ -197,11 +194,11 @@ def policy_of(options: Mapping[str, Any], given: str | None = None) -> str:
 
 def limit_of(options: Mapping[str, Any]) -> float:
     """The run's disturbed limit (run.json options.disturbed_share), else the default."""
-    return cellresult.disturbed_limit({"options": options})
+    return rule.disturbed_limit({"options": options})
 
 
 def rule_of(options: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], str | None]:
     """The run's disturbed rule over a result dict, with both its limits."""
     limit = limit_of(options)
-    shielded = cellresult.shielded_limit({"options": options})
+    shielded = rule.shielded_limit({"options": options})
     return lambda result: disturbance(result, limit, shielded)

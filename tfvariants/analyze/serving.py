@@ -27,14 +27,9 @@ from tfvariants.analyze.frame import RunFrame, environments_of, logical_cpus_of
 from tfvariants.analyze.pricing import Pricing
 from tfvariants.analyze.verdicts import statistic
 from tfvariants.plan.serve import serve_cell_id
-from tfvariants.store.cellresult import (
-    DISTURBED_SHARE,
-    PERCENTILES,
-    ServeResult,
-    finite_number,
-    get_path,
-    serving,
-)
+from tfvariants.store.cellresult import PERCENTILES, ServeResult, serving
+from tfvariants.store.disturbance import DISTURBED_SHARE
+from tfvariants.store.rawfields import finite_number, get_path
 from tfvariants.store.rundir import RunContents, load_run_dir
 
 PCTS = PERCENTILES

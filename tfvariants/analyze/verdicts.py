@@ -9,7 +9,7 @@ one it would not call decided.
 Verdicts are contemporaneous: a configuration is compared with the baseline on the
 rounds (repeat index) both have, so slow drift of the machine, or a configuration that
 stopped early while the baseline went on, cannot bias the ratio (``stats.compare_rounds``). Disturbed cells (others
-used their CPUs, :data:`tfvariants.store.cellresult.DISTURBED_SHARE`) are left out by
+used their CPUs, :data:`tfvariants.store.disturbance.DISTURBED_SHARE`) are left out by
 default: they stay on disk and in the report's tables.
 """
 

@@ -25,7 +25,8 @@ def rough_serve_seconds(cell: Any, options: dict[str, Any]) -> float:
 def serve_times_from_run(run_dir: Path) -> dict[tuple[str, str, int] | tuple[str], list[float]]:
     """Wall times of an earlier run's successful serving cells, keyed (workload label,
     variant, threads) and (workload label,) for fallbacks."""
-    from tfvariants.store.cellresult import finite_number, serving
+    from tfvariants.store.cellresult import serving
+    from tfvariants.store.rawfields import finite_number
     from tfvariants.store.rundir import load_run_dir
 
     if not Path(run_dir, "cells").is_dir():

@@ -39,7 +39,7 @@ from tfvariants.render.charts import workload_charts
 from tfvariants.render.csvout import write_csv, write_serving_csv
 from tfvariants.render.linechart import batching_charts, throughput_chart
 from tfvariants.render.output import write_text_atomic
-from tfvariants.store.cellresult import DISTURBED_SHARE
+from tfvariants.store.disturbance import DISTURBED_SHARE
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 
