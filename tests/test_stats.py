@@ -205,6 +205,19 @@ def test_simulated_error_rates_with_adaptive_stopping():
     assert rows["2x, bimodal"]["found"] >= 0.98
 
 
+def test_one_look_ceiling_is_above_the_stopping_rule_and_falls_with_the_level():
+    """bench-decide's ceiling: one look after 20 repeats at the full confidence finds a
+    20 % slowdown at least as often as the five-look rule (150 trials, fixed seed), and
+    the same draws at a stricter level can never find more (nested intervals)."""
+    (scn,) = [s for s in decide.scenarios() if s.name == "1.2x, 5% outliers"]
+    (rule_row,) = decide.run_all(trials=150, seed=5, only=(scn.name,))
+    full = decide.one_look(scn, "auto", 150, 5, 20)
+    strict = decide.one_look(scn, "auto", 150, 5, 20, confidence=0.9838)
+    assert strict <= full
+    assert full >= rule_row["found"] - 0.03  # 150 trials of slack
+    assert full > 0.8 and strict < full  # not a constant: the level matters here
+
+
 def test_pooled_repeats_under_drift_are_biased_common_rounds_are_not():
     """The audit's bias: with drift and adaptive stopping, all repeats pooled give a
     biased ratio; the same runs compared on their common rounds do not."""
