@@ -366,3 +366,32 @@ def test_a_shielded_worker_is_judged_by_its_run_queue_wait_not_others_share():
     assert parse_training(raw).disturbed is False
     raw["cpu"]["runq_wait_share"] = 0.5
     assert parse_training(raw).disturbed is True
+
+
+def test_report_warns_when_others_filled_shielded_multi_thread_cells(tmp_path):
+    """Undisturbed 2-thread cells at raised priority with others at 25 % or more of their
+    CPUs: measured slower, unflagged, so the report says so; 1-thread cells, quieter
+    cells and cells at normal priority (judged disturbed instead) do not trigger it."""
+    from tfvariants.analyze.analysis import analyze
+    from tfvariants.analyze.noise import SHIELDED_BUSY_SHARE
+
+    def cells(others: float, shielded: bool) -> list[dict]:
+        out = []
+        for t in (1, 2):
+            for r in range(5):
+                res = make_result("local", t, "mnist_cnn", r, steady_epoch_s=2.0 * (3 - t))
+                res["cpu"] = {"others_share": others if t == 2 else 0.0, "steal_share": 0.0,
+                              "runq_wait_share": 0.2}  # fmt: skip
+                res["runner"] = {"priority": {"requested": "raised", "shielded": shielded}}
+                out.append(res)
+        return out
+
+    def warning(others: float, shielded: bool, name: str):
+        a = analyze(write_results(tmp_path / name, cells(others, shielded)))
+        return next((w for w in a.warnings if w.kind == "shielded_busy"), None)
+
+    w = warning(0.3, True, "busy")
+    assert w is not None and "mnist_cnn local@2 (5 of 5 cells)" in w.message
+    assert "understated" in w.message and "local@1" not in w.message
+    assert warning(SHIELDED_BUSY_SHARE - 0.01, True, "quieter") is None
+    assert warning(0.3, False, "normal") is None  # disturbed: reported as such instead
