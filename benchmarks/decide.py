@@ -288,7 +288,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{m}: {'meets' if passed else 'does not meet'} the done criteria")
     first = methods[0]
     ceilings = [
-        f"{scn.name.split(', ', 1)[-1]} {one_look(scn, first, args.trials, args.seed, rule.max_repeats):.1%}"
+        f"{scn.name.split(', ', 1)[-1]} "
+        f"{one_look(scn, first, args.trials, args.seed, rule.max_repeats):.1%}"
         for scn in scenarios()
         if scn.power
     ]

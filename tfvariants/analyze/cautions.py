@@ -1,6 +1,6 @@
 """The report's cautions: a typed warning in plain words with a hint, and the checks
 that raise them about one group of repeats (unstable, two clusters, too few,
-oversubscribed). Interval and verdict are :mod:`tfvariants.analyze.stats`'."""
+oversubscribed). Intervals and verdicts are :mod:`tfvariants.analyze.stats`'s."""
 
 from __future__ import annotations
 
