@@ -392,6 +392,16 @@ def test_report_warns_when_others_filled_shielded_multi_thread_cells(tmp_path):
 
     w = warning(0.3, True, "busy")
     assert w is not None and "mnist_cnn local@2 (5 of 5 cells)" in w.message
+    # compare's closing lines carry it too, beside the ratios it qualifies
+    import io
+
+    from rich.console import Console
+
+    from tfvariants.commands import rounds
+
+    out = io.StringIO()
+    rounds.summary(analyze(tmp_path / "busy"), tmp_path / "busy", Console(file=out, width=400))
+    assert "caution: Other processes filled 25% or more" in out.getvalue()
     assert "understated" in w.message and "local@1" not in w.message
     assert warning(SHIELDED_BUSY_SHARE - 0.01, True, "quieter") is None
     assert warning(0.3, False, "normal") is None  # disturbed: reported as such instead

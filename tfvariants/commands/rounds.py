@@ -251,6 +251,10 @@ def summary(analysis: RunFrame, out: Path, console: Console) -> None:
             console.print(f"    {line}", highlight=False, markup=False)
     if analysis.noise is not None:
         console.print(f"  {analysis.noise.sentence()}", highlight=False, markup=False)
+        # A busy machine's caveats belong beside the ratios they qualify, not only in the
+        # report (a "shielded busy" speed-up may be understated).
+        for caution in analysis.noise.warnings:
+            console.print(f"  caution: {caution.message}", highlight=False, markup=False)
     quiet = getattr(analysis, "interference", None)
     if quiet is not None and quiet.cells:
         console.print(f"  {quiet.sentence()}", highlight=False, markup=False)
