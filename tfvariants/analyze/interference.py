@@ -165,7 +165,7 @@ def summarise(
             summary.started_shielded += 1
         if r.get("runner", "priority", "requested") == "raised":
             summary.raised += 1
-            if r.get("runner", "priority", "shielded") is True:
+            if rule.worker_shielded(r.raw):
                 summary.shielded += 1
             elif summary.unshielded_why is None:
                 why = r.get("runner", "priority", "why")

@@ -1,8 +1,8 @@
 """`serve --budget`: which serving cells the next adaptive round needs (the Matrix asks).
 
 The same stopping rule as ``compare --budget`` (:mod:`tfvariants.analyze.adaptive`: K
-planned looks, each interval at the per-look level of tfvariants.analyze.looks) and the same comparisons as the report:
-the serving analysis (:func:`tfvariants.analyze.serving.model_reports`) is run on the
+planned looks, each interval at the per-look level of tfvariants.analyze.looks) and the
+same comparisons as the report: the serving analysis (:func:`tfvariants.analyze.serving.model_reports`) is run on the
 repeats stored before the last look, and a configuration runs another round while one of
 its watched comparisons (:func:`tfvariants.analyze.serving.watched`) is undecided.
 Stateless: everything is recomputed from the stored results, so a resumed run

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from tfvariants.store.disturbance import worker_shielded
 from workloads import cpuload
 
 WINDOW_S = 1.0  # the "last second" the share is measured over
@@ -102,12 +103,10 @@ class QuietGate:
 
     def observe(self, result: Mapping[str, Any]) -> None:
         """After each cell: did its raised priority keep it undisturbed?"""
-        runner, cpu = result.get("runner"), result.get("cpu")
-        got = runner.get("priority") if isinstance(runner, Mapping) else None
+        cpu = result.get("cpu")
         others = cpu.get("others_share") if isinstance(cpu, Mapping) else None
         self.shielded = bool(
-            isinstance(got, Mapping)
-            and got.get("shielded") is True
+            worker_shielded(result)
             and result.get("status") == "ok"
             and isinstance(others, (int, float))  # measured, not merely unrecorded
             and self._disturbed is not None
