@@ -106,3 +106,35 @@ def test_variant_probe_block(tmp_path) -> None:
     assert "<code>ONEDNN_MAX_CPU_ISA=AVX512_CORE</code>" in html
     assert "no-op</span> ONEDNN_MAX_CPU_ISA=AVX512_CORE: no-op on this host (x)" in html
     assert "tensorflow 2.21.0" in html
+
+
+def test_each_workload_judged_against_its_own_baseline(tmp_path) -> None:
+    """The header names the run's baseline (the GPU, which ran mnist_mlp only); mnist_cnn's
+    ratios use its own baseline (local), and so must its accuracy parity: judged against
+    the header's GPU, which has no mnist_cnn repeats, nothing was judged at all."""
+    results = _results(
+        {"local": [0.90, 0.91, 0.89], "fast-wrong": [0.62, 0.60, 0.61]},
+        {"local": [0.30, 0.31, 0.29], "fast-wrong": [1.2, 1.25, 1.22]},
+    )
+    results += [rf.make_result("gpu", 2, "mnist_mlp", i, gpu=True) for i in range(3)]
+    results += [rf.make_result("local", 2, "mnist_mlp", i) for i in range(3)]
+    results += [rf.make_result("gpu", 2, "mnist_cnn", i, status="skipped") for i in range(3)]
+    info = {v: {"kind": "local", "device": "cpu"} for v in ("local", "fast-wrong")}
+    run = {**_run(["gpu", "local", "fast-wrong"], {**info, "gpu": {"kind": "image",
+           "device": "gpu"}}), "workloads": ["mnist_mlp", "mnist_cnn"]}  # fmt: skip
+    a = analyze(rf.write_results(tmp_path / "r", results, run))
+    assert a.baseline_label == "gpu@2"
+    cnn = a.workloads[1]
+    assert cnn.name == "mnist_cnn" and cnn.baseline is not None
+    assert cnn.baseline.label == "local@2"
+    rows = {p.variant: p for p in cnn.parity}
+    assert rows["local"].accuracy.delta is None  # the reference
+    assert rows["fast-wrong"].outlier
+    assert rows["fast-wrong"].flags[0] == "accuracy 0.610 vs 0.900 (tolerance ±0.050)"
+    assert any(
+        w.kind == "accuracy_parity" and "than local" in w.message and "fast-wrong" in w.message
+        for w in a.warnings
+    )
+    html = render_html(a)  # mnist_mlp's block names the GPU, mnist_cnn's local
+    assert html.count("against the baseline variant gpu:") == 1
+    assert html.count("against the baseline variant local:") == 1

@@ -177,7 +177,9 @@ def analyze(
                 )
             )
         conclude(wr, baseline_label, cpus, pricing, settings)
-        base_variant = baseline_label.split("@")[0]  # the header's, as the template says
+        # The workload's own baseline, as its ratios use (the header's may not have run it).
+        base_variant = found.baseline.variant if found.baseline else baseline_label.split("@")[0]
+        wr.parity_baseline = base_variant
         wr.parity = parity(wgroups, base_variant)
         for row in wr.parity:
             if row.outlier:

@@ -113,3 +113,4 @@ class WorkloadReport:
     fastest_decided: bool = False
     cheapest_decided: bool = False
     parity: list[VariantParity] = field(default_factory=list)  # final accuracy/loss
+    parity_baseline: str | None = None  # the variant parity is judged against
