@@ -211,7 +211,7 @@ class RunSummary:
 
 def summarise(out: Path, summary: RunSummary) -> None:
     """Verdicts, disturbed cells and waits from the run folder, as the report reads it."""
-    from tfvariants.analyze.analysis import analyze
+    from tfvariants.analyze.training.analysis import analyze
 
     analysis = analyze(out, baseline="local@2")
     for w in analysis.workloads:

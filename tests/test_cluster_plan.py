@@ -8,7 +8,7 @@ import json
 import pytest
 
 from tests.resultfactory import make_result, write_results
-from tfvariants.analyze.pricing import load_catalog, parse_pricing_option
+from tfvariants.analyze.cost.pricing import load_catalog, parse_pricing_option
 from tfvariants.cli import main
 from tfvariants.errors import UserError
 from tfvariants.store.runhosts import declare_hosts, ray_node_entry
@@ -161,7 +161,7 @@ def test_dry_run_plans_the_gpu_once_per_workload(capsys):
 def test_one_instance_rule_for_dry_run_and_run(tmp_path, capsys):
     """2 threads on gce-2017 (no 2-vCPU instance): the dry run and a run's report both
     bill the smallest instance that holds them, and say so."""
-    from tfvariants.analyze.estimate import place_cells
+    from tfvariants.analyze.cost.estimate import place_cells
 
     pricing = parse_pricing_option("gce-2017")
     placed = place_cells([("local", 2)], {"local": "cpu"}, pricing)
@@ -328,7 +328,7 @@ def test_builtin_gce_2026_has_l4_and_t4_with_their_source(capsys):
 
 
 def test_instance_family_restricts_cpu_instances_the_same_for_every_caller():
-    from tfvariants.analyze.pricing import parse_families
+    from tfvariants.analyze.cost.pricing import parse_families
 
     both = parse_pricing_option("gce-2026", tier="spot")
     n2 = parse_pricing_option("gce-2026", tier="spot", families=parse_families("n2"))

@@ -6,8 +6,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from tfvariants.analyze import stats
-from tfvariants.analyze.compiled import answer
-from tfvariants.analyze.groups import Group, WorkloadReport
+from tfvariants.analyze.report.compiled import answer
+from tfvariants.analyze.training.groups import Group, WorkloadReport
 
 RUN = {
     "options": {

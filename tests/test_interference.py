@@ -108,7 +108,7 @@ def test_summary_counts_waits_from_the_runner_record():
 
 
 def test_report_leaves_disturbed_cells_out_and_lists_them(tmp_path):
-    from tfvariants.analyze.analysis import analyze
+    from tfvariants.analyze.training.analysis import analyze
     from tfvariants.render.html import render_html
 
     results = [make_result("local", t, "mnist_cnn", r, steady_epoch_s=2.0 * (3 - t))
@@ -372,8 +372,8 @@ def test_report_warns_when_others_filled_shielded_multi_thread_cells(tmp_path):
     """Undisturbed 2-thread cells at raised priority with others at 25 % or more of their
     CPUs: measured slower, unflagged, so the report says so; 1-thread cells, quieter
     cells and cells at normal priority (judged disturbed instead) do not trigger it."""
-    from tfvariants.analyze.analysis import analyze
     from tfvariants.analyze.noise import SHIELDED_BUSY_SHARE
+    from tfvariants.analyze.training.analysis import analyze
 
     def cells(others: float, shielded: bool) -> list[dict]:
         out = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import resultfactory as rf
 
-from tfvariants.analyze.analysis import analyze
+from tfvariants.analyze.training.analysis import analyze
 from tfvariants.render.html import render_html
 
 

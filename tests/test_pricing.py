@@ -1,6 +1,6 @@
 import pytest
 
-from tfvariants.analyze.pricing import Billing, Pricing, load_catalog, parse_pricing_option
+from tfvariants.analyze.cost.pricing import Billing, Pricing, load_catalog, parse_pricing_option
 from tfvariants.errors import UserError
 
 

@@ -4,8 +4,8 @@ import re
 import pytest
 import resultfactory as rf
 
-from tfvariants.analyze.analysis import analyze
-from tfvariants.analyze.pricing import Pricing, load_catalog
+from tfvariants.analyze.cost.pricing import Pricing, load_catalog
+from tfvariants.analyze.training.analysis import analyze
 from tfvariants.errors import UserError
 from tfvariants.render.html import render_html, write_report
 from tfvariants.render.svgchart import Bar, bar_chart
@@ -208,7 +208,7 @@ def test_csv_has_one_row_per_cell(study, gce, tmp_path):
 
 
 def test_cells_planned_but_missing_are_reported(tmp_path):
-    from tfvariants.analyze.analysis import analyze
+    from tfvariants.analyze.training.analysis import analyze
 
     results, run = rf.study_like_results()
     d = rf.write_results(tmp_path / "res", results, run)
@@ -306,7 +306,7 @@ def test_report_says_per_configuration_where_it_ran_real_or_simulated(tmp_path):
 def test_a_variant_fixed_to_one_thread_count_is_planned_there_only():
     """`--variants local,twin@2`: twin's cells at 1 thread were never planned, so the
     report must not call them missing (it did, in every bench-noise run)."""
-    from tfvariants.analyze.coverage import planned_ids
+    from tfvariants.analyze.report.coverage import planned_ids
 
     run = {"variants": ["local", "twin"], "threads": [1, 2], "workloads": ["mnist_cnn"],
            "repeats": 2, "fixed_threads": {"twin": 2}}  # fmt: skip

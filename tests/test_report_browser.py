@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import resultfactory as rf
 
-from tfvariants.analyze.pricing import Pricing, load_catalog
+from tfvariants.analyze.cost.pricing import Pricing, load_catalog
 from tfvariants.render.html import write_report
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

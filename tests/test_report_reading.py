@@ -9,7 +9,7 @@ import re
 import pytest
 import resultfactory as rf
 
-from tfvariants.analyze.pricing import Pricing, load_catalog
+from tfvariants.analyze.cost.pricing import Pricing, load_catalog
 from tfvariants.cli import main
 from tfvariants.render.html import write_report
 
@@ -114,7 +114,7 @@ def test_chart_values_have_three_significant_digits():
 
 
 def _two_configs(tmp_path, slow_s, noise):
-    from tfvariants.analyze.analysis import analyze
+    from tfvariants.analyze.training.analysis import analyze
 
     results = []
     for r in range(5):
@@ -142,7 +142,7 @@ def test_fastest_and_cheapest_only_when_decided(tmp_path):
 
 
 def test_a_single_configuration_is_not_called_the_fastest(tmp_path):
-    from tfvariants.analyze.analysis import analyze
+    from tfvariants.analyze.training.analysis import analyze
 
     results = [rf.make_result("local", 8, "mnist_mlp", r) for r in range(3)]
     a = analyze(rf.write_results(tmp_path / "one", results))
@@ -167,7 +167,7 @@ def test_summary_table_flags_an_undecided_lead_and_the_baseline_bar_is_solid(tmp
 
 
 def test_steady_step_of_seconds_reads_in_ms_without_exponent(tmp_path):
-    from tfvariants.analyze.analysis import analyze
+    from tfvariants.analyze.training.analysis import analyze
     from tfvariants.render.html import render_html
 
     results = []
@@ -198,7 +198,7 @@ def test_serve_help_agrees_with_compare_and_report(capsys):
 
 
 def test_gpu_cost_sentence_says_when_price_tiers_differ(study, gce):
-    from tfvariants.analyze.analysis import analyze
+    from tfvariants.analyze.training.analysis import analyze
 
     mlp = analyze(study, pricing=gce).workloads[0]
     first = mlp.conclusions[0]
@@ -212,8 +212,8 @@ def test_gpu_cost_sentence_says_when_price_tiers_differ(study, gce):
 def test_every_configuration_sharing_cpus_is_named(tmp_path):
     from test_serving_analysis import _store
 
-    from tfvariants.analyze.pricing import parse_pricing_option
-    from tfvariants.analyze.serving import analyze_serving
+    from tfvariants.analyze.cost.pricing import parse_pricing_option
+    from tfvariants.analyze.serving.analysis import analyze_serving
     from tfvariants.plan.serve import ServeCell
 
     rows = [(ServeCell(v, 2, "m", "concurrency", "http", 1, r), 20.0, 40.0)
@@ -229,7 +229,7 @@ def test_not_practical_names_noise_as_well_as_closeness():
     from types import SimpleNamespace
 
     from tfvariants.analyze import stats
-    from tfvariants.analyze.conclusions import phrase
+    from tfvariants.analyze.report.conclusions import phrase
 
     iv = stats.Interval(0.915, 0.567, 1.37, "hodges-lehmann", 10, 0.989, 4)
     cmp = stats.Comparison(iv, "undecided", ("the interval includes both",), None)
@@ -252,7 +252,7 @@ def test_serving_chart_marks_points_over_the_p99_bound(tmp_path):
 def test_unstable_warning_names_the_farthest_repeat_and_its_interference(tmp_path):
     from resultfactory import make_result, write_results
 
-    from tfvariants.analyze.analysis import analyze
+    from tfvariants.analyze.training.analysis import analyze
 
     results = [make_result("local", 2, "mnist_cnn", r, steady_epoch_s=2.0) for r in range(5)]
     slow = results[3]
@@ -273,8 +273,8 @@ def test_fastest_and_its_ratio_come_from_one_estimator():
     from statistics import median
 
     from tfvariants.analyze import stats
-    from tfvariants.analyze.conclusions import conclude
-    from tfvariants.analyze.groups import Group, WorkloadReport
+    from tfvariants.analyze.report.conclusions import conclude
+    from tfvariants.analyze.training.groups import Group, WorkloadReport
 
     def group(variant: str, times: list[float]) -> Group:
         m = median(times)

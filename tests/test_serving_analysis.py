@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tfvariants.analyze.pricing import parse_pricing_option
-from tfvariants.analyze.serving import analyze_serving
+from tfvariants.analyze.cost.pricing import parse_pricing_option
+from tfvariants.analyze.serving.analysis import analyze_serving
 from tfvariants.plan.serve import ServeCell, ServeSpec, plan_serve_cells
 from tfvariants.store.result import write_json_atomic
 from tfvariants.store.runfile import new_run, write_run
@@ -168,7 +168,7 @@ def _with_devices(tmp_path: Path, cfgs: dict) -> None:
 
 
 def test_cheapest_is_claimed_only_when_decided_against_the_next(tmp_path):
-    from tfvariants.analyze.serving import watched
+    from tfvariants.analyze.serving.analysis import watched
 
     # 2 threads serve 1.8x more per second at less than 1.8x the price: decided cheaper
     steady = [1.0, 1.02, 0.98, 1.01, 0.99]
@@ -285,7 +285,7 @@ def test_batching_is_a_swept_axis_with_its_charts(tmp_path):
 
 
 def test_without_a_point_within_the_bound_threads_are_compared_at_saturation(tmp_path):
-    from tfvariants.analyze.serving import watched
+    from tfvariants.analyze.serving.analysis import watched
 
     steady = [1.0, 1.02, 0.98, 1.01, 0.99]
     rows = []
@@ -306,7 +306,7 @@ def test_without_a_point_within_the_bound_threads_are_compared_at_saturation(tmp
 def test_serving_costs_are_in_the_catalogs_currency(tmp_path):
     import re
 
-    from tfvariants.analyze.pricing import CATALOG_DIR
+    from tfvariants.analyze.cost.pricing import CATALOG_DIR
     from tfvariants.render.html import write_report
 
     d = _serving_run(tmp_path / "res")

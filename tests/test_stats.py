@@ -5,9 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from tfvariants.analyze import adaptive, cautions, noise, ranktests, stats
+from tfvariants.analyze import adaptive, noise, ranktests, stats
 from tfvariants.analyze.decide import choose_baseline
 from tfvariants.analyze.looks import per_look_alpha
+from tfvariants.analyze.report import cautions
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import decide  # noqa: E402  (the benchmark's fake runner, run here with fixed seeds)

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import resultfactory as rf
 
-from tfvariants.analyze.analysis import analyze
-from tfvariants.analyze.pricing import Pricing, load_catalog, parse_pricing_option
+from tfvariants.analyze.cost.pricing import Pricing, load_catalog, parse_pricing_option
+from tfvariants.analyze.training.analysis import analyze
 from tfvariants.cli import main
 from tfvariants.errors import UserError
 from tfvariants.execute import runner

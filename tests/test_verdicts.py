@@ -9,8 +9,8 @@ import pytest
 import resultfactory as rf
 
 from tfvariants.analyze import adaptive
-from tfvariants.analyze.analysis import analyze
 from tfvariants.analyze.decide import Settings
+from tfvariants.analyze.training.analysis import analyze
 from tfvariants.analyze.verdicts import round_values, workload_verdicts
 from tfvariants.commands import rounds
 from tfvariants.plan.spec import MatrixSpec

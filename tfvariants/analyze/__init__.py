@@ -1,1 +1,7 @@
-"""Analyse: statistics and pricing over stored results -> plain data (no HTML)."""
+"""Analyse stored results into plain data (no HTML).
+
+Rooms: ``cost/`` (catalogs, prices, the dry run's bill), ``training/`` and ``serving/``
+(each task's analysis), ``report/`` (the report assembled: frame, sections, sentences,
+cautions); the statistics modules (stats, verdicts, ranktests, looks, decide, adaptive,
+noise, windows, interference) sit here until they get a room of their own.
+"""

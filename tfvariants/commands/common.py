@@ -48,7 +48,7 @@ def pricing_from(args: argparse.Namespace) -> Any:
     """The Pricing the options ask for, or None for ``--pricing none``."""
     if args.pricing is None or args.pricing.strip().lower() == "none":
         return None
-    from tfvariants.analyze.pricing import parse_families, parse_pricing_option
+    from tfvariants.analyze.cost.pricing import parse_families, parse_pricing_option
 
     pricing = parse_pricing_option(
         args.pricing, tier=args.price_tier, instance_map=args.instance,

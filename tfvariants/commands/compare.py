@@ -198,7 +198,7 @@ def gpu_threads(variant: str, pricing: Any) -> int:
 
 
 def _check_baseline(baseline: str | None, spec: Any) -> None:
-    from tfvariants.analyze.analysis import parse_baseline
+    from tfvariants.analyze.training.analysis import parse_baseline
 
     parsed = parse_baseline(baseline)
     if parsed is None:

@@ -57,7 +57,7 @@ def with_engine(variant_objs: dict[str, Any], engine: str | None) -> dict[str, A
 
 def placement(spec: Any, pricing: Any) -> dict[tuple[str, int], Any]:
     """(variant, threads) -> (instance, why): the one mapping rule of runs and reports."""
-    from tfvariants.analyze.estimate import place_cells
+    from tfvariants.analyze.cost.estimate import place_cells
 
     devices = {v: (spec.variant_info.get(v) or {}).get("device", "cpu") for v in spec.variants}
     return place_cells(spec.configurations(), devices, pricing)
@@ -67,7 +67,7 @@ def _shape_for(spec: Any) -> Any:
     """What a cell of each workload trains (for rough times): its SPEC and the options."""
     import math
 
-    from tfvariants.analyze.estimate import CellShape
+    from tfvariants.analyze.cost.estimate import CellShape
     from tfvariants.commands.matrix_args import run_options_for, workload_spec
 
     def shape(workload: str) -> CellShape:
@@ -90,8 +90,8 @@ def _shape_for(spec: Any) -> Any:
 
 def dry_run(args: argparse.Namespace, spec: Any, pricing: Any, console: Any) -> int:
     """Print cells per node type and the estimated bill. Writes nothing."""
-    from tfvariants.analyze import estimate as est
-    from tfvariants.analyze.format import money
+    from tfvariants.analyze.cost import estimate as est
+    from tfvariants.analyze.report.format import money
     from tfvariants.plan.spec import plan_cells
 
     placed = placement(spec, pricing)
@@ -145,7 +145,7 @@ def print_bill(
 ) -> tuple[float, float]:
     """The bill per node type as a plain table (compare's and serve's dry runs), every
     amount in the catalog's currency; returns (cells cost, boot/idle cost) in total."""
-    from tfvariants.analyze.format import money
+    from tfvariants.analyze.report.format import money
 
     table_rows = []
     total, total_overhead = 0.0, 0.0
@@ -177,7 +177,7 @@ def _per_config(
 ) -> None:
     from statistics import median
 
-    from tfvariants.analyze.format import money
+    from tfvariants.analyze.report.format import money
 
     title = "per configuration (one cell)" + (" - rough times" if rough else "")
     if any(e.source == "study-2017" for e in estimates):

@@ -11,7 +11,7 @@ from tfvariants.commands import argtypes, common, rounds
 from tfvariants.errors import UserError, one_line
 
 if TYPE_CHECKING:  # the analysis is imported only when a report is made (start-up time)
-    from tfvariants.analyze.frame import RunFrame
+    from tfvariants.analyze.report.frame import RunFrame
 
 # Warnings that change what the figures mean: always printed, not only in the HTML.
 LOUD_KINDS = ("unreadable", "duplicate", "foreign_host", "mixed_hosts", "incomplete", "no_price")
@@ -52,7 +52,7 @@ def print_store_warnings(analysis: RunFrame) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tfvariants.analyze.analysis import Analysis
+    from tfvariants.analyze.training.analysis import Analysis
     from tfvariants.render.html import write_report
 
     if not args.results_dir.is_dir():
@@ -105,9 +105,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def print_compiled_answer(analysis: Any) -> None:
-    """A compiled-preset run opens with its answer for this CPU (tfvariants.analyze.compiled)."""
-    from tfvariants.analyze.analysis import Analysis
-    from tfvariants.analyze.compiled import answer
+    """A compiled-preset run opens with its answer for this CPU (tfvariants.analyze.report.compiled)."""
+    from tfvariants.analyze.report.compiled import answer
+    from tfvariants.analyze.training.analysis import Analysis
 
     if not isinstance(analysis, Analysis):  # a serving-only run
         return

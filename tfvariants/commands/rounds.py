@@ -35,7 +35,7 @@ from tfvariants.store.cellresult import AnyResult, ConfigKey, training
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from tfvariants.analyze.frame import RunFrame
+    from tfvariants.analyze.report.frame import RunFrame
     from tfvariants.execute.matrix import MatrixOutcome
 
 QUICK_BUDGET_S = 600.0  # --quick without --budget: 10 minutes
@@ -145,7 +145,7 @@ def adaptive_hook(
     spec: MatrixSpec, baseline: str | None, console: Console, spent_before: float = 0.0
 ) -> tuple[NextRoundHook | None, adaptive.StoppingRule | None]:
     """(next_round, rule) when the run has a budget, else (None, None)."""
-    from tfvariants.analyze.analysis import parse_baseline
+    from tfvariants.analyze.training.analysis import parse_baseline
 
     budget_s = spec.options.get("budget_s")
     if not budget_s:
@@ -241,7 +241,7 @@ def print_disturbed(outcome: Any, console: Any) -> None:
 
 def summary(analysis: RunFrame, out: Path, console: Console) -> None:
     """The first conclusions per workload, the host's noise, what stayed undecided."""
-    from tfvariants.analyze.analysis import Analysis
+    from tfvariants.analyze.training.analysis import Analysis
 
     if not isinstance(analysis, Analysis):
         return  # no training cells to sum up

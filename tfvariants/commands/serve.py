@@ -394,7 +394,7 @@ def run(args: argparse.Namespace) -> int:
     spec, variant_objs = build_serve_spec(args)
     pricing = common.pricing_from(args)
     if args.baseline:
-        from tfvariants.analyze.analysis import parse_baseline
+        from tfvariants.analyze.training.analysis import parse_baseline
 
         base = parse_baseline(args.baseline)
         if base and base[0] not in spec.variants:

@@ -1,6 +1,6 @@
 """`serve --dry-run`: the planned serving cells per node type and the estimated bill,
 with the same placement and billing as ``compare --dry-run``
-(:mod:`tfvariants.analyze.estimate`). Writes nothing."""
+(:mod:`tfvariants.analyze.cost.estimate`). Writes nothing."""
 
 from __future__ import annotations
 
@@ -45,8 +45,8 @@ def serve_times_from_run(run_dir: Path) -> dict[tuple[str, str, int] | tuple[str
 def dry_run(spec: Any, pricing: Any, console: Any, *, estimate_from: Path | None = None) -> int:
     from statistics import median
 
-    from tfvariants.analyze import estimate as est
-    from tfvariants.analyze.format import money
+    from tfvariants.analyze.cost import estimate as est
+    from tfvariants.analyze.report.format import money
     from tfvariants.commands.compare_cluster import print_bill
     from tfvariants.plan.serve import plan_serve_cells
 

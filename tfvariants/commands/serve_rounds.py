@@ -2,9 +2,9 @@
 
 The same stopping rule as ``compare --budget`` (:mod:`tfvariants.analyze.adaptive`: K
 planned looks, each interval at the per-look level of tfvariants.analyze.looks) and the
-same comparisons as the report: the serving analysis (:func:`tfvariants.analyze.serving.model_reports`) is run on the
+same comparisons as the report: the serving analysis (:func:`tfvariants.analyze.serving.analysis.model_reports`) is run on the
 repeats stored before the last look, and a configuration runs another round while one of
-its watched comparisons (:func:`tfvariants.analyze.serving.watched`) is undecided.
+its watched comparisons (:func:`tfvariants.analyze.serving.analysis.watched`) is undecided.
 Stateless: everything is recomputed from the stored results, so a resumed run
 continues where it stopped.
 """
@@ -15,8 +15,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from tfvariants.analyze import adaptive
+from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.decide import Settings
-from tfvariants.analyze.pricing import Pricing
 from tfvariants.plan.serve import ServeCell, ServeSpec, plan_serve_cells
 from tfvariants.plan.spec import round_order
 from tfvariants.store.cellresult import AnyResult, serving
@@ -37,7 +37,7 @@ def make_next_round(
     pricing: Pricing | None,
     baseline: str | None,
 ) -> NextServeRound:
-    from tfvariants.analyze.serving import model_reports, watched
+    from tfvariants.analyze.serving.analysis import model_reports, watched
 
     run = {"variants": list(spec.variants), "variant_info": spec.variant_info}
     settings = Settings(spec.options["min_effect"], spec.options["confidence"], rule.looks)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from tfvariants.analyze.groups import WorkloadReport
-from tfvariants.analyze.pricing import Pricing
+from tfvariants.analyze.cost.pricing import Pricing
+from tfvariants.analyze.training.groups import WorkloadReport
 from tfvariants.render.svgchart import PALETTE, Bar, bar_chart
 
 

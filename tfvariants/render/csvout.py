@@ -7,7 +7,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from tfvariants.analyze.analysis import Analysis
+from tfvariants.analyze.training.analysis import Analysis
 from tfvariants.render.output import write_text_atomic
 from tfvariants.store.cellresult import ConfigKey
 
@@ -111,8 +111,8 @@ def write_csv(analysis: Analysis, path: Path) -> Path:
 
 
 def write_serving_csv(serving: Any, path: Path) -> Path:
-    """One row per serving cell (tfvariants.analyze.serving.serving_csv_rows)."""
-    from tfvariants.analyze.serving import serving_csv_rows
+    """One row per serving cell (tfvariants.analyze.serving.analysis.serving_csv_rows)."""
+    from tfvariants.analyze.serving.analysis import serving_csv_rows
 
     rows = serving_csv_rows(serving)
     buf = io.StringIO()

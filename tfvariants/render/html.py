@@ -8,8 +8,8 @@ from functools import partial
 from pathlib import Path
 
 from tfvariants import __version__
-from tfvariants.analyze.analysis import Analysis, analyze
-from tfvariants.analyze.format import (
+from tfvariants.analyze.cost.pricing import Pricing
+from tfvariants.analyze.report.format import (
     dur,
     interval_label,
     interval_sub,
@@ -26,15 +26,15 @@ from tfvariants.analyze.format import (
     sig3,
     verdict_word,
 )
-from tfvariants.analyze.frame import RunFrame
-from tfvariants.analyze.pricing import Pricing
-from tfvariants.analyze.serving import (
+from tfvariants.analyze.report.frame import RunFrame
+from tfvariants.analyze.serving.analysis import (
     HEADLINE,
     ServingAnalysis,
     analyze_serving,
     as_throughput,
     serving_frame,
 )
+from tfvariants.analyze.training.analysis import Analysis, analyze
 from tfvariants.render.charts import workload_charts
 from tfvariants.render.csvout import write_csv, write_serving_csv
 from tfvariants.render.linechart import batching_charts, throughput_chart
@@ -80,7 +80,7 @@ def render_html(analysis: RunFrame, serving: ServingAnalysis | None = None) -> s
     }
     extra = {}
     if serving is not None:
-        from tfvariants.analyze.serving import serving_cell_id
+        from tfvariants.analyze.serving.analysis import serving_cell_id
 
         extra = {
             "serving": serving,
@@ -94,14 +94,14 @@ def render_html(analysis: RunFrame, serving: ServingAnalysis | None = None) -> s
             "serving_cell_id": serving_cell_id,
             "num_fmt": sig3,
         }
-    from tfvariants.analyze.compiled import answer
+    from tfvariants.analyze.report.compiled import answer
 
     compiled = (
         answer(training.workloads, training.run, training.settings.min_effect)
         if training is not None
         else None
     )
-    from tfvariants.analyze.provenance import where_ran
+    from tfvariants.analyze.report.provenance import where_ran
 
     return env.get_template("report.html").render(
         a=analysis,

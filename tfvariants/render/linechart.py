@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING
 
 from markupsafe import Markup, escape
 
-from tfvariants.analyze.format import sig3
+from tfvariants.analyze.report.format import sig3
 from tfvariants.render.svgchart import PALETTE, _fmt, _nice_max
 
 if TYPE_CHECKING:
-    from tfvariants.analyze.serving import ModelReport
+    from tfvariants.analyze.serving.analysis import ModelReport
 
 
 @dataclass(frozen=True)

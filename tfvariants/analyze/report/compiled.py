@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from tfvariants.analyze.conclusions import phrase
-from tfvariants.analyze.fields import get_path
-from tfvariants.analyze.format import sig3
-from tfvariants.analyze.groups import Group, WorkloadReport
+from tfvariants.analyze.report.conclusions import phrase
+from tfvariants.analyze.report.fields import get_path
+from tfvariants.analyze.report.format import sig3
+from tfvariants.analyze.training.groups import Group, WorkloadReport
 
 PRESET = "compiled"
 STUDY = (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tfvariants.analyze.pricing import Pricing
+from tfvariants.analyze.cost.pricing import Pricing
 
 
 def no_price_reason(pricing: Pricing, variant: str, threads: int, device: str) -> str:

@@ -1,7 +1,7 @@
 """The frame of a report: what every run folder has, whatever its cells measured (the
 header, the run folder's warnings, the environments per variant).
 
-A training analysis (:class:`tfvariants.analyze.analysis.Analysis`) extends it with
+A training analysis (:class:`tfvariants.analyze.training.analysis.Analysis`) extends it with
 its workloads; a serving-only run is reported in a plain ``RunFrame`` plus its serving
 analysis, so nothing pretends to be a training analysis with no workloads.
 """
@@ -13,14 +13,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from tfvariants.analyze import cautions
-from tfvariants.analyze.fields import environment_summary, flatten
-from tfvariants.analyze.pricing import Pricing
+from tfvariants.analyze.cost.pricing import Pricing
+from tfvariants.analyze.report import cautions
+from tfvariants.analyze.report.fields import environment_summary, flatten
 from tfvariants.store.cellresult import AnyResult
 from tfvariants.store.rundir import RunContents
 
 if TYPE_CHECKING:
-    from tfvariants.analyze.serving import ServingAnalysis
+    from tfvariants.analyze.serving.analysis import ServingAnalysis
 
 
 @dataclass(kw_only=True)

@@ -18,13 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tfvariants.analyze import cautions, stats
-from tfvariants.analyze.analysis import parse_baseline
-from tfvariants.analyze.conclusions import interval_words, phrase
+from tfvariants.analyze import stats
+from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.decide import Settings, run_looks
-from tfvariants.analyze.format import money, sig3
-from tfvariants.analyze.frame import RunFrame, environments_of, logical_cpus_of
-from tfvariants.analyze.pricing import Pricing
+from tfvariants.analyze.report import cautions
+from tfvariants.analyze.report.conclusions import interval_words, phrase
+from tfvariants.analyze.report.format import money, sig3
+from tfvariants.analyze.report.frame import RunFrame, environments_of, logical_cpus_of
+from tfvariants.analyze.training.analysis import parse_baseline
 from tfvariants.analyze.verdicts import statistic
 from tfvariants.plan.serve import serve_cell_id
 from tfvariants.store.cellresult import PERCENTILES, ServeResult, serving

@@ -13,18 +13,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tfvariants.analyze import cautions, interference, stats, windows
-from tfvariants.analyze.billing import no_price_reason
-from tfvariants.analyze.conclusions import conclude
-from tfvariants.analyze.coverage import cell_counts, first_cell_id, folder_warnings, usable_results
+from tfvariants.analyze import interference, stats, windows
+from tfvariants.analyze.cost.billing import no_price_reason
+from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.decide import Settings, choose_baseline, run_looks
-from tfvariants.analyze.fields import median_of
-from tfvariants.analyze.frame import RunFrame, environments_of, logical_cpus_of
-from tfvariants.analyze.groups import Group, WorkloadReport
 from tfvariants.analyze.interference import Interference
 from tfvariants.analyze.noise import HostNoise, host_noise
-from tfvariants.analyze.parity import parity
-from tfvariants.analyze.pricing import Pricing
+from tfvariants.analyze.report import cautions
+from tfvariants.analyze.report.conclusions import conclude
+from tfvariants.analyze.report.coverage import (
+    cell_counts,
+    first_cell_id,
+    folder_warnings,
+    usable_results,
+)
+from tfvariants.analyze.report.fields import median_of
+from tfvariants.analyze.report.frame import RunFrame, environments_of, logical_cpus_of
+from tfvariants.analyze.report.parity import parity
+from tfvariants.analyze.training.groups import Group, WorkloadReport
 from tfvariants.analyze.verdicts import (
     Requested,
     Verdict,

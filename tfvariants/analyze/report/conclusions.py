@@ -8,13 +8,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from tfvariants.analyze import stats
+from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.decide import Settings
-from tfvariants.analyze.format import dur, money, sig3
-from tfvariants.analyze.pricing import Pricing
+from tfvariants.analyze.report.format import dur, money, sig3
 from tfvariants.analyze.verdicts import statistic
 
 if TYPE_CHECKING:
-    from tfvariants.analyze.groups import Group, WorkloadReport
+    from tfvariants.analyze.training.groups import Group, WorkloadReport
 
 
 def _time(g: Group) -> float:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from tfvariants.store.cellresult import CellResult
 
 if TYPE_CHECKING:
-    from tfvariants.analyze.groups import Group
+    from tfvariants.analyze.training.groups import Group
 
 SPREAD_K = 4.0
 ACC_FLOOR = 0.05  # absolute accuracy

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tfvariants.analyze.pricing import Instance, Pricing
+from tfvariants.analyze.cost.pricing import Instance, Pricing
 from tfvariants.errors import UserError
 from tfvariants.store.cellresult import ConfigKey, training
 
