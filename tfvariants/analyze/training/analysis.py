@@ -7,42 +7,35 @@ the run store and nothing else.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tfvariants.analyze import interference, stats, windows
-from tfvariants.analyze.cost.billing import no_price_reason
 from tfvariants.analyze.cost.pricing import Pricing
-from tfvariants.analyze.decide import Settings, choose_baseline, run_looks
+from tfvariants.analyze.decide import Settings, run_looks
 from tfvariants.analyze.interference import Interference
 from tfvariants.analyze.noise import HostNoise, host_noise
 from tfvariants.analyze.report import cautions
 from tfvariants.analyze.report.conclusions import conclude
-from tfvariants.analyze.report.coverage import (
-    cell_counts,
-    first_cell_id,
-    folder_warnings,
-    usable_results,
-)
-from tfvariants.analyze.report.fields import median_of
+from tfvariants.analyze.report.coverage import cell_counts, folder_warnings, usable_results
 from tfvariants.analyze.report.frame import RunFrame, environments_of, logical_cpus_of
 from tfvariants.analyze.report.parity import parity
 from tfvariants.analyze.training.groups import Group, WorkloadReport
+from tfvariants.analyze.training.summary import apply_verdicts, summarise_group
 from tfvariants.analyze.verdicts import (
     Requested,
-    Verdict,
+    RoundValues,
     measured,
+    pick_baseline,
     round_values,
-    statistic,
     workload_verdicts,
 )
 from tfvariants.errors import UserError
 from tfvariants.store.cellresult import CellResult, ConfigKey
 from tfvariants.store.rawfields import finite_number
-from tfvariants.store.rundir import load_run_dir
+from tfvariants.store.rundir import RunContents, load_run_dir
 
 
 @dataclass(kw_only=True)
@@ -105,101 +98,64 @@ def analyze(
     allow_mixed_hosts: bool = False,
     disturbed: str | None = None,
 ) -> Analysis:
-    """Group stored results, compute statistics, costs, comparisons and conclusions.
+    """Load a run folder and analyse its training cells (:func:`analyze_contents`)."""
+    contents = load_run_dir(Path(results_dir), allow_mixed_hosts=allow_mixed_hosts)
+    return analyze_contents(contents, pricing=pricing, baseline=baseline,
+                            min_effect=min_effect, confidence=confidence,
+                            disturbed=disturbed)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    """What every workload's analysis shares: the run's configurations and settings."""
+
+    groups: dict[ConfigKey, Group]
+    variants: list[str]
+    devices: dict[str, str]
+    oversubscribed: set[tuple[str, int]]
+    times: Mapping[ConfigKey, RoundValues]  # what the verdicts use
+    ran: set[ConfigKey]
+    settings: Settings
+    requested: Requested | None
+    pricing: Pricing | None
+    cpus: int | None
+
+
+def analyze_contents(
+    contents: RunContents,
+    *,
+    pricing: Pricing | None = None,
+    baseline: str | None = None,
+    min_effect: float | None = None,
+    confidence: float | None = None,
+    disturbed: str | None = None,
+) -> Analysis:
+    """Group a loaded folder's training cells, compute statistics, costs, comparisons and
+    conclusions (serving cells have their own analysis: analyze/serving/).
 
     Disturbed cells (analyze/interference.py) are used in the verdicts or not as the
     policy ``disturbed`` says (default: the run's, else "auto"), and counted in
     ``interference``."""
-    results_dir = Path(results_dir)
-    contents = load_run_dir(results_dir, allow_mixed_hosts=allow_mixed_hosts)
     run = contents.run
-    # Serving cells have their own analysis (analyze/serving.py).
     usable_results(contents)  # one line when there is nothing to analyse
     cells = [r for _, r in sorted(contents.parsed.items()) if isinstance(r, CellResult)]
     cpus = logical_cpus_of(run)
     if cpus is None:
         cpus = next((r.machine_cpus for r in cells if r.machine_cpus), None)
-
-    devices = {r.variant: r.device for r in cells}
-    groups: dict[ConfigKey, Group] = {}
-    for r in cells:
-        g = groups.setdefault(r.key, Group(*r.key, device=r.device))
-        g.results.append(r)
-
-    variants = _order((k.variant for k in groups), run.get("variants"))
-    workloads = _order((k.workload for k in groups), run.get("workloads"))
-    settings = settings_of(run, min_effect, confidence)
-    requested = parse_baseline(baseline)
-    if requested is not None and requested[0] not in variants:
-        raise UserError(
-            f"--baseline {baseline}: no results for variant {requested[0]!r} "
-            f"(have: {', '.join(variants)})"
-        )
-    # Oversubscribed as the cells say (store/cellresult.py decides it, once).
-    over = {
-        (k.variant, k.threads)
-        for k, g in groups.items()
-        if any(r.oversubscribed for r in g.results)
-    }
     options = run.get("options")
     opts: dict[str, Any] = options if isinstance(options, dict) else {}
     quiet = interference.summarise(cells, policy=interference.policy_of(opts, disturbed),
                                    options=opts)  # fmt: skip
-    times = round_values(cells, include_disturbed=quiet.included)  # what verdicts use
-    ran = measured(cells)
-
-    all_warnings: list[cautions.StatWarning] = []
-    over_threads: dict[int, list[str]] = {}
-    for g in groups.values():
-        _summarise(g, pricing, cpus, settings.confidence, include_disturbed=quiet.included)
-        all_warnings += [w for w in g.warnings if w.kind != "oversubscribed"]
-        if g.oversubscribed:
-            over_threads.setdefault(g.threads, []).append(g.label)
-    # One line per thread count, not one per cell: the same fact repeated drowns the rest.
-    for threads, labels in sorted(over_threads.items()):
-        configs = ", ".join(dict.fromkeys(labels))
-        all_warnings.insert(0, cautions.oversubscribed_warning(configs, threads, cpus or 0))
-
+    inputs = _inputs(cells, run, pricing, baseline, cpus, settings_of(run, min_effect, confidence),
+                     round_values(cells, include_disturbed=quiet.included))  # fmt: skip
+    all_warnings = _summarise_groups(inputs, quiet.included)
     all_warnings[:0] = folder_warnings(contents)
-
-    baseline_label = _run_baseline_label(requested, groups, times, devices, variants, over)
-    reports = []
-    for w in workloads:
-        wgroups = sorted(
-            (g for g in groups.values() if g.workload == w),
-            key=lambda g: (variants.index(g.variant), g.threads),
-        )
-        found = workload_verdicts([g.key for g in wgroups], times, settings, devices=devices,
-                                  variant_order=variants, oversubscribed=over,
-                                  requested=requested, ran=ran)  # fmt: skip
-        wr = WorkloadReport(w, wgroups, groups.get(found.baseline) if found.baseline else None)
-        _apply_verdicts(wr, found.verdicts, settings)
-        if wr.baseline is None or wr.baseline.time is None:
-            all_warnings.append(
-                cautions.StatWarning(
-                    "no_baseline",
-                    f"{w}: the baseline {baseline_label} has no successful runs, so no ratios",
-                    "pick another --baseline (VARIANT@THREADS) or --resume the failed cells",
-                )
-            )
-        conclude(wr, baseline_label, cpus, pricing, settings)
-        # The workload's own baseline, as its ratios use (the header's may not have run it).
-        base_variant = found.baseline.variant if found.baseline else baseline_label.split("@")[0]
-        wr.parity_baseline = base_variant
-        wr.parity = parity(wgroups, base_variant)
-        for row in wr.parity:
-            if row.outlier:
-                all_warnings.append(
-                    cautions.StatWarning(
-                        "accuracy_parity",
-                        f"{w}: {row.variant} trains to a different result than {base_variant}: "
-                        + "; ".join(row.flags),
-                        "a fast variant that learns something else is not a faster build "
-                        "(see Accuracy parity)",
-                    )
-                )
-        reports.append(wr)
-    noise = host_noise(list(groups.values()), settings)
+    baseline_label = run_baseline_label(inputs)
+    reports = [
+        _workload_report(w, inputs, baseline_label, all_warnings)
+        for w in _order((k.workload for k in inputs.groups), run.get("workloads"))
+    ]
+    noise = host_noise(list(inputs.groups.values()), inputs.settings)
     noise.window_plan = windows.plan_sentence((run.get("adaptive") or {}).get("window_plan"))
     all_warnings += noise.warnings
     if quiet.disturbed:
@@ -207,182 +163,117 @@ def analyze(
             cautions.StatWarning("disturbed", quiet.sentence(), "run when the machine is quieter, "
                               "or on a dedicated machine; the cells are listed in the report")
         )  # fmt: skip
-
-    envs, raw_envs = environments_of(cells, variants)
+    envs, raw_envs = environments_of(cells, inputs.variants)
     return Analysis(
-        results_dir=str(results_dir),
-        run=run,
-        workloads=reports,
-        baseline_label=baseline_label,
-        pricing=pricing,
-        environments=envs,
-        raw_environments=raw_envs,
-        warnings=all_warnings,
-        counts=cell_counts(cells, contents),
-        logical_cpus=cpus,
-        cells=cells,
-        variants=variants,
-        settings=settings,
-        noise=noise,
-        devices=devices,
-        store=contents,
-        interference=quiet,
-    )
+        results_dir=str(contents.results_dir), run=run, workloads=reports,
+        baseline_label=baseline_label, pricing=pricing, environments=envs,
+        raw_environments=raw_envs, warnings=all_warnings, counts=cell_counts(cells, contents),
+        logical_cpus=cpus, cells=cells, variants=inputs.variants, settings=inputs.settings,
+        noise=noise, devices=inputs.devices, store=contents, interference=quiet,
+    )  # fmt: skip
 
 
-def _run_baseline_label(
-    requested: Requested | None,
-    groups: dict[ConfigKey, Group],
-    times: dict[ConfigKey, dict[int, float]],
-    devices: dict[str, str],
-    variants: list[str],
-    over: set[tuple[str, int]],
-) -> str:
-    """The run's baseline in one label (the header): the one asked for, else the
-    default rule on all workloads' usable repeats together. Each workload's own
-    baseline (the same rule on its own repeats) is what its ratios use."""
-    if requested is not None and requested[1] is not None:
-        return f"{requested[0]}@{requested[1]}"
-    if requested is not None:
-        mine = [k for k in groups if k.variant == requested[0]]
-        usable = [k for k in mine if times.get(k)] or mine
-        return f"{requested[0]}@{max(k.threads for k in usable)}"
-    counts: dict[tuple[str, int], int] = {}
-    for k in groups:
-        counts[(k.variant, k.threads)] = counts.get((k.variant, k.threads), 0) + len(
-            times.get(k) or {}
-        )
-    if not any(counts.values()):  # every repeat disturbed: as verdicts.pick_baseline does
-        for k, g in groups.items():
-            counts[(k.variant, k.threads)] += int(bool(g.ok))
-    chosen = choose_baseline(counts, devices, variants, over)
-    if chosen is None:
-        first = variants[0]
-        chosen = (first, max(k.threads for k in groups if k.variant == first))
-    return f"{chosen[0]}@{chosen[1]}"
-
-
-def _explain_spread(warning: cautions.StatWarning, ok: list[CellResult]) -> cautions.StatWarning:
-    """An 'unstable' warning names its worst repeat, and whether other processes were
-    using that cell's CPUs: a sceptic can then tell a noisy host from a noisy config."""
-    timed = [(r.training_time_s, r) for r in ok if r.training_time_s]
-    if warning.kind != "unstable" or len(timed) < 3:
-        return warning
-    med = median_of(t for t, _ in timed) or 0.0
-    if med <= 0:
-        return warning
-    t, r = max(timed, key=lambda tr: abs(math.log(tr[0] / med)))
-    text = f"; the farthest repeat (r{r.round}) took {t / med:.2f}x the median"
-    if r.others_share is not None and r.others_share >= 0.10:
-        text += f", while other processes used {r.others_share:.0%} of its pinned CPUs"
-    return cautions.StatWarning(warning.kind, warning.message + text, warning.hint)
-
-
-def _summarise(
-    g: Group,
+def _inputs(
+    cells: list[CellResult],
+    run: dict[str, Any],
     pricing: Pricing | None,
+    baseline: str | None,
     cpus: int | None,
-    confidence: float = stats.CONFIDENCE,
-    include_disturbed: bool = False,
-) -> None:
-    ok = g.ok
-    g.oversubscribed = any(r.oversubscribed for r in g.results)
-    if g.oversubscribed:
-        g.oversubscription_ratio = max(r.oversubscription_ratio for r in g.results)
-    label = f"{g.workload} {g.label}"
-    if g.oversubscribed:
-        g.warnings.append(
-            cautions.oversubscribed_warning(
-                label, g.threads, cpus or int(g.threads / g.oversubscription_ratio)
-            )
+    settings: Settings,
+    times: Mapping[ConfigKey, RoundValues],
+) -> _Inputs:
+    groups: dict[ConfigKey, Group] = {}
+    for r in cells:
+        groups.setdefault(r.key, Group(*r.key, device=r.device)).results.append(r)
+    variants = _order((k.variant for k in groups), run.get("variants"))
+    requested = parse_baseline(baseline)
+    if requested is not None and requested[0] not in variants:
+        raise UserError(
+            f"--baseline {baseline}: no results for variant {requested[0]!r} "
+            f"(have: {', '.join(variants)})"
         )
-    for status in ("failed", "timeout"):
-        if g.n(status):
-            g.warnings.append(
-                cautions.StatWarning(
-                    status,
-                    f"{label}: {g.n(status)} of {len(g.results)} repeats {status} ({'; '.join(g.reasons)[:200]})",
-                    # the file to open, not a placeholder path
-                    f"read stderr_tail in the run folder's cells/{first_cell_id(g.results, status)}.json, "
-                    "fix, then rerun with --resume",
-                )
-            )
-    if g.n("skipped"):
-        g.warnings.append(
+    # Oversubscribed as the cells say (store/cellresult.py decides it, once).
+    over = {(k.variant, k.threads) for k, g in groups.items()
+            if any(r.oversubscribed for r in g.results)}  # fmt: skip
+    devices = {r.variant: r.device for r in cells}
+    return _Inputs(groups, variants, devices, over, times, measured(cells), settings,
+                   requested, pricing, cpus)  # fmt: skip
+
+
+def _summarise_groups(inputs: _Inputs, include_disturbed: bool) -> list[cautions.StatWarning]:
+    """Every group's figures and cautions; one oversubscription line per thread count
+    (not one per cell: the same fact repeated drowns the rest)."""
+    out: list[cautions.StatWarning] = []
+    over_threads: dict[int, list[str]] = {}
+    for g in inputs.groups.values():
+        summarise_group(g, inputs.pricing, inputs.cpus, inputs.settings.confidence,
+                        include_disturbed=include_disturbed)  # fmt: skip
+        out += [w for w in g.warnings if w.kind != "oversubscribed"]
+        if g.oversubscribed:
+            over_threads.setdefault(g.threads, []).append(g.label)
+    for threads, labels in sorted(over_threads.items()):
+        configs = ", ".join(dict.fromkeys(labels))
+        out.insert(0, cautions.oversubscribed_warning(configs, threads, inputs.cpus or 0))
+    return out
+
+
+def _workload_report(
+    w: str, inputs: _Inputs, baseline_label: str, warnings: list[cautions.StatWarning]
+) -> WorkloadReport:
+    """One workload: its baseline and verdicts (the one comparison), conclusions and
+    accuracy parity; its cautions are appended to ``warnings``."""
+    variants = inputs.variants
+    wgroups = sorted((g for g in inputs.groups.values() if g.workload == w),
+                     key=lambda g: (variants.index(g.variant), g.threads))  # fmt: skip
+    found = workload_verdicts([g.key for g in wgroups], inputs.times, inputs.settings,
+                              devices=inputs.devices, variant_order=variants,
+                              oversubscribed=inputs.oversubscribed,
+                              requested=inputs.requested, ran=inputs.ran)  # fmt: skip
+    wr = WorkloadReport(w, wgroups, inputs.groups.get(found.baseline) if found.baseline else None)
+    apply_verdicts(wr, found.verdicts, inputs.settings)
+    if wr.baseline is None or wr.baseline.time is None:
+        warnings.append(
             cautions.StatWarning(
-                "skipped",
-                f"{label} was skipped: {'; '.join(g.reasons)[:200]}",
-                "run it on a host that has what it needs",
+                "no_baseline",
+                f"{w}: the baseline {baseline_label} has no successful runs, so no ratios",
+                "pick another --baseline (VARIANT@THREADS) or --resume the failed cells",
             )
         )
-    g.times = [r.training_time_s for r in ok if r.training_time_s]
-    # What comparisons use: the same usable values as the verdicts' (disturbed attempts
-    # too when the run's policy includes them), or the sentences and the table disagree.
-    g.round_times = round_values(g.results, include_disturbed=include_disturbed).get(g.key, {})
-    if not g.times:
-        return
-    g.time = stats.median_interval(g.times, confidence)
-    steadies = [r.steady_epoch_s for r in ok if r.steady_epoch_s]
-    g.steady = stats.median_interval(steadies, confidence) if steadies else None
-    steps = [r.steady_step_s for r in ok if r.steady_step_s]
-    g.step_s = stats.median_interval(steps, confidence) if steps else None
-    g.utilisation = median_of(r.utilisation for r in ok)
-    for name in dict.fromkeys(k for r in ok for k in r.overhead):
-        value = median_of(r.overhead.get(name) for r in ok)
-        if value is not None:
-            g.overhead[name] = value
-    g.bimodal = cautions.bimodal(g.times)
-    g.warmup_s = median_of(r.warmup_s for r in ok)
-    g.samples_per_s = median_of(r.samples_per_s for r in ok)
-    g.gflops_per_s = median_of(r.gflops_per_s for r in ok)
-    g.accuracy = median_of(r.accuracy for r in ok)
-    g.chance = next((r.chance_accuracy for r in ok if r.chance_accuracy is not None), None)
-    rss = [r.peak_rss_bytes for r in ok if r.peak_rss_bytes]
-    g.peak_rss_bytes = int(max(rss)) if rss else None
-    g.warnings += [_explain_spread(w, ok) for w in cautions.stability_warnings(label, g.times)]
-    if pricing is not None:
-        g.cost = pricing.cost(g.variant, g.threads, g.time.value, g.device)
-        if g.cost is None:
-            g.warnings.append(
+    conclude(wr, baseline_label, inputs.cpus, inputs.pricing, inputs.settings)
+    # The workload's own baseline, as its ratios use (the header's may not have run it).
+    base_variant = found.baseline.variant if found.baseline else baseline_label.split("@")[0]
+    wr.parity_baseline = base_variant
+    wr.parity = parity(wgroups, base_variant)
+    for row in wr.parity:
+        if row.outlier:
+            warnings.append(
                 cautions.StatWarning(
-                    "no_price",
-                    f"{label}: no cost: {no_price_reason(pricing, g.variant, g.threads, g.device)}",
-                    "choose another price date (--pricing NAME@YYYY-MM) or catalog, or map "
-                    "the cell with --instance VARIANT[@THREADS]=INSTANCE",
+                    "accuracy_parity",
+                    f"{w}: {row.variant} trains to a different result than {base_variant}: "
+                    + "; ".join(row.flags),
+                    "a fast variant that learns something else is not a faster build "
+                    "(see Accuracy parity)",
                 )
             )
-        else:
-            per_s = g.cost.per_hour / 3600
-            bill = pricing.catalog.billing.billed_seconds
-            g.costs = [per_s * bill(t) for t in g.times]
-            g.cost_iv = stats.median_interval(g.costs, confidence)
-            # per round, as the verdicts use them: the rounds' usable values
-            g.round_costs = {rnd: per_s * bill(t) for rnd, t in g.round_times.items()}
+    return wr
 
 
-def _apply_verdicts(
-    wr: WorkloadReport, verdicts: Mapping[ConfigKey, Verdict], settings: Settings
-) -> None:
-    """The time verdicts (from the one comparison) onto the groups, and the costs
-    through the same statistic on the same common rounds."""
-    b = wr.baseline
-    if b is None or not b.times:
-        return
-    b.is_baseline = True
-    one = stats.Interval(1.0, 1.0, 1.0, "exact", len(b.times))
-    b.time_cmp = stats.Comparison(one, "baseline", min_effect=settings.min_effect)
-    if b.costs:
-        b.cost_cmp = stats.Comparison(one, "baseline", min_effect=settings.min_effect)
-    base_costs = b.round_costs
-    for g in wr.groups:
-        v = verdicts.get(g.key)
-        if g is b or v is None:
-            continue
-        g.verdict, g.time_cmp = v, v.comparison
-        costs = g.round_costs
-        common = set(costs) & set(base_costs)
-        # A free instance has no ratio.
-        if common and min([costs[i] for i in common] + [base_costs[i] for i in common]) > 0:
-            # Costs per repeat through the same statistic as times: one machinery.
-            g.cost_cmp = statistic(base_costs, costs, settings)
-            g.cost_rounds = len(common)
+def run_baseline_label(inputs: _Inputs) -> str:
+    """The run's baseline in one label (the header): the one baseline rule
+    (:func:`tfvariants.analyze.verdicts.pick_baseline`) on every workload's usable
+    repeats pooled per (variant, threads). Each workload's own baseline (the same rule on
+    its own repeats) is what its ratios and its accuracy parity use."""
+    pooled: dict[ConfigKey, dict[int, float]] = {}
+    for k in inputs.groups:
+        values = pooled.setdefault(ConfigKey("", k.variant, k.threads), {})
+        for v in (inputs.times.get(k) or {}).values():
+            values[len(values)] = v  # only the count matters to the rule
+    chosen = pick_baseline(
+        list(pooled), pooled, devices=inputs.devices, variant_order=inputs.variants,
+        oversubscribed=inputs.oversubscribed, requested=inputs.requested,
+        ran={ConfigKey("", k.variant, k.threads) for k in inputs.ran},
+    )  # fmt: skip
+    if chosen is None:
+        first = inputs.variants[0]
+        return f"{first}@{max(k.threads for k in inputs.groups if k.variant == first)}"
+    return f"{chosen.variant}@{chosen.threads}"
