@@ -5,9 +5,11 @@ import pytest
 import resultfactory as rf
 
 from tfvariants.analyze.cost.pricing import Pricing, load_catalog
+from tfvariants.analyze.report.build import assemble
 from tfvariants.analyze.training.analysis import analyze
+from tfvariants.commands.report import write_report
 from tfvariants.errors import UserError
-from tfvariants.render.html import render_html, write_report
+from tfvariants.render.html import render_html
 from tfvariants.render.svgchart import Bar, bar_chart
 
 EVIL = "<script>alert(1)</script>"
@@ -160,7 +162,7 @@ def test_html_is_one_self_contained_file(study, gce, tmp_path):
 
 
 def test_without_pricing_there_is_no_cost_chart(study, tmp_path):
-    html = render_html(analyze(study))
+    html = render_html(assemble(analyze(study)))
     assert html.count("<svg") == 2
     assert "cost per run" not in html
 
@@ -176,7 +178,9 @@ def test_strings_from_results_cannot_inject_markup(tmp_path):
         results.append(rf.make_result(name, 2, name, r, status="failed", reason=EVIL))
     rf.write_results(tmp_path / "x", results)
     html = render_html(
-        analyze(tmp_path / "x", pricing=Pricing(load_catalog("gce-2017")), baseline="local@1")
+        assemble(
+            analyze(tmp_path / "x", pricing=Pricing(load_catalog("gce-2017")), baseline="local@1")
+        )
     )
     assert "<script>" not in html and "<img" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
@@ -225,7 +229,7 @@ def test_csv_carries_ratios_intervals_and_verdicts(tmp_path, gce):
     results, run = rf.study_like_results(repeats=5)
     d = rf.write_results(tmp_path / "res", results, run)
     out = tmp_path / "cells.csv"
-    a = write_report(d, tmp_path / "r.html", pricing=gce, csv_path=out)
+    a = write_report(d, tmp_path / "r.html", pricing=gce, csv_path=out).frame
     rows = list(csv.DictReader(out.open()))
     row = next(r for r in rows if r["cell_id"] == "mnist_mlp__compiled__t16__r0")
     g = group(a.workloads[0], "compiled@16")
@@ -248,7 +252,7 @@ def test_report_shows_the_machines_noise_and_labels_intervals(tmp_path):
     assert "resolve differences of about" in a.noise.sentence()
     assert any("local@1" in b and "two clusters" in b for b in a.noise.bimodal)
     assert any(w.kind == "bimodal" for w in a.warnings)
-    html = render_html(a)
+    html = render_html(assemble(a))
     assert "This machine&#39;s noise" in html or "This machine's noise" in html
     assert 'title="median of 6; range of the repeats = 96.9% interval for the median"' in html
     assert "Bimodal timings: mnist_cnn local@1" in html
@@ -277,7 +281,7 @@ def test_overhead_split_adds_up_to_the_cell():
 def test_report_says_per_configuration_where_it_ran_real_or_simulated(tmp_path):
     import resultfactory as rf
 
-    from tfvariants.render.html import write_report as write
+    from tfvariants.commands.report import write_report as write
 
     results = []
     for rep in range(3):

@@ -12,7 +12,7 @@ import pytest
 import resultfactory as rf
 
 from tfvariants.analyze.cost.pricing import Pricing, load_catalog
-from tfvariants.render.html import write_report
+from tfvariants.commands.report import write_report
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = [

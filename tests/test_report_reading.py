@@ -11,7 +11,7 @@ import resultfactory as rf
 
 from tfvariants.analyze.cost.pricing import Pricing, load_catalog
 from tfvariants.cli import main
-from tfvariants.render.html import write_report
+from tfvariants.commands.report import write_report
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,7 @@ def _summary(html: str) -> str:
 
 def test_summary_names_the_workload_of_every_sentence(study, tmp_path, gce):
     out = tmp_path / "r.html"
-    a = write_report(study, out, pricing=gce)
+    a = write_report(study, out, pricing=gce).frame
     summary = _summary(out.read_text())
     # "GPU vs the fastest CPU configuration" is said once per workload, under its name
     heads = [m.start() for m in re.finditer(r'<h3 class="summary-workload">', summary)]
@@ -152,12 +152,13 @@ def test_a_single_configuration_is_not_called_the_fastest(tmp_path):
 
 
 def test_summary_table_flags_an_undecided_lead_and_the_baseline_bar_is_solid(tmp_path):
+    from tfvariants.analyze.report.build import assemble
     from tfvariants.render.html import render_html
 
     a = _two_configs(tmp_path / "a", 2.0, 0.2)  # undecided
     (w,) = a.workloads
     assert not w.fastest_decided and not w.cheapest_decided
-    html = render_html(a)
+    html = render_html(assemble(a))
     summary = html[html.index("<th>workload</th>") : html.index("</table>")]
     assert summary.count(">not decided</span>") == 2
     # the baseline is the reference, not an undecided bar: drawn solid
@@ -167,6 +168,7 @@ def test_summary_table_flags_an_undecided_lead_and_the_baseline_bar_is_solid(tmp
 
 
 def test_steady_step_of_seconds_reads_in_ms_without_exponent(tmp_path):
+    from tfvariants.analyze.report.build import assemble
     from tfvariants.analyze.training.analysis import analyze
     from tfvariants.render.html import render_html
 
@@ -175,13 +177,13 @@ def test_steady_step_of_seconds_reads_in_ms_without_exponent(tmp_path):
         res = rf.make_result("local", 2, "mnist_mlp", r)
         res["timing"]["steady_step_s"] = 1.234  # a slow model: 1,230 ms, not "1.23e+03 ms"
         results.append(res)
-    html = render_html(analyze(rf.write_results(tmp_path / "s", results)))
+    html = render_html(assemble(analyze(rf.write_results(tmp_path / "s", results))))
     assert "e+0" not in html and "1,230 ms" in html
 
 
 def test_failed_hint_names_the_cell_file_and_footnote_explains_coverage(study, tmp_path, gce):
     out = tmp_path / "r.html"
-    a = write_report(study, out, pricing=gce)
+    a = write_report(study, out, pricing=gce).frame
     (failed,) = [w for w in a.warnings if w.kind == "failed"]
     name = re.search(r"cells/(\S+\.json)", failed.hint).group(1)
     assert (study / "cells" / name).is_file() and "<run>" not in failed.hint

@@ -115,7 +115,7 @@ def _serving_run(tmp_path: Path) -> Path:
 
 
 def test_serving_only_report_renders_escaped(tmp_path):
-    from tfvariants.render.html import write_report
+    from tfvariants.commands.report import write_report
 
     d = _serving_run(tmp_path / "res")
     html_path = tmp_path / "rep" / "index.html"
@@ -136,7 +136,7 @@ def test_serving_report_in_headless_chromium(tmp_path):
 
     from test_report_browser import CHROMIUM, FLAGS, require_chromium
 
-    from tfvariants.render.html import write_report
+    from tfvariants.commands.report import write_report
 
     require_chromium()
     d = _serving_run(tmp_path / "res")
@@ -168,7 +168,7 @@ def _with_devices(tmp_path: Path, cfgs: dict) -> None:
 
 
 def test_cheapest_is_claimed_only_when_decided_against_the_next(tmp_path):
-    from tfvariants.analyze.serving.analysis import watched
+    from tfvariants.analyze.serving.configs import watched
 
     # 2 threads serve 1.8x more per second at less than 1.8x the price: decided cheaper
     steady = [1.0, 1.02, 0.98, 1.01, 0.99]
@@ -285,7 +285,7 @@ def test_batching_is_a_swept_axis_with_its_charts(tmp_path):
 
 
 def test_without_a_point_within_the_bound_threads_are_compared_at_saturation(tmp_path):
-    from tfvariants.analyze.serving.analysis import watched
+    from tfvariants.analyze.serving.configs import watched
 
     steady = [1.0, 1.02, 0.98, 1.01, 0.99]
     rows = []
@@ -307,7 +307,7 @@ def test_serving_costs_are_in_the_catalogs_currency(tmp_path):
     import re
 
     from tfvariants.analyze.cost.pricing import CATALOG_DIR
-    from tfvariants.render.html import write_report
+    from tfvariants.commands.report import write_report
 
     d = _serving_run(tmp_path / "res")
     eur = tmp_path / "gce-eur.toml"
@@ -333,3 +333,28 @@ def test_disturbed_cells_stay_in_the_tables_and_leave_the_verdicts(tmp_path):
     assert rep.cheapest_cmp is None and not rep.cheapest_decided  # no verdict from them
     assert any(c.startswith("10 of 10 successful cells were disturbed (other processes used "
                             "60% of") for c in rep.conclusions)  # fmt: skip
+
+
+def test_serving_and_training_share_one_baseline_rule(tmp_path):
+    """One rule (analyze/baseline.py): with no GPU, the most threads within the host, then
+    the most usable repeats, then the first variant, for training and serving alike (the
+    serving rule used to take the first variant whatever its threads)."""
+    import resultfactory as rf
+
+    from tfvariants.analyze.report.build import build_report
+
+    train = [rf.make_result(v, t, "mnist_mlp", r, logical_cpus=8)
+             for r in range(2) for v, t in (("compiled", 2), ("pip", 4))]  # fmt: skip
+    rf.write_results(tmp_path, train)
+    _store(tmp_path, [(ServeCell(v, t, "m", "concurrency", "inprocess", 1, r), 50 * t, 20)
+                      for r in range(2) for v, t in (("compiled", 2), ("pip", 4))])  # fmt: skip
+    report = build_report(tmp_path, pricing=parse_pricing_option("gce-2017"))
+    assert report.training is not None and report.serving is not None
+    assert report.training.baseline_label == "pip@4"
+    assert report.training.workloads[0].baseline.label == "pip@4"
+    (model,) = report.serving.models
+    assert model.baseline is not None and model.baseline.label == "pip@4 inprocess"
+    # --baseline VARIANT: its most threads with usable values, in both
+    report = build_report(tmp_path, baseline="compiled")
+    assert report.training.baseline_label == "compiled@2"
+    assert report.serving.models[0].baseline.label == "compiled@2 inprocess"

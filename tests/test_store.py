@@ -13,14 +13,16 @@ import pytest
 import resultfactory as rf
 
 from tfvariants.analyze.cost.pricing import Pricing, load_catalog, parse_pricing_option
+from tfvariants.analyze.report.build import assemble
 from tfvariants.analyze.training.analysis import analyze
 from tfvariants.cli import main
+from tfvariants.commands.report import write_report
 from tfvariants.errors import UserError
 from tfvariants.execute import runner
 from tfvariants.execute.matrix import Matrix
 from tfvariants.plan.cell import cell_id
 from tfvariants.plan.spec import MatrixSpec
-from tfvariants.render.html import render_html, write_report
+from tfvariants.render.html import render_html
 from tfvariants.store.rundir import load_run_dir
 from tfvariants.store.runfile import RUN_SCHEMA_VERSION, load_run, local_host
 
@@ -64,7 +66,7 @@ def test_a_copy_of_a_cell_is_named_and_never_an_extra_repeat(tmp_path, capsys):
     dup = [w.message for w in a.warnings if w.kind == "duplicate"]
     assert any(f"{CELL} (copy).json: a copy of cell {CELL}" in m for m in dup)
     assert any("renamed.json: holds cell mnist_mlp__pip__t8__r9" in m for m in dup)
-    assert f"{CELL} (copy).json" in render_html(a)
+    assert f"{CELL} (copy).json" in render_html(assemble(a))
     assert main(["report", str(d), "-o", str(tmp_path / "o.html"), "--pricing", "none"]) == 0
     assert f"warning: cells/{CELL} (copy).json: a copy of cell" in capsys.readouterr().err
 
@@ -78,8 +80,8 @@ def test_cells_from_an_undeclared_host_are_kept_apart_unless_allowed(tmp_path, c
     (w,) = [w for w in a.warnings if w.kind == "foreign_host"]
     assert f"ran on host {OTHER}, which run.json does not declare (declared: {HERE})" in w.message
     assert CELL in w.message and "--allow-mixed-hosts" in w.hint
-    assert a.counts["from another host"] == 1 and "1 from another host" in render_html(a)
-    assert OTHER in render_html(a)
+    assert a.counts["from another host"] == 1 and "1 from another host" in render_html(assemble(a))
+    assert OTHER in render_html(assemble(a))
     assert not any(CELL in m for m in (x.message for x in a.warnings if x.kind == "incomplete"))
     mixed = analyze(d, allow_mixed_hosts=True)
     assert len(mlp_group(mixed, "pip@8").results) == 3

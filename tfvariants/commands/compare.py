@@ -198,7 +198,7 @@ def gpu_threads(variant: str, pricing: Any) -> int:
 
 
 def _check_baseline(baseline: str | None, spec: Any) -> None:
-    from tfvariants.analyze.training.analysis import parse_baseline
+    from tfvariants.analyze.baseline import parse_baseline
 
     parsed = parse_baseline(baseline)
     if parsed is None:
@@ -277,10 +277,9 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.markup import escape
 
-    from tfvariants.commands.report import print_store_warnings
+    from tfvariants.commands.report import print_store_warnings, write_report
     from tfvariants.execute import runner
     from tfvariants.execute.matrix import Matrix
-    from tfvariants.render.html import write_report
     from tfvariants.store.runfile import load_run
 
     compare_cluster.check(args)
@@ -401,7 +400,7 @@ def run(args: argparse.Namespace) -> int:
         baseline=args.baseline,
         csv_path=args.csv,
         allow_mixed_hosts=args.allow_mixed_hosts,
-    )
+    ).frame
     print_store_warnings(analysis)
     console.print(f"report: {report_path}", highlight=False, markup=False)
     if args.csv:

@@ -11,6 +11,8 @@ from tfvariants.commands import argtypes, common, rounds
 from tfvariants.errors import UserError, one_line
 
 if TYPE_CHECKING:  # the analysis is imported only when a report is made (start-up time)
+    from tfvariants.analyze.cost.pricing import Pricing
+    from tfvariants.analyze.report.build import Report
     from tfvariants.analyze.report.frame import RunFrame
 
 # Warnings that change what the figures mean: always printed, not only in the HTML.
@@ -29,9 +31,13 @@ def register(sub: Any) -> None:
     p.add_argument("results_dir", type=Path, metavar="RESULTS_DIR")
     common.add_report_outputs(p)
     common.add_pricing(p)
-    p.add_argument("--baseline", default=None,
-                   help="VARIANT[@THREADS] (default: the GPU if one ran, else the most threads that fit on the host, with "
-                   "the most successful repeats; serving: the GPU, else the first variant)")  # fmt: skip
+    p.add_argument(
+        "--baseline",
+        default=None,
+        help="VARIANT[@THREADS] (default, training and serving alike: the GPU if one ran, else "
+        "the most threads that fit on the host, with the most successful repeats; serving: "
+        "in-process and unbatched first)",
+    )
     p.add_argument("--min-effect", type=argtypes.min_effect, default=None,
                    help="smallest difference that matters, e.g. 5%% (default: the run's, else 5%%)")  # fmt: skip
     p.add_argument("--confidence", type=argtypes.confidence, default=None,
@@ -51,10 +57,38 @@ def print_store_warnings(analysis: RunFrame) -> None:
             print(f"tfvariants: warning: {one_line(w.message)}", file=sys.stderr)
 
 
-def run(args: argparse.Namespace) -> int:
-    from tfvariants.analyze.training.analysis import Analysis
-    from tfvariants.render.html import write_report
+def write_report(
+    results_dir: Path,
+    out: Path,
+    *,
+    csv_path: Path | None = None,
+    pricing: Pricing | None = None,
+    baseline: str | None = None,
+    min_effect: float | None = None,
+    confidence: float | None = None,
+    allow_mixed_hosts: bool = False,
+    p99_bound_ms: float | None = None,
+    disturbed: str | None = None,
+) -> Report:
+    """The report stage (report, compare and serve end with it): load and analyse
+    ``results_dir`` once (analyze/report/build.py), write the HTML (atomically) and the
+    optional CSV (render/)."""
+    from tfvariants.analyze.report.build import build_report
+    from tfvariants.render.csvout import write_report_csv
+    from tfvariants.render.html import write_html
 
+    report = build_report(
+        results_dir, pricing=pricing, baseline=baseline, min_effect=min_effect,
+        confidence=confidence, allow_mixed_hosts=allow_mixed_hosts,
+        p99_bound_ms=p99_bound_ms, disturbed=disturbed,
+    )  # fmt: skip
+    write_html(report, out)
+    if csv_path is not None:
+        write_report_csv(report, csv_path)
+    return report
+
+
+def run(args: argparse.Namespace) -> int:
     if not args.results_dir.is_dir():
         raise UserError(f"{args.results_dir}: no such results folder")
     out = args.output or Path("reports") / args.results_dir.resolve().name / "index.html"
@@ -67,28 +101,21 @@ def run(args: argparse.Namespace) -> int:
             p99_ms = duration_s(args.p99) * 1e3
         except argparse.ArgumentTypeError as exc:
             raise UserError(f"--p99: {exc}") from None
-    pricing = common.pricing_from(args)
-    analysis = write_report(
-        args.results_dir,
-        out,
-        pricing=pricing,
+    report = write_report(
+        args.results_dir, out, csv_path=args.csv, pricing=common.pricing_from(args),
         baseline=args.baseline or preset_baseline(args.results_dir),
-        csv_path=args.csv,
-        allow_mixed_hosts=args.allow_mixed_hosts,
-        p99_bound_ms=p99_ms,
-        min_effect=args.min_effect,
-        confidence=args.confidence,
-        disturbed=args.disturbed,
-    )
-    print_store_warnings(analysis)
+        allow_mixed_hosts=args.allow_mixed_hosts, p99_bound_ms=p99_ms,
+        min_effect=args.min_effect, confidence=args.confidence, disturbed=args.disturbed,
+    )  # fmt: skip
+    print_store_warnings(report.frame)
     print(f"report: {out}")
-    training = analysis if isinstance(analysis, Analysis) else None
+    training = report.training
     if args.csv:
         rows = len(training.cells) if training is not None else 0
         if not rows and args.csv.is_file():  # a serving-only run: the CSV holds serving cells
             rows = max(len(args.csv.read_text(encoding="utf-8").splitlines()) - 1, 0)
         print(f"csv: {args.csv} ({rows} rows)")
-    print_compiled_answer(analysis)
+    print_compiled_answer(report.frame)
     for w in training.workloads if training is not None else []:
         print(f"{w.name}:")  # the sentences do not all name their workload
         for line in w.conclusions:
@@ -96,16 +123,15 @@ def run(args: argparse.Namespace) -> int:
     quiet = training.interference if training is not None else None
     if quiet is not None and quiet.disturbed:
         print(quiet.sentence())
-    if analysis.serving is not None:
-        for m in analysis.serving.models:
-            print(f"serving {m.model}:")
-            for line in m.conclusions:
-                print(f"  {line}")
+    for m in report.serving.models if report.serving is not None else []:
+        print(f"serving {m.model}:")
+        for line in m.conclusions:
+            print(f"  {line}")
     return 0
 
 
-def print_compiled_answer(analysis: Any) -> None:
-    """A compiled-preset run opens with its answer for this CPU (tfvariants.analyze.report.compiled)."""
+def print_compiled_answer(analysis: RunFrame) -> None:
+    """A compiled-preset run opens with its answer for this CPU (analyze/report/compiled.py)."""
     from tfvariants.analyze.report.compiled import answer
     from tfvariants.analyze.training.analysis import Analysis
 

@@ -145,7 +145,7 @@ def adaptive_hook(
     spec: MatrixSpec, baseline: str | None, console: Console, spent_before: float = 0.0
 ) -> tuple[NextRoundHook | None, adaptive.StoppingRule | None]:
     """(next_round, rule) when the run has a budget, else (None, None)."""
-    from tfvariants.analyze.training.analysis import parse_baseline
+    from tfvariants.analyze.baseline import parse_baseline
 
     budget_s = spec.options.get("budget_s")
     if not budget_s:

@@ -144,8 +144,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--baseline",
         default=None,
-        help="VARIANT[@THREADS] for ratios (default: the GPU if one ran, else the first "
-        "variant; at its most threads, in-process first)",
+        help="VARIANT[@THREADS] for ratios (default: training's rule: the GPU if one ran, "
+        "else the most threads that fit on the host; in-process, unbatched first)",
     )
     p.add_argument(
         "--out", type=Path, default=None, help="results folder (default results/serve-<time>)"
@@ -386,15 +386,15 @@ def _check_loadgen(scenarios: tuple[str, ...], variant_objs: dict[str, Any]) -> 
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
+    from tfvariants.commands.report import write_report
     from tfvariants.execute.matrix import Matrix
     from tfvariants.execute.serve_runner import run_serve_cell
     from tfvariants.plan.serve import ServeCell
-    from tfvariants.render.html import write_report
 
     spec, variant_objs = build_serve_spec(args)
     pricing = common.pricing_from(args)
     if args.baseline:
-        from tfvariants.analyze.training.analysis import parse_baseline
+        from tfvariants.analyze.baseline import parse_baseline
 
         base = parse_baseline(args.baseline)
         if base and base[0] not in spec.variants:
@@ -481,12 +481,11 @@ def run(args: argparse.Namespace) -> int:
         return 130
     if len(outcome.statuses) == 0:
         return outcome.exit_code()
-    analysis = write_report(
+    serving = write_report(
         out, report_path, pricing=pricing, baseline=args.baseline, csv_path=args.csv,
         p99_bound_ms=spec.options["p99_bound_ms"], min_effect=spec.options["min_effect"],
         confidence=spec.options["confidence"],
-    )  # fmt: skip
-    serving = getattr(analysis, "serving", None)
+    ).serving  # fmt: skip
     for m in serving.models if serving is not None else []:
         for line in m.conclusions[:3]:
             console.print(f"  {line}", highlight=False, markup=False)

@@ -2,9 +2,10 @@
 
 The same stopping rule as ``compare --budget`` (:mod:`tfvariants.analyze.adaptive`: K
 planned looks, each interval at the per-look level of tfvariants.analyze.looks) and the
-same comparisons as the report: the serving analysis (:func:`tfvariants.analyze.serving.analysis.model_reports`) is run on the
-repeats stored before the last look, and a configuration runs another round while one of
-its watched comparisons (:func:`tfvariants.analyze.serving.analysis.watched`) is undecided.
+same comparisons as the report: the serving analysis
+(:func:`tfvariants.analyze.serving.analysis.model_reports`) is run on the repeats stored
+before the last look, and a configuration runs another round while one of its watched
+comparisons (:func:`tfvariants.analyze.serving.configs.watched`) is undecided.
 Stateless: everything is recomputed from the stored results, so a resumed run
 continues where it stopped.
 """
@@ -17,17 +18,16 @@ from pathlib import Path
 from tfvariants.analyze import adaptive
 from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.decide import Settings
-from tfvariants.plan.serve import ServeCell, ServeSpec, plan_serve_cells
+from tfvariants.plan.serve import ServeCell, ServeKey, ServeSpec, plan_serve_cells
 from tfvariants.plan.spec import round_order
 from tfvariants.store.cellresult import AnyResult, serving
 
 NextServeRound = Callable[[Mapping[str, AnyResult]], tuple[list[ServeCell], str]]
 
 
-def config_key(cell: ServeCell) -> tuple[str, int, str, str, int, float]:
-    """What one configuration is (the analysis's Config.key, ServeResult.serving_key)."""
-    wait = cell.batch_timeout_ms if cell.max_batch_size > 1 else 0.0
-    return (cell.variant, cell.threads, cell.model, cell.path, cell.max_batch_size, wait)
+def config_key(cell: ServeCell) -> ServeKey:
+    """What one configuration is (plan/serve.py ``ServeKey``)."""
+    return cell.key
 
 
 def make_next_round(
@@ -37,7 +37,8 @@ def make_next_round(
     pricing: Pricing | None,
     baseline: str | None,
 ) -> NextServeRound:
-    from tfvariants.analyze.serving.analysis import model_reports, watched
+    from tfvariants.analyze.serving.analysis import model_reports
+    from tfvariants.analyze.serving.configs import watched
 
     run = {"variants": list(spec.variants), "variant_info": spec.variant_info}
     settings = Settings(spec.options["min_effect"], spec.options["confidence"], rule.looks)

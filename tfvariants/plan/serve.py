@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from tfvariants.plan.cell import encode_part, make_id, name_part
 from tfvariants.plan.spec import logical_cpus, round_order
@@ -20,6 +20,18 @@ RESUMABLE = ("timeout_s", "budget_s", "max_repeats")
 
 def model_label(model: str) -> str:
     return Path(model).stem if model.endswith((".py", ".keras")) else model
+
+
+class ServeKey(NamedTuple):
+    """One serving configuration (what its scenarios, concurrencies and repeats share):
+    the one definition, used by the store, the analysis and the adaptive rounds."""
+
+    variant: str
+    threads: int
+    model: str
+    path: str
+    max_batch_size: int
+    batch_timeout_ms: float  # 0 without batching, where the timeout means nothing
 
 
 @dataclass(frozen=True)
@@ -36,6 +48,12 @@ class ServeCell:
     max_batch_size: int = 1
     batch_timeout_ms: float = DEFAULT_BATCH_TIMEOUT_MS
     task: str = field(default="serve", init=False)
+
+    @property
+    def key(self) -> ServeKey:
+        wait = self.batch_timeout_ms if self.max_batch_size > 1 else 0.0
+        return ServeKey(self.variant, self.threads, self.model, self.path,
+                        self.max_batch_size, wait)  # fmt: skip
 
     @property
     def batching(self) -> str:

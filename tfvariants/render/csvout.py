@@ -1,4 +1,4 @@
-"""The CSV export: one row per stored cell."""
+"""The CSV export: one row per stored cell (serving cells in a CSV of their own)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import io
 from pathlib import Path
 from typing import Any
 
+from tfvariants.analyze.report.build import Report
+from tfvariants.analyze.serving.configs import PCTS, ServingAnalysis
 from tfvariants.analyze.training.analysis import Analysis
 from tfvariants.render.output import write_text_atomic
 from tfvariants.store.cellresult import ConfigKey
@@ -110,10 +112,24 @@ def write_csv(analysis: Analysis, path: Path) -> Path:
     return Path(path)
 
 
-def write_serving_csv(serving: Any, path: Path) -> Path:
-    """One row per serving cell (tfvariants.analyze.serving.analysis.serving_csv_rows)."""
-    from tfvariants.analyze.serving.analysis import serving_csv_rows
+def serving_csv_rows(sa: ServingAnalysis) -> list[dict[str, Any]]:
+    rows = []
+    for r in sa.cells:
+        rows.append({
+            "cell_id": r.cell_id, "model": r.model, "scenario": r.scenario,
+            "concurrency": r.concurrency, "path": r.path, "variant": r.variant,
+            "threads": r.threads, "repeat": r.round, "status": r.status,
+            "reason": r.reason or "", "throughput_per_s": r.throughput_per_s,
+            **{k: r.percentiles_ms.get(k) for k in PCTS}, "validity": r.validity,
+            "max_qps_under_bound": r.max_qps_under_bound,
+            "http_overhead_p50_ms": r.http_overhead_p50_ms,
+            "shared_cpus": r.shared_cpus, "artifacts": r.get("artifacts"),
+        })  # fmt: skip
+    return rows
 
+
+def write_serving_csv(serving: ServingAnalysis, path: Path) -> Path:
+    """One row per serving cell."""
     rows = serving_csv_rows(serving)
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(rows[0]) if rows else ["cell_id"])
@@ -122,3 +138,15 @@ def write_serving_csv(serving: Any, path: Path) -> Path:
         writer.writerow({k: _cell_text(v) for k, v in row.items()})
     write_text_atomic(Path(path), buf.getvalue())
     return Path(path)
+
+
+def write_report_csv(report: Report, path: Path) -> None:
+    """The training cells to ``path``; the serving cells there too when there are no
+    training cells, else beside it as ``<stem>-serving<suffix>``."""
+    training = report.training.workloads if report.training is not None else []
+    if report.training is not None and training:
+        write_csv(report.training, path)
+    if report.serving is not None:
+        path = Path(path)
+        serving_path = path.with_name(f"{path.stem}-serving{path.suffix}") if training else path
+        write_serving_csv(report.serving, serving_path)

@@ -1,14 +1,16 @@
 """The HTML report: one self-contained file (inline CSS and SVG), rendered with jinja2
-from an analysis of stored results only: the run never renders, and a report can be
-re-made any time."""
+from a built report (analyze/report/build.py): the template lays out the report's
+sections in order, each with its own template under ``templates/sections/``. Nothing
+here analyses: charts and number formats only."""
 
 from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from tfvariants import __version__
-from tfvariants.analyze.cost.pricing import Pricing
+from tfvariants.analyze.report.build import Report
 from tfvariants.analyze.report.format import (
     dur,
     interval_label,
@@ -26,17 +28,9 @@ from tfvariants.analyze.report.format import (
     sig3,
     verdict_word,
 )
-from tfvariants.analyze.report.frame import RunFrame
-from tfvariants.analyze.serving.analysis import (
-    HEADLINE,
-    ServingAnalysis,
-    analyze_serving,
-    as_throughput,
-    serving_frame,
-)
-from tfvariants.analyze.training.analysis import Analysis, analyze
+from tfvariants.analyze.serving.configs import HEADLINE, as_throughput
+from tfvariants.plan.serve import serve_cell_id
 from tfvariants.render.charts import workload_charts
-from tfvariants.render.csvout import write_csv, write_serving_csv
 from tfvariants.render.linechart import batching_charts, throughput_chart
 from tfvariants.render.output import write_text_atomic
 from tfvariants.store.disturbance import DISTURBED_SHARE
@@ -44,9 +38,8 @@ from tfvariants.store.disturbance import DISTURBED_SHARE
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 
 
-def render_html(analysis: RunFrame, serving: ServingAnalysis | None = None) -> str:
-    """The report as one self-contained HTML string (autoescaped): ``analysis`` is a
-    training Analysis, or the plain RunFrame of a serving-only run."""
+def render_html(report: Report) -> str:
+    """The report as one self-contained HTML string (autoescaped)."""
     from jinja2 import Environment, FileSystemLoader
 
     env = Environment(
@@ -54,9 +47,11 @@ def render_html(analysis: RunFrame, serving: ServingAnalysis | None = None) -> s
         autoescape=True,
         trim_blocks=True,
         lstrip_blocks=True,
+        keep_trailing_newline=True,  # each section's file ends its last line
     )
+    a, serving = report.frame, report.serving
     # Every amount in the catalog's currency (one catalog per report).
-    pricing = analysis.pricing or (serving.pricing if serving is not None else None)
+    pricing = a.pricing or (serving.pricing if serving is not None else None)
     currency = pricing.catalog.currency if pricing is not None else "USD"
     in_currency = partial(money, currency=currency)
     env.filters.update(dur=dur, money=in_currency, interval=interval_text, mem=mem, num=num_fmt)
@@ -65,94 +60,44 @@ def render_html(analysis: RunFrame, serving: ServingAnalysis | None = None) -> s
     env.filters.update(ratio_interval=ratio_interval, verdict_word=verdict_word)
     env.filters["repeats_needed"] = repeats_needed
     env.filters["money_sub"] = lambda iv: interval_sub(iv, in_currency).replace("-$", "-")
-    env.globals["money_unit"] = money_unit(currency)
-    training = analysis if isinstance(analysis, Analysis) else None
-    workloads = training.workloads if training is not None else []
     env.filters["as_throughput"] = as_throughput
+    env.globals["money_unit"] = money_unit(currency)
+    workloads = report.training.workloads if report.training is not None else []
     charts = {
         w.name: workload_charts(
-            w,
-            w.baseline.label if w.baseline else analysis.baseline_label,
-            analysis.variants,
-            analysis.pricing,
-        )  # fmt: skip
+            w, w.baseline.label if w.baseline else a.baseline_label, a.variants, a.pricing
+        )
         for w in workloads
     }
-    extra = {}
-    if serving is not None:
-        from tfvariants.analyze.serving.analysis import serving_cell_id
-
-        extra = {
-            "serving": serving,
-            "serving_charts": {
-                m.model: throughput_chart(m, serving.p99_bound_ms) for m in serving.models
-            },
-            "batching_charts": {
-                m.model: batching_charts(m, serving.p99_bound_ms) for m in serving.models
-            },
-            "serving_headline": HEADLINE,
-            "serving_cell_id": serving_cell_id,
-            "num_fmt": sig3,
-        }
-    from tfvariants.analyze.report.compiled import answer
-
-    compiled = (
-        answer(training.workloads, training.run, training.settings.min_effect)
-        if training is not None
-        else None
-    )
-    from tfvariants.analyze.report.provenance import where_ran
-
+    quiet = report.training.interference if report.training is not None else None
     return env.get_template("report.html").render(
-        a=analysis,
-        where_ran=where_ran(workloads),
+        a=a,
+        sections=report.sections,
         workloads=workloads,
+        serving=serving,
         charts=charts,
         version=__version__,
         # The run's limit (its interference summary), else the default.
-        disturbed_share=getattr(getattr(analysis, "interference", None), "limit", DISTURBED_SHARE),
-        compiled_answer=compiled,
-        **extra,
+        disturbed_share=quiet.limit if quiet is not None else DISTURBED_SHARE,
+        **_serving_context(report),
     )
 
 
-def write_report(
-    results_dir: Path,
-    out: Path,
-    *,
-    pricing: Pricing | None = None,
-    baseline: str | None = None,
-    csv_path: Path | None = None,
-    min_effect: float | None = None,
-    confidence: float | None = None,
-    allow_mixed_hosts: bool = False,
-    p99_bound_ms: float | None = None,
-    disturbed: str | None = None,
-) -> RunFrame:
-    """Analyse results_dir and write the HTML report (atomically) and optional CSV
-    (serving cells, when present, get a section and ``<csv stem>-serving.csv``).
-    Returns the training Analysis, or a serving-only run's RunFrame."""
-    serving = analyze_serving(
-        results_dir, pricing=pricing, baseline=baseline, p99_bound_ms=p99_bound_ms,
-        allow_mixed_hosts=allow_mixed_hosts, min_effect=min_effect, confidence=confidence,
-    )  # fmt: skip
-    analysis: RunFrame
-    if serving is not None and serving.only_serving:
-        analysis = serving_frame(serving)
-    else:
-        analysis = analyze(
-            results_dir, pricing=pricing, baseline=baseline, min_effect=min_effect,
-            confidence=confidence, allow_mixed_hosts=allow_mixed_hosts,
-            disturbed=disturbed,
-        )  # fmt: skip
-    analysis.serving = serving  # the CLI prints its sentences too
-    write_text_atomic(Path(out), render_html(analysis, serving))
-    if csv_path is not None:
-        training = analysis.workloads if isinstance(analysis, Analysis) else []
-        if isinstance(analysis, Analysis) and training:
-            write_csv(analysis, csv_path)
-        if serving is not None:
-            path = Path(csv_path)
-            write_serving_csv(serving, path if not training else
-                              path.with_name(f"{path.stem}-serving{path.suffix}"))  # fmt: skip
-    return analysis
+def _serving_context(report: Report) -> dict[str, Any]:
+    """The serving section's charts and helpers (none without serving cells)."""
+    serving = report.serving
+    if serving is None:
+        return {}
+    bound = serving.p99_bound_ms
+    return {
+        "serving_charts": {m.model: throughput_chart(m, bound) for m in serving.models},
+        "batching_charts": {m.model: batching_charts(m, bound) for m in serving.models},
+        "serving_headline": HEADLINE,
+        "serving_cell_id": serve_cell_id,
+        "num_fmt": sig3,
+    }
+
+
+def write_html(report: Report, out: Path) -> None:
+    """The HTML report, written atomically."""
+    write_text_atomic(Path(out), render_html(report))

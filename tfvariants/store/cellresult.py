@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from tfvariants.plan.cell import Cell
-from tfvariants.plan.serve import DEFAULT_BATCH_TIMEOUT_MS, ServeCell
+from tfvariants.plan.serve import DEFAULT_BATCH_TIMEOUT_MS, ServeCell, ServeKey
 from tfvariants.store.disturbance import (
     DISTURBED_SHARE,
     SHIELDED_SHARE,
@@ -277,10 +277,9 @@ class ServeResult:
                          self.batch_timeout_ms)  # fmt: skip
 
     @property
-    def serving_key(self) -> tuple[str, int, str, str, int, float]:
-        """One serving configuration with its batching (the timeout only with batching)."""
-        wait = self.batch_timeout_ms if self.max_batch_size > 1 else 0.0
-        return (*self.config, self.max_batch_size, wait)
+    def serving_key(self) -> ServeKey:
+        """One serving configuration with its batching (plan/serve.py ``ServeKey``)."""
+        return self.cell.key
 
     @property
     def cell_id(self) -> str:

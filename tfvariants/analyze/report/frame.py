@@ -1,9 +1,10 @@
 """The frame of a report: what every run folder has, whatever its cells measured (the
 header, the run folder's warnings, the environments per variant).
 
-A training analysis (:class:`tfvariants.analyze.training.analysis.Analysis`) extends it with
-its workloads; a serving-only run is reported in a plain ``RunFrame`` plus its serving
-analysis, so nothing pretends to be a training analysis with no workloads.
+A training analysis (:class:`tfvariants.analyze.training.analysis.Analysis`) extends it
+with its workloads; a serving-only run is reported in a plain ``RunFrame`` beside its
+serving analysis (analyze/report/build.py ``Report``), so nothing pretends to be a
+training analysis with no workloads.
 """
 
 from __future__ import annotations
@@ -11,16 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.report import cautions
 from tfvariants.analyze.report.fields import environment_summary, flatten
 from tfvariants.store.cellresult import AnyResult
 from tfvariants.store.rundir import RunContents
-
-if TYPE_CHECKING:
-    from tfvariants.analyze.serving.analysis import ServingAnalysis
 
 
 @dataclass(kw_only=True)
@@ -39,7 +37,6 @@ class RunFrame:
     )
     variants: list[str] = field(default_factory=list)  # in display order
     store: RunContents | None = None  # the run folder as loaded, with its named problems
-    serving: ServingAnalysis | None = None  # the serving analysis, when it holds serving cells
 
 
 def environments_of(

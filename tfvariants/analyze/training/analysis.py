@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tfvariants.analyze import interference, stats, windows
+from tfvariants.analyze.baseline import parse_baseline
 from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.decide import Settings, run_looks
 from tfvariants.analyze.interference import Interference
@@ -57,15 +58,6 @@ class Analysis(RunFrame):
 
 
 # ---- analysis ----
-
-
-def parse_baseline(text: str | None) -> Requested | None:
-    if not text:
-        return None
-    variant, sep, threads = text.partition("@")
-    if not variant or (sep and not threads.isdigit()):
-        raise UserError(f"--baseline {text!r}: expected VARIANT or VARIANT@THREADS")
-    return variant, int(threads) if sep else None
 
 
 def _order(values: Iterable[str], preferred: Any) -> list[str]:

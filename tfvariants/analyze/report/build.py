@@ -1,0 +1,79 @@
+"""A report, built: the run folder loaded once, each task's analysis run over the loaded
+records, and the list of sections the renderer lays out (render/ only formats)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from tfvariants.analyze.cost.pricing import Pricing
+from tfvariants.analyze.report import cautions
+from tfvariants.analyze.report.frame import RunFrame, environments_of, logical_cpus_of
+from tfvariants.analyze.report.sections import Section, sections_of
+from tfvariants.analyze.serving.analysis import analyze_serving_contents
+from tfvariants.analyze.serving.configs import ServingAnalysis
+from tfvariants.analyze.training.analysis import Analysis, analyze_contents
+from tfvariants.store.rundir import load_run_dir
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything one report shows. ``frame`` is the header's facts: the training
+    analysis itself, or for a run with serving cells only a plain RunFrame."""
+
+    frame: RunFrame
+    training: Analysis | None
+    serving: ServingAnalysis | None
+    sections: tuple[Section, ...]
+
+
+def build_report(
+    results_dir: Path,
+    *,
+    pricing: Pricing | None = None,
+    baseline: str | None = None,
+    min_effect: float | None = None,
+    confidence: float | None = None,
+    allow_mixed_hosts: bool = False,
+    p99_bound_ms: float | None = None,
+    disturbed: str | None = None,
+) -> Report:
+    """Load ``results_dir`` once and analyse its training and serving cells."""
+    contents = load_run_dir(Path(results_dir), allow_mixed_hosts=allow_mixed_hosts)
+    serving = analyze_serving_contents(
+        contents, pricing=pricing, baseline=baseline, p99_bound_ms=p99_bound_ms,
+        min_effect=min_effect, confidence=confidence,
+    )  # fmt: skip
+    training = None
+    if serving is None or not serving.only_serving:
+        training = analyze_contents(contents, pricing=pricing, baseline=baseline,
+                                    min_effect=min_effect, confidence=confidence,
+                                    disturbed=disturbed)  # fmt: skip
+    return assemble(training, serving)
+
+
+def assemble(training: Analysis | None, serving: ServingAnalysis | None = None) -> Report:
+    """The report of analyses already made (one of them at least)."""
+    frame: RunFrame
+    if training is not None:
+        frame = training
+    elif serving is not None:
+        frame = serving_frame(serving)
+    else:
+        raise ValueError("a report needs a training or a serving analysis")
+    return Report(frame, training, serving, sections_of(frame, training, serving))
+
+
+def serving_frame(sa: ServingAnalysis) -> RunFrame:
+    """The report's frame (header, warnings, environments) for a run with no training
+    cells: a RunFrame, not a training analysis with nothing in it."""
+    envs, raw = environments_of(sa.cells, dict.fromkeys(r.variant for r in sa.cells), ok_only=True)
+    base = next((m.baseline.label for m in sa.models if m.baseline), "n/a")
+    notices = sa.store.notices() if sa.store is not None else []
+    return RunFrame(
+        results_dir=sa.results_dir, run=sa.run, baseline_label=base, pricing=sa.pricing,
+        environments=envs, raw_environments=raw,
+        warnings=[cautions.StatWarning(n.kind, n.message, n.hint) for n in notices],
+        counts=dict(sa.counts), logical_cpus=logical_cpus_of(sa.run),
+        variants=list(dict.fromkeys(r.variant for r in sa.cells)), store=sa.store,
+    )  # fmt: skip

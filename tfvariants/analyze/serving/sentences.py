@@ -1,0 +1,178 @@
+"""The serving report's sentences for one model: the cheapest configuration within the
+p99 bound, the GPU against the fastest and the cheapest CPU configuration, most vs
+fewest threads, disturbed cells and shared CPUs."""
+
+from __future__ import annotations
+
+from tfvariants.analyze.cost.pricing import Pricing
+from tfvariants.analyze.decide import Settings
+from tfvariants.analyze.report.conclusions import phrase
+from tfvariants.analyze.report.format import money, sig3
+from tfvariants.analyze.serving.configs import Config, ModelReport, compare_lower
+from tfvariants.store.disturbance import DISTURBED_SHARE
+
+
+def conclude_model(
+    rep: ModelReport, bound: float, pricing: Pricing | None, settings: Settings
+) -> None:
+    """Every sentence of one model's report, in reading order, onto ``rep.conclusions``."""
+    within = f"p99 within {bound:g} ms"
+    _cheapest_sentence(rep, within, pricing)
+    _gpu_sentences(rep, settings, within)
+    _thread_sentences(rep, settings, within)
+    _disturbed_sentence(rep)
+    _shared_sentences(rep)
+
+
+def _cheapest_sentence(rep: ModelReport, within: str, pricing: Pricing | None) -> None:
+    model, c = rep.model, rep.cheapest
+    iv = c.cost_per_million if c is not None else None
+    if c is None or iv is None:
+        if pricing is None:
+            rep.conclusions.append(
+                f"{model}: no prices given, so no cost per million predictions."
+            )
+        else:
+            rep.conclusions.append(
+                f"{model}: no configuration kept {within} (or none could be priced): try fewer "
+                "requests in flight, more threads, batching, a larger --p99, or (over HTTP) "
+                "the b64 encoding."
+            )
+        return
+    prices = ""
+    if pricing is not None:
+        prices = f"{pricing.catalog.name} prices, {pricing.effective_tier.replace('_', '-')}"
+        prices += f" as of {pricing.effective_as_of}" if pricing.effective_as_of else ""
+    currency = pricing.catalog.currency if pricing is not None else "USD"
+    thr = c.throughput_under_bound
+    span = (
+        f"{money(iv.lo, currency)}-{money(iv.hi, currency)}: {iv.label}"
+        if iv.has_interval
+        else iv.label
+    )
+    facts = (f"{money(iv.value, currency)} per million predictions ({span}); "
+             f"{sig3(thr.value if thr else None)} predictions/s ({c.operating}) on "
+             f"{c.instance} at {money(c.per_hour, currency)}/h ({prices})")  # fmt: skip
+    nxt, cmp = rep.runner_up, rep.cheapest_cmp
+    if nxt is None:
+        rep.conclusions.append(f"{model}: {c.label} is the only configuration that served it "
+                               f"with {within}: {facts}.")  # fmt: skip
+        return
+    against = phrase(c, nxt, cmp, "cost") if cmp is not None else "no comparison"
+    if rep.cheapest_decided:
+        lead = f"{c.label} serves it cheapest with {within}"
+    elif cmp is not None and cmp.verdict == "equivalent":
+        lead = (f"{c.label} and {nxt.label} serve it about equally cheaply with {within} "
+                f"({c.label} lowest)")  # fmt: skip
+    else:
+        lead = (f"{c.label} had the lowest median cost with {within}, but it is not "
+                f"decided against the next cheapest")  # fmt: skip
+    rep.conclusions.append(f"{model}: {lead}: {facts}; against the next cheapest: "
+                           f"{against}.")  # fmt: skip
+
+
+def _disturbed_sentence(rep: ModelReport) -> None:
+    ok = [r for c in rep.configs for row in c.rows for r in row.ok]
+    disturbed = [r for r in ok if r.disturbed]
+    if not disturbed:
+        return
+    shares = sorted(r.others_share for r in disturbed if r.others_share is not None)
+    span = ("more than a quarter" if not shares else f"{shares[0]:.0%}"
+            if f"{shares[0]:.0%}" == f"{shares[-1]:.0%}"
+            else f"{shares[0]:.0%}-{shares[-1]:.0%}")  # fmt: skip
+    rep.conclusions.append(
+        f"{len(disturbed)} of {len(ok)} successful cells were disturbed (other processes "
+        f"used {span} of their CPUs during the load; the limit is {DISTURBED_SHARE:.0%}): "
+        "they are in the tables and left out of every comparison, as in training."
+    )
+
+
+def _shared_sentences(rep: ModelReport) -> None:
+    shared: dict[str, list[str]] = {}  # every such configuration, not only the first
+    for c in rep.configs:
+        if c.shared_cpus:
+            shared.setdefault(c.shared_cpus, []).append(c.label)
+    for where, labels in shared.items():
+        rep.conclusions.append(
+            f"{', '.join(labels)}: {where}, so the client's work is counted against the model "
+            "(on a machine this small, expect lower throughput than a separate client would see)."
+        )
+
+
+def _throughput(c: Config) -> float:
+    return c.throughput_under_bound.value if c.throughput_under_bound is not None else 0.0
+
+
+def _cost_value(c: Config) -> float:
+    """The cost per million (no cost sorts last)."""
+    return c.cost_per_million.value if c.cost_per_million is not None else float("inf")
+
+
+def _gpu_sentences(rep: ModelReport, settings: Settings, within: str) -> None:
+    """How much faster (and cheaper) the GPU serves, right after the cheapest: against
+    the fastest and the cheapest CPU configuration, each at its own operating point."""
+    gpus = [c for c in rep.configs if c.device == "gpu"]
+    if not gpus:
+        return
+    gpu_ok = [c for c in gpus if c.operating_row is not None]
+    cpus = [c for c in rep.configs if c.device != "gpu" and c.operating_row is not None]
+    if not gpu_ok:
+        ran = any(r.ok for c in gpus for row in c.rows for r in row.results)
+        why = ("none met the bound" if ran else
+               "none ran (skipped: no GPU on this host?)")  # fmt: skip
+        rep.conclusions.append(f"GPU: {', '.join(c.label for c in gpus)}: {why}, so the GPU "
+                               "is not compared.")  # fmt: skip
+        return
+    if not cpus:
+        return
+    gpu = max(gpu_ok, key=_throughput)
+    fastest = max(cpus, key=_throughput)
+    parts = []
+    t = compare_lower(gpu.operating_seconds(), fastest.operating_seconds(), settings)
+    if t is not None:
+        parts.append(f"throughput with {within}: " + phrase(gpu, fastest, t, "time"))
+    costed = [c for c in cpus if c.costs]
+    if gpu.costs and costed:
+        cheap = min(costed, key=_cost_value)
+        cc = compare_lower(gpu.costs, cheap.costs, settings)
+        if cc is not None:
+            parts.append("cost per million against the cheapest CPU configuration: "
+                         + phrase(gpu, cheap, cc, "cost"))  # fmt: skip
+    if parts:
+        rep.conclusions.insert(1, f"GPU vs the fastest CPU configuration ({fastest.label}): "
+                               + "; ".join(parts) + ".")  # fmt: skip
+
+
+def _thread_sentences(rep: ModelReport, settings: Settings, within: str) -> None:
+    """Most vs fewest threads per variant, path and batching, at each one's operating
+    point (what a run at 1..CPUs threads answers)."""
+    groups: dict[tuple, list[Config]] = {}
+    for c in rep.configs:
+        groups.setdefault((c.variant, c.path, c.max_batch_size, c.batch_timeout_ms), []).append(c)
+    for cs in groups.values():
+        if len(cs) < 2:
+            continue
+        lo, hi = min(cs, key=lambda c: c.threads), max(cs, key=lambda c: c.threads)
+        cmp = compare_lower(hi.operating_seconds(), lo.operating_seconds(), settings)
+        if cmp is not None:
+            rep.conclusions.append(f"Threads ({within}): {phrase(hi, lo, cmp, 'time')}.")
+            continue
+        # No operating point on one side: the throughput at the most requests in
+        # flight both ran, said to be outside the bound.
+        common = sorted({r.concurrency for r in hi.curve()} & {r.concurrency for r in lo.curve()})
+        rows = [(hi.row("concurrency", n), lo.row("concurrency", n)) for n in common]
+        cmps = [(n, compare_lower(a.seconds_per_prediction(), b.seconds_per_prediction(), settings))
+                for n, (a, b) in zip(common, rows, strict=True) if a is not None and b is not None]  # fmt: skip
+        found = [(n, cm) for n, cm in cmps if cm is not None]
+        missing = " and ".join(c.label for c in (hi, lo) if c.operating_row is None)
+        if found:
+            n, at_n = found[-1]
+            rep.conclusions.append(f"Threads (at {n} in flight; {missing} kept no point with "
+                                   f"{within}): {phrase(hi, lo, at_n, 'time')}.")  # fmt: skip
+        else:
+            rows_ok = [r for c in (hi, lo) for r in c.rows if r.ok]
+            if any(x.disturbed for r in rows_ok for x in r.ok):
+                why = "no round with undisturbed repeats on both sides (below)"
+            else:
+                why = f"{missing} kept no point with {within}"
+            rep.conclusions.append(f"Threads: {hi.label} vs {lo.label} not compared: {why}.")
