@@ -17,12 +17,9 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from tfvariants.store.cellresult import CellResult
-
-if TYPE_CHECKING:
-    from tfvariants.analyze.training.groups import Group
 
 SPREAD_K = 4.0
 ACC_FLOOR = 0.05  # absolute accuracy
@@ -72,7 +69,20 @@ def _pooled_sd(metrics: list[Metric]) -> float:
     return (num / dof) ** 0.5 if dof else 0.0
 
 
-def parity(groups: Iterable[Group], baseline_variant: str | None) -> list[VariantParity]:
+class Repeats(Protocol):
+    """One configuration's repeats, as parity reads them (a training Group is one)."""
+
+    @property
+    def variant(self) -> str: ...
+
+    @property
+    def ok(self) -> list[CellResult]: ...
+
+    @property
+    def chance(self) -> float | None: ...
+
+
+def parity(groups: Iterable[Repeats], baseline_variant: str | None) -> list[VariantParity]:
     """One row per variant of a workload (its groups, any threads)."""
     by_variant: dict[str, list[CellResult]] = {}
     chance: dict[str, float | None] = {}
