@@ -8,7 +8,8 @@ import json
 import pytest
 
 from tests.resultfactory import make_result, write_results
-from tfvariants.analyze.cost.pricing import load_catalog, parse_pricing_option
+from tfvariants.analyze.cost.catalog import load_catalog
+from tfvariants.analyze.cost.pricing import parse_pricing_option
 from tfvariants.cli import main
 from tfvariants.errors import UserError
 from tfvariants.store.runhosts import declare_hosts, ray_node_entry

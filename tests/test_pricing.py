@@ -1,6 +1,7 @@
 import pytest
 
-from tfvariants.analyze.cost.pricing import Billing, Pricing, load_catalog, parse_pricing_option
+from tfvariants.analyze.cost.catalog import Billing, load_catalog
+from tfvariants.analyze.cost.pricing import Pricing, parse_pricing_option
 from tfvariants.errors import UserError
 
 

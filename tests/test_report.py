@@ -4,7 +4,8 @@ import re
 import pytest
 import resultfactory as rf
 
-from tfvariants.analyze.cost.pricing import Pricing, load_catalog
+from tfvariants.analyze.cost.catalog import load_catalog
+from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.report.build import assemble
 from tfvariants.analyze.training.analysis import analyze
 from tfvariants.commands.report import write_report

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import resultfactory as rf
 
-from tfvariants.analyze.cost.pricing import Pricing, load_catalog
+from tfvariants.analyze.cost.catalog import load_catalog
+from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.commands.report import write_report
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

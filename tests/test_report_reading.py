@@ -9,7 +9,8 @@ import re
 import pytest
 import resultfactory as rf
 
-from tfvariants.analyze.cost.pricing import Pricing, load_catalog
+from tfvariants.analyze.cost.catalog import load_catalog
+from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.cli import main
 from tfvariants.commands.report import write_report
 

@@ -306,7 +306,7 @@ def test_without_a_point_within_the_bound_threads_are_compared_at_saturation(tmp
 def test_serving_costs_are_in_the_catalogs_currency(tmp_path):
     import re
 
-    from tfvariants.analyze.cost.pricing import CATALOG_DIR
+    from tfvariants.analyze.cost.catalog import CATALOG_DIR
     from tfvariants.commands.report import write_report
 
     d = _serving_run(tmp_path / "res")

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import resultfactory as rf
 
-from tfvariants.analyze.cost.pricing import Pricing, load_catalog, parse_pricing_option
+from tfvariants.analyze.cost.catalog import load_catalog
+from tfvariants.analyze.cost.pricing import Pricing, parse_pricing_option
 from tfvariants.analyze.report.build import assemble
 from tfvariants.analyze.training.analysis import analyze
 from tfvariants.cli import main

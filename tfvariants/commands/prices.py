@@ -46,7 +46,7 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.action == "import":
         return run_import(args)
-    from tfvariants.analyze.cost.pricing import builtin_catalogs, load_catalog
+    from tfvariants.analyze.cost.catalog import builtin_catalogs, load_catalog
 
     cat = load_catalog(args.catalog)
     common.print_catalog_warnings(cat)
@@ -110,7 +110,7 @@ def run_import(args: argparse.Namespace) -> int:
     import tomllib
 
     from tfvariants.analyze.cost import catalog_import as ci
-    from tfvariants.analyze.cost.pricing import parse_catalog, valid_date
+    from tfvariants.analyze.cost.catalog import parse_catalog, valid_date
     from tfvariants.render.output import write_text_atomic
 
     if args.csv is None or args.output is None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
-from tfvariants.analyze.cost.pricing import MAX_VCPUS, valid_date
+from tfvariants.analyze.cost.catalog import MAX_VCPUS, valid_date
 from tfvariants.errors import UserError
 from tfvariants.plan.limits import decimal
 

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tfvariants.analyze.cost.pricing import Instance, Pricing
+from tfvariants.analyze.cost.catalog import Instance
+from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.errors import UserError
 from tfvariants.store.cellresult import ConfigKey, training
 
