@@ -38,15 +38,26 @@ def register(sub: Any) -> None:
         "the most threads that fit on the host, with the most successful repeats; serving: "
         "in-process and unbatched first)",
     )
-    p.add_argument("--min-effect", type=argtypes.min_effect, default=None,
-                   help="smallest difference that matters, e.g. 5%% (default: the run's, else 5%%)")  # fmt: skip
-    p.add_argument("--confidence", type=argtypes.confidence, default=None,
-                   help="confidence of the intervals, above 0.5 and at most 0.9999 (default: the "
-                   "run's, else 0.95)")  # fmt: skip
+    p.add_argument(
+        "--min-effect",
+        type=argtypes.min_effect,
+        default=None,
+        help="smallest difference that matters, e.g. 5%% (default: the run's, else 5%%)",
+    )
+    p.add_argument(
+        "--confidence",
+        type=argtypes.confidence,
+        default=None,
+        help="confidence of the intervals, above 0.5 and at most 0.9999 (default: the "
+        "run's, else 0.95)",
+    )
     common.add_allow_mixed_hosts(p)
     rounds.add_disturbed_policy(p)
-    p.add_argument("--p99", default=None,
-                   help="serving runs: the latency bound for the cheapest answer (default: the run's, else 100ms)")  # fmt: skip
+    p.add_argument(
+        "--p99",
+        default=None,
+        help="serving runs: the latency bound for the cheapest answer (default: the run's, else 100ms)",
+    )
     p.set_defaults(func=run)
 
 
@@ -78,10 +89,15 @@ def write_report(
     from tfvariants.render.html import write_html
 
     report = build_report(
-        results_dir, pricing=pricing, baseline=baseline, min_effect=min_effect,
-        confidence=confidence, allow_mixed_hosts=allow_mixed_hosts,
-        p99_bound_ms=p99_bound_ms, disturbed=disturbed,
-    )  # fmt: skip
+        results_dir,
+        pricing=pricing,
+        baseline=baseline,
+        min_effect=min_effect,
+        confidence=confidence,
+        allow_mixed_hosts=allow_mixed_hosts,
+        p99_bound_ms=p99_bound_ms,
+        disturbed=disturbed,
+    )
     write_html(report, out)
     if csv_path is not None:
         write_report_csv(report, csv_path)
@@ -102,11 +118,17 @@ def run(args: argparse.Namespace) -> int:
         except argparse.ArgumentTypeError as exc:
             raise UserError(f"--p99: {exc}") from None
     report = write_report(
-        args.results_dir, out, csv_path=args.csv, pricing=common.pricing_from(args),
+        args.results_dir,
+        out,
+        csv_path=args.csv,
+        pricing=common.pricing_from(args),
         baseline=args.baseline or preset_baseline(args.results_dir),
-        allow_mixed_hosts=args.allow_mixed_hosts, p99_bound_ms=p99_ms,
-        min_effect=args.min_effect, confidence=args.confidence, disturbed=args.disturbed,
-    )  # fmt: skip
+        allow_mixed_hosts=args.allow_mixed_hosts,
+        p99_bound_ms=p99_ms,
+        min_effect=args.min_effect,
+        confidence=args.confidence,
+        disturbed=args.disturbed,
+    )
     print_store_warnings(report.frame)
     print(f"report: {out}")
     training = report.training

@@ -36,9 +36,17 @@ def workload_charts(
             label = g.label + (" *" if g.oversubscribed else "")
             hi = r.hi if math.isfinite(r.hi) else None
             out.append(
-                Bar(label, r.value, r.lo, hi, colors[g.variant], note, emphasis=cmp.verdict == "baseline",
-                    faded=cmp.verdict not in ("different", "baseline"))
-            )  # fmt: skip
+                Bar(
+                    label,
+                    r.value,
+                    r.lo,
+                    hi,
+                    colors[g.variant],
+                    note,
+                    emphasis=cmp.verdict == "baseline",
+                    faded=cmp.verdict not in ("different", "baseline"),
+                )
+            )
         return out
 
     foot = "* more threads than host CPUs" if any(g.oversubscribed for g in wr.groups) else ""

@@ -17,17 +17,54 @@ from tfvariants.store.cellresult import ConfigKey
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 CSV_COLUMNS = [
-    "cell_id", "workload", "variant", "threads", "repeat", "status", "reason",
-    "steady_epoch_s", "warmup_s", "training_time_s", "projected", "samples_per_s",
-    "gflops_per_s", "accuracy", "chance_accuracy", "peak_rss_bytes", "oversubscribed",
-    "instance", "price_per_hour", "price_tier", "billed_seconds", "cost", "currency",
-    "warmup_steps", "steady_steps", "steady_step_s", "projected_lo_s", "projected_hi_s",
-    "cpu_utilisation", "others_share", "disturbed",
+    "cell_id",
+    "workload",
+    "variant",
+    "threads",
+    "repeat",
+    "status",
+    "reason",
+    "steady_epoch_s",
+    "warmup_s",
+    "training_time_s",
+    "projected",
+    "samples_per_s",
+    "gflops_per_s",
+    "accuracy",
+    "chance_accuracy",
+    "peak_rss_bytes",
+    "oversubscribed",
+    "instance",
+    "price_per_hour",
+    "price_tier",
+    "billed_seconds",
+    "cost",
+    "currency",
+    "warmup_steps",
+    "steady_steps",
+    "steady_step_s",
+    "projected_lo_s",
+    "projected_hi_s",
+    "cpu_utilisation",
+    "others_share",
+    "disturbed",
     # the configuration's statistics, repeated on each of its cells
-    "config_time_s", "config_time_lo_s", "config_time_hi_s", "config_time_interval",
-    "time_ratio", "time_ratio_lo", "time_ratio_hi", "time_verdict", "ratio_interval",
-    "time_more_repeats", "time_rounds", "cost_ratio", "cost_ratio_lo", "cost_ratio_hi", "cost_verdict",
-]  # fmt: skip
+    "config_time_s",
+    "config_time_lo_s",
+    "config_time_hi_s",
+    "config_time_interval",
+    "time_ratio",
+    "time_ratio_lo",
+    "time_ratio_hi",
+    "time_verdict",
+    "ratio_interval",
+    "time_more_repeats",
+    "time_rounds",
+    "cost_ratio",
+    "cost_ratio_lo",
+    "cost_ratio_hi",
+    "cost_verdict",
+]
 
 
 def _r(x: Any) -> Any:
@@ -68,27 +105,46 @@ def csv_rows(analysis: Analysis) -> list[dict[str, Any]]:
         sched = r.get("schedule") or {}
         ci = r.get("schedule", "projected_full_ci_s")
         lo, hi = ci if isinstance(ci, list) and len(ci) == 2 else (None, None)
-        rows.append({
-            "cell_id": r.cell_id, "workload": r.workload, "variant": r.variant,
-            "threads": r.threads, "repeat": r.round, "status": r.status, "reason": r.reason or "",
-            "steady_epoch_s": r.steady_epoch_s, "warmup_s": r.warmup_s, "training_time_s": t,
-            "projected": bool(sched) and (sched.get("ran_epochs") != sched.get("full_epochs")
-                                          or sched.get("ran_samples") != sched.get("full_samples")),
-            "samples_per_s": r.samples_per_s, "gflops_per_s": r.gflops_per_s,
-            "accuracy": r.accuracy, "chance_accuracy": r.chance_accuracy,
-            "peak_rss_bytes": r.peak_rss_bytes, "oversubscribed": r.oversubscribed,
-            "instance": cost.instance if cost else "", "price_per_hour": cost.per_hour if cost else "",
-            "price_tier": (cost.tier_word or cost.tier) if cost else "", "billed_seconds": cost.billed_seconds if cost else "",
-            "cost": round(cost.cost, 6) if cost else "",
-            "currency": pricing.catalog.currency if cost and pricing else "",
-            "warmup_steps": r.get("timing", "warmup_steps"),
-            "steady_steps": r.get("timing", "steady_steps"),
-            "steady_step_s": r.steady_step_s,
-            "projected_lo_s": lo, "projected_hi_s": hi,
-            "cpu_utilisation": r.utilisation, "others_share": r.others_share,
-            "disturbed": r.disturbed,
-            **configs.get(r.key, {}),
-        })  # fmt: skip
+        rows.append(
+            {
+                "cell_id": r.cell_id,
+                "workload": r.workload,
+                "variant": r.variant,
+                "threads": r.threads,
+                "repeat": r.round,
+                "status": r.status,
+                "reason": r.reason or "",
+                "steady_epoch_s": r.steady_epoch_s,
+                "warmup_s": r.warmup_s,
+                "training_time_s": t,
+                "projected": bool(sched)
+                and (
+                    sched.get("ran_epochs") != sched.get("full_epochs")
+                    or sched.get("ran_samples") != sched.get("full_samples")
+                ),
+                "samples_per_s": r.samples_per_s,
+                "gflops_per_s": r.gflops_per_s,
+                "accuracy": r.accuracy,
+                "chance_accuracy": r.chance_accuracy,
+                "peak_rss_bytes": r.peak_rss_bytes,
+                "oversubscribed": r.oversubscribed,
+                "instance": cost.instance if cost else "",
+                "price_per_hour": cost.per_hour if cost else "",
+                "price_tier": (cost.tier_word or cost.tier) if cost else "",
+                "billed_seconds": cost.billed_seconds if cost else "",
+                "cost": round(cost.cost, 6) if cost else "",
+                "currency": pricing.catalog.currency if cost and pricing else "",
+                "warmup_steps": r.get("timing", "warmup_steps"),
+                "steady_steps": r.get("timing", "steady_steps"),
+                "steady_step_s": r.steady_step_s,
+                "projected_lo_s": lo,
+                "projected_hi_s": hi,
+                "cpu_utilisation": r.utilisation,
+                "others_share": r.others_share,
+                "disturbed": r.disturbed,
+                **configs.get(r.key, {}),
+            }
+        )
         rows[-1] = {k: _r(v) for k, v in rows[-1].items()}
     return rows
 
@@ -115,16 +171,27 @@ def write_csv(analysis: Analysis, path: Path) -> Path:
 def serving_csv_rows(sa: ServingAnalysis) -> list[dict[str, Any]]:
     rows = []
     for r in sa.cells:
-        rows.append({
-            "cell_id": r.cell_id, "model": r.model, "scenario": r.scenario,
-            "concurrency": r.concurrency, "path": r.path, "variant": r.variant,
-            "threads": r.threads, "repeat": r.round, "status": r.status,
-            "reason": r.reason or "", "throughput_per_s": r.throughput_per_s,
-            **{k: r.percentiles_ms.get(k) for k in PCTS}, "validity": r.validity,
-            "max_qps_under_bound": r.max_qps_under_bound,
-            "http_overhead_p50_ms": r.http_overhead_p50_ms,
-            "shared_cpus": r.shared_cpus, "artifacts": r.get("artifacts"),
-        })  # fmt: skip
+        rows.append(
+            {
+                "cell_id": r.cell_id,
+                "model": r.model,
+                "scenario": r.scenario,
+                "concurrency": r.concurrency,
+                "path": r.path,
+                "variant": r.variant,
+                "threads": r.threads,
+                "repeat": r.round,
+                "status": r.status,
+                "reason": r.reason or "",
+                "throughput_per_s": r.throughput_per_s,
+                **{k: r.percentiles_ms.get(k) for k in PCTS},
+                "validity": r.validity,
+                "max_qps_under_bound": r.max_qps_under_bound,
+                "http_overhead_p50_ms": r.http_overhead_p50_ms,
+                "shared_cpus": r.shared_cpus,
+                "artifacts": r.get("artifacts"),
+            }
+        )
     return rows
 
 

@@ -32,9 +32,17 @@ class Series:
     dashed: bool = False  # e.g. the HTTP path, beside the solid in-process line
 
 
-def line_chart(title: str, series: list[Series], *, x_label: str, y_label: str,
-               width: int = 640, height: int = 340, x_unit: str = "in flight",
-               y_unit: str = "/s") -> Markup:  # fmt: skip
+def line_chart(
+    title: str,
+    series: list[Series],
+    *,
+    x_label: str,
+    y_label: str,
+    width: int = 640,
+    height: int = 340,
+    x_unit: str = "in flight",
+    y_unit: str = "/s",
+) -> Markup:
     left, right, top, bottom = 64, 190, 36, 50
     # room for the legend: long labels widen the chart, many lines make it taller
     longest = max((len(s.label) for s in series), default=0)
@@ -43,8 +51,9 @@ def line_chart(title: str, series: list[Series], *, x_label: str, y_label: str,
     height = max(height, top + 16 + 18 * len(series) + bottom)
     plot_w, plot_h = width - left - right, height - top - bottom
     xs = sorted({p.x for s in series for p in s.points if p.x > 0}) or [1.0]
-    ys = [p.hi if p.hi is not None and math.isfinite(p.hi) else p.y
-          for s in series for p in s.points]  # fmt: skip
+    ys = [
+        p.hi if p.hi is not None and math.isfinite(p.hi) else p.y for s in series for p in s.points
+    ]
     ymax = _nice_max(max([*ys, 0.0]) * 1.05)
     lx0, lx1 = math.log(xs[0]), math.log(xs[-1])
     span = (lx1 - lx0) or 1.0
@@ -78,8 +87,10 @@ def line_chart(title: str, series: list[Series], *, x_label: str, y_label: str,
     out.append(
         f'<text x="{left + plot_w / 2:.1f}" y="{height - 12}" text-anchor="middle" fill="#444">{escape(x_label)}</text>'
     )
-    out.append(f'<text x="14" y="{top + plot_h / 2:.1f}" text-anchor="middle" fill="#444" '
-               f'transform="rotate(-90 14 {top + plot_h / 2:.1f})">{escape(y_label)}</text>')  # fmt: skip
+    out.append(
+        f'<text x="14" y="{top + plot_h / 2:.1f}" text-anchor="middle" fill="#444" '
+        f'transform="rotate(-90 14 {top + plot_h / 2:.1f})">{escape(y_label)}</text>'
+    )
     for i, s in enumerate(series):
         color = PALETTE[i % len(PALETTE)]
         pts = sorted((p for p in s.points if p.x > 0), key=lambda p: p.x)
@@ -96,12 +107,16 @@ def line_chart(title: str, series: list[Series], *, x_label: str, y_label: str,
                 )
             fill = color if p.within else "#fff"
             over = "" if p.within else ", p99 over the bound"
-            out.append(f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="3.5" fill="{fill}" stroke="{color}" '
-                       f'stroke-width="1.5"><title>{escape(s.label)}: {p.x:g} {escape(x_unit)}, '
-                       f'{sig3(p.y)}{escape(y_unit)}{over}</title></circle>')  # fmt: skip
+            out.append(
+                f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="3.5" fill="{fill}" stroke="{color}" '
+                f'stroke-width="1.5"><title>{escape(s.label)}: {p.x:g} {escape(x_unit)}, '
+                f"{sig3(p.y)}{escape(y_unit)}{over}</title></circle>"
+            )
         ly = top + 8 + i * 18
-        out.append(f'<line x1="{left + plot_w + 14}" y1="{ly}" x2="{left + plot_w + 38}" y2="{ly}" '
-                   f'stroke="{color}" stroke-width="2"{dash}/>')  # fmt: skip
+        out.append(
+            f'<line x1="{left + plot_w + 14}" y1="{ly}" x2="{left + plot_w + 38}" y2="{ly}" '
+            f'stroke="{color}" stroke-width="2"{dash}/>'
+        )
         out.append(
             f'<text x="{left + plot_w + 44}" y="{ly + 4}" fill="#222">{escape(s.label)}</text>'
         )
@@ -123,16 +138,24 @@ def throughput_chart(model_report: ModelReport, bound_ms: float | None = None) -
     series = []
     for cfg in model_report.configs:
         pts = tuple(
-            Point(row.concurrency, row.throughput.value, row.throughput.lo, row.throughput.hi,
-                  within=_within(row.percentiles.get("p99_ms"), bound_ms))
+            Point(
+                row.concurrency,
+                row.throughput.value,
+                row.throughput.lo,
+                row.throughput.hi,
+                within=_within(row.percentiles.get("p99_ms"), bound_ms),
+            )
             for row in cfg.curve()
             if row.throughput is not None
-        )  # fmt: skip
+        )
         if pts:
             series.append(Series(cfg.label, pts, dashed=cfg.path != "inprocess"))
-    return line_chart(f"{model_report.model}: throughput vs requests in flight",
-                      series, x_label="requests in flight (closed loop, log scale)",
-                      y_label="predictions per second")  # fmt: skip
+    return line_chart(
+        f"{model_report.model}: throughput vs requests in flight",
+        series,
+        x_label="requests in flight (closed loop, log scale)",
+        y_label="predictions per second",
+    )
 
 
 def batching_charts(model_report: object, bound_ms: float | None = None) -> Markup:
@@ -149,9 +172,19 @@ def batching_charts(model_report: object, bound_ms: float | None = None) -> Mark
         wait = f", wait {cfg.batch_timeout_ms:g} ms" if cfg.max_batch_size > 1 else ""
         for row in cfg.curve():
             # batch 1 has no timeout: it starts every line of its configuration
-            waits = ([f", wait {c.batch_timeout_ms:g} ms" for c in model_report.configs  # type: ignore[attr-defined]
-                      if c.max_batch_size > 1 and (c.variant, c.threads, c.path) ==
-                      (cfg.variant, cfg.threads, cfg.path)] or [""]) if not wait else [wait]  # fmt: skip
+            waits = (
+                (
+                    [
+                        f", wait {c.batch_timeout_ms:g} ms"
+                        for c in model_report.configs  # type: ignore[attr-defined]
+                        if c.max_batch_size > 1
+                        and (c.variant, c.threads, c.path) == (cfg.variant, cfg.threads, cfg.path)
+                    ]
+                    or [""]
+                )
+                if not wait
+                else [wait]
+            )
             for w in dict.fromkeys(waits):
                 label = f"{cfg.variant}@{cfg.threads} {cfg.path}, {row.concurrency} in flight{w}"
                 dashed[label] = cfg.path != "inprocess"
@@ -166,13 +199,20 @@ def batching_charts(model_report: object, bound_ms: float | None = None) -> Mark
                     p99.setdefault(label, []).append(Point(cfg.max_batch_size, p, within=within))
     name = model_report.model  # type: ignore[attr-defined]
     out = [
-        line_chart(f"{name}: throughput vs maximum batch size",
-                   [Series(k, tuple(v), dashed[k]) for k, v in thr.items()],
-                   x_label="maximum batch size (log scale)", y_label="predictions per second",
-                   x_unit="max batch"),
-        line_chart(f"{name}: p99 latency vs maximum batch size",
-                   [Series(k, tuple(v), dashed[k]) for k, v in p99.items()],
-                   x_label="maximum batch size (log scale)", y_label="p99 latency, ms (median)",
-                   x_unit="max batch", y_unit=" ms"),
-    ]  # fmt: skip
+        line_chart(
+            f"{name}: throughput vs maximum batch size",
+            [Series(k, tuple(v), dashed[k]) for k, v in thr.items()],
+            x_label="maximum batch size (log scale)",
+            y_label="predictions per second",
+            x_unit="max batch",
+        ),
+        line_chart(
+            f"{name}: p99 latency vs maximum batch size",
+            [Series(k, tuple(v), dashed[k]) for k, v in p99.items()],
+            x_label="maximum batch size (log scale)",
+            y_label="p99 latency, ms (median)",
+            x_unit="max batch",
+            y_unit=" ms",
+        ),
+    ]
     return Markup("").join(out)

@@ -19,8 +19,15 @@ from tfvariants.analyze.cost.catalog import MAX_VCPUS, valid_date
 from tfvariants.errors import UserError
 from tfvariants.plan.limits import decimal
 
-SKYPILOT_HEADER = ("InstanceType", "vCPUs", "AcceleratorName", "AcceleratorCount", "Region",
-                   "Price", "SpotPrice")  # fmt: skip
+SKYPILOT_HEADER = (
+    "InstanceType",
+    "vCPUs",
+    "AcceleratorName",
+    "AcceleratorCount",
+    "Region",
+    "Price",
+    "SpotPrice",
+)
 SIMPLE_HEADER = ("instance", "vcpus", "gpu", "on_demand", "spot", "region", "date")
 _GPU = re.compile(r"^(?:(\d+)\s*x\s*)?([A-Za-z0-9][\w.-]*)$")
 
@@ -140,8 +147,16 @@ def _skypilot(
             _vcpus(rec.get("AcceleratorCount") or "1", f"{where}: AcceleratorCount") if accel else 0
         )
         note = "" if len(ods) <= 1 and len(spots) <= 1 else "zones differ: highest used"
-        row = Row(name, _vcpus(rec.get("vCPUs", ""), f"{where}: vCPUs"), accel, count,
-                  max(ods) if ods else None, max(spots) if spots else None, as_of, note)  # fmt: skip
+        row = Row(
+            name,
+            _vcpus(rec.get("vCPUs", ""), f"{where}: vCPUs"),
+            accel,
+            count,
+            max(ods) if ods else None,
+            max(spots) if spots else None,
+            as_of,
+            note,
+        )
         _check_spot(row, warnings)
         rows.append(row)
     if skipped_accel:
@@ -184,8 +199,15 @@ def _simple(
         spot = _price(rec.get("spot", ""), f"{where}: spot")
         if od is None and spot is None:
             raise UserError(f"{where}: needs on_demand and/or spot")
-        row = Row(name, _vcpus(rec.get("vcpus", ""), f"{where}: vcpus"), gpu_type, gpu_count,
-                  od, spot, when)  # fmt: skip
+        row = Row(
+            name,
+            _vcpus(rec.get("vcpus", ""), f"{where}: vcpus"),
+            gpu_type,
+            gpu_count,
+            od,
+            spot,
+            when,
+        )
         _check_spot(row, warnings)
         rows.append(row)
     if not rows:

@@ -187,7 +187,7 @@ def bill(
         rows.append(
             NodeTypeBill(
                 inst, len(items), seconds, sel.per_hour, sel.tier, sel.as_of, cells_cost, overhead
-            )  # fmt: skip
+            )
         )
     return rows
 
@@ -213,13 +213,17 @@ def estimate_cells(
                 (c.workload,)
             )
         if times:
-            out.append(CellEstimate(c.workload, c.variant, c.threads, inst,
-                                    statistics.median(times), "run"))  # fmt: skip
+            out.append(
+                CellEstimate(
+                    c.workload, c.variant, c.threads, inst, statistics.median(times), "run"
+                )
+            )
         elif study and c.workload in STUDY_2017:
             seconds = study_training_seconds(c.workload, c.variant, c.threads, devices[c.variant])
             out.append(CellEstimate(c.workload, c.variant, c.threads, inst, seconds, "study-2017"))
         else:
-            seconds = rough_seconds(c.workload, c.variant, c.threads, devices[c.variant],
-                                    shape_for(c.workload))  # fmt: skip
+            seconds = rough_seconds(
+                c.workload, c.variant, c.threads, devices[c.variant], shape_for(c.workload)
+            )
             out.append(CellEstimate(c.workload, c.variant, c.threads, inst, seconds, "rough"))
     return out

@@ -41,14 +41,23 @@ def build_report(
     """Load ``results_dir`` once and analyse its training and serving cells."""
     contents = load_run_dir(Path(results_dir), allow_mixed_hosts=allow_mixed_hosts)
     serving = analyze_serving_contents(
-        contents, pricing=pricing, baseline=baseline, p99_bound_ms=p99_bound_ms,
-        min_effect=min_effect, confidence=confidence,
-    )  # fmt: skip
+        contents,
+        pricing=pricing,
+        baseline=baseline,
+        p99_bound_ms=p99_bound_ms,
+        min_effect=min_effect,
+        confidence=confidence,
+    )
     training = None
     if serving is None or not serving.only_serving:
-        training = analyze_contents(contents, pricing=pricing, baseline=baseline,
-                                    min_effect=min_effect, confidence=confidence,
-                                    disturbed=disturbed)  # fmt: skip
+        training = analyze_contents(
+            contents,
+            pricing=pricing,
+            baseline=baseline,
+            min_effect=min_effect,
+            confidence=confidence,
+            disturbed=disturbed,
+        )
     return assemble(training, serving)
 
 
@@ -71,9 +80,15 @@ def serving_frame(sa: ServingAnalysis) -> RunFrame:
     base = next((m.baseline.label for m in sa.models if m.baseline), "n/a")
     notices = sa.store.notices() if sa.store is not None else []
     return RunFrame(
-        results_dir=sa.results_dir, run=sa.run, baseline_label=base, pricing=sa.pricing,
-        environments=envs, raw_environments=raw,
+        results_dir=sa.results_dir,
+        run=sa.run,
+        baseline_label=base,
+        pricing=sa.pricing,
+        environments=envs,
+        raw_environments=raw,
         warnings=[cautions.StatWarning(n.kind, n.message, n.hint) for n in notices],
-        counts=dict(sa.counts), logical_cpus=logical_cpus_of(sa.run),
-        variants=list(dict.fromkeys(r.variant for r in sa.cells)), store=sa.store,
-    )  # fmt: skip
+        counts=dict(sa.counts),
+        logical_cpus=logical_cpus_of(sa.run),
+        variants=list(dict.fromkeys(r.variant for r in sa.cells)),
+        store=sa.store,
+    )

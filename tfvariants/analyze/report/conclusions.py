@@ -199,8 +199,11 @@ def conclude(
             wr.conclusions.append(f"Against the next best: {phrase(b, runner_up, cmp)}.")
             said.add(frozenset((runner_up.label, b.label)))
     elif f.time_cmp is not None and frozenset((f.label, b.label)) not in said:
-        rank = ("it was the fastest configuration" if wr.fastest_decided
-                else "it had the shortest estimated time of all configurations")  # fmt: skip
+        rank = (
+            "it was the fastest configuration"
+            if wr.fastest_decided
+            else "it had the shortest estimated time of all configurations"
+        )
         wr.conclusions.append(f"{host}, for {wr.name}, {phrase(f, b, f.time_cmp)}; {rank}.")
         said.add(frozenset((f.label, b.label)))
     # Thread scaling per variant: most vs fewest threads (what a 2-core --quick run answers).

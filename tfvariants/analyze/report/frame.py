@@ -48,10 +48,13 @@ def environments_of(
     raw: dict[str, list[tuple[str, str]]] = {}
     for v in variants:
         env: Mapping[str, Any] | None = next(
-            (r.environment for r in results
-             if r.variant == v and r.environment and (r.ok or not ok_only)),
+            (
+                r.environment
+                for r in results
+                if r.variant == v and r.environment and (r.ok or not ok_only)
+            ),
             None,
-        )  # fmt: skip
+        )
         if env:
             envs[v], raw[v] = environment_summary(dict(env)), flatten(dict(env))
     return envs, raw

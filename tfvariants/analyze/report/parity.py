@@ -99,7 +99,7 @@ def parity(groups: Iterable[Repeats], baseline_variant: str | None) -> list[Vari
             loss=_metric(losses),
             diverged=sum(
                 1 for r, v in zip(results, losses, strict=True) if v is None and r.has_metrics
-            ),  # fmt: skip
+            ),
             chance=chance.get(variant),
         )
         rows.append(row)

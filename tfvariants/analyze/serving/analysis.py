@@ -37,17 +37,20 @@ from tfvariants.store.rawfields import finite_number, get_path
 from tfvariants.store.rundir import RunContents, load_run_dir
 
 
-def decision_settings(run: dict, min_effect: float | None = None,
-                      confidence: float | None = None) -> Settings:  # fmt: skip
+def decision_settings(
+    run: dict, min_effect: float | None = None, confidence: float | None = None
+) -> Settings:
     """The run's decision settings (given, else stored in run.json, else the defaults)
     and the number of looks of its stopping rule: the same for the report and rounds."""
     stored = run.get("options")
     opts: dict[str, Any] = stored if isinstance(stored, dict) else {}
     me = min_effect if min_effect is not None else finite_number(opts.get("min_effect"))
     conf = confidence if confidence is not None else finite_number(opts.get("confidence"))
-    return Settings(me if me is not None else stats.MIN_EFFECT,
-                    conf if conf is not None and 0.5 < conf < 1 else stats.CONFIDENCE,
-                    run_looks(run))  # fmt: skip
+    return Settings(
+        me if me is not None else stats.MIN_EFFECT,
+        conf if conf is not None and 0.5 < conf < 1 else stats.CONFIDENCE,
+        run_looks(run),
+    )
 
 
 def analyze_serving(
@@ -62,9 +65,14 @@ def analyze_serving(
 ) -> ServingAnalysis | None:
     """Load a run folder and analyse its serving cells (:func:`analyze_serving_contents`)."""
     contents = load_run_dir(Path(results_dir), allow_mixed_hosts=allow_mixed_hosts)
-    return analyze_serving_contents(contents, pricing=pricing, baseline=baseline,
-                                    p99_bound_ms=p99_bound_ms, min_effect=min_effect,
-                                    confidence=confidence)  # fmt: skip
+    return analyze_serving_contents(
+        contents,
+        pricing=pricing,
+        baseline=baseline,
+        p99_bound_ms=p99_bound_ms,
+        min_effect=min_effect,
+        confidence=confidence,
+    )
 
 
 def analyze_serving_contents(
@@ -84,13 +92,24 @@ def analyze_serving_contents(
     only_serving = len(cells) == len(contents.results)
     bound = p99_bound_ms or finite_number(get_path(run, "options", "p99_bound_ms")) or 100.0
     settings = decision_settings(run, min_effect, confidence)
-    reports = model_reports(cells, run, pricing=pricing, baseline=baseline, bound_ms=bound,
-                            settings=settings)  # fmt: skip
+    reports = model_reports(
+        cells, run, pricing=pricing, baseline=baseline, bound_ms=bound, settings=settings
+    )
     counts: dict[str, int] = {}
     for r in cells:
         counts[r.status] = counts.get(r.status, 0) + 1
-    return ServingAnalysis(str(contents.results_dir), run, reports, cells, bound, pricing,
-                           counts, only_serving, contents, settings)  # fmt: skip
+    return ServingAnalysis(
+        str(contents.results_dir),
+        run,
+        reports,
+        cells,
+        bound,
+        pricing,
+        counts,
+        only_serving,
+        contents,
+        settings,
+    )
 
 
 def model_reports(
@@ -120,8 +139,9 @@ def model_reports(
             cfg.oversubscribed = True
     for cfg in configs.values():
         order = ("single_stream", "server", "server_search", "offline", "concurrency")
-        cfg.rows.sort(key=lambda x: (order.index(x.scenario) if x.scenario in order else 9,
-                                     x.concurrency))  # fmt: skip
+        cfg.rows.sort(
+            key=lambda x: (order.index(x.scenario) if x.scenario in order else 9, x.concurrency)
+        )
         for row in cfg.rows:
             summarise_row(row)
         operating_point(cfg, bound_ms)
@@ -132,14 +152,20 @@ def model_reports(
     base = parse_baseline(baseline)
 
     def rank(c: Config) -> tuple[int, int, str, int, float]:
-        return (variants.index(c.variant), c.threads, c.path, c.max_batch_size,
-                c.batch_timeout_ms)  # fmt: skip
+        return (variants.index(c.variant), c.threads, c.path, c.max_batch_size, c.batch_timeout_ms)
 
     return [
-        _model_report(m, sorted((c for c in configs.values() if c.model == m), key=rank),
-                      base, variants, bound_ms, pricing, settings)
+        _model_report(
+            m,
+            sorted((c for c in configs.values() if c.model == m), key=rank),
+            base,
+            variants,
+            bound_ms,
+            pricing,
+            settings,
+        )
         for m in models
-    ]  # fmt: skip
+    ]
 
 
 def _pick_baseline(
@@ -158,18 +184,25 @@ def _pick_baseline(
             c.costs if priced else c.operating_seconds()
         )
     chosen = pick_baseline(
-        list(values), values, devices={c.variant: c.device for c in cfgs},
-        variant_order=variants, oversubscribed={(c.variant, c.threads) for c in cfgs
-                                                if c.oversubscribed},
+        list(values),
+        values,
+        devices={c.variant: c.device for c in cfgs},
+        variant_order=variants,
+        oversubscribed={(c.variant, c.threads) for c in cfgs if c.oversubscribed},
         requested=base,
-        ran={ConfigKey(model, c.variant, c.threads) for c in cfgs
-             if any(row.ok for row in c.rows)},
-    )  # fmt: skip
+        ran={ConfigKey(model, c.variant, c.threads) for c in cfgs if any(row.ok for row in c.rows)},
+    )
     pick = [c for c in cfgs if chosen is not None and (c.variant, c.threads) == chosen[1:]]
     if not pick:
         return None
-    return max(pick, key=lambda c: (c.cost_per_million is not None, c.path == "inprocess",
-                                    c.max_batch_size == 1))  # fmt: skip
+    return max(
+        pick,
+        key=lambda c: (
+            c.cost_per_million is not None,
+            c.path == "inprocess",
+            c.max_batch_size == 1,
+        ),
+    )
 
 
 def _compare_to_baseline(cfgs: list[Config], baseline: Config, settings: Settings) -> None:
@@ -180,11 +213,14 @@ def _compare_to_baseline(cfgs: list[Config], baseline: Config, settings: Setting
             b = baseline.row(row.scenario, row.concurrency)
             if b is None:
                 continue
-            row.throughput_cmp = compare_lower(row.seconds_per_prediction(),
-                                          b.seconds_per_prediction(), settings)  # fmt: skip
+            row.throughput_cmp = compare_lower(
+                row.seconds_per_prediction(), b.seconds_per_prediction(), settings
+            )
             if row.scenario not in ("offline", "server_search"):  # no latency to speak of
                 row.p99_cmp = compare_lower(row.p99_by_round(), b.p99_by_round(), settings)
-        c.throughput_cmp = compare_lower(c.operating_seconds(), baseline.operating_seconds(), settings)
+        c.throughput_cmp = compare_lower(
+            c.operating_seconds(), baseline.operating_seconds(), settings
+        )
         c.cost_cmp = compare_lower(c.costs, baseline.costs, settings)
         c.cost_ratio = c.cost_cmp.ratio if c.cost_cmp is not None else None
 
@@ -203,14 +239,16 @@ def _model_report(
         baseline.is_baseline = True
         _compare_to_baseline(cfgs, baseline, settings)
     # cheapest first (a stable sort: the first listed wins a tie)
-    priced = sorted(((c, iv) for c in cfgs if (iv := c.cost_per_million) is not None),
-                    key=lambda m: m[1].value)  # fmt: skip
+    priced = sorted(
+        ((c, iv) for c in cfgs if (iv := c.cost_per_million) is not None), key=lambda m: m[1].value
+    )
     met = [c for c, _ in priced]
     rep = ModelReport(model, cfgs, baseline, met[0] if met else None)
     if len(met) > 1:
         rep.runner_up = met[1]
         cmp = rep.cheapest_cmp = compare_lower(met[0].costs, met[1].costs, settings)
-        rep.cheapest_decided = (cmp is not None and cmp.verdict == "different"
-                                and cmp.direction == "lower")  # fmt: skip
+        rep.cheapest_decided = (
+            cmp is not None and cmp.verdict == "different" and cmp.direction == "lower"
+        )
     conclude_model(rep, bound, pricing, settings)
     return rep

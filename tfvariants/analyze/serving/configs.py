@@ -28,8 +28,12 @@ PCTS = PERCENTILES
 RoundValues = dict[int, float]  # round (repeat index) -> one value
 # The number each LoadGen scenario is judged by (the test compares it to the detail log).
 
-HEADLINE = {"single_stream": "p90_ms", "server": "p99_ms", "offline": "throughput_per_s",
-            "server_search": "max_qps_under_bound"}  # fmt: skip
+HEADLINE = {
+    "single_stream": "p90_ms",
+    "server": "p99_ms",
+    "offline": "throughput_per_s",
+    "server_search": "max_qps_under_bound",
+}
 
 
 def _median(values: Iterable[float | None]) -> float | None:
@@ -76,8 +80,12 @@ class Row:
     def p99_by_round(self) -> RoundValues:
         """Per round, the p99 of the successful, undisturbed repeats (as training's
         verdicts leave disturbed cells out)."""
-        return {r.round: v for r in self.ok if not r.disturbed
-                if (v := r.percentiles_ms.get("p99_ms")) is not None and v > 0}  # fmt: skip
+        return {
+            r.round: v
+            for r in self.ok
+            if not r.disturbed
+            if (v := r.percentiles_ms.get("p99_ms")) is not None and v > 0
+        }
 
     def seconds_per_prediction(self) -> RoundValues:
         """Per round, 1 / throughput (the Server search: 1 / its highest QPS)."""
@@ -151,16 +159,18 @@ class Config:
         return self.key.batch_timeout_ms
 
     def row(self, scenario: str, concurrency: int) -> Row | None:
-        return next((r for r in self.rows if (r.scenario, r.concurrency) ==
-                     (scenario, concurrency)), None)  # fmt: skip
+        return next(
+            (r for r in self.rows if (r.scenario, r.concurrency) == (scenario, concurrency)), None
+        )
 
     def operating_seconds(self) -> RoundValues:
         """Per round, seconds per prediction at the operating point."""
         return self.operating_row.seconds_per_prediction() if self.operating_row else {}
 
     def curve(self) -> list[Row]:
-        return sorted((r for r in self.rows if r.scenario == "concurrency"),
-                      key=lambda r: r.concurrency)  # fmt: skip
+        return sorted(
+            (r for r in self.rows if r.scenario == "concurrency"), key=lambda r: r.concurrency
+        )
 
 
 @dataclass
@@ -237,9 +247,9 @@ def price_config(cfg: Config, pricing: Pricing | None) -> None:
     # Cost falls as throughput rises: the interval's ends swap.
     # The coverage carries over: without it the interval reads as none (and the ratio to
     # the baseline as a zero-width "1.17-1.17").
-    cfg.cost_per_million = stats.Interval(per_million(iv.value), per_million(iv.hi),
-                                          per_million(iv.lo), iv.method, iv.n,
-                                          iv.coverage)  # fmt: skip
+    cfg.cost_per_million = stats.Interval(
+        per_million(iv.value), per_million(iv.hi), per_million(iv.lo), iv.method, iv.n, iv.coverage
+    )
 
 
 def as_throughput(cmp: stats.Comparison | None) -> stats.Comparison | None:
@@ -248,8 +258,9 @@ def as_throughput(cmp: stats.Comparison | None) -> stats.Comparison | None:
     if cmp is None:
         return None
     r = cmp.ratio
-    inv = stats.Interval(1 / r.value, 1 / r.hi, 1 / r.lo, r.method, r.n, r.coverage, r.looks,
-                         r.together)  # fmt: skip
+    inv = stats.Interval(
+        1 / r.value, 1 / r.hi, 1 / r.lo, r.method, r.n, r.coverage, r.looks, r.together
+    )
     return stats.Comparison(inv, cmp.verdict, cmp.reasons, cmp.more_repeats, cmp.min_effect)
 
 

@@ -29,9 +29,7 @@ def _cheapest_sentence(rep: ModelReport, within: str, pricing: Pricing | None) -
     iv = c.cost_per_million if c is not None else None
     if c is None or iv is None:
         if pricing is None:
-            rep.conclusions.append(
-                f"{model}: no prices given, so no cost per million predictions."
-            )
+            rep.conclusions.append(f"{model}: no prices given, so no cost per million predictions.")
         else:
             rep.conclusions.append(
                 f"{model}: no configuration kept {within} (or none could be priced): try fewer "
@@ -50,25 +48,31 @@ def _cheapest_sentence(rep: ModelReport, within: str, pricing: Pricing | None) -
         if iv.has_interval
         else iv.label
     )
-    facts = (f"{money(iv.value, currency)} per million predictions ({span}); "
-             f"{sig3(thr.value if thr else None)} predictions/s ({c.operating}) on "
-             f"{c.instance} at {money(c.per_hour, currency)}/h ({prices})")  # fmt: skip
+    facts = (
+        f"{money(iv.value, currency)} per million predictions ({span}); "
+        f"{sig3(thr.value if thr else None)} predictions/s ({c.operating}) on "
+        f"{c.instance} at {money(c.per_hour, currency)}/h ({prices})"
+    )
     nxt, cmp = rep.runner_up, rep.cheapest_cmp
     if nxt is None:
-        rep.conclusions.append(f"{model}: {c.label} is the only configuration that served it "
-                               f"with {within}: {facts}.")  # fmt: skip
+        rep.conclusions.append(
+            f"{model}: {c.label} is the only configuration that served it with {within}: {facts}."
+        )
         return
     against = phrase(c, nxt, cmp, "cost") if cmp is not None else "no comparison"
     if rep.cheapest_decided:
         lead = f"{c.label} serves it cheapest with {within}"
     elif cmp is not None and cmp.verdict == "equivalent":
-        lead = (f"{c.label} and {nxt.label} serve it about equally cheaply with {within} "
-                f"({c.label} lowest)")  # fmt: skip
+        lead = (
+            f"{c.label} and {nxt.label} serve it about equally cheaply with {within} "
+            f"({c.label} lowest)"
+        )
     else:
-        lead = (f"{c.label} had the lowest median cost with {within}, but it is not "
-                f"decided against the next cheapest")  # fmt: skip
-    rep.conclusions.append(f"{model}: {lead}: {facts}; against the next cheapest: "
-                           f"{against}.")  # fmt: skip
+        lead = (
+            f"{c.label} had the lowest median cost with {within}, but it is not "
+            f"decided against the next cheapest"
+        )
+    rep.conclusions.append(f"{model}: {lead}: {facts}; against the next cheapest: {against}.")
 
 
 def _disturbed_sentence(rep: ModelReport) -> None:
@@ -77,9 +81,13 @@ def _disturbed_sentence(rep: ModelReport) -> None:
     if not disturbed:
         return
     shares = sorted(r.others_share for r in disturbed if r.others_share is not None)
-    span = ("more than a quarter" if not shares else f"{shares[0]:.0%}"
-            if f"{shares[0]:.0%}" == f"{shares[-1]:.0%}"
-            else f"{shares[0]:.0%}-{shares[-1]:.0%}")  # fmt: skip
+    span = (
+        "more than a quarter"
+        if not shares
+        else f"{shares[0]:.0%}"
+        if f"{shares[0]:.0%}" == f"{shares[-1]:.0%}"
+        else f"{shares[0]:.0%}-{shares[-1]:.0%}"
+    )
     rep.conclusions.append(
         f"{len(disturbed)} of {len(ok)} successful cells were disturbed (other processes "
         f"used {span} of their CPUs during the load; the limit is {DISTURBED_SHARE:.0%}): "
@@ -118,10 +126,10 @@ def _gpu_sentences(rep: ModelReport, settings: Settings, within: str) -> None:
     cpus = [c for c in rep.configs if c.device != "gpu" and c.operating_row is not None]
     if not gpu_ok:
         ran = any(r.ok for c in gpus for row in c.rows for r in row.results)
-        why = ("none met the bound" if ran else
-               "none ran (skipped: no GPU on this host?)")  # fmt: skip
-        rep.conclusions.append(f"GPU: {', '.join(c.label for c in gpus)}: {why}, so the GPU "
-                               "is not compared.")  # fmt: skip
+        why = "none met the bound" if ran else "none ran (skipped: no GPU on this host?)"
+        rep.conclusions.append(
+            f"GPU: {', '.join(c.label for c in gpus)}: {why}, so the GPU is not compared."
+        )
         return
     if not cpus:
         return
@@ -136,11 +144,14 @@ def _gpu_sentences(rep: ModelReport, settings: Settings, within: str) -> None:
         cheap = min(costed, key=_cost_value)
         cc = compare_lower(gpu.costs, cheap.costs, settings)
         if cc is not None:
-            parts.append("cost per million against the cheapest CPU configuration: "
-                         + phrase(gpu, cheap, cc, "cost"))  # fmt: skip
+            parts.append(
+                "cost per million against the cheapest CPU configuration: "
+                + phrase(gpu, cheap, cc, "cost")
+            )
     if parts:
-        rep.conclusions.insert(1, f"GPU vs the fastest CPU configuration ({fastest.label}): "
-                               + "; ".join(parts) + ".")  # fmt: skip
+        rep.conclusions.insert(
+            1, f"GPU vs the fastest CPU configuration ({fastest.label}): " + "; ".join(parts) + "."
+        )
 
 
 def _thread_sentences(rep: ModelReport, settings: Settings, within: str) -> None:
@@ -161,14 +172,19 @@ def _thread_sentences(rep: ModelReport, settings: Settings, within: str) -> None
         # flight both ran, said to be outside the bound.
         common = sorted({r.concurrency for r in hi.curve()} & {r.concurrency for r in lo.curve()})
         rows = [(hi.row("concurrency", n), lo.row("concurrency", n)) for n in common]
-        cmps = [(n, compare_lower(a.seconds_per_prediction(), b.seconds_per_prediction(), settings))
-                for n, (a, b) in zip(common, rows, strict=True) if a is not None and b is not None]  # fmt: skip
+        cmps = [
+            (n, compare_lower(a.seconds_per_prediction(), b.seconds_per_prediction(), settings))
+            for n, (a, b) in zip(common, rows, strict=True)
+            if a is not None and b is not None
+        ]
         found = [(n, cm) for n, cm in cmps if cm is not None]
         missing = " and ".join(c.label for c in (hi, lo) if c.operating_row is None)
         if found:
             n, at_n = found[-1]
-            rep.conclusions.append(f"Threads (at {n} in flight; {missing} kept no point with "
-                                   f"{within}): {phrase(hi, lo, at_n, 'time')}.")  # fmt: skip
+            rep.conclusions.append(
+                f"Threads (at {n} in flight; {missing} kept no point with "
+                f"{within}): {phrase(hi, lo, at_n, 'time')}."
+            )
         else:
             rows_ok = [r for c in (hi, lo) for r in c.rows if r.ok]
             if any(x.disturbed for r in rows_ok for x in r.ok):

@@ -92,9 +92,14 @@ def analyze(
 ) -> Analysis:
     """Load a run folder and analyse its training cells (:func:`analyze_contents`)."""
     contents = load_run_dir(Path(results_dir), allow_mixed_hosts=allow_mixed_hosts)
-    return analyze_contents(contents, pricing=pricing, baseline=baseline,
-                            min_effect=min_effect, confidence=confidence,
-                            disturbed=disturbed)  # fmt: skip
+    return analyze_contents(
+        contents,
+        pricing=pricing,
+        baseline=baseline,
+        min_effect=min_effect,
+        confidence=confidence,
+        disturbed=disturbed,
+    )
 
 
 @dataclass(frozen=True)
@@ -136,10 +141,18 @@ def analyze_contents(
         cpus = next((r.machine_cpus for r in cells if r.machine_cpus), None)
     options = run.get("options")
     opts: dict[str, Any] = options if isinstance(options, dict) else {}
-    quiet = interference.summarise(cells, policy=interference.policy_of(opts, disturbed),
-                                   options=opts)  # fmt: skip
-    inputs = _inputs(cells, run, pricing, baseline, cpus, settings_of(run, min_effect, confidence),
-                     round_values(cells, include_disturbed=quiet.included))  # fmt: skip
+    quiet = interference.summarise(
+        cells, policy=interference.policy_of(opts, disturbed), options=opts
+    )
+    inputs = _inputs(
+        cells,
+        run,
+        pricing,
+        baseline,
+        cpus,
+        settings_of(run, min_effect, confidence),
+        round_values(cells, include_disturbed=quiet.included),
+    )
     all_warnings = _summarise_groups(inputs, quiet.included)
     all_warnings[:0] = folder_warnings(contents)
     baseline_label = run_baseline_label(inputs)
@@ -152,17 +165,33 @@ def analyze_contents(
     all_warnings += noise.warnings
     if quiet.disturbed:
         all_warnings.append(
-            cautions.StatWarning("disturbed", quiet.sentence(), "run when the machine is quieter, "
-                              "or on a dedicated machine; the cells are listed in the report")
-        )  # fmt: skip
+            cautions.StatWarning(
+                "disturbed",
+                quiet.sentence(),
+                "run when the machine is quieter, "
+                "or on a dedicated machine; the cells are listed in the report",
+            )
+        )
     envs, raw_envs = environments_of(cells, inputs.variants)
     return Analysis(
-        results_dir=str(contents.results_dir), run=run, workloads=reports,
-        baseline_label=baseline_label, pricing=pricing, environments=envs,
-        raw_environments=raw_envs, warnings=all_warnings, counts=cell_counts(cells, contents),
-        logical_cpus=cpus, cells=cells, variants=inputs.variants, settings=inputs.settings,
-        noise=noise, devices=inputs.devices, store=contents, interference=quiet,
-    )  # fmt: skip
+        results_dir=str(contents.results_dir),
+        run=run,
+        workloads=reports,
+        baseline_label=baseline_label,
+        pricing=pricing,
+        environments=envs,
+        raw_environments=raw_envs,
+        warnings=all_warnings,
+        counts=cell_counts(cells, contents),
+        logical_cpus=cpus,
+        cells=cells,
+        variants=inputs.variants,
+        settings=inputs.settings,
+        noise=noise,
+        devices=inputs.devices,
+        store=contents,
+        interference=quiet,
+    )
 
 
 def _inputs(
@@ -185,11 +214,15 @@ def _inputs(
             f"(have: {', '.join(variants)})"
         )
     # Oversubscribed as the cells say (store/cellresult.py decides it, once).
-    over = {(k.variant, k.threads) for k, g in groups.items()
-            if any(r.oversubscribed for r in g.results)}  # fmt: skip
+    over = {
+        (k.variant, k.threads)
+        for k, g in groups.items()
+        if any(r.oversubscribed for r in g.results)
+    }
     devices = {r.variant: r.device for r in cells}
-    return _Inputs(groups, variants, devices, over, times, measured(cells), settings,
-                   requested, pricing, cpus)  # fmt: skip
+    return _Inputs(
+        groups, variants, devices, over, times, measured(cells), settings, requested, pricing, cpus
+    )
 
 
 def _summarise_groups(inputs: _Inputs, include_disturbed: bool) -> list[cautions.StatWarning]:
@@ -198,8 +231,13 @@ def _summarise_groups(inputs: _Inputs, include_disturbed: bool) -> list[cautions
     out: list[cautions.StatWarning] = []
     over_threads: dict[int, list[str]] = {}
     for g in inputs.groups.values():
-        summarise_group(g, inputs.pricing, inputs.cpus, inputs.settings.confidence,
-                        include_disturbed=include_disturbed)  # fmt: skip
+        summarise_group(
+            g,
+            inputs.pricing,
+            inputs.cpus,
+            inputs.settings.confidence,
+            include_disturbed=include_disturbed,
+        )
         out += [w for w in g.warnings if w.kind != "oversubscribed"]
         if g.oversubscribed:
             over_threads.setdefault(g.threads, []).append(g.label)
@@ -215,12 +253,20 @@ def _workload_report(
     """One workload: its baseline and verdicts (the one comparison), conclusions and
     accuracy parity; its cautions are appended to ``warnings``."""
     variants = inputs.variants
-    wgroups = sorted((g for g in inputs.groups.values() if g.workload == w),
-                     key=lambda g: (variants.index(g.variant), g.threads))  # fmt: skip
-    found = workload_verdicts([g.key for g in wgroups], inputs.times, inputs.settings,
-                              devices=inputs.devices, variant_order=variants,
-                              oversubscribed=inputs.oversubscribed,
-                              requested=inputs.requested, ran=inputs.ran)  # fmt: skip
+    wgroups = sorted(
+        (g for g in inputs.groups.values() if g.workload == w),
+        key=lambda g: (variants.index(g.variant), g.threads),
+    )
+    found = workload_verdicts(
+        [g.key for g in wgroups],
+        inputs.times,
+        inputs.settings,
+        devices=inputs.devices,
+        variant_order=variants,
+        oversubscribed=inputs.oversubscribed,
+        requested=inputs.requested,
+        ran=inputs.ran,
+    )
     wr = WorkloadReport(w, wgroups, inputs.groups.get(found.baseline) if found.baseline else None)
     apply_verdicts(wr, found.verdicts, inputs.settings)
     if wr.baseline is None or wr.baseline.time is None:
@@ -261,10 +307,14 @@ def run_baseline_label(inputs: _Inputs) -> str:
         for v in (inputs.times.get(k) or {}).values():
             values[len(values)] = v  # only the count matters to the rule
     chosen = pick_baseline(
-        list(pooled), pooled, devices=inputs.devices, variant_order=inputs.variants,
-        oversubscribed=inputs.oversubscribed, requested=inputs.requested,
+        list(pooled),
+        pooled,
+        devices=inputs.devices,
+        variant_order=inputs.variants,
+        oversubscribed=inputs.oversubscribed,
+        requested=inputs.requested,
         ran={ConfigKey("", k.variant, k.threads) for k in inputs.ran},
-    )  # fmt: skip
+    )
     if chosen is None:
         first = inputs.variants[0]
         return f"{first}@{max(k.threads for k in inputs.groups if k.variant == first)}"
