@@ -56,7 +56,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--p99",
         default=None,
-        help="serving runs: the latency bound for the cheapest answer (default: the run's, else 100ms)",
+        help="serving runs: the latency bound for the cheapest answer (default: the run's, "
+        "else 100ms)",
     )
     p.set_defaults(func=run)
 

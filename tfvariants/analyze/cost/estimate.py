@@ -70,7 +70,8 @@ def place_cells(
             )
             raise UserError(
                 f"--threads {threads}: catalog {pricing.catalog.name} has no priced instance with "
-                f"{threads} or more vCPUs (it has {sizes}); map it with --instance {threads}=INSTANCE"
+                f"{threads} or more vCPUs (it has {sizes}); "
+                f"map it with --instance {threads}=INSTANCE"
             )
         placed[(variant, threads)] = found
     return placed

@@ -62,7 +62,8 @@ def phrase(a: Labelled, b: Labelled, cmp: stats.Comparison, what: str = "time") 
     low, high = ("faster", "slower") if what == "time" else ("cheaper", "more expensive")
     if cmp.verdict == "different":
         if r.value < 1:
-            return f"{a.label} was {sig3(1 / r.value)}x {low} than {b.label} ({interval_words(r, True)}, decided)"
+            words = interval_words(r, True)
+            return f"{a.label} was {sig3(1 / r.value)}x {low} than {b.label} ({words}, decided)"
         return (
             f"{a.label} was {sig3(r.value)}x {high} than {b.label} ({interval_words(r)}, decided)"
         )
@@ -151,6 +152,8 @@ def conclude(
     pricing: Pricing | None,
     settings: Settings | None = None,
 ) -> None:
+    """The workload's fastest, cheapest and Pareto front, and its sentences in reading
+    order: the GPU first, then the fastest, threads, the cheapest, what is undecided."""
     settings = settings or Settings()
     with_time = [g for g in wr.groups if g.time is not None]
     if not with_time:
@@ -159,6 +162,26 @@ def conclude(
         )
         return
     b = wr.baseline if wr.baseline is not None and wr.baseline.time is not None else None
+    _rank(wr, with_time, b, settings)
+    said = _gpu_first(wr, with_time, settings)
+    _fastest_sentences(wr, with_time, b, baseline_label, cpus, settings, said)
+    # Thread scaling per variant: most vs fewest threads (what a 2-core --quick run answers).
+    for v in dict.fromkeys(g.variant for g in with_time):
+        vg = sorted((g for g in with_time if g.variant == v), key=lambda g: g.threads)
+        if len(vg) >= 2:
+            hi, lo = vg[-1], vg[0]
+            cmp = _cmp(hi, lo, settings, "time")
+            if cmp is not None and frozenset((hi.label, lo.label)) not in said:
+                wr.conclusions.append(f"Threads: {phrase(hi, lo, cmp)}.")
+                said.add(frozenset((hi.label, lo.label)))
+    if wr.cheapest is not None and pricing is not None:
+        _cheapest_sentence(wr, wr.cheapest, b, pricing, settings)
+    _open_sentences(wr, with_time, b, said)
+
+
+def _rank(wr: WorkloadReport, with_time: list[Group], b: Group | None, settings: Settings) -> None:
+    """The fastest, the cheapest, the time-cost Pareto front, and whether each lead is
+    decided against the next."""
     wr.fastest = min(with_time, key=lambda g: _speed(g, b))
     costed = [g for g in with_time if g.cost is not None]
     if costed:
@@ -172,14 +195,26 @@ def conclude(
     wr.fastest_decided = _leads(wr.fastest, with_time, settings, "time", b)
     if wr.cheapest is not None:
         wr.cheapest_decided = _leads(wr.cheapest, costed, settings, "cost")
-    said = _gpu_first(wr, with_time, settings)
+
+
+def _fastest_sentences(
+    wr: WorkloadReport,
+    with_time: list[Group],
+    b: Group | None,
+    baseline_label: str,
+    cpus: int | None,
+    settings: Settings,
+    said: set[frozenset],
+) -> None:
     host = f"On {cpus} logical CPUs" if cpus else "On this host"
     f = wr.fastest
+    assert f is not None  # ranked among groups with a time
     if b is None:
+        fastest = "was the fastest" if wr.fastest_decided else "had the shortest estimated time"
         wr.conclusions.append(
-            f"{host}, {f.label} {'was the fastest' if wr.fastest_decided else 'had the shortest estimated time'} "
-            f"for {wr.name} ({dur(_time(f))} for the full schedule); "
-            f"the baseline {baseline_label} has no successful runs, so no comparison is claimed."
+            f"{host}, {f.label} {fastest} for {wr.name} ({dur(_time(f))} for the full "
+            f"schedule); the baseline {baseline_label} has no successful runs, so no "
+            "comparison is claimed."
         )
     elif f is b:
         others = [g for g in with_time if g is not b]
@@ -206,39 +241,34 @@ def conclude(
         )
         wr.conclusions.append(f"{host}, for {wr.name}, {phrase(f, b, f.time_cmp)}; {rank}.")
         said.add(frozenset((f.label, b.label)))
-    # Thread scaling per variant: most vs fewest threads (what a 2-core --quick run answers).
-    for v in dict.fromkeys(g.variant for g in with_time):
-        vg = sorted((g for g in with_time if g.variant == v), key=lambda g: g.threads)
-        if len(vg) >= 2:
-            hi, lo = vg[-1], vg[0]
-            cmp = _cmp(hi, lo, settings, "time")
-            if cmp is not None and frozenset((hi.label, lo.label)) not in said:
-                wr.conclusions.append(f"Threads: {phrase(hi, lo, cmp)}.")
-                said.add(frozenset((hi.label, lo.label)))
-    if wr.cheapest is not None and pricing is not None:
-        c = wr.cheapest
-        assert c.cost is not None  # the cheapest is chosen among the groups with a cost
-        amount = money(c.cost.cost, pricing.catalog.currency)
-        text = f"Cheapest: {c.label} at {amount} per full training run on {c.cost.instance}"
-        parts = []
-        if (
-            c.cost_cmp is not None
-            and b is not None
-            and c is not b
-            and c.cost_cmp.verdict != "baseline"
-        ):
-            parts.append(phrase(c, b, c.cost_cmp, "cost") + _tiers(c, b))
-        # "Cheapest" claims a lead over the next cheapest: say whether that is decided.
-        rest = [g for g in costed if g is not c]
-        nxt = min(rest, key=_cost) if rest else None
-        cc = _cmp(c, nxt, settings, "cost") if nxt is not None and nxt is not b else None
-        if nxt is not None and nxt is b and not parts:
-            cc = _cmp(c, nxt, settings, "cost")
-        if nxt is not None and cc is not None:
-            parts.append(f"against the next cheapest: {phrase(c, nxt, cc, 'cost')}{_tiers(c, nxt)}")
-        if parts:
-            text += f" ({'; '.join(parts)})"
-        wr.conclusions.append(text + ".")
+
+
+def _cheapest_sentence(
+    wr: WorkloadReport, c: Group, b: Group | None, pricing: Pricing, settings: Settings
+) -> None:
+    assert c.cost is not None  # the cheapest is chosen among the groups with a cost
+    amount = money(c.cost.cost, pricing.catalog.currency)
+    text = f"Cheapest: {c.label} at {amount} per full training run on {c.cost.instance}"
+    parts = []
+    if c.cost_cmp is not None and b is not None and c is not b and c.cost_cmp.verdict != "baseline":
+        parts.append(phrase(c, b, c.cost_cmp, "cost") + _tiers(c, b))
+    # "Cheapest" claims a lead over the next cheapest: say whether that is decided.
+    rest = [g for g in wr.groups if g.time is not None and g.cost is not None and g is not c]
+    nxt = min(rest, key=_cost) if rest else None
+    cc = _cmp(c, nxt, settings, "cost") if nxt is not None and nxt is not b else None
+    if nxt is not None and nxt is b and not parts:
+        cc = _cmp(c, nxt, settings, "cost")
+    if nxt is not None and cc is not None:
+        parts.append(f"against the next cheapest: {phrase(c, nxt, cc, 'cost')}{_tiers(c, nxt)}")
+    if parts:
+        text += f" ({'; '.join(parts)})"
+    wr.conclusions.append(text + ".")
+
+
+def _open_sentences(
+    wr: WorkloadReport, with_time: list[Group], b: Group | None, said: set[frozenset]
+) -> None:
+    """What stays undecided or uncompared, and the oversubscription caution."""
     undecided = [
         (g, tc)
         for g in with_time
@@ -265,6 +295,6 @@ def conclude(
     flagged = [g.label for g in (wr.fastest, wr.cheapest) if g is not None and g.oversubscribed]
     if flagged:
         wr.conclusions.append(
-            f"Caution: {', '.join(dict.fromkeys(flagged))} ran with more threads than this host has CPUs: "
-            "these numbers do not show how a machine with that many vCPUs behaves."
+            f"Caution: {', '.join(dict.fromkeys(flagged))} ran with more threads than this host "
+            "has CPUs: these numbers do not show how a machine with that many vCPUs behaves."
         )

@@ -57,10 +57,11 @@ def summarise_group(
             g.warnings.append(
                 cautions.StatWarning(
                     status,
-                    f"{label}: {g.n(status)} of {len(g.results)} repeats {status} ({'; '.join(g.reasons)[:200]})",
+                    f"{label}: {g.n(status)} of {len(g.results)} repeats {status} "
+                    f"({'; '.join(g.reasons)[:200]})",
                     # the file to open, not a placeholder path
-                    f"read stderr_tail in the run folder's cells/{first_cell_id(g.results, status)}.json, "
-                    "fix, then rerun with --resume",
+                    "read stderr_tail in the run folder's "
+                    f"cells/{first_cell_id(g.results, status)}.json, fix, then rerun with --resume",
                 )
             )
     if g.n("skipped"):
