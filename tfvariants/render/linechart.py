@@ -13,7 +13,7 @@ from tfvariants.analyze.report.format import sig3
 from tfvariants.render.svgchart import PALETTE, _fmt, _nice_max
 
 if TYPE_CHECKING:
-    from tfvariants.analyze.serving.analysis import ModelReport
+    from tfvariants.analyze.serving.configs import ModelReport
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,27 @@ class Series:
     label: str
     points: tuple[Point, ...]
     dashed: bool = False  # e.g. the HTTP path, beside the solid in-process line
+
+
+@dataclass(frozen=True)
+class _Plot:
+    """A line chart's geometry: log-scaled x over ``xs``, linear y up to ``ymax``."""
+
+    left: int
+    top: int
+    plot_w: int
+    plot_h: int
+    xs: tuple[float, ...]
+    ymax: float
+
+    def px(self, v: float) -> float:
+        if len(self.xs) == 1:
+            return self.left + self.plot_w / 2
+        lx0, lx1 = math.log(self.xs[0]), math.log(self.xs[-1])
+        return self.left + self.plot_w * (math.log(v) - lx0) / ((lx1 - lx0) or 1.0)
+
+    def py(self, v: float) -> float:
+        return self.top + self.plot_h * (1 - min(max(v, 0.0), self.ymax) / self.ymax)
 
 
 def line_chart(
@@ -49,83 +70,88 @@ def line_chart(
     extra = max(0, 50 + int(6.5 * longest) - right)
     width, right = width + extra, right + extra
     height = max(height, top + 16 + 18 * len(series) + bottom)
-    plot_w, plot_h = width - left - right, height - top - bottom
     xs = sorted({p.x for s in series for p in s.points if p.x > 0}) or [1.0]
     ys = [
         p.hi if p.hi is not None and math.isfinite(p.hi) else p.y for s in series for p in s.points
     ]
     ymax = _nice_max(max([*ys, 0.0]) * 1.05)
-    lx0, lx1 = math.log(xs[0]), math.log(xs[-1])
-    span = (lx1 - lx0) or 1.0
-
-    def px(v: float) -> float:
-        if len(xs) == 1:
-            return left + plot_w / 2
-        return left + plot_w * (math.log(v) - lx0) / span
-
-    def py(v: float) -> float:
-        return top + plot_h * (1 - min(max(v, 0.0), ymax) / ymax)
-
+    p = _Plot(left, top, width - left - right, height - top - bottom, tuple(xs), ymax)
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" width="{width}" '
         f'height="{height}" viewBox="0 0 {width} {height}" font-family="system-ui, sans-serif" '
         f'font-size="12"><title>{escape(title)}</title>',
-        f'<text x="{left}" y="20" font-size="14" font-weight="600" fill="#222">{escape(title)}</text>',
+        f'<text x="{left}" y="20" font-size="14" font-weight="600" fill="#222">'
+        f"{escape(title)}</text>",
     ]
-    for i in range(6):
-        v = ymax * i / 5
-        out.append(
-            f'<line x1="{left}" y1="{py(v):.1f}" x2="{left + plot_w}" y2="{py(v):.1f}" stroke="#e6e6e6"/>'
-        )
-        out.append(
-            f'<text x="{left - 6}" y="{py(v) + 4:.1f}" text-anchor="end" fill="#555">{_fmt(v)}</text>'
-        )
-    for v in xs:
-        out.append(
-            f'<text x="{px(v):.1f}" y="{top + plot_h + 16}" text-anchor="middle" fill="#555">{v:g}</text>'
-        )
-    out.append(
-        f'<text x="{left + plot_w / 2:.1f}" y="{height - 12}" text-anchor="middle" fill="#444">{escape(x_label)}</text>'
-    )
-    out.append(
-        f'<text x="14" y="{top + plot_h / 2:.1f}" text-anchor="middle" fill="#444" '
-        f'transform="rotate(-90 14 {top + plot_h / 2:.1f})">{escape(y_label)}</text>'
-    )
+    out += _axes(p, height, x_label, y_label)
     for i, s in enumerate(series):
-        color = PALETTE[i % len(PALETTE)]
-        pts = sorted((p for p in s.points if p.x > 0), key=lambda p: p.x)
-        dash = ' stroke-dasharray="6,4"' if s.dashed else ""
-        if len(pts) > 1:
-            d = "M" + "L".join(f"{px(p.x):.1f},{py(p.y):.1f}" for p in pts)
-            out.append(f'<path d="{d}" stroke="{color}" stroke-width="2" fill="none"{dash}/>')
-        for p in pts:
-            cx, cy = px(p.x), py(p.y)
-            if p.lo is not None and p.hi is not None and p.hi > p.lo:
-                hi = py(p.hi) if math.isfinite(p.hi) else top
-                out.append(
-                    f'<path d="M{cx:.1f},{py(p.lo):.1f}V{hi:.1f}" stroke="{color}" stroke-width="1"/>'
-                )
-            fill = color if p.within else "#fff"
-            over = "" if p.within else ", p99 over the bound"
-            out.append(
-                f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="3.5" fill="{fill}" stroke="{color}" '
-                f'stroke-width="1.5"><title>{escape(s.label)}: {p.x:g} {escape(x_unit)}, '
-                f"{sig3(p.y)}{escape(y_unit)}{over}</title></circle>"
-            )
-        ly = top + 8 + i * 18
-        out.append(
-            f'<line x1="{left + plot_w + 14}" y1="{ly}" x2="{left + plot_w + 38}" y2="{ly}" '
-            f'stroke="{color}" stroke-width="2"{dash}/>'
-        )
-        out.append(
-            f'<text x="{left + plot_w + 44}" y="{ly + 4}" fill="#222">{escape(s.label)}</text>'
-        )
+        out += _series(p, s, PALETTE[i % len(PALETTE)], top + 8 + i * 18, x_unit, y_unit)
     if not series:
         out.append(
             f'<text x="{left + 10}" y="{top + 20}" fill="#999" font-style="italic">no data</text>'
         )
     out.append("</svg>")
     return Markup("".join(out))
+
+
+def _axes(p: _Plot, height: int, x_label: str, y_label: str) -> list[str]:
+    left, top, plot_w, plot_h = p.left, p.top, p.plot_w, p.plot_h
+    out = []
+    for i in range(6):
+        v = p.ymax * i / 5
+        out.append(
+            f'<line x1="{left}" y1="{p.py(v):.1f}" x2="{left + plot_w}" y2="{p.py(v):.1f}" '
+            'stroke="#e6e6e6"/>'
+        )
+        out.append(
+            f'<text x="{left - 6}" y="{p.py(v) + 4:.1f}" text-anchor="end" '
+            f'fill="#555">{_fmt(v)}</text>'
+        )
+    for v in p.xs:
+        out.append(
+            f'<text x="{p.px(v):.1f}" y="{top + plot_h + 16}" text-anchor="middle" '
+            f'fill="#555">{v:g}</text>'
+        )
+    out.append(
+        f'<text x="{left + plot_w / 2:.1f}" y="{height - 12}" text-anchor="middle" '
+        f'fill="#444">{escape(x_label)}</text>'
+    )
+    out.append(
+        f'<text x="14" y="{top + plot_h / 2:.1f}" text-anchor="middle" fill="#444" '
+        f'transform="rotate(-90 14 {top + plot_h / 2:.1f})">{escape(y_label)}</text>'
+    )
+    return out
+
+
+def _series(p: _Plot, s: Series, color: str, ly: int, x_unit: str, y_unit: str) -> list[str]:
+    """One line: its path, points with error bars, and its legend entry at ``ly``."""
+    out = []
+    pts = sorted((q for q in s.points if q.x > 0), key=lambda q: q.x)
+    dash = ' stroke-dasharray="6,4"' if s.dashed else ""
+    if len(pts) > 1:
+        d = "M" + "L".join(f"{p.px(q.x):.1f},{p.py(q.y):.1f}" for q in pts)
+        out.append(f'<path d="{d}" stroke="{color}" stroke-width="2" fill="none"{dash}/>')
+    for q in pts:
+        cx, cy = p.px(q.x), p.py(q.y)
+        if q.lo is not None and q.hi is not None and q.hi > q.lo:
+            hi = p.py(q.hi) if math.isfinite(q.hi) else p.top
+            out.append(
+                f'<path d="M{cx:.1f},{p.py(q.lo):.1f}V{hi:.1f}" stroke="{color}" stroke-width="1"/>'
+            )
+        fill = color if q.within else "#fff"
+        over = "" if q.within else ", p99 over the bound"
+        out.append(
+            f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="3.5" fill="{fill}" stroke="{color}" '
+            f'stroke-width="1.5"><title>{escape(s.label)}: {q.x:g} {escape(x_unit)}, '
+            f"{sig3(q.y)}{escape(y_unit)}{over}</title></circle>"
+        )
+    right_x = p.left + p.plot_w
+    out.append(
+        f'<line x1="{right_x + 14}" y1="{ly}" x2="{right_x + 38}" y2="{ly}" '
+        f'stroke="{color}" stroke-width="2"{dash}/>'
+    )
+    out.append(f'<text x="{right_x + 44}" y="{ly + 4}" fill="#222">{escape(s.label)}</text>')
+    return out
 
 
 def _within(p99_ms: float | None, bound_ms: float | None) -> bool:
