@@ -17,7 +17,7 @@ RUN = {
             "builds": ["intel-avx512-2.14"],
             "skipped": {},
         }
-    },  # fmt: skip
+    },
     "variant_info": {"intel-avx512-2.14": {"compiled_for": "AVX512+FMA+AVX2"}},
 }
 

@@ -12,10 +12,15 @@ from tfvariants.render.html import render_html
 def _run(variants: list[str], info: dict | None = None) -> dict:
     """A valid run.json record naming the variants (order: the first is the baseline)."""
     return {
-        "schema_version": 1, "kind": "tfvariants.run", "variants": variants,
-        "threads": [2], "workloads": ["mnist_cnn"], "repeats": 3, "options": {},
+        "schema_version": 1,
+        "kind": "tfvariants.run",
+        "variants": variants,
+        "threads": [2],
+        "workloads": ["mnist_cnn"],
+        "repeats": 3,
+        "options": {},
         "variant_info": info or {v: {"kind": "local", "device": "cpu"} for v in variants},
-    }  # fmt: skip
+    }
 
 
 def _results(acc: dict[str, list[float]], loss: dict[str, list[float | None]]) -> list[dict]:
@@ -30,11 +35,17 @@ def _results(acc: dict[str, list[float]], loss: dict[str, list[float | None]]) -
 
 def test_outlier_flagged_against_the_spread_of_repeats(tmp_path) -> None:
     results = _results(
-        {"local": [0.90, 0.91, 0.89], "isa-sse41": [0.905, 0.90, 0.895],
-         "fast-wrong": [0.62, 0.60, 0.61]},
-        {"local": [0.30, 0.31, 0.29], "isa-sse41": [0.30, 0.30, 0.31],
-         "fast-wrong": [1.2, 1.25, 1.22]},
-    )  # fmt: skip
+        {
+            "local": [0.90, 0.91, 0.89],
+            "isa-sse41": [0.905, 0.90, 0.895],
+            "fast-wrong": [0.62, 0.60, 0.61],
+        },
+        {
+            "local": [0.30, 0.31, 0.29],
+            "isa-sse41": [0.30, 0.30, 0.31],
+            "fast-wrong": [1.2, 1.25, 1.22],
+        },
+    )
     a = analyze(
         rf.write_results(tmp_path / "r", results, _run(["local", "isa-sse41", "fast-wrong"]))
     )
@@ -90,18 +101,42 @@ def test_single_variant_has_no_parity_block(tmp_path) -> None:
 
 def test_variant_probe_block(tmp_path) -> None:
     results = _results({"local": [0.9], "isa-avx512": [0.9]}, {"local": [0.3], "isa-avx512": [0.3]})
-    run = _run(["local", "isa-avx512"], {
-            "local": {"kind": "local", "device": "cpu", "backend": "tensorflow", "base": None,
-                      "overlay_env": {}, "onednn": {"isa": "Intel AVX-512 (bf16)",
-                      "host_isa": "Intel AVX-512 (bf16)", "custom_ops": "on",
-                      "host_custom_ops": "on", "backend_version": "2.21.0",
-                      "noop": [], "changes": [], "unknown": []}},
-            "isa-avx512": {"kind": "local", "device": "cpu", "backend": "tensorflow",
-                           "base": "local", "overlay_env": {"ONEDNN_MAX_CPU_ISA": "AVX512_CORE"},
-                           "onednn": {"isa": "Intel AVX-512", "host_isa": "Intel AVX-512 (bf16)",
-                           "noop": ["ONEDNN_MAX_CPU_ISA=AVX512_CORE: no-op on this host (x)"],
-                           "changes": [], "unknown": []}},
-    })  # fmt: skip
+    run = _run(
+        ["local", "isa-avx512"],
+        {
+            "local": {
+                "kind": "local",
+                "device": "cpu",
+                "backend": "tensorflow",
+                "base": None,
+                "overlay_env": {},
+                "onednn": {
+                    "isa": "Intel AVX-512 (bf16)",
+                    "host_isa": "Intel AVX-512 (bf16)",
+                    "custom_ops": "on",
+                    "host_custom_ops": "on",
+                    "backend_version": "2.21.0",
+                    "noop": [],
+                    "changes": [],
+                    "unknown": [],
+                },
+            },
+            "isa-avx512": {
+                "kind": "local",
+                "device": "cpu",
+                "backend": "tensorflow",
+                "base": "local",
+                "overlay_env": {"ONEDNN_MAX_CPU_ISA": "AVX512_CORE"},
+                "onednn": {
+                    "isa": "Intel AVX-512",
+                    "host_isa": "Intel AVX-512 (bf16)",
+                    "noop": ["ONEDNN_MAX_CPU_ISA=AVX512_CORE: no-op on this host (x)"],
+                    "changes": [],
+                    "unknown": [],
+                },
+            },
+        },
+    )
     html = render_html(assemble(analyze(rf.write_results(tmp_path / "r", results, run))))
     assert "Variants on this host" in html
     assert "<code>ONEDNN_MAX_CPU_ISA=AVX512_CORE</code>" in html
@@ -121,8 +156,10 @@ def test_each_workload_judged_against_its_own_baseline(tmp_path) -> None:
     results += [rf.make_result("local", 2, "mnist_mlp", i) for i in range(3)]
     results += [rf.make_result("gpu", 2, "mnist_cnn", i, status="skipped") for i in range(3)]
     info = {v: {"kind": "local", "device": "cpu"} for v in ("local", "fast-wrong")}
-    run = {**_run(["gpu", "local", "fast-wrong"], {**info, "gpu": {"kind": "image",
-           "device": "gpu"}}), "workloads": ["mnist_mlp", "mnist_cnn"]}  # fmt: skip
+    run = {
+        **_run(["gpu", "local", "fast-wrong"], {**info, "gpu": {"kind": "image", "device": "gpu"}}),
+        "workloads": ["mnist_mlp", "mnist_cnn"],
+    }
     a = analyze(rf.write_results(tmp_path / "r", results, run))
     assert a.baseline_label == "gpu@2"
     cnn = a.workloads[1]

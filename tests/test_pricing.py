@@ -158,8 +158,18 @@ def test_every_amount_is_in_the_catalogs_currency(tmp_path, monkeypatch, capsys)
     (tmp_path / "eur.toml").write_text(
         GOOD.replace('source = "me"', 'source = "me"\ncurrency = "EUR"')
     )
-    argv = ["report", "R", "-o", "out.html", "--csv", "out.csv", "--pricing", "eur.toml",
-            "--instance", "local=big"]  # fmt: skip
+    argv = [
+        "report",
+        "R",
+        "-o",
+        "out.html",
+        "--csv",
+        "out.csv",
+        "--pricing",
+        "eur.toml",
+        "--instance",
+        "local=big",
+    ]
     assert main(argv) == 0
     html = (tmp_path / "out.html").read_text()
     assert re.search(r"\d EUR", html) and not re.search(r"\$\s?\d", html)

@@ -266,10 +266,16 @@ def test_overhead_split_adds_up_to_the_cell():
     from tfvariants.store.cellresult import overhead_split
 
     r = {
-        "timing": {"import_tf_s": 3.0, "build_s": 0.2, "data_s": 0.1, "warmup_s": 2.0,
-                   "steady_s": 10.0, "fit_s": 14.0},
+        "timing": {
+            "import_tf_s": 3.0,
+            "build_s": 0.2,
+            "data_s": 0.1,
+            "warmup_s": 2.0,
+            "steady_s": 10.0,
+            "fit_s": 14.0,
+        },
         "runner": {"wall_s": 20.0},
-    }  # fmt: skip
+    }
     split = overhead_split(r)
     assert split["between epochs"] == pytest.approx(2.0)
     assert split["build"] == pytest.approx(0.3)
@@ -288,9 +294,14 @@ def test_report_says_per_configuration_where_it_ran_real_or_simulated(tmp_path):
     for rep in range(3):
         for variant, threads, real in (("pip", 8, True), ("pip", 16, False)):
             r = rf.make_result(variant, threads, "mnist_mlp", rep)
-            r["node"] = {"executor": "ray", "instance": f"n2d-highcpu-{threads}",
-                         "node_id": f"node-{threads}", "cpu_model": "AMD EPYC",
-                         "real_instance": real, "simulated": not real}  # fmt: skip
+            r["node"] = {
+                "executor": "ray",
+                "instance": f"n2d-highcpu-{threads}",
+                "node_id": f"node-{threads}",
+                "cpu_model": "AMD EPYC",
+                "real_instance": real,
+                "simulated": not real,
+            }
             results.append(r)
     d = rf.write_results(tmp_path / "res", results)
     html = tmp_path / "index.html"
@@ -302,8 +313,9 @@ def test_report_says_per_configuration_where_it_ran_real_or_simulated(tmp_path):
     assert "pip@8" in rows[0] and "n2d-highcpu-8" in rows[0] and "real instance" in rows[0]
     assert "pip@16" in rows[1] and "n2d-highcpu-16" in rows[1] and "simulated node" in rows[1]
     # a local run has no such section
-    local = rf.write_results(tmp_path / "local", [rf.make_result("pip", 8, "mnist_mlp", i)
-                                                  for i in range(3)])  # fmt: skip
+    local = rf.write_results(
+        tmp_path / "local", [rf.make_result("pip", 8, "mnist_mlp", i) for i in range(3)]
+    )
     write(local, tmp_path / "local.html")
     assert 'id="where-ran"' not in (tmp_path / "local.html").read_text()
 
@@ -313,8 +325,13 @@ def test_a_variant_fixed_to_one_thread_count_is_planned_there_only():
     report must not call them missing (it did, in every bench-noise run)."""
     from tfvariants.analyze.report.coverage import planned_ids
 
-    run = {"variants": ["local", "twin"], "threads": [1, 2], "workloads": ["mnist_cnn"],
-           "repeats": 2, "fixed_threads": {"twin": 2}}  # fmt: skip
+    run = {
+        "variants": ["local", "twin"],
+        "threads": [1, 2],
+        "workloads": ["mnist_cnn"],
+        "repeats": 2,
+        "fixed_threads": {"twin": 2},
+    }
     ids = planned_ids(run)
     assert len(ids) == 6 and not [i for i in ids if "twin__t1" in i]
     assert "mnist_cnn__twin__t2__r1" in ids

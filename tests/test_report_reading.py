@@ -61,13 +61,22 @@ def _serving(out):
     rows = []
     for r, j in enumerate((0.9, 1.0, 1.1)):
         for v, f in (("pip", 1.0), ("compiled", 1.2)):
-            rows += [(ServeCell(v, 2, "m", "concurrency", "inprocess", c, r), thr * f * j, p99)
-                     for c, thr, p99 in ((1, 20.0, 40.0), (4, 45.0, 90.0))]  # fmt: skip
+            rows += [
+                (ServeCell(v, 2, "m", "concurrency", "inprocess", c, r), thr * f * j, p99)
+                for c, thr, p99 in ((1, 20.0, 40.0), (4, 45.0, 90.0))
+            ]
     _store(out, rows)
     bad = ServeCell("pip", 2, "m", "server", "inprocess", 1, 0)
-    write_json_atomic(out / "cells" / f"{bad.cell_id}.json",
-                      {"kind": "tfvariants.serve_cell", "schema_version": 1, "cell": bad.to_dict(),
-                       "status": "failed", "reason": "server did not start"})  # fmt: skip
+    write_json_atomic(
+        out / "cells" / f"{bad.cell_id}.json",
+        {
+            "kind": "tfvariants.serve_cell",
+            "schema_version": 1,
+            "cell": bad.to_dict(),
+            "status": "failed",
+            "reason": "server did not start",
+        },
+    )
     return out
 
 
@@ -219,8 +228,11 @@ def test_every_configuration_sharing_cpus_is_named(tmp_path):
     from tfvariants.analyze.serving.analysis import analyze_serving
     from tfvariants.plan.serve import ServeCell
 
-    rows = [(ServeCell(v, 2, "m", "concurrency", "http", 1, r), 20.0, 40.0)
-            for v in ("pip", "compiled") for r in range(2)]  # fmt: skip
+    rows = [
+        (ServeCell(v, 2, "m", "concurrency", "http", 1, r), 20.0, 40.0)
+        for v in ("pip", "compiled")
+        for r in range(2)
+    ]
     _store(tmp_path, rows)
     sa = analyze_serving(tmp_path, pricing=parse_pricing_option("gce-2017"))
     (m,) = sa.models
@@ -281,8 +293,9 @@ def test_fastest_and_its_ratio_come_from_one_estimator():
 
     def group(variant: str, times: list[float]) -> Group:
         m = median(times)
-        return Group("mnist_cnn", variant, 2, time=stats.Interval(m, m, m, "exact", len(times)),
-                     times=times)  # fmt: skip
+        return Group(
+            "mnist_cnn", variant, 2, time=stats.Interval(m, m, m, "exact", len(times)), times=times
+        )
 
     stock = group("tf-2.14", [1.0, 1.0, 1.0, 3.0, 3.0])
     intel = group("intel-2.14", [1.1, 1.1, 1.1, 0.5, 0.5])

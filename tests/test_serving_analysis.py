@@ -18,12 +18,21 @@ from tfvariants.store.runfile import new_run, write_run
 
 def _result(cell: ServeCell, thr: float, p99: float, status: str = "ok") -> dict:
     return {
-        "schema_version": 1, "kind": "tfvariants.serve_cell", "cell": cell.to_dict(),
-        "status": status, "reason": None if status == "ok" else "boom",
-        "metrics": {"throughput_per_s": thr, "p50_ms": p99 / 2, "p90_ms": p99 * 0.8,
-                    "p95_ms": p99 * 0.9, "p99_ms": p99, "validity": None},
+        "schema_version": 1,
+        "kind": "tfvariants.serve_cell",
+        "cell": cell.to_dict(),
+        "status": status,
+        "reason": None if status == "ok" else "boom",
+        "metrics": {
+            "throughput_per_s": thr,
+            "p50_ms": p99 / 2,
+            "p90_ms": p99 * 0.8,
+            "p95_ms": p99 * 0.9,
+            "p99_ms": p99,
+            "validity": None,
+        },
         "placement": {"shared": cell.path == "http", "server_cpus": [0, 1]},
-    }  # fmt: skip
+    }
 
 
 def _store(out: Path, rows: list[tuple[ServeCell, float, float]]) -> None:
@@ -35,12 +44,14 @@ def test_cost_per_million_and_cheapest_under_bound(tmp_path):
     rows = []
     for r, jitter in enumerate((0.9, 1.0, 1.1)):
         # 8 threads: 4 in flight is fastest but breaks the bound; 1 in flight meets it
-        rows += [(ServeCell("pip", 8, "m", "concurrency", "inprocess", 1, r), 100 * jitter, 50),
-                 (ServeCell("pip", 8, "m", "concurrency", "inprocess", 4, r), 300 * jitter, 180),
-                 # 16 threads: twice the price, 2.5x the throughput within the bound
-                 (ServeCell("pip", 16, "m", "concurrency", "inprocess", 1, r), 250 * jitter, 40),
-                 # over HTTP nothing meets the bound
-                 (ServeCell("pip", 8, "m", "concurrency", "http", 1, r), 90 * jitter, 150)]  # fmt: skip
+        rows += [
+            (ServeCell("pip", 8, "m", "concurrency", "inprocess", 1, r), 100 * jitter, 50),
+            (ServeCell("pip", 8, "m", "concurrency", "inprocess", 4, r), 300 * jitter, 180),
+            # 16 threads: twice the price, 2.5x the throughput within the bound
+            (ServeCell("pip", 16, "m", "concurrency", "inprocess", 1, r), 250 * jitter, 40),
+            # over HTTP nothing meets the bound
+            (ServeCell("pip", 8, "m", "concurrency", "http", 1, r), 90 * jitter, 150),
+        ]
     _store(tmp_path, rows)
     sa = analyze_serving(tmp_path, pricing=parse_pricing_option("gce-2017"), p99_bound_ms=100)
     (rep,) = sa.models
@@ -68,13 +79,28 @@ def test_cost_per_million_and_cheapest_under_bound(tmp_path):
 
 
 def test_gpu_is_the_baseline_and_failed_cells_do_not_count(tmp_path):
-    _store(tmp_path, [(ServeCell("pip", 8, "m", "concurrency", "inprocess", 1, 0), 100, 20),
-                      (ServeCell("gpu", 1, "m", "concurrency", "inprocess", 1, 0), 900, 10)])  # fmt: skip
+    _store(
+        tmp_path,
+        [
+            (ServeCell("pip", 8, "m", "concurrency", "inprocess", 1, 0), 100, 20),
+            (ServeCell("gpu", 1, "m", "concurrency", "inprocess", 1, 0), 900, 10),
+        ],
+    )
     bad = ServeCell("pip", 8, "m", "concurrency", "inprocess", 2, 0)
     write_json_atomic(tmp_path / "cells" / f"{bad.cell_id}.json", _result(bad, 1e6, 1, "failed"))
-    spec = ServeSpec(("pip", "gpu"), (1, 8), ("m",), ("concurrency",), (1, 2), ("inprocess",), 1,
-                     variant_info={"gpu": {"kind": "image", "device": "gpu"},
-                                   "pip": {"kind": "image", "device": "cpu"}})  # fmt: skip
+    spec = ServeSpec(
+        ("pip", "gpu"),
+        (1, 8),
+        ("m",),
+        ("concurrency",),
+        (1, 2),
+        ("inprocess",),
+        1,
+        variant_info={
+            "gpu": {"kind": "image", "device": "gpu"},
+            "pip": {"kind": "image", "device": "cpu"},
+        },
+    )
     write_run(tmp_path, new_run(spec, []))
     sa = analyze_serving(tmp_path, pricing=parse_pricing_option("gce-2017"), p99_bound_ms=100)
     (rep,) = sa.models
@@ -90,8 +116,15 @@ def test_no_serving_cells_gives_none(tmp_path):
 
 
 def test_serve_plan_interleaves_and_ids_are_unique():
-    spec = ServeSpec(("a", "b"), (1, 2), ("m",), ("single_stream", "concurrency"), (1, 4),
-                     ("inprocess", "http"), 2)  # fmt: skip
+    spec = ServeSpec(
+        ("a", "b"),
+        (1, 2),
+        ("m",),
+        ("single_stream", "concurrency"),
+        (1, 4),
+        ("inprocess", "http"),
+        2,
+    )
     cells = plan_serve_cells(spec)
     assert len(cells) == 2 * 2 * (1 + 2) * 2 * 2
     assert len({c.cell_id for c in cells}) == len(cells)
@@ -143,8 +176,13 @@ def test_serving_report_in_headless_chromium(tmp_path):
     html = tmp_path / "index.html"
     write_report(d, html, pricing=parse_pricing_option("gce-2017"))
     common = [CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
-    dom = subprocess.run([*common, "--dump-dom", html.as_uri()], check=True, capture_output=True,
-                         text=True, timeout=120)  # fmt: skip
+    dom = subprocess.run(
+        [*common, "--dump-dom", html.as_uri()],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert dom.stdout.count("<svg") == 1 and "<script" not in dom.stdout
     assert "Uncaught" not in dom.stderr
 
@@ -162,8 +200,16 @@ def _with_devices(tmp_path: Path, cfgs: dict) -> None:
     _store(tmp_path, _runs(cfgs))
     variants = tuple(dict.fromkeys(k[0] for k in cfgs))
     info = {v: {"kind": "local", "device": d} for v, _, d in cfgs}
-    spec = ServeSpec(variants, tuple(sorted({k[1] for k in cfgs})), ("m",), ("concurrency",),
-                     (1,), ("inprocess",), 5, variant_info=info)  # fmt: skip
+    spec = ServeSpec(
+        variants,
+        tuple(sorted({k[1] for k in cfgs})),
+        ("m",),
+        ("concurrency",),
+        (1,),
+        ("inprocess",),
+        5,
+        variant_info=info,
+    )
     write_run(tmp_path, new_run(spec, []))
 
 
@@ -172,8 +218,13 @@ def test_cheapest_is_claimed_only_when_decided_against_the_next(tmp_path):
 
     # 2 threads serve 1.8x more per second at less than 1.8x the price: decided cheaper
     steady = [1.0, 1.02, 0.98, 1.01, 0.99]
-    _with_devices(tmp_path / "a", {("local", 1, "cpu"): [(50 * j, 40) for j in steady],
-                                   ("local", 2, "cpu"): [(90 * j, 30) for j in steady]})  # fmt: skip
+    _with_devices(
+        tmp_path / "a",
+        {
+            ("local", 1, "cpu"): [(50 * j, 40) for j in steady],
+            ("local", 2, "cpu"): [(90 * j, 30) for j in steady],
+        },
+    )
     sa = analyze_serving(tmp_path / "a", pricing=parse_pricing_option("gce-2017"))
     (rep,) = sa.models
     assert rep.cheapest.label == "local@2 inprocess" and rep.cheapest_decided
@@ -190,15 +241,22 @@ def test_cheapest_is_claimed_only_when_decided_against_the_next(tmp_path):
     ]
 
     # the same medians, but two repeats each and a lot of noise: not claimed
-    _with_devices(tmp_path / "b", {("local", 1, "cpu"): [(50, 40), (100, 40)],
-                                   ("local", 2, "cpu"): [(90, 30), (45, 30)]})  # fmt: skip
+    _with_devices(
+        tmp_path / "b",
+        {("local", 1, "cpu"): [(50, 40), (100, 40)], ("local", 2, "cpu"): [(90, 30), (45, 30)]},
+    )
     (rep,) = analyze_serving(tmp_path / "b", pricing=parse_pricing_option("gce-2017")).models
     assert not rep.cheapest_decided and rep.cheapest_cmp.verdict == "undecided"
     assert "not decided against the next cheapest" in rep.conclusions[0]
 
     # the same instance (gce-2017 bills both on its smallest) and 1 % apart: equivalent
-    _with_devices(tmp_path / "c", {("local", 1, "cpu"): [(50 * j, 40) for j in steady],
-                                   ("local", 2, "cpu"): [(50.5 * j, 30) for j in steady]})  # fmt: skip
+    _with_devices(
+        tmp_path / "c",
+        {
+            ("local", 1, "cpu"): [(50 * j, 40) for j in steady],
+            ("local", 2, "cpu"): [(50.5 * j, 30) for j in steady],
+        },
+    )
     (rep,) = analyze_serving(tmp_path / "c", pricing=parse_pricing_option("gce-2017")).models
     assert rep.configs[0].instance == rep.configs[1].instance
     assert rep.cheapest_cmp.verdict == "equivalent" and not rep.cheapest_decided
@@ -207,8 +265,13 @@ def test_cheapest_is_claimed_only_when_decided_against_the_next(tmp_path):
 
 def test_gpu_sentence_comes_right_after_the_cheapest(tmp_path):
     steady = [1.0, 1.02, 0.98, 1.01, 0.99]
-    _with_devices(tmp_path, {("local", 2, "cpu"): [(50 * j, 40) for j in steady],
-                             ("gpu", 1, "gpu"): [(900 * j, 8) for j in steady]})  # fmt: skip
+    _with_devices(
+        tmp_path,
+        {
+            ("local", 2, "cpu"): [(50 * j, 40) for j in steady],
+            ("gpu", 1, "gpu"): [(900 * j, 8) for j in steady],
+        },
+    )
     (rep,) = analyze_serving(tmp_path, pricing=parse_pricing_option("gce-2017")).models
     assert rep.baseline.variant == "gpu"
     assert rep.conclusions[1].startswith("GPU vs the fastest CPU configuration (local@2 inprocess)")
@@ -216,11 +279,24 @@ def test_gpu_sentence_comes_right_after_the_cheapest(tmp_path):
 
 
 def _spec(**kw) -> ServeSpec:
-    options = {"min_effect": 0.05, "confidence": 0.95, "p99_bound_ms": 100.0, "budget_s": 600.0,
-               "max_repeats": 20}  # fmt: skip
-    base = dict(variants=("local",), threads=(1, 2), models=("m",), scenarios=("concurrency",),
-                concurrency=(1,), paths=("inprocess",), repeats=5, options=options,
-                variant_info={"local": {"kind": "local", "device": "cpu"}})  # fmt: skip
+    options = {
+        "min_effect": 0.05,
+        "confidence": 0.95,
+        "p99_bound_ms": 100.0,
+        "budget_s": 600.0,
+        "max_repeats": 20,
+    }
+    base = dict(
+        variants=("local",),
+        threads=(1, 2),
+        models=("m",),
+        scenarios=("concurrency",),
+        concurrency=(1,),
+        paths=("inprocess",),
+        repeats=5,
+        options=options,
+        variant_info={"local": {"kind": "local", "device": "cpu"}},
+    )
     return ServeSpec(**{**base, **kw})
 
 
@@ -234,8 +310,13 @@ def test_adaptive_rounds_run_the_undecided_configurations_only(tmp_path):
     nxt = make_next_round(spec, rule, pricing=parse_pricing_option("gce-2017"), baseline=None)
     # overlapping noisy repeats: undecided at the look after 5, both configurations rerun
     noisy = [0.7, 1.3, 1.0, 0.8, 1.2]
-    _with_devices(tmp_path / "a", {("local", 1, "cpu"): [(50 * j, 40) for j in noisy],
-                                   ("local", 2, "cpu"): [(52 * j, 40) for j in noisy[::-1]]})  # fmt: skip
+    _with_devices(
+        tmp_path / "a",
+        {
+            ("local", 1, "cpu"): [(50 * j, 40) for j in noisy],
+            ("local", 2, "cpu"): [(52 * j, 40) for j in noisy[::-1]],
+        },
+    )
     cells, why = nxt(load_run_dir(tmp_path / "a").parsed)
     assert "undecided at the look after 5" in why
     assert sorted((c.threads, c.repeat) for c in cells) == [(1, 5), (2, 5)]
@@ -245,8 +326,13 @@ def test_adaptive_rounds_run_the_undecided_configurations_only(tmp_path):
     assert [(c.threads, c.repeat) for c in cells] == [(2, 5)]
     # clearly apart: decided, no more rounds
     steady = [1.0, 1.02, 0.98, 1.01, 0.99]
-    _with_devices(tmp_path / "b", {("local", 1, "cpu"): [(50 * j, 40) for j in steady],
-                                   ("local", 2, "cpu"): [(90 * j, 30) for j in steady]})  # fmt: skip
+    _with_devices(
+        tmp_path / "b",
+        {
+            ("local", 1, "cpu"): [(50 * j, 40) for j in steady],
+            ("local", 2, "cpu"): [(90 * j, 30) for j in steady],
+        },
+    )
     cells, why = nxt(load_run_dir(tmp_path / "b").parsed)
     assert cells == [] and "decided by the look after 5" in why
     # the report, with the run's 4 looks, decides the same way
@@ -269,9 +355,23 @@ def test_batching_is_a_swept_axis_with_its_charts(tmp_path):
     for r in range(2):
         for c in cells:
             thr = 50 * (c.max_batch_size**0.5)
-            rows.append((ServeCell(c.variant, c.threads, c.model, c.scenario, c.path,
-                                   c.concurrency, r, c.max_batch_size, c.batch_timeout_ms),
-                         thr, 30 + c.batch_timeout_ms * c.max_batch_size))  # fmt: skip
+            rows.append(
+                (
+                    ServeCell(
+                        c.variant,
+                        c.threads,
+                        c.model,
+                        c.scenario,
+                        c.path,
+                        c.concurrency,
+                        r,
+                        c.max_batch_size,
+                        c.batch_timeout_ms,
+                    ),
+                    thr,
+                    30 + c.batch_timeout_ms * c.max_batch_size,
+                )
+            )
     _store(tmp_path, rows)
     sa = analyze_serving(tmp_path, pricing=parse_pricing_option("gce-2017"))
     (rep,) = sa.models
@@ -291,8 +391,10 @@ def test_without_a_point_within_the_bound_threads_are_compared_at_saturation(tmp
     rows = []
     for r, j in enumerate(steady):
         for t, thr in ((1, 10.0), (2, 30.0)):
-            rows += [(ServeCell("local", t, "m", "concurrency", "http", 1, r), thr * j, 150),
-                     (ServeCell("local", t, "m", "concurrency", "http", 4, r), thr * 1.5 * j, 400)]  # fmt: skip
+            rows += [
+                (ServeCell("local", t, "m", "concurrency", "http", 1, r), thr * j, 150),
+                (ServeCell("local", t, "m", "concurrency", "http", 4, r), thr * 1.5 * j, 400),
+            ]
     _store(tmp_path, rows)
     (rep,) = analyze_serving(tmp_path, pricing=parse_pricing_option("gce-2017")).models
     assert rep.cheapest is None and "no configuration kept p99 within 100 ms" in rep.conclusions[0]
@@ -322,8 +424,13 @@ def test_serving_costs_are_in_the_catalogs_currency(tmp_path):
 
 def test_disturbed_cells_stay_in_the_tables_and_leave_the_verdicts(tmp_path):
     steady = [1.0, 1.02, 0.98, 1.01, 0.99]
-    _with_devices(tmp_path, {("local", 1, "cpu"): [(50 * j, 40) for j in steady],
-                             ("local", 2, "cpu"): [(90 * j, 30) for j in steady]})  # fmt: skip
+    _with_devices(
+        tmp_path,
+        {
+            ("local", 1, "cpu"): [(50 * j, 40) for j in steady],
+            ("local", 2, "cpu"): [(90 * j, 30) for j in steady],
+        },
+    )
     for path in (tmp_path / "cells").glob("*.json"):  # a busy machine: others took 60 %
         r = json.loads(path.read_text())
         r["cpu"] = {"others_share": 0.6, "steal_share": 0.0}
@@ -331,8 +438,10 @@ def test_disturbed_cells_stay_in_the_tables_and_leave_the_verdicts(tmp_path):
     (rep,) = analyze_serving(tmp_path, pricing=parse_pricing_option("gce-2017")).models
     assert rep.configs[0].throughput_under_bound.n == 5  # the tables keep them
     assert rep.cheapest_cmp is None and not rep.cheapest_decided  # no verdict from them
-    assert any(c.startswith("10 of 10 successful cells were disturbed (other processes used "
-                            "60% of") for c in rep.conclusions)  # fmt: skip
+    assert any(
+        c.startswith("10 of 10 successful cells were disturbed (other processes used 60% of")
+        for c in rep.conclusions
+    )
 
 
 def test_serving_and_training_share_one_baseline_rule(tmp_path):
@@ -343,11 +452,20 @@ def test_serving_and_training_share_one_baseline_rule(tmp_path):
 
     from tfvariants.analyze.report.build import build_report
 
-    train = [rf.make_result(v, t, "mnist_mlp", r, logical_cpus=8)
-             for r in range(2) for v, t in (("compiled", 2), ("pip", 4))]  # fmt: skip
+    train = [
+        rf.make_result(v, t, "mnist_mlp", r, logical_cpus=8)
+        for r in range(2)
+        for v, t in (("compiled", 2), ("pip", 4))
+    ]
     rf.write_results(tmp_path, train)
-    _store(tmp_path, [(ServeCell(v, t, "m", "concurrency", "inprocess", 1, r), 50 * t, 20)
-                      for r in range(2) for v, t in (("compiled", 2), ("pip", 4))])  # fmt: skip
+    _store(
+        tmp_path,
+        [
+            (ServeCell(v, t, "m", "concurrency", "inprocess", 1, r), 50 * t, 20)
+            for r in range(2)
+            for v, t in (("compiled", 2), ("pip", 4))
+        ],
+    )
     report = build_report(tmp_path, pricing=parse_pricing_option("gce-2017"))
     assert report.training is not None and report.serving is not None
     assert report.training.baseline_label == "pip@4"

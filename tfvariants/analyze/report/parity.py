@@ -2,15 +2,15 @@
 
 For each workload, every variant's final accuracy and loss (all its successful repeats,
 all thread counts) is set against the workload's baseline variant's (the one its ratios
-use). The same seed does not give
-the same initial weights across builds or backends, so exact equality is not expected:
-a variant is flagged when its median is worse than the baseline's median (lower
-accuracy, higher loss) by more than the tolerance, which is the larger of ``SPREAD_K``
-times the pooled spread of repeats and a floor (``ACC_FLOOR`` accuracy points,
-``LOSS_FLOOR`` of the baseline's loss) that keeps a near-deterministic pair of variants from being flagged over rounding. A loss that is
-not finite (diverged) or an accuracy no better than chance, when the baseline learned,
-is always flagged. A result *better* than the baseline's by more than the tolerance is
-noted, not flagged: another backend's initial weights can train to a lower loss.
+use). The same seed does not give the same initial weights across builds or backends,
+so exact equality is not expected: a variant is flagged when its median is worse than
+the baseline's median (lower accuracy, higher loss) by more than the tolerance, which is
+the larger of ``SPREAD_K`` times the pooled spread of repeats and a floor (``ACC_FLOOR``
+accuracy points, ``LOSS_FLOOR`` of the baseline's loss) that keeps a near-deterministic
+pair of variants from being flagged over rounding. A loss that is not finite (diverged)
+or an accuracy no better than chance, when the baseline learned, is always flagged. A
+result *better* than the baseline's by more than the tolerance is noted, not flagged:
+another backend's initial weights can train to a lower loss.
 """
 
 from __future__ import annotations
