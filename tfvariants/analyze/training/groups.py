@@ -3,6 +3,7 @@ a WorkloadReport the groups of one workload with its baseline and conclusions.""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from tfvariants.analyze import stats
@@ -11,6 +12,22 @@ from tfvariants.analyze.report import cautions
 from tfvariants.analyze.report.parity import VariantParity
 from tfvariants.analyze.verdicts import Verdict
 from tfvariants.store.cellresult import CellResult, ConfigKey
+
+
+@dataclass(frozen=True)
+class Measurements:
+    """What a configuration's successful repeats measured besides the time (medians)."""
+
+    steady: stats.Interval | None = None  # steady epoch time, s
+    step_s: stats.Interval | None = None  # steady step time
+    warmup_s: float | None = None
+    samples_per_s: float | None = None
+    gflops_per_s: float | None = None
+    accuracy: float | None = None
+    chance: float | None = None  # accuracy by guessing
+    peak_rss_bytes: int | None = None  # the largest over repeats
+    utilisation: float | None = None  # CPU time / wall / CPUs pinned
+    overhead: Mapping[str, float] = field(default_factory=dict)  # import/build/warm-up/steady, s
 
 
 @dataclass
@@ -23,13 +40,7 @@ class Group:
     device: str = "cpu"
     results: list[CellResult] = field(default_factory=list)
     time: stats.Interval | None = None  # projected full-schedule training time, s
-    steady: stats.Interval | None = None  # steady epoch time, s
-    warmup_s: float | None = None
-    samples_per_s: float | None = None
-    gflops_per_s: float | None = None
-    accuracy: float | None = None
-    chance: float | None = None
-    peak_rss_bytes: int | None = None
+    measured: Measurements = field(default_factory=lambda: Measurements())
     oversubscribed: bool = False
     oversubscription_ratio: float = 1.0
     times: list[float] = field(default_factory=list)
@@ -44,10 +55,12 @@ class Group:
     cost_rounds: int = 0  # rounds the cost comparison used
     is_baseline: bool = False
     warnings: list[cautions.StatWarning] = field(default_factory=list)
-    step_s: stats.Interval | None = None  # steady step time over repeats
-    utilisation: float | None = None  # CPU time / wall / CPUs pinned, median over repeats
-    overhead: dict[str, float] = field(default_factory=dict)  # import/build/warm-up/steady, s
     bimodal: str | None = None
+
+    @property
+    def chance(self) -> float | None:
+        """Accuracy by guessing (the workload's), as accuracy parity reads it."""
+        return self.measured.chance
 
     @property
     def key(self) -> ConfigKey:

@@ -13,7 +13,7 @@ from tfvariants.analyze.decide import Settings
 from tfvariants.analyze.report import cautions
 from tfvariants.analyze.report.coverage import first_cell_id
 from tfvariants.analyze.report.fields import median_of
-from tfvariants.analyze.training.groups import Group, WorkloadReport
+from tfvariants.analyze.training.groups import Group, Measurements, WorkloadReport
 from tfvariants.analyze.verdicts import Verdict, round_values, statistic
 from tfvariants.store.cellresult import CellResult, ConfigKey
 
@@ -79,23 +79,8 @@ def summarise_group(
     if not g.times:
         return
     g.time = stats.median_interval(g.times, confidence)
-    steadies = [r.steady_epoch_s for r in ok if r.steady_epoch_s]
-    g.steady = stats.median_interval(steadies, confidence) if steadies else None
-    steps = [r.steady_step_s for r in ok if r.steady_step_s]
-    g.step_s = stats.median_interval(steps, confidence) if steps else None
-    g.utilisation = median_of(r.utilisation for r in ok)
-    for name in dict.fromkeys(k for r in ok for k in r.overhead):
-        value = median_of(r.overhead.get(name) for r in ok)
-        if value is not None:
-            g.overhead[name] = value
+    g.measured = measure(ok, confidence)
     g.bimodal = cautions.bimodal(g.times)
-    g.warmup_s = median_of(r.warmup_s for r in ok)
-    g.samples_per_s = median_of(r.samples_per_s for r in ok)
-    g.gflops_per_s = median_of(r.gflops_per_s for r in ok)
-    g.accuracy = median_of(r.accuracy for r in ok)
-    g.chance = next((r.chance_accuracy for r in ok if r.chance_accuracy is not None), None)
-    rss = [r.peak_rss_bytes for r in ok if r.peak_rss_bytes]
-    g.peak_rss_bytes = int(max(rss)) if rss else None
     g.warnings += [_explain_spread(w, ok) for w in cautions.stability_warnings(label, g.times)]
     if pricing is not None:
         g.cost = pricing.cost(g.variant, g.threads, g.time.value, g.device)
@@ -143,3 +128,27 @@ def apply_verdicts(
             # Costs per repeat through the same statistic as times: one machinery.
             g.cost_cmp = statistic(base_costs, costs, settings)
             g.cost_rounds = len(common)
+
+
+def measure(ok: list[CellResult], confidence: float) -> Measurements:
+    """What the successful repeats measured besides the time: medians over them."""
+    steadies = [r.steady_epoch_s for r in ok if r.steady_epoch_s]
+    steps = [r.steady_step_s for r in ok if r.steady_step_s]
+    overhead: dict[str, float] = {}
+    for name in dict.fromkeys(k for r in ok for k in r.overhead):
+        value = median_of(r.overhead.get(name) for r in ok)
+        if value is not None:
+            overhead[name] = value
+    rss = [r.peak_rss_bytes for r in ok if r.peak_rss_bytes]
+    return Measurements(
+        steady=stats.median_interval(steadies, confidence) if steadies else None,
+        step_s=stats.median_interval(steps, confidence) if steps else None,
+        warmup_s=median_of(r.warmup_s for r in ok),
+        samples_per_s=median_of(r.samples_per_s for r in ok),
+        gflops_per_s=median_of(r.gflops_per_s for r in ok),
+        accuracy=median_of(r.accuracy for r in ok),
+        chance=next((r.chance_accuracy for r in ok if r.chance_accuracy is not None), None),
+        peak_rss_bytes=int(max(rss)) if rss else None,
+        utilisation=median_of(r.utilisation for r in ok),
+        overhead=overhead,
+    )
