@@ -8,8 +8,8 @@ checked by the type checker rather than by duck typing. The rest of a task's int
 lives in the stage that owns it: the worker request payload (execute/runner.py
 ``worker_request``, execute/serve_runner.py ``serve_request``), the result type
 (store/cellresult.py: ``CellResult`` / ``ServeResult``, chosen by the result's kind)
-and the analysis (analyze/analysis.py ``analyze`` / analyze/serving.py
-``analyze_serving``, framed by analyze/frame.py ``RunFrame``).
+and the analysis (analyze/training/ and analyze/serving/, over one loaded folder:
+analyze/report/build.py ``build_report``).
 """
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ def dur_span(lo: float, hi: float, value: float | None = None) -> str:
 
 def money(v: float | None, currency: str = "USD") -> str:
     """An amount in its catalog's currency: "$0.123" for USD, "0.123 EUR" for any other
-    (a catalog's currency is a 3-letter code, tfvariants/analyze/pricing.py)."""
+    (a catalog's currency is a 3-letter code, tfvariants/analyze/cost/catalog.py)."""
     if v is None:
         return "n/a"
     return f"${sig3(v)}" if currency == "USD" else f"{sig3(v)} {currency}"
