@@ -335,3 +335,34 @@ def test_a_variant_fixed_to_one_thread_count_is_planned_there_only():
     ids = planned_ids(run)
     assert len(ids) == 6 and not [i for i in ids if "twin__t1" in i]
     assert "mnist_cnn__twin__t2__r1" in ids
+
+
+def test_a_report_loads_the_run_folder_once(tmp_path, gce, monkeypatch):
+    """One load per report (analyze/report/build.py), training and serving cells alike:
+    both analyses read the same loaded records (it was loaded once per analysis)."""
+    from test_serving_analysis import _store
+
+    from tfvariants.plan.serve import ServeCell
+    from tfvariants.store import rundir
+
+    results, run = rf.study_like_results(repeats=2)
+    d = rf.write_results(tmp_path / "res", results, run)
+    _store(
+        d,
+        [
+            (ServeCell("pip", 8, "m", "concurrency", "inprocess", 1, r), 50.0, 20.0)
+            for r in range(2)
+        ],
+    )
+    loads = []
+    real = rundir.load_run
+
+    def counting(results_dir):
+        loads.append(results_dir)
+        return real(results_dir)
+
+    monkeypatch.setattr(rundir, "load_run", counting)
+    report = write_report(d, tmp_path / "r.html", pricing=gce, csv_path=tmp_path / "c.csv")
+    assert report.training is not None and report.serving is not None
+    assert len(loads) == 1
+    assert (tmp_path / "c.csv").is_file() and (tmp_path / "c-serving.csv").is_file()

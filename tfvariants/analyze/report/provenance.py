@@ -5,8 +5,10 @@ cells' ``node`` records, so a report made later says the same."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+
+from tfvariants.analyze.training.groups import WorkloadReport
 
 
 @dataclass
@@ -28,7 +30,7 @@ class WhereRan:
         return f"mixed: {self.real} cell(s) real, {self.simulated} simulated"
 
 
-def where_ran(workloads: list[Any]) -> list[WhereRan]:
+def where_ran(workloads: Sequence[WorkloadReport]) -> list[WhereRan]:
     """One row per configuration that ran on Ray nodes (empty for a local run)."""
     rows: dict[str, WhereRan] = {}
     for w in workloads:
