@@ -337,32 +337,36 @@ def test_a_variant_fixed_to_one_thread_count_is_planned_there_only():
     assert "mnist_cnn__twin__t2__r1" in ids
 
 
-def test_a_report_loads_the_run_folder_once(tmp_path, gce, monkeypatch):
+def test_a_report_loads_the_run_folder_once(tmp_path, monkeypatch, capsys):
     """One load per report (analyze/report/build.py), training and serving cells alike:
-    both analyses read the same loaded records (it was loaded once per analysis)."""
+    both analyses read the same loaded records (it was loaded once per analysis), and
+    `report` no longer reads run.json again for a compiled preset's stock baseline."""
     from test_serving_analysis import _store
 
+    from tfvariants.cli import main
     from tfvariants.plan.serve import ServeCell
-    from tfvariants.store import rundir
+    from tfvariants.store import rundir, runfile
 
     results, run = rf.study_like_results(repeats=2)
+    run["options"]["preset"] = {"name": "compiled", "stock": "pip"}
     d = rf.write_results(tmp_path / "res", results, run)
     _store(
         d,
-        [
-            (ServeCell("pip", 8, "m", "concurrency", "inprocess", 1, r), 50.0, 20.0)
-            for r in range(2)
-        ],
+        [(ServeCell("pip", 8, "m", "concurrency", "inprocess", 1, r), 50.0, 20.0) for r in (0, 1)],
     )
     loads = []
-    real = rundir.load_run
+    real = runfile.load_run
 
     def counting(results_dir):
         loads.append(results_dir)
         return real(results_dir)
 
     monkeypatch.setattr(rundir, "load_run", counting)
-    report = write_report(d, tmp_path / "r.html", pricing=gce, csv_path=tmp_path / "c.csv")
-    assert report.training is not None and report.serving is not None
+    monkeypatch.setattr(runfile, "load_run", counting)
+    html, csv_path = tmp_path / "r.html", tmp_path / "c.csv"
+    args = ["report", str(d), "-o", str(html), "--csv", str(csv_path), "--pricing", "gce-2017"]
+    assert main(args) == 0
     assert len(loads) == 1
-    assert (tmp_path / "c.csv").is_file() and (tmp_path / "c-serving.csv").is_file()
+    assert csv_path.is_file() and (tmp_path / "c-serving.csv").is_file()
+    assert "baseline: <strong>pip@16</strong>" in html.read_text()  # the preset's stock wheel
+    assert "serving m:" in capsys.readouterr().out

@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         out,
         csv_path=args.csv,
         pricing=common.pricing_from(args),
-        baseline=args.baseline or preset_baseline(args.results_dir),
+        baseline=args.baseline,
         allow_mixed_hosts=args.allow_mixed_hosts,
         p99_bound_ms=p99_ms,
         min_effect=args.min_effect,
@@ -163,16 +163,3 @@ def print_compiled_answer(analysis: RunFrame) -> None:
     lines = answer(analysis.workloads, analysis.run, analysis.settings.min_effect)
     for i, line in enumerate(lines or []):
         print(line if i == 0 else f"  {line}")
-
-
-def preset_baseline(results_dir: Path) -> str | None:
-    """The stock wheel a ``--preset compiled`` run compares against (its report's
-    baseline unless --baseline says otherwise)."""
-    from tfvariants.store.runfile import load_run
-
-    try:
-        options = load_run(results_dir).get("options") or {}
-    except (OSError, ValueError, UserError):
-        return None
-    preset = options.get("preset") if isinstance(options, dict) else None
-    return str(preset["stock"]) if isinstance(preset, dict) and preset.get("stock") else None

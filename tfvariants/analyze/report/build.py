@@ -8,6 +8,7 @@ from pathlib import Path
 
 from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.report import cautions
+from tfvariants.analyze.report.compiled import preset_stock
 from tfvariants.analyze.report.frame import RunFrame, environments_of, logical_cpus_of
 from tfvariants.analyze.report.sections import Section, sections_of
 from tfvariants.analyze.serving.analysis import analyze_serving_contents
@@ -38,8 +39,10 @@ def build_report(
     p99_bound_ms: float | None = None,
     disturbed: str | None = None,
 ) -> Report:
-    """Load ``results_dir`` once and analyse its training and serving cells."""
+    """Load ``results_dir`` once and analyse its training and serving cells (the
+    baseline: ``baseline``, else a compiled-preset run's stock wheel, else the rule's)."""
     contents = load_run_dir(Path(results_dir), allow_mixed_hosts=allow_mixed_hosts)
+    baseline = baseline or preset_stock(contents.run)
     serving = analyze_serving_contents(
         contents,
         pricing=pricing,

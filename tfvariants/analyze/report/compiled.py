@@ -8,6 +8,7 @@ study's finding. Plain data (sentences) for the HTML report and the terminal.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from tfvariants.analyze.report.conclusions import phrase
@@ -21,6 +22,14 @@ STUDY = (
     "compiled for the CPU's instructions (SSE4.2/AVX/FMA) 30-40 % faster than the stock "
     "pip wheel."
 )
+
+
+def preset_stock(run: Mapping[str, Any]) -> str | None:
+    """The stock wheel a ``--preset compiled`` run compares against: its report's
+    baseline unless --baseline says otherwise."""
+    options = run.get("options")
+    preset = options.get("preset") if isinstance(options, dict) else None
+    return str(preset["stock"]) if isinstance(preset, dict) and preset.get("stock") else None
 
 
 def _cpu_words(workloads: list[WorkloadReport]) -> str:
