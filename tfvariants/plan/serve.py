@@ -52,8 +52,9 @@ class ServeCell:
     @property
     def key(self) -> ServeKey:
         wait = self.batch_timeout_ms if self.max_batch_size > 1 else 0.0
-        return ServeKey(self.variant, self.threads, self.model, self.path,
-                        self.max_batch_size, wait)  # fmt: skip
+        return ServeKey(
+            self.variant, self.threads, self.model, self.path, self.max_batch_size, wait
+        )
 
     @property
     def batching(self) -> str:
