@@ -370,3 +370,28 @@ def test_a_report_loads_the_run_folder_once(tmp_path, monkeypatch, capsys):
     assert csv_path.is_file() and (tmp_path / "c-serving.csv").is_file()
     assert "baseline: <strong>pip@16</strong>" in html.read_text()  # the preset's stock wheel
     assert "serving m:" in capsys.readouterr().out
+
+
+def test_sections_in_reading_order_and_only_those_with_something_to_say(study, gce):
+    """The report is its list of sections (analyze/report/sections.py): the template
+    loops over them, so what a report shows is decided here, not in the template."""
+    from tfvariants.analyze.report import sections as sec
+    from tfvariants.analyze.report.build import build_report
+
+    report = build_report(study, pricing=gce)
+    kinds = [type(s) for s in report.sections]
+    assert kinds == [
+        sec.TrainingSummary,
+        sec.Warnings,
+        sec.Workload,
+        sec.Workload,
+        sec.Environments,
+        sec.Prices,
+    ]
+    assert [s.index for s in report.sections if isinstance(s, sec.Workload)] == [1, 2]
+    html = render_html(report)
+    assert html.index("<h2>Summary</h2>") < html.index("<h2>Warnings</h2>")
+    assert html.index('id="w-2"') < html.index("<h2>Environment per variant</h2>")
+    unpriced = build_report(study)  # no prices: no Prices section, no cost columns
+    assert not any(isinstance(s, sec.Prices) for s in unpriced.sections)
+    assert "<h2>Prices</h2>" not in render_html(unpriced)
