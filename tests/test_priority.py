@@ -139,8 +139,13 @@ def test_the_report_says_what_the_priority_did():
     assert "1 cell(s) started without waiting for quiet" in text
     normal = [cell(0, {"requested": "normal", "shielded": False})]
     assert "priority" not in interference.summarise(normal).sentence()
-    partial = {"requested": "raised", "shielded": True, "mechanism": "rlimit_nice",
-               "value": -10, "advice": "allow `ann - nice -20`"}  # fmt: skip
+    partial = {
+        "requested": "raised",
+        "shielded": True,
+        "mechanism": "rlimit_nice",
+        "value": -10,
+        "advice": "allow `ann - nice -20`",
+    }
     text = interference.summarise([cell(0, partial), cell(1, up)]).sentence()
     assert "their session at nice -10 (rlimit_nice)" in text
     assert text.endswith("To get more: allow `ann - nice -20`.")
