@@ -343,15 +343,22 @@ def as_user(*caps: str) -> dict | None:
         flags = ",".join(f"+{c}" for c in caps)
         switch += [f"--inh-caps={flags}", f"--ambient-caps={flags}"]
     for python in (sys.executable, "/usr/bin/python3"):
-        run = subprocess.run([*switch, python, "-c", AS_USER, str(module)],
-                             capture_output=True, text=True, timeout=60, cwd="/")  # fmt: skip
+        run = subprocess.run(
+            [*switch, python, "-c", AS_USER, str(module)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd="/",
+        )
         if run.returncode == 0:
             return json.loads(run.stdout)
     return None
 
 
-@pytest.mark.skipif(not AUTOGROUP or priority.autogroup_applies() is not None,
-                    reason="needs autogroup scheduling in the root CPU group")  # fmt: skip
+@pytest.mark.skipif(
+    not AUTOGROUP or priority.autogroup_applies() is not None,
+    reason="needs autogroup scheduling in the root CPU group",
+)
 def test_an_unprivileged_user_with_an_ambient_cap_sys_nice_gets_raised_workers():
     plain = as_user()
     if plain is None:
