@@ -214,6 +214,106 @@ def test_gate_stops_waiting_under_a_sustained_load_and_resumes_after_quiet():
     assert records[-1].to_json()["max_wait_s"] == 30.0
 
 
+class FakeLoad:
+    """A fake clock and load for the gate: each wait takes ``wait_s`` (capped by what the
+    gate allows) and finds quiet; each cell after it comes out disturbed or clean."""
+
+    def __init__(self, wait_s: float) -> None:
+        self.wait_s, self.asked, self.now = wait_s, [], 0.0
+
+    def wait(self, cpus, *, limit, max_wait_s):
+        self.asked.append(max_wait_s)
+        waited = max(1.0, min(self.wait_s, max_wait_s))  # at least one window
+        self.now += waited
+        return QuietWait(waited, 0.05, True, limit, max_wait_s)
+
+
+def cell(others: float) -> dict:
+    return {"status": "ok", "cpu": {"others_share": others, "steal_share": 0.0}}
+
+
+def test_the_waits_take_at_most_their_share_of_the_budget():
+    load = FakeLoad(wait_s=25.0)
+    gate = QuietGate(
+        limit=0.1,
+        max_wait_s=30.0,
+        wait=load.wait,
+        budget_s=600.0,
+        disturbed=lambda r: interference.disturbance(r, 0.1),
+    )
+    records = []
+    for _ in range(10):
+        records.append(gate([0]))
+        gate.observe(cell(0.0))  # every cell clean: waiting pays, only the budget stops it
+    assert gate.allowance_s == 60.0
+    assert sum(r.waited_s for r in records) <= 60.0 == load.now
+    assert load.asked == [30.0, 30.0, 10.0]  # the third wait gets what is left
+    assert [r.skipped for r in records] == [None] * 3 + ["budget"] * 7
+    assert all(r.waited_s == 0.0 for r in records[3:])
+    assert records[0].to_json()["allowance_s"] == 60.0
+
+
+def test_waiting_stops_when_it_has_not_been_paying_off():
+    """Bursts: each wait finds a quiet gap, each cell after it a burst."""
+    load = FakeLoad(wait_s=8.0)
+    gate = QuietGate(
+        limit=0.1,
+        max_wait_s=30.0,
+        wait=load.wait,
+        budget_s=6000.0,
+        disturbed=lambda r: interference.disturbance(r, 0.1),
+    )
+    records = []
+    for others in [0.5, 0.0, 0.5, 0.5, 0.5, 0.0, 0.0]:
+        records.append(gate([0]))
+        gate.observe(cell(others))
+    # a clean cell after the second wait reset the count; three unpaid waits stop it
+    assert len(load.asked) == 5 and [r.skipped for r in records][5:] == ["unpaid"] * 2
+    assert load.now == 40.0 and gate.unpaid == 3
+
+
+def test_a_failed_or_unmeasured_cell_says_nothing_about_the_wait():
+    load = FakeLoad(wait_s=2.0)
+    gate = QuietGate(
+        limit=0.1,
+        max_wait_s=30.0,
+        wait=load.wait,
+        disturbed=lambda r: interference.disturbance(r, 0.1),
+    )
+    for _ in range(5):
+        assert gate([0]).skipped is None
+        gate.observe({"status": "failed"})
+    assert gate.unpaid == 0 and gate.allowance_s is None  # no budget: per-cell bound only
+
+
+def test_the_summary_says_why_cells_started_without_a_wait():
+    from resultfactory import make_result
+
+    from tfvariants.store.cellresult import parse_training
+
+    def one(r: int, skipped: str | None) -> object:
+        raw = make_result(repeat=r)
+        raw["runner"] = {"quiet": {"waited_s": 0.0 if skipped else 3.0, "skipped": skipped}}
+        return parse_training(raw)
+
+    text = interference.summarise(
+        [one(0, None), one(1, "unpaid"), one(2, "budget"), one(3, "budget")]
+    ).sentence()
+    assert (
+        "2 cell(s) started without a wait as the waits had used their share of the budget" in text
+    )
+    assert "1 cell(s) without one as the last waits had been followed by disturbed cells" in text
+
+
+def test_a_compare_with_a_budget_bounds_its_waits_by_their_share():
+    from tfvariants.commands.rounds import quiet_gate
+    from tfvariants.execute.quiet import BUDGET_SHARE
+
+    options = {"quiet_wait_s": 30.0, "quiet_share": 0.1, "budget_s": 600.0}
+    assert quiet_gate(matrix_spec(**options)).allowance_s == 600.0 * BUDGET_SHARE
+    assert quiet_gate(matrix_spec(**{**options, "budget_s": None})).allowance_s is None
+
+
 def test_busy_shares_separate_busy_and_steal():
     before = {0: [0, 0, 0, 0, 0, 0, 0, 0]}
     after = {0: [30, 10, 10, 40, 0, 0, 0, 10]}

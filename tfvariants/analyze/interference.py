@@ -111,7 +111,7 @@ class Interference:
             text += f", and {self.not_quiet} started without it"
             if self.quiet_wait_s:
                 text += f" (the wait of {self.quiet_wait_s:.0f} s ran out)"
-        text += "."
+        text += skipped_waits(self.waits_skipped) + "."
         if self.never_quiet:
             text += (
                 " This machine was never quiet during the run: no undisturbed result, so no "
@@ -221,3 +221,19 @@ def note_grant(summary: Interference, raw: Mapping[str, Any]) -> None:
         summary.grants.add(f"nice {got['value']} ({got.get('mechanism')})")
     if summary.advice is None and isinstance(got.get("advice"), str):
         summary.advice = got["advice"]
+
+
+def skipped_waits(skipped: Mapping[str, int]) -> str:
+    """Cells started without a wait for quiet, and why (execute/quiet.py SKIPPED)."""
+    parts = []
+    if skipped.get("budget"):
+        parts.append(
+            f"{skipped['budget']} cell(s) started without a wait as the waits had used their "
+            "share of the budget"
+        )
+    if skipped.get("unpaid"):
+        parts.append(
+            f"{skipped['unpaid']} cell(s) without one as the last waits had been followed by "
+            "disturbed cells (waiting was not paying off)"
+        )
+    return "; " + " and ".join(parts) if parts else ""

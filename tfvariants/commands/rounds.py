@@ -202,6 +202,7 @@ def quiet_gate(spec: Any) -> Any:
         limit=float(spec.options["quiet_share"]),
         max_wait_s=wait_s,
         disturbed=interference.rule_of(spec.options),
+        budget_s=spec.options.get("budget_s"),  # the waits take at most a share of it
     )
 
 
