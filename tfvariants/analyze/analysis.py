@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tfvariants.analyze import cautions, interference, stats, windows
+from tfvariants.analyze import cautions, interference, loadlabel, stats, windows
 from tfvariants.analyze.billing import no_price_reason
 from tfvariants.analyze.conclusions import conclude
 from tfvariants.analyze.coverage import cell_counts, first_cell_id, folder_warnings, usable_results
@@ -168,6 +168,7 @@ def analyze(
                                   requested=requested, ran=ran)  # fmt: skip
         wr = WorkloadReport(w, wgroups, groups.get(found.baseline) if found.baseline else None)
         _apply_verdicts(wr, found.verdicts, settings)
+        loadlabel.mark(wgroups, wr.baseline)  # verdicts that rest on disturbed cells
         if wr.baseline is None or wr.baseline.time is None:
             all_warnings.append(
                 cautions.StatWarning(

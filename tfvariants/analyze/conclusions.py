@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-from tfvariants.analyze import stats
+from tfvariants.analyze import loadlabel, stats
 from tfvariants.analyze.decide import Settings
 from tfvariants.analyze.format import dur, money, sig3
 from tfvariants.analyze.pricing import Pricing
@@ -57,7 +57,12 @@ class Labelled(Protocol):
 
 
 def phrase(a: Labelled, b: Labelled, cmp: stats.Comparison, what: str = "time") -> str:
-    """a versus b in words, from the comparison's one interval and verdict."""
+    """a versus b in words, from the comparison's one interval and verdict, saying so
+    when it rests on disturbed cells (analyze/loadlabel.py)."""
+    return loadlabel.qualify(_phrase(a, b, cmp, what), a, b)
+
+
+def _phrase(a: Labelled, b: Labelled, cmp: stats.Comparison, what: str) -> str:
     r = cmp.ratio
     low, high = ("faster", "slower") if what == "time" else ("cheaper", "more expensive")
     if cmp.verdict == "different":

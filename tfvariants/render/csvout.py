@@ -7,6 +7,7 @@ import io
 from pathlib import Path
 from typing import Any
 
+from tfvariants.analyze import loadlabel
 from tfvariants.analyze.analysis import Analysis
 from tfvariants.render.output import write_text_atomic
 from tfvariants.store.cellresult import ConfigKey
@@ -45,7 +46,7 @@ def _config_columns(analysis: Analysis) -> dict[ConfigKey, dict[str, Any]]:
                 if cmp is None:
                     continue
                 row[f"{kind}_ratio"] = cmp.ratio.value
-                row[f"{kind}_verdict"] = cmp.verdict
+                row[f"{kind}_verdict"] = loadlabel.word(cmp.verdict, g.under_load)
                 if cmp.ratio.has_interval:
                     row[f"{kind}_ratio_lo"], row[f"{kind}_ratio_hi"] = cmp.ratio.lo, cmp.ratio.hi
                 if kind == "time":
