@@ -242,7 +242,7 @@ def run_request(
     worker left beside its result before the scratch folder goes. ``quiet(cpus)``, when
     given, waits for the cell's CPUs to be quiet just before the worker starts; what it
     found is recorded as ``runner.quiet``, and it sees the result after (``observe``).
-    ``priority`` "raised" asks for the worker's session group at nice -20
+    ``priority`` "raised" asks for the worker's session group at the lowest nice permitted
     (tfvariants.execute.priority); what it got is recorded as ``runner.priority``."""
     folder = RunFolder(Path(cells_dir).parent)
     cid = cell.cell_id
