@@ -155,6 +155,8 @@ def test_a_verdict_that_rests_on_disturbed_cells_says_so_wherever_it_is_shown(tm
     assert {r["time_verdict"] for r in rows} == {"different under load"}
     html = render_html(a, None)
     assert ">under load</div>" in html and "5 of 5 rounds from disturbed cells" in html
+    fastest_base = analyze(tmp_path / "res", baseline="local@2").workloads[0].conclusions
+    assert "was the fastest" in fastest_base[0] and note in fastest_base[0]  # the lead too
 
 
 def test_a_clean_verdict_carries_no_load_label_and_a_partly_loaded_one_counts(tmp_path):
