@@ -147,7 +147,7 @@ def test_the_report_says_what_the_priority_did():
         "advice": "allow `ann - nice -20`",
     }
     text = interference.summarise([cell(0, partial), cell(1, up)]).sentence()
-    assert "their session at nice -10 (rlimit_nice)" in text
+    assert "their session at nice -10 by rlimit_nice" in text
     assert text.endswith("To get more: allow `ann - nice -20`.")
 
 

@@ -72,7 +72,7 @@ class Interference:
     shielded: int = 0  # of those: raised, and other sessions compete by weight against it
     unshielded_why: str | None = None  # why the first unshielded one was not
     started_shielded: int = 0  # cells started without a wait: the one before ran shielded
-    grants: set[str] = field(default_factory=set)  # what workers got, "nice -10 (rlimit_nice)"
+    grants: set[str] = field(default_factory=set)  # what workers got, "nice -10 by rlimit_nice"
     advice: str | None = None  # how to get more (execute/priority.py Priority.advice)
     waits_skipped: dict[str, int] = field(default_factory=dict)  # why not waited -> cells
 
@@ -218,7 +218,7 @@ def note_grant(summary: Interference, raw: Mapping[str, Any]) -> None:
     if not isinstance(got, Mapping):
         return
     if got.get("shielded") is True and isinstance(got.get("value"), int):
-        summary.grants.add(f"nice {got['value']} ({got.get('mechanism')})")
+        summary.grants.add(f"nice {got['value']} by {got.get('mechanism')}")
     if summary.advice is None and isinstance(got.get("advice"), str):
         summary.advice = got["advice"]
 

@@ -63,7 +63,7 @@ class Priority:
     nice: int | None  # the process's own nice, read back
     shielded: bool  # raised, and other sessions compete by group weight against it
     why: str | None = None  # when raised was asked for but not shielded: why not
-    mechanism: str | None = None  # what granted it: GRANTS, or "cgroup_weight"
+    mechanism: str | None = None  # "cap_sys_nice", "rlimit_nice" or "cgroup_weight"
     value: int | None = None  # the nice granted, or the cgroup's cpu.weight
     advice: str | None = None  # one line: what the user can do to get more
 
