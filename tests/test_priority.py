@@ -135,6 +135,7 @@ def test_the_report_says_what_the_priority_did():
     results = [cell(0, up), cell(1, up, {"waited_s": 0.0, "shielded": True}), cell(2, down)]
     text = interference.summarise(results).sentence()
     assert "2 of 3 workers ran at raised priority" in text
+    assert "got about 1 % of a contested CPU" in text
     assert "the others at normal priority: not permitted (needs root)" in text
     assert "1 cell(s) started without waiting for quiet" in text
     normal = [cell(0, {"requested": "normal", "shielded": False})]
@@ -147,7 +148,10 @@ def test_the_report_says_what_the_priority_did():
         "advice": "allow `ann - nice -20`",
     }
     text = interference.summarise([cell(0, partial), cell(1, up)]).sentence()
-    assert "their session at nice -10 by rlimit_nice" in text
+    assert (
+        "their session at nice -10 by rlimit_nice, so other programs' sessions got at "
+        "most 10 % of a contested CPU" in text
+    )
     assert text.endswith("To get more: allow `ann - nice -20`.")
 
 

@@ -129,9 +129,11 @@ class Interference:
         if not self.raised:
             return ""
         got = ", ".join(sorted(self.grants)) or "nice -20"
+        full = all(g.startswith("nice -20 ") for g in self.grants)  # else down to nice -10
         text = (
             f" {self.shielded} of {self.raised} workers ran at raised priority (their session "
-            f"at {got}, so other programs' sessions got at most 10 % of a contested CPU)"
+            f"at {got}, so other programs' sessions got {'about 1' if full else 'at most 10'} "
+            "% of a contested CPU)"
         )
         if self.shielded < self.raised and self.unshielded_why:
             text += f"; the others at normal priority: {self.unshielded_why}"
