@@ -14,11 +14,10 @@ CPUs:
 * nice: one busy process per CPU at `nice 19` for the whole compare (a sustained
   low-priority background load).
 
-Each scenario is preceded by a quiet run (the same compare, no hog; --no-quiet leaves
-them out), so the benchmark itself says whether each loaded interval covers the quiet
-ratio, and whether a verdict whose interval does not is labelled "under load"
-(analyze/loadlabel.py) rather than presented as a plain "decided". With --user NAME each
-compare runs as that unprivileged user (benchmarks/noise_user.py), the hog as before.
+Each scenario follows a quiet run (the same compare, no hog; --no-quiet: none), so the
+benchmark says whether each loaded interval covers the quiet ratio, and whether a verdict
+whose interval does not is labelled "under load" (analyze/loadlabel.py) rather than a
+plain "decided". --user NAME: each compare as that unprivileged user (noise_user.py).
 
 The hog stops by itself (each process exits after its own time; at most --max-s per
 scenario), and this script stops it as soon as the compare ends. Per run it prints:
@@ -114,9 +113,9 @@ class Hog:
         return procs
 
     def _run(self) -> None:
-        deadline = self.started + self.max_s
         if self.kind == "quiet":  # the quiet run before a scenario: no load at all
             return
+        deadline = self.started + self.max_s
         if self.kind == "nice":
             self.on_since = time.monotonic()  # on from its launch
             procs = self._spawn(self.max_s, 19)
@@ -325,7 +324,7 @@ def run_one(
         compare_s = time.monotonic() - t0
         duty, bursts = hog.duty, hog.bursts
     summary = RunSummary(
-        kind,
+        name,  # "quiet-nice": the quiet run before nice
         run,
         str(out),
         code,
@@ -367,7 +366,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 def targets(summaries: Sequence[RunSummary]) -> list[str]:
     """The closing lines: the issue's targets over the loaded runs."""
-    loaded = [s for s in summaries if s.scenario != "quiet"]
+    loaded = [s for s in summaries if not s.scenario.startswith("quiet")]
     ok = [s for s in loaded if s.decided and s.twin_ok and s.answer_s <= 8 * 60]
     honest = [s for s in loaded if s.honest]
     cheap = [s for s in loaded if s.waits_share <= 0.10]
@@ -416,7 +415,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     summaries: list[RunSummary] = []
     for step in steps:
-        before = summaries[-1] if summaries and summaries[-1].scenario == "quiet" else None
+        last = summaries[-1] if summaries else None
+        before = last if last is not None and last.scenario.startswith("quiet") else None
         summaries.append(run_one(args, step, args.out, user, before))
     print("\nsummary:")
     for s in summaries:

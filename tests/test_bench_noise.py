@@ -195,7 +195,7 @@ def test_each_loaded_interval_is_set_against_the_quiet_ratio():
     assert not summary.honest and summary.waits_share == 0.05
     assert "quiet 1.74x NOT covered, presented as plain decided" in summary.line()
     assert "under load 5/5; quiet 1.50x NOT covered" in summary.line()
-    lines = noise.targets([noise.RunSummary("quiet", 1, "q", 0, 60.0, 0.0, 0), summary])
+    lines = noise.targets([noise.RunSummary("quiet-nice", 1, "q", 0, 60.0, 0.0, 0), summary])
     assert "left unlabelled in 0 of 1" in lines[1] and "compare time in 1 of 1" in lines[2]
 
 
@@ -212,6 +212,10 @@ def test_a_tiny_noisy_run_end_to_end(tmp_path):
         capture_output=True, text=True, env=env, timeout=900,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "nice run 1:" in proc.stdout and "twin:" in proc.stdout
-    (summary,) = json.loads((out / "bench-noise.json").read_text())
-    assert summary["cells"] >= 3 and summary["exit_code"] == 0  # local@1, local@2, twin@2
+    assert "quiet-nice run 1:" in proc.stdout and "\nnice run 1:" in proc.stdout
+    assert "twin:" in proc.stdout and "left unlabelled in" in proc.stdout
+    quiet, loaded = json.loads((out / "bench-noise.json").read_text())
+    assert (quiet["scenario"], loaded["scenario"]) == ("quiet-nice", "nice")
+    assert quiet["hog_bursts"] == 0 and loaded["hog_bursts"] == 1  # the quiet run: no hog
+    for summary in (quiet, loaded):
+        assert summary["cells"] >= 3 and summary["exit_code"] == 0  # local@1, @2, twin@2
