@@ -228,10 +228,10 @@ def note_grant(summary: Interference, raw: Mapping[str, Any]) -> None:
 def skipped_waits(skipped: Mapping[str, int]) -> str:
     """Cells started without a wait for quiet, and why (execute/quiet.py SKIPPED)."""
     parts = []
-    if skipped.get("budget"):
+    if skipped.get("share"):
         parts.append(
-            f"{skipped['budget']} cell(s) started without a wait as the waits had used their "
-            "share of the budget"
+            f"{skipped['share']} cell(s) started without a wait as the waits had used their "
+            "share of the run's time"
         )
     if skipped.get("unpaid"):
         parts.append(

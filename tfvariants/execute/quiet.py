@@ -19,9 +19,10 @@ waits are back.
 Waits must pay for themselves. Under random bursts every wait finds a quiet gap, yet
 the cell after it overlaps the next burst: an unprivileged run under bursts waited 218 s
 (38 % of its 10-minute budget) for 26 disturbed cells of 26. So the waits of a run with
-a budget take at most ``BUDGET_SHARE`` of it, and after ``UNPAID_AFTER`` waits in a row
-were followed by a disturbed cell, the run stops waiting: the cells then start at once
-and say why (``skipped``: "budget" or "unpaid").
+a budget take at most ``BUDGET_SHARE`` of the run's time so far (a wait counted in it)
+and of its budget, and after ``UNPAID_AFTER`` waits in a row were followed by a
+disturbed cell, the run stops waiting: the cells then start at once and say why
+(``skipped``: "share" or "unpaid"). So the first cell of such a run starts at once.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ WINDOW_S = 1.0  # the "last second" the share is measured over
 SUSTAINED_AFTER = 3  # waits in a row that ran out: the load is sustained
 BUDGET_SHARE = 0.10  # the most of a run's --budget its waits for quiet may take
 UNPAID_AFTER = 3  # waits in a row followed by a disturbed cell: waiting is not paying
-SKIPPED = ("budget", "unpaid")  # why a cell started without a wait
+SKIPPED = ("share", "unpaid")  # why a cell started without a wait
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ class QuietWait:
     max_wait_s: float
     sustained: bool = False  # the load was sustained: one window measured, no wait
     shielded: bool = False  # not waited: the last cell's raised priority kept it clean
-    skipped: str | None = None  # not waited: SKIPPED (the waits' budget spent, or unpaid)
+    skipped: str | None = None  # not waited: SKIPPED (the waits' share used, or unpaid)
     allowance_s: float | None = None  # the run's most for all waits (budget x share)
 
     def to_json(self) -> dict[str, Any]:
@@ -94,7 +95,8 @@ def wait_for_quiet(
 class QuietGate:
     """The run's wait for quiet before each cell (``runner.run_request``'s ``quiet``):
     bounded per cell, shortened to one window while the load is sustained, bounded in all
-    by ``budget_share`` of ``budget_s`` (when the run has a budget), and stopped once
+    by ``budget_share`` of the time since the gate was made and of ``budget_s`` (when the
+    run has a budget), and stopped once
     waiting has not paid off (``UNPAID_AFTER`` waits in a row, each followed by a
     disturbed cell)."""
 
@@ -108,13 +110,19 @@ class QuietGate:
         budget_s: float | None = None,
         budget_share: float = BUDGET_SHARE,
         window_s: float = WINDOW_S,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.limit, self.max_wait_s = limit, max_wait_s
         self._wait = wait
         self._disturbed = disturbed  # the run's rule (interference.disturbance)
         self.misses = 0  # waits in a row that ran out
         self.shielded = False  # the last cell ran shielded and came out undisturbed
+        if not 0 <= budget_share < 1:
+            raise ValueError(f"budget_share {budget_share}: expected at least 0 and under 1")
         self.allowance_s = budget_s * budget_share if budget_s else None
+        self.budget_share = budget_share
+        self._clock = clock
+        self._started = clock()  # made as the run starts: its time counts from here
         self.window_s = window_s
         self.spent_s = 0.0  # waited in all, this run
         self.unpaid = 0  # waits in a row whose cell came out disturbed
@@ -136,9 +144,18 @@ class QuietGate:
             self.unpaid = 0 if clean else self.unpaid + 1
         self._waited = False
 
-    def _skip(self) -> str | None:
-        if self.allowance_s is not None and self.allowance_s - self.spent_s < self.window_s:
-            return "budget"
+    def _left_s(self) -> float | None:
+        """The longest the next wait may take within the waits' share (None: no bound).
+        A wait of w keeps spent + w <= share x (elapsed + w) and <= the allowance."""
+        if self.allowance_s is None:
+            return None
+        elapsed = self._clock() - self._started
+        by_time = (self.budget_share * elapsed - self.spent_s) / (1 - self.budget_share)
+        return min(self.allowance_s - self.spent_s, by_time)
+
+    def _skip(self, left: float | None) -> str | None:
+        if left is not None and left < self.window_s:
+            return "share"
         if self.unpaid >= UNPAID_AFTER:
             return "unpaid"
         return None
@@ -168,13 +185,14 @@ class QuietGate:
     def __call__(self, cpus: Sequence[int]) -> QuietWait:
         if self.shielded:
             return self._record(0.0, None, None, shielded=True)
-        skipped = self._skip()
+        left = self._left_s()
+        skipped = self._skip(left)
         if skipped is not None:
             return self._record(0.0, None, None, skipped=skipped)
         sustained = self.sustained
         most = 0.0 if sustained else self.max_wait_s
-        if self.allowance_s is not None:
-            most = min(most, self.allowance_s - self.spent_s)
+        if left is not None:
+            most = min(most, left)
         result = self._wait(cpus, limit=self.limit, max_wait_s=most)
         self.spent_s += result.waited_s
         self._waited = True
