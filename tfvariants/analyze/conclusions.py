@@ -199,7 +199,8 @@ def conclude(
         else:
             lead = f"the baseline {b.label} had the shortest estimated time for {wr.name}"
         said_lead = f"{host}, {lead} ({dur(_time(b))} for the full schedule)"
-        wr.conclusions.append(loadlabel.qualify(said_lead, b, runner_up) + ".")  # its ground
+        # "fastest" rests on the comparison with the runner-up: labelled as it is
+        wr.conclusions.append(loadlabel.qualify(said_lead, b, runner_up) + ".")
         pair = frozenset((b.label, runner_up.label)) if runner_up is not None else None
         if runner_up is not None and cmp is not None and pair not in said:
             wr.conclusions.append(f"Against the next best: {phrase(b, runner_up, cmp)}.")
