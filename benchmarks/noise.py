@@ -1,6 +1,7 @@
 """Does the quick compare decide on a machine with a noisy neighbour? A real benchmark.
 
     python benchmarks/noise.py [--scenarios bursts,nice] [--runs 1] [--budget 8m]
+                               [--user NAME [--user-caps sys_nice]] [--no-quiet] [--dry-run]
 
 Each run is the built-in quick compare of mnist_cnn and cifar10_cnn at 1 and 2 threads
 plus an A/A twin of `local` at 2 threads (an overlay that changes nothing, against the
@@ -13,23 +14,28 @@ CPUs:
 * nice: one busy process per CPU at `nice 19` for the whole compare (a sustained
   low-priority background load).
 
+Each scenario follows a quiet run (the same compare, no hog; --no-quiet: none), so the
+benchmark says whether each loaded interval covers the quiet ratio, and whether a verdict
+whose interval does not is labelled "under load" (analyze/loadlabel.py) rather than a
+plain "decided". --user NAME: each compare as that unprivileged user (noise_user.py).
+
 The hog stops by itself (each process exits after its own time; at most --max-s per
 scenario), and this script stops it as soon as the compare ends. Per run it prints:
 decided or not and in which direction (1 thread against 2, per workload), when (the
 compare time of the look that decided both, from run.json "adaptive.looks_made"), the
 compare's whole wall time, the disturbed cells, the time the cells waited for quiet,
 how many workers ran at raised priority, and the twin's verdict (twin@2 against local@2:
-must never be "different"). A summary JSON is written beside the runs
-(OUT/bench-noise.json).
+never "different"). A summary JSON is written beside the runs (OUT/bench-noise.json).
 
 The twin's A/A comparison cannot end "different" unless the tool errs, and "equivalent"
 needs an interval inside the 5 % band, so it usually keeps rounds of twin@2 and local@2
 going until the budget: the whole compare time is about the budget by design, and the
 time to the decision is what says how fast the tool answers.
 
-Target (issue 16): both 1-vs-2 comparisons decided at a look, 1 thread slower, within
-8 min of compare time, the final report agreeing, and the twin never "different",
-under both loads.
+Target (issues 16 and 26): both 1-vs-2 comparisons decided at a look, 1 thread slower,
+within 8 min of compare time, the final report agreeing, and the twin never "different",
+under both loads; no decided verdict whose interval excludes the quiet ratio left
+unlabelled; waits for quiet at most 10 % of the compare time.
 """
 
 from __future__ import annotations
@@ -46,6 +52,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from noise_report import comparison_words, share_table
+from noise_user import User, against_quiet, as_user, find_user, give, preflight
 
 TWIN_TOML = """# An A/A twin: the local variant under another name (changes nothing).
 [variants.twin]
@@ -104,6 +113,8 @@ class Hog:
         return procs
 
     def _run(self) -> None:
+        if self.kind == "quiet":  # the quiet run before a scenario: no load at all
+            return
         deadline = self.started + self.max_s
         if self.kind == "nice":
             self.on_since = time.monotonic()  # on from its launch
@@ -166,6 +177,17 @@ class RunSummary:
     decided_after: int | None = None  # repeats at the look that decided both 1-vs-2
     decided_at_s: float | None = None  # compare time of that look
     loadavg_before: list[float] = field(default_factory=list)
+    user: str | None = None  # the compare ran as this user (--user)
+
+    @property
+    def waits_share(self) -> float:
+        """The waits for quiet against the compare's wall time (target: at most 10 %)."""
+        return self.waited_s / self.compare_s if self.compare_s > 0 else 0.0
+
+    @property
+    def honest(self) -> bool:
+        """No decided verdict whose interval excludes the quiet ratio goes unlabelled."""
+        return all(c.get("honest", True) for c in self.comparisons.values())
 
     @property
     def decided(self) -> bool:
@@ -188,9 +210,7 @@ class RunSummary:
         return all(v != "different" for v in self.twin.values())
 
     def line(self) -> str:
-        parts = [
-            f"{w}: {c['verdict']} {c['ratio']:.2f}x" for w, c in sorted(self.comparisons.items())
-        ]
+        parts = [f"{w}: {comparison_words(c)}" for w, c in sorted(self.comparisons.items())]
         twin = ", ".join(f"{w} {v}" for w, v in sorted(self.twin.items())) or "n/a"
         when = (
             f"at the look after {self.decided_after} repeats, {self.decided_at_s / 60:.1f} min"
@@ -198,10 +218,12 @@ class RunSummary:
             else "at any look"
         )
         return (
-            f"{self.scenario} run {self.run}: {'DECIDED' if self.decided else 'not decided'} "
+            f"{self.scenario} run {self.run}{f' as {self.user}' if self.user else ''}: "
+            f"{'DECIDED' if self.decided else 'not decided'} "
             f"{when} (t1 vs t2 in the report: {'; '.join(parts) or 'no comparison'}); compare "
             f"{self.compare_s / 60:.1f} min; disturbed {self.disturbed} of {self.cells} cells; "
-            f"waited {self.waited_s:.0f} s for quiet ({self.not_quiet} cells started "
+            f"waited {self.waited_s:.0f} s for quiet ({self.waits_share:.0%} of the compare; "
+            f"{self.not_quiet} cells started "
             "without finding it); "
             f"raised priority {self.shielded} of {self.raised} shielded; twin: {twin}; "
             f"hog on {self.hog_duty:.0%} ({self.hog_bursts} burst(s)); "
@@ -224,6 +246,7 @@ def summarise(out: Path, summary: RunSummary) -> None:
                     "ratio": g.time_cmp.ratio.value,
                     "interval": [g.time_cmp.ratio.lo, g.time_cmp.ratio.hi],
                     "repeats": len(g.times),
+                    "under_load": g.under_load,  # (rounds from disturbed cells, compared)
                 }
             if (g.variant, g.threads) == ("twin", 2):
                 summary.twin[w.name] = g.time_cmp.verdict
@@ -243,48 +266,6 @@ def summarise(out: Path, summary: RunSummary) -> None:
             break
 
 
-SHARE_BINS = (0.0, 0.05, 0.10, 0.25, 0.50, 0.75, 1.01)
-
-
-def share_table(dirs: Sequence[Path]) -> list[str]:
-    """What others' share did to the cells' steady step time, per configuration: the
-    median step time in each band of others' share, against the quietest band (the
-    measurement behind --disturbed-share, repeated on every run of this benchmark)."""
-    from statistics import median
-
-    from tfvariants.store.cellresult import CellResult
-    from tfvariants.store.rundir import load_run_dir
-
-    by: dict[tuple[str, int], list[tuple[float, float]]] = {}
-    for d in dirs:
-        if not (d / "cells").is_dir():
-            continue
-        for r in load_run_dir(d).parsed.values():
-            if (
-                isinstance(r, CellResult)
-                and r.ok
-                and r.steady_step_s
-                and r.others_share is not None
-            ):
-                by.setdefault((r.workload, r.threads), []).append((r.others_share, r.steady_step_s))
-    lines = []
-    for (workload, threads), rows in sorted(by.items()):
-        bands = []
-        for lo, hi in zip(SHARE_BINS, SHARE_BINS[1:], strict=False):
-            steps = [s for o, s in rows if lo <= o < hi]
-            if steps:
-                bands.append((lo, hi, len(steps), median(steps)))
-        if not bands:
-            continue
-        base = bands[0][3]
-        text = "; ".join(
-            f"{lo:.0%}-{min(hi, 1):.0%}: n={n} {step * 1e3:.0f} ms (x{step / base:.2f})"
-            for lo, hi, n, step in bands
-        )
-        lines.append(f"{workload} t{threads}: steady step by others' share: {text}")
-    return lines
-
-
 def hog_cpus(threads: Sequence[int]) -> list[int]:
     """Every CPU a cell of these thread counts is pinned to."""
     from tfvariants.plan.pinning import plan_pinning
@@ -294,40 +275,74 @@ def hog_cpus(threads: Sequence[int]) -> list[int]:
     return sorted({c for t in threads for c in plan_pinning(t, topology).cpus})
 
 
-def run_one(args: argparse.Namespace, scenario: str, run: int, root: Path) -> RunSummary:
-    out = root / f"{scenario}-{run}"
-    root.mkdir(parents=True, exist_ok=True)
-    twin = root / "twin.toml"
-    twin.write_text(TWIN_TOML, encoding="utf-8")
-    threads = [int(t) for t in args.threads.split(",")]
-    command = [
+def compare_command(args: argparse.Namespace, out: Path, twin: Path, run: int) -> list[str]:
+    """The quick compare of one run (the same for its quiet run and its loaded one)."""
+    return [
         sys.executable, "-m", "tfvariants", "compare", "--quick", "--no-probe",
         "--workloads", args.workloads, "--threads", args.threads, "--variants", "local,twin@2",
         "--variants-file", str(twin), "--baseline", "local@2", "--budget", args.budget,
         "--out", str(out), "--output", str(out / "report.html"),
         "--order-seed", str(args.seed + run),
     ] + args.compare_arg  # fmt: skip
+
+
+def plan(scenarios: Sequence[str], runs: int, quiet: bool) -> list[tuple[str, str, int]]:
+    """(hog kind, folder name, run) in order: each loaded scenario after its quiet run."""
+    out = []
+    for run in range(1, runs + 1):
+        for s in scenarios:
+            if quiet:
+                out.append(("quiet", f"quiet-{s}", run))
+            out.append((s, s, run))
+    return out
+
+
+def run_one(
+    args: argparse.Namespace,
+    step: tuple[str, str, int],
+    root: Path,
+    user: User | None = None,
+    quiet: RunSummary | None = None,
+) -> RunSummary:
+    """One compare under the hog ``step`` names; a loaded one is set against ``quiet``,
+    the quiet run just before it."""
+    kind, name, run = step
+    out = root / f"{name}-{run}"
+    twin = root / "twin.toml"
+    threads = [int(t) for t in args.threads.split(",")]
+    command, env = as_user(compare_command(args, out, twin, run), user, os.environ)
     with open("/proc/loadavg", encoding="ascii") as fh:
         load = [float(x) for x in fh.read().split()[:3]]
-    print(f"== {scenario} run {run}: {' '.join(command[1:])}", flush=True)
-    seed = args.seed * 1000 + run * 10 + (scenario == "nice")
-    with Hog(scenario, hog_cpus(threads), seed=seed, max_s=args.max_s) as hog:
+    print(f"== {name} run {run}: {' '.join(command)}", flush=True)
+    seed = args.seed * 1000 + run * 10 + (kind == "nice")
+    with Hog(kind, hog_cpus(threads), seed=seed, max_s=args.max_s) as hog:
         t0 = time.monotonic()
         try:
-            code = subprocess.run(command, timeout=args.max_s).returncode
+            code = subprocess.run(command, env=env, timeout=args.max_s).returncode
         except subprocess.TimeoutExpired:
             code = -1
         compare_s = time.monotonic() - t0
         duty, bursts = hog.duty, hog.bursts
-    summary = RunSummary(scenario, run, str(out), code, compare_s, duty, bursts,
-                         loadavg_before=load)  # fmt: skip
+    summary = RunSummary(
+        name,  # "quiet-nice": the quiet run before nice
+        run,
+        str(out),
+        code,
+        compare_s,
+        duty,
+        bursts,
+        loadavg_before=load,
+        user=user.name if user else None,
+    )
     if out.joinpath("cells").is_dir():
         summarise(out, summary)
+    if quiet is not None and kind != "quiet":
+        against_quiet(summary.comparisons, quiet.comparisons)
     print(summary.line(), flush=True)
     return summary
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--scenarios", default="bursts,nice", help="bursts, nice or both")
     p.add_argument("--runs", type=int, default=1, help="runs per scenario")
@@ -340,30 +355,88 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=Path("results") / "bench-noise")
     p.add_argument("--compare-arg", action="append", default=[],
                    help="one more argument for compare (repeatable), e.g. --compare-arg=--repeats=3")  # fmt: skip
-    args = p.parse_args(argv)
+    p.add_argument("--user", help="run each compare as this unprivileged user (needs root)")
+    p.add_argument("--user-caps", default="", help="ambient capabilities for --user, e.g. sys_nice")
+    p.add_argument("--no-quiet", action="store_true", help="no quiet run before each scenario")
+    p.add_argument(
+        "--dry-run", action="store_true", help="print the runs and their commands; run nothing"
+    )
+    return p.parse_args(argv)
+
+
+def targets(summaries: Sequence[RunSummary]) -> list[str]:
+    """The closing lines: the issue's targets over the loaded runs."""
+    loaded = [s for s in summaries if not s.scenario.startswith("quiet")]
+    ok = [s for s in loaded if s.decided and s.twin_ok and s.answer_s <= 8 * 60]
+    honest = [s for s in loaded if s.honest]
+    cheap = [s for s in loaded if s.waits_share <= 0.10]
+    n = len(loaded)
+    return [
+        f"target met (decided at a look within 8 min, right direction, the report agreeing, "
+        f"twin not different) in {len(ok)} of {n} loaded run(s)",
+        f"no decided verdict excluding the quiet ratio left unlabelled in {len(honest)} of {n}",
+        f"waits for quiet at most 10 % of the compare time in {len(cheap)} of {n}",
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
     scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
     if not scenarios or any(s not in ("bursts", "nice") for s in scenarios) or args.runs < 1:
         print("noise.py: --scenarios takes bursts and/or nice; --runs at least 1", file=sys.stderr)
         return 2
+    user = None
+    if args.user is not None:
+        caps = [c.strip() for c in args.user_caps.split(",") if c.strip()]
+        found = find_user(args.user, caps)
+        if isinstance(found, str):
+            print(f"noise.py: {found}", file=sys.stderr)
+            return 2
+        user = found
     if args.out.exists() and any(args.out.iterdir()):
         print(f"noise.py: {args.out} is not empty: choose another --out", file=sys.stderr)
         return 2
-    summaries = [
-        run_one(args, s, run, args.out) for run in range(1, args.runs + 1) for s in scenarios
-    ]
+    steps = plan(scenarios, args.runs, not args.no_quiet)
+    if args.dry_run:
+        for kind, name, run in steps:
+            command, _ = as_user(
+                compare_command(args, args.out / f"{name}-{run}", args.out / "twin.toml", run),
+                user,
+                os.environ,
+            )
+            print(f"{name} run {run} (hog: {kind}): {' '.join(command)}")
+        return 0
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "twin.toml").write_text(TWIN_TOML, encoding="utf-8")
+    give([args.out, args.out / "twin.toml"], user)
+    why = preflight(sys.executable, user, Path.cwd(), os.environ) if user else None
+    if why:
+        print(f"noise.py: {why}", file=sys.stderr)
+        return 2
+    summaries: list[RunSummary] = []
+    for step in steps:
+        last = summaries[-1] if summaries else None
+        before = last if last is not None and last.scenario.startswith("quiet") else None
+        summaries.append(run_one(args, step, args.out, user, before))
     print("\nsummary:")
     for s in summaries:
         print(f"  {s.line()}")
-    ok = [s for s in summaries if s.decided and s.twin_ok and s.answer_s <= 8 * 60]
-    print(f"target met (decided at a look within 8 min, right direction, the report agreeing, "
-          f"twin not different) in {len(ok)} of {len(summaries)} run(s)")  # fmt: skip
+    for line in targets(summaries):
+        print(line)
     print("\nwhat others' share did to the cells (all runs):")
     for line in share_table([Path(s.out) for s in summaries]):
         print(f"  {line}")
     (args.out / "bench-noise.json").write_text(
         json.dumps(
             [
-                {**asdict(s), "decided": s.decided, "twin_ok": s.twin_ok, "answer_s": s.answer_s}
+                {
+                    **asdict(s),
+                    "decided": s.decided,
+                    "twin_ok": s.twin_ok,
+                    "answer_s": s.answer_s,
+                    "honest": s.honest,
+                    "waits_share": round(s.waits_share, 4),
+                }
                 for s in summaries
             ],
             indent=1,

@@ -76,6 +76,129 @@ def test_bad_options_exit_2(tmp_path, capsys):
     assert "bursts and/or nice" in capsys.readouterr().err
 
 
+import noise_user  # noqa: E402
+
+TEST_USER = os.environ.get("TFV_TEST_USER", "tfvu")
+
+
+def test_each_loaded_scenario_follows_its_own_quiet_run():
+    assert noise.plan(["bursts", "nice"], 2, True) == [
+        ("quiet", "quiet-bursts", 1),
+        ("bursts", "bursts", 1),
+        ("quiet", "quiet-nice", 1),
+        ("nice", "nice", 1),
+        ("quiet", "quiet-bursts", 2),
+        ("bursts", "bursts", 2),
+        ("quiet", "quiet-nice", 2),
+        ("nice", "nice", 2),
+    ]
+    assert noise.plan(["nice"], 1, False) == [("nice", "nice", 1)]
+    with noise.Hog("quiet", [0], seed=1, max_s=5) as hog:
+        hog.thread.join(timeout=5)
+    assert not hog.procs and hog.bursts == 0 and hog.duty == 0.0  # no load at all
+
+
+def test_a_command_as_a_user_goes_through_setpriv_with_its_home_and_only_named_caps():
+    user = noise_user.User("ann", 1234, 2345, "/home/ann")
+    command, env = noise_user.as_user(["py", "-m", "tfvariants"], user, {"PATH": "/bin"})
+    assert command == [
+        "setpriv",
+        "--reuid=1234",
+        "--regid=2345",
+        "--init-groups",
+        "--",
+        "py",
+        "-m",
+        "tfvariants",
+    ]
+    assert env == {"PATH": "/bin", "HOME": "/home/ann", "USER": "ann", "LOGNAME": "ann"}
+    capable = noise_user.User("ann", 1234, 2345, "/home/ann", ("sys_nice",))
+    command, _ = noise_user.as_user(["py"], capable, {})
+    assert "--inh-caps=+sys_nice" in command and "--ambient-caps=+sys_nice" in command
+    assert noise_user.as_user(["py"], None, {"A": "1"}) == (["py"], {"A": "1"})
+
+
+def test_bad_user_options_exit_2_and_write_nothing(tmp_path, capsys):
+    out = tmp_path / "x"
+    assert noise.main(["--user", "no-such-user-here", "--out", str(out)]) == 2
+    assert "no such user" in capsys.readouterr().err and not out.exists()
+    assert noise.main(["--user", "root", "--out", str(out)]) == 2
+    assert "that is root" in capsys.readouterr().err and not out.exists()
+
+
+def test_the_dry_run_prints_each_compare_and_runs_nothing(tmp_path, capsys):
+    out = tmp_path / "bench"
+    assert noise.main(["--dry-run", "--scenarios", "nice", "--out", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(" (")[0] for line in lines] == ["quiet-nice run 1", "nice run 1"]
+    assert all("-m tfvariants compare --quick" in line for line in lines)
+    assert f"--out {out}/quiet-nice-1 " in lines[0] and not out.exists()
+
+
+def have_test_user() -> bool:
+    import pwd
+    import shutil
+
+    try:
+        pwd.getpwnam(TEST_USER)
+    except KeyError:
+        return False
+    return os.geteuid() == 0 and shutil.which("setpriv") is not None
+
+
+@pytest.mark.skipif(not have_test_user(), reason=f"needs root, setpriv and a user {TEST_USER}")
+def test_the_compare_really_runs_as_the_user(tmp_path, capsys):
+    user = noise_user.find_user(TEST_USER, ["sys_nice"])
+    assert isinstance(user, noise_user.User)
+    status = "open('/proc/self/status').read()"
+    probe = f"import os; print(os.geteuid(), {status}.count('CapAmb:\\t0000000000800000'))"
+    command, env = noise_user.as_user(["/usr/bin/python3", "-c", probe], user, os.environ)
+    done = subprocess.run(command, env=env, capture_output=True, text=True, cwd="/", timeout=60)
+    assert done.stdout.split() == [str(user.uid), "1"], done.stderr  # CAP_SYS_NICE ambient
+    # The preflight: this user can import tfvariants from this tree with a Python it may run,
+    # and says why not with one it may not (or a tree it cannot import from).
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    assert noise_user.preflight("/usr/bin/python3", user, ROOT, env) is None
+    why = noise_user.preflight("/usr/bin/python3", user, Path("/"), {"PYTHONPATH": "/none"})
+    assert why is not None and why.startswith(f"--user {TEST_USER} cannot run") and "\n" not in why
+    out = tmp_path / "bench"
+    assert noise.main(["--dry-run", "--user", TEST_USER, "--out", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 4 and all(f"setpriv --reuid={user.uid}" in line for line in lines)
+
+
+def test_each_loaded_interval_is_set_against_the_quiet_ratio():
+    quiet = {
+        "mnist_cnn": {"verdict": "different", "ratio": 1.74, "interval": [1.56, 1.82]},
+        "cifar10_cnn": {"verdict": "different", "ratio": 1.5, "interval": [1.4, 1.6]},
+    }
+    loaded = {
+        "mnist_cnn": {
+            "verdict": "different",
+            "ratio": 1.33,
+            "interval": [1.29, 1.42],
+            "under_load": None,
+        },  # the sustained run, unlabelled
+        "cifar10_cnn": {
+            "verdict": "different",
+            "ratio": 2.06,
+            "interval": [1.82, 2.29],
+            "under_load": [5, 5],
+        },  # labelled "under load": honest
+    }
+    noise_user.against_quiet(loaded, quiet)
+    m, c = loaded["mnist_cnn"], loaded["cifar10_cnn"]
+    assert (m["quiet_ratio"], m["covers_quiet"], m["honest"]) == (1.74, False, False)
+    assert (c["covers_quiet"], c["honest"]) == (False, True)
+    summary = noise.RunSummary("nice", 1, "x", 0, 600.0, 1.0, 1, comparisons=loaded)
+    summary.waited_s = 30.0
+    assert not summary.honest and summary.waits_share == 0.05
+    assert "quiet 1.74x NOT covered, presented as plain decided" in summary.line()
+    assert "under load 5/5; quiet 1.50x NOT covered" in summary.line()
+    lines = noise.targets([noise.RunSummary("quiet-nice", 1, "q", 0, 60.0, 0.0, 0), summary])
+    assert "left unlabelled in 0 of 1" in lines[1] and "compare time in 1 of 1" in lines[2]
+
+
 @pytest.mark.tf
 def test_a_tiny_noisy_run_end_to_end(tmp_path):
     out = tmp_path / "bench"
@@ -89,6 +212,10 @@ def test_a_tiny_noisy_run_end_to_end(tmp_path):
         capture_output=True, text=True, env=env, timeout=900,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "nice run 1:" in proc.stdout and "twin:" in proc.stdout
-    (summary,) = json.loads((out / "bench-noise.json").read_text())
-    assert summary["cells"] >= 3 and summary["exit_code"] == 0  # local@1, local@2, twin@2
+    assert "quiet-nice run 1:" in proc.stdout and "\nnice run 1:" in proc.stdout
+    assert "twin:" in proc.stdout and "left unlabelled in" in proc.stdout
+    quiet, loaded = json.loads((out / "bench-noise.json").read_text())
+    assert (quiet["scenario"], loaded["scenario"]) == ("quiet-nice", "nice")
+    assert quiet["hog_bursts"] == 0 and loaded["hog_bursts"] == 1  # the quiet run: no hog
+    for summary in (quiet, loaded):
+        assert summary["cells"] >= 3 and summary["exit_code"] == 0  # local@1, @2, twin@2

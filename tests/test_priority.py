@@ -4,6 +4,7 @@ from a real worker process, and the quiet gate that stops waiting behind it."""
 from __future__ import annotations
 
 import os
+import resource
 from pathlib import Path
 
 import pytest
@@ -73,6 +74,8 @@ def test_a_raised_worker_runs_at_nice_minus_20_where_permitted_and_says_so(tmp_p
         assert seen["autogroup"].rstrip().endswith("nice -20")
         assert seen["nice"] == -20  # before exec: every thread inherits it
         assert got["shielded"] is (priority.autogroup_applies() is None)
+        assert got["mechanism"] == "cap_sys_nice" and got["value"] == -20
+        assert got["advice"] is None
     else:
         assert got["shielded"] is False and "not permitted" in got["why"]
         assert seen["nice"] == os.getpriority(os.PRIO_PROCESS, 0)
@@ -83,7 +86,8 @@ def test_a_normal_worker_keeps_its_priority(tmp_path):
     result = run_stub(tmp_path, "normal")
     got = result["runner"]["priority"]
     assert got == {"requested": "normal", "autogroup_nice": 0, "shielded": False, "why": None,
-                   "nice": os.getpriority(os.PRIO_PROCESS, 0)}  # fmt: skip
+                   "nice": os.getpriority(os.PRIO_PROCESS, 0), "mechanism": None,
+                   "value": None, "advice": None}  # fmt: skip
     assert result["seen"]["autogroup"].rstrip().endswith("nice 0")
 
 
@@ -131,10 +135,24 @@ def test_the_report_says_what_the_priority_did():
     results = [cell(0, up), cell(1, up, {"waited_s": 0.0, "shielded": True}), cell(2, down)]
     text = interference.summarise(results).sentence()
     assert "2 of 3 workers ran at raised priority" in text
+    assert "got about 1 % of a contested CPU" in text
     assert "the others at normal priority: not permitted (needs root)" in text
     assert "1 cell(s) started without waiting for quiet" in text
     normal = [cell(0, {"requested": "normal", "shielded": False})]
     assert "priority" not in interference.summarise(normal).sentence()
+    partial = {
+        "requested": "raised",
+        "shielded": True,
+        "mechanism": "rlimit_nice",
+        "value": -10,
+        "advice": "allow `ann - nice -20`",
+    }
+    text = interference.summarise([cell(0, partial), cell(1, up)]).sentence()
+    assert (
+        "their session at nice -10 by rlimit_nice, so other programs' sessions got at "
+        "most 10 % of a contested CPU" in text
+    )
+    assert text.endswith("To get more: allow `ann - nice -20`.")
 
 
 SPIN = (
@@ -182,3 +200,178 @@ def test_a_shielded_worker_keeps_its_cpu_from_a_nice_19_job_in_another_session(t
     assert shares["normal"] < 0.75  # the nice-19 job took its even share
     assert shares["raised"] > 0.9, shares
     print(shares)
+
+
+# --- grants short of root: RLIMIT_NICE and CAP_SYS_NICE --------------------------------
+
+NO_CAPS = 0x0
+SYS_NICE = 1 << priority.CAP_SYS_NICE
+
+
+def grant(soft: int, caps: int | None = NO_CAPS) -> priority.Grant:
+    return priority.nice_grant(
+        getrlimit=lambda _: (soft, soft), caps=lambda: caps, user=lambda: "ann"
+    )
+
+
+@pytest.mark.parametrize(
+    ("soft", "caps", "nice", "mechanism", "advice"),
+    [
+        (0, NO_CAPS, 0, None, True),  # the usual default: nothing
+        (20, NO_CAPS, 0, None, True),  # nice 0 only: nothing to raise
+        (30, NO_CAPS, -10, "rlimit_nice", True),  # `ann - nice -10` in limits.conf
+        (25, None, -5, "rlimit_nice", True),  # CapEff unreadable: the limit still counts
+        (40, NO_CAPS, -20, "rlimit_nice", False),  # `ann - nice -20`: the full shield
+        (resource.RLIM_INFINITY, NO_CAPS, -20, "rlimit_nice", False),
+        (0, SYS_NICE, -20, "cap_sys_nice", False),  # an ambient CAP_SYS_NICE
+        (0, SYS_NICE - 1, 0, None, True),  # every capability below it, not it
+    ],
+)
+def test_the_grant_is_the_lowest_nice_the_system_permits(soft, caps, nice, mechanism, advice):
+    got = grant(soft, caps)
+    assert (got.nice, got.mechanism) == (nice, mechanism)
+    assert (got.advice is not None) is advice
+    if advice:
+        assert "`ann - nice -20`" in got.advice and "CAP_SYS_NICE" in got.advice
+
+
+def test_a_partial_rlimit_grant_is_used_down_to_its_limit_in_a_real_worker(tmp_path, monkeypatch):
+    """RLIMIT_NICE cannot be raised on these machines (CAP_SYS_RESOURCE is withheld, even
+    from root), so the limit reader is injected: a soft limit of 30 permits nice -10, and
+    the worker asks for exactly that, no more."""
+    if not AUTOGROUP:
+        pytest.skip("this kernel has no autogroup scheduling")
+    partial = grant(30)
+    monkeypatch.setattr(priority, "granted", lambda: partial)
+    result = run_stub(tmp_path, "raised")
+    got, seen = result["runner"]["priority"], result["seen"]
+    if os.geteuid() != 0 and not (priority.cap_eff() or 0) >> priority.CAP_SYS_NICE & 1:
+        pytest.skip("the real kernel would refuse nice -10 to this user")
+    assert seen["nice"] == -10 and seen["autogroup"].rstrip().endswith("nice -10")
+    assert got["autogroup_nice"] == -10 and got["value"] == -10
+    assert got["mechanism"] == "rlimit_nice"
+    assert got["shielded"] is (priority.autogroup_applies() is None)  # -10: still shields
+    assert "`" in got["advice"] and "nice -20" in got["advice"]  # how to get the rest
+
+
+def test_read_back_says_what_a_partial_grant_bought(monkeypatch):
+    """A group at nice -5 leaves others 23 % of a contested CPU: raised, not shielded."""
+    monkeypatch.setattr(priority, "_PROC", Path("/nonexistent"))
+    got = priority.read_back(os.getpid(), "raised", None, grant(25))
+    assert got.autogroup_nice is None and not got.shielded  # unreadable: says so
+    assert "could not be read" in (got.why or "")
+    assert priority.others_share_at(-5) == pytest.approx(1024 / (3121 + 1024))
+    assert priority.others_share_at(-10) < 0.10 <= priority.others_share_at(-9)
+    assert priority.others_share_at(-20) < 0.012
+
+
+def fake_group(tmp_path: Path, nice: int, cgroup: str = "0::/\n") -> Path:
+    proc = tmp_path / "proc"
+    (proc / "7").mkdir(parents=True)
+    (proc / "7" / "autogroup").write_text(f"/autogroup-9 nice {nice}\n")
+    (proc / "7" / "cgroup").write_text(cgroup)
+    return proc
+
+
+@pytest.mark.parametrize(
+    ("nice", "shielded", "why"),
+    [
+        (-20, True, None),
+        (-10, True, None),
+        (-5, False, "only nice -5 permitted (rlimit_nice)"),
+        (0, False, "not permitted"),
+    ],
+)
+def test_read_back_grades_the_granted_nice(tmp_path, monkeypatch, nice, shielded, why):
+    monkeypatch.setattr(priority, "_PROC", fake_group(tmp_path, nice))
+    got = priority.read_back(7, "raised", None, grant(40 if nice == -20 else 30))
+    assert got.shielded is shielded and got.autogroup_nice == nice
+    assert (got.why or "").startswith(why or "")
+    assert (got.value, got.mechanism) == ((nice, "rlimit_nice") if nice < 0 else (None, None))
+    assert (got.advice is None) is (nice == -20)
+
+
+def test_where_a_v2_cpu_cgroup_decides_its_weight_is_recorded(tmp_path, monkeypatch):
+    proc = fake_group(tmp_path, 0, "0::/user.slice/app.scope\n")
+    root = tmp_path / "cgroup"
+    (root / "user.slice" / "app.scope").mkdir(parents=True)
+    weight = root / "user.slice" / "app.scope" / "cpu.weight"
+    monkeypatch.setattr(priority, "_PROC", proc)
+    monkeypatch.setattr(priority, "_CGROUP", root)
+    why = "the CPU cgroup /user.slice/app.scope decides, not autogroup"
+    weight.write_text("100\n")
+    got = priority.read_back(7, "raised", why, grant(0))
+    assert (got.mechanism, got.value, got.shielded, got.why) == ("cgroup_weight", 100, False, why)
+    assert "systemd-run --user --scope -p CPUWeight=" in (got.advice or "")
+    weight.write_text("1000\n")
+    got = priority.read_back(7, "raised", why, grant(0))
+    assert got.value == 1000 and got.advice is None
+
+
+# The host side of a raise, run as another user: priority.py is stdlib only, so it is
+# loaded from its file by any Python that user may execute.
+AS_USER = """
+import importlib.util, json, os, subprocess, sys
+spec = importlib.util.spec_from_file_location("prio", sys.argv[1])
+prio = importlib.util.module_from_spec(spec)
+sys.modules["prio"] = prio
+spec.loader.exec_module(prio)
+grant = prio.nice_grant()
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3)"],
+                         start_new_session=True, preexec_fn=lambda: prio.raise_in_child(grant.nice))
+got = prio.read_back(child.pid, "raised", prio.autogroup_applies(), grant)
+child.kill()
+print(json.dumps({"uid": os.geteuid(), "grant": grant.nice, **got.to_json()}))
+"""
+TEST_USER = os.environ.get("TFV_TEST_USER", "tfvu")
+
+
+def as_user(*caps: str) -> dict | None:
+    """Run AS_USER as TEST_USER (with these ambient capabilities), or None if this host
+    cannot (not root, no setpriv, no such user, no Python that user can run)."""
+    import json
+    import pwd
+    import shutil
+    import subprocess
+    import sys
+
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        return None
+    try:
+        pwd.getpwnam(TEST_USER)
+    except KeyError:
+        return None
+    module = Path(priority.__file__).resolve()
+    switch = ["setpriv", f"--reuid={TEST_USER}", f"--regid={TEST_USER}", "--init-groups"]
+    if caps:
+        flags = ",".join(f"+{c}" for c in caps)
+        switch += [f"--inh-caps={flags}", f"--ambient-caps={flags}"]
+    for python in (sys.executable, "/usr/bin/python3"):
+        run = subprocess.run(
+            [*switch, python, "-c", AS_USER, str(module)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd="/",
+        )
+        if run.returncode == 0:
+            return json.loads(run.stdout)
+    return None
+
+
+@pytest.mark.skipif(
+    not AUTOGROUP or priority.autogroup_applies() is not None,
+    reason="needs autogroup scheduling in the root CPU group",
+)
+def test_an_unprivileged_user_with_an_ambient_cap_sys_nice_gets_raised_workers():
+    plain = as_user()
+    if plain is None:
+        pytest.skip(f"needs root, setpriv and a user {TEST_USER} (.ci/run creates it)")
+    assert plain["uid"] != 0 and plain["grant"] == 0  # no RLIMIT_NICE on these machines
+    assert plain["autogroup_nice"] == 0 and plain["shielded"] is False
+    assert "not permitted" in plain["why"] and "nice -20" in plain["advice"]
+    capable = as_user("sys_nice")
+    assert capable is not None and capable["uid"] != 0
+    assert capable["autogroup_nice"] == -20 and capable["nice"] == -20
+    assert capable["shielded"] is True and capable["mechanism"] == "cap_sys_nice"
+    assert capable["advice"] is None

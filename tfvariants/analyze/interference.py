@@ -26,7 +26,7 @@ from typing import Any
 from tfvariants.store import disturbance as rule
 from tfvariants.store.cellresult import CellResult
 from tfvariants.store.disturbance import DISTURBED_SHARE, SHIELDED_SHARE
-from tfvariants.store.rawfields import finite_number
+from tfvariants.store.rawfields import finite_number, get_path
 
 # Before a cell: wait until others used less than this share of its CPUs over the last
 # second, for at most QUIET_WAIT_S.
@@ -72,6 +72,9 @@ class Interference:
     shielded: int = 0  # of those: raised, and other sessions compete by weight against it
     unshielded_why: str | None = None  # why the first unshielded one was not
     started_shielded: int = 0  # cells started without a wait: the one before ran shielded
+    grants: set[str] = field(default_factory=set)  # what workers got, "nice -10 by rlimit_nice"
+    advice: str | None = None  # how to get more (execute/priority.py Priority.advice)
+    waits_skipped: dict[str, int] = field(default_factory=dict)  # why not waited -> cells
 
     @property
     def never_quiet(self) -> bool:
@@ -108,7 +111,7 @@ class Interference:
             text += f", and {self.not_quiet} started without it"
             if self.quiet_wait_s:
                 text += f" (the wait of {self.quiet_wait_s:.0f} s ran out)"
-        text += "."
+        text += skipped_waits(self.waits_skipped) + "."
         if self.never_quiet:
             text += (
                 " This machine was never quiet during the run: no undisturbed result, so no "
@@ -125,9 +128,12 @@ class Interference:
         """What the raised priority did (empty when no cell asked for it)."""
         if not self.raised:
             return ""
+        got = ", ".join(sorted(self.grants)) or "nice -20"
+        full = all(g.startswith("nice -20 ") for g in self.grants)  # else down to nice -10
         text = (
             f" {self.shielded} of {self.raised} workers ran at raised priority (their session "
-            "at nice -20, so other programs' sessions got about 1 % of a contested CPU)"
+            f"at {got}, so other programs' sessions got {'about 1' if full else 'at most 10'} "
+            "% of a contested CPU)"
         )
         if self.shielded < self.raised and self.unshielded_why:
             text += f"; the others at normal priority: {self.unshielded_why}"
@@ -136,7 +142,7 @@ class Interference:
                 f"; {self.started_shielded} cell(s) started without waiting for quiet, as the "
                 "cell before them ran shielded and undisturbed"
             )
-        return text + "."
+        return text + "." + (f" To get more: {self.advice}." if self.advice else "")
 
 
 def summarise(
@@ -163,8 +169,12 @@ def summarise(
             summary.sustained += 1
         if r.get("runner", "quiet", "shielded") is True:
             summary.started_shielded += 1
+        skipped = r.get("runner", "quiet", "skipped")
+        if isinstance(skipped, str):
+            summary.waits_skipped[skipped] = summary.waits_skipped.get(skipped, 0) + 1
         if r.get("runner", "priority", "requested") == "raised":
             summary.raised += 1
+            note_grant(summary, r.raw)
             if rule.worker_shielded(r.raw):
                 summary.shielded += 1
             elif summary.unshielded_why is None:
@@ -202,3 +212,30 @@ def rule_of(options: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], str | N
     limit = limit_of(options)
     shielded = rule.shielded_limit({"options": options})
     return lambda result: disturbance(result, limit, shielded)
+
+
+def note_grant(summary: Interference, raw: Mapping[str, Any]) -> None:
+    """What a raised worker got, and the first advice on how to get more."""
+    got = get_path(raw, "runner", "priority")
+    if not isinstance(got, Mapping):
+        return
+    if got.get("shielded") is True and isinstance(got.get("value"), int):
+        summary.grants.add(f"nice {got['value']} by {got.get('mechanism')}")
+    if summary.advice is None and isinstance(got.get("advice"), str):
+        summary.advice = got["advice"]
+
+
+def skipped_waits(skipped: Mapping[str, int]) -> str:
+    """Cells started without a wait for quiet, and why (execute/quiet.py SKIPPED)."""
+    parts = []
+    if skipped.get("share"):
+        parts.append(
+            f"{skipped['share']} cell(s) started without a wait as the waits had used their "
+            "share of the run's time"
+        )
+    if skipped.get("unpaid"):
+        parts.append(
+            f"{skipped['unpaid']} cell(s) without one as the last waits had been followed by "
+            "disturbed cells (waiting was not paying off)"
+        )
+    return "; " + " and ".join(parts) if parts else ""

@@ -93,8 +93,9 @@ def add_interference_options(p: argparse.ArgumentParser) -> None:
                    help="attempts after a disturbed one, per cell, within the budget "
                    f"(default {interference.DISTURBED_RETRIES})")  # fmt: skip
     p.add_argument("--priority", choices=PRIORITIES, default=None,
-                   help="raised (default): each worker's session at nice -20 where permitted "
-                   "(root or CAP_SYS_NICE), so a background job cannot take its CPUs; "
+                   help="raised (default): each worker's session at the lowest nice permitted "
+                   "(-20 with CAP_SYS_NICE, else what RLIMIT_NICE allows), so a background "
+                   "job cannot take its CPUs; "
                    "normal: as started. Each cell records what it got")  # fmt: skip
     add_disturbed_policy(p)
 
@@ -202,6 +203,7 @@ def quiet_gate(spec: Any) -> Any:
         limit=float(spec.options["quiet_share"]),
         max_wait_s=wait_s,
         disturbed=interference.rule_of(spec.options),
+        budget_s=spec.options.get("budget_s"),  # the waits take at most a share of it
     )
 
 

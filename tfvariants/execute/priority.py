@@ -12,25 +12,46 @@ of nice -20: 88761 against 1024 for a nice-0 group, about 99 % of a contested CP
 Measured on this project's 2-core machines: a busy loop shared its CPU 50/50 with a
 nice-19 hog in another session, and got 98.8 % with its group at nice -20.
 
-It needs CAP_SYS_NICE (root, or granted); without it the worker runs at normal priority
-and the result says why. It does nothing for a container (its cgroup, set by the engine,
-competes instead), nor where the CPU controller of cgroups places processes (cgroup v2
-desktops: autogroup then does not apply), nor against a hypervisor's steal: the cell's
-own measurement of others' share stays the judge (tfvariants.store.cellresult).
+Lowering a nice value needs CAP_SYS_NICE (root, or granted, e.g. as an ambient
+capability) or an RLIMIT_NICE that permits it (`USER - nice -10` in limits.conf lets
+USER go down to nice -10; the kernel applies the same check to the autogroup's nice).
+:func:`nice_grant` reads both and the worker asks for the lowest nice it may have, so a
+partial grant is used down to its limit; without either the worker runs at normal
+priority and the result says why, and how to get more (``advice``). It does nothing
+for a container (its cgroup, set by the engine, competes instead), nor where the CPU
+controller of cgroups places processes (cgroup v2 desktops: autogroup then does not
+apply; there the weight of the cgroup the run was started in decides, and it is
+recorded), nor against a hypervisor's steal: the cell's own measurement of others'
+share stays the judge (tfvariants.store.cellresult).
 """
 
 from __future__ import annotations
 
+import functools
 import os
+import pwd
+import resource
+import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 PRIORITIES = ("raised", "normal")
 DEFAULT = "raised"
-RAISED_NICE = -20  # the autogroup's and the process's nice when raised
+RAISED_NICE = -20  # the autogroup's and the process's nice when fully raised
+# The highest nice that still shields: a group at nice -10 (weight 9548) against a nice-0
+# session (1024) leaves the other about 1024 / 10572 = 9.7 % of a contested CPU, under
+# the 10 % at which a cell counts as disturbed (store/disturbance.py DISTURBED_SHARE),
+# so the shielded rule (judged by run-queue wait) stays as safe as the unshielded one.
+# A grant above it (nice -5: 23 % for the other) still helps, but is not "shielded".
+SHIELD_NICE = -10
+CAP_SYS_NICE = 23  # its bit in /proc/PID/status CapEff
+CGROUP_DEFAULT_WEIGHT = 100  # cgroup v2 cpu.weight of a sibling nobody raised
+_EAGAIN_TRIES = 4  # the kernel sets an autogroup's nice at most every 100 ms (non-admin)
 
 _PROC = Path("/proc")
+_CGROUP = Path("/sys/fs/cgroup")
 
 
 @dataclass(frozen=True)
@@ -42,21 +63,85 @@ class Priority:
     nice: int | None  # the process's own nice, read back
     shielded: bool  # raised, and other sessions compete by group weight against it
     why: str | None = None  # when raised was asked for but not shielded: why not
+    mechanism: str | None = None  # "cap_sys_nice", "rlimit_nice" or "cgroup_weight"
+    value: int | None = None  # the nice granted, or the cgroup's cpu.weight
+    advice: str | None = None  # one line: what the user can do to get more
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def raise_in_child() -> None:
-    """In the worker, before exec and after it leads a new session: ask for nice -20 for
-    its autogroup and itself. Best effort (no exception may leave a preexec function);
-    :func:`read_back` says afterwards what took effect."""
+@dataclass(frozen=True)
+class Grant:
+    """The lowest nice this process may give a worker, what permits it, and (when it is
+    not the full -20) the one line that says how to get more."""
+
+    nice: int  # 0: nothing granted
+    mechanism: str | None  # "cap_sys_nice", "rlimit_nice", None
+    advice: str | None
+
+
+def cap_eff(proc: Path = _PROC) -> int | None:
+    """This process's effective capability set (/proc/self/status CapEff), or None."""
     try:
-        (_PROC / "self" / "autogroup").write_text(f"{RAISED_NICE}\n")
-    except OSError:
+        for line in (proc / "self" / "status").read_text().splitlines():
+            if line.startswith("CapEff:"):
+                return int(line.split()[1], 16)
+    except (OSError, ValueError, IndexError):
         pass
+    return None
+
+
+def _user() -> str:
     try:
-        os.setpriority(os.PRIO_PROCESS, 0, RAISED_NICE)
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        return str(os.geteuid())
+
+
+def advice_line(user: str) -> str:
+    """How a user gets the full shield (one line, for the report and the terminal)."""
+    return (
+        f"for a full shield allow nice -20: the line `{user} - nice -20` in "
+        "/etc/security/limits.conf (then log in again), or CAP_SYS_NICE (systemd "
+        "AmbientCapabilities=CAP_SYS_NICE, or `setpriv --inh-caps=+sys_nice "
+        "--ambient-caps=+sys_nice`)"
+    )
+
+
+def nice_grant(
+    *,
+    getrlimit: Callable[[int], tuple[int, int]] = resource.getrlimit,
+    caps: Callable[[], int | None] = cap_eff,
+    user: Callable[[], str] = _user,
+) -> Grant:
+    """The lowest nice a worker may get: -20 with CAP_SYS_NICE, else what RLIMIT_NICE
+    permits (a soft limit L allows nice 20 - L: L = 30 is nice -10), else 0."""
+    eff = caps()
+    if eff is not None and eff >> CAP_SYS_NICE & 1:
+        return Grant(RAISED_NICE, "cap_sys_nice", None)
+    soft, _ = getrlimit(resource.RLIMIT_NICE)
+    lowest = RAISED_NICE if soft == resource.RLIM_INFINITY else max(RAISED_NICE, 20 - soft)
+    advice = advice_line(user())
+    if lowest >= 0:
+        return Grant(0, None, advice)
+    return Grant(lowest, "rlimit_nice", None if lowest == RAISED_NICE else advice)
+
+
+def raise_in_child(nice: int = RAISED_NICE) -> None:
+    """In the worker, before exec and after it leads a new session: ask for ``nice``
+    (:func:`nice_grant`) for its autogroup and itself. Best effort (no exception may
+    leave a preexec function); :func:`read_back` says afterwards what took effect."""
+    for _ in range(_EAGAIN_TRIES):
+        try:
+            (_PROC / "self" / "autogroup").write_text(f"{nice}\n")
+            break
+        except BlockingIOError:  # another group's nice was set under 100 ms ago
+            time.sleep(0.11)
+        except OSError:
+            break
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, nice)
     except OSError:
         pass
 
@@ -92,9 +177,62 @@ def autogroup_applies(proc: Path = _PROC, cgroup_root: Path = Path("/sys/fs/cgro
     return None
 
 
-def read_back(pid: int, requested: str, applies: str | None) -> Priority:
+# The kernel's weight of nice -20 .. 0 (sched_prio_to_weight): what a session group gets
+# against a nice-0 one is weight / (weight + 1024).
+_WEIGHTS = tuple(
+    int(w)
+    for w in "88761 71755 56483 46273 36291 29154 23254 18705 14949 11916 "
+    "9548 7620 6100 4904 3906 3121 2501 1991 1586 1277 1024".split()
+)
+
+
+def others_share_at(nice: int) -> float:
+    """The share of a contested CPU a nice-0 session keeps against a group at ``nice``."""
+    weight = _WEIGHTS[min(max(nice, RAISED_NICE), 0) - RAISED_NICE]
+    return 1024 / (weight + 1024)
+
+
+@functools.cache
+def granted() -> Grant:
+    """:func:`nice_grant` for this process, read once (before any worker is forked)."""
+    return nice_grant()
+
+
+def cgroup_weight(pid: int) -> int | None:
+    """The cgroup v2 cpu.weight of the cgroup ``pid`` runs in, or None (cgroup v1, no CPU
+    controller there, unreadable)."""
+    proc, cgroup_root = _PROC, _CGROUP
+    try:
+        lines = (proc / str(pid) / "cgroup").read_text().splitlines()
+        path = next(line.split(":", 2)[2] for line in lines if line.startswith("0::"))
+        return int((cgroup_root / path.lstrip("/") / "cpu.weight").read_text())
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
+def _cgroup_priority(pid: int, group: int | None, nice: int | None, why: str) -> Priority:
+    """Where the CPU controller of cgroups decides: the weight of the worker's cgroup
+    (inherited from the run's) is what counts, recorded; not taken as shielded, as the
+    weights of its siblings are unknown here (the cell's others' share judges it)."""
+    weight = cgroup_weight(pid)
+    advice = (
+        "to give the workers more of a contested CPU, start the run in a scope with a higher "
+        "CPU weight, e.g. `systemd-run --user --scope -p CPUWeight=1000 tfvariants compare ...`"
+    )
+    if weight is None:  # cgroup v1, or v2 without the CPU controller's files
+        return Priority("raised", group, nice, False, why)
+    enough = weight >= 10 * CGROUP_DEFAULT_WEIGHT
+    return Priority(
+        "raised", group, nice, False, why, "cgroup_weight", weight, None if enough else advice
+    )
+
+
+def read_back(
+    pid: int, requested: str, applies: str | None, grant: Grant | None = None
+) -> Priority:
     """What the worker ``pid`` actually runs at, after :func:`raise_in_child`.
-    ``applies``: :func:`autogroup_applies`, read once per run."""
+    ``applies``: :func:`autogroup_applies`, read once per run; ``grant``: what was asked
+    for (:func:`granted` by default)."""
     group: int | None = None
     try:
         text = (_PROC / str(pid) / "autogroup").read_text()  # "/autogroup-123 nice -20"
@@ -107,16 +245,23 @@ def read_back(pid: int, requested: str, applies: str | None) -> Priority:
         nice = None
     if requested != "raised":
         return Priority(requested, group, nice, False)
-    why = None
-    if group != RAISED_NICE:
+    grant = grant if grant is not None else granted()
+    if applies is not None:
+        return _cgroup_priority(pid, group, nice, applies)
+    if group is None:
+        return Priority(requested, None, nice, False, "the worker's autogroup could not be read")
+    if group >= 0:
+        why = "not permitted (raising priority needs CAP_SYS_NICE or an RLIMIT_NICE grant)"
+        return Priority(requested, group, nice, False, why, advice=grant.advice)
+    mechanism = grant.mechanism or "granted"
+    advice = grant.advice if group > RAISED_NICE else None
+    if group > SHIELD_NICE:
         why = (
-            "not permitted (raising priority needs root or CAP_SYS_NICE)"
-            if group is not None
-            else "the worker's autogroup could not be read"
+            f"only nice {group} permitted ({mechanism}): other sessions keep "
+            f"{others_share_at(group):.0%} of a contested CPU"
         )
-    elif applies is not None:
-        why = applies
-    return Priority(requested, group, nice, why is None, why)
+        return Priority(requested, group, nice, False, why, mechanism, group, advice)
+    return Priority(requested, group, nice, True, None, mechanism, group, advice)
 
 
 def container(requested: str) -> Priority:

@@ -15,6 +15,14 @@ does not need quiet to measure cleanly: after such a cell came out undisturbed, 
 next cell starts without waiting (``shielded``; nothing is measured before it). The
 cell's own measurement stays the judge: one disturbed or unshielded cell, and the
 waits are back.
+
+Waits must pay for themselves. Under random bursts every wait finds a quiet gap, yet
+the cell after it overlaps the next burst: an unprivileged run under bursts waited 218 s
+(38 % of its 10-minute budget) for 26 disturbed cells of 26. So the waits of a run with
+a budget take at most ``BUDGET_SHARE`` of the run's time so far (a wait counted in it)
+and of its budget, and after ``UNPAID_AFTER`` waits in a row were followed by a
+disturbed cell, the run stops waiting: the cells then start at once and say why
+(``skipped``: "share" or "unpaid"). So the first cell of such a run starts at once.
 """
 
 from __future__ import annotations
@@ -29,6 +37,9 @@ from workloads import cpuload
 
 WINDOW_S = 1.0  # the "last second" the share is measured over
 SUSTAINED_AFTER = 3  # waits in a row that ran out: the load is sustained
+BUDGET_SHARE = 0.10  # the most of a run's --budget its waits for quiet may take
+UNPAID_AFTER = 3  # waits in a row followed by a disturbed cell: waiting is not paying
+SKIPPED = ("share", "unpaid")  # why a cell started without a wait
 
 
 @dataclass(frozen=True)
@@ -40,6 +51,8 @@ class QuietWait:
     max_wait_s: float
     sustained: bool = False  # the load was sustained: one window measured, no wait
     shielded: bool = False  # not waited: the last cell's raised priority kept it clean
+    skipped: str | None = None  # not waited: SKIPPED (the waits' share used, or unpaid)
+    allowance_s: float | None = None  # the run's most for all waits (budget x share)
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -81,7 +94,11 @@ def wait_for_quiet(
 
 class QuietGate:
     """The run's wait for quiet before each cell (``runner.run_request``'s ``quiet``):
-    bounded per cell, and shortened to one window while the load is sustained."""
+    bounded per cell, shortened to one window while the load is sustained, bounded in all
+    by ``budget_share`` of the time since the gate was made and of ``budget_s`` (when the
+    run has a budget), and stopped once
+    waiting has not paid off (``UNPAID_AFTER`` waits in a row, each followed by a
+    disturbed cell)."""
 
     def __init__(
         self,
@@ -90,38 +107,97 @@ class QuietGate:
         max_wait_s: float,
         wait: Callable[..., QuietWait] = wait_for_quiet,
         disturbed: Callable[[Mapping[str, Any]], str | None] | None = None,
+        budget_s: float | None = None,
+        budget_share: float = BUDGET_SHARE,
+        window_s: float = WINDOW_S,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.limit, self.max_wait_s = limit, max_wait_s
         self._wait = wait
         self._disturbed = disturbed  # the run's rule (interference.disturbance)
         self.misses = 0  # waits in a row that ran out
         self.shielded = False  # the last cell ran shielded and came out undisturbed
+        if not 0 <= budget_share < 1:
+            raise ValueError(f"budget_share {budget_share}: expected at least 0 and under 1")
+        self.allowance_s = budget_s * budget_share if budget_s else None
+        self.budget_share = budget_share
+        self._clock = clock
+        self._started = clock()  # made as the run starts: its time counts from here
+        self.window_s = window_s
+        self.spent_s = 0.0  # waited in all, this run
+        self.unpaid = 0  # waits in a row whose cell came out disturbed
+        self._waited = False  # the cell now running was waited for
 
     @property
     def sustained(self) -> bool:
         return self.misses >= SUSTAINED_AFTER
 
     def observe(self, result: Mapping[str, Any]) -> None:
-        """After each cell: did its raised priority keep it undisturbed?"""
+        """After each cell: did its raised priority keep it undisturbed? Did the wait
+        before it pay (a clean cell)?"""
         cpu = result.get("cpu")
         others = cpu.get("others_share") if isinstance(cpu, Mapping) else None
-        self.shielded = bool(
-            worker_shielded(result)
-            and result.get("status") == "ok"
-            and isinstance(others, (int, float))  # measured, not merely unrecorded
-            and self._disturbed is not None
-            and self._disturbed(result) is None
+        measured = result.get("status") == "ok" and isinstance(others, (int, float))
+        clean = measured and self._disturbed is not None and self._disturbed(result) is None
+        self.shielded = bool(worker_shielded(result) and clean)
+        if self._waited and measured and self._disturbed is not None:
+            self.unpaid = 0 if clean else self.unpaid + 1
+        self._waited = False
+
+    def _left_s(self) -> float | None:
+        """The longest the next wait may take within the waits' share (None: no bound).
+        A wait of w keeps spent + w <= share x (elapsed + w) and <= the allowance."""
+        if self.allowance_s is None:
+            return None
+        elapsed = self._clock() - self._started
+        by_time = (self.budget_share * elapsed - self.spent_s) / (1 - self.budget_share)
+        return min(self.allowance_s - self.spent_s, by_time)
+
+    def _skip(self, left: float | None) -> str | None:
+        if left is not None and left < self.window_s:
+            return "share"
+        if self.unpaid >= UNPAID_AFTER:
+            return "unpaid"
+        return None
+
+    def _record(
+        self,
+        waited_s: float,
+        share: float | None,
+        quiet: bool | None,
+        *,
+        sustained: bool = False,
+        shielded: bool = False,
+        skipped: str | None = None,
+    ) -> QuietWait:
+        return QuietWait(
+            waited_s,
+            share,
+            quiet,
+            self.limit,
+            self.max_wait_s,
+            sustained,
+            shielded,
+            skipped,
+            self.allowance_s,
         )
 
     def __call__(self, cpus: Sequence[int]) -> QuietWait:
         if self.shielded:
-            return QuietWait(0.0, None, None, self.limit, self.max_wait_s, shielded=True)
+            return self._record(0.0, None, None, shielded=True)
+        left = self._left_s()
+        skipped = self._skip(left)
+        if skipped is not None:
+            return self._record(0.0, None, None, skipped=skipped)
         sustained = self.sustained
-        result = self._wait(cpus, limit=self.limit,
-                            max_wait_s=0.0 if sustained else self.max_wait_s)  # fmt: skip
+        most = 0.0 if sustained else self.max_wait_s
+        if left is not None:
+            most = min(most, left)
+        result = self._wait(cpus, limit=self.limit, max_wait_s=most)
+        self.spent_s += result.waited_s
+        self._waited = True
         if result.quiet is False:
             self.misses += 1
         elif result.quiet:
             self.misses = 0
-        return QuietWait(result.waited_s, result.others_share, result.quiet, self.limit,
-                         self.max_wait_s, sustained)  # fmt: skip
+        return self._record(result.waited_s, result.others_share, result.quiet, sustained=sustained)

@@ -242,7 +242,7 @@ def run_request(
     worker left beside its result before the scratch folder goes. ``quiet(cpus)``, when
     given, waits for the cell's CPUs to be quiet just before the worker starts; what it
     found is recorded as ``runner.quiet``, and it sees the result after (``observe``).
-    ``priority`` "raised" asks for the worker's session group at nice -20
+    ``priority`` "raised" asks for the worker's session group at the lowest nice permitted
     (tfvariants.execute.priority); what it got is recorded as ``runner.priority``."""
     folder = RunFolder(Path(cells_dir).parent)
     cid = cell.cell_id
@@ -305,6 +305,7 @@ def _execute(
 ) -> dict[str, Any]:
     on_host = variant.pins_on_host()
     raise_it = priority == "raised" and on_host
+    lowest = prio.granted().nice if raise_it else 0  # read here: preexec runs in the child
 
     def preexec() -> None:
         _die_with_parent()
@@ -312,7 +313,7 @@ def _execute(
         if on_host and hasattr(os, "sched_setaffinity"):
             os.sched_setaffinity(0, plan.cpus)
         if raise_it:  # after setsid: the worker's own session group
-            prio.raise_in_child()
+            prio.raise_in_child(lowest)
 
     started = time.monotonic()
     try:

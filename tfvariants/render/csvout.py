@@ -7,6 +7,7 @@ import io
 from pathlib import Path
 from typing import Any
 
+from tfvariants.analyze import loadlabel
 from tfvariants.analyze.report.build import Report
 from tfvariants.analyze.serving.configs import PCTS, ServingAnalysis
 from tfvariants.analyze.training.analysis import Analysis
@@ -84,7 +85,7 @@ def _config_columns(analysis: Analysis) -> dict[ConfigKey, dict[str, Any]]:
                 if cmp is None:
                     continue
                 row[f"{kind}_ratio"] = cmp.ratio.value
-                row[f"{kind}_verdict"] = cmp.verdict
+                row[f"{kind}_verdict"] = loadlabel.word(cmp.verdict, g.under_load)
                 if cmp.ratio.has_interval:
                     row[f"{kind}_ratio_lo"], row[f"{kind}_ratio_hi"] = cmp.ratio.lo, cmp.ratio.hi
                 if kind == "time":

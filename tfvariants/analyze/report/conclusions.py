@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-from tfvariants.analyze import stats
+from tfvariants.analyze import loadlabel, stats
 from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.decide import Settings
 from tfvariants.analyze.report.format import dur, money, sig3
@@ -57,7 +57,12 @@ class Labelled(Protocol):
 
 
 def phrase(a: Labelled, b: Labelled, cmp: stats.Comparison, what: str = "time") -> str:
-    """a versus b in words, from the comparison's one interval and verdict."""
+    """a versus b in words, from the comparison's one interval and verdict, saying so
+    when it rests on disturbed cells (analyze/loadlabel.py)."""
+    return loadlabel.qualify(_phrase(a, b, cmp, what), a, b)
+
+
+def _phrase(a: Labelled, b: Labelled, cmp: stats.Comparison, what: str) -> str:
     r = cmp.ratio
     low, high = ("faster", "slower") if what == "time" else ("cheaper", "more expensive")
     if cmp.verdict == "different":
@@ -228,7 +233,9 @@ def _fastest_sentences(
             lead = f"the baseline {b.label} was the fastest for {wr.name}"
         else:
             lead = f"the baseline {b.label} had the shortest estimated time for {wr.name}"
-        wr.conclusions.append(f"{host}, {lead} ({dur(_time(b))} for the full schedule).")
+        said_lead = f"{host}, {lead} ({dur(_time(b))} for the full schedule)"
+        # "fastest" rests on the comparison with the runner-up: labelled as it is
+        wr.conclusions.append(loadlabel.qualify(said_lead, b, runner_up) + ".")
         pair = frozenset((b.label, runner_up.label)) if runner_up is not None else None
         if runner_up is not None and cmp is not None and pair not in said:
             wr.conclusions.append(f"Against the next best: {phrase(b, runner_up, cmp)}.")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tfvariants.analyze import interference, stats, windows
+from tfvariants.analyze import interference, loadlabel, stats, windows
 from tfvariants.analyze.baseline import parse_baseline
 from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.decide import Settings, run_looks
@@ -269,6 +269,7 @@ def _workload_report(
     )
     wr = WorkloadReport(w, wgroups, inputs.groups.get(found.baseline) if found.baseline else None)
     apply_verdicts(wr, found.verdicts, inputs.settings)
+    loadlabel.mark(wgroups, wr.baseline)  # verdicts that rest on disturbed cells
     if wr.baseline is None or wr.baseline.time is None:
         warnings.append(
             cautions.StatWarning(

@@ -1,0 +1,135 @@
+"""Waits that pay for themselves (tfvariants.execute.quiet.QuietGate): at most a share of
+the run's time and budget, none once they stopped paying, and the report saying why a
+cell started without one. A fake clock and load throughout."""
+
+import pytest
+
+from tfvariants.analyze import interference
+from tfvariants.execute.quiet import QuietGate, QuietWait
+from tfvariants.plan.spec import MatrixSpec
+
+
+def matrix_spec(**options):
+    return MatrixSpec(("local",), (1, 2), ("mnist_cnn",), 2, {"timeout_s": 60, **options})
+
+
+class FakeLoad:
+    """A fake clock and load for the gate: each wait takes ``wait_s`` (capped by what the
+    gate allows) and finds quiet; each cell takes ``cell_s`` of the clock."""
+
+    def __init__(self, wait_s: float, cell_s: float = 0.0) -> None:
+        self.wait_s, self.cell_s, self.asked, self.now = wait_s, cell_s, [], 0.0
+
+    def clock(self) -> float:
+        return self.now
+
+    def wait(self, cpus, *, limit, max_wait_s):
+        self.asked.append(max_wait_s)
+        waited = max(1.0, min(self.wait_s, max_wait_s))  # at least one window
+        self.now += waited
+        return QuietWait(waited, 0.05, True, limit, max_wait_s)
+
+
+def cell(others: float) -> dict:
+    return {"status": "ok", "cpu": {"others_share": others, "steal_share": 0.0}}
+
+
+def gate_for(load: FakeLoad, budget_s: float | None) -> QuietGate:
+    return QuietGate(
+        limit=0.1,
+        max_wait_s=30.0,
+        wait=load.wait,
+        budget_s=budget_s,
+        clock=load.clock,
+        disturbed=lambda r: interference.disturbance(r, 0.1),
+    )
+
+
+def run_cells(gate: QuietGate, load: FakeLoad, shares: list[float]) -> list[QuietWait]:
+    records = []
+    for others in shares:
+        records.append(gate([0]))
+        load.now += load.cell_s
+        gate.observe(cell(others))
+    return records
+
+
+def test_the_waits_take_at_most_their_share_of_the_run_so_far():
+    load = FakeLoad(wait_s=25.0, cell_s=40.0)
+    gate = gate_for(load, budget_s=600.0)
+    waited = 0.0
+    for _ in range(12):  # every cell clean: waiting pays, only the share bounds it
+        waited += run_cells(gate, load, [0.0])[0].waited_s
+        assert waited <= 0.1 * load.now + 1e-9  # at every moment, not only at the end
+    records = run_cells(gate, load, [0.0])
+    assert records[0].to_json()["allowance_s"] == 60.0
+    assert load.asked[0] == pytest.approx(40 * 0.1 / 0.9)  # the first cell started at once
+    waited += records[0].waited_s
+    assert gate.spent_s == pytest.approx(waited) and 30.0 < waited <= 0.1 * load.now
+
+
+def test_the_waits_take_at_most_their_share_of_the_budget():
+    load = FakeLoad(wait_s=25.0, cell_s=200.0)  # a long run: the budget's share binds
+    gate = gate_for(load, budget_s=600.0)
+    records = run_cells(gate, load, [0.0] * 10)
+    assert records[0].skipped == "share" and records[0].waited_s == 0.0
+    # each wait: a tenth of the time so far, counting itself (20 s of 200 s -> 22.2 s),
+    # until the 60 s of the budget's share are spent
+    assert load.asked == pytest.approx([200 / 9, 200 / 9, 60 - 400 / 9])
+    assert sum(r.waited_s for r in records) == pytest.approx(60.0)
+    assert [r.skipped for r in records][4:] == ["share"] * 6
+
+
+def test_waiting_stops_when_it_has_not_been_paying_off():
+    """Bursts: each wait finds a quiet gap, each cell after it a burst."""
+    load = FakeLoad(wait_s=8.0)
+    gate = gate_for(load, budget_s=None)
+    records = run_cells(gate, load, [0.5, 0.0, 0.5, 0.5, 0.5, 0.0, 0.0])
+    # a clean cell after the second wait reset the count; three unpaid waits stop it
+    assert len(load.asked) == 5 and [r.skipped for r in records][5:] == ["unpaid"] * 2
+    assert load.now == 40.0 and gate.unpaid == 3
+    with pytest.raises(ValueError):
+        QuietGate(limit=0.1, max_wait_s=30.0, budget_s=60.0, budget_share=1.0)
+
+
+def test_a_failed_or_unmeasured_cell_says_nothing_about_the_wait():
+    load = FakeLoad(wait_s=2.0)
+    gate = QuietGate(
+        limit=0.1,
+        max_wait_s=30.0,
+        wait=load.wait,
+        disturbed=lambda r: interference.disturbance(r, 0.1),
+    )
+    for _ in range(5):
+        assert gate([0]).skipped is None
+        gate.observe({"status": "failed"})
+    assert gate.unpaid == 0 and gate.allowance_s is None  # no budget: per-cell bound only
+
+
+def test_the_summary_says_why_cells_started_without_a_wait():
+    from resultfactory import make_result
+
+    from tfvariants.store.cellresult import parse_training
+
+    def one(r: int, skipped: str | None) -> object:
+        raw = make_result(repeat=r)
+        raw["runner"] = {"quiet": {"waited_s": 0.0 if skipped else 3.0, "skipped": skipped}}
+        return parse_training(raw)
+
+    text = interference.summarise(
+        [one(0, None), one(1, "unpaid"), one(2, "share"), one(3, "share")]
+    ).sentence()
+    assert (
+        "2 cell(s) started without a wait as the waits had used their share of the run's time"
+        in text
+    )
+    assert "1 cell(s) without one as the last waits had been followed by disturbed cells" in text
+
+
+def test_a_compare_with_a_budget_bounds_its_waits_by_their_share():
+    from tfvariants.commands.rounds import quiet_gate
+    from tfvariants.execute.quiet import BUDGET_SHARE
+
+    options = {"quiet_wait_s": 30.0, "quiet_share": 0.1, "budget_s": 600.0}
+    assert quiet_gate(matrix_spec(**options)).allowance_s == 600.0 * BUDGET_SHARE
+    assert quiet_gate(matrix_spec(**{**options, "budget_s": None})).allowance_s is None

@@ -1,0 +1,101 @@
+"""Verdicts that say what they are about: a comparison whose rounds came from disturbed
+cells (store/disturbance.py) measured the machine under load, not the configurations on
+a quiet machine, and says so wherever it is shown (the summary's sentences, the verdict
+table, the end of compare, the CSV).
+
+Why: an unprivileged quick compare under a sustained `nice 19` load decided mnist_cnn
+1 vs 2 threads at 1.33x (1.29-1.42) and cifar10_cnn at 2.06x (1.82-2.29), every cell
+disturbed; the same day's quiet runs gave 1.71-1.77x and 1.43-1.56x, outside both
+intervals. The report said "no verdict rests on a clean measurement" far below, while
+its sentences presented the ratios as the answer. A load changes the ratio itself (it
+takes a share of one thread's CPU and more of two threads'), so no correction is
+applied: the verdict stands for what was measured, and is labelled.
+
+A round counts as under load for a configuration when the value the verdicts used for
+it came from a disturbed cell (only possible when the run's policy uses disturbed
+cells: every attempt of that round was disturbed, analyze/verdicts.py round_values).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from tfvariants.analyze.training.groups import Group
+
+QUIET_MAY_DIFFER = "on a quiet machine the ratio may differ"
+
+
+class Disturbable(Protocol):
+    """One attempt of a configuration in a round (store/cellresult.py CellResult)."""
+
+    @property
+    def ok(self) -> bool: ...
+
+    @property
+    def round(self) -> int: ...
+
+    @property
+    def disturbed(self) -> bool: ...
+
+
+def loaded_rounds(results: Iterable[Disturbable], used: Iterable[int]) -> set[int]:
+    """Of the rounds ``used`` in verdicts, those whose every successful attempt was
+    disturbed (so the value used came from a disturbed cell)."""
+    attempts: dict[int, list[bool]] = {}
+    for r in results:
+        if r.ok:
+            attempts.setdefault(r.round, []).append(r.disturbed)
+    return {k for k in used if attempts.get(k) and all(attempts[k])}
+
+
+def under_load(a: object, b: object) -> tuple[int, int] | None:
+    """(rounds under load, rounds compared) for a comparison of two training groups
+    (analyze/groups.py Group: ``results`` and ``round_times``) on the rounds both have;
+    None for anything else (a serving configuration) or no common round."""
+    ra, rb = getattr(a, "round_times", None), getattr(b, "round_times", None)
+    if not isinstance(ra, dict) or not isinstance(rb, dict):
+        return None
+    common = set(ra) & set(rb)
+    if not common:
+        return None
+    loaded = loaded_rounds(getattr(a, "results", ()), common)
+    loaded |= loaded_rounds(getattr(b, "results", ()), common)
+    return len(loaded), len(common)
+
+
+def note(loaded: tuple[int, int] | None) -> str:
+    """ "" for a clean comparison, else e.g. "under load: 5 of 5 rounds from disturbed
+    cells; on a quiet machine the ratio may differ"."""
+    if loaded is None or not loaded[0]:
+        return ""
+    k, n = loaded
+    return f"under load: {k} of {n} rounds from disturbed cells; {QUIET_MAY_DIFFER}"
+
+
+def qualify(text: str, a: object, b: object) -> str:
+    """A sentence about a versus b (ending in its parenthesis, conclusions.phrase) with
+    the load note inside that parenthesis when the comparison rests on disturbed cells."""
+    said = note(under_load(a, b))
+    if not said:
+        return text
+    if text.endswith(")"):
+        return f"{text[:-1]}; {said})"
+    return f"{text} ({said})"
+
+
+def word(verdict_word: str, loaded: tuple[int, int] | None) -> str:
+    """A verdict table's word ("faster") with "under load" when it rests on disturbed
+    cells; the baseline and n/a stay as they are."""
+    if loaded is None or not loaded[0] or verdict_word in ("baseline", "n/a"):
+        return verdict_word
+    return f"{verdict_word} under load"
+
+
+def mark(groups: Iterable[Group], baseline: Group | None) -> None:
+    """Each group's comparison with its workload's baseline: ``under_load``."""
+    for g in groups:
+        g.under_load = (
+            under_load(g, baseline) if baseline is not None and g is not baseline else None
+        )
