@@ -20,6 +20,7 @@ def loaded_run(tmp_path, disturbed_rounds):
 def test_a_verdict_that_rests_on_disturbed_cells_says_so_wherever_it_is_shown(tmp_path):
     from tfvariants.analyze.training.analysis import analyze
     from tfvariants.render.csvout import csv_rows
+    from tfvariants.analyze.report.build import assemble
     from tfvariants.render.html import render_html
 
     a = analyze(loaded_run(tmp_path, range(5)))  # never quiet: auto uses them
@@ -31,7 +32,7 @@ def test_a_verdict_that_rests_on_disturbed_cells_says_so_wherever_it_is_shown(tm
     assert f"decided; {note} differ)" in said
     rows = [r for r in csv_rows(a) if r["threads"] == 1]
     assert {r["time_verdict"] for r in rows} == {"different under load"}
-    html = render_html(a, None)
+    html = render_html(assemble(a))
     assert ">under load</div>" in html and "5 of 5 rounds from disturbed cells" in html
     fastest_base = analyze(tmp_path / "res", baseline="local@2").workloads[0].conclusions
     assert "was the fastest" in fastest_base[0] and note in fastest_base[0]  # the lead too
