@@ -65,7 +65,11 @@ def _kernels(tf: Any, device: str) -> dict[str, dict[str, Any]]:
         for n in MATMUL_SIZES:
             a = tf.random.uniform((n, n), dtype=tf.float32)
             b = tf.random.uniform((n, n), dtype=tf.float32)
-            best, reps = best_time(lambda a=a, b=b: tf.matmul(a, b).numpy())
+
+            def product(a: Any = a, b: Any = b) -> Any:
+                return tf.matmul(a, b).numpy()
+
+            best, reps = best_time(product)
             out[f"matmul_{n}"] = {
                 "flops": matmul_flops(n),
                 "best_s": best,

@@ -48,6 +48,11 @@ def register(sub: Any) -> None:
     common.add_engine(p)
     p.add_argument("--no-probe", action="store_true",
                    help="skip the per-variant oneDNN probe (ISA used, no-op settings)")  # fmt: skip
+    p.add_argument(
+        "--no-peak",
+        action="store_true",
+        help="skip the peak probe (attainable GFLOP/s per variant and thread count)",
+    )
     p.add_argument("--workloads", default=None, help="'all' (default) or a comma list")
     p.add_argument("--repeats", type=argtypes.repeats, default=None,
                    help="repeats per configuration (default 5, the fewest that can decide with "
@@ -331,6 +336,10 @@ def run(args: argparse.Namespace) -> int:
         count_isa=(spec.options.get("preset") or {}).get("name") == presets.PRESET,
     )
     _store_variant_info(out, spec.variant_info)
+    if not args.no_peak and args.executor != "ray":  # cached per binary, CPU set and threads
+        from tfvariants.variants.peak import measure_all, store_peaks
+
+        store_peaks(out, measure_all(variant_objs, spec.configurations()))
 
     console = Console(stderr=True, soft_wrap=True)
     for line in moved:

@@ -7,6 +7,7 @@ import io
 from pathlib import Path
 from typing import Any
 
+from tfvariants.analyze import roofline
 from tfvariants.analyze.analysis import Analysis
 from tfvariants.render.output import write_text_atomic
 from tfvariants.store.cellresult import ConfigKey
@@ -26,6 +27,7 @@ CSV_COLUMNS = [
     "time_ratio", "time_ratio_lo", "time_ratio_hi", "time_verdict", "ratio_interval",
     "time_more_repeats", "time_rounds", "cost_ratio", "cost_ratio_lo", "cost_ratio_hi", "cost_verdict",
 ]  # fmt: skip
+CSV_COLUMNS += roofline.CSV_COLUMNS  # the configuration's share of the peaks
 
 
 def _r(x: Any) -> Any:
@@ -60,6 +62,7 @@ def csv_rows(analysis: Analysis) -> list[dict[str, Any]]:
     rows = []
     pricing = analysis.pricing
     configs = _config_columns(analysis)
+    peaks = roofline.csv_columns(roofline.roofline(analysis.workloads, analysis.run))
     for r in analysis.cells:
         t = r.training_time_s
         cost = pricing.cost(r.variant, r.threads, t, r.device) if (pricing and t) else None
@@ -85,7 +88,7 @@ def csv_rows(analysis: Analysis) -> list[dict[str, Any]]:
             "projected_lo_s": lo, "projected_hi_s": hi,
             "cpu_utilisation": r.utilisation, "others_share": r.others_share,
             "disturbed": r.disturbed,
-            **configs.get(r.key, {}),
+            **configs.get(r.key, {}), **peaks.get(r.key, {}),
         })  # fmt: skip
         rows[-1] = {k: _r(v) for k, v in rows[-1].items()}
     return rows

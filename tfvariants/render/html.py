@@ -102,6 +102,12 @@ def render_html(analysis: RunFrame, serving: ServingAnalysis | None = None) -> s
         else None
     )
     from tfvariants.analyze.provenance import where_ran
+    from tfvariants.analyze.roofline import roofline
+    from tfvariants.render.rooflinechart import roofline_chart
+
+    roof = roofline(training.workloads, training.run) if training is not None else None
+    if roof is not None:
+        extra.update(roofline=roof, roofline_chart=roofline_chart(roof, analysis.variants))
 
     return env.get_template("report.html").render(
         a=analysis,
