@@ -130,6 +130,8 @@ def record(
         "kernels": {k: v.get("gflops_per_s") for k, v in (probed.get("kernels") or {}).items()},
         "onednn_isa": probed.get("onednn_isa"),
         "probe_s": probed.get("wall_s"),
+        # what the probe ran with, read back inside it (the pinning is the cell's)
+        "applied": {k: probed.get(k) for k in ("affinity", "intra_op", "inter_op")},
         "why": probed.get("why"),
         "cpu_model": cpu.model_name,
     }
