@@ -60,8 +60,8 @@ def roofline_chart(roof: Roofline, variants: list[str], width: int = 640) -> Mar
         f'<text x="{_LEFT}" y="16" font-weight="bold" font-size="13">GFLOP/s against the '
         "attainable (solid) and theoretical (dashed) peaks</text>",
     ]
-    for i in range(5):
-        tick = top * i / 4
+    for i in range(6):  # fifths of a nice maximum are round numbers
+        tick = top * i / 5
         y = y_of(tick)
         out.append(
             f'<line x1="{_LEFT}" x2="{_LEFT + plot_w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>'
