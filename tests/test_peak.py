@@ -298,3 +298,21 @@ def test_store_peaks_keeps_other_thread_counts_on_resume(tmp_path):
     peakrun.store_peaks(folder, {"local": {"4": {"attainable_gflops_per_s": 1.0}}})
     stored = json.loads((folder / "run.json").read_text())["variant_info"]["local"]["peak"]
     assert sorted(stored) == ["1", "2", "4"]
+
+
+def test_the_compiled_answer_gives_each_builds_headroom(tmp_path):
+    from tfvariants.analyze.analysis import analyze
+    from tfvariants.analyze.compiled import answer
+
+    folder = _run_with_peaks(tmp_path)
+    run = json.loads((folder / "run.json").read_text())
+    run["options"] = {"preset": {"name": "compiled", "stock": "local", "builds": ["isa-sse41"]}}
+    (folder / "run.json").write_text(json.dumps(run))
+    a = analyze(folder)
+    lines = answer(a.workloads, a.run, a.settings.min_effect) or []
+    # isa-sse41@1: 18.4 of the CPU's 92 GFLOP/s (20 %), 46 % of its own 40: 5.00x
+    assert (
+        "Headroom: mnist_cnn on isa-sse41@1 ran at 20 % of this CPU's attainable peak "
+        "(46 % of its own build's): at most 5.00x faster with any build." in lines
+    )
+    assert lines[-1].startswith("The 2017 study")
