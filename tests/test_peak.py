@@ -316,3 +316,52 @@ def test_the_compiled_answer_gives_each_builds_headroom(tmp_path):
         "(46 % of its own build's): at most 5.00x faster with any build." in lines
     )
     assert lines[-1].startswith("The 2017 study")
+
+
+def test_compare_probes_each_configuration_before_its_first_cell(tmp_path, monkeypatch):
+    from test_compare import FakeRunCell
+
+    from tfvariants.cli import main
+    from tfvariants.commands import compare
+    from tfvariants.execute import runner
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(compare, "probe_variants", lambda *a, **k: None)
+    monkeypatch.setattr(peakrun, "binary_identity", lambda v: "sha256:abc")
+    events: list = []
+    probe = _fake_probe(events)
+    monkeypatch.setattr(peakrun, "run_probe", probe)
+    fake = FakeRunCell()
+
+    def run_cell(cell, *a, **k):
+        events.append(("cell", cell.cell_id))
+        return fake(cell, *a, **k)
+
+    monkeypatch.setattr(runner, "run_cell", run_cell)
+    argv = [
+        "compare",
+        "--threads",
+        "1,2",
+        "--workloads",
+        "mnist_cnn",
+        "--repeats",
+        "2",
+        "--pricing",
+        "none",
+        "--out",
+        "R",
+        "-o",
+        "r.html",
+    ]
+    assert main(argv) == 0
+    assert events[:2] == [("local", 1), ("local", 2)] and events[2][0] == "cell"
+    stored = json.loads((tmp_path / "R/run.json").read_text())["variant_info"]["local"]["peak"]
+    assert stored["2"]["attainable_gflops_per_s"] == 100.0 and not stored["2"]["cached"]
+    assert "How close to the hardware" in (tmp_path / "r.html").read_text()
+    # a resume finds them in the cache; --no-peak does not probe at all
+    events.clear()
+    assert main(["compare", "--resume", "--out", "R", "-o", "r2.html"]) == 0
+    assert [e for e in events if e[0] != "cell"] == []
+    assert main([*argv[:-4], "--out", "R3", "-o", "r3.html", "--no-peak"]) == 0
+    assert "peak" not in json.loads((tmp_path / "R3/run.json").read_text())["variant_info"]["local"]
