@@ -365,3 +365,17 @@ def test_compare_probes_each_configuration_before_its_first_cell(tmp_path, monke
     assert [e for e in events if e[0] != "cell"] == []
     assert main([*argv[:-4], "--out", "R3", "-o", "r3.html", "--no-peak"]) == 0
     assert "peak" not in json.loads((tmp_path / "R3/run.json").read_text())["variant_info"]["local"]
+
+
+def test_the_chart_draws_both_peak_lines_and_escapes_names():
+    from tfvariants.render.rooflinechart import roofline_chart
+
+    peaks = tuple(
+        roofline.Peak("local", t, "cpu", 90.0 * t, "matmul_1024", 80.0 * t, "AVX512", "x", None)
+        for t in (1, 2)
+    )
+    shares = (roofline.Share("<b>wl</b>", "local", 2, 40.0, 180.0, 180.0, 160.0),)
+    svg = str(roofline_chart(roofline.Roofline(peaks, shares, ()), ["local"]))
+    assert svg.count("<polyline") == 2 and 'stroke-dasharray="5,4"' in svg
+    assert "<b>" not in svg and "&lt;b&gt;wl&lt;/b&gt;" in svg
+    assert "40.0 GFLOP/s" in svg

@@ -100,17 +100,23 @@ def roofline_chart(roof: Roofline, variants: list[str], width: int = 640) -> Mar
                     title,
                 )
             )
-    legend_x = _LEFT + plot_w + 14
-    for i, v in enumerate(names):
-        y = _TOP + 10 + 16 * i
-        out.append(
-            f'<line x1="{legend_x}" x2="{legend_x + 18}" y1="{y - 4}" y2="{y - 4}" '
-            f'stroke="{colors[v]}" stroke-width="2"/>'
-        )
-        out.append(f'<text x="{legend_x + 24}" y="{y}">{escape(v)}</text>')
-    for i, w in enumerate(workloads):
-        y = _TOP + 10 + 16 * (len(names) + i) + 8
-        out.append(_marker(shapes[w], legend_x + 9, y - 4, "#555", w))
-        out.append(f'<text x="{legend_x + 24}" y="{y}">{escape(w)}</text>')
+    out += _legend(_LEFT + plot_w + 14, colors, shapes)
     out.append("</svg>")
     return Markup("".join(out))
+
+
+def _legend(x: float, colors: dict[str, str], shapes: dict[str, str]) -> list[str]:
+    """Variants (line colours), then workloads (marker shapes)."""
+    out = []
+    for i, (v, color) in enumerate(colors.items()):
+        y = _TOP + 10 + 16 * i
+        out.append(
+            f'<line x1="{x}" x2="{x + 18}" y1="{y - 4}" y2="{y - 4}" '
+            f'stroke="{color}" stroke-width="2"/>'
+        )
+        out.append(f'<text x="{x + 24}" y="{y}">{escape(v)}</text>')
+    for i, (w, shape) in enumerate(shapes.items()):
+        y = _TOP + 10 + 16 * (len(colors) + i) + 8
+        out.append(_marker(shape, x + 9, y - 4, "#555", w))
+        out.append(f'<text x="{x + 24}" y="{y}">{escape(w)}</text>')
+    return out
