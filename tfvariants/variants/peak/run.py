@@ -152,8 +152,10 @@ def measure(
     cpu: theory.Cpu | None = None,
     probe: Probe | None = None,
     log: Log = lambda _m: None,
+    binary: str | None = None,
 ) -> dict[str, Any]:
-    """One variant's peaks at ``threads``: from the cache, else probed (then cached)."""
+    """One variant's peaks at ``threads``: from the cache, else probed (then cached).
+    ``binary``: its binary_identity when the caller already has it."""
     from tfvariants.variants import skip_reason
 
     topology = topology or read_topology()
@@ -162,7 +164,7 @@ def measure(
     reason = skip_reason(variant)
     if reason:
         return record({"measured": False, "why": reason}, variant, plan, topology, cpu)
-    binary = binary_identity(variant)
+    binary = binary or binary_identity(variant)
     path = cache_path(cache_key(binary, variant, plan, cpu)) if binary else None
     cached = _read(path) if path else None
     if cached is not None:
@@ -189,10 +191,15 @@ def measure_all(
     say = log or (lambda m: print(m, file=sys.stderr))
     topology, cpu = read_topology(), theory.read_cpu()
     out: dict[str, dict[str, Any]] = {}
+    binaries: dict[str, str | None] = {}  # looked up once per variant (a child process)
     for name, threads in configurations:
         variant = variants.get(name)
         if variant is not None:
-            found = measure(variant, threads, topology=topology, cpu=cpu, log=say)
+            if name not in binaries:
+                binaries[name] = binary_identity(variant)
+            found = measure(
+                variant, threads, topology=topology, cpu=cpu, log=say, binary=binaries[name]
+            )
             out.setdefault(name, {})[str(threads)] = found
     return out
 
