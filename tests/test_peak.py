@@ -379,3 +379,30 @@ def test_the_chart_draws_both_peak_lines_and_escapes_names():
     assert svg.count("<polyline") == 2 and 'stroke-dasharray="5,4"' in svg
     assert "<b>" not in svg and "&lt;b&gt;wl&lt;/b&gt;" in svg
     assert "40.0 GFLOP/s" in svg
+
+
+def test_a_disturbed_peak_is_probed_again_and_the_best_kept(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(peakrun, "binary_identity", lambda v: "sha256:abc")
+    results = iter([(40.0, 0.5), (90.0, 0.3), (60.0, 0.4), (99.0, 0.0)])
+    calls = []
+
+    def probe(variant, plan):
+        calls.append(1)
+        rate, busy = next(results)
+        return {"measured": True, "gflops_per_s": rate, "others_share": busy, "kernels": {}}
+
+    kw = {"topology": TOPO, "cpu": CPU, "probe": probe}
+    local = Variant("local", "local")
+    got = [peakrun.measure(local, 1, **kw) for _ in range(5)]
+    # 40 (busy) -> 90 kept -> 60 is worse: 90 stays; after 3 probes the busy peak stands
+    assert [g["attainable_gflops_per_s"] for g in got] == [40.0, 90.0, 90.0, 90.0, 90.0]
+    assert len(calls) == 3 and [g["cached"] for g in got] == [False, False, False, True, True]
+    assert got[-1]["probes"] == 3
+    roof = roofline.peaks_of({"variant_info": {"local": {"peak": {"1": got[-1]}}}})
+    assert roof[0].disturbed and roof[0].busy == 0.3
+    # a quiet probe is cached at once
+    monkeypatch.setattr(peakrun, "binary_identity", lambda v: "sha256:quiet")
+    kw["probe"] = lambda v, p: {"measured": True, "gflops_per_s": 50.0, "others_share": 0.01}
+    peakrun.measure(local, 1, **kw)
+    assert peakrun.measure(local, 1, **kw)["cached"]

@@ -122,6 +122,7 @@ def _with_fd1_captured(action: Callable[[], Any]) -> tuple[Any, str]:
 
 def probe(device: str = "cpu") -> dict[str, Any]:
     """The attainable peak of this interpreter's TensorFlow, as pinned by the caller."""
+    from workloads import cpuload
     from workloads.onednn import parse_verbose
 
     backend = os.environ.get("KERAS_BACKEND") or "tensorflow"
@@ -142,10 +143,11 @@ def probe(device: str = "cpu") -> dict[str, Any]:
         gpus = tf.config.list_physical_devices("GPU")
         if device == "gpu" and not gpus:
             return {"tf": tf.__version__, "kernels": None, "why": "no GPU visible to TensorFlow"}
-        return {
-            "tf": tf.__version__,
-            "kernels": _kernels(tf, "/GPU:0" if device == "gpu" else "/CPU:0"),
-        }
+        before = cpuload.snapshot()
+        kernels = _kernels(tf, "/GPU:0" if device == "gpu" else "/CPU:0")
+        # Other processes on these CPUs lower a peak: the host re-probes a disturbed one.
+        used = cpuload.usage(before, cpuload.snapshot(), sorted(os.sched_getaffinity(0)))
+        return {"tf": tf.__version__, "kernels": kernels, "others_share": used.get("others_share")}
 
     os.environ.setdefault("ONEDNN_VERBOSE", "1")
     found, text = _with_fd1_captured(measure)
@@ -163,6 +165,7 @@ def probe(device: str = "cpu") -> dict[str, Any]:
         "onednn_isa": verbose.get("isa"),
         "onednn_primitives": verbose.get("primitives"),
         "wall_s": time.perf_counter() - t_start,
+        "others_share": found.get("others_share"),
     }
     if kernels:
         best = max(kernels.values(), key=lambda k: k["gflops_per_s"])

@@ -34,6 +34,11 @@ class Peak:
     level: str | None  # SSE4 / AVX / AVX2 / AVX512
     how: str  # where the theoretical figure's parts come from
     why: str | None  # why there is no attainable figure
+    busy: float | None = None  # others' share of its CPUs while the probe ran
+
+    @property
+    def disturbed(self) -> bool:
+        return self.busy is not None and self.busy > 0.10  # as a cell's default limit
 
     @property
     def label(self) -> str:
@@ -112,9 +117,14 @@ def peaks_of(run: Mapping[str, Any]) -> list[Peak]:
                     theo.get("level"),
                     how or str(rec.get("theoretical_why") or NOT_MEASURED),
                     rec.get("why") if not _num(rec.get("attainable_gflops_per_s")) else None,
+                    _share(rec.get("others_share")),
                 )
             )
     return sorted(out, key=lambda p: (p.device, p.threads, p.variant))
+
+
+def _share(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and 0 <= value <= 1 else None
 
 
 def _best(values: Iterable[float | None]) -> float | None:
@@ -165,6 +175,13 @@ def sentences(shares: list[Share], peaks: list[Peak]) -> list[str]:
             f"({sig3(s.cpu_attainable or 0)} GFLOP/s, the best dense kernel any build "
             f"reached at {s.threads} thread(s)){tail}: no build whose kernels reach that peak "
             f"can make it more than {sig3(s.headroom or 0)}x faster."
+        )
+    busy = [p for p in peaks if p.disturbed]
+    if busy:
+        out.append(
+            "Other processes used more than 10 % of the CPUs while the peak probe ran for "
+            f"{', '.join(p.label for p in busy)}: those attainable peaks are low (shares high); "
+            "a later run probes them again (up to 3 times) and keeps the best."
         )
     beaten = [p for p in peaks if p.attainable and p.theoretical and p.attainable > p.theoretical]
     if beaten:

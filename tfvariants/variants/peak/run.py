@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from tfvariants.variants.registry import Variant
 
 MODULE = "workloads.peakprobe"
+DISTURBED = 0.10  # others' share of the CPUs: the default that marks a cell disturbed
+MAX_PROBES = 3  # a disturbed peak is probed at most this often (a busy host stays busy)
 TIMEOUT_S = 120.0
 Log = Callable[[str], None]
 Probe = Callable[["Variant", PinPlan], dict[str, Any]]
@@ -130,6 +132,8 @@ def record(
         "kernels": {k: v.get("gflops_per_s") for k, v in (probed.get("kernels") or {}).items()},
         "onednn_isa": probed.get("onednn_isa"),
         "probe_s": probed.get("wall_s"),
+        "others_share": probed.get("others_share"),
+        "probes": probed.get("probes", 1),
         # what the probe ran with, read back inside it (the pinning is the cell's)
         "applied": {k: probed.get(k) for k in ("affinity", "intra_op", "inter_op")},
         "why": probed.get("why"),
@@ -167,13 +171,30 @@ def measure(
     binary = binary or binary_identity(variant)
     path = cache_path(cache_key(binary, variant, plan, cpu)) if binary else None
     cached = _read(path) if path else None
-    if cached is not None:
+    if cached is not None and not _again(cached):
         return {**record(cached, variant, plan, topology, cpu), "cached": True}
     log(f"peak probe: {variant.name} at {threads} thread(s) (once per binary and CPU set)")
     probed = (probe or run_probe)(variant, plan)
+    if cached is not None:  # a disturbed peak probed again: the better one is the peak
+        probed = _better(cached, probed)
     if path is not None and probed.get("measured"):
         write_json_atomic(path, probed)
     return {**record(probed, variant, plan, topology, cpu), "cached": False}
+
+
+def _again(cached: dict[str, Any]) -> bool:
+    """Whether a cached peak was measured while other processes used its CPUs (above the
+    share that disturbs a cell) and may be probed again (a few times, then it stands)."""
+    share = cached.get("others_share")
+    return isinstance(share, float) and share > DISTURBED and cached.get("probes", 1) < MAX_PROBES
+
+
+def _better(cached: dict[str, Any], probed: dict[str, Any]) -> dict[str, Any]:
+    probes = int(cached.get("probes", 1)) + 1
+    if not probed.get("measured"):
+        return {**cached, "probes": probes}
+    best = probed if probed["gflops_per_s"] >= cached["gflops_per_s"] else cached
+    return {**best, "probes": probes}
 
 
 def _read(path: Path) -> dict[str, Any] | None:
