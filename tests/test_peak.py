@@ -406,3 +406,32 @@ def test_a_disturbed_peak_is_probed_again_and_the_best_kept(tmp_path, monkeypatc
     kw["probe"] = lambda v, p: {"measured": True, "gflops_per_s": 50.0, "others_share": 0.01}
     peakrun.measure(local, 1, **kw)
     assert peakrun.measure(local, 1, **kw)["cached"]
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        ("echo boom >&2; exit 3", "peak probe failed (3): boom"),
+        ("sleep 2", "peak probe gave no result in 0.5 s"),
+        (
+            'echo "{\\"measured\\": true, \\"gflops_per_s\\": 7.0, \\"affinity\\": [0]}" > "$4"',
+            None,
+        ),
+    ],
+)
+def test_run_probe_launches_the_variant_pinned_and_reads_its_result(
+    tmp_path, monkeypatch, body, why
+):
+    # An interpreter that is a shell script: the launch, pinning and failure paths
+    # without TensorFlow (argv: -m workloads.peakprobe --result PATH).
+    script = tmp_path / "python"
+    script.write_text(f"#!/bin/sh\n{body}\n")
+    script.chmod(0o755)
+    monkeypatch.delenv("TFV_NO_REAL_WORKERS")
+    monkeypatch.setattr(peakrun, "TIMEOUT_S", 0.5)
+    plan = peakrun.plan_pinning(1, TOPO)
+    got = peakrun.run_probe(Variant("v", "venv", python=str(script)), plan)
+    if why is None:
+        assert got == {"measured": True, "gflops_per_s": 7.0, "affinity": [0]}
+    else:
+        assert got == {"measured": False, "why": why}

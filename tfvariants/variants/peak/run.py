@@ -79,7 +79,7 @@ def cache_path(key: dict[str, Any]) -> Path:
 
 def run_probe(variant: Variant, plan: PinPlan) -> dict[str, Any]:
     """workloads.peakprobe in a fresh process of the variant, pinned like a cell."""
-    from tfvariants.execute.runner import worker_env
+    from tfvariants.execute.runner import _remove_container, worker_env
 
     if os.environ.get("TFV_NO_REAL_WORKERS") == "1":  # the fast tests' guard (conftest)
         raise RuntimeError(f"TFV_NO_REAL_WORKERS=1: refusing to probe {variant.name}'s peak")
@@ -103,8 +103,11 @@ def run_probe(variant: Variant, plan: PinPlan) -> dict[str, Any]:
                 stdin=subprocess.DEVNULL,
                 preexec_fn=pin,
             )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return {"measured": False, "why": f"peak probe did not finish: {exc}"}
+        except OSError as exc:
+            return {"measured": False, "why": f"cannot start the peak probe: {exc.strerror}"}
+        except subprocess.TimeoutExpired:
+            _remove_container(cmd)  # a killed engine client can leave its container running
+            return {"measured": False, "why": f"peak probe gave no result in {TIMEOUT_S:g} s"}
         result = Path(scratch) / "result.json"
         if not result.exists():
             tail = (proc.stderr or "").strip().splitlines()[-1:] or ["no output"]
