@@ -116,7 +116,11 @@ def test_code_level_prefers_what_onednn_said_then_the_cap():
     assert theory.code_level("Intel AVX2", {"ONEDNN_MAX_CPU_ISA": "SSE41"})[0] == "AVX2"
     level, how = theory.code_level(None, {"ONEDNN_MAX_CPU_ISA": "SSE41"})
     assert level == "SSE4" and "ONEDNN_MAX_CPU_ISA=SSE41" in how
-    assert theory.code_level(None, {}) == (None, theory.code_level(None, {})[1])
+    assert theory.code_level(None, {})[0] is None
+    # no oneDNN kernel ran (Eigen's are not dispatched at run time): the census decides
+    assert theory.code_level(None, {}, "AVX") == ("AVX", "compiled for AVX (census)")
+    assert theory.code_level(None, {}, "AVX512+FMA+AVX2")[0] == "AVX512"
+    assert theory.code_level(None, {}, "SSE2")[0] == "SSE4"
 
 
 def test_best_time_warms_up_then_keeps_the_fastest():
@@ -171,6 +175,7 @@ def _fake_probe(calls: list):
 
 def test_measure_is_cached_by_binary_env_cpus_and_threads(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(peakrun, "known_compiled_for", lambda v: None)
     monkeypatch.setattr(peakrun, "binary_identity", lambda v: "sha256:abc")
     calls: list = []
     local = Variant("local", "local")
@@ -199,6 +204,7 @@ def test_measure_is_cached_by_binary_env_cpus_and_threads(tmp_path, monkeypatch)
 
 def test_a_gpu_variant_without_a_gpu_is_not_measured(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(peakrun, "known_compiled_for", lambda v: None)
     monkeypatch.setattr("tfvariants.variants.skip_reason", lambda v: "no GPU on this host")
     got = peakrun.measure(
         Variant("gpu", "local", device="gpu"),
@@ -383,6 +389,7 @@ def test_the_chart_draws_both_peak_lines_and_escapes_names():
 
 def test_a_disturbed_peak_is_probed_again_and_the_best_kept(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(peakrun, "known_compiled_for", lambda v: None)
     monkeypatch.setattr(peakrun, "binary_identity", lambda v: "sha256:abc")
     results = iter([(40.0, 0.5), (90.0, 0.3), (60.0, 0.4), (99.0, 0.0)])
     calls = []

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from tfvariants.plan.pinning import PinPlan, plan_pinning
 from tfvariants.plan.topology import Topology, read_topology
-from tfvariants.variants.census import cache_dir, file_hash, tensorflow_dir
+from tfvariants.variants.census import cache_dir, file_hash, known_compiled_for, tensorflow_dir
 from tfvariants.variants.peak import theory
 from workloads import peakprobe
 from workloads.protocol import write_json_atomic
@@ -146,7 +146,8 @@ def record(
         out["theoretical"] = None
         out["theoretical_why"] = "a GPU's theoretical peak is not derived here"
         return out
-    level, source = theory.code_level(probed.get("onednn_isa"), dict(variant.env))
+    compiled = None if probed.get("onednn_isa") else known_compiled_for(variant)
+    level, source = theory.code_level(probed.get("onednn_isa"), dict(variant.env), compiled)
     out["theoretical"] = theory.theoretical(cpu, _cores(plan, topology), level, source).to_json()
     return out
 

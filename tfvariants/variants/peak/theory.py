@@ -261,12 +261,19 @@ def theoretical(cpu: Cpu, cores: int, code_level: str | None, code_source: str) 
     )
 
 
-def code_level(onednn_isa: str | None, env: dict[str, str]) -> tuple[str | None, str]:
-    """The level the variant's kernels use, and how that is known."""
+def code_level(
+    onednn_isa: str | None, env: dict[str, str], compiled_for: str | None = None
+) -> tuple[str | None, str]:
+    """The level the variant's kernels use, and how that is known: what oneDNN said it
+    dispatched to, else its cap, else (no oneDNN: Eigen's kernels, which are not
+    dispatched at run time) what the instruction census says the binary is compiled for."""
     found = onednn_level(onednn_isa)
     if found:
         return found, f"oneDNN dispatched to {onednn_isa} (peak probe)"
     cap = env.get("ONEDNN_MAX_CPU_ISA") or env.get("DNNL_MAX_CPU_ISA")
     if onednn_level(cap):
         return onednn_level(cap), f"ONEDNN_MAX_CPU_ISA={cap}"
+    top = (compiled_for or "").split("+")[0]
+    if top in LEVELS or top == "SSE2":  # SSE2 and SSE4 are both 128-bit, without FMA
+        return (top if top in LEVELS else "SSE4"), f"compiled for {compiled_for} (census)"
     return None, "assumed: the CPU's own (the probe saw no oneDNN kernel name its ISA)"
