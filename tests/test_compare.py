@@ -16,6 +16,7 @@ def _no_onednn_probe(request, monkeypatch):
     """The per-variant oneDNN probe imports real TensorFlow: only the real-TF tests run it."""
     if "needs_tf" not in request.fixturenames:
         monkeypatch.setattr(compare, "probe_variants", _fake_probe)
+        monkeypatch.setattr(compare, "measure_peaks", lambda *a: None)  # real TF too
 
 
 def _fake_probe(info, objs, probe, count_isa=False):

@@ -47,7 +47,12 @@ def register(sub: Any) -> None:
     common.add_variants_file(p)
     common.add_engine(p)
     p.add_argument("--no-probe", action="store_true",
-                   help="skip the per-variant oneDNN probe (ISA used, no-op settings)")  # fmt: skip
+                   help="skip the oneDNN and peak probes of each variant")  # fmt: skip
+    p.add_argument(
+        "--no-peak",
+        action="store_true",
+        help="skip the peak probe (attainable GFLOP/s per variant and thread count)",
+    )
     p.add_argument("--workloads", default=None, help="'all' (default) or a comma list")
     p.add_argument("--repeats", type=argtypes.repeats, default=None,
                    help="repeats per configuration (default 5, the fewest that can decide with "
@@ -273,6 +278,14 @@ def probe_variants(
             print(f"  {name}: {line}", file=sys.stderr)
 
 
+def measure_peaks(out: Path, variant_objs: dict[str, Any], configs: list[tuple[str, int]]) -> None:
+    """Each configuration's attainable and theoretical peak, into run.json (before its
+    first timed cell; tfvariants.variants.peak)."""
+    from tfvariants.variants.peak import measure_all, store_peaks
+
+    store_peaks(out, measure_all(variant_objs, configs))
+
+
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.markup import escape
@@ -330,6 +343,8 @@ def run(args: argparse.Namespace) -> int:
         count_isa=(spec.options.get("preset") or {}).get("name") == presets.PRESET,
     )
     _store_variant_info(out, spec.variant_info)
+    if not (args.no_peak or args.no_probe) and args.executor != "ray":  # cached, like the census
+        measure_peaks(out, variant_objs, spec.configurations())
 
     console = Console(stderr=True, soft_wrap=True)
     for line in moved:

@@ -7,7 +7,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from tfvariants.analyze import loadlabel
+from tfvariants.analyze import loadlabel, roofline
 from tfvariants.analyze.report.build import Report
 from tfvariants.analyze.serving.configs import PCTS, ServingAnalysis
 from tfvariants.analyze.training.analysis import Analysis
@@ -66,6 +66,7 @@ CSV_COLUMNS = [
     "cost_ratio_hi",
     "cost_verdict",
 ]
+CSV_COLUMNS += roofline.CSV_COLUMNS  # the configuration's share of the peaks
 
 
 def _r(x: Any) -> Any:
@@ -100,6 +101,7 @@ def csv_rows(analysis: Analysis) -> list[dict[str, Any]]:
     rows = []
     pricing = analysis.pricing
     configs = _config_columns(analysis)
+    peaks = roofline.csv_columns(roofline.roofline(analysis.workloads, analysis.run))
     for r in analysis.cells:
         t = r.training_time_s
         cost = pricing.cost(r.variant, r.threads, t, r.device) if (pricing and t) else None
@@ -144,6 +146,7 @@ def csv_rows(analysis: Analysis) -> list[dict[str, Any]]:
                 "others_share": r.others_share,
                 "disturbed": r.disturbed,
                 **configs.get(r.key, {}),
+                **peaks.get(r.key, {}),
             }
         )
         rows[-1] = {k: _r(v) for k, v in rows[-1].items()}

@@ -33,6 +33,7 @@ from tfvariants.plan.serve import serve_cell_id
 from tfvariants.render.charts import workload_charts
 from tfvariants.render.linechart import batching_charts, throughput_chart
 from tfvariants.render.output import write_text_atomic
+from tfvariants.render.rooflinechart import roofline_chart
 from tfvariants.store.disturbance import DISTURBED_SHARE
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
@@ -61,6 +62,7 @@ def render_html(report: Report) -> str:
     env.filters["repeats_needed"] = repeats_needed
     env.filters["money_sub"] = lambda iv: interval_sub(iv, in_currency).replace("-$", "-")
     env.filters["as_throughput"] = as_throughput
+    env.filters["roofline_chart"] = partial(roofline_chart, variants=report.frame.variants)
     env.globals["money_unit"] = money_unit(currency)
     workloads = report.training.workloads if report.training is not None else []
     charts = {

@@ -112,4 +112,6 @@ def answer(
             f"On {cpu}: no verdict on compiled builds vs the stock wheel {stock} from this "
             "run (below: why, and the medians)."
         )
-    return [head, *lines, STUDY]
+    from tfvariants.analyze.roofline import headroom  # each build's distance to the peak
+
+    return [head, *lines, *headroom(workloads, run, [stock, *builds]), STUDY]

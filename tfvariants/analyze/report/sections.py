@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tfvariants.analyze.cost.pricing import Pricing
+from tfvariants.analyze.roofline import Roofline as RooflineAnalysis
+from tfvariants.analyze.roofline import roofline
 from tfvariants.analyze.report.cautions import StatWarning
 from tfvariants.analyze.report.compiled import answer
 from tfvariants.analyze.report.frame import RunFrame
@@ -54,6 +56,14 @@ class Workload:
 
 
 @dataclass(frozen=True)
+class Roofline:
+    """How close to the hardware: the peaks and each configuration's share of them."""
+
+    template: ClassVar[str] = "roofline.html"
+    roofline: RooflineAnalysis
+
+
+@dataclass(frozen=True)
 class VariantProbes:
     """What each variant's probe found on this host (backend, oneDNN, no-op settings)."""
 
@@ -88,6 +98,7 @@ Section = (
     | TrainingSummary
     | Warnings
     | Workload
+    | Roofline
     | VariantProbes
     | Serving
     | Environments
@@ -105,12 +116,18 @@ def sections_of(
         TrainingSummary(tuple(workloads)) if workloads else None,
         Warnings(tuple(frame.warnings)) if frame.warnings else None,
         *(Workload(w, i) for i, w in enumerate(workloads, 1)),
+        _roofline(training),
         _variant_probes(frame.run),
         Serving(serving) if serving is not None else None,
         Environments(tuple(where_ran(workloads)), frame.environments, frame.raw_environments),
         Prices(frame.pricing) if frame.pricing is not None else None,
     ]
     return tuple(s for s in out if s is not None)
+
+
+def _roofline(training: Analysis | None) -> Roofline | None:
+    roof = roofline(training.workloads, training.run) if training is not None else None
+    return Roofline(roof) if roof is not None else None
 
 
 def _compiled(training: Analysis | None) -> CompiledAnswer | None:

@@ -1,0 +1,242 @@
+"""Running the peak probe in a variant at a cell's pinning, cached by content."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tfvariants.plan.pinning import PinPlan, plan_pinning
+from tfvariants.plan.topology import Topology, read_topology
+from tfvariants.variants.census import cache_dir, file_hash, known_compiled_for, tensorflow_dir
+from tfvariants.variants.peak import theory
+from workloads import peakprobe
+from workloads.protocol import write_json_atomic
+
+if TYPE_CHECKING:
+    from tfvariants.variants.registry import Variant
+
+MODULE = "workloads.peakprobe"
+DISTURBED = 0.10  # others' share of the CPUs: the default that marks a cell disturbed
+MAX_PROBES = 3  # a disturbed peak is probed at most this often (a busy host stays busy)
+TIMEOUT_S = 120.0
+Log = Callable[[str], None]
+Probe = Callable[["Variant", PinPlan], dict[str, Any]]
+
+
+def binary_identity(variant: Variant) -> str | None:
+    """What the variant's kernels are, by content: its framework library's sha256, or a
+    container image's id; None when neither can be found (then nothing is cached)."""
+    if variant.kind == "image":
+        from tfvariants.variants import engine as engines
+
+        engine = engines.detect_engine(variant.engine)
+        if engine is None:
+            return None
+        try:
+            proc = subprocess.run(
+                [engine, "image", "inspect", "--format", "{{.Id}}", variant.image or ""],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return f"image:{proc.stdout.strip()}" if proc.returncode == 0 else None
+    tf_dir = tensorflow_dir(variant)
+    framework = tf_dir / "libtensorflow_framework.so.2" if tf_dir else None
+    if framework is None or not framework.is_file():
+        return None
+    return f"sha256:{file_hash(framework)}"
+
+
+def cache_key(binary: str, variant: Variant, plan: PinPlan, cpu: theory.Cpu) -> dict[str, Any]:
+    """Everything that changes what the probe measures (and nothing else)."""
+    return {
+        "probe": peakprobe.VERSION,
+        "binary": binary,
+        "backend": variant.backend,
+        "device": variant.device,
+        "env": dict(sorted(variant.env.items())),
+        "cpu": [cpu.vendor, cpu.family, cpu.model, cpu.model_name],
+        "flags": hashlib.sha256(" ".join(sorted(cpu.flags)).encode()).hexdigest()[:16],
+        "cpus": list(plan.cpus),
+        "intra_op": plan.intra_op,
+        "inter_op": plan.inter_op,
+    }
+
+
+def cache_path(key: dict[str, Any]) -> Path:
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]
+    return cache_dir() / f"peak-{digest}.json"
+
+
+def run_probe(variant: Variant, plan: PinPlan) -> dict[str, Any]:
+    """workloads.peakprobe in a fresh process of the variant, pinned like a cell."""
+    from tfvariants.execute.runner import _remove_container, worker_env
+
+    if os.environ.get("TFV_NO_REAL_WORKERS") == "1":  # the fast tests' guard (conftest)
+        raise RuntimeError(f"TFV_NO_REAL_WORKERS=1: refusing to probe {variant.name}'s peak")
+    env = worker_env(variant, plan)
+    env["TFV_PEAK_DEVICE"] = variant.device
+    on_host = variant.pins_on_host()
+
+    def pin() -> None:  # before exec: TensorFlow sizes pools from the affinity it starts with
+        if on_host and hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(0, plan.cpus)
+
+    with tempfile.TemporaryDirectory(prefix="tfv-peak-") as scratch:
+        cmd, cmd_env = variant.launch(None, env, plan.cpus, Path(scratch), module=MODULE)
+        try:
+            proc = subprocess.run(
+                cmd,
+                env=cmd_env,
+                capture_output=True,
+                text=True,
+                timeout=TIMEOUT_S,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=pin,
+            )
+        except OSError as exc:
+            return {"measured": False, "why": f"cannot start the peak probe: {exc.strerror}"}
+        except subprocess.TimeoutExpired:
+            _remove_container(cmd)  # a killed engine client can leave its container running
+            return {"measured": False, "why": f"peak probe gave no result in {TIMEOUT_S:g} s"}
+        result = Path(scratch) / "result.json"
+        if not result.exists():
+            tail = (proc.stderr or "").strip().splitlines()[-1:] or ["no output"]
+            return {"measured": False, "why": f"peak probe failed ({proc.returncode}): {tail[0]}"}
+        data: dict[str, Any] = json.loads(result.read_text())
+        return data
+
+
+def _cores(plan: PinPlan, topology: Topology) -> int:
+    """Physical cores among the pinned CPUs: hyperthreads share a core's vector units."""
+    chosen = set(plan.cpus)
+    return len({(c.package, c.core) for c in topology.cpus if c.cpu in chosen}) or 1
+
+
+def record(
+    probed: dict[str, Any], variant: Variant, plan: PinPlan, topology: Topology, cpu: theory.Cpu
+) -> dict[str, Any]:
+    """What the report needs for one (variant, threads): attainable, theoretical, how."""
+    out: dict[str, Any] = {
+        "threads": plan.threads,
+        "cpus": list(plan.cpus),
+        "device": variant.device,
+        "attainable_gflops_per_s": probed.get("gflops_per_s") if probed.get("measured") else None,
+        "best_kernel": probed.get("best_kernel"),
+        "kernels": {k: v.get("gflops_per_s") for k, v in (probed.get("kernels") or {}).items()},
+        "onednn_isa": probed.get("onednn_isa"),
+        "probe_s": probed.get("wall_s"),
+        "others_share": probed.get("others_share"),
+        "probes": probed.get("probes", 1),
+        # what the probe ran with, read back inside it (the pinning is the cell's)
+        "applied": {k: probed.get(k) for k in ("affinity", "intra_op", "inter_op")},
+        "why": probed.get("why"),
+        "cpu_model": cpu.model_name,
+    }
+    if variant.device == "gpu":
+        out["theoretical"] = None
+        out["theoretical_why"] = "a GPU's theoretical peak is not derived here"
+        return out
+    compiled = None if probed.get("onednn_isa") else known_compiled_for(variant)
+    level, source = theory.code_level(probed.get("onednn_isa"), dict(variant.env), compiled)
+    out["theoretical"] = theory.theoretical(cpu, _cores(plan, topology), level, source).to_json()
+    return out
+
+
+def measure(
+    variant: Variant,
+    threads: int,
+    *,
+    topology: Topology | None = None,
+    cpu: theory.Cpu | None = None,
+    probe: Probe | None = None,
+    log: Log = lambda _m: None,
+    binary: str | None = None,
+) -> dict[str, Any]:
+    """One variant's peaks at ``threads``: from the cache, else probed (then cached).
+    ``binary``: its binary_identity when the caller already has it."""
+    from tfvariants.variants import skip_reason
+
+    topology = topology or read_topology()
+    cpu = cpu or theory.read_cpu()
+    plan = plan_pinning(threads, topology)
+    reason = skip_reason(variant)
+    if reason:
+        return record({"measured": False, "why": reason}, variant, plan, topology, cpu)
+    binary = binary or binary_identity(variant)
+    path = cache_path(cache_key(binary, variant, plan, cpu)) if binary else None
+    cached = _read(path) if path else None
+    if cached is not None and not _again(cached):
+        return {**record(cached, variant, plan, topology, cpu), "cached": True}
+    log(f"peak probe: {variant.name} at {threads} thread(s) (once per binary and CPU set)")
+    probed = (probe or run_probe)(variant, plan)
+    if cached is not None:  # a disturbed peak probed again: the better one is the peak
+        probed = _better(cached, probed)
+    if path is not None and probed.get("measured"):
+        write_json_atomic(path, probed)
+    return {**record(probed, variant, plan, topology, cpu), "cached": False}
+
+
+def _again(cached: dict[str, Any]) -> bool:
+    """Whether a cached peak was measured while other processes used its CPUs (above the
+    share that disturbs a cell) and may be probed again (a few times, then it stands)."""
+    share = cached.get("others_share")
+    return isinstance(share, float) and share > DISTURBED and cached.get("probes", 1) < MAX_PROBES
+
+
+def _better(cached: dict[str, Any], probed: dict[str, Any]) -> dict[str, Any]:
+    probes = int(cached.get("probes", 1)) + 1
+    if not probed.get("measured"):
+        return {**cached, "probes": probes}
+    best = probed if probed["gflops_per_s"] >= cached["gflops_per_s"] else cached
+    return {**best, "probes": probes}
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("measured") else None
+
+
+def measure_all(
+    variants: dict[str, Variant], configurations: Iterable[tuple[str, int]], log: Log | None = None
+) -> dict[str, dict[str, Any]]:
+    """{variant: {threads (as text): peaks}} for every configuration of a matrix."""
+    say = log or (lambda m: print(m, file=sys.stderr))
+    topology, cpu = read_topology(), theory.read_cpu()
+    out: dict[str, dict[str, Any]] = {}
+    binaries: dict[str, str | None] = {}  # looked up once per variant (a child process)
+    for name, threads in configurations:
+        variant = variants.get(name)
+        if variant is not None:
+            if name not in binaries:
+                binaries[name] = binary_identity(variant)
+            found = measure(
+                variant, threads, topology=topology, cpu=cpu, log=say, binary=binaries[name]
+            )
+            out.setdefault(name, {})[str(threads)] = found
+    return out
+
+
+def store_peaks(out_dir: Path, peaks: dict[str, dict[str, Any]]) -> None:
+    """Into run.json's ``variant_info[variant]["peak"][threads]`` (a resume adds the
+    thread counts it measured now and keeps the others)."""
+    from tfvariants.store.runfile import load_run, write_run
+
+    record_ = load_run(out_dir)
+    info = {k: dict(v) for k, v in (record_.get("variant_info") or {}).items()}
+    for name, by_threads in peaks.items():
+        entry = info.setdefault(name, {})
+        entry["peak"] = {**(entry.get("peak") or {}), **by_threads}
+    write_run(out_dir, {**record_, "variant_info": info})
