@@ -12,7 +12,7 @@ import resultfactory as rf
 
 from tfvariants.analyze import roofline
 from tfvariants.plan.topology import LogicalCpu, Topology
-from tfvariants.render.html import write_report
+from tfvariants.commands.report import write_report
 from tfvariants.variants.peak import run as peakrun
 from tfvariants.variants.peak import theory
 from tfvariants.variants.registry import Variant

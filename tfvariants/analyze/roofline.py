@@ -145,7 +145,7 @@ def shares_of(workloads: Iterable[WorkloadReport], peaks: list[Peak]) -> list[Sh
                     w.name,
                     g.variant,
                     g.threads,
-                    g.gflops_per_s,
+                    g.measured.gflops_per_s,
                     own.attainable if own else None,
                     _best(p.attainable for p in same),
                     _best(p.theoretical for p in same),
