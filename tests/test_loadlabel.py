@@ -18,9 +18,9 @@ def loaded_run(tmp_path, disturbed_rounds):
 
 
 def test_a_verdict_that_rests_on_disturbed_cells_says_so_wherever_it_is_shown(tmp_path):
+    from tfvariants.analyze.report.build import assemble
     from tfvariants.analyze.training.analysis import analyze
     from tfvariants.render.csvout import csv_rows
-    from tfvariants.analyze.report.build import assemble
     from tfvariants.render.html import render_html
 
     a = analyze(loaded_run(tmp_path, range(5)))  # never quiet: auto uses them

@@ -11,8 +11,8 @@ import pytest
 import resultfactory as rf
 
 from tfvariants.analyze import roofline
-from tfvariants.plan.topology import LogicalCpu, Topology
 from tfvariants.commands.report import write_report
+from tfvariants.plan.topology import LogicalCpu, Topology
 from tfvariants.variants.peak import run as peakrun
 from tfvariants.variants.peak import theory
 from tfvariants.variants.registry import Variant
@@ -307,8 +307,8 @@ def test_store_peaks_keeps_other_thread_counts_on_resume(tmp_path):
 
 
 def test_the_compiled_answer_gives_each_builds_headroom(tmp_path):
-    from tfvariants.analyze.training.analysis import analyze
     from tfvariants.analyze.report.compiled import answer
+    from tfvariants.analyze.training.analysis import analyze
 
     folder = _run_with_peaks(tmp_path)
     run = json.loads((folder / "run.json").read_text())
