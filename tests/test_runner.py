@@ -20,6 +20,7 @@ from tfvariants.execute.runner import RunOptions, run_cell
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.topology import LogicalCpu, Topology
 from tfvariants.store.result import load_result
+from tfvariants.store.runfolder import RunFolder
 from tfvariants.variants import Variant
 from tfvariants.variants import registry as variants_mod
 
@@ -55,7 +56,7 @@ def run(tmp_path, body, timeout=30.0, threads=1, env=None):
     variant = stub_variant(tmp_path, body, env)
     cell = Cell(variant="stub", threads=threads, workload="mnist_mlp", repeat=0)
     out = tmp_path / "run"
-    result = run_cell(cell, variant, RunOptions(timeout_s=timeout), out / "cells", topology=TOPO)
+    result = run_cell(cell, variant, RunOptions(timeout_s=timeout), RunFolder(out), topology=TOPO)
     return result, out / "cells" / f"{cell.cell_id}.json"
 
 
@@ -155,7 +156,7 @@ def test_worker_reported_failure_keeps_its_reason(tmp_path):
 def test_missing_interpreter(tmp_path):
     variant = Variant(name="stub", kind="venv", python=str(tmp_path / "nope"))
     cell = Cell(variant="stub", threads=1, workload="mnist_mlp")
-    result = run_cell(cell, variant, RunOptions(), tmp_path / "cells", topology=TOPO)
+    result = run_cell(cell, variant, RunOptions(), RunFolder(tmp_path), topology=TOPO)
     assert result["status"] == "failed" and "cannot start worker" in result["reason"]
 
 
@@ -163,7 +164,7 @@ def test_gpu_variant_without_gpu_is_skipped(tmp_path, monkeypatch):
     monkeypatch.setattr(variants_mod, "_host_has_gpu", lambda: False)
     variant = Variant(name="gpu", kind="local", device="gpu")
     cell = Cell(variant="gpu", threads=1, workload="mnist_mlp")
-    result = run_cell(cell, variant, RunOptions(), tmp_path / "cells", topology=TOPO)
+    result = run_cell(cell, variant, RunOptions(), RunFolder(tmp_path), topology=TOPO)
     assert result["status"] == "skipped"
     assert "no GPU" in result["reason"]
     assert (
@@ -181,14 +182,35 @@ def test_cell_id(repeat):
     assert Cell("pip", 2, "/x/my_model.py").cell_id != Cell("pip", 2, "/y/my_model.py").cell_id
 
 
-def test_timed_out_container_is_removed_by_name(tmp_path, monkeypatch):
+def fake_engine(tmp_path: Path, running: str) -> tuple[Path, Path]:
+    """An engine CLI that logs its arguments; ``container inspect`` answers ``running``
+    (or fails, like an engine asked about a container that is gone, when empty)."""
+    calls = tmp_path / "calls"
+    engine = tmp_path / "podman"
+    engine.write_text(
+        f'#!/bin/sh\necho "$*" >> {calls}\n'
+        f'if [ "$1" = container ]; then [ -n "{running}" ] || exit 1; echo {running}; fi\n'
+    )
+    engine.chmod(0o755)
+    return engine, calls
+
+
+@pytest.mark.parametrize("running", ["true", "false", ""])
+def test_a_cells_container_is_removed_after_it_and_named_if_it_still_ran(tmp_path, running):
     from tfvariants.execute import runner
 
-    calls = []
-    monkeypatch.setattr(runner.subprocess, "run", lambda cmd, **kw: calls.append(cmd))
-    runner._remove_container(["podman", "run", "--rm", "--name", "tfvariants-x1", "img"])
-    runner._remove_container([sys.executable, "-m", "workloads.worker"])  # not a container
-    assert calls == [["podman", "rm", "-f", "--time", "2", "tfvariants-x1"]]
+    engine, calls = fake_engine(tmp_path, running)
+    left = runner._remove_container([str(engine), "run", "--rm", "--name", "tfvariants-x1", "i"])
+    assert runner._remove_container([sys.executable, "-m", "workloads.worker"]) is None
+    said = calls.read_text().splitlines()
+    assert said[0] == "container inspect --format {{.State.Running}} tfvariants-x1"
+    if running:  # there: removed, whatever its state; named only when it was still running
+        assert said[1:] == ["rm -f --time 2 tfvariants-x1"]
+    else:
+        assert said[1:] == []
+    assert (left is not None) == (running == "true")
+    if left is not None:
+        assert left.name == "tfvariants-x1" and left.how == "container"
 
 
 def test_runner_records_this_hosts_id_over_a_containers(tmp_path):

@@ -28,8 +28,8 @@ from workloads.envprobe import host_id
 if TYPE_CHECKING:  # rich.progress is imported only when a bar is shown (start-up time)
     from rich.progress import Progress, TaskID
 
-# (cell, cells_dir) -> the cell's result, already stored (the runner's contract)
-RunCell = Callable[[CellT, Path], dict[str, Any]]
+# (cell, run folder) -> the cell's result, already stored (the runner's contract)
+RunCell = Callable[[CellT, RunFolder], dict[str, Any]]
 # stored results (cell id -> typed result) -> the next round's cells, and why
 NextRound = Callable[[Mapping[str, AnyResult]], tuple[list[CellT], str]]
 Disturbed = Callable[[dict], str | None]  # a result -> why it is disturbed, or None
@@ -206,8 +206,8 @@ class Matrix(Generic[CellT]):
         retry_now: Callable[[], bool] | None = None,
         budget_covers_plan: bool = False,
     ) -> MatrixOutcome:
-        """Run pending cells. ``run_cell(cell, cells_dir)`` returns the result dict and has
-        already stored it as cells_dir/<cell_id>.json (the runner's contract). Prepares
+        """Run pending cells. ``run_cell(cell, folder)`` returns the result dict and has
+        already stored it as the folder's cells/<cell_id>.json (the runner's contract). Prepares
         the folder first (see ``prepare``) unless the caller already did.
 
         ``next_round(stored results)`` (adaptive repeats) returns the cells of one more
@@ -300,7 +300,7 @@ class Matrix(Generic[CellT]):
             display.start(cell, eta.remaining(todo[i - 1 :]))
             t0 = clock()
             try:
-                result = run_cell(cell, self.cells_dir)
+                result = run_cell(cell, RunFolder(self.out))
             except KeyboardInterrupt:
                 # The cell in flight is not recorded: resume reruns it.
                 outcome.was_interrupted = True

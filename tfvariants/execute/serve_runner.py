@@ -43,7 +43,7 @@ def run_serve_cell(
     cell: ServeCell,
     variant: Variant,
     options: dict[str, Any],
-    cells_dir: str | Path,
+    folder: RunFolder,
     topology: Topology | None = None,
 ) -> dict[str, Any]:
     plan = for_serving(plan_pinning(cell.threads, topology or read_topology()))
@@ -59,7 +59,7 @@ def run_serve_cell(
         )  # fmt: skip
 
     def keep(scratch: Path, result: dict[str, Any]) -> None:
-        kept = RunFolder(Path(cells_dir).parent).keep_artifacts(cell.cell_id, _artifacts(scratch))
+        kept = folder.keep_artifacts(cell.cell_id, _artifacts(scratch))
         if kept:
             result["artifacts"] = kept
 
@@ -68,7 +68,7 @@ def run_serve_cell(
         variant,
         plan,
         make_request,
-        cells_dir=cells_dir,
+        folder=folder,
         config=req.to_dict(),
         timeout_s=float(options.get("timeout_s", 1800.0)),
         module=SERVING_MODULE,
