@@ -231,3 +231,66 @@ def test_a_sigill_that_still_happens_is_named_as_such(tmp_path):
     assert result["reason"].startswith("worker killed by SIGILL: the variant's binary used an "
                                        "instruction this CPU lacks")  # fmt: skip
     assert "rerunning will not help" in result["reason"]
+
+
+def test_an_ok_cells_children_are_killed_and_named(tmp_path):
+    import psutil
+
+    body = (
+        "import subprocess\n"
+        "child = subprocess.Popen(['sleep', '599'])\n"
+        "daemon = subprocess.Popen(['/bin/sleep', '598'], start_new_session=True, env={})\n"
+        "write_ok({'pids': [child.pid, daemon.pid]})\n"
+    )
+    result, path = run(tmp_path, body)
+    assert result["status"] == "ok"
+    pids = load_result(path)["pids"]
+    for pid in pids:
+        with pytest.raises(psutil.NoSuchProcess):
+            psutil.Process(pid).status()  # killed and reaped: not even a zombie
+    killed = load_result(path)["runner"]["killed"]
+    assert [(k["pid"], k["name"], k["how"]) for k in killed] == [
+        (pids[0], "sleep", "process group"),
+        (pids[1], "sleep", "escaped"),
+    ]
+
+
+def test_a_quiet_cell_kills_nothing(tmp_path):
+    result, path = run(tmp_path, "write_ok()\n")
+    assert result["status"] == "ok" and load_result(path)["runner"]["killed"] == []
+
+
+def test_a_huge_output_is_cut_in_the_middle_of_the_log(tmp_path):
+    """5 MiB printed: the log keeps the first and the last MiB and says what it cut."""
+    body = (
+        "sys.stdout.write('HEAD\\n' + 'x' * (5 << 20) + '\\nTAIL\\n')\n"
+        "sys.stdout.flush()\n"
+        "write_ok()\n"
+    )
+    result, path = run(tmp_path, body)
+    log = Path(result["runner"]["log"]).read_bytes()
+    assert result["status"] == "ok" and len(log) < (2 << 20) + 200
+    assert log.startswith(b"HEAD\n") and log.endswith(b"\nTAIL\n")
+    cut = (5 << 20) + 11 - (2 << 20)
+    assert result["runner"]["log_cut_bytes"] == cut
+    assert f"[tfvariants: {cut} bytes of output cut here".encode() in log
+
+
+def test_the_capped_log_holds_a_bounded_amount_whatever_is_printed():
+    import io
+
+    from tfvariants.execute.process import CappedLog
+
+    sink = io.BytesIO()
+    log = CappedLog(sink, head_bytes=1000, tail_bytes=2000)
+    chunk = bytes(range(256)) * 256  # 64 KiB
+    for _ in range(1600):  # 100 MiB
+        log.feed(chunk)
+        assert len(log._tail) <= 2 * 2000 + len(chunk) and len(log._last) <= 3 * len(chunk)
+    log.finish()
+    assert log.total == 1600 * len(chunk) and log.cut == log.total - 3000
+    kept = sink.getvalue()
+    assert kept[:1000] == chunk[:1000] and kept.endswith(chunk[-2000:])
+    assert len(kept) < 3000 + 200
+    log.feed(b"late")  # a writer the sweep missed: nothing more reaches the closed log
+    assert sink.getvalue() == kept
