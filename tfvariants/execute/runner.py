@@ -328,7 +328,7 @@ def run_request(
     cell: PlannedCell,
     variant: Variant,
     plan: PinPlan,
-    make_request: Callable[[Path], Any],
+    make_request: Callable[[Path], WorkerRequest],
     *,
     folder: RunFolder,
     config: dict[str, Any],

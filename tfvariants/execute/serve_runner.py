@@ -18,8 +18,9 @@ from tfvariants.plan.serve import ServeCell
 from tfvariants.plan.topology import Topology, read_topology
 from tfvariants.store.runfolder import ARTIFACTS_DIR, RunFolder
 from tfvariants.variants import Variant
+from workloads.protocol import WorkerRequest
 from workloads.serving.models import is_file as model_is_file
-from workloads.serving.request import MIN_QUERIES, ServeRequest, ServeWorkerRequest
+from workloads.serving.request import MIN_QUERIES, ServeRequest
 
 SERVING_MODULE = "workloads.serving.worker"
 
@@ -51,12 +52,18 @@ def run_serve_cell(
     # A model file goes by its absolute path: a container launcher mounts it from there.
     model = str(Path(cell.model).resolve()) if model_is_file(cell.model) else cell.model
 
-    def make_request(result_path: Path) -> ServeWorkerRequest:
-        return ServeWorkerRequest(
-            workload=model, cell=cell.to_dict(), result=str(result_path),
-            intra_op=plan.intra_op, serve=req.to_dict(), inter_op=plan.inter_op,
-            cpus=tuple(plan.cpus), requested=plan.to_dict(),
-        )  # fmt: skip
+    def make_request(result_path: Path) -> WorkerRequest:
+        return WorkerRequest(
+            task="serve",
+            workload=model,
+            cell=cell.to_dict(),
+            result=str(result_path),
+            intra_op=plan.intra_op,
+            inter_op=plan.inter_op,
+            cpus=tuple(plan.cpus),
+            requested=plan.to_dict(),
+            serve=req.to_dict(),
+        )
 
     def keep(scratch: Path, result: dict[str, Any]) -> None:
         kept = folder.keep_artifacts(cell.cell_id, _artifacts(scratch))

@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from workloads import cpuload, envprobe
-from workloads.protocol import SCHEMA_VERSION, exit_now
+from workloads.protocol import SCHEMA_VERSION, RequestError, WorkerRequest, exit_now
 from workloads.serving import closed_loop, http_client, models
 from workloads.serving.percentiles import summary
-from workloads.serving.request import SERVE_RESULT_KIND, ServeRequest, ServeWorkerRequest
+from workloads.serving.request import SERVE_RESULT_KIND, ServeRequest, serve_request_of
 from workloads.worker import _now, record_run
 
 SERVER_START_TIMEOUT_S = 600.0  # NASNetLarge builds in ~6 s; an image's first TF import is slower
@@ -34,11 +34,16 @@ HTTP_SUT_WORKERS = 8  # LoadGen over HTTP: requests in flight at most (one conne
 OFFLINE_HTTP_SLACK = 1.5  # Offline over HTTP: expect 1.5x the single-request rate
 
 
-def parse_args(argv: list[str] | None) -> ServeWorkerRequest:
+def parse_args(argv: list[str] | None) -> WorkerRequest:
+    """The worker's one argument: ``--request JSON``, the envelope with task "serve"."""
     p = argparse.ArgumentParser(prog="python -m workloads.serving.worker")
-    p.add_argument("--request", required=True, help="the ServeWorkerRequest as JSON")
+    p.add_argument("--request", required=True, help="the WorkerRequest (task serve) as JSON")
     args = p.parse_args(argv)
-    return ServeWorkerRequest.from_json(args.request)
+    try:
+        return WorkerRequest.from_json(args.request, task="serve")
+    except RequestError as exc:
+        p.error(str(exc))
+        raise  # unreachable: error() exits
 
 
 def die_with_parent() -> Any:
@@ -63,7 +68,7 @@ def die_with_parent() -> Any:
 class _ServerProcess:
     """The model server as a child process (same CPUs, same environment)."""
 
-    def __init__(self, req: ServeRequest, args: ServeWorkerRequest, folder: Path) -> None:
+    def __init__(self, req: ServeRequest, args: WorkerRequest, folder: Path) -> None:
         self.port_file = folder / "server.port.json"
         self.log_path = folder / "server.log"
         command = [sys.executable, "-m", "workloads.serving.http_server", "--model", req.model,
@@ -110,7 +115,7 @@ class _ServerProcess:
         self.log.close()
 
 
-def _tf_setup(args: ServeWorkerRequest, result: dict[str, Any]) -> Any:
+def _tf_setup(args: WorkerRequest, result: dict[str, Any]) -> Any:
     def configure(tf: Any) -> None:
         tf.config.threading.set_intra_op_parallelism_threads(args.intra_op)
         tf.config.threading.set_inter_op_parallelism_threads(args.inter_op)
@@ -149,7 +154,7 @@ def _http_callers(endpoint: http_client.Endpoint, bodies: list[bytes], frags: li
     return make_caller, infer
 
 
-def run(args: ServeWorkerRequest, req: ServeRequest, result: dict[str, Any], folder: Path) -> None:
+def run(args: WorkerRequest, req: ServeRequest, result: dict[str, Any], folder: Path) -> None:
     import numpy as np
 
     cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
@@ -336,14 +341,14 @@ def main(argv: list[str] | None = None) -> int:
         "status": "failed",
         "reason": None,
         "stderr_tail": None,
-        "config": dict(wreq.serve),
+        "config": dict(wreq.serve or {}),
         "requested": wreq.requested,
         "started_at": _now(),
     }
     folder = Path(wreq.result).resolve().parent
 
     def body() -> None:
-        req = wreq.serve_request()
+        req = serve_request_of(wreq)
         result["config"] = req.to_dict()
         if wreq.cpus and hasattr(os, "sched_setaffinity"):
             os.sched_setaffinity(0, wreq.cpus)  # before TF import and before the server child
