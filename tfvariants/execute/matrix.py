@@ -253,29 +253,47 @@ class Matrix(Generic[CellT]):
             deadline = (started + budget_s - spent_before, budget_s)
         with display:
             self._run_cells(todo, run_cell, outcome, eta, display, clock, retry, deadline)
-            # Adaptive rounds: ask which cells the next round needs until the answer is
-            # none, or the budget (run time so far + the round's estimate) would be exceeded.
-            while next_round is not None and not outcome.was_interrupted and not outcome.stopped:
-                more, why = next_round(
-                    load_run_dir(self.out, allow_mixed_hosts=allow_mixed_hosts).parsed
-                )
-                if not more:
-                    outcome.stopped = why
-                    break
-                spent = spent_before + clock() - started
-                estimate = eta.remaining(more) or 0.0
-                over = budget_stop(spent, estimate, budget_s, why)
-                if over:
-                    outcome.stopped = over
-                    break
-                outcome.planned += len(more)
-                display.add(len(more))
-                t0 = clock()
-                self._run_cells(more, run_cell, outcome, eta, display, clock, retry)
-                outcome.rounds.append({"repeat": more[0].repeat, "cells": len(more),
-                                       "seconds": round(clock() - t0, 1)})  # fmt: skip
+            if next_round is not None:
+
+                def spent() -> float:
+                    return spent_before + clock() - started
+
+                rounds = (next_round, spent, budget_s, allow_mixed_hosts)
+                self._adaptive_rounds(rounds, run_cell, outcome, eta, display, clock, retry)
         outcome.spent_s = spent_before + clock() - started
         return outcome
+
+    def _adaptive_rounds(
+        self,
+        rounds: tuple[NextRound[CellT], Callable[[], float], float | None, bool],
+        run_cell: RunCell[CellT],
+        outcome: MatrixOutcome,
+        eta: EtaModel,
+        display: _Display,
+        clock: Callable[[], float],
+        retry: _Retry | None,
+    ) -> None:
+        """Ask ``next_round`` which cells the next round needs until the answer is none,
+        or the budget (``spent()`` so far + the round's estimate) would be exceeded.
+        ``rounds``: (next_round, spent, budget_s, allow_mixed_hosts)."""
+        next_round, spent, budget_s, allow_mixed_hosts = rounds
+        while not outcome.was_interrupted and not outcome.stopped:
+            more, why = next_round(
+                load_run_dir(self.out, allow_mixed_hosts=allow_mixed_hosts).parsed
+            )
+            if not more:
+                outcome.stopped = why
+                break
+            over = budget_stop(spent(), eta.remaining(more) or 0.0, budget_s, why)
+            if over:
+                outcome.stopped = over
+                break
+            outcome.planned += len(more)
+            display.add(len(more))
+            t0 = clock()
+            self._run_cells(more, run_cell, outcome, eta, display, clock, retry)
+            outcome.rounds.append({"repeat": more[0].repeat, "cells": len(more),
+                                   "seconds": round(clock() - t0, 1)})  # fmt: skip
 
     def _run_cells(
         self,
