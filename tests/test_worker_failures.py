@@ -134,3 +134,46 @@ def test_a_timed_out_cells_escaped_daemon_is_killed_too(tmp_path):
         for pid in pids:
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_an_interrupted_cells_children_do_not_survive_it(tmp_path):
+    """SIGTERM to the host mid-cell: the worker's group and what escaped it are gone
+    when the command has ended."""
+    import time
+
+    pids_file = tmp_path / "pids"
+    wl = workload(tmp_path, "spawner", SPAWNER.format(pids=str(pids_file), end="time.sleep(120)"))
+    host = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tfvariants",
+            "run",
+            wl,
+            "--threads",
+            "1",
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    pids: list[int] = []
+    try:
+        deadline = time.monotonic() + 60
+        while len(pids) < 4 and time.monotonic() < deadline:
+            time.sleep(0.2)
+            pids = [int(p) for p in pids_file.read_text().split()] if pids_file.exists() else []
+        assert len(pids) == 4
+        host.send_signal(signal.SIGTERM)
+        _, err = host.communicate(timeout=60)
+        assert host.returncode != 0
+        assert [p for p in pids if _alive(p)] == [], err
+    finally:
+        if host.poll() is None:
+            host.kill()
+        for pid in pids:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
