@@ -218,25 +218,7 @@ def run(args: WorkerRequest, req: ServeRequest, result: dict[str, Any], folder: 
             if shape is None:
                 raise ValueError("the model server reported no input shape")
             x = generated(shape)
-            t0 = time.perf_counter()
-            # b64 carries images (PNG): other inputs (the no-op model's) go as JSON
-            form = req.encoding if len(shape) == 3 else "json"
-            if form == "b64":
-                frags = [json.dumps({"b64": __import__("base64").b64encode(
-                    http_client.png_bytes(xi)).decode()}).encode() for xi in x]  # fmt: skip
-            else:
-                frags = [json.dumps(xi.tolist(), separators=(",", ":")).encode() for xi in x]
-            bodies = [b'{"instances":[' + f + b"]}" for f in frags]
-            encode_s = (time.perf_counter() - t0) / len(x)
-            result["encoding"] = {"form": form, "body_bytes": len(bodies[0]),
-                                  "client_encode_ms": encode_s * 1e3,
-                                  "note": "bodies encoded before the clock starts"}  # fmt: skip
-            shared = server_cpus is not None and bool(set(server_cpus) & set(cpus))
-            result["placement"] = {"server_cpus": server_cpus, "loadgen_cpus": cpus,
-                                   "shared": shared if server_cpus is not None else None,
-                                   "note": ("server and load generator share CPUs" if shared
-                                            else "external target" if server_cpus is None
-                                            else "separate CPUs")}  # fmt: skip
+            bodies, frags = _encode(req, result, x, shape, server_cpus, cpus)
             timeout_s = req.max_duration_s + 30
             make_caller, infer = _http_callers(endpoint, bodies, frags, timeout_s, overheads)
         own = server.cpu_seconds if server is not None else (lambda: 0.0)
@@ -244,7 +226,50 @@ def run(args: WorkerRequest, req: ServeRequest, result: dict[str, Any], folder: 
     finally:
         if server is not None:
             server.stop()
-            result["server_log_tail"] = server.log_path.read_text(errors="replace")[-2000:]
+            result["server_log_tail"] = _tail(server.log_path, 2000)
+
+
+def _encode(
+    req: ServeRequest,
+    result: dict[str, Any],
+    x: Any,
+    shape: tuple[int, ...],
+    server_cpus: list[int] | None,
+    cpus: list[int],
+) -> tuple[list[bytes], list[bytes]]:
+    """The HTTP request bodies (and their instance fragments), encoded before the clock
+    starts; records the encoding and where server and load generator ran."""
+    t0 = time.perf_counter()
+    # b64 carries images (PNG): other inputs (the no-op model's) go as JSON
+    form = req.encoding if len(shape) == 3 else "json"
+    if form == "b64":
+        frags = [json.dumps({"b64": __import__("base64").b64encode(
+            http_client.png_bytes(xi)).decode()}).encode() for xi in x]  # fmt: skip
+    else:
+        frags = [json.dumps(xi.tolist(), separators=(",", ":")).encode() for xi in x]
+    bodies = [b'{"instances":[' + f + b"]}" for f in frags]
+    encode_s = (time.perf_counter() - t0) / len(x)
+    result["encoding"] = {"form": form, "body_bytes": len(bodies[0]),
+                          "client_encode_ms": encode_s * 1e3,
+                          "note": "bodies encoded before the clock starts"}  # fmt: skip
+    shared = server_cpus is not None and bool(set(server_cpus) & set(cpus))
+    result["placement"] = {"server_cpus": server_cpus, "loadgen_cpus": cpus,
+                           "shared": shared if server_cpus is not None else None,
+                           "note": ("server and load generator share CPUs" if shared
+                                    else "external target" if server_cpus is None
+                                    else "separate CPUs")}  # fmt: skip
+    return bodies, frags
+
+
+def _tail(path: Path, size: int) -> str:
+    """The last ``size`` bytes of a file, without reading the rest (a server that printed
+    gigabytes must not fill this process's memory)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(max(0, os.fstat(fh.fileno()).st_size - size))
+            return fh.read(size).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def _calibrate(make_caller: Any, samples: int, count: int) -> float:
