@@ -294,3 +294,18 @@ def test_the_capped_log_holds_a_bounded_amount_whatever_is_printed():
     assert len(kept) < 3000 + 200
     log.feed(b"late")  # a writer the sweep missed: nothing more reaches the closed log
     assert sink.getvalue() == kept
+
+
+def test_a_child_that_ended_on_its_own_is_reaped_not_reported(tmp_path):
+    import psutil
+
+    body = (
+        "import subprocess\n"
+        "done = subprocess.Popen(['true'], start_new_session=True)\n"
+        "time.sleep(0.3)\n"  # it has ended; never waited for, it is a zombie
+        "write_ok({'pids': [done.pid]})\n"
+    )
+    result, path = run(tmp_path, body)
+    assert result["status"] == "ok" and load_result(path)["runner"]["killed"] == []
+    with pytest.raises(psutil.NoSuchProcess):
+        psutil.Process(load_result(path)["pids"][0]).status()

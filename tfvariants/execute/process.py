@@ -229,12 +229,15 @@ class Ownership:
         """Kill (SIGKILL) everything the cell left running; what had to be killed.
         Orphans that already exited are only reaped (they are not reported)."""
         killed: dict[int, Leftover] = {}
+        zombies: set[int] = set()
         for _ in range(_SWEEPS):
             live = []
             for pid, (proc, how) in self._find(pgid).items():
                 try:
                     if proc.status() == psutil.STATUS_ZOMBIE:
-                        live.append(proc)  # reaped below, ended on its own
+                        if pid not in zombies:  # ended on its own: reaped below, once
+                            zombies.add(pid)
+                            live.append(proc)
                         continue
                     info = Leftover(pid, proc.name(), how, " ".join(proc.cmdline())[:200])
                     proc.send_signal(signal.SIGKILL)
