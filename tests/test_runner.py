@@ -309,3 +309,54 @@ def test_a_child_that_ended_on_its_own_is_reaped_not_reported(tmp_path):
     assert result["status"] == "ok" and load_result(path)["runner"]["killed"] == []
     with pytest.raises(psutil.NoSuchProcess):
         psutil.Process(load_result(path)["pids"][0]).status()
+
+
+FAKE_PODMAN = f"""#!{sys.executable}
+# A container engine's client: `run` writes the cell's result into the /out mount and
+# leaves a helper behind that ends on its own (like podman's conmon and its cleanup).
+import json, os, subprocess, sys
+args = sys.argv[1:]
+with open("ENGINE_LOG", "a") as fh:
+    fh.write(" ".join(args[:2]) + "\\n")
+if args[0] != "run":
+    sys.exit(1)  # container inspect: gone (--rm did its work)
+out = next(v.split(":")[0] for v in args if v.endswith(":/out:rw"))
+request = json.loads(args[-1])
+with open(os.path.join(out, "result.json"), "w") as fh:
+    json.dump({{"schema_version": 1, "kind": "tfvariants.cell", "cell": request["cell"],
+               "status": "ok", "timing": {{"epoch_times_s": [1.0, 0.5]}}}}, fh)
+subprocess.Popen(["sleep", "LINGER"], start_new_session=True)
+"""
+
+
+@pytest.mark.parametrize("linger", ["0.5", "599"])
+def test_a_container_engines_helpers_get_time_to_end(tmp_path, monkeypatch, linger):
+    """An engine helper re-parented to the host that ends on its own is neither killed
+    nor reported; one that stays is killed after the grace."""
+    import psutil
+
+    from tfvariants.execute import runner
+    from tfvariants.variants import engine as engines
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = FAKE_PODMAN.replace("LINGER", linger).replace("ENGINE_LOG", str(tmp_path / "engine.log"))
+    (bin_dir / "podman").write_text(fake)
+    (bin_dir / "podman").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setattr(engines, "require_engine", lambda preferred=None: "podman")
+    monkeypatch.setattr(engines, "image_exists", lambda engine, image: True)
+    monkeypatch.setattr(runner, "skip_reason", lambda variant: None)
+    monkeypatch.setattr(runner, "ENGINE_GRACE_S", 3.0)
+    variant = Variant(name="img", kind="image", image="tfvariants/x:1", engine="podman")
+    cell = Cell(variant="img", threads=1, workload="mnist_mlp", repeat=0)
+    result = run_cell(cell, variant, RunOptions(timeout_s=30), RunFolder(tmp_path / "r"))
+    assert result["status"] == "ok", result.get("reason")
+    killed = result["runner"]["killed"]
+    if linger == "599":
+        assert [(k["name"], k["how"]) for k in killed] == [("sleep", "escaped")]
+        with pytest.raises(psutil.NoSuchProcess):
+            psutil.Process(killed[0]["pid"]).status()
+    else:
+        assert killed == []
+    assert (tmp_path / "engine.log").read_text().splitlines() == ["run --rm", "container inspect"]

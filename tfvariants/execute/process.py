@@ -225,9 +225,13 @@ class Ownership:
                 continue  # gone, or not ours to read
         return found
 
-    def sweep(self, pgid: int | None) -> tuple[Leftover, ...]:
+    def sweep(self, pgid: int | None, grace_s: float = 0.0) -> tuple[Leftover, ...]:
         """Kill (SIGKILL) everything the cell left running; what had to be killed.
-        Orphans that already exited are only reaped (they are not reported)."""
+        Orphans that already exited are only reaped (they are not reported).
+        ``grace_s``: first wait that long for them to end on their own (a container
+        engine's helpers, e.g. podman's conmon and its cleanup, outlive the client)."""
+        if grace_s > 0:
+            _reap([proc for proc, _ in self._find(pgid).values()], grace_s)
         killed: dict[int, Leftover] = {}
         zombies: set[int] = set()
         for _ in range(_SWEEPS):
@@ -251,10 +255,13 @@ class Ownership:
         return tuple(killed.values())
 
 
-def _reap(procs: Iterable[psutil.Process]) -> None:
-    """Wait for killed processes (this reaps our children, the subreaper's orphans
+def _reap(procs: Iterable[psutil.Process], timeout_s: float = _REAP_S) -> None:
+    """Wait for processes to end (this reaps our children, the subreaper's orphans
     included, so none stays a zombie)."""
+    procs = list(procs)
+    if not procs:
+        return
     try:
-        psutil.wait_procs(list(procs), timeout=_REAP_S)
+        psutil.wait_procs(procs, timeout=timeout_s)
     except psutil.Error:
         pass

@@ -58,6 +58,9 @@ KILL_GRACE_S = 5.0
 # How long the log's reader may take to drain the pipe once the worker and what it left
 # have been killed (a writer the sweep could not kill would hold it open).
 PUMP_JOIN_S = 10.0
+# How long a container engine's helper processes (podman's conmon and its cleanup
+# command, re-parented to the host, a subreaper) get to end after the client.
+ENGINE_GRACE_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -281,10 +284,11 @@ def _after(
     log: CappedLog,
     pump: threading.Thread,
 ) -> tuple[Leftover, ...]:
-    """Once the worker has ended: kill what it left, remove its container, close the log
-    (the pipe ends once every writer is gone)."""
-    killed = list(owned.sweep(proc.pid))
+    """Once the worker has ended: remove its container, kill what it left, close the log
+    (the pipe ends once every writer is gone). The container goes first: the engine's
+    own helpers end with it, and get ``ENGINE_GRACE_S`` to do so before being killed."""
     container = _remove_container(launch.command)
+    killed = list(owned.sweep(proc.pid, 0.0 if launch.on_host else ENGINE_GRACE_S))
     if container is not None:
         killed.append(container)
     pump.join(PUMP_JOIN_S)
