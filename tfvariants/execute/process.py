@@ -47,6 +47,7 @@ CELL_TOKEN_ENV = "TFV_CELL_TOKEN"
 _PR_SET_CHILD_SUBREAPER = 36
 _SWEEPS = 5  # rounds of find-and-kill (a leftover may fork while it is being killed)
 _REAP_S = 2.0  # how long a SIGKILLed leftover gets to disappear
+ENGINE_GRACE_S = 10.0  # how long a container engine's helpers get to end after its client
 
 
 @dataclass(frozen=True)
@@ -207,11 +208,13 @@ class Ownership:
         except psutil.Error:
             return []
 
-    def _find(self, pgid: int | None) -> dict[int, tuple[psutil.Process, str]]:
+    def _new_children(self) -> list[psutil.Process]:
+        return [proc for proc in self._children() if proc.pid not in self._before]
+
+    def _find(self, pgid: int | None, escaped: bool) -> dict[int, tuple[psutil.Process, str]]:
         found: dict[int, tuple[psutil.Process, str]] = {}
-        for proc in self._children():
-            if proc.pid not in self._before:
-                found[proc.pid] = (proc, "escaped")
+        for proc in self._new_children() if escaped else []:
+            found[proc.pid] = (proc, "escaped")
         for proc in psutil.process_iter():
             if proc.pid in (os.getpid(), 0, 1):
                 continue
@@ -219,24 +222,30 @@ class Ownership:
                 in_group = pgid is not None and os.getpgid(proc.pid) == pgid
                 if in_group:
                     found[proc.pid] = (proc, "process group")
-                elif proc.pid not in found and proc.environ().get(CELL_TOKEN_ENV) == self.token:
+                elif escaped and proc.pid not in found and self._carries_token(proc):
                     found[proc.pid] = (proc, "escaped")
             except (psutil.Error, OSError):
                 continue  # gone, or not ours to read
         return found
 
-    def sweep(self, pgid: int | None, grace_s: float = 0.0) -> tuple[Leftover, ...]:
+    def _carries_token(self, proc: psutil.Process) -> bool:
+        return bool(proc.environ().get(CELL_TOKEN_ENV) == self.token)
+
+    def sweep(self, pgid: int | None, engine: bool = False) -> tuple[Leftover, ...]:
         """Kill (SIGKILL) everything the cell left running; what had to be killed.
         Orphans that already exited are only reaped (they are not reported).
-        ``grace_s``: first wait that long for them to end on their own (a container
-        engine's helpers, e.g. podman's conmon and its cleanup, outlive the client)."""
-        if grace_s > 0:
-            _reap([proc for proc, _ in self._find(pgid).values()], grace_s)
+
+        ``engine``: the worker was a container engine's client. The workload ran inside
+        the container (removed by name); what the client left on the host is the
+        engine's own (podman's conmon and cleanup, a rootless pause process): given
+        ``ENGINE_GRACE_S`` to end, reaped, never killed; only the client's group is."""
+        if engine:
+            _reap(self._new_children(), ENGINE_GRACE_S)
         killed: dict[int, Leftover] = {}
         zombies: set[int] = set()
         for _ in range(_SWEEPS):
             live = []
-            for pid, (proc, how) in self._find(pgid).items():
+            for pid, (proc, how) in self._find(pgid, escaped=not engine).items():
                 try:
                     if proc.status() == psutil.STATUS_ZOMBIE:
                         if pid not in zombies:  # ended on its own: reaped below, once

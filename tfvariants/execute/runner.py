@@ -58,9 +58,6 @@ KILL_GRACE_S = 5.0
 # How long the log's reader may take to drain the pipe once the worker and what it left
 # have been killed (a writer the sweep could not kill would hold it open).
 PUMP_JOIN_S = 10.0
-# How long a container engine's helper processes (podman's conmon and its cleanup
-# command, re-parented to the host, a subreaper) get to end after the client.
-ENGINE_GRACE_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -286,9 +283,9 @@ def _after(
 ) -> tuple[Leftover, ...]:
     """Once the worker has ended: remove its container, kill what it left, close the log
     (the pipe ends once every writer is gone). The container goes first: the engine's
-    own helpers end with it, and get ``ENGINE_GRACE_S`` to do so before being killed."""
+    own helpers end with it (process.Ownership.sweep)."""
     container = _remove_container(launch.command)
-    killed = list(owned.sweep(proc.pid, 0.0 if launch.on_host else ENGINE_GRACE_S))
+    killed = list(owned.sweep(proc.pid, engine=not launch.on_host))
     if container is not None:
         killed.append(container)
     pump.join(PUMP_JOIN_S)
