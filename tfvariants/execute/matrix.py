@@ -15,7 +15,6 @@ from tfvariants.plan.task import CellT, MatrixPlan, PlannedCell
 from tfvariants.store.cellresult import AnyResult
 from tfvariants.store.result import host_result
 from tfvariants.store.rundir import (
-    CELLS_DIR,
     check_resume,
     load_run_dir,
     pending_cells,
@@ -152,7 +151,7 @@ class Matrix(Generic[CellT]):
     def __init__(self, spec: MatrixPlan[CellT], out: Path) -> None:
         self.spec = spec
         self.out = Path(out)
-        self.cells_dir = self.out / CELLS_DIR
+        self.folder = RunFolder(self.out)
         self._prepared: tuple[dict[str, dict], list[str]] | None = None
 
     def prepare(
@@ -318,7 +317,7 @@ class Matrix(Generic[CellT]):
             display.start(cell, eta.remaining(todo[i - 1 :]))
             t0 = clock()
             try:
-                result = run_cell(cell, RunFolder(self.out))
+                result = run_cell(cell, self.folder)
             except KeyboardInterrupt:
                 # The cell in flight is not recorded: resume reruns it.
                 outcome.was_interrupted = True
@@ -357,7 +356,7 @@ class Matrix(Generic[CellT]):
         reason = f"runner error: {type(exc).__name__}: {exc}"[:300]
         result = host_result(cell.to_dict(), "failed", reason)
         result["runner"] = {"host_id": host_id()}
-        RunFolder(self.out).write_cell(cell.cell_id, result)
+        self.folder.write_cell(cell.cell_id, result)
         return result
 
 
