@@ -261,3 +261,24 @@ def test_a_budget_that_covers_the_plan_stops_planned_cells_too(tmp_path):
     # without it, the planned cells all run whatever the budget (compare's rule)
     out = Matrix(s, tmp_path / "run2").run(run_cell=run_cell, clock=clock, budget_s=10.0)
     assert out.missing == 0
+
+
+def test_a_failed_cells_reason_reaches_the_terminal_without_escapes(tmp_path):
+    """A workload's exception text is its own: an ANSI escape in it is shown escaped."""
+
+    class Hostile(FakeRunner):
+        def __call__(self, cell, folder):
+            result = super().__call__(cell, folder)
+            result["reason"] = "boom \x1b[2J\x1b[31mred\nsecond line"
+            return result
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=200, force_terminal=False)
+    bad = "mnist_mlp__pip__t2__r0"
+    outcome = Matrix(spec(repeats=1), tmp_path / "run").run(
+        run_cell=Hostile(fail={bad}), console=console
+    )
+    assert (
+        "\x1b" not in buf.getvalue() and "boom \\x1b[2J\\x1b[31mred\\nsecond line" in buf.getvalue()
+    )
+    assert outcome.reasons[bad] == "boom \\x1b[2J\\x1b[31mred\\nsecond line"
