@@ -102,8 +102,8 @@ class ProcessOutcome:
             return None
         names = ", ".join(k.label() for k in self.killed[:5])
         more = f" and {len(self.killed) - 5} more" if len(self.killed) > 5 else ""
-        return (f"cell {cid} left {len(self.killed)} process(es) running after its worker, "
-                f"killed: {names}{more}")  # fmt: skip
+        left = f"cell {cid} left {len(self.killed)} process(es) running after its worker"
+        return f"{left}, killed: {names}{more}"
 
 
 # ---- the capped log ----

@@ -270,8 +270,16 @@ def watch(launch: Launch, timeout_s: float, sink: IO[bytes]) -> ProcessOutcome:
         raise
     wall = time.monotonic() - started
     killed = _after(launch, proc, owned, log, pump)
-    return ProcessOutcome(launch.command, code, wall, timed_out=timed_out, priority=got,
-                          killed=killed, log_cut_bytes=log.cut, tail=log.last_text())  # fmt: skip
+    return ProcessOutcome(
+        launch.command,
+        code,
+        wall,
+        timed_out=timed_out,
+        priority=got,
+        killed=killed,
+        log_cut_bytes=log.cut,
+        tail=log.last_text(),
+    )
 
 
 def _after(
@@ -405,8 +413,10 @@ def judge(
     is never parsed (only its last lines go into a failure's ``stderr_tail``)."""
 
     def failed(status: str, reason: str) -> dict[str, Any]:
-        return host_result(cell.to_dict(), status, reason, stderr=outcome.tail, config=config,
-                           requested=plan.to_dict())  # fmt: skip
+        requested = plan.to_dict()
+        return host_result(
+            cell.to_dict(), status, reason, stderr=outcome.tail, config=config, requested=requested
+        )
 
     code = outcome.exit_code
     if outcome.start_error is not None:
