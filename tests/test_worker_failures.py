@@ -112,6 +112,7 @@ def test_nothing_a_cell_started_survives_it(tmp_path):
         killed = {k["pid"]: k for k in res["runner"]["killed"]}
         assert set(pids) <= set(killed)
         assert killed[pids[0]]["how"] == "process group" and killed[pids[2]]["how"] == "escaped"
+        assert killed[pids[1]]["cpu_s"] > 0  # the busy child: what it took is on record
         assert "left 4 process(es) running after its worker, killed: sleep" in proc.stderr
     finally:
         for pid in pids:  # never leave them to the next test, whatever failed

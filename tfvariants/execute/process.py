@@ -32,7 +32,7 @@ import signal
 import threading
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import IO, Any
 
 import psutil
@@ -58,9 +58,10 @@ class Leftover:
     name: str
     how: str  # "process group", "escaped" (left the group), "container"
     cmdline: str = ""
+    cpu_s: float | None = None  # CPU time it had used (user + system): what it took
 
     def to_json(self) -> dict[str, Any]:
-        return {"pid": self.pid, "name": self.name, "how": self.how, "cmdline": self.cmdline}
+        return asdict(self)
 
     def label(self) -> str:
         return (
@@ -252,7 +253,7 @@ class Ownership:
                             zombies.add(pid)
                             live.append(proc)
                         continue
-                    info = Leftover(pid, proc.name(), how, " ".join(proc.cmdline())[:200])
+                    info = _leftover(proc, how)
                     proc.send_signal(signal.SIGKILL)
                 except psutil.Error:
                     continue
@@ -262,6 +263,14 @@ class Ownership:
                 break
             _reap(live)
         return tuple(killed.values())
+
+
+def _leftover(proc: psutil.Process, how: str) -> Leftover:
+    """What a leftover is, read just before it is killed."""
+    with proc.oneshot():
+        times = proc.cpu_times()
+        cpu_s = round(times.user + times.system, 3)
+        return Leftover(proc.pid, proc.name(), how, " ".join(proc.cmdline())[:200], cpu_s)
 
 
 def _reap(procs: Iterable[psutil.Process], timeout_s: float = _REAP_S) -> None:
