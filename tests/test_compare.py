@@ -82,7 +82,7 @@ class FakeRunCell:
         self.speedup, self.noise = speedup, noise
         self.priorities = []
 
-    def __call__(self, cell, variant, options, cells_dir, quiet=None, priority="normal"):
+    def __call__(self, cell, variant, options, folder, quiet=None, priority="normal"):
         self.calls.append((cell.cell_id, options))
         self.priorities.append(priority)
         if self.interrupt_at and len(self.calls) == self.interrupt_at:
@@ -97,7 +97,7 @@ class FakeRunCell:
             steady_epoch_s=2.0 / cell.threads**self.speedup,
             noise=self.noise,
         )
-        (cells_dir / f"{cell.cell_id}.json").write_text(json.dumps(r))
+        (folder.cells_dir / f"{cell.cell_id}.json").write_text(json.dumps(r))
         return r
 
 
@@ -316,12 +316,12 @@ def test_next_round_uses_the_reports_baseline_which_is_never_oversubscribed_by_c
 class VariantSpeedRunCell(FakeRunCell):
     """Times that depend on the variant: the AVX-512 build 25 % faster, the rest equal."""
 
-    def __call__(self, cell, variant, options, cells_dir, quiet=None, priority="normal"):
+    def __call__(self, cell, variant, options, folder, quiet=None, priority="normal"):
         self.calls.append((cell.cell_id, options))
         factor = 0.75 if cell.variant == "intel-avx512-2.14" else 1.0
         r = rf.make_result(cell.variant, cell.threads, cell.workload, cell.repeat,
                            steady_epoch_s=2.0 * factor, noise=0.01)  # fmt: skip
-        (cells_dir / f"{cell.cell_id}.json").write_text(json.dumps(r))
+        (folder.cells_dir / f"{cell.cell_id}.json").write_text(json.dumps(r))
         return r
 
 

@@ -193,3 +193,33 @@ def test_missing_image_message() -> None:
 def test_image_exists_without_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(engine.shutil, "which", lambda n: None)
     assert engine.image_exists("podman", "tfvariants/pip:2.21.0") is False
+
+
+def test_a_probe_in_a_container_gets_only_its_result_path(tmp_path: Path) -> None:
+    """A probe is a request kind of its own: `module --result /out/result.json`, no
+    workload mounted."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    probe = WorkerRequest.probe(str(scratch / "result.json"))
+    cmd = _command(tmp_path, request=probe, module="workloads.envprobe")
+    assert cmd[-5:] == ["python", "-m", "workloads.envprobe", "--result", "/out/result.json"]
+    assert [v for v in _pairs(cmd, "-v") if "/opt/tfvariants-user" in v] == []
+
+
+def test_the_serving_envelope_is_the_training_one(tmp_path: Path) -> None:
+    """One envelope for every worker: a serving request is a WorkerRequest of task
+    serve, its model path rewritten and mounted like a workload file."""
+    from workloads.serving.request import serve_request_of
+
+    model = tmp_path / "m.keras"
+    model.write_bytes(b"")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    serve = {"scenario": "offline", "model": "ignored"}
+    request = _request(scratch / "result.json", task="serve", workload=str(model), serve=serve)
+    cmd = _command(tmp_path, request=request, module="workloads.serving.worker")
+    inner = WorkerRequest.from_json(cmd[-1], task="serve")
+    assert inner.workload == "/opt/tfvariants-user/m.keras" and inner.result == "/out/result.json"
+    assert serve_request_of(inner).model == "/opt/tfvariants-user/m.keras"
+    with pytest.raises(ValueError, match="task 'serve', this worker runs 'train'"):
+        WorkerRequest.from_json(cmd[-1])

@@ -11,6 +11,7 @@ import pytest
 from tfvariants.analyze.report.fields import environment_summary
 from tfvariants.execute.runner import RunOptions, run_cell
 from tfvariants.plan.cell import Cell
+from tfvariants.store.runfolder import RunFolder
 from tfvariants.variants import engine as engines
 from tfvariants.variants import registry as variants
 from workloads import envprobe
@@ -88,6 +89,6 @@ def test_gpu_cell_is_skipped_with_the_reason(
 ) -> None:
     monkeypatch.setattr(variants, "_host_has_gpu", lambda: False)
     cell = Cell(variant="gpu", threads=1, workload="mnist_cnn")
-    result = run_cell(cell, variants.BUILTINS["gpu"], RunOptions(), tmp_path / "cells")
+    result = run_cell(cell, variants.BUILTINS["gpu"], RunOptions(), RunFolder(tmp_path))
     assert result["status"] == "skipped" and result["reason"] == "no GPU visible on this host"
     assert (tmp_path / "cells" / f"{cell.cell_id}.json").exists()

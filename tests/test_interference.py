@@ -233,12 +233,12 @@ def matrix_spec(**options):
 def fake_runner(disturbed_ids):
     calls = []
 
-    def run(cell, cells_dir):
+    def run(cell, folder):
         calls.append(cell.cell_id)
         r = make_result(cell.variant, cell.threads, cell.workload, cell.repeat)
         r["cell"] = cell.to_dict()
         r["cpu"] = {"others_share": 0.5 if cell.cell_id in disturbed_ids else 0.0}
-        (cells_dir / f"{cell.cell_id}.json").write_text(json.dumps(r))
+        (folder.cells_dir / f"{cell.cell_id}.json").write_text(json.dumps(r))
         return r
 
     return run, calls

@@ -15,6 +15,7 @@ import pytest
 from tfvariants.cli import main
 from tfvariants.execute import runner
 from tfvariants.plan.cell import Cell
+from tfvariants.store.runfolder import RunFolder
 from tfvariants.variants import census, envbuild, skip_reason
 from tfvariants.variants.registry import Variant
 from workloads import isacensus
@@ -257,7 +258,7 @@ def test_a_gated_variant_is_skipped_up_front_listed_so_and_never_launched(
         Cell(variant="avx512", threads=1, workload="mnist_mlp", repeat=0),
         variant,
         runner.RunOptions(),
-        tmp_path / "run" / "cells",
+        RunFolder(tmp_path / "run"),
     )
     assert result["status"] == "skipped" and "AVX512" in result["reason"]
     assert result["runner"]["command"] is None

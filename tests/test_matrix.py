@@ -35,7 +35,7 @@ class FakeRunner:
         self.interrupt_at = interrupt_at
         self.raise_at = raise_at
 
-    def __call__(self, cell, cells_dir):
+    def __call__(self, cell, folder):
         self.calls.append(cell.cell_id)
         if self.interrupt_at is not None and len(self.calls) == self.interrupt_at:
             raise KeyboardInterrupt
@@ -55,7 +55,7 @@ class FakeRunner:
             "reason": "boom" if status == "failed" else None,
             "timing": {"epoch_times_s": [1.0]},
         }
-        (cells_dir / f"{cell.cell_id}.json").write_text(json.dumps(result))
+        (folder.cells_dir / f"{cell.cell_id}.json").write_text(json.dumps(result))
         return result
 
 
@@ -113,7 +113,7 @@ def test_failed_cell_does_not_stop_the_matrix_and_resume_reruns_it(tmp_path):
 
 
 def test_skipped_cells_are_done(tmp_path):
-    def skipper(cell, cells_dir):
+    def skipper(cell, folder):
         r = {
             "schema_version": 1,
             "kind": "tfvariants.cell",
@@ -126,7 +126,7 @@ def test_skipped_cells_are_done(tmp_path):
             "status": "skipped",
             "reason": "no GPU",
         }
-        (cells_dir / f"{cell.cell_id}.json").write_text(json.dumps(r))
+        (folder.cells_dir / f"{cell.cell_id}.json").write_text(json.dumps(r))
         return r
 
     out_dir = tmp_path / "run"
@@ -216,9 +216,9 @@ def cells_taking(seconds):
 
     runner = FakeRunner()
 
-    def run_cell(cell, cells_dir):
+    def run_cell(cell, folder):
         now[0] += seconds
-        return runner(cell, cells_dir)
+        return runner(cell, folder)
 
     return clock, runner, run_cell
 
@@ -261,3 +261,24 @@ def test_a_budget_that_covers_the_plan_stops_planned_cells_too(tmp_path):
     # without it, the planned cells all run whatever the budget (compare's rule)
     out = Matrix(s, tmp_path / "run2").run(run_cell=run_cell, clock=clock, budget_s=10.0)
     assert out.missing == 0
+
+
+def test_a_failed_cells_reason_reaches_the_terminal_without_escapes(tmp_path):
+    """A workload's exception text is its own: an ANSI escape in it is shown escaped."""
+
+    class Hostile(FakeRunner):
+        def __call__(self, cell, folder):
+            result = super().__call__(cell, folder)
+            result["reason"] = "boom \x1b[2J\x1b[31mred\nsecond line"
+            return result
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=200, force_terminal=False)
+    bad = "mnist_mlp__pip__t2__r0"
+    outcome = Matrix(spec(repeats=1), tmp_path / "run").run(
+        run_cell=Hostile(fail={bad}), console=console
+    )
+    assert (
+        "\x1b" not in buf.getvalue() and "boom \\x1b[2J\\x1b[31mred\\nsecond line" in buf.getvalue()
+    )
+    assert outcome.reasons[bad] == "boom \\x1b[2J\\x1b[31mred\\nsecond line"

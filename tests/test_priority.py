@@ -15,6 +15,7 @@ from tfvariants.execute import priority
 from tfvariants.execute.quiet import QuietGate, QuietWait
 from tfvariants.execute.runner import RunOptions, run_cell
 from tfvariants.plan.cell import Cell
+from tfvariants.store.runfolder import RunFolder
 
 AUTOGROUP = Path("/proc/self/autogroup").exists()
 # The stub worker reports what it runs at, from inside.
@@ -60,7 +61,7 @@ def test_autogroup_applies_only_in_the_root_cpu_group(tmp_path, enabled, cgroup,
 def run_stub(tmp_path: Path, wanted: str, gate=None) -> dict:
     variant = stub_variant(tmp_path, REPORT)
     cell = Cell(variant="stub", threads=1, workload="mnist_mlp", repeat=0)
-    return run_cell(cell, variant, RunOptions(timeout_s=30), tmp_path / "run" / "cells",
+    return run_cell(cell, variant, RunOptions(timeout_s=30), RunFolder(tmp_path / "run"),
                     topology=TOPO, quiet=gate, priority=wanted)  # fmt: skip
 
 
@@ -190,7 +191,7 @@ def test_a_shielded_worker_keeps_its_cpu_from_a_nice_19_job_in_another_session(t
             (tmp_path / wanted).mkdir()
             variant = stub_variant(tmp_path / wanted, SPIN)
             cell = Cell(variant="stub", threads=1, workload="mnist_mlp", repeat=0)
-            result = run_cell(cell, variant, RunOptions(timeout_s=60), tmp_path / wanted / "cells",
+            result = run_cell(cell, variant, RunOptions(timeout_s=60), RunFolder(tmp_path / wanted),
                               topology=TOPO, priority=wanted)  # fmt: skip
             assert result["status"] == "ok", result.get("reason")
             shares[wanted] = result["share"]

@@ -41,11 +41,11 @@ def build_model(keras, *, compile_options):
 def fake_run_cell(calls: list[str]):
     """A runner that stores an ok result where the real one would, without a worker."""
 
-    def run(cell, variant, options, cells_dir, quiet=None, priority="normal"):
+    def run(cell, variant, options, folder, quiet=None, priority="normal"):
         calls.append(cell.cell_id)
         result = rf.make_result(cell.variant, cell.threads, cell.workload, cell.repeat)
         result["runner"]["host_id"] = host_id()
-        (Path(cells_dir) / f"{cell.cell_id}.json").write_text(json.dumps(result))
+        (folder.cells_dir / f"{cell.cell_id}.json").write_text(json.dumps(result))
         return result
 
     return run
@@ -176,7 +176,7 @@ def test_a_symlinked_log_is_replaced_never_written_through(tmp_path):
     cell = Cell(variant="stub", threads=1, workload="mnist_mlp", repeat=0)
     (out / "logs" / f"{cell.cell_id}.log").symlink_to(victim)
     variant = stub_variant(tmp_path, "print('worker output', flush=True)\nwrite_ok()\n")
-    result = run_cell(cell, variant, RunOptions(timeout_s=30), out / "cells", topology=TOPO)
+    result = run_cell(cell, variant, RunOptions(timeout_s=30), RunFolder(out), topology=TOPO)
     assert result["status"] == "ok"
     assert victim.read_text() == "precious"
     log = out / "logs" / f"{cell.cell_id}.log"
@@ -201,7 +201,7 @@ def test_scratch_is_private_inside_the_run_and_removed(tmp_path):
     variant = stub_variant(tmp_path, body)
     out = tmp_path / "run"
     cell = Cell(variant="stub", threads=1, workload="mnist_mlp", repeat=0)
-    result = run_cell(cell, variant, RunOptions(timeout_s=30), out / "cells", topology=TOPO)
+    result = run_cell(cell, variant, RunOptions(timeout_s=30), RunFolder(out), topology=TOPO)
     assert result["mode"] == "0o700"
     assert Path(result["scratch"]).parent == out / ".scratch"
     assert not Path(result["scratch"]).exists() and not (out / ".scratch").exists()

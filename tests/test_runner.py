@@ -20,6 +20,7 @@ from tfvariants.execute.runner import RunOptions, run_cell
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.topology import LogicalCpu, Topology
 from tfvariants.store.result import load_result
+from tfvariants.store.runfolder import RunFolder
 from tfvariants.variants import Variant
 from tfvariants.variants import registry as variants_mod
 
@@ -55,7 +56,7 @@ def run(tmp_path, body, timeout=30.0, threads=1, env=None):
     variant = stub_variant(tmp_path, body, env)
     cell = Cell(variant="stub", threads=threads, workload="mnist_mlp", repeat=0)
     out = tmp_path / "run"
-    result = run_cell(cell, variant, RunOptions(timeout_s=timeout), out / "cells", topology=TOPO)
+    result = run_cell(cell, variant, RunOptions(timeout_s=timeout), RunFolder(out), topology=TOPO)
     return result, out / "cells" / f"{cell.cell_id}.json"
 
 
@@ -155,7 +156,7 @@ def test_worker_reported_failure_keeps_its_reason(tmp_path):
 def test_missing_interpreter(tmp_path):
     variant = Variant(name="stub", kind="venv", python=str(tmp_path / "nope"))
     cell = Cell(variant="stub", threads=1, workload="mnist_mlp")
-    result = run_cell(cell, variant, RunOptions(), tmp_path / "cells", topology=TOPO)
+    result = run_cell(cell, variant, RunOptions(), RunFolder(tmp_path), topology=TOPO)
     assert result["status"] == "failed" and "cannot start worker" in result["reason"]
 
 
@@ -163,7 +164,7 @@ def test_gpu_variant_without_gpu_is_skipped(tmp_path, monkeypatch):
     monkeypatch.setattr(variants_mod, "_host_has_gpu", lambda: False)
     variant = Variant(name="gpu", kind="local", device="gpu")
     cell = Cell(variant="gpu", threads=1, workload="mnist_mlp")
-    result = run_cell(cell, variant, RunOptions(), tmp_path / "cells", topology=TOPO)
+    result = run_cell(cell, variant, RunOptions(), RunFolder(tmp_path), topology=TOPO)
     assert result["status"] == "skipped"
     assert "no GPU" in result["reason"]
     assert (
@@ -181,14 +182,35 @@ def test_cell_id(repeat):
     assert Cell("pip", 2, "/x/my_model.py").cell_id != Cell("pip", 2, "/y/my_model.py").cell_id
 
 
-def test_timed_out_container_is_removed_by_name(tmp_path, monkeypatch):
+def fake_engine(tmp_path: Path, running: str) -> tuple[Path, Path]:
+    """An engine CLI that logs its arguments; ``container inspect`` answers ``running``
+    (or fails, like an engine asked about a container that is gone, when empty)."""
+    calls = tmp_path / "calls"
+    engine = tmp_path / "podman"
+    engine.write_text(
+        f'#!/bin/sh\necho "$*" >> {calls}\n'
+        f'if [ "$1" = container ]; then [ -n "{running}" ] || exit 1; echo {running}; fi\n'
+    )
+    engine.chmod(0o755)
+    return engine, calls
+
+
+@pytest.mark.parametrize("running", ["true", "false", ""])
+def test_a_cells_container_is_removed_after_it_and_named_if_it_still_ran(tmp_path, running):
     from tfvariants.execute import runner
 
-    calls = []
-    monkeypatch.setattr(runner.subprocess, "run", lambda cmd, **kw: calls.append(cmd))
-    runner._remove_container(["podman", "run", "--rm", "--name", "tfvariants-x1", "img"])
-    runner._remove_container([sys.executable, "-m", "workloads.worker"])  # not a container
-    assert calls == [["podman", "rm", "-f", "--time", "2", "tfvariants-x1"]]
+    engine, calls = fake_engine(tmp_path, running)
+    left = runner._remove_container([str(engine), "run", "--rm", "--name", "tfvariants-x1", "i"])
+    assert runner._remove_container([sys.executable, "-m", "workloads.worker"]) is None
+    said = calls.read_text().splitlines()
+    assert said[0] == "container inspect --format {{.State.Running}} tfvariants-x1"
+    if running:  # there: removed, whatever its state; named only when it was still running
+        assert said[1:] == ["rm -f --time 2 tfvariants-x1"]
+    else:
+        assert said[1:] == []
+    assert (left is not None) == (running == "true")
+    if left is not None:
+        assert left.name == "tfvariants-x1" and left.how == "container"
 
 
 def test_runner_records_this_hosts_id_over_a_containers(tmp_path):
@@ -209,3 +231,137 @@ def test_a_sigill_that_still_happens_is_named_as_such(tmp_path):
     assert result["reason"].startswith("worker killed by SIGILL: the variant's binary used an "
                                        "instruction this CPU lacks")  # fmt: skip
     assert "rerunning will not help" in result["reason"]
+
+
+def test_an_ok_cells_children_are_killed_and_named(tmp_path):
+    import psutil
+
+    body = (
+        "import subprocess\n"
+        "child = subprocess.Popen(['sleep', '599'])\n"
+        "daemon = subprocess.Popen(['/bin/sleep', '598'], start_new_session=True, env={})\n"
+        "write_ok({'pids': [child.pid, daemon.pid]})\n"
+    )
+    result, path = run(tmp_path, body)
+    assert result["status"] == "ok"
+    pids = load_result(path)["pids"]
+    for pid in pids:
+        with pytest.raises(psutil.NoSuchProcess):
+            psutil.Process(pid).status()  # killed and reaped: not even a zombie
+    killed = load_result(path)["runner"]["killed"]
+    assert [(k["pid"], k["name"], k["how"]) for k in killed] == [
+        (pids[0], "sleep", "process group"),
+        (pids[1], "sleep", "escaped"),
+    ]
+
+
+def test_a_quiet_cell_kills_nothing(tmp_path):
+    result, path = run(tmp_path, "write_ok()\n")
+    assert result["status"] == "ok" and load_result(path)["runner"]["killed"] == []
+
+
+def test_a_huge_output_is_cut_in_the_middle_of_the_log(tmp_path):
+    """5 MiB printed: the log keeps the first and the last MiB and says what it cut."""
+    body = (
+        "sys.stdout.write('HEAD\\n' + 'x' * (5 << 20) + '\\nTAIL\\n')\n"
+        "sys.stdout.flush()\n"
+        "write_ok()\n"
+    )
+    result, path = run(tmp_path, body)
+    log = Path(result["runner"]["log"]).read_bytes()
+    assert result["status"] == "ok" and len(log) < (2 << 20) + 200
+    assert log.startswith(b"HEAD\n") and log.endswith(b"\nTAIL\n")
+    cut = (5 << 20) + 11 - (2 << 20)
+    assert result["runner"]["log_cut_bytes"] == cut
+    assert f"[tfvariants: {cut} bytes of output cut here".encode() in log
+
+
+def test_the_capped_log_holds_a_bounded_amount_whatever_is_printed():
+    import io
+
+    from tfvariants.execute.process import CappedLog
+
+    sink = io.BytesIO()
+    log = CappedLog(sink, head_bytes=1000, tail_bytes=2000)
+    chunk = bytes(range(256)) * 256  # 64 KiB
+    for _ in range(1600):  # 100 MiB
+        log.feed(chunk)
+        assert len(log._tail) <= 2 * 2000 + len(chunk) and len(log._last) <= 3 * len(chunk)
+    log.finish()
+    assert log.total == 1600 * len(chunk) and log.cut == log.total - 3000
+    kept = sink.getvalue()
+    assert kept[:1000] == chunk[:1000] and kept.endswith(chunk[-2000:])
+    assert len(kept) < 3000 + 200
+    log.feed(b"late")  # a writer the sweep missed: nothing more reaches the closed log
+    assert sink.getvalue() == kept
+
+
+def test_a_child_that_ended_on_its_own_is_reaped_not_reported(tmp_path):
+    import psutil
+
+    body = (
+        "import subprocess\n"
+        "done = subprocess.Popen(['true'], start_new_session=True)\n"
+        "time.sleep(0.3)\n"  # it has ended; never waited for, it is a zombie
+        "write_ok({'pids': [done.pid]})\n"
+    )
+    result, path = run(tmp_path, body)
+    assert result["status"] == "ok" and load_result(path)["runner"]["killed"] == []
+    with pytest.raises(psutil.NoSuchProcess):
+        psutil.Process(load_result(path)["pids"][0]).status()
+
+
+FAKE_PODMAN = f"""#!{sys.executable}
+# A container engine's client: `run` writes the cell's result into the /out mount and
+# leaves a helper behind that ends on its own (like podman's conmon and its cleanup).
+import json, os, subprocess, sys
+args = sys.argv[1:]
+with open("ENGINE_LOG", "a") as fh:
+    fh.write(" ".join(args[:2]) + "\\n")
+if args[0] != "run":
+    sys.exit(1)  # container inspect: gone (--rm did its work)
+out = next(v.split(":")[0] for v in args if v.endswith(":/out:rw"))
+request = json.loads(args[-1])
+with open(os.path.join(out, "result.json"), "w") as fh:
+    json.dump({{"schema_version": 1, "kind": "tfvariants.cell", "cell": request["cell"],
+               "status": "ok", "timing": {{"epoch_times_s": [1.0, 0.5]}}}}, fh)
+subprocess.Popen(["sleep", "LINGER"], start_new_session=True)
+"""
+
+
+@pytest.mark.parametrize("linger", ["0.5", "599"])
+def test_a_container_engines_helpers_are_its_own(tmp_path, monkeypatch, linger):
+    """What an engine's client leaves on the host (re-parented to it) is the engine's:
+    one that ends on its own is reaped, one that stays (a rootless pause process) is
+    neither killed nor reported; the workload ran in the container, removed by name."""
+    import psutil
+
+    from tfvariants.execute import process, runner
+    from tfvariants.variants import engine as engines
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = FAKE_PODMAN.replace("LINGER", linger).replace("ENGINE_LOG", str(tmp_path / "engine.log"))
+    (bin_dir / "podman").write_text(fake)
+    (bin_dir / "podman").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setattr(engines, "require_engine", lambda preferred=None: "podman")
+    monkeypatch.setattr(engines, "image_exists", lambda engine, image: True)
+    monkeypatch.setattr(runner, "skip_reason", lambda variant: None)
+    monkeypatch.setattr(process, "ENGINE_GRACE_S", 3.0)
+    variant = Variant(name="img", kind="image", image="tfvariants/x:1", engine="podman")
+    cell = Cell(variant="img", threads=1, workload="mnist_mlp", repeat=0)
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    result = run_cell(cell, variant, RunOptions(timeout_s=30), RunFolder(tmp_path / "r"))
+    helpers = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
+    try:
+        assert result["status"] == "ok", result.get("reason")
+        assert result["runner"]["killed"] == []
+        alive = [p.status() != psutil.STATUS_ZOMBIE for p in helpers]
+        assert alive == ([True] if linger == "599" else [])  # ended: reaped, no zombie
+        log = (tmp_path / "engine.log").read_text().splitlines()
+        assert log == ["run --rm", "container inspect"]
+    finally:
+        for p in helpers:
+            p.kill()
+        psutil.wait_procs(helpers, timeout=5)

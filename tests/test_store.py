@@ -156,12 +156,12 @@ def test_compare_resume_leaves_an_unreadable_cell_intact_then_quarantines_it(
     monkeypatch.chdir(tmp_path)
     calls = []
 
-    def fake_run_cell(cell, variant, options, cells_dir, quiet=None, priority="normal"):
+    def fake_run_cell(cell, variant, options, folder, quiet=None, priority="normal"):
         calls.append(cell.cell_id)
         result = on_host(
             rf.make_result(cell.variant, cell.threads, cell.workload, cell.repeat), HERE
         )
-        (Path(cells_dir) / f"{cell.cell_id}.json").write_text(json.dumps(result))
+        (folder.cells_dir / f"{cell.cell_id}.json").write_text(json.dumps(result))
         return result
 
     monkeypatch.setattr(runner, "run_cell", fake_run_cell)

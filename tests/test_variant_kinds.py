@@ -10,6 +10,7 @@ from tfvariants.cli import main
 from tfvariants.errors import UserError
 from tfvariants.variants import envbuild, kinds
 from tfvariants.variants import registry as variants
+from workloads.protocol import WorkerRequest
 
 
 def _write(tmp_path: Path, text: str) -> Path:
@@ -140,7 +141,9 @@ def test_image_overlay_container_name(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setattr(engines, "image_exists", lambda engine, image: True)
     scratch = tmp_path / ".mnist_mlp__pip+onednn-off__t2__r0.abc"
     scratch.mkdir()
-    cmd, _ = variants.get_variant("pip+onednn-off").launch(None, {}, (0,), scratch)
+    cmd, _ = variants.get_variant("pip+onednn-off").launch(
+        WorkerRequest.probe(str(scratch / "result.json")), {}, (0,), scratch
+    )
     assert cmd[cmd.index("--name") + 1] == "tfvariants-mnist_mlp__pip-onednn-off__t2__r0.abc"
 
 

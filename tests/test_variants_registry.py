@@ -183,7 +183,9 @@ def test_image_launch_missing_image(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(engines, "require_engine", lambda preferred=None: "podman")
     monkeypatch.setattr(engines, "image_exists", lambda engine, image: False)
     with pytest.raises(UserError) as info:
-        variants.BUILTINS["pip"].launch(None, {}, (0,), tmp_path)
+        variants.BUILTINS["pip"].launch(
+            WorkerRequest.probe(str(tmp_path / "r.json")), {}, (0,), tmp_path
+        )
     assert str(info.value) == (
         "variant 'pip' needs image tfvariants/pip:2.21.0: run `make build-pip`"
     )

@@ -78,6 +78,10 @@ def request_fields(text: str, kind: str, cls: type, what: str) -> dict[str, Any]
 
 
 REQUEST_KIND = "tfvariants.worker_request"
+# What a worker process is asked to do, and the module that does it: a training cell,
+# a serving cell, or a probe of the variant (workloads.envprobe, workloads.onednn,
+# which take only ``--result``).
+TASKS = ("train", "serve", "probe")
 
 
 class RequestError(ValueError):
@@ -86,9 +90,14 @@ class RequestError(ValueError):
 
 @dataclass(frozen=True)
 class WorkerRequest:
-    """Everything one worker needs, built by the host, passed as one JSON argument
-    (``--request``), read by the worker. A container launcher rewrites the paths on the
-    object (``dataclasses.replace``), never by re-parsing a command line.
+    """The one envelope of every worker process, whatever its task: built by the host,
+    passed as one JSON argument (``--request``; a probe takes ``--result`` only), read
+    by the worker. A container launcher rewrites the paths on the object
+    (``dataclasses.replace``), never by re-parsing a command line.
+
+    ``task`` says which worker reads it: "train" (workloads.worker: the training fields
+    below), "serve" (workloads.serving.worker: ``workload`` is the model, ``serve`` the
+    ServeRequest's fields) or "probe" (only ``result``).
 
     ``intra_op`` is the size of the backend's intra-op pool (for TensorFlow,
     ``intra_op_parallelism_threads``); the cell's ``threads`` is the vCPU count it
@@ -114,16 +123,31 @@ class WorkerRequest:
     min_steady_steps: int = 100
     requested: dict[str, Any] = field(default_factory=dict)  # the host's pinning plan
     backend: str | None = None  # Keras backend: tensorflow, jax, torch (None: $KERAS_BACKEND)
+    task: str = "train"  # TASKS
+    serve: dict[str, Any] | None = None  # task "serve": the ServeRequest's fields
+
+    @classmethod
+    def probe(cls, result: str) -> WorkerRequest:
+        """A probe of the variant (its modules take only where to write their result)."""
+        return cls(workload="", cell={}, result=result, intra_op=1, task="probe")
 
     def to_json(self) -> str:
         return request_json(self, REQUEST_KIND)
 
     def to_argv(self) -> list[str]:
+        if self.task == "probe":
+            return ["--result", self.result]
         return ["--request", self.to_json()]
 
     @classmethod
-    def from_json(cls, text: str) -> WorkerRequest:
+    def from_json(cls, text: str, task: str = "train") -> WorkerRequest:
+        """Read a request, which must be for ``task`` (the reading worker's)."""
         data = request_fields(text, REQUEST_KIND, cls, "worker request")
+        asked = data.get("task", "train")
+        if asked != task:
+            raise RequestError(f"worker request: task {asked!r}, this worker runs {task!r}")
+        if task == "serve" and not isinstance(data.get("serve"), dict):
+            raise RequestError("worker request: 'serve' must be an object")
         for name in ("workload", "result"):
             if not isinstance(data.get(name), str) or not data[name]:
                 raise RequestError(f"worker request: '{name}' must be a non-empty string")

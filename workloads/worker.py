@@ -21,6 +21,7 @@ import statistics
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
@@ -140,7 +141,44 @@ def _final_metrics(history: dict[str, list[float]]) -> dict[str, float | None]:
     return out
 
 
+def _load_data(req: WorkerRequest, workload: Any, batch_size: int) -> tuple[Any, ...]:
+    """The workload's data, capped as asked: (x, y, validation or None, training
+    samples, seconds it took)."""
+    samples = req.samples
+    if req.steps_per_epoch:
+        # A step cap is a sample cap: slicing keeps every epoch the same work.
+        cap = req.steps_per_epoch * batch_size
+        samples = min(samples, cap) if samples else cap
+    t0 = time.perf_counter()
+    data = workload.load_data(req.data, data_dir=req.data_dir, samples=samples, seed=req.seed)
+    data_s = time.perf_counter() - t0
+    x, y = data["x"], data["y"]
+    n_train = len(y) if not isinstance(y, dict) else len(next(iter(y.values())))
+    validation = None
+    if data.get("x_val") is not None and data.get("y_val") is not None:
+        validation = (data["x_val"], data["y_val"])
+    return x, y, validation, n_train, data_s
+
+
+@dataclass(frozen=True)
+class _Fitted:
+    """What ``run`` measured, handed to ``_record`` (which turns it into the result)."""
+
+    workload: Any  # the workload module
+    timer: Any  # make_timer's callback, after fit
+    history: Any  # keras History
+    usage: dict[str, Any]  # cpuload.usage over fit
+    n_train: int
+    batch_size: int
+    full_epochs: int
+    full_samples: int
+    seconds: dict[str, float]  # import_tf_s, data_s, build_s
+    t_start: float  # perf_counter when the worker began
+
+
 def run(req: WorkerRequest, result: dict[str, Any]) -> None:
+    """Train one cell (pinning, the backend's pools, the steady window) and fill in
+    ``result``; the status turns ok only at the very end."""
     t_start = time.perf_counter()
     backend = backends.choose(req.backend)
     backends.prepare(backend, req.cpus, req.intra_op, req.inter_op)
@@ -158,20 +196,7 @@ def run(req: WorkerRequest, result: dict[str, Any]) -> None:
     batch_size = int(spec["batch_size"])
     full_epochs = int(spec["epochs"])
     epochs = req.epochs or full_epochs
-    samples = req.samples
-    if req.steps_per_epoch:
-        # A step cap is a sample cap: slicing keeps every epoch the same work.
-        cap = req.steps_per_epoch * batch_size
-        samples = min(samples, cap) if samples else cap
-
-    t0 = time.perf_counter()
-    data = workload.load_data(req.data, data_dir=req.data_dir, samples=samples, seed=req.seed)
-    data_s = time.perf_counter() - t0
-    x, y = data["x"], data["y"]
-    n_train = len(y) if not isinstance(y, dict) else len(next(iter(y.values())))
-    validation = None
-    if data.get("x_val") is not None and data.get("y_val") is not None:
-        validation = (data["x_val"], data["y_val"])
+    x, y, validation, n_train, data_s = _load_data(req, workload, batch_size)
 
     keras_options = dict(req.keras_options)
     t0 = time.perf_counter()
@@ -207,8 +232,28 @@ def run(req: WorkerRequest, result: dict[str, Any]) -> None:
         verbose=0,
         shuffle=True,
     )
+    usage = cpuload.usage(before, cpuload.snapshot(), req.cpus)
+    seconds = {"import_tf_s": import_s, "data_s": data_s, "build_s": build_s}
+    fitted = _Fitted(
+        workload,
+        timer,
+        history,
+        usage,
+        n_train,
+        batch_size,
+        full_epochs,
+        full_samples,
+        seconds,
+        t_start,
+    )
+    _record(req, spec, fitted, result)
 
-    fit_usage = cpuload.usage(before, cpuload.snapshot(), req.cpus)
+
+def _record(req: WorkerRequest, spec: dict[str, Any], fit: _Fitted, result: dict[str, Any]) -> None:
+    """The result of a fitted cell: timing, the steady state, the projection to the
+    full schedule, CPU use, FLOPs and the final metrics; status ok."""
+    timer, batch_size, n_train = fit.timer, fit.batch_size, fit.n_train
+    full_samples, full_epochs = fit.full_samples, fit.full_epochs
     epoch_times, train_times = timer.epoch_times, timer.train_times
     steps_per_epoch = len(timer.steps[0]) if timer.steps else 0
     # The first epoch caps the warm-up only once a second one began (it is complete).
@@ -228,7 +273,7 @@ def run(req: WorkerRequest, result: dict[str, Any]) -> None:
     projection = steady.project(state, full_steps_per_epoch * full_epochs, full_epochs, epoch_gap_s)
 
     flops = None
-    flops_fn = getattr(workload, "flops_per_step", None)
+    flops_fn = getattr(fit.workload, "flops_per_step", None)
     if callable(flops_fn):
         flops = flops_fn(batch_size)
     gflops_per_s = flops / step_s / 1e9 if flops and step_s else None
@@ -256,13 +301,11 @@ def run(req: WorkerRequest, result: dict[str, Any]) -> None:
         "steps_per_epoch": steps_per_epoch,
         "samples_per_epoch": n_train,
         "samples_per_s": samples_per_s,
-        "import_tf_s": import_s,
-        "data_s": data_s,
-        "build_s": build_s,
-        "fit_s": fit_usage["wall_s"],
-        "total_s": time.perf_counter() - t_start,
+        **fit.seconds,
+        "fit_s": fit.usage["wall_s"],
+        "total_s": time.perf_counter() - fit.t_start,
     }
-    result["cpu"] = fit_usage
+    result["cpu"] = fit.usage
     result["schedule"] = {
         "full_epochs": full_epochs,
         "full_samples": full_samples,
@@ -274,7 +317,7 @@ def run(req: WorkerRequest, result: dict[str, Any]) -> None:
     }
     result["flops_per_step"] = flops
     result["gflops_per_s"] = gflops_per_s
-    result["metrics"] = _final_metrics(history.history)
+    result["metrics"] = _final_metrics(fit.history.history)
     result["chance_accuracy"] = spec.get("chance_accuracy")
     result["status"] = "ok"
 

@@ -25,6 +25,7 @@ from tfvariants.commands.matrix_args import (  # noqa: F401 (quick_scale: part o
 from tfvariants.commands.outdir import check_writable
 from tfvariants.errors import UserError
 from tfvariants.plan.cell import MAX_THREADS
+from tfvariants.store.runfolder import RunFolder
 
 
 def register(sub: Any) -> None:
@@ -361,12 +362,12 @@ def run(args: argparse.Namespace) -> int:
 
     quiet_gate = rounds.quiet_gate(spec)
 
-    def run_one(cell: Any, cells_dir: Path) -> dict:
+    def run_one(cell: Any, folder: RunFolder) -> dict:
         return runner.run_cell(
             cell,
             variant_objs[cell.variant],
             run_options_for(spec, cell.workload, cell.repeat),
-            cells_dir,
+            folder,
             quiet=quiet_gate,
             priority=str(spec.options.get("priority") or "normal"),
         )

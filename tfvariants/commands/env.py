@@ -4,18 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
-import signal
-import subprocess
-import tempfile
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfvariants.commands import common
-from tfvariants.errors import UserError
 
-PROBE_TIMEOUT_S = 300.0
+if TYPE_CHECKING:
+    from tfvariants.variants import Variant
 
 
 def register(sub: Any) -> None:
@@ -34,43 +28,12 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def probe_variant(variant: Any, module: str = "workloads.envprobe") -> dict[str, Any]:
-    """Run ``module`` (workloads.envprobe, workloads.onednn) inside the variant; the
-    backend never loads in this process."""
-    from tfvariants.execute.runner import worker_env
-    from tfvariants.plan.pinning import plan_pinning
-    from tfvariants.plan.topology import read_topology
+def probe_variant(variant: Variant, module: str = "workloads.envprobe") -> dict[str, Any]:
+    """Run ``module`` (workloads.envprobe, workloads.onednn) inside the variant, through
+    the runner (tfvariants.execute.probe); the backend never loads in this process."""
+    from tfvariants.execute.probe import run_probe
 
-    topo = read_topology()
-    plan = plan_pinning(topo.logical_count, topo)
-    # Private (0700, as mkdtemp makes it): a container runs as our user (engine.user_flags).
-    scratch = Path(tempfile.mkdtemp(prefix="tfv-env-"))
-    try:
-        cmd, env = variant.launch(None, worker_env(variant, plan), plan.cpus, scratch,
-                                  module=module)  # fmt: skip
-        if os.environ.get("TFV_NO_REAL_WORKERS") == "1":  # the fast tests' guard (conftest)
-            raise RuntimeError(f"TFV_NO_REAL_WORKERS=1: refusing to probe {variant.name} "
-                               "(real TensorFlow): mark the test @pytest.mark.tf or fake the probe")  # fmt: skip
-        try:
-            proc = subprocess.run(cmd, env=env, capture_output=True, text=True,
-                                  timeout=PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL)  # fmt: skip
-        except OSError as exc:
-            raise UserError(
-                f"variant '{variant.name}': cannot start {cmd[0]}: {exc.strerror}"
-            ) from exc
-        except subprocess.TimeoutExpired:
-            raise UserError(f"variant '{variant.name}': probe timed out") from None
-        result = scratch / "result.json"
-        if not result.exists():
-            tail = (proc.stderr or "").strip().splitlines()[-1:] or ["no output"]
-            if proc.returncode == -signal.SIGILL:
-                tail = ["killed by SIGILL: its binary uses an instruction this CPU lacks"]
-            raise UserError(
-                f"variant '{variant.name}': probe failed ({proc.returncode}): {tail[0]}"
-            )
-        return json.loads(result.read_text())
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    return run_probe(variant, module)
 
 
 def host_info() -> dict[str, Any]:

@@ -17,6 +17,7 @@ from tfvariants.commands import argtypes, common
 from tfvariants.commands.matrix_args import checked, default_threads, parse_names, ready_variants
 from tfvariants.commands.outdir import check_writable
 from tfvariants.errors import UserError
+from tfvariants.store.runfolder import RunFolder
 
 # The quick scale (the defaults): one model at 1..CPUs threads decided within the
 # budget on a 2-core machine. Only the closed loop over HTTP at 1 and 4 requests in
@@ -430,8 +431,8 @@ def run(args: argparse.Namespace) -> int:
                   f"{len(spec.threads)} thread count(s) x {len(spec.workloads)} model/scenario/path "
                   f"x {spec.repeats} repeat(s)) -> {out}", highlight=False)  # fmt: skip
 
-    def run_one(cell: ServeCell, cells_dir: Path) -> dict[str, Any]:
-        return run_serve_cell(cell, variant_objs[cell.variant], spec.options, cells_dir)
+    def run_one(cell: ServeCell, folder: RunFolder) -> dict[str, Any]:
+        return run_serve_cell(cell, variant_objs[cell.variant], spec.options, folder)
 
     matrix = Matrix(spec, out)
     before: dict[str, Any] = {}

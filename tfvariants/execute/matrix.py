@@ -11,11 +11,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic
 
+from tfvariants.errors import one_line
 from tfvariants.plan.task import CellT, MatrixPlan, PlannedCell
 from tfvariants.store.cellresult import AnyResult
 from tfvariants.store.result import host_result
 from tfvariants.store.rundir import (
-    CELLS_DIR,
     check_resume,
     load_run_dir,
     pending_cells,
@@ -28,8 +28,8 @@ from workloads.envprobe import host_id
 if TYPE_CHECKING:  # rich.progress is imported only when a bar is shown (start-up time)
     from rich.progress import Progress, TaskID
 
-# (cell, cells_dir) -> the cell's result, already stored (the runner's contract)
-RunCell = Callable[[CellT, Path], dict[str, Any]]
+# (cell, run folder) -> the cell's result, already stored (the runner's contract)
+RunCell = Callable[[CellT, RunFolder], dict[str, Any]]
 # stored results (cell id -> typed result) -> the next round's cells, and why
 NextRound = Callable[[Mapping[str, AnyResult]], tuple[list[CellT], str]]
 Disturbed = Callable[[dict], str | None]  # a result -> why it is disturbed, or None
@@ -152,7 +152,7 @@ class Matrix(Generic[CellT]):
     def __init__(self, spec: MatrixPlan[CellT], out: Path) -> None:
         self.spec = spec
         self.out = Path(out)
-        self.cells_dir = self.out / CELLS_DIR
+        self.folder = RunFolder(self.out)
         self._prepared: tuple[dict[str, dict], list[str]] | None = None
 
     def prepare(
@@ -206,8 +206,8 @@ class Matrix(Generic[CellT]):
         retry_now: Callable[[], bool] | None = None,
         budget_covers_plan: bool = False,
     ) -> MatrixOutcome:
-        """Run pending cells. ``run_cell(cell, cells_dir)`` returns the result dict and has
-        already stored it as cells_dir/<cell_id>.json (the runner's contract). Prepares
+        """Run pending cells. ``run_cell(cell, folder)`` returns the result dict and has
+        already stored it as the folder's cells/<cell_id>.json (the runner's contract). Prepares
         the folder first (see ``prepare``) unless the caller already did.
 
         ``next_round(stored results)`` (adaptive repeats) returns the cells of one more
@@ -253,29 +253,47 @@ class Matrix(Generic[CellT]):
             deadline = (started + budget_s - spent_before, budget_s)
         with display:
             self._run_cells(todo, run_cell, outcome, eta, display, clock, retry, deadline)
-            # Adaptive rounds: ask which cells the next round needs until the answer is
-            # none, or the budget (run time so far + the round's estimate) would be exceeded.
-            while next_round is not None and not outcome.was_interrupted and not outcome.stopped:
-                more, why = next_round(
-                    load_run_dir(self.out, allow_mixed_hosts=allow_mixed_hosts).parsed
-                )
-                if not more:
-                    outcome.stopped = why
-                    break
-                spent = spent_before + clock() - started
-                estimate = eta.remaining(more) or 0.0
-                over = budget_stop(spent, estimate, budget_s, why)
-                if over:
-                    outcome.stopped = over
-                    break
-                outcome.planned += len(more)
-                display.add(len(more))
-                t0 = clock()
-                self._run_cells(more, run_cell, outcome, eta, display, clock, retry)
-                outcome.rounds.append({"repeat": more[0].repeat, "cells": len(more),
-                                       "seconds": round(clock() - t0, 1)})  # fmt: skip
+            if next_round is not None:
+
+                def spent() -> float:
+                    return spent_before + clock() - started
+
+                rounds = (next_round, spent, budget_s, allow_mixed_hosts)
+                self._adaptive_rounds(rounds, run_cell, outcome, eta, display, clock, retry)
         outcome.spent_s = spent_before + clock() - started
         return outcome
+
+    def _adaptive_rounds(
+        self,
+        rounds: tuple[NextRound[CellT], Callable[[], float], float | None, bool],
+        run_cell: RunCell[CellT],
+        outcome: MatrixOutcome,
+        eta: EtaModel,
+        display: _Display,
+        clock: Callable[[], float],
+        retry: _Retry | None,
+    ) -> None:
+        """Ask ``next_round`` which cells the next round needs until the answer is none,
+        or the budget (``spent()`` so far + the round's estimate) would be exceeded.
+        ``rounds``: (next_round, spent, budget_s, allow_mixed_hosts)."""
+        next_round, spent, budget_s, allow_mixed_hosts = rounds
+        while not outcome.was_interrupted and not outcome.stopped:
+            more, why = next_round(
+                load_run_dir(self.out, allow_mixed_hosts=allow_mixed_hosts).parsed
+            )
+            if not more:
+                outcome.stopped = why
+                break
+            over = budget_stop(spent(), eta.remaining(more) or 0.0, budget_s, why)
+            if over:
+                outcome.stopped = over
+                break
+            outcome.planned += len(more)
+            display.add(len(more))
+            t0 = clock()
+            self._run_cells(more, run_cell, outcome, eta, display, clock, retry)
+            outcome.rounds.append({"repeat": more[0].repeat, "cells": len(more),
+                                   "seconds": round(clock() - t0, 1)})  # fmt: skip
 
     def _run_cells(
         self,
@@ -300,7 +318,7 @@ class Matrix(Generic[CellT]):
             display.start(cell, eta.remaining(todo[i - 1 :]))
             t0 = clock()
             try:
-                result = run_cell(cell, self.cells_dir)
+                result = run_cell(cell, self.folder)
             except KeyboardInterrupt:
                 # The cell in flight is not recorded: resume reruns it.
                 outcome.was_interrupted = True
@@ -313,7 +331,8 @@ class Matrix(Generic[CellT]):
             outcome.ran.append(cell)
             outcome.statuses[cell.cell_id] = status
             if status != "ok" and result.get("reason"):
-                outcome.reasons[cell.cell_id] = str(result["reason"])
+                # A worker's reason is the workload's text: no escape reaches the terminal.
+                outcome.reasons[cell.cell_id] = one_line(result["reason"])
             if status in ("ok", "failed", "timeout"):
                 eta.record(cell, elapsed)  # skipped cells take no time: don't learn from them
             why = retry.disturbed(result) if retry is not None and status == "ok" else None
@@ -339,7 +358,7 @@ class Matrix(Generic[CellT]):
         reason = f"runner error: {type(exc).__name__}: {exc}"[:300]
         result = host_result(cell.to_dict(), "failed", reason)
         result["runner"] = {"host_id": host_id()}
-        RunFolder(self.out).write_cell(cell.cell_id, result)
+        self.folder.write_cell(cell.cell_id, result)
         return result
 
 
@@ -412,7 +431,7 @@ class _Display:
         )
         if disturbed:
             mark, reason = "[yellow]disturbed[/]", disturbed
-        why = f" - {reason}" if (status != "ok" or disturbed) and reason else ""
+        why = f" - {one_line(reason)}" if (status != "ok" or disturbed) and reason else ""
         from rich.markup import escape
 
         self.progress.console.print(

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tfvariants.errors import UserError
+from tfvariants.errors import UserError, one_line
 from tfvariants.execute.matrix import MatrixOutcome, NextRound, _Display, budget_stop
 from tfvariants.execute.ray_node import REAL_INSTANCE_LABEL, run_on_node
 from tfvariants.execute.runner import KILL_GRACE_S, RunOptions
@@ -283,7 +283,7 @@ class RayMatrix:
         outcome.ran.append(cell)
         outcome.statuses[cell.cell_id] = status
         if status != "ok" and result.get("reason"):
-            outcome.reasons[cell.cell_id] = str(result["reason"])
+            outcome.reasons[cell.cell_id] = one_line(result["reason"])
         wall = (result.get("runner") or {}).get("wall_s") or 0.0
         display.finish(cell, status, float(wall), result.get("reason"))
 

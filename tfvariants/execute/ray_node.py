@@ -25,6 +25,7 @@ from tfvariants.execute.runner import (
 )
 from tfvariants.plan.cell import Cell
 from tfvariants.store.result import host_result
+from tfvariants.store.runfolder import RunFolder
 from tfvariants.variants import Variant, skip_reason
 
 # A node declares itself a real cloud instance with this Ray node label (the cluster
@@ -102,14 +103,16 @@ def _stop_children() -> None:
             pass
 
 
-def _run_interruptibly(cell: Cell, variant: Variant, options: RunOptions, cells_dir: Path) -> dict:
+def _run_interruptibly(
+    cell: Cell, variant: Variant, options: RunOptions, folder: RunFolder
+) -> dict:
     """run_cell in a thread, so that Ray's cancel (a KeyboardInterrupt raised between
     bytecodes of this thread) is not stuck behind the runner's blocking waitpid."""
     box: dict[str, Any] = {}
 
     def target() -> None:
         try:
-            box["result"] = run_cell(cell, variant, options, cells_dir)
+            box["result"] = run_cell(cell, variant, options, folder)
         except BaseException as exc:  # handed to the task thread below
             box["error"] = exc
 
@@ -142,7 +145,7 @@ def run_on_node(cell: Cell, variant: Variant, options: RunOptions, instance: str
                 f"({facts['hostname']}): {problem}",
             )  # fmt: skip
         else:
-            result = _run_interruptibly(cell, variant, options, work / "cells")
+            result = _run_interruptibly(cell, variant, options, RunFolder(work))
             log_path = work / "logs" / f"{cell.cell_id}.log"
             if log_path.is_file():
                 log = log_path.read_text(encoding="utf-8", errors="replace")

@@ -11,6 +11,7 @@ import functools
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -18,7 +19,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from tfvariants.errors import one_line
 from tfvariants.execute import priority as prio
+from tfvariants.execute.process import (
+    CappedLog,
+    Leftover,
+    Ownership,
+    ProcessOutcome,
+    start_pump,
+)
 from tfvariants.execute.quiet import QuietWait
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.pinning import PinPlan, plan_pinning
@@ -46,6 +55,9 @@ QuietGate = Callable[[Sequence[int]], QuietWait]
 
 # After SIGTERM, how long a timed-out worker gets before SIGKILL.
 KILL_GRACE_S = 5.0
+# How long the log's reader may take to drain the pipe once the worker and what it left
+# have been killed (a writer the sweep could not kill would hold it open).
+PUMP_JOIN_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -146,14 +158,13 @@ def _die_with_parent() -> None:
         pass  # not Linux: best effort
 
 
-def _wait_blocking(
-    proc: subprocess.Popen[bytes], timeout_s: float, command: list[str]
-) -> tuple[int | None, bool]:
+def _wait_blocking(proc: subprocess.Popen[bytes], timeout_s: float) -> tuple[int | None, bool]:
     """Wait for the worker without polling; stop its group if it outlives the timeout.
 
     ``Popen.wait(timeout=...)`` polls every few milliseconds, which on a 2-core host
     took a visible share of the CPUs being measured; a blocking waitpid costs nothing,
-    and a timer thread does the killing.
+    and a timer thread does the killing. (A KeyboardInterrupt propagates: the caller
+    stops the group and sweeps.)
     """
     finished = threading.Event()
     timed_out = threading.Event()
@@ -167,44 +178,145 @@ def _wait_blocking(
     timer.start()
     try:
         code = proc.wait()
-    except KeyboardInterrupt:
-        timer.cancel()
-        stop_groups([proc.pid], lambda wait_s: _exited(proc, wait_s))
-        _remove_container(command)
-        raise
     finally:
         finished.set()
         timer.cancel()
-    if timed_out.is_set():
-        _remove_container(command)
     return code, timed_out.is_set()
 
 
-def _remove_container(command: list[str]) -> None:
-    """A killed engine client can leave its container running: remove it by name."""
+def _container_name(command: Sequence[str]) -> str | None:
     if "--name" not in command or len(command) < 2 or command[1] != "run":
-        return
-    name = command[command.index("--name") + 1]
+        return None
+    return command[command.index("--name") + 1]
+
+
+def _remove_container(command: Sequence[str]) -> Leftover | None:
+    """Remove the cell's container if the engine left it (a killed client, a worker
+    that outlived ``--rm``); a Leftover when it was still running."""
+    name = _container_name(command)
+    if name is None:
+        return None
+    engine = command[0]
+
+    def call(*args: str) -> subprocess.CompletedProcess[str] | None:
+        try:
+            return subprocess.run([engine, *args], capture_output=True, text=True, timeout=60,
+                                  stdin=subprocess.DEVNULL)  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired):
+            return None  # best effort: the cell's result already says what happened
+
+    state = call("container", "inspect", "--format", "{{.State.Running}}", name)
+    if state is None or state.returncode != 0:
+        return None  # gone (``--rm`` did its work), or no engine to ask
+    call("rm", "-f", "--time", "2", name)
+    running = state.stdout.strip().lower() == "true"
+    return Leftover(0, name, "container", " ".join(command[:2])) if running else None
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How to start one worker process (the part of a cell the runner does not judge)."""
+
+    command: list[str]
+    env: dict[str, str]
+    cpus: tuple[int, ...] = ()  # pin to these before exec (host-pinned variants)
+    priority: str = "normal"  # "raised": the session group at the lowest nice permitted
+    on_host: bool = True  # False: a container engine pins and prioritises
+
+
+def watch(launch: Launch, timeout_s: float, sink: IO[bytes]) -> ProcessOutcome:
+    """Start the worker in its own session, wait for it (or its timeout), and leave
+    nothing it started running; its output goes to ``sink``, capped (process.CappedLog).
+    A KeyboardInterrupt propagates after the worker's group and leftovers are gone."""
+    raise_it = launch.priority == "raised" and launch.on_host
+    lowest = prio.granted().nice if raise_it else 0  # read here: preexec runs in the child
+
+    def preexec() -> None:
+        _die_with_parent()
+        # Pin before exec: TensorFlow sizes some pools from the affinity it starts with.
+        if launch.cpus and hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(0, launch.cpus)
+        if raise_it:  # after setsid: the worker's own session group
+            prio.raise_in_child(lowest)
+
+    owned = Ownership()
+    log = CappedLog(sink)
+    started = time.monotonic()
     try:
-        subprocess.run([command[0], "rm", "-f", "--time", "2", name], capture_output=True,
-                       timeout=60, stdin=subprocess.DEVNULL)  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
-        pass  # best effort: the cell's result already says what happened
+        proc = subprocess.Popen(
+            launch.command,
+            env={**launch.env, **owned.env()},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # own process group: a timeout kills it all
+            preexec_fn=preexec,
+        )
+    except OSError as exc:
+        reason = f"cannot start worker: {exc.strerror}: {launch.command[0]}"
+        return ProcessOutcome(launch.command, None, 0.0, start_error=reason)
+    assert proc.stdout is not None
+    pump = start_pump(log, proc.stdout.fileno())
+    # Read while the worker runs: preexec ran before exec, and Popen returned after it.
+    got = (
+        prio.read_back(proc.pid, launch.priority, _autogroup_applies())
+        if launch.on_host
+        else prio.container(launch.priority)
+    )
+    try:
+        code, timed_out = _wait_blocking(proc, timeout_s)
+    except KeyboardInterrupt:
+        stop_groups([proc.pid], lambda wait_s: _exited(proc, wait_s))
+        _after(launch, proc, owned, log, pump)
+        raise
+    wall = time.monotonic() - started
+    killed = _after(launch, proc, owned, log, pump)
+    return ProcessOutcome(
+        launch.command,
+        code,
+        wall,
+        timed_out=timed_out,
+        priority=got,
+        killed=killed,
+        log_cut_bytes=log.cut,
+        tail=log.last_text(),
+    )
+
+
+def _after(
+    launch: Launch,
+    proc: subprocess.Popen[bytes],
+    owned: Ownership,
+    log: CappedLog,
+    pump: threading.Thread,
+) -> tuple[Leftover, ...]:
+    """Once the worker has ended: remove its container, kill what it left, close the log
+    (the pipe ends once every writer is gone). The container goes first: the engine's
+    own helpers end with it (process.Ownership.sweep)."""
+    container = _remove_container(launch.command)
+    killed = list(owned.sweep(proc.pid, engine=not launch.on_host))
+    if container is not None:
+        killed.append(container)
+    pump.join(PUMP_JOIN_S)
+    if proc.stdout is not None and not pump.is_alive():
+        proc.stdout.close()
+    log.finish()
+    return tuple(killed)
 
 
 def run_cell(
     cell: Cell,
     variant: Variant,
     options: RunOptions,
-    cells_dir: str | Path,
+    folder: RunFolder,
     topology: Topology | None = None,
     quiet: QuietGate | None = None,
     priority: str = "normal",
 ) -> dict[str, Any]:
     """Run one training cell in a fresh worker; write and return its result.
 
-    The result is stored as ``cells_dir/<cell_id>.json``; the worker's combined log as
-    ``logs/<cell_id>.log`` of the same run folder (tfvariants.store.runfolder).
+    The result is stored as ``cells/<cell_id>.json`` of ``folder``, the worker's
+    combined log (capped) as ``logs/<cell_id>.log``.
     """
     plan = plan_pinning(cell.threads, topology or read_topology())
     config = asdict(options)
@@ -214,7 +326,7 @@ def run_cell(
         variant,
         plan,
         lambda result_path: worker_request(cell, plan, options, variant, result_path),
-        cells_dir=cells_dir,
+        folder=folder,
         config=config,
         timeout_s=options.timeout_s,
         quiet=quiet,
@@ -226,9 +338,9 @@ def run_request(
     cell: PlannedCell,
     variant: Variant,
     plan: PinPlan,
-    make_request: Callable[[Path], Any],
+    make_request: Callable[[Path], WorkerRequest],
     *,
-    cells_dir: str | Path,
+    folder: RunFolder,
     config: dict[str, Any],
     timeout_s: float,
     module: str = "workloads.worker",
@@ -238,15 +350,14 @@ def run_request(
 ) -> dict[str, Any]:
     """The one life of a cell, whatever it measures: skipped here, or one fresh worker
     (``python -m module``) given ``make_request(result_path)``, and exactly one result
-    stored as ``cells_dir/<cell_id>.json``. ``keep(scratch, result)`` may copy what the
-    worker left beside its result before the scratch folder goes. ``quiet(cpus)``, when
-    given, waits for the cell's CPUs to be quiet just before the worker starts; what it
-    found is recorded as ``runner.quiet``, and it sees the result after (``observe``).
+    stored as ``cells/<cell_id>.json`` of ``folder``. ``keep(scratch, result)`` may copy
+    what the worker left beside its result before the scratch folder goes. ``quiet(cpus)``,
+    when given, waits for the cell's CPUs to be quiet just before the worker starts; what
+    it found is recorded as ``runner.quiet``, and it sees the result after (``observe``).
     ``priority`` "raised" asks for the worker's session group at the lowest nice permitted
-    (tfvariants.execute.priority); what it got is recorded as ``runner.priority``."""
-    folder = RunFolder(Path(cells_dir).parent)
+    (tfvariants.execute.priority); what it got is recorded as ``runner.priority``.
+    What the cell left running is killed and recorded as ``runner.killed``."""
     cid = cell.cell_id
-
     reason = skip_reason(variant)
     if reason:
         result = host_result(
@@ -263,25 +374,24 @@ def run_request(
         command, env = variant.launch(
             request, worker_env(variant, plan), plan.cpus, scratch, module=module
         )
+        on_host = variant.pins_on_host()
+        launch = Launch(command, env, tuple(plan.cpus) if on_host else (), priority, on_host)
         waited = quiet(plan.cpus) if quiet is not None else None
         with folder.log_file(cid) as log:
-            result = _execute(
-                cell, variant, timeout_s, plan, command, env, scratch, log, config, priority
-            )
+            outcome = watch(launch, timeout_s, log)
+        result = judge(cell, variant, outcome, scratch / "result.json", config, plan, timeout_s)
         result["runner"] = {
             "host_id": host_id(),  # the worker's own may be a container's
             "variant_kind": variant.kind,
             "image": variant.image,
-            "command": command,
-            "exit_code": result.pop("_exit_code", None),
-            "wall_s": result.pop("_wall_s", None),
+            **outcome.runner_fields(),
             "log": str(folder.log_path(cid)),
         }
-        got = result.pop("_priority", None)
-        if got is not None:
-            result["runner"]["priority"] = got.to_json()
         if waited is not None:
             result["runner"]["quiet"] = waited.to_json()
+        warning = outcome.warning(cid)
+        if warning:
+            print(f"tfvariants: warning: {one_line(warning)}", file=sys.stderr)
         if keep is not None:
             keep(scratch, result)
         folder.write_cell(cid, result)
@@ -291,74 +401,28 @@ def run_request(
         return result
 
 
-def _execute(
+def judge(
     cell: PlannedCell,
     variant: Variant,
-    timeout_s: float,
-    plan: PinPlan,
-    command: list[str],
-    env: dict[str, str],
-    scratch: Path,
-    log: IO[bytes],
+    outcome: ProcessOutcome,
+    result_file: Path,
     config: dict[str, Any],
-    priority: str = "normal",
+    plan: PinPlan,
+    timeout_s: float,
 ) -> dict[str, Any]:
-    on_host = variant.pins_on_host()
-    raise_it = priority == "raised" and on_host
-    lowest = prio.granted().nice if raise_it else 0  # read here: preexec runs in the child
-
-    def preexec() -> None:
-        _die_with_parent()
-        # Pin before exec: TensorFlow sizes some pools from the affinity it starts with.
-        if on_host and hasattr(os, "sched_setaffinity"):
-            os.sched_setaffinity(0, plan.cpus)
-        if raise_it:  # after setsid: the worker's own session group
-            prio.raise_in_child(lowest)
-
-    started = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            command,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # own process group: a timeout kills it all
-            preexec_fn=preexec,
-        )
-    except OSError as exc:
-        return {
-            **host_result(
-                cell.to_dict(), "failed", f"cannot start worker: {exc.strerror}: {command[0]}",
-                config=config, requested=plan.to_dict(),
-            ),
-            "_exit_code": None,
-            "_wall_s": 0.0,
-        }  # fmt: skip
-    # Read while the worker runs: preexec ran before exec, and Popen returned after it.
-    got = (
-        prio.read_back(proc.pid, priority, _autogroup_applies())
-        if on_host
-        else prio.container(priority)
-    )
-    code, timed_out = _wait_blocking(proc, timeout_s, command)
-    wall = time.monotonic() - started
-    log.flush()
-    log.seek(0)
-    log_text = log.read().decode("utf-8", errors="replace")
-    result_file = scratch / "result.json"
+    """The cell's result from what the worker wrote and how its process ended; the log
+    is never parsed (only its last lines go into a failure's ``stderr_tail``)."""
 
     def failed(status: str, reason: str) -> dict[str, Any]:
-        res = host_result(
-            cell.to_dict(), status, reason, stderr=log_text, config=config,
-            requested=plan.to_dict(),
-        )  # fmt: skip
-        res["_exit_code"] = code
-        res["_wall_s"] = wall
-        res["_priority"] = got
-        return res
+        requested = plan.to_dict()
+        return host_result(
+            cell.to_dict(), status, reason, stderr=outcome.tail, config=config, requested=requested
+        )
 
-    if timed_out:
+    code = outcome.exit_code
+    if outcome.start_error is not None:
+        return failed("failed", outcome.start_error)
+    if outcome.timed_out:
         return failed("timeout", f"no result within the {timeout_s:g} s timeout")
     if code is not None and code == -signal.SIGILL:
         # The up-front gate missed it (an image, or a kernel only some ops reach).
@@ -378,10 +442,7 @@ def _execute(
     if result.get("cell") != cell.to_dict():
         return failed("failed", "result file is for a different cell")
     if result["status"] != "ok":
-        result["stderr_tail"] = stderr_tail(log_text)
+        result["stderr_tail"] = stderr_tail(outcome.tail)
     elif code != 0:
         return failed("failed", f"worker wrote a result but exited with code {code}")
-    result["_exit_code"] = code
-    result["_wall_s"] = wall
-    result["_priority"] = got
     return result

@@ -18,8 +18,9 @@ from tfvariants.plan.serve import ServeCell
 from tfvariants.plan.topology import Topology, read_topology
 from tfvariants.store.runfolder import ARTIFACTS_DIR, RunFolder
 from tfvariants.variants import Variant
+from workloads.protocol import WorkerRequest
 from workloads.serving.models import is_file as model_is_file
-from workloads.serving.request import MIN_QUERIES, ServeRequest, ServeWorkerRequest
+from workloads.serving.request import MIN_QUERIES, ServeRequest
 
 SERVING_MODULE = "workloads.serving.worker"
 
@@ -43,7 +44,7 @@ def run_serve_cell(
     cell: ServeCell,
     variant: Variant,
     options: dict[str, Any],
-    cells_dir: str | Path,
+    folder: RunFolder,
     topology: Topology | None = None,
 ) -> dict[str, Any]:
     plan = for_serving(plan_pinning(cell.threads, topology or read_topology()))
@@ -51,15 +52,21 @@ def run_serve_cell(
     # A model file goes by its absolute path: a container launcher mounts it from there.
     model = str(Path(cell.model).resolve()) if model_is_file(cell.model) else cell.model
 
-    def make_request(result_path: Path) -> ServeWorkerRequest:
-        return ServeWorkerRequest(
-            workload=model, cell=cell.to_dict(), result=str(result_path),
-            intra_op=plan.intra_op, serve=req.to_dict(), inter_op=plan.inter_op,
-            cpus=tuple(plan.cpus), requested=plan.to_dict(),
-        )  # fmt: skip
+    def make_request(result_path: Path) -> WorkerRequest:
+        return WorkerRequest(
+            task="serve",
+            workload=model,
+            cell=cell.to_dict(),
+            result=str(result_path),
+            intra_op=plan.intra_op,
+            inter_op=plan.inter_op,
+            cpus=tuple(plan.cpus),
+            requested=plan.to_dict(),
+            serve=req.to_dict(),
+        )
 
     def keep(scratch: Path, result: dict[str, Any]) -> None:
-        kept = RunFolder(Path(cells_dir).parent).keep_artifacts(cell.cell_id, _artifacts(scratch))
+        kept = folder.keep_artifacts(cell.cell_id, _artifacts(scratch))
         if kept:
             result["artifacts"] = kept
 
@@ -68,7 +75,7 @@ def run_serve_cell(
         variant,
         plan,
         make_request,
-        cells_dir=cells_dir,
+        folder=folder,
         config=req.to_dict(),
         timeout_s=float(options.get("timeout_s", 1800.0)),
         module=SERVING_MODULE,

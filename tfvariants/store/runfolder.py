@@ -216,7 +216,7 @@ class RunFolder:
         final = logs / f"{cid}.log"
         fd, tmp = tempfile.mkstemp(prefix=f".{cid}.", suffix=".log.tmp", dir=logs)
         try:
-            with os.fdopen(fd, "w+b") as fh:  # the runner reads it back for the tail
+            with os.fdopen(fd, "wb") as fh:  # the runner writes it capped, never reads it
                 yield fh
                 fh.flush()
                 os.fsync(fh.fileno())

@@ -145,7 +145,7 @@ def container_request(
         raise ValueError(f"result {request.result} is not inside the scratch dir {scratch}")
     workload, data_dir = request.workload, request.data_dir
     mounts: list[tuple[str, str]] = []
-    if request.workload.endswith(".py") or os.sep in request.workload:
+    if request.workload and (request.workload.endswith(".py") or os.sep in request.workload):
         # A workload given as a file, not a registered name.
         source = Path(request.workload).resolve()
         workload = f"{CONTAINER_USER_WORKLOADS}/{source.name}"
@@ -165,7 +165,7 @@ def container_request(
 def container_command(
     engine: str,
     image: str,
-    request: WorkerRequest | None,
+    request: WorkerRequest,
     env: Mapping[str, str],
     cpus: Sequence[int],
     scratch_dir: str | os.PathLike[str],
@@ -179,8 +179,8 @@ def container_command(
 
     ``request`` is the worker's request with host paths: its result (inside
     ``scratch_dir``), and optionally a workload file and a data folder, which are mounted
-    read-only and rewritten to their container paths. ``None`` runs ``module`` with only
-    ``--result /out/result.json`` (the environment probe).
+    read-only and rewritten to their container paths (a probe's is its result alone:
+    ``module --result /out/result.json``).
     ``extra_mounts`` are (host, container) pairs, mounted read-only. ``env`` is the
     worker's environment; host-only variables (PATH, HOME, ...) are replaced by the
     image's own. ``module`` is what runs (the worker, or workloads.envprobe).
@@ -190,12 +190,8 @@ def container_command(
     if not cpus:
         raise ValueError("a container cell needs at least one CPU to pin to")
     scratch = Path(scratch_dir).resolve()
-    mounts: list[tuple[str, str]] = []
-    if request is None:
-        argv = ["--result", f"{CONTAINER_OUT}/result.json"]
-    else:
-        inner, mounts = container_request(request, scratch)
-        argv = inner.to_argv()
+    inner, mounts = container_request(request, scratch)
+    argv = inner.to_argv()
     mounts = [(str(Path(workloads_dir).resolve()), CONTAINER_WORKLOADS), *mounts]
     mounts += [(str(Path(host).resolve()), target) for host, target in extra_mounts]
 

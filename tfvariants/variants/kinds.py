@@ -82,21 +82,16 @@ class Kind:
     def launch(
         self,
         variant: Variant,
-        request: WorkerRequest | None,
+        request: WorkerRequest,
         env: dict[str, str],
         cpus: tuple[int, ...],
         scratch_dir: Path,
         module: str,
     ) -> tuple[list[str], dict[str, str]]:
-        """``python -m module`` with the request (or ``--result`` for a probe)."""
+        """``python -m module`` with the request (a probe's is ``--result`` alone)."""
         env = dict(env)
         env["PYTHONPATH"] = WORKLOADS_PARENT
-        args = (
-            request.to_argv()
-            if request is not None
-            else ["--result", str(Path(scratch_dir) / "result.json")]
-        )
-        return [self.interpreter(variant), "-m", module, *args], env
+        return [self.interpreter(variant), "-m", module, *request.to_argv()], env
 
 
 KIND_REGISTRY: dict[str, Kind] = {}
@@ -246,7 +241,7 @@ class ImageKind(Kind):
     def launch(
         self,
         variant: Variant,
-        request: WorkerRequest | None,
+        request: WorkerRequest,
         env: dict[str, str],
         cpus: tuple[int, ...],
         scratch_dir: Path,

@@ -72,16 +72,16 @@ class Variant:
 
     def launch(
         self,
-        request: WorkerRequest | None,
+        request: WorkerRequest,
         env: dict[str, str],
         cpus: tuple[int, ...],
         scratch_dir: Path,
         module: str = "workloads.worker",
     ) -> tuple[list[str], dict[str, str]]:
         """The command (and its environment) that runs ``python -m module`` in this
-        variant: the worker with ``request`` (whose result path is inside
-        ``scratch_dir``), or, with ``request=None``, ``module --result
-        scratch_dir/result.json`` (workloads.envprobe)."""
+        variant with ``request`` (whose result path is inside ``scratch_dir``): a
+        training or serving worker, or a probe (``WorkerRequest.probe``: ``module
+        --result PATH``, workloads.envprobe)."""
         return self.kind_impl.launch(self, request, env, cpus, scratch_dir, module)
 
     def where(self) -> str:

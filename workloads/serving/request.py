@@ -7,10 +7,10 @@ read it back, so both sides agree on one set of fields and defaults.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from workloads.protocol import request_fields, request_json
+from workloads.protocol import WorkerRequest
 
 SERVE_RESULT_KIND = "tfvariants.serve_cell"
 SCENARIOS = ("single_stream", "offline", "server", "server_search", "concurrency")
@@ -92,39 +92,9 @@ class ServeRequest:
         return asdict(self)
 
 
-SERVE_REQUEST_KIND = "tfvariants.serve_worker_request"
-
-
-@dataclass(frozen=True)
-class ServeWorkerRequest:
-    """The serving worker's one argument (``--request JSON``), shaped like the training
-    worker's WorkerRequest so the same launchers run it: ``workload`` is the model (a
-    name or a file path, which a container launcher rewrites and mounts), ``result``
-    the result path (rewritten to the container's), ``serve`` the ServeRequest."""
-
-    workload: str
-    cell: dict[str, Any]
-    result: str
-    intra_op: int
-    serve: dict[str, Any]
-    inter_op: int = 1
-    cpus: tuple[int, ...] = ()
-    requested: dict[str, Any] = field(default_factory=dict)
-    data_dir: str | None = None  # never used; launchers look for it
-
-    def to_json(self) -> str:
-        return request_json(self, SERVE_REQUEST_KIND)
-
-    def to_argv(self) -> list[str]:
-        return ["--request", self.to_json()]
-
-    @classmethod
-    def from_json(cls, text: str) -> ServeWorkerRequest:
-        data = request_fields(text, SERVE_REQUEST_KIND, cls, "serving worker request")
-        data["cpus"] = tuple(int(c) for c in data.get("cpus") or ())
-        return cls(**data)
-
-    def serve_request(self) -> ServeRequest:
-        """The ServeRequest, its model being this request's (possibly rewritten) path."""
-        req = ServeRequest.from_json(json.dumps({**self.serve, "model": self.workload}))
-        return req
+def serve_request_of(envelope: WorkerRequest) -> ServeRequest:
+    """The ServeRequest a serving cell's envelope carries (``task`` "serve"), its model
+    being the envelope's ``workload`` (a path a container launcher may have rewritten)."""
+    return ServeRequest.from_json(
+        json.dumps({**(envelope.serve or {}), "model": envelope.workload})
+    )

@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from workloads import cpuload, envprobe
-from workloads.protocol import SCHEMA_VERSION, exit_now
+from workloads.protocol import SCHEMA_VERSION, RequestError, WorkerRequest, exit_now
 from workloads.serving import closed_loop, http_client, models
 from workloads.serving.percentiles import summary
-from workloads.serving.request import SERVE_RESULT_KIND, ServeRequest, ServeWorkerRequest
+from workloads.serving.request import SERVE_RESULT_KIND, ServeRequest, serve_request_of
 from workloads.worker import _now, record_run
 
 SERVER_START_TIMEOUT_S = 600.0  # NASNetLarge builds in ~6 s; an image's first TF import is slower
@@ -34,11 +34,16 @@ HTTP_SUT_WORKERS = 8  # LoadGen over HTTP: requests in flight at most (one conne
 OFFLINE_HTTP_SLACK = 1.5  # Offline over HTTP: expect 1.5x the single-request rate
 
 
-def parse_args(argv: list[str] | None) -> ServeWorkerRequest:
+def parse_args(argv: list[str] | None) -> WorkerRequest:
+    """The worker's one argument: ``--request JSON``, the envelope with task "serve"."""
     p = argparse.ArgumentParser(prog="python -m workloads.serving.worker")
-    p.add_argument("--request", required=True, help="the ServeWorkerRequest as JSON")
+    p.add_argument("--request", required=True, help="the WorkerRequest (task serve) as JSON")
     args = p.parse_args(argv)
-    return ServeWorkerRequest.from_json(args.request)
+    try:
+        return WorkerRequest.from_json(args.request, task="serve")
+    except RequestError as exc:
+        p.error(str(exc))
+        raise  # unreachable: error() exits
 
 
 def die_with_parent() -> Any:
@@ -63,7 +68,7 @@ def die_with_parent() -> Any:
 class _ServerProcess:
     """The model server as a child process (same CPUs, same environment)."""
 
-    def __init__(self, req: ServeRequest, args: ServeWorkerRequest, folder: Path) -> None:
+    def __init__(self, req: ServeRequest, args: WorkerRequest, folder: Path) -> None:
         self.port_file = folder / "server.port.json"
         self.log_path = folder / "server.log"
         command = [sys.executable, "-m", "workloads.serving.http_server", "--model", req.model,
@@ -110,7 +115,7 @@ class _ServerProcess:
         self.log.close()
 
 
-def _tf_setup(args: ServeWorkerRequest, result: dict[str, Any]) -> Any:
+def _tf_setup(args: WorkerRequest, result: dict[str, Any]) -> Any:
     def configure(tf: Any) -> None:
         tf.config.threading.set_intra_op_parallelism_threads(args.intra_op)
         tf.config.threading.set_inter_op_parallelism_threads(args.inter_op)
@@ -149,7 +154,7 @@ def _http_callers(endpoint: http_client.Endpoint, bodies: list[bytes], frags: li
     return make_caller, infer
 
 
-def run(args: ServeWorkerRequest, req: ServeRequest, result: dict[str, Any], folder: Path) -> None:
+def run(args: WorkerRequest, req: ServeRequest, result: dict[str, Any], folder: Path) -> None:
     import numpy as np
 
     cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
@@ -213,25 +218,7 @@ def run(args: ServeWorkerRequest, req: ServeRequest, result: dict[str, Any], fol
             if shape is None:
                 raise ValueError("the model server reported no input shape")
             x = generated(shape)
-            t0 = time.perf_counter()
-            # b64 carries images (PNG): other inputs (the no-op model's) go as JSON
-            form = req.encoding if len(shape) == 3 else "json"
-            if form == "b64":
-                frags = [json.dumps({"b64": __import__("base64").b64encode(
-                    http_client.png_bytes(xi)).decode()}).encode() for xi in x]  # fmt: skip
-            else:
-                frags = [json.dumps(xi.tolist(), separators=(",", ":")).encode() for xi in x]
-            bodies = [b'{"instances":[' + f + b"]}" for f in frags]
-            encode_s = (time.perf_counter() - t0) / len(x)
-            result["encoding"] = {"form": form, "body_bytes": len(bodies[0]),
-                                  "client_encode_ms": encode_s * 1e3,
-                                  "note": "bodies encoded before the clock starts"}  # fmt: skip
-            shared = server_cpus is not None and bool(set(server_cpus) & set(cpus))
-            result["placement"] = {"server_cpus": server_cpus, "loadgen_cpus": cpus,
-                                   "shared": shared if server_cpus is not None else None,
-                                   "note": ("server and load generator share CPUs" if shared
-                                            else "external target" if server_cpus is None
-                                            else "separate CPUs")}  # fmt: skip
+            bodies, frags = _encode(req, result, x, shape, server_cpus, cpus)
             timeout_s = req.max_duration_s + 30
             make_caller, infer = _http_callers(endpoint, bodies, frags, timeout_s, overheads)
         own = server.cpu_seconds if server is not None else (lambda: 0.0)
@@ -239,7 +226,50 @@ def run(args: ServeWorkerRequest, req: ServeRequest, result: dict[str, Any], fol
     finally:
         if server is not None:
             server.stop()
-            result["server_log_tail"] = server.log_path.read_text(errors="replace")[-2000:]
+            result["server_log_tail"] = _tail(server.log_path, 2000)
+
+
+def _encode(
+    req: ServeRequest,
+    result: dict[str, Any],
+    x: Any,
+    shape: tuple[int, ...],
+    server_cpus: list[int] | None,
+    cpus: list[int],
+) -> tuple[list[bytes], list[bytes]]:
+    """The HTTP request bodies (and their instance fragments), encoded before the clock
+    starts; records the encoding and where server and load generator ran."""
+    t0 = time.perf_counter()
+    # b64 carries images (PNG): other inputs (the no-op model's) go as JSON
+    form = req.encoding if len(shape) == 3 else "json"
+    if form == "b64":
+        frags = [json.dumps({"b64": __import__("base64").b64encode(
+            http_client.png_bytes(xi)).decode()}).encode() for xi in x]  # fmt: skip
+    else:
+        frags = [json.dumps(xi.tolist(), separators=(",", ":")).encode() for xi in x]
+    bodies = [b'{"instances":[' + f + b"]}" for f in frags]
+    encode_s = (time.perf_counter() - t0) / len(x)
+    result["encoding"] = {"form": form, "body_bytes": len(bodies[0]),
+                          "client_encode_ms": encode_s * 1e3,
+                          "note": "bodies encoded before the clock starts"}  # fmt: skip
+    shared = server_cpus is not None and bool(set(server_cpus) & set(cpus))
+    result["placement"] = {"server_cpus": server_cpus, "loadgen_cpus": cpus,
+                           "shared": shared if server_cpus is not None else None,
+                           "note": ("server and load generator share CPUs" if shared
+                                    else "external target" if server_cpus is None
+                                    else "separate CPUs")}  # fmt: skip
+    return bodies, frags
+
+
+def _tail(path: Path, size: int) -> str:
+    """The last ``size`` bytes of a file, without reading the rest (a server that printed
+    gigabytes must not fill this process's memory)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(max(0, os.fstat(fh.fileno()).st_size - size))
+            return fh.read(size).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def _calibrate(make_caller: Any, samples: int, count: int) -> float:
@@ -336,14 +366,14 @@ def main(argv: list[str] | None = None) -> int:
         "status": "failed",
         "reason": None,
         "stderr_tail": None,
-        "config": dict(wreq.serve),
+        "config": dict(wreq.serve or {}),
         "requested": wreq.requested,
         "started_at": _now(),
     }
     folder = Path(wreq.result).resolve().parent
 
     def body() -> None:
-        req = wreq.serve_request()
+        req = serve_request_of(wreq)
         result["config"] = req.to_dict()
         if wreq.cpus and hasattr(os, "sched_setaffinity"):
             os.sched_setaffinity(0, wreq.cpus)  # before TF import and before the server child
