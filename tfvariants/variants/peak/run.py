@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import subprocess
@@ -78,40 +79,31 @@ def cache_path(key: dict[str, Any]) -> Path:
 
 
 def run_probe(variant: Variant, plan: PinPlan) -> dict[str, Any]:
-    """workloads.peakprobe in a fresh process of the variant, pinned like a cell."""
-    from tfvariants.execute.runner import _remove_container, worker_env
+    """workloads.peakprobe in a fresh process of the variant, pinned like a cell, run by
+    the runner's process handling (its own session, a timeout on the whole group, capped
+    output, nothing it started left running; a container removed)."""
+    from tfvariants.execute.runner import Launch, watch, worker_env
+    from workloads.protocol import WorkerRequest
 
     if os.environ.get("TFV_NO_REAL_WORKERS") == "1":  # the fast tests' guard (conftest)
         raise RuntimeError(f"TFV_NO_REAL_WORKERS=1: refusing to probe {variant.name}'s peak")
     env = worker_env(variant, plan)
     env["TFV_PEAK_DEVICE"] = variant.device
     on_host = variant.pins_on_host()
-
-    def pin() -> None:  # before exec: TensorFlow sizes pools from the affinity it starts with
-        if on_host and hasattr(os, "sched_setaffinity"):
-            os.sched_setaffinity(0, plan.cpus)
-
     with tempfile.TemporaryDirectory(prefix="tfv-peak-") as scratch:
-        cmd, cmd_env = variant.launch(None, env, plan.cpus, Path(scratch), module=MODULE)
-        try:
-            proc = subprocess.run(
-                cmd,
-                env=cmd_env,
-                capture_output=True,
-                text=True,
-                timeout=TIMEOUT_S,
-                stdin=subprocess.DEVNULL,
-                preexec_fn=pin,
-            )
-        except OSError as exc:
-            return {"measured": False, "why": f"cannot start the peak probe: {exc.strerror}"}
-        except subprocess.TimeoutExpired:
-            _remove_container(cmd)  # a killed engine client can leave its container running
+        request = WorkerRequest.probe(str(Path(scratch) / "result.json"))
+        cmd, cmd_env = variant.launch(request, env, plan.cpus, Path(scratch), module=MODULE)
+        launch = Launch(cmd, cmd_env, cpus=plan.cpus if on_host else (), on_host=on_host)
+        outcome = watch(launch, TIMEOUT_S, io.BytesIO())
+        if outcome.start_error is not None:
+            return {"measured": False, "why": f"cannot start the peak probe: {outcome.start_error}"}
+        if outcome.timed_out:
             return {"measured": False, "why": f"peak probe gave no result in {TIMEOUT_S:g} s"}
         result = Path(scratch) / "result.json"
-        if not result.exists():
-            tail = (proc.stderr or "").strip().splitlines()[-1:] or ["no output"]
-            return {"measured": False, "why": f"peak probe failed ({proc.returncode}): {tail[0]}"}
+        if not result.is_file():
+            tail = outcome.tail.strip().splitlines()[-1:] or ["no output"]
+            why = f"peak probe failed ({outcome.exit_code}): {tail[0]}"
+            return {"measured": False, "why": why}
         data: dict[str, Any] = json.loads(result.read_text())
         return data
 
