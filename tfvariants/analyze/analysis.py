@@ -17,7 +17,7 @@ from tfvariants.analyze import cautions, interference, stats, windows
 from tfvariants.analyze.billing import no_price_reason
 from tfvariants.analyze.conclusions import conclude
 from tfvariants.analyze.coverage import cell_counts, first_cell_id, folder_warnings, usable_results
-from tfvariants.analyze.decide import Settings, choose_baseline, run_looks
+from tfvariants.analyze.decide import Settings, choose_baseline
 from tfvariants.analyze.fields import median_of
 from tfvariants.analyze.frame import RunFrame, environments_of, logical_cpus_of
 from tfvariants.analyze.groups import Group, WorkloadReport
@@ -34,8 +34,8 @@ from tfvariants.analyze.verdicts import (
     workload_verdicts,
 )
 from tfvariants.errors import UserError
+from tfvariants.options.decision import run_settings
 from tfvariants.store.cellresult import CellResult, ConfigKey
-from tfvariants.store.rawfields import finite_number
 from tfvariants.store.rundir import load_run_dir
 
 
@@ -78,15 +78,8 @@ def _order(values: Iterable[str], preferred: Any) -> list[str]:
 def settings_of(
     run: dict[str, Any], min_effect: float | None = None, confidence: float | None = None
 ) -> Settings:
-    """The decision settings: given, else the run's stored options, else the defaults;
-    looks from the run's stopping rule."""
-    stored = run.get("options")
-    opts: dict[str, Any] = stored if isinstance(stored, dict) else {}
-    if min_effect is None:
-        min_effect = finite_number(opts.get("min_effect")) or stats.MIN_EFFECT
-    if confidence is None:
-        confidence = finite_number(opts.get("confidence")) or stats.CONFIDENCE
-    return Settings(min_effect, confidence, run_looks(run))
+    """The decision settings: the one reader, tfvariants.options.decision.run_settings."""
+    return run_settings(run, min_effect, confidence)
 
 
 def analyze(

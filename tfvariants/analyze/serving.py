@@ -21,11 +21,12 @@ from typing import Any
 from tfvariants.analyze import cautions, stats
 from tfvariants.analyze.analysis import parse_baseline
 from tfvariants.analyze.conclusions import interval_words, phrase
-from tfvariants.analyze.decide import Settings, run_looks
+from tfvariants.analyze.decide import Settings
 from tfvariants.analyze.format import money, sig3
 from tfvariants.analyze.frame import RunFrame, environments_of, logical_cpus_of
 from tfvariants.analyze.pricing import Pricing
 from tfvariants.analyze.verdicts import statistic
+from tfvariants.options.decision import run_settings
 from tfvariants.plan.serve import serve_cell_id
 from tfvariants.store.cellresult import PERCENTILES, ServeResult, serving
 from tfvariants.store.disturbance import DISTURBED_SHARE
@@ -234,15 +235,8 @@ def _cost(cfg: Config, pricing: Pricing | None) -> None:
 
 def decision_settings(run: dict, min_effect: float | None = None,
                       confidence: float | None = None) -> Settings:  # fmt: skip
-    """The run's decision settings (given, else stored in run.json, else the defaults)
-    and the number of looks of its stopping rule: the same for the report and rounds."""
-    stored = run.get("options")
-    opts: dict[str, Any] = stored if isinstance(stored, dict) else {}
-    me = min_effect if min_effect is not None else finite_number(opts.get("min_effect"))
-    conf = confidence if confidence is not None else finite_number(opts.get("confidence"))
-    return Settings(me if me is not None else stats.MIN_EFFECT,
-                    conf if conf is not None and 0.5 < conf < 1 else stats.CONFIDENCE,
-                    run_looks(run))  # fmt: skip
+    """The decision settings: the one reader, tfvariants.options.decision.run_settings."""
+    return run_settings(run, min_effect, confidence)
 
 
 def analyze_serving(

@@ -4,6 +4,7 @@ render the report from the stored results."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from datetime import datetime
@@ -11,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from tfvariants.analyze.stats import DEFAULT_REPEATS
-from tfvariants.commands import argtypes, common, compare_cluster, presets, rounds
+from tfvariants.commands import common, compare_cluster, presets, rounds
 from tfvariants.commands.matrix_args import (  # noqa: F401 (quick_scale: part of this command's API)
     QUICK_SAMPLES,
+    cell_options,
     checked,
     default_threads,
     parse_names,
@@ -24,6 +26,8 @@ from tfvariants.commands.matrix_args import (  # noqa: F401 (quick_scale: part o
 )
 from tfvariants.commands.outdir import check_writable
 from tfvariants.errors import UserError
+from tfvariants.options import argtypes, declare
+from tfvariants.options.training import SCALE, TrainingOptions
 from tfvariants.plan.cell import MAX_THREADS
 
 
@@ -53,15 +57,7 @@ def register(sub: Any) -> None:
                    help="repeats per configuration (default 5, the fewest that can decide with "
                    "--budget's looks); with --budget: the repeats before the first look")  # fmt: skip
     rounds.add_options(p)
-    p.add_argument("--epochs", type=argtypes.positive_int, default=None,
-                   help="train whole epochs per cell instead of stopping after the steady window")  # fmt: skip
-    p.add_argument("--samples", type=argtypes.positive_int, default=None,
-                   help="cap on training samples per cell")  # fmt: skip
-    p.add_argument("--steps-per-epoch", type=argtypes.positive_int, default=None,
-                   help="cap on steps per epoch")  # fmt: skip
-    p.add_argument("--data", choices=("synthetic", "real"), default=None, help="default synthetic")
-    p.add_argument("--data-dir", default=None, help="cache folder for real data sets")
-    p.add_argument("--seed", type=argtypes.seed, default=None, help="default 0")
+    declare.add_arguments(p, TrainingOptions, SCALE)
     p.add_argument("--timeout", type=argtypes.positive_float, default=1800.0,
                    help="seconds per cell (default 1800)")  # fmt: skip
     common.add_pricing(p)
@@ -142,23 +138,10 @@ def build_spec(
     if not workloads:
         raise UserError("no workloads available")
 
-    options: dict[str, Any] = {
-        "quick": bool(args.quick or sopts.get("quick")),
-        "epochs": given_or_stored("epochs", args.epochs, argtypes.positive_int, None),
-        "samples": given_or_stored("samples", args.samples, argtypes.positive_int, None),
-        "steps_per_epoch": given_or_stored(
-            "steps_per_epoch", args.steps_per_epoch, argtypes.positive_int, None
-        ),
-        "data": given_or_stored("data", args.data, str, "synthetic"),
-        "seed": given_or_stored("seed", args.seed, argtypes.seed, 0),
-        "data_dir": args.data_dir,
-    }
     repeats = given_or_stored("repeats", args.repeats, argtypes.repeats, DEFAULT_REPEATS)
-    quick = options["quick"]
-    options.update(rounds.options_from(args, given_or_stored, quick=quick, repeats=repeats))
-    options["timeout_s"] = _parsed("timeout", argtypes.positive_float, args.timeout)
-    if quick:
-        options["per_workload"] = {w: quick_scale(w) for w in workloads}
+    quick = bool(args.quick or sopts.get("quick"))
+    per_workload = {w: quick_scale(w) for w in workloads} if quick else None
+    options = rounds.training_options(args, stored, repeats=repeats, per_workload=per_workload)
     variant_objs = {v: get_variant(v, args.variants_file) for v in variants}
     info = {v: {"kind": o.kind, "device": o.device} for v, o in variant_objs.items()}
     # A resume keeps the stored thread counts of fixed-thread variants.
@@ -297,13 +280,13 @@ def run(args: argparse.Namespace) -> int:
     pricing = common.pricing_from(args)
     spec, variant_objs = build_spec(args, stored, pricing)
     if preset is not None:
-        spec.options["preset"] = preset
+        spec = dataclasses.replace(spec, options=dataclasses.replace(spec.options, preset=preset))
     _check_baseline(args.baseline, spec)
     if args.dry_run:
         return compare_cluster.dry_run(args, spec, pricing, Console(soft_wrap=True))
     if args.executor == "ray":
         compare_cluster.placement(spec, pricing)  # a cell with no node type: stop now
-    name = ("quick-" if spec.options.get("quick") else "compare-") + datetime.now().strftime(
+    name = ("quick-" if spec.options.quick else "compare-") + datetime.now().strftime(
         "%Y%m%d-%H%M%S"
     )
     out = args.out or Path("results") / name
@@ -328,7 +311,7 @@ def run(args: argparse.Namespace) -> int:
         spec.variant_info,
         variant_objs,
         probe=not args.no_probe and args.executor != "ray",
-        count_isa=(spec.options.get("preset") or {}).get("name") == presets.PRESET,
+        count_isa=(spec.options.preset or {}).get("name") == presets.PRESET,
     )
     _store_variant_info(out, spec.variant_info)
 
@@ -346,29 +329,31 @@ def run(args: argparse.Namespace) -> int:
     )
 
     quiet_gate = rounds.quiet_gate(spec)
+    # One stopping rule for both executors; on Ray each round is a wave of tasks.
+    before = (stored or {}).get("adaptive") or {}
+    spent_before = float(before.get("spent_s") or 0.0)
+    next_round, rule = rounds.adaptive_hook(spec, args.baseline, console, spent_before)
+    options_for = cell_options(spec, lambda: getattr(next_round, "window_plan", None))
 
     def run_one(cell: Any, cells_dir: Path) -> dict:
         return runner.run_cell(
             cell,
             variant_objs[cell.variant],
-            run_options_for(spec, cell.workload, cell.repeat),
+            options_for(cell),
             cells_dir,
             quiet=quiet_gate,
-            priority=str(spec.options.get("priority") or "normal"),
+            priority=spec.options.priority,
         )
 
-    # One stopping rule for both executors; on Ray each round is a wave of tasks.
-    before = (stored or {}).get("adaptive") or {}
-    spent_before = float(before.get("spent_s") or 0.0)
-    next_round, rule = rounds.adaptive_hook(spec, args.baseline, console, spent_before)
     if args.executor == "ray":
         outcome = compare_cluster.run_on_ray(
-            args, spec, variant_objs, pricing, out, console, next_round, spent_before
-        )
+            args, spec, variant_objs, pricing, out, console, next_round, spent_before,
+            options_for=options_for,
+        )  # fmt: skip
     else:
         outcome = matrix.run(
             run_cell=run_one, resume=args.resume, console=console, next_round=next_round,
-            budget_s=spec.options.get("budget_s"), spent_before=spent_before,
+            budget_s=spec.options.budget_s, spent_before=spent_before,
             **rounds.retry_options(spec, quiet_gate),
         )  # fmt: skip
     if rule is not None:

@@ -4,11 +4,16 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfvariants.commands import common
 from tfvariants.errors import UserError
+
+if TYPE_CHECKING:
+    from tfvariants.execute.runner import RunOptions
+    from tfvariants.plan.cell import Cell
 
 STUDY = "study-2017"  # --estimate-from study-2017: the 2017 study's own training times
 
@@ -214,13 +219,15 @@ def _hours(seconds: float) -> str:
 
 def run_on_ray(
     args: argparse.Namespace, spec: Any, variant_objs: dict, pricing: Any, out: Path,
-    console: Any, next_round: Any = None, spent_before: float = 0.0,
+    console: Any, next_round: Any = None, spent_before: float = 0.0, *,
+    options_for: Callable[[Cell], RunOptions],
 ) -> Any:  # fmt: skip
     """Run the matrix on the cluster (adaptive rounds as waves when ``next_round`` is
-    given); returns the MatrixOutcome."""
-    from tfvariants.commands import argtypes
-    from tfvariants.commands.matrix_args import checked, run_options_for
+    given), each cell with ``options_for(cell)`` (matrix_args.cell_options, as a local
+    run's); returns the MatrixOutcome."""
+    from tfvariants.commands.matrix_args import checked
     from tfvariants.execute.ray_executor import DEFAULT_NODE_WAIT_S, RayMatrix, RaySettings
+    from tfvariants.options import argtypes
 
     node_wait = (
         checked("node-wait", argtypes.positive_float, args.node_wait)
@@ -240,7 +247,7 @@ def run_on_ray(
     )
     return RayMatrix(spec, out, settings).run(
         variants=variant_objs,
-        options_for=lambda workload: run_options_for(spec, workload),
+        options_for=options_for,
         placement=placed,
         console=console,
         next_round=next_round,

@@ -9,8 +9,9 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from tfvariants.commands import argtypes, common
+from tfvariants.commands import common
 from tfvariants.errors import UserError, one_line
+from tfvariants.options import argtypes
 
 
 def register(sub: Any) -> None:

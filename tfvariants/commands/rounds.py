@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tfvariants.analyze import adaptive, interference, stats, windows
+from tfvariants.analyze import adaptive, interference, windows
 from tfvariants.analyze.decide import Settings
 from tfvariants.analyze.verdicts import (
     Requested,
@@ -24,10 +24,10 @@ from tfvariants.analyze.verdicts import (
     round_values,
     workload_verdicts,
 )
-from tfvariants.commands import argtypes
 from tfvariants.errors import UserError
-from tfvariants.execute.priority import DEFAULT as PRIORITY_DEFAULT
 from tfvariants.execute.priority import PRIORITIES
+from tfvariants.options import argtypes, declare
+from tfvariants.options.training import COMPARE_DECISION, INTERFERENCE, TrainingOptions
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.spec import MatrixSpec, round_order
 from tfvariants.store.cellresult import AnyResult, ConfigKey, training
@@ -48,97 +48,58 @@ FULL_WINDOW = (10.0, 100)
 
 
 def add_options(p: argparse.ArgumentParser) -> None:
-    """compare's measurement and decision options."""
+    """compare's measurement and decision options (declared in options/training.py)."""
     p.add_argument("--budget", type=argtypes.duration, default=None, metavar="DURATION",
                    help="adaptive repeats: after --repeats rounds, keep running rounds of the "
                    "undecided comparisons until decided, --max-repeats, or this much time for "
                    "the whole run (e.g. 10m; default with --quick: 10m)")  # fmt: skip
-    p.add_argument("--max-repeats", type=argtypes.repeats, default=None,
-                   help="with --budget: at most this many repeats (default 20)")  # fmt: skip
-    p.add_argument("--min-steady-s", type=argtypes.positive_float, default=None,
-                   help="seconds of steady-state steps each cell measures after its warm-up "
-                   "(default 10, also with --quick; not given, the adaptive rounds after "
-                   "the first look measure a window planned from the first rounds)")  # fmt: skip
-    p.add_argument("--min-steady-steps", type=argtypes.positive_int, default=None,
-                   help="steady-state steps each cell measures after its warm-up (default 100; "
-                   "--quick 50)")  # fmt: skip
-    p.add_argument("--min-effect", type=argtypes.min_effect, default=None,
-                   help="smallest difference that matters, e.g. 5%% (default): smaller ones "
-                   "are 'equivalent'")  # fmt: skip
-    p.add_argument("--confidence", type=argtypes.confidence, default=None,
-                   help="confidence of the intervals, above 0.5 and at most 0.9999 (default 0.95)")  # fmt: skip
+    declare.add_arguments(p, TrainingOptions, COMPARE_DECISION)
     add_interference_options(p)
-    p.add_argument("--order-seed", type=argtypes.seed, default=None,
-                   help="seed of each round's random order of configurations (default: drawn "
-                   "for a new run and stored in run.json; a resume keeps it)")  # fmt: skip
+    declare.add_arguments(p, TrainingOptions, ("order_seed",))
 
 
 def add_interference_options(p: argparse.ArgumentParser) -> None:
     """Waiting for quiet, and what counts as a disturbed cell (docs/compare.md)."""
-    p.add_argument("--quiet-share", type=argtypes.fraction, default=None,
-                   help="before each cell, wait until other processes used at most this share "
-                   f"of its CPUs over the last second (default {interference.QUIET_SHARE * 100:.0f}%%)")  # fmt: skip
-    p.add_argument("--quiet-wait", type=argtypes.wait, default=None, metavar="DURATION",
-                   help="the longest wait for quiet before a cell; then it runs anyway, and "
-                   f"says so (default {interference.QUIET_WAIT_S:g}s; 0: do not wait)")  # fmt: skip
-    p.add_argument("--disturbed-share", type=argtypes.fraction, default=None,
-                   help="a cell whose others' (or steal) share of its CPUs was above this is "
-                   "disturbed: kept, listed, left out of the verdicts, and run again "
-                   f"(default {interference.DISTURBED_SHARE * 100:.0f}%%)")  # fmt: skip
-    p.add_argument("--shielded-share", type=argtypes.fraction, default=None,
-                   help="a worker at raised priority (--priority) takes its CPU back when it "
-                   "wants it, so it is disturbed when its threads waited for a CPU more than "
-                   f"this share of the time (default {interference.SHIELDED_SHARE * 100:.0f}%%)")  # fmt: skip
-    p.add_argument("--disturbed-retries", type=argtypes.retries, default=None,
-                   help="attempts after a disturbed one, per cell, within the budget "
-                   f"(default {interference.DISTURBED_RETRIES})")  # fmt: skip
-    p.add_argument("--priority", choices=PRIORITIES, default=None,
-                   help="raised (default): each worker's session at nice -20 where permitted "
-                   "(root or CAP_SYS_NICE), so a background job cannot take its CPUs; "
-                   "normal: as started. Each cell records what it got")  # fmt: skip
+    declare.add_arguments(p, TrainingOptions, INTERFERENCE)
     add_disturbed_policy(p)
 
 
 def add_disturbed_policy(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--disturbed", choices=interference.POLICIES, default=None,
-                   help="disturbed cells in the verdicts: exclude, include, or auto (default: "
-                   "excluded unless most cells of the run were disturbed)")  # fmt: skip
+    declare.add_arguments(p, TrainingOptions, ("disturbed_policy",))
 
 
-def options_from(
-    args: argparse.Namespace, given_or_stored: Any, *, quick: bool, repeats: int
-) -> dict:
-    """The steady window, decision settings and budget, from args or the stored run."""
+def training_options(
+    args: argparse.Namespace, stored: dict[str, Any], *, repeats: int, per_workload: Any = None
+) -> TrainingOptions:
+    """The run's options: given, else the stored run's (a resume), else the defaults
+    (the steady window and the budget depend on --quick)."""
+    sopts = stored.get("options") or {}
+    quick = bool(args.quick or sopts.get("quick"))
     window = QUICK_WINDOW if quick else FULL_WINDOW
-    o: dict[str, Any] = {
-        "min_steady_s": given_or_stored("min_steady_s", args.min_steady_s, argtypes.positive_float, window[0]),
-        "min_steady_steps": given_or_stored("min_steady_steps", args.min_steady_steps, argtypes.positive_int, window[1]),
-        "min_effect": given_or_stored("min_effect", args.min_effect, argtypes.min_effect, stats.MIN_EFFECT),
-        "confidence": given_or_stored("confidence", args.confidence, argtypes.confidence, stats.CONFIDENCE),
-        "budget_s": given_or_stored("budget_s", args.budget, argtypes.duration, QUICK_BUDGET_S if quick else None),
-        "max_repeats": given_or_stored("max_repeats", args.max_repeats, argtypes.repeats,
-                                       max(adaptive.DEFAULT_MAX_REPEATS, repeats)),
-        "quiet_share": given_or_stored("quiet_share", args.quiet_share, argtypes.fraction, interference.QUIET_SHARE),
-        "quiet_wait_s": given_or_stored("quiet_wait_s", args.quiet_wait, argtypes.wait, interference.QUIET_WAIT_S),
-        "disturbed_share": given_or_stored("disturbed_share", args.disturbed_share, argtypes.fraction, interference.DISTURBED_SHARE),
-        "shielded_share": given_or_stored("shielded_share", args.shielded_share, argtypes.fraction, interference.SHIELDED_SHARE),
-        "disturbed_retries": given_or_stored("disturbed_retries", args.disturbed_retries, argtypes.retries, interference.DISTURBED_RETRIES),
-        "disturbed_policy": given_or_stored("disturbed_policy", args.disturbed, str, "auto"),
-        "priority": given_or_stored("priority", args.priority, str, PRIORITY_DEFAULT),
-        "order_seed": given_or_stored("order_seed", args.order_seed, argtypes.seed, None),
+    given = {n: getattr(args, n, None) for n in declare.declared(TrainingOptions)}
+    given.update(quick=quick, budget_s=args.budget, data_dir=args.data_dir,
+                 timeout_s=args.timeout, per_workload=per_workload)  # fmt: skip
+    fallback = {
+        "min_steady_s": window[0], "min_steady_steps": window[1],
+        "budget_s": QUICK_BUDGET_S if quick else None,
+        "max_repeats": max(adaptive.DEFAULT_MAX_REPEATS, repeats),
         # A window the user chose stays; else the adaptive rounds' window is planned from
         # the first look's variance components (tfvariants.analyze.windows).
-        "plan_window": given_or_stored("plan_window", None, bool, args.min_steady_s is None),
+        "plan_window": args.min_steady_s is None,
     }  # fmt: skip
-    if o["order_seed"] is None:
+    values = declare.resolve(TrainingOptions, given, sopts, fallback)
+    values["data_dir"] = args.data_dir  # where this host caches data: never resumed
+    if values["order_seed"] is None:
         from tfvariants.plan.spec import new_order_seed
 
-        o["order_seed"] = new_order_seed()
-    if o["priority"] not in PRIORITIES:
-        raise UserError(f"run.json: options.priority {o['priority']!r} is not raised or normal")
-    if o["max_repeats"] < repeats:
-        raise UserError(f"--max-repeats {o['max_repeats']} is below --repeats {repeats}")
-    return o
+        values["order_seed"] = new_order_seed()
+    if values["priority"] not in PRIORITIES:
+        raise UserError(
+            f"run.json: options.priority {values['priority']!r} is not raised or normal"
+        )
+    if values["max_repeats"] < repeats:
+        raise UserError(f"--max-repeats {values['max_repeats']} is below --repeats {repeats}")
+    return TrainingOptions(**values)
 
 
 def adaptive_hook(
@@ -147,17 +108,15 @@ def adaptive_hook(
     """(next_round, rule) when the run has a budget, else (None, None)."""
     from tfvariants.analyze.analysis import parse_baseline
 
-    budget_s = spec.options.get("budget_s")
+    o = TrainingOptions.of(spec.options)
+    budget_s = o.budget_s
     if not budget_s:
         return None, None
-    rule = adaptive.stopping_rule(
-        spec.repeats, int(spec.options["max_repeats"]),
-        confidence=float(spec.options["confidence"]),
-    )  # fmt: skip
+    max_repeats = o.max_repeats or max(adaptive.DEFAULT_MAX_REPEATS, spec.repeats)
+    rule = adaptive.stopping_rule(spec.repeats, max_repeats, confidence=o.confidence)
     hook = NextRoundHook(
         spec, rule, baseline=parse_baseline(baseline),
-        min_effect=spec.options["min_effect"], confidence=spec.options["confidence"],
-        spent_before=spent_before,
+        min_effect=o.min_effect, confidence=o.confidence, spent_before=spent_before,
     )  # fmt: skip
     console.print(
         f"adaptive: looks after {', '.join(map(str, rule.looks))} repeats; more rounds only "
@@ -180,7 +139,7 @@ def record(out: Path, rule: adaptive.StoppingRule, spec: MatrixSpec, before: dic
         "rounds": list(before.get("rounds") or []) + outcome.rounds,
         "looks_made": looks,
         "stopped": outcome.stopped, "spent_s": round(outcome.spent_s, 1),
-        "window_plan": spec.options.get("window_plan") or before.get("window_plan"),
+        "window_plan": getattr(hook, "window_plan", None) or before.get("window_plan"),
     })  # fmt: skip
     if outcome.stopped:
         console.print(
@@ -195,11 +154,12 @@ def quiet_gate(spec: Any) -> Any:
     """The wait for quiet before each cell, with the run's settings (None: no wait)."""
     from tfvariants.execute.quiet import QuietGate
 
-    wait_s = float(spec.options.get("quiet_wait_s") or 0.0)
+    o = TrainingOptions.of(spec.options)
+    wait_s = o.quiet_wait_s or 0.0
     if wait_s <= 0:
         return None
     return QuietGate(
-        limit=float(spec.options["quiet_share"]),
+        limit=o.quiet_share,
         max_wait_s=wait_s,
         disturbed=interference.rule_of(spec.options),
     )
@@ -210,7 +170,7 @@ def retry_options(spec: Any, gate: Any = None) -> dict[str, Any]:
     no retries while the gate finds the load sustained (they would be disturbed too)."""
     return {
         "disturbed": interference.rule_of(spec.options),
-        "retries": int(spec.options.get("disturbed_retries") or 0),
+        "retries": TrainingOptions.of(spec.options).disturbed_retries or 0,
         "retry_now": (lambda: not gate.sustained) if gate is not None else None,
     }
 
@@ -349,6 +309,9 @@ class NextRoundHook:
         }
         self.clock, self.started, self.spent_before = clock, clock(), spent_before
         self.looks: list[dict[str, Any]] = []
+        # The steady window of the rounds after the first look (None: not planned): a
+        # value of this run, recorded in run.json "adaptive", never written into the spec.
+        self.window_plan: dict[str, Any] | None = None
 
     def __call__(self, stored: Mapping[str, AnyResult]) -> tuple[list[Cell], str]:
         spec, rule = self.spec, self.rule
@@ -356,8 +319,8 @@ class NextRoundHook:
         if at.look is None:
             return [], f"only {at.rounds} round(s) stored, fewer than the first look"
         self._keep(at)
-        if spec.options.get("plan_window"):
-            plan_window(spec, stored, rule.looks[0])
+        if TrainingOptions.of(spec.options).plan_window:
+            self.window_plan = plan_window(spec, stored, rule.looks[0])
         open_verdicts = [v for wv in at.verdicts for v in wv.open]
         if not any(wv.verdicts for wv in at.verdicts):
             return [], (
@@ -402,11 +365,13 @@ class NextRoundHook:
         self.looks.append({"after_repeats": at.look, "at_s": at_s, "verdicts": verdicts})
 
 
-def plan_window(spec: MatrixSpec, stored: Mapping[str, AnyResult], first_look: int) -> None:
+def plan_window(
+    spec: MatrixSpec, stored: Mapping[str, AnyResult], first_look: int
+) -> dict[str, Any]:
     """The steady window of the rounds after the first look, from the undisturbed cells
     before it, the ones verdicts use (recomputed from the same cells on a resume, so it
     is the same window)."""
     first = [r for r in training(stored.values()) if r.round < first_look and not r.disturbed]
-    current = float(spec.options["min_steady_s"])
+    current = TrainingOptions.of(spec.options).min_steady_s
     chosen = windows.plan(windows.components(first), current)
-    spec.options["window_plan"] = {**chosen.to_json(), "from_repeat": first_look}
+    return {**chosen.to_json(), "from_repeat": first_look}

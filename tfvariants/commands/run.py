@@ -10,10 +10,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tfvariants.commands import argtypes, common
-from tfvariants.commands.argtypes import positive_float, positive_int
+from tfvariants.commands import common
 from tfvariants.commands.outdir import check_writable, default_run_dir
 from tfvariants.errors import UserError
+from tfvariants.options import argtypes
+from tfvariants.options.argtypes import positive_float, positive_int
 from tfvariants.store.runfolder import RunFolder
 
 

@@ -13,10 +13,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tfvariants.commands import argtypes, common
+from tfvariants.commands import common
 from tfvariants.commands.matrix_args import checked, default_threads, parse_names, ready_variants
 from tfvariants.commands.outdir import check_writable
 from tfvariants.errors import UserError
+from tfvariants.options import argtypes, declare
+from tfvariants.options.decision import DecisionOptions, settings
 
 # The quick scale (the defaults): one model at 1..CPUs threads decided within the
 # budget on a 2-core machine. Only the closed loop over HTTP at 1 and 4 requests in
@@ -98,12 +100,7 @@ def register(sub: Any) -> None:
                    help="adaptive repeats as in compare: after --repeats rounds, more rounds of the "
                         "configurations whose comparisons are undecided, until decided, --max-repeats, "
                         f"or this much time for the whole run (default {d['budget']}, off when --repeats is given; off: exactly --repeats)")  # fmt: skip
-    p.add_argument("--max-repeats", type=argtypes.repeats, default=None,
-                   help="with --budget: at most this many repeats (default 20)")  # fmt: skip
-    p.add_argument("--min-effect", type=argtypes.fraction, default=None,
-                   help="smallest difference that matters, e.g. 5%% (default): smaller ones are 'equivalent'")  # fmt: skip
-    p.add_argument("--confidence", type=argtypes.fraction, default=None,
-                   help="confidence of the intervals (default 0.95)")  # fmt: skip
+    declare.add_arguments(p, DecisionOptions, ("max_repeats", "min_effect", "confidence"))
     p.add_argument("--min-duration", default=None,
                    help=f"LoadGen's and the closed loop's minimum duration (default {d['min_duration']})")  # fmt: skip
     p.add_argument("--max-duration", default=None,
@@ -230,7 +227,7 @@ def parse_shape(text: str) -> list[int]:
 
 def build_serve_spec(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     """ServeSpec + variant objects; every value checked before anything is written."""
-    from tfvariants.analyze import adaptive, stats
+    from tfvariants.analyze import adaptive
     from tfvariants.plan.serve import ServeSpec
     from tfvariants.plan.spec import logical_cpus
     from tfvariants.variants import get_variant
@@ -294,9 +291,7 @@ def build_serve_spec(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     max_repeats = args.max_repeats or max(adaptive.DEFAULT_MAX_REPEATS, repeats)
     if max_repeats < repeats:
         raise UserError(f"--max-repeats {max_repeats} is below --repeats {repeats}")
-    confidence = args.confidence if args.confidence is not None else stats.CONFIDENCE
-    if not 0.5 < confidence <= 0.999:
-        raise UserError(f"--confidence: must be above 0.5 and at most 0.999, got {confidence}")
+    decision = settings(None, min_effect=args.min_effect, confidence=args.confidence)
     options: dict[str, Any] = {
         "min_duration_s": min_d, "max_duration_s": max_d, "min_queries": min_q, "max_queries": max_q,
         "server_qps": parse_rate("server-qps", args.server_qps),
@@ -307,8 +302,8 @@ def build_serve_spec(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
         "input_shape": input_shape,
         "timeout_s": checked("timeout", argtypes.positive_float, args.timeout),
         "budget_s": budget_s, "max_repeats": max_repeats,
-        "min_effect": args.min_effect if args.min_effect is not None else stats.MIN_EFFECT,
-        "confidence": confidence, "preset": args.preset,
+        "min_effect": decision.min_effect, "confidence": decision.confidence,
+        "preset": args.preset,
     }  # fmt: skip
     if options["encoding"] not in ("json", "b64"):
         raise UserError(f"--encoding: expected json or b64, got {options['encoding']!r}")

@@ -1,5 +1,5 @@
 """The bounds of the values a run's options may hold, in one place: the command-line
-parsers (commands/argtypes.py) and the run.json loader (store/runfile.py) both check
+parsers (options/argtypes.py) and the run.json loader (store/runfile.py) both check
 against them, so a value refused on the command line is refused in a stored run too,
 before any cell runs.
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -28,13 +29,15 @@ CellT = TypeVar("CellT")  # a training Cell or a ServeCell: one shuffle for both
 
 @dataclass(frozen=True)
 class MatrixSpec:
-    """What to run. ``options`` holds epochs/samples/steps_per_epoch/data/seed/timeout_s."""
+    """What to run. ``options``: the run's options (tfvariants.options.training's frozen
+    TrainingOptions, read as a mapping here: the plan needs only the identity and the
+    order seed)."""
 
     variants: tuple[str, ...]
     threads: tuple[int, ...]
     workloads: tuple[str, ...]
     repeats: int
-    options: dict[str, Any] = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)
     variant_info: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> kind/device
     # Variants that run at ONE thread count instead of the --threads axis: a GPU variant
     # (its vCPUs are its instance's) and an explicit ``VARIANT@N``.

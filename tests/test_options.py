@@ -1,0 +1,114 @@
+"""The run options: declared once (tfvariants.options), read the same way by the adaptive
+rounds, the report and serving; and the three ways they had drifted apart."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import resultfactory as rf
+from test_compare import FakeRunCell, _no_onednn_probe  # noqa: F401 (autouse: no probe)
+
+from tfvariants.cli import main
+from tfvariants.execute import runner
+
+
+def test_min_effect_zero_is_judged_with_zero_by_the_rounds_and_the_report(
+    tmp_path, monkeypatch, capsys
+):
+    # Drift 1: the rounds judged with --min-effect 0, the report fell back to 5 % (`or`).
+    from tfvariants.analyze.analysis import analyze
+    from tfvariants.commands import rounds
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "run_cell", FakeRunCell(speedup=0.0, noise=0.02))
+    seen = []
+    real_hook = rounds.NextRoundHook.__init__
+
+    def spy(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        real_hook(self, *args, **kwargs)
+        seen.append(self.settings)
+
+    monkeypatch.setattr(rounds.NextRoundHook, "__init__", spy)
+    argv = ["compare", "--threads", "1,2", "--workloads", "mnist_mlp", "--out", "res",
+            "--min-effect", "0", "--budget", "1m", "--max-repeats", "5", "--quiet-wait", "0"]  # fmt: skip
+    assert main(argv) == 0
+    assert json.loads((tmp_path / "res/run.json").read_text())["options"]["min_effect"] == 0
+    report = analyze(tmp_path / "res")
+    assert [s.min_effect for s in seen] == [0.0]
+    assert report.settings.min_effect == 0.0
+    assert report.settings.confidence == seen[0].confidence
+
+
+def test_one_settings_reader_for_training_and_serving():
+    from tfvariants.analyze.analysis import settings_of
+    from tfvariants.analyze.serving import decision_settings
+
+    run = {"options": {"min_effect": 0.0, "confidence": 0.9999}}
+    for read in (settings_of, decision_settings):
+        got = read(run)
+        assert (got.min_effect, got.confidence) == (0.0, 0.9999)
+        assert read({}).min_effect == 0.05 and read({}).confidence == 0.95
+        assert read(run, min_effect=0.1, confidence=0.9).min_effect == 0.1
+
+
+CONFIDENCES = ["0.5", "0.51", "0.999", "0.9995", "0.9999", "0.99995", "1", "95%", "99.99%"]
+
+
+@pytest.mark.parametrize("text", CONFIDENCES)
+def test_confidence_has_one_range_in_compare_report_and_serve(text, tmp_path, monkeypatch, capsys):
+    # Drift 2: compare and report took up to 0.9999, serve only up to 0.999 (and took
+    # anything in [0, 1) before checking), the report's reader anything below 1.
+    from tfvariants.plan import limits
+
+    monkeypatch.chdir(tmp_path)
+    value = float(text.rstrip("%")) / (100 if text.endswith("%") else 1)
+    ok = limits.confidence_problem(value) is None
+    common = ["--threads", "1", "--dry-run", "--pricing", "gce-2017", "--confidence", text]
+    codes = {
+        "compare": main(["compare", "--workloads", "mnist_mlp", *common]),
+        "serve": main(["serve", *common]),
+    }
+    rf.write_results(tmp_path / "r", [rf.make_result("local", 1, "mnist_mlp", 0)])
+    codes["report"] = main(["report", "r", "-o", "out.html", "--confidence", text])
+    capsys.readouterr()
+    assert codes == dict.fromkeys(codes, 0 if ok else 2), codes
+
+
+def test_ray_cells_after_the_first_look_measure_the_planned_window(monkeypatch):
+    # Drift 3: on Ray every cell got the first rounds' window (the repeat was dropped
+    # where compare handed the cell options to the cluster), though run.json recorded
+    # the plan.
+    import argparse
+
+    from tfvariants.commands import compare_cluster, matrix_args
+    from tfvariants.execute import ray_executor
+    from tfvariants.plan.cell import Cell
+    from tfvariants.plan.spec import MatrixSpec
+
+    spec = MatrixSpec(("local",), (1,), ("mnist_mlp",), 5,
+                      {"min_steady_s": 10.0, "min_steady_steps": 50, "plan_window": True},
+                      {"local": {"kind": "local", "device": "cpu"}})  # fmt: skip
+    plan = {"min_steady_s": 3.0, "from_repeat": 5, "reason": "test"}
+    captured = {}
+
+    class FakeRayMatrix:
+        def __init__(self, spec, out, settings):  # type: ignore[no-untyped-def]
+            pass
+
+        def run(self, **kwargs):  # type: ignore[no-untyped-def]
+            captured.update(kwargs)
+
+    monkeypatch.setattr(ray_executor, "RayMatrix", FakeRayMatrix)
+    monkeypatch.setattr(compare_cluster, "placement", lambda spec, pricing: {})
+    args = argparse.Namespace(node_wait=None, ray_address=None)
+    options_for = matrix_args.cell_options(spec, lambda: plan)
+    compare_cluster.run_on_ray(args, spec, {}, None, None, _Quiet(), options_for=options_for)
+    given = captured["options_for"]
+    assert given(Cell("local", 1, "mnist_mlp", 4)).min_steady_s == 10.0
+    assert given(Cell("local", 1, "mnist_mlp", 5)).min_steady_s == 3.0
+
+
+class _Quiet:
+    def print(self, *args: object, **kwargs: object) -> None:
+        pass

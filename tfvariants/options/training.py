@@ -1,0 +1,128 @@
+"""The training task's run options (``compare``, ``run``): each declared once.
+
+To add an option: add a field here (default, help, flag, parser, bounds, identity),
+then read it as ``spec.options.<name>`` where it is used; the command line, run.json's
+record and the check of a stored run follow from the declaration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tfvariants.analyze import interference
+from tfvariants.execute.priority import DEFAULT as PRIORITY_DEFAULT
+from tfvariants.execute.priority import PRIORITIES
+from tfvariants.options import argtypes
+from tfvariants.options.decision import DecisionOptions
+from tfvariants.options.declare import option
+from tfvariants.plan import limits
+
+_S = limits.seconds_problem
+
+
+def _count(value: Any) -> str | None:
+    ok = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= limits.MAX_COUNT
+    return None if ok else f"a whole number 1..{limits.MAX_COUNT} or null"
+
+
+def _seed(value: Any) -> str | None:
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= limits.MAX_SEED
+    return None if ok else f"a whole number 0..{limits.MAX_SEED}"
+
+
+def _pct(share: float) -> str:
+    return f"{share * 100:.0f}%%"
+
+
+@dataclass(frozen=True)
+class TrainingOptions(DecisionOptions):
+    """What every training cell of a run is measured and judged with."""
+
+    quick: bool = option(False, "quick scale", identity=True)
+    epochs: int | None = option(
+        None, "train whole epochs per cell instead of stopping after the steady window",
+        flag="--epochs", parse=argtypes.positive_int, problem=_count, identity=True,
+    )  # fmt: skip
+    samples: int | None = option(None, "cap on training samples per cell", flag="--samples",
+                                 parse=argtypes.positive_int, problem=_count, identity=True)  # fmt: skip
+    steps_per_epoch: int | None = option(
+        None, "cap on steps per epoch", flag="--steps-per-epoch", parse=argtypes.positive_int,
+        problem=_count, identity=True,
+    )  # fmt: skip
+    data: str = option("synthetic", "the training data", flag="--data",
+                       choices=("synthetic", "real"), identity=True,
+                       default_words="synthetic")  # fmt: skip
+    seed: int = option(0, "the data's and the model's seed", flag="--seed",
+                       parse=argtypes.seed, problem=_seed, identity=True, default_words="0")  # fmt: skip
+    data_dir: str | None = option(None, "cache folder for real data sets", flag="--data-dir")
+    min_steady_s: float = option(
+        10.0, "seconds of steady-state steps each cell measures after its warm-up",
+        flag="--min-steady-s", parse=argtypes.positive_float, problem=_S, identity=True,
+        default_words="10, also with --quick; not given, the adaptive rounds after the first "
+        "look measure a window planned from the first rounds",
+    )  # fmt: skip
+    min_steady_steps: int = option(
+        100, "steady-state steps each cell measures after its warm-up",
+        flag="--min-steady-steps", parse=argtypes.positive_int, problem=_count, identity=True,
+        default_words="100; --quick 50",
+    )  # fmt: skip
+    quiet_share: float = option(
+        interference.QUIET_SHARE, "before each cell, wait until other processes used at most "
+        "this share of its CPUs over the last second", flag="--quiet-share",
+        parse=argtypes.fraction, default_words=_pct(interference.QUIET_SHARE),
+    )  # fmt: skip
+    quiet_wait_s: float = option(
+        interference.QUIET_WAIT_S, "the longest wait for quiet before a cell; then it runs "
+        "anyway, and says so", flag="--quiet-wait", parse=argtypes.wait, metavar="DURATION",
+        default_words=f"{interference.QUIET_WAIT_S:g}s; 0: do not wait",
+    )  # fmt: skip
+    disturbed_share: float = option(
+        interference.DISTURBED_SHARE, "a cell whose others' (or steal) share of its CPUs was "
+        "above this is disturbed: kept, listed, left out of the verdicts, and run again",
+        flag="--disturbed-share", parse=argtypes.fraction,
+        default_words=_pct(interference.DISTURBED_SHARE),
+    )  # fmt: skip
+    shielded_share: float = option(
+        interference.SHIELDED_SHARE, "a worker at raised priority (--priority) takes its CPU "
+        "back when it wants it, so it is disturbed when its threads waited for a CPU more than "
+        "this share of the time", flag="--shielded-share", parse=argtypes.fraction,
+        default_words=_pct(interference.SHIELDED_SHARE),
+    )  # fmt: skip
+    disturbed_retries: int = option(
+        interference.DISTURBED_RETRIES, "attempts after a disturbed one, per cell, within the "
+        "budget", flag="--disturbed-retries", parse=argtypes.retries,
+        default_words=str(interference.DISTURBED_RETRIES),
+    )  # fmt: skip
+    disturbed_policy: str = option(
+        "auto", "disturbed cells in the verdicts: exclude, include, or auto (default: excluded "
+        "unless most cells of the run were disturbed)", flag="--disturbed",
+        choices=interference.POLICIES,
+    )  # fmt: skip
+    priority: str = option(
+        PRIORITY_DEFAULT, "raised (default): each worker's session at nice -20 where permitted "
+        "(root or CAP_SYS_NICE), so a background job cannot take its CPUs; normal: as started. "
+        "Each cell records what it got", flag="--priority", choices=PRIORITIES,
+    )  # fmt: skip
+    order_seed: int | None = option(
+        None, "seed of each round's random order of configurations (default: drawn for a new "
+        "run and stored in run.json; a resume keeps it)", flag="--order-seed",
+        parse=argtypes.seed,
+    )  # fmt: skip
+    # A window the user chose stays; else the adaptive rounds' window is planned from the
+    # first look's variance components (tfvariants.analyze.windows).
+    plan_window: bool = option(False, "plan the later rounds' steady window")
+    timeout_s: float = option(1800.0, "seconds per cell", flag="--timeout",
+                              parse=argtypes.positive_float, problem=_S)  # fmt: skip
+    per_workload: dict[str, dict[str, int]] | None = option(
+        None, "each workload's quick scale", omit_none=True
+    )  # fmt: skip
+    preset: dict[str, Any] | None = option(None, "the preset the run started with",
+                                           omit_none=True)  # fmt: skip
+
+
+# compare's measurement and decision options, in the order --help lists them
+COMPARE_DECISION = ("max_repeats", "min_steady_s", "min_steady_steps", "min_effect", "confidence")
+INTERFERENCE = ("quiet_share", "quiet_wait_s", "disturbed_share", "shielded_share",
+                "disturbed_retries", "priority")  # fmt: skip
+SCALE = ("epochs", "samples", "steps_per_epoch", "data", "data_dir", "seed")
