@@ -112,3 +112,57 @@ def test_ray_cells_after_the_first_look_measure_the_planned_window(monkeypatch):
 class _Quiet:
     def print(self, *args: object, **kwargs: object) -> None:
         pass
+
+
+def test_the_identity_the_plan_compares_is_the_declared_one():
+    from tfvariants.options.training import TrainingOptions
+    from tfvariants.plan.spec import IDENTITY_OPTIONS
+
+    assert set(TrainingOptions().identity()) == set(IDENTITY_OPTIONS)
+
+
+def test_run_options_are_frozen_and_typed(tmp_path, monkeypatch):
+    import dataclasses
+
+    from tfvariants.commands import compare
+    from tfvariants.options.training import TrainingOptions
+
+    monkeypatch.chdir(tmp_path)
+    parser = __import__("tfvariants.cli", fromlist=["build_parser"]).build_parser()
+    args = parser.parse_args(["compare", "--workloads", "mnist_mlp", "--min-effect", "0",
+                              "--quick", "--threads", "1"])  # fmt: skip
+    spec, _ = compare.build_spec(args)
+    o = spec.options
+    assert isinstance(o, TrainingOptions)
+    assert (o.min_effect, o.quick, o.min_steady_s, o.budget_s) == (0.0, True, 6.0, 600.0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        o.min_effect = 0.1  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        o["window_plan"] = {}  # type: ignore[index]
+    # the record run.json stores: what the options held before they were typed
+    assert o["min_effect"] == 0.0 and "preset" not in o and o["per_workload"]["mnist_mlp"]
+
+
+@pytest.mark.parametrize(
+    "field, value, words",
+    [
+        ("epochs", 0, "a whole number 1..1000000000 or null"),
+        ("seed", -1, "a whole number 0..4294967295"),
+        ("data", "fake", "synthetic or real"),
+        ("confidence", 0.99995, "a confidence above 0.5 and at most 0.9999"),
+        ("min_effect", 1.5, "a fraction from 0 up to"),
+        ("max_repeats", 0, "a whole number 1..10000"),
+        ("timeout_s", 0, "seconds greater than 0"),
+        ("min_steady_steps", 0, "a whole number 1..1000000000"),
+    ],
+)
+def test_a_stored_option_out_of_its_declared_bounds_is_refused(field, value, words, tmp_path):
+    from tfvariants.errors import UserError
+    from tfvariants.store.runfile import validate_run
+
+    run = {"kind": "tfvariants.run", "schema_version": 3, "variants": ["local"],
+           "workloads": ["mnist_mlp"], "threads": [1], "repeats": 1, "hosts": [],
+           "options": {field: value}}  # fmt: skip
+    with pytest.raises(UserError, match=f"field 'options.{field}': expected {words}"):
+        validate_run(run, "run.json")
+    validate_run({**run, "options": {}}, "run.json")

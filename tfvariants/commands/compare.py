@@ -58,8 +58,7 @@ def register(sub: Any) -> None:
                    "--budget's looks); with --budget: the repeats before the first look")  # fmt: skip
     rounds.add_options(p)
     declare.add_arguments(p, TrainingOptions, SCALE)
-    p.add_argument("--timeout", type=argtypes.positive_float, default=1800.0,
-                   help="seconds per cell (default 1800)")  # fmt: skip
+    declare.add_arguments(p, TrainingOptions, ("timeout_s",))
     common.add_pricing(p)
     p.add_argument("--baseline", default=None,
                    help="VARIANT[@THREADS] (default: the GPU if one ran, else the most threads that fit "

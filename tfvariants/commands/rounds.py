@@ -53,7 +53,11 @@ def add_options(p: argparse.ArgumentParser) -> None:
                    help="adaptive repeats: after --repeats rounds, keep running rounds of the "
                    "undecided comparisons until decided, --max-repeats, or this much time for "
                    "the whole run (e.g. 10m; default with --quick: 10m)")  # fmt: skip
-    declare.add_arguments(p, TrainingOptions, COMPARE_DECISION)
+    declare.add_arguments(p, TrainingOptions, COMPARE_DECISION, default_words={
+        "min_steady_s": "10, also with --quick; not given, the adaptive rounds after the first "
+        "look measure a window planned from the first rounds",
+        "min_steady_steps": "100; --quick 50",
+    })  # fmt: skip
     add_interference_options(p)
     declare.add_arguments(p, TrainingOptions, ("order_seed",))
 
@@ -77,8 +81,7 @@ def training_options(
     quick = bool(args.quick or sopts.get("quick"))
     window = QUICK_WINDOW if quick else FULL_WINDOW
     given = {n: getattr(args, n, None) for n in declare.declared(TrainingOptions)}
-    given.update(quick=quick, budget_s=args.budget, data_dir=args.data_dir,
-                 timeout_s=args.timeout, per_workload=per_workload)  # fmt: skip
+    given.update(quick=quick, budget_s=args.budget, per_workload=per_workload)
     fallback = {
         "min_steady_s": window[0], "min_steady_steps": window[1],
         "budget_s": QUICK_BUDGET_S if quick else None,
@@ -88,7 +91,11 @@ def training_options(
         "plan_window": args.min_steady_s is None,
     }  # fmt: skip
     values = declare.resolve(TrainingOptions, given, sopts, fallback)
-    values["data_dir"] = args.data_dir  # where this host caches data: never resumed
+    # Where this host caches data and how long a cell may take: this command's, never
+    # the stored run's.
+    values["data_dir"] = args.data_dir
+    if given["timeout_s"] is None:
+        values["timeout_s"] = TrainingOptions.timeout_s
     if values["order_seed"] is None:
         from tfvariants.plan.spec import new_order_seed
 

@@ -13,8 +13,8 @@ from typing import Any
 from tfvariants.commands import common
 from tfvariants.commands.outdir import check_writable, default_run_dir
 from tfvariants.errors import UserError
-from tfvariants.options import argtypes
-from tfvariants.options.argtypes import positive_float, positive_int
+from tfvariants.options import argtypes, declare
+from tfvariants.options.cell import CELL, CellOptions
 from tfvariants.store.runfolder import RunFolder
 
 
@@ -31,25 +31,13 @@ def register(sub: Any) -> None:
     p.add_argument("--variant", default="local", help="variant name (default: local)")
     common.add_variants_file(p)
     common.add_engine(p)
-    p.add_argument("--epochs", type=positive_int, default=None,
-                   help="train whole epochs (default: stop after the steady window and project "
-                   "the full schedule)")  # fmt: skip
-    p.add_argument("--min-steady-s", type=argtypes.positive_float, default=10.0,
-                   help="seconds of steady steps after the warm-up (default 10)")  # fmt: skip
-    p.add_argument("--min-steady-steps", type=positive_int, default=100,
-                   help="steady steps after the warm-up (default 100)")  # fmt: skip
-    p.add_argument("--samples", type=positive_int, default=None,
-                   help="cap on training samples (quick scale)")  # fmt: skip
-    p.add_argument("--steps-per-epoch", type=positive_int, default=None)
-    p.add_argument("--data", choices=("synthetic", "real"), default="synthetic")
-    p.add_argument("--data-dir", default=None, help="cache folder for real data sets")
+    # What the cell runs with: the training options a cell takes, as compare declares them.
+    declare.add_arguments(p, CellOptions, CELL)
     p.add_argument(
         "--out", type=Path, default=None, help="run folder (default: results/run-<time>)"
     )
-    p.add_argument("--timeout", type=positive_float, default=1800.0, help="seconds (default 1800)")
     p.add_argument("--repeat", type=argtypes.repeat_index, default=0,
                    help="repeat index recorded in the cell (default 0)")  # fmt: skip
-    p.add_argument("--seed", type=argtypes.seed, default=0, help="default 0")
     p.add_argument("--json", action="store_true", help="print the result JSON")
     p.set_defaults(func=run)
 
@@ -73,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.markup import escape
 
-    from tfvariants.execute.runner import RunOptions, run_cell
+    from tfvariants.execute.runner import run_cell
     from tfvariants.plan.cell import Cell
     from tfvariants.variants import get_variant
 
@@ -110,17 +98,7 @@ def run(args: argparse.Namespace) -> int:
             f"{existing} already exists: choose another --out or --repeat (results are never "
             "overwritten)"
         )
-    options = RunOptions(
-        epochs=args.epochs,
-        samples=args.samples,
-        steps_per_epoch=args.steps_per_epoch,
-        data=args.data,
-        data_dir=args.data_dir,
-        timeout_s=args.timeout,
-        seed=args.seed,
-        min_steady_s=args.min_steady_s,
-        min_steady_steps=args.min_steady_steps,
-    )
+    options = CellOptions(**declare.resolve(CellOptions, vars(args), {}, {}))
     console = Console(stderr=True)
     started = time.monotonic()
     label = f"running {cell.cell_id} (log when it ends: {folder.log_path(cell.cell_id)})"

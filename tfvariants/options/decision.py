@@ -7,15 +7,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tfvariants.analyze import stats
-from tfvariants.analyze.decide import Settings
-from tfvariants.analyze.looks import Looks
 from tfvariants.options import argtypes
 from tfvariants.options.declare import RunOptionsBase, option
 from tfvariants.plan import limits
 from tfvariants.plan.spec import MAX_REPEATS
+
+if TYPE_CHECKING:
+    from tfvariants.analyze.decide import Settings
+    from tfvariants.analyze.looks import Looks
+
+# The defaults every statistic falls back to (analyze/stats.py takes them from here).
+MIN_EFFECT = 0.05
+CONFIDENCE = 0.95
 
 
 def repeats_problem(value: Any) -> str | None:
@@ -28,17 +33,17 @@ class DecisionOptions(RunOptionsBase):
     """How comparisons are decided, and how long the adaptive rounds may go on."""
 
     min_effect: float = option(
-        stats.MIN_EFFECT,
+        MIN_EFFECT,
         "smallest difference that matters, e.g. 5%%: smaller ones are 'equivalent'",
         flag="--min-effect", parse=argtypes.min_effect, problem=limits.min_effect_problem,
         default_words="5%%",
     )  # fmt: skip
     confidence: float = option(
-        stats.CONFIDENCE,
+        CONFIDENCE,
         f"confidence of the intervals, above {limits.CONFIDENCE_MIN:g} and at most "
         f"{limits.CONFIDENCE_MAX:g}",
         flag="--confidence", parse=argtypes.confidence, problem=limits.confidence_problem,
-        default_words=f"{stats.CONFIDENCE:g}",
+        default_words=f"{CONFIDENCE:g}",
     )  # fmt: skip
     max_repeats: int | None = option(
         None, "with --budget: at most this many repeats", flag="--max-repeats",
@@ -69,6 +74,8 @@ def settings(
 ) -> Settings:
     """The decision settings: given (a report's command line), else the run's stored
     options, else the defaults. 0 is a value (--min-effect 0), not "not given"."""
+    from tfvariants.analyze.decide import Settings
+
     stored = options if isinstance(options, Mapping) else {}
     return Settings(
         min_effect if min_effect is not None else float(stored_value(stored, "min_effect")),

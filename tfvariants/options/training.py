@@ -14,21 +14,9 @@ from tfvariants.analyze import interference
 from tfvariants.execute.priority import DEFAULT as PRIORITY_DEFAULT
 from tfvariants.execute.priority import PRIORITIES
 from tfvariants.options import argtypes
+from tfvariants.options.cell import CellOptions
 from tfvariants.options.decision import DecisionOptions
 from tfvariants.options.declare import option
-from tfvariants.plan import limits
-
-_S = limits.seconds_problem
-
-
-def _count(value: Any) -> str | None:
-    ok = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= limits.MAX_COUNT
-    return None if ok else f"a whole number 1..{limits.MAX_COUNT} or null"
-
-
-def _seed(value: Any) -> str | None:
-    ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= limits.MAX_SEED
-    return None if ok else f"a whole number 0..{limits.MAX_SEED}"
 
 
 def _pct(share: float) -> str:
@@ -36,37 +24,10 @@ def _pct(share: float) -> str:
 
 
 @dataclass(frozen=True)
-class TrainingOptions(DecisionOptions):
+class TrainingOptions(CellOptions, DecisionOptions):
     """What every training cell of a run is measured and judged with."""
 
     quick: bool = option(False, "quick scale", identity=True)
-    epochs: int | None = option(
-        None, "train whole epochs per cell instead of stopping after the steady window",
-        flag="--epochs", parse=argtypes.positive_int, problem=_count, identity=True,
-    )  # fmt: skip
-    samples: int | None = option(None, "cap on training samples per cell", flag="--samples",
-                                 parse=argtypes.positive_int, problem=_count, identity=True)  # fmt: skip
-    steps_per_epoch: int | None = option(
-        None, "cap on steps per epoch", flag="--steps-per-epoch", parse=argtypes.positive_int,
-        problem=_count, identity=True,
-    )  # fmt: skip
-    data: str = option("synthetic", "the training data", flag="--data",
-                       choices=("synthetic", "real"), identity=True,
-                       default_words="synthetic")  # fmt: skip
-    seed: int = option(0, "the data's and the model's seed", flag="--seed",
-                       parse=argtypes.seed, problem=_seed, identity=True, default_words="0")  # fmt: skip
-    data_dir: str | None = option(None, "cache folder for real data sets", flag="--data-dir")
-    min_steady_s: float = option(
-        10.0, "seconds of steady-state steps each cell measures after its warm-up",
-        flag="--min-steady-s", parse=argtypes.positive_float, problem=_S, identity=True,
-        default_words="10, also with --quick; not given, the adaptive rounds after the first "
-        "look measure a window planned from the first rounds",
-    )  # fmt: skip
-    min_steady_steps: int = option(
-        100, "steady-state steps each cell measures after its warm-up",
-        flag="--min-steady-steps", parse=argtypes.positive_int, problem=_count, identity=True,
-        default_words="100; --quick 50",
-    )  # fmt: skip
     quiet_share: float = option(
         interference.QUIET_SHARE, "before each cell, wait until other processes used at most "
         "this share of its CPUs over the last second", flag="--quiet-share",
@@ -112,8 +73,6 @@ class TrainingOptions(DecisionOptions):
     # A window the user chose stays; else the adaptive rounds' window is planned from the
     # first look's variance components (tfvariants.analyze.windows).
     plan_window: bool = option(False, "plan the later rounds' steady window")
-    timeout_s: float = option(1800.0, "seconds per cell", flag="--timeout",
-                              parse=argtypes.positive_float, problem=_S)  # fmt: skip
     per_workload: dict[str, dict[str, int]] | None = option(
         None, "each workload's quick scale", omit_none=True
     )  # fmt: skip

@@ -1,0 +1,74 @@
+"""What one training cell runs with (the runner's and the worker's side of the training
+options): the data, its scale, the seed, the steady window and the timeout.
+
+The worker request (workloads/protocol.py ``WorkerRequest``) takes every field of these
+options that it declares under the same name (execute/runner.py ``worker_request``), so
+an option the worker needs is declared here and in the request, nowhere else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tfvariants.options import argtypes
+from tfvariants.options.declare import RunOptionsBase, option
+from tfvariants.plan import limits
+
+
+def _whole(lo: int, hi: int, null: bool = True) -> Any:
+    def problem(value: Any) -> str | None:
+        ok = isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
+        return None if ok else f"a whole number {lo}..{hi}" + (" or null" if null else "")
+
+    return problem
+
+
+def _data_problem(value: Any) -> str | None:
+    return None if value in ("synthetic", "real") else "synthetic or real"
+
+
+_COUNT = _whole(1, limits.MAX_COUNT)
+
+
+@dataclass(frozen=True)
+class CellOptions(RunOptionsBase):
+    """A training cell's options (identity: what the cell measures; a resume keeps it)."""
+
+    epochs: int | None = option(
+        None, "train whole epochs per cell instead of stopping after the steady window",
+        flag="--epochs", parse=argtypes.positive_int, problem=_COUNT, identity=True,
+    )  # fmt: skip
+    samples: int | None = option(None, "cap on training samples per cell", flag="--samples",
+                                 parse=argtypes.positive_int, problem=_COUNT, identity=True)  # fmt: skip
+    steps_per_epoch: int | None = option(
+        None, "cap on steps per epoch", flag="--steps-per-epoch", parse=argtypes.positive_int,
+        problem=_COUNT, identity=True,
+    )  # fmt: skip
+    data: str = option("synthetic", "the training data", flag="--data",
+                       choices=("synthetic", "real"), problem=_data_problem, identity=True,
+                       default_words="synthetic")  # fmt: skip
+    data_dir: str | None = option(None, "cache folder for real data sets", flag="--data-dir")
+    timeout_s: float = option(1800.0, "seconds per cell", flag="--timeout", metavar="SECONDS",
+                              parse=argtypes.positive_float, problem=limits.seconds_problem,
+                              default_words="1800")  # fmt: skip
+    seed: int = option(0, "the data's and the model's seed", flag="--seed", parse=argtypes.seed,
+                       problem=_whole(0, limits.MAX_SEED, null=False), identity=True,
+                       default_words="0")  # fmt: skip
+    # The steady window (workloads.steady): without epochs, training stops once this
+    # much time and this many steps followed the detected warm-up.
+    min_steady_s: float = option(
+        10.0, "seconds of steady-state steps each cell measures after its warm-up",
+        flag="--min-steady-s", parse=argtypes.positive_float, problem=limits.seconds_problem,
+        identity=True, default_words="10",
+    )  # fmt: skip
+    min_steady_steps: int = option(
+        100, "steady-state steps each cell measures after its warm-up",
+        flag="--min-steady-steps", parse=argtypes.positive_int,
+        problem=_whole(1, limits.MAX_COUNT, null=False), identity=True, default_words="100",
+    )  # fmt: skip
+
+
+# `tfvariants run`'s options, in the order --help lists them
+CELL = ("epochs", "min_steady_s", "min_steady_steps", "samples", "steps_per_epoch", "data",
+        "data_dir", "timeout_s", "seed")  # fmt: skip
