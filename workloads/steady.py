@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 MSER_BATCH = 5
@@ -242,3 +242,31 @@ def project(
     if state.step_ci_s is not None:
         out["projected_full_ci_s"] = [at(state.step_ci_s[0]), at(state.step_ci_s[1])]
     return out
+
+
+@dataclass(frozen=True)
+class Window:
+    """What a cell's steady window asks for. Its fields are read by name from the worker
+    request (:meth:`of`), so a window setting the host declares with its run options and
+    the request carries reaches the window here without further wiring."""
+
+    min_steady_s: float = 10.0  # at least this many seconds of steps after the warm-up
+    min_steady_steps: int = 100  # and at least this many steps
+
+    @classmethod
+    def of(cls, request: Any) -> Window:
+        """The window a worker request (workloads.protocol) asks for."""
+        given = {f.name: getattr(request, f.name) for f in fields(cls) if hasattr(request, f.name)}
+        return cls(**given)
+
+    def met(self, steps: Sequence[float], first_epoch: int | None = None) -> bool:
+        """True when the steps after the warm-up fill the window (:func:`window_met`)."""
+        return window_met(steps, self.min_steady_s, self.min_steady_steps, first_epoch)
+
+    def analyse(self, steps: Sequence[float], first_epoch: int | None = None) -> SteadyState:
+        """The warm-up and steady statistics of ``steps`` (:func:`analyse`)."""
+        return analyse(steps, first_epoch=first_epoch)
+
+    def to_json(self) -> dict[str, Any]:
+        """The result's record of what the window asked for."""
+        return {"min_s": self.min_steady_s, "min_steps": self.min_steady_steps}
