@@ -114,11 +114,23 @@ class _Quiet:
         pass
 
 
-def test_the_identity_the_plan_compares_is_the_declared_one():
+def test_the_identity_a_resume_compares_is_the_declared_one(tmp_path):
+    from tfvariants.errors import UserError
+    from tfvariants.execute.matrix import Matrix
     from tfvariants.options.training import TrainingOptions
-    from tfvariants.plan.spec import IDENTITY_OPTIONS
+    from tfvariants.plan.spec import MatrixSpec
 
-    assert set(TrainingOptions().identity()) == set(IDENTITY_OPTIONS)
+    identity = {"quick", "epochs", "samples", "steps_per_epoch", "data", "seed",
+                "min_steady_s", "min_steady_steps"}  # fmt: skip
+    assert set(TrainingOptions().identity()) == identity
+    spec = MatrixSpec(("local",), (1,), ("mnist_mlp",), 1, TrainingOptions(seed=3))
+    assert spec.identity()["options"] == TrainingOptions(seed=3).identity()
+    Matrix(spec, tmp_path / "r").prepare()
+    again = MatrixSpec(("local",), (1,), ("mnist_mlp",), 1, TrainingOptions(seed=3, budget_s=60))
+    Matrix(again, tmp_path / "r").prepare(resume=True)  # a budget is not identity
+    other = MatrixSpec(("local",), (1,), ("mnist_mlp",), 1, TrainingOptions(seed=4))
+    with pytest.raises(UserError, match="--seed 3 vs 4"):
+        Matrix(other, tmp_path / "r").prepare(resume=True)
 
 
 def test_run_options_are_frozen_and_typed(tmp_path, monkeypatch):

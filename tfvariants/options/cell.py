@@ -67,6 +67,8 @@ class CellOptions(RunOptionsBase):
         flag="--min-steady-steps", parse=argtypes.positive_int,
         problem=_whole(1, limits.MAX_COUNT, null=False), identity=True, default_words="100",
     )  # fmt: skip
+    # The quick scale: each workload's quick_samples (compare's per_workload scale).
+    quick: bool = option(False, "quick scale", identity=True)
 
 
 # `tfvariants run`'s options, in the order --help lists them

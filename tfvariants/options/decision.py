@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from tfvariants.options import argtypes
 from tfvariants.options.declare import RunOptionsBase, option
 from tfvariants.plan import limits
-from tfvariants.plan.spec import MAX_REPEATS
+from tfvariants.plan.limits import MAX_REPEATS
 
 if TYPE_CHECKING:
     from tfvariants.analyze.decide import Settings

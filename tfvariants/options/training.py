@@ -27,7 +27,6 @@ def _pct(share: float) -> str:
 class TrainingOptions(CellOptions, DecisionOptions):
     """What every training cell of a run is measured and judged with."""
 
-    quick: bool = option(False, "quick scale", identity=True)
     quiet_share: float = option(
         interference.QUIET_SHARE, "before each cell, wait until other processes used at most "
         "this share of its CPUs over the last second", flag="--quiet-share",

@@ -15,14 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from tfvariants.options.cell import CellOptions
+from tfvariants.plan import limits
 from tfvariants.plan.cell import Cell
 
-# The options that define what a cell measures; a resume must not change them.
-IDENTITY_OPTIONS = (
-    "quick", "epochs", "samples", "steps_per_epoch", "data", "seed", "min_steady_s",
-    "min_steady_steps",
-)  # fmt: skip
-MAX_REPEATS = 10_000
+MAX_REPEATS = limits.MAX_REPEATS
 
 CellT = TypeVar("CellT")  # a training Cell or a ServeCell: one shuffle for both
 
@@ -57,7 +54,8 @@ class MatrixSpec:
             "threads": list(self.threads),
             "workloads": list(self.workloads),
             "repeats": self.repeats,
-            "options": {k: self.options.get(k) for k in IDENTITY_OPTIONS},
+            # The options a resume must not change, as declared (tfvariants.options.cell).
+            "options": CellOptions.of(self.options).identity(),
         }
         if self.fixed_threads:  # absent from runs made before it existed: same identity
             ident["fixed_threads"] = dict(self.fixed_threads)
@@ -71,7 +69,7 @@ class MatrixSpec:
         """The matrix part of run.json (the run store adds kind, version and hosts)."""
         return {
             **self.identity(),
-            "options": {k: v for k, v in self.options.items()},
+            "options": {**self.options, **self.identity()["options"]},
             "variant_info": self.variant_info,
             "started_at": started_at,
             "logical_cpus": logical_cpus(),
