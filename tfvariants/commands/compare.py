@@ -27,7 +27,8 @@ from tfvariants.commands.matrix_args import (  # noqa: F401 (quick_scale: part o
 from tfvariants.commands.outdir import check_writable
 from tfvariants.errors import UserError
 from tfvariants.options import argtypes, declare
-from tfvariants.options.training import SCALE, TrainingOptions
+from tfvariants.options.cell import SCALE
+from tfvariants.options.training import TrainingOptions
 from tfvariants.plan.cell import MAX_THREADS
 
 

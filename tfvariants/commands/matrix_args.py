@@ -4,12 +4,15 @@ executor): value parsing at run time, workload scales, run options, readiness.""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from tfvariants.errors import UserError
+from tfvariants.options import declare
+from tfvariants.options.cell import CellOptions
 from tfvariants.options.training import TrainingOptions
 from tfvariants.plan.cell import Cell
 
@@ -69,23 +72,18 @@ def run_options_for(
 ) -> RunOptions:
     """RunOptions for a workload's cells: explicit --epochs/--samples beat quick scale;
     repeats from the window plan's round on measure the planned steady window."""
-    from tfvariants.execute.runner import RunOptions
-
     o = TrainingOptions.of(spec.options)
     scale = (o.per_workload or {}).get(workload, {})
     steady_s = o.min_steady_s
     if window_plan and repeat >= int(window_plan.get("from_repeat", 1 << 30)):
         steady_s = float(window_plan["min_steady_s"])
-    return RunOptions(
+    # Every cell option as the run declares it; the scale and the window of this cell.
+    run_options = CellOptions(**{k: getattr(o, k) for k in declare.declared(CellOptions)})
+    return dataclasses.replace(
+        run_options,
         epochs=o.epochs or scale.get("epochs"),
         samples=o.samples or scale.get("samples"),
-        steps_per_epoch=o.steps_per_epoch,
-        data=o.data,
-        data_dir=o.data_dir,
-        timeout_s=o.timeout_s,
-        seed=o.seed,
         min_steady_s=steady_s,
-        min_steady_steps=o.min_steady_steps,
     )
 
 
@@ -102,8 +100,6 @@ def ready_variants(variant_objs: dict[str, Any], engine: str | None) -> dict[str
     """Stop before the sweep, not in the middle of it, when a variant cannot run here.
     GPU variants on a host without a GPU are exempt: their cells are recorded as
     skipped with that reason."""
-    import dataclasses
-
     from tfvariants.variants import ensure_built, skip_reason
 
     ready_objs = {}

@@ -71,6 +71,8 @@ class CellOptions(RunOptionsBase):
     quick: bool = option(False, "quick scale", identity=True)
 
 
-# `tfvariants run`'s options, in the order --help lists them
-CELL = ("epochs", "min_steady_s", "min_steady_steps", "samples", "steps_per_epoch", "data",
-        "data_dir", "timeout_s", "seed")  # fmt: skip
+# The cell options compare lists among its scale options (its steady window and timeout
+# are listed with its decision options), in the order --help lists them.
+SCALE = ("epochs", "samples", "steps_per_epoch", "data", "data_dir", "seed")
+# `tfvariants run`'s options: every cell option.
+CELL = ("min_steady_s", "min_steady_steps", *SCALE, "timeout_s")

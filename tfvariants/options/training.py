@@ -83,4 +83,3 @@ class TrainingOptions(CellOptions, DecisionOptions):
 COMPARE_DECISION = ("max_repeats", "min_steady_s", "min_steady_steps", "min_effect", "confidence")
 INTERFERENCE = ("quiet_share", "quiet_wait_s", "disturbed_share", "shielded_share",
                 "disturbed_retries", "priority")  # fmt: skip
-SCALE = ("epochs", "samples", "steps_per_epoch", "data", "data_dir", "seed")
