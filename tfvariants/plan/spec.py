@@ -69,7 +69,11 @@ class MatrixSpec:
         """The matrix part of run.json (the run store adds kind, version and hosts)."""
         return {
             **self.identity(),
-            "options": {**self.options, **self.identity()["options"]},
+            # (a plain mapping's missing identity values, as declared, kept for a resume)
+            "options": {
+                **{k: v for k, v in self.identity()["options"].items() if v is not None},
+                **self.options,
+            },
             "variant_info": self.variant_info,
             "started_at": started_at,
             "logical_cpus": logical_cpus(),
