@@ -121,7 +121,7 @@ def test_the_identity_a_resume_compares_is_the_declared_one(tmp_path):
     from tfvariants.plan.spec import MatrixSpec
 
     identity = {"quick", "epochs", "samples", "steps_per_epoch", "data", "seed",
-                "min_steady_s", "min_steady_steps"}  # fmt: skip
+                "min_steady_s", "min_steady_steps", "warmup_max_s"}  # fmt: skip
     assert set(TrainingOptions().identity()) == identity
     spec = MatrixSpec(("local",), (1,), ("mnist_mlp",), 1, TrainingOptions(seed=3))
     assert spec.identity()["options"] == TrainingOptions(seed=3).identity()
@@ -178,3 +178,40 @@ def test_a_stored_option_out_of_its_declared_bounds_is_refused(field, value, wor
     with pytest.raises(UserError, match=f"field 'options.{field}': expected {words}"):
         validate_run(run, "run.json")
     validate_run({**run, "options": {}}, "run.json")
+
+
+def test_warmup_max_goes_from_the_command_line_to_the_worker_request_and_run_json(
+    tmp_path, monkeypatch, capsys
+):
+    from tfvariants.execute.runner import worker_request
+    from tfvariants.plan.cell import Cell
+    from tfvariants.plan.pinning import plan_pinning
+    from tfvariants.plan.topology import read_topology
+    from tfvariants.variants import get_variant
+
+    monkeypatch.chdir(tmp_path)
+    fake = FakeRunCell()
+    monkeypatch.setattr(runner, "run_cell", fake)
+    argv = ["compare", "--threads", "1,2", "--workloads", "mnist_mlp", "--repeats", "4",
+            "--out", "res", "--quiet-wait", "0", "--warmup-max", "30s"]  # fmt: skip
+    assert main(argv) == 0
+    options = fake.calls[0][1]
+    assert options.warmup_max_s == 30.0
+    cell = Cell("local", 1, "mnist_mlp")
+    plan = plan_pinning(1, read_topology())
+    request = worker_request(cell, plan, options, get_variant("local"), tmp_path / "x")
+    assert request.warmup_max_s == 30.0 and request.min_steady_s == options.min_steady_s
+    assert json.loads((tmp_path / "res/run.json").read_text())["options"]["warmup_max_s"] == 30
+    # part of what a cell measures: a resume may not change it, and keeps it when not given
+    assert main(["compare", "--resume", "--out", "res", "--warmup-max", "10s"]) == 2
+    assert "--warmup-max 30.0 vs 10.0" in capsys.readouterr().err
+    fake.calls.clear()
+    (tmp_path / "res/cells/mnist_mlp__local__t1__r0.json").unlink()
+    assert main(["compare", "--resume", "--out", "res"]) == 0 and len(fake.calls) == 1
+    assert {o.warmup_max_s for _, o in fake.calls} == {30.0}
+    # without it: no cap, and run.json's options read as before
+    assert main([*argv[:-2], "--out", "plain"]) == 0
+    assert "warmup_max_s" not in json.loads((tmp_path / "plain/run.json").read_text())["options"]
+    for bad in ("0", "soon", "-5s"):
+        assert main(["run", "mnist_mlp", "--threads", "1", "--warmup-max", bad]) == 2
+        assert "--warmup-max" in capsys.readouterr().err

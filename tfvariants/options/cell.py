@@ -67,12 +67,19 @@ class CellOptions(RunOptionsBase):
         flag="--min-steady-steps", parse=argtypes.positive_int,
         problem=_whole(1, limits.MAX_COUNT, null=False), identity=True, default_words="100",
     )  # fmt: skip
+    warmup_max_s: float | None = option(
+        None, "the longest the worker may spend warming up before the steady window: steps "
+        "after this much training time count as steady even where the warm-up rule (MSER-5) "
+        "would cut more", flag="--warmup-max", parse=argtypes.duration,
+        problem=limits.seconds_problem, identity=True, omit_none=True, metavar="DURATION",
+        default_words="none: the warm-up rule alone",
+    )  # fmt: skip
     # The quick scale: each workload's quick_samples (compare's per_workload scale).
     quick: bool = option(False, "quick scale", identity=True)
 
 
 # The cell options compare lists among its scale options (its steady window and timeout
 # are listed with its decision options), in the order --help lists them.
-SCALE = ("epochs", "samples", "steps_per_epoch", "data", "data_dir", "seed")
+SCALE = ("epochs", "samples", "steps_per_epoch", "data", "data_dir", "seed", "warmup_max_s")
 # `tfvariants run`'s options: every cell option.
 CELL = ("min_steady_s", "min_steady_steps", *SCALE, "timeout_s")
