@@ -215,3 +215,31 @@ def test_warmup_max_goes_from_the_command_line_to_the_worker_request_and_run_jso
     for bad in ("0", "soon", "-5s"):
         assert main(["run", "mnist_mlp", "--threads", "1", "--warmup-max", bad]) == 2
         assert "--warmup-max" in capsys.readouterr().err
+
+
+def test_serving_options_are_typed_frozen_and_keep_run_json_as_it_was():
+    import dataclasses
+
+    from tfvariants.cli import build_parser
+    from tfvariants.commands.serve import build_serve_spec
+    from tfvariants.options.serving import ServingOptions
+
+    args = build_parser().parse_args(["serve", "--threads", "1", "--confidence", "99.99%",
+                                      "--min-effect", "0"])  # fmt: skip
+    spec, _ = build_serve_spec(args)
+    o = spec.options
+    assert isinstance(o, ServingOptions)
+    assert (o.min_effect, o.budget_s, o.encoding) == (0.0, 600.0, "b64")
+    assert o.confidence == pytest.approx(0.9999)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        o.p99_bound_ms = 5.0  # type: ignore[misc]
+    # the keys serve always stored (a resume compares all but the resumable ones)
+    assert set(spec.to_json("t")["options"]) == {
+        "min_duration_s", "max_duration_s", "min_queries", "max_queries", "server_qps",
+        "p99_bound_ms", "search_steps", "encoding", "target_url", "target_model",
+        "input_shape", "timeout_s", "budget_s", "max_repeats", "min_effect", "confidence",
+        "preset",
+    }  # fmt: skip
+    seeded = dataclasses.replace(spec, options=dataclasses.replace(o, order_seed=7))
+    assert seeded.identity()["options"]["order_seed"] == 7
+    assert "timeout_s" not in seeded.identity()["options"]

@@ -8,6 +8,7 @@ A separate command rather than ``compare --task serve``: its matrix has other ax
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 from datetime import datetime
 from pathlib import Path
@@ -19,6 +20,7 @@ from tfvariants.commands.outdir import check_writable
 from tfvariants.errors import UserError
 from tfvariants.options import argtypes, declare
 from tfvariants.options.decision import DecisionOptions, settings
+from tfvariants.options.serving import ServingOptions
 
 # The quick scale (the defaults): one model at 1..CPUs threads decided within the
 # budget on a 2-core machine. Only the closed loop over HTTP at 1 and 4 requests in
@@ -292,21 +294,19 @@ def build_serve_spec(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     if max_repeats < repeats:
         raise UserError(f"--max-repeats {max_repeats} is below --repeats {repeats}")
     decision = settings(None, min_effect=args.min_effect, confidence=args.confidence)
-    options: dict[str, Any] = {
-        "min_duration_s": min_d, "max_duration_s": max_d, "min_queries": min_q, "max_queries": max_q,
-        "server_qps": parse_rate("server-qps", args.server_qps),
-        "p99_bound_ms": _duration("p99", args.p99) * 1e3,
-        "search_steps": parse_positive("search-steps", args.search_steps),
-        "encoding": str(v["encoding"]),
-        "target_url": args.target, "target_model": args.target_model,
-        "input_shape": input_shape,
-        "timeout_s": checked("timeout", argtypes.positive_float, args.timeout),
-        "budget_s": budget_s, "max_repeats": max_repeats,
-        "min_effect": decision.min_effect, "confidence": decision.confidence,
-        "preset": args.preset,
-    }  # fmt: skip
-    if options["encoding"] not in ("json", "b64"):
-        raise UserError(f"--encoding: expected json or b64, got {options['encoding']!r}")
+    if str(v["encoding"]) not in ("json", "b64"):
+        raise UserError(f"--encoding: expected json or b64, got {v['encoding']!r}")
+    options = ServingOptions(
+        min_duration_s=min_d, max_duration_s=max_d, min_queries=min_q, max_queries=max_q,
+        server_qps=parse_rate("server-qps", args.server_qps),
+        p99_bound_ms=_duration("p99", args.p99) * 1e3,
+        search_steps=parse_positive("search-steps", args.search_steps),
+        encoding=str(v["encoding"]),
+        target_url=args.target, target_model=args.target_model, input_shape=input_shape,
+        timeout_s=checked("timeout", argtypes.positive_float, args.timeout),
+        budget_s=budget_s, max_repeats=max_repeats,
+        min_effect=decision.min_effect, confidence=decision.confidence, preset=args.preset,
+    )  # fmt: skip
     batching = parse_batching(str(v["max_batch_size"]), str(v["batch_timeout"]))
     variant_objs = {name: get_variant(name, args.variants_file) for name in variants}
     info = {n: {"kind": o.kind, "device": o.device} for n, o in variant_objs.items()}
@@ -405,7 +405,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--resume needs --out RESULTS_DIR (the run to continue)")
     if args.target:
         for m in spec.models:
-            _check_target(args.target, args.target_model or m, m, spec.options.get("input_shape"))
+            _check_target(args.target, args.target_model or m, m, spec.options.input_shape)
     variant_objs = ready_variants(with_loadgen(spec.scenarios, variant_objs), args.engine)
     out = args.out or Path("results") / f"serve-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     report_path = args.report or Path("reports") / out.name / "index.html"
@@ -419,7 +419,7 @@ def run(args: argparse.Namespace) -> int:
 
     seed = order_seed(out, args.resume)
     if seed is not None:  # absent from a run stored before rounds were shuffled
-        spec.options["order_seed"] = seed
+        spec = dataclasses.replace(spec, options=dataclasses.replace(spec.options, order_seed=seed))
     cells = spec.cells()
     console.print(f"[bold]serve[/]: {len(cells)} cells ({len(spec.variants)} variant(s) x "
                   f"{len(spec.threads)} thread count(s) x {len(spec.workloads)} model/scenario/path "
@@ -435,23 +435,22 @@ def run(args: argparse.Namespace) -> int:
 
         before = load_run_dir(out).run.get("adaptive") or {}
     next_round, rule = None, None
-    if spec.options.get("budget_s"):
+    o = spec.options
+    if o.budget_s:
         from tfvariants.analyze import adaptive
         from tfvariants.commands.serve_rounds import make_next_round
 
-        rule = adaptive.stopping_rule(
-            spec.repeats, int(spec.options["max_repeats"]),
-            confidence=float(spec.options["confidence"]),
-        )  # fmt: skip
+        max_repeats = o.max_repeats or max(adaptive.DEFAULT_MAX_REPEATS, spec.repeats)
+        rule = adaptive.stopping_rule(spec.repeats, max_repeats, confidence=o.confidence)
         next_round = make_next_round(spec, rule, pricing=pricing, baseline=args.baseline)
         console.print(
             f"adaptive: looks after {', '.join(map(str, rule.looks))} repeats; more rounds only "
             f"while a comparison is undecided, within a budget of "
-            f"{spec.options['budget_s'] / 60:.3g} min", highlight=False,
+            f"{o.budget_s / 60:.3g} min", highlight=False,
         )  # fmt: skip
     outcome = matrix.run(
         run_cell=run_one, resume=args.resume, console=console, next_round=next_round,
-        budget_s=spec.options.get("budget_s"), spent_before=float(before.get("spent_s") or 0.0),
+        budget_s=o.budget_s, spent_before=float(before.get("spent_s") or 0.0),
         budget_covers_plan=True,  # the default run's promise: an answer within the budget
     )  # fmt: skip
     if rule is not None:
@@ -478,8 +477,7 @@ def run(args: argparse.Namespace) -> int:
         return outcome.exit_code()
     analysis = write_report(
         out, report_path, pricing=pricing, baseline=args.baseline, csv_path=args.csv,
-        p99_bound_ms=spec.options["p99_bound_ms"], min_effect=spec.options["min_effect"],
-        confidence=spec.options["confidence"],
+        p99_bound_ms=o.p99_bound_ms, min_effect=o.min_effect, confidence=o.confidence,
     )  # fmt: skip
     serving = getattr(analysis, "serving", None)
     for m in serving.models if serving is not None else []:

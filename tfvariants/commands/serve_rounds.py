@@ -17,6 +17,7 @@ from pathlib import Path
 from tfvariants.analyze import adaptive
 from tfvariants.analyze.decide import Settings
 from tfvariants.analyze.pricing import Pricing
+from tfvariants.options.serving import ServingOptions
 from tfvariants.plan.serve import ServeCell, ServeSpec, plan_serve_cells
 from tfvariants.plan.spec import round_order
 from tfvariants.store.cellresult import AnyResult, serving
@@ -40,8 +41,9 @@ def make_next_round(
     from tfvariants.analyze.serving import model_reports, watched
 
     run = {"variants": list(spec.variants), "variant_info": spec.variant_info}
-    settings = Settings(spec.options["min_effect"], spec.options["confidence"], rule.looks)
-    bound = float(spec.options["p99_bound_ms"])
+    o = ServingOptions.of(spec.options)
+    settings = Settings(o.min_effect, o.confidence, rule.looks)
+    bound = o.p99_bound_ms
     planned = plan_serve_cells(spec, range(1))
 
     def next_round(stored: Mapping[str, AnyResult]) -> tuple[list[ServeCell], str]:

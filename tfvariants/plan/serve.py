@@ -7,15 +7,16 @@ matrix's progress, ETA and resume treat it like any other cell.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tfvariants.options.serving import RESUMABLE
 from tfvariants.plan.cell import encode_part, make_id, name_part
 from tfvariants.plan.spec import logical_cpus, round_order
 
 DEFAULT_BATCH_TIMEOUT_MS = 2.0
-RESUMABLE = ("timeout_s", "budget_s", "max_repeats")
 
 
 def model_label(model: str) -> str:
@@ -82,7 +83,7 @@ class ServeSpec:
     concurrency: tuple[int, ...]
     paths: tuple[str, ...]
     repeats: int
-    options: dict[str, Any] = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)  # ServingOptions (frozen)
     variant_info: dict[str, dict[str, Any]] = field(default_factory=dict)
     # (max batch size, batch timeout ms) settings swept; (1, timeout) = no batching
     batching: tuple[tuple[int, float], ...] = ((1, DEFAULT_BATCH_TIMEOUT_MS),)
