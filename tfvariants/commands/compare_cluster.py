@@ -251,6 +251,6 @@ def run_on_ray(
         placement=placed,
         console=console,
         next_round=next_round,
-        budget_s=spec.options.get("budget_s"),
+        budget_s=spec.options.budget_s,
         spent_before=spent_before,
     )

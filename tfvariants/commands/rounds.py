@@ -27,6 +27,7 @@ from tfvariants.analyze.verdicts import (
 from tfvariants.errors import UserError
 from tfvariants.execute.priority import PRIORITIES
 from tfvariants.options import argtypes, declare
+from tfvariants.options.decision import DecisionOptions
 from tfvariants.options.training import COMPARE_DECISION, INTERFERENCE, TrainingOptions
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.spec import MatrixSpec, round_order
@@ -142,7 +143,7 @@ def record(out: Path, rule: adaptive.StoppingRule, spec: MatrixSpec, before: dic
 
     looks = list(before.get("looks_made") or []) + (hook.looks if hook is not None else [])
     update_run(out, adaptive={
-        **rule.to_json(), "budget_s": spec.options.get("budget_s"),
+        **rule.to_json(), "budget_s": DecisionOptions.of(spec.options).budget_s,
         "rounds": list(before.get("rounds") or []) + outcome.rounds,
         "looks_made": looks,
         "stopped": outcome.stopped, "spent_s": round(outcome.spent_s, 1),
@@ -350,7 +351,7 @@ class NextRoundHook:
         todo = gaps or [(k, at.rounds) for k in active]
         cells = [Cell(variant=k.variant, threads=k.threads, workload=k.workload, repeat=rep)
                  for k, rep in todo]  # fmt: skip
-        cells = round_order(cells, spec.options.get("order_seed"), todo[0][1])
+        cells = round_order(cells, TrainingOptions.of(spec.options).order_seed, todo[0][1])
         return cells, (
             f"{len(open_verdicts)} comparison(s) undecided at the look after {at.look} repeats"
         )

@@ -83,7 +83,7 @@ def make_next_round(
             todo = [(c, rounds) for c in planned if config_key(c) in active]
         out = [ServeCell(c.variant, c.threads, c.model, c.scenario, c.path, c.concurrency, rep,
                          c.max_batch_size, c.batch_timeout_ms) for c, rep in todo]  # fmt: skip
-        out = round_order(out, spec.options.get("order_seed"), todo[0][1])
+        out = round_order(out, o.order_seed, todo[0][1])
         return out, f"{len(open_pairs)} comparison(s) undecided at the look after {look} repeats"
 
     return next_round
