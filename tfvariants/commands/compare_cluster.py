@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from tfvariants.commands import common
 from tfvariants.errors import UserError
+from tfvariants.options.decision import DecisionOptions
 
 if TYPE_CHECKING:
     from tfvariants.execute.runner import RunOptions
@@ -251,6 +252,6 @@ def run_on_ray(
         placement=placed,
         console=console,
         next_round=next_round,
-        budget_s=spec.options.budget_s,
+        budget_s=DecisionOptions.of(spec.options).budget_s,
         spent_before=spent_before,
     )
