@@ -284,8 +284,9 @@ class Window:
 
     def met(self, steps: Sequence[float], first_epoch: int | None = None) -> bool:
         """True when the steps after the warm-up fill the window (:func:`window_met`)."""
-        return window_met(steps, self.min_steady_s, self.min_steady_steps, first_epoch,
-                          self.warmup_max_s)  # fmt: skip
+        return window_met(
+            steps, self.min_steady_s, self.min_steady_steps, first_epoch, self.warmup_max_s
+        )
 
     def analyse(self, steps: Sequence[float], first_epoch: int | None = None) -> SteadyState:
         """The warm-up and steady statistics of ``steps`` (:func:`analyse`)."""
@@ -293,5 +294,8 @@ class Window:
 
     def to_json(self) -> dict[str, Any]:
         """The result's record of what the window asked for."""
-        return {"min_s": self.min_steady_s, "min_steps": self.min_steady_steps,
-                "warmup_max_s": self.warmup_max_s}  # fmt: skip
+        return {
+            "min_s": self.min_steady_s,
+            "min_steps": self.min_steady_steps,
+            "warmup_max_s": self.warmup_max_s,
+        }

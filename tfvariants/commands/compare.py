@@ -347,9 +347,16 @@ def run(args: argparse.Namespace) -> int:
 
     if args.executor == "ray":
         outcome = compare_cluster.run_on_ray(
-            args, spec, variant_objs, pricing, out, console, next_round, spent_before,
+            args,
+            spec,
+            variant_objs,
+            pricing,
+            out,
+            console,
+            next_round,
+            spent_before,
             options_for=options_for,
-        )  # fmt: skip
+        )
     else:
         outcome = matrix.run(
             run_cell=run_one, resume=args.resume, console=console, next_round=next_round,

@@ -34,8 +34,12 @@ def register(sub: Any) -> None:
     p.add_argument("--baseline", default=None,
                    help="VARIANT[@THREADS] (default: the GPU if one ran, else the most threads that fit on the host, with "
                    "the most successful repeats; serving: the GPU, else the first variant)")  # fmt: skip
-    declare.add_arguments(p, DecisionOptions, ("min_effect", "confidence"), default_words={
-        "min_effect": "the run's, else 5%%", "confidence": "the run's, else 0.95"})  # fmt: skip
+    declare.add_arguments(
+        p,
+        DecisionOptions,
+        ("min_effect", "confidence"),
+        default_words={"min_effect": "the run's, else 5%%", "confidence": "the run's, else 0.95"},
+    )
     common.add_allow_mixed_hosts(p)
     rounds.add_disturbed_policy(p)
     p.add_argument("--p99", default=None,

@@ -54,11 +54,16 @@ def add_options(p: argparse.ArgumentParser) -> None:
                    help="adaptive repeats: after --repeats rounds, keep running rounds of the "
                    "undecided comparisons until decided, --max-repeats, or this much time for "
                    "the whole run (e.g. 10m; default with --quick: 10m)")  # fmt: skip
-    declare.add_arguments(p, TrainingOptions, COMPARE_DECISION, default_words={
-        "min_steady_s": "10, also with --quick; not given, the adaptive rounds after the first "
-        "look measure a window planned from the first rounds",
-        "min_steady_steps": "100; --quick 50",
-    })  # fmt: skip
+    declare.add_arguments(
+        p,
+        TrainingOptions,
+        COMPARE_DECISION,
+        default_words={
+            "min_steady_s": "10, also with --quick; not given, the adaptive rounds after the first "
+            "look measure a window planned from the first rounds",
+            "min_steady_steps": "100; --quick 50",
+        },
+    )
     add_interference_options(p)
     declare.add_arguments(p, TrainingOptions, ("order_seed",))
 

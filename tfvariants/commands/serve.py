@@ -297,16 +297,24 @@ def build_serve_spec(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     if str(v["encoding"]) not in ("json", "b64"):
         raise UserError(f"--encoding: expected json or b64, got {v['encoding']!r}")
     options = ServingOptions(
-        min_duration_s=min_d, max_duration_s=max_d, min_queries=min_q, max_queries=max_q,
+        min_duration_s=min_d,
+        max_duration_s=max_d,
+        min_queries=min_q,
+        max_queries=max_q,
         server_qps=parse_rate("server-qps", args.server_qps),
         p99_bound_ms=_duration("p99", args.p99) * 1e3,
         search_steps=parse_positive("search-steps", args.search_steps),
         encoding=str(v["encoding"]),
-        target_url=args.target, target_model=args.target_model, input_shape=input_shape,
+        target_url=args.target,
+        target_model=args.target_model,
+        input_shape=input_shape,
         timeout_s=checked("timeout", argtypes.positive_float, args.timeout),
-        budget_s=budget_s, max_repeats=max_repeats,
-        min_effect=decision.min_effect, confidence=decision.confidence, preset=args.preset,
-    )  # fmt: skip
+        budget_s=budget_s,
+        max_repeats=max_repeats,
+        min_effect=decision.min_effect,
+        confidence=decision.confidence,
+        preset=args.preset,
+    )
     batching = parse_batching(str(v["max_batch_size"]), str(v["batch_timeout"]))
     variant_objs = {name: get_variant(name, args.variants_file) for name in variants}
     info = {n: {"kind": o.kind, "device": o.device} for n, o in variant_objs.items()}

@@ -35,23 +35,35 @@ class DecisionOptions(RunOptionsBase):
     min_effect: float = option(
         MIN_EFFECT,
         "smallest difference that matters, e.g. 5%%: smaller ones are 'equivalent'",
-        flag="--min-effect", parse=argtypes.min_effect, problem=limits.min_effect_problem,
+        flag="--min-effect",
+        parse=argtypes.min_effect,
+        problem=limits.min_effect_problem,
         default_words="5%%",
-    )  # fmt: skip
+    )
     confidence: float = option(
         CONFIDENCE,
         f"confidence of the intervals, above {limits.CONFIDENCE_MIN:g} and at most "
         f"{limits.CONFIDENCE_MAX:g}",
-        flag="--confidence", parse=argtypes.confidence, problem=limits.confidence_problem,
+        flag="--confidence",
+        parse=argtypes.confidence,
+        problem=limits.confidence_problem,
         default_words=f"{CONFIDENCE:g}",
-    )  # fmt: skip
+    )
     max_repeats: int | None = option(
-        None, "with --budget: at most this many repeats", flag="--max-repeats",
-        parse=argtypes.repeats, problem=repeats_problem, default_words="20",
-    )  # fmt: skip
-    budget_s: float | None = option(None, "the adaptive rounds' time budget, seconds",
-                                    flag="--budget", parse=argtypes.duration,
-                                    problem=limits.seconds_problem)  # fmt: skip
+        None,
+        "with --budget: at most this many repeats",
+        flag="--max-repeats",
+        parse=argtypes.repeats,
+        problem=repeats_problem,
+        default_words="20",
+    )
+    budget_s: float | None = option(
+        None,
+        "the adaptive rounds' time budget, seconds",
+        flag="--budget",
+        parse=argtypes.duration,
+        problem=limits.seconds_problem,
+    )
 
 
 def stored_value(options: Mapping[str, Any], name: str) -> Any:
@@ -91,5 +103,6 @@ def run_settings(
     stopping rule: what its report decides with, training and serving alike."""
     from tfvariants.analyze.decide import run_looks
 
-    return settings(run.get("options"), run_looks(run), min_effect=min_effect,
-                    confidence=confidence)  # fmt: skip
+    return settings(
+        run.get("options"), run_looks(run), min_effect=min_effect, confidence=confidence
+    )

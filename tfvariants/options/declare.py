@@ -65,8 +65,15 @@ def add_arguments(
         assert o.flag is not None, f"{name} is not a command-line option"
         words = (default_words or {}).get(name, o.default_words)
         text = f"{o.help} (default {words})" if words else o.help
-        p.add_argument(o.flag, dest=name, type=o.parse or str, default=None, choices=o.choices,
-                       metavar=o.metavar, help=text)  # fmt: skip
+        p.add_argument(
+            o.flag,
+            dest=name,
+            type=o.parse or str,
+            default=None,
+            choices=o.choices,
+            metavar=o.metavar,
+            help=text,
+        )
 
 
 @dataclasses.dataclass(frozen=True)
