@@ -404,10 +404,17 @@ def test_the_first_look_plans_the_steady_window_of_the_later_rounds():
     assert hook.window_plan["min_steady_s"] == 10.0
     assert "kept" in hook.window_plan["reason"]
     # --min-steady-s given: the user's window stays
-    fixed = MatrixSpec(("local",), (1, 2), ("mnist_cnn",), 5, {**options, "plan_window": False},
-                       {"local": {"kind": "local", "device": "cpu"}})  # fmt: skip
-    hook = rounds.NextRoundHook(fixed, adaptive.stopping_rule(5), baseline=None,
-                                min_effect=0.05, confidence=0.95)  # fmt: skip
+    fixed = MatrixSpec(
+        ("local",),
+        (1, 2),
+        ("mnist_cnn",),
+        5,
+        {**options, "plan_window": False},
+        {"local": {"kind": "local", "device": "cpu"}},
+    )
+    hook = rounds.NextRoundHook(
+        fixed, adaptive.stopping_rule(5), baseline=None, min_effect=0.05, confidence=0.95
+    )
     hook(rf.typed(stored))
     assert hook.window_plan is None
 

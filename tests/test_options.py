@@ -30,8 +30,23 @@ def test_min_effect_zero_is_judged_with_zero_by_the_rounds_and_the_report(
         seen.append(self.settings)
 
     monkeypatch.setattr(rounds.NextRoundHook, "__init__", spy)
-    argv = ["compare", "--threads", "1,2", "--workloads", "mnist_mlp", "--out", "res",
-            "--min-effect", "0", "--budget", "1m", "--max-repeats", "5", "--quiet-wait", "0"]  # fmt: skip
+    argv = [
+        "compare",
+        "--threads",
+        "1,2",
+        "--workloads",
+        "mnist_mlp",
+        "--out",
+        "res",
+        "--min-effect",
+        "0",
+        "--budget",
+        "1m",
+        "--max-repeats",
+        "5",
+        "--quiet-wait",
+        "0",
+    ]
     assert main(argv) == 0
     assert json.loads((tmp_path / "res/run.json").read_text())["options"]["min_effect"] == 0
     report = analyze(tmp_path / "res")
@@ -86,9 +101,14 @@ def test_ray_cells_after_the_first_look_measure_the_planned_window(monkeypatch):
     from tfvariants.plan.cell import Cell
     from tfvariants.plan.spec import MatrixSpec
 
-    spec = MatrixSpec(("local",), (1,), ("mnist_mlp",), 5,
-                      {"min_steady_s": 10.0, "min_steady_steps": 50, "plan_window": True},
-                      {"local": {"kind": "local", "device": "cpu"}})  # fmt: skip
+    spec = MatrixSpec(
+        ("local",),
+        (1,),
+        ("mnist_mlp",),
+        5,
+        {"min_steady_s": 10.0, "min_steady_steps": 50, "plan_window": True},
+        {"local": {"kind": "local", "device": "cpu"}},
+    )
     plan = {"min_steady_s": 3.0, "from_repeat": 5, "reason": "test"}
     captured = {}
 
@@ -120,8 +140,17 @@ def test_the_identity_a_resume_compares_is_the_declared_one(tmp_path):
     from tfvariants.options.training import TrainingOptions
     from tfvariants.plan.spec import MatrixSpec
 
-    identity = {"quick", "epochs", "samples", "steps_per_epoch", "data", "seed",
-                "min_steady_s", "min_steady_steps", "warmup_max_s"}  # fmt: skip
+    identity = {
+        "quick",
+        "epochs",
+        "samples",
+        "steps_per_epoch",
+        "data",
+        "seed",
+        "min_steady_s",
+        "min_steady_steps",
+        "warmup_max_s",
+    }
     assert set(TrainingOptions().identity()) == identity
     spec = MatrixSpec(("local",), (1,), ("mnist_mlp",), 1, TrainingOptions(seed=3))
     assert spec.identity()["options"] == TrainingOptions(seed=3).identity()
@@ -141,8 +170,9 @@ def test_run_options_are_frozen_and_typed(tmp_path, monkeypatch):
 
     monkeypatch.chdir(tmp_path)
     parser = __import__("tfvariants.cli", fromlist=["build_parser"]).build_parser()
-    args = parser.parse_args(["compare", "--workloads", "mnist_mlp", "--min-effect", "0",
-                              "--quick", "--threads", "1"])  # fmt: skip
+    args = parser.parse_args(
+        ["compare", "--workloads", "mnist_mlp", "--min-effect", "0", "--quick", "--threads", "1"]
+    )
     spec, _ = compare.build_spec(args)
     o = spec.options
     assert isinstance(o, TrainingOptions)
@@ -172,9 +202,16 @@ def test_a_stored_option_out_of_its_declared_bounds_is_refused(field, value, wor
     from tfvariants.errors import UserError
     from tfvariants.store.runfile import validate_run
 
-    run = {"kind": "tfvariants.run", "schema_version": 3, "variants": ["local"],
-           "workloads": ["mnist_mlp"], "threads": [1], "repeats": 1, "hosts": [],
-           "options": {field: value}}  # fmt: skip
+    run = {
+        "kind": "tfvariants.run",
+        "schema_version": 3,
+        "variants": ["local"],
+        "workloads": ["mnist_mlp"],
+        "threads": [1],
+        "repeats": 1,
+        "hosts": [],
+        "options": {field: value},
+    }
     with pytest.raises(UserError, match=f"field 'options.{field}': expected {words}"):
         validate_run(run, "run.json")
     validate_run({**run, "options": {}}, "run.json")
@@ -192,8 +229,21 @@ def test_warmup_max_goes_from_the_command_line_to_the_worker_request_and_run_jso
     monkeypatch.chdir(tmp_path)
     fake = FakeRunCell()
     monkeypatch.setattr(runner, "run_cell", fake)
-    argv = ["compare", "--threads", "1,2", "--workloads", "mnist_mlp", "--repeats", "4",
-            "--out", "res", "--quiet-wait", "0", "--warmup-max", "30s"]  # fmt: skip
+    argv = [
+        "compare",
+        "--threads",
+        "1,2",
+        "--workloads",
+        "mnist_mlp",
+        "--repeats",
+        "4",
+        "--out",
+        "res",
+        "--quiet-wait",
+        "0",
+        "--warmup-max",
+        "30s",
+    ]
     assert main(argv) == 0
     options = fake.calls[0][1]
     assert options.warmup_max_s == 30.0
@@ -224,8 +274,9 @@ def test_serving_options_are_typed_frozen_and_keep_run_json_as_it_was():
     from tfvariants.commands.serve import build_serve_spec
     from tfvariants.options.serving import ServingOptions
 
-    args = build_parser().parse_args(["serve", "--threads", "1", "--confidence", "99.99%",
-                                      "--min-effect", "0"])  # fmt: skip
+    args = build_parser().parse_args(
+        ["serve", "--threads", "1", "--confidence", "99.99%", "--min-effect", "0"]
+    )
     spec, _ = build_serve_spec(args)
     o = spec.options
     assert isinstance(o, ServingOptions)
@@ -235,11 +286,24 @@ def test_serving_options_are_typed_frozen_and_keep_run_json_as_it_was():
         o.p99_bound_ms = 5.0  # type: ignore[misc]
     # the keys serve always stored (a resume compares all but the resumable ones)
     assert set(spec.to_json("t")["options"]) == {
-        "min_duration_s", "max_duration_s", "min_queries", "max_queries", "server_qps",
-        "p99_bound_ms", "search_steps", "encoding", "target_url", "target_model",
-        "input_shape", "timeout_s", "budget_s", "max_repeats", "min_effect", "confidence",
+        "min_duration_s",
+        "max_duration_s",
+        "min_queries",
+        "max_queries",
+        "server_qps",
+        "p99_bound_ms",
+        "search_steps",
+        "encoding",
+        "target_url",
+        "target_model",
+        "input_shape",
+        "timeout_s",
+        "budget_s",
+        "max_repeats",
+        "min_effect",
+        "confidence",
         "preset",
-    }  # fmt: skip
+    }
     seeded = dataclasses.replace(spec, options=dataclasses.replace(o, order_seed=7))
     assert seeded.identity()["options"]["order_seed"] == 7
     assert "timeout_s" not in seeded.identity()["options"]
