@@ -258,12 +258,7 @@ def probe_variants(
 
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.markup import escape
 
-    from tfvariants.commands.report import print_store_warnings
-    from tfvariants.execute import runner
-    from tfvariants.execute.matrix import Matrix
-    from tfvariants.render.html import write_report
     from tfvariants.store.runfile import load_run
 
     compare_cluster.check(args)
@@ -297,6 +292,36 @@ def run(args: argparse.Namespace) -> int:
         variant_objs = compare_cluster.with_engine(variant_objs, args.engine)
     else:
         variant_objs = ready_variants(variant_objs, args.engine)
+    console = Console(stderr=True, soft_wrap=True)
+    outcome = _run_matrix(args, spec, variant_objs, pricing, out, stored, console)
+    if outcome.was_interrupted:
+        console.print(
+            f"interrupted during {outcome.interrupted.cell_id if outcome.interrupted else '?'}: "
+            f"finished cells are saved in {out}/cells; continue with: tfvariants compare "
+            f"--resume --out {out}",
+            highlight=False,
+            markup=False,
+        )
+        return 130
+    _report(args, out, report_path, pricing, outcome, console)
+    return outcome.exit_code()
+
+
+def _run_matrix(
+    args: argparse.Namespace,
+    spec: Any,
+    variant_objs: dict[str, Any],
+    pricing: Any,
+    out: Path,
+    stored: dict[str, Any] | None,
+    console: Any,
+) -> Any:
+    """Prepare the run folder, probe the variants, run the cells (locally or on Ray, with
+    the adaptive rounds when there is a budget); the MatrixOutcome, with its lines said."""
+    from rich.markup import escape
+
+    from tfvariants.execute import runner
+    from tfvariants.execute.matrix import Matrix
 
     matrix = Matrix(spec, out)
     moved = matrix.prepare(
@@ -314,8 +339,6 @@ def run(args: argparse.Namespace) -> int:
         count_isa=(spec.options.preset or {}).get("name") == presets.PRESET,
     )
     _store_variant_info(out, spec.variant_info)
-
-    console = Console(stderr=True, soft_wrap=True)
     for line in moved:
         console.print(f"[yellow]quarantined[/] {escape(line)}", highlight=False)
     configs = spec.configurations()
@@ -327,7 +350,6 @@ def run(args: argparse.Namespace) -> int:
         f"workload(s) x {spec.repeats} repeat(s) = {cells} cells -> {escape(str(out))}",
         highlight=False,
     )
-
     quiet_gate = rounds.quiet_gate(spec)
     # One stopping rule for both executors; on Ray each round is a wave of tasks.
     before = (stored or {}).get("adaptive") or {}
@@ -359,32 +381,52 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         outcome = matrix.run(
-            run_cell=run_one, resume=args.resume, console=console, next_round=next_round,
-            budget_s=spec.options.budget_s, spent_before=spent_before,
+            run_cell=run_one,
+            resume=args.resume,
+            console=console,
+            next_round=next_round,
+            budget_s=spec.options.budget_s,
+            spent_before=spent_before,
             **rounds.retry_options(spec, quiet_gate),
-        )  # fmt: skip
+        )
     if rule is not None:
         rounds.record(out, rule, spec, before, outcome, console, next_round)
+    _print_outcome(outcome, console)
+    return outcome
+
+
+def _print_outcome(outcome: Any, console: Any) -> None:
+    from rich.markup import escape
+
     ok, skipped = outcome.count("ok"), outcome.count("skipped")
     failed, timeout = outcome.count("failed"), outcome.count("timeout")
     console.print(
-        f"{ok} ok, {failed} failed, {timeout} timed out, {skipped} skipped of {outcome.planned} cells "
-        f"({len(outcome.ran)} run now)",
+        f"{ok} ok, {failed} failed, {timeout} timed out, {skipped} skipped of "
+        f"{outcome.planned} cells ({len(outcome.ran)} run now)",
         highlight=False,
     )
     for cid in outcome.problems[:20]:
         console.print(
-            f"  [red]{outcome.statuses[cid]}[/] {escape(cid)}: {escape(outcome.reasons.get(cid, ''))}",
+            f"  [red]{outcome.statuses[cid]}[/] {escape(cid)}: "
+            f"{escape(outcome.reasons.get(cid, ''))}",
             highlight=False,
         )
-    if outcome.was_interrupted:
-        console.print(
-            f"interrupted during {outcome.interrupted.cell_id if outcome.interrupted else '?'}: finished cells are "
-            f"saved in {out}/cells; continue with: tfvariants compare --resume --out {out}",
-            highlight=False,
-            markup=False,
-        )
-        return 130
+
+
+def _report(
+    args: argparse.Namespace,
+    out: Path,
+    report_path: Path,
+    pricing: Any,
+    outcome: Any,
+    console: Any,
+) -> None:
+    """The report of the whole run folder, and its first lines on the console."""
+    from rich.markup import escape
+
+    from tfvariants.commands.report import print_compiled_answer, print_store_warnings
+    from tfvariants.render.html import write_report
+
     rounds.print_disturbed(outcome, console)
     analysis = write_report(
         out,
@@ -399,8 +441,6 @@ def run(args: argparse.Namespace) -> int:
     if args.csv:
         console.print(f"csv: {args.csv}", highlight=False, markup=False)
     rounds.summary(analysis, out, console)
-    from tfvariants.commands.report import print_compiled_answer
-
     print_compiled_answer(analysis)
     if outcome.problems:
         console.print(
@@ -408,4 +448,3 @@ def run(args: argparse.Namespace) -> int:
             f"tfvariants compare --resume --out {escape(str(out))}",
             highlight=False,
         )
-    return outcome.exit_code()
