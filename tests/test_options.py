@@ -271,7 +271,7 @@ def test_serving_options_are_typed_frozen_and_keep_run_json_as_it_was():
     import dataclasses
 
     from tfvariants.cli import build_parser
-    from tfvariants.commands.serve import build_serve_spec
+    from tfvariants.commands.serve_spec import build_serve_spec
     from tfvariants.options.serving import ServingOptions
 
     args = build_parser().parse_args(

@@ -31,6 +31,7 @@ from tfvariants.options.decision import DecisionOptions
 from tfvariants.options.training import COMPARE_DECISION, INTERFERENCE, TrainingOptions
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.spec import MatrixSpec, round_order
+from tfvariants.plan.task import MatrixPlan, PlannedCell
 from tfvariants.store.cellresult import AnyResult, ConfigKey, training
 
 if TYPE_CHECKING:
@@ -122,21 +123,32 @@ def adaptive_hook(
     from tfvariants.analyze.analysis import parse_baseline
 
     o = TrainingOptions.of(spec.options)
-    budget_s = o.budget_s
-    if not budget_s:
+    if not o.budget_s:
         return None, None
-    max_repeats = o.max_repeats or max(adaptive.DEFAULT_MAX_REPEATS, spec.repeats)
-    rule = adaptive.stopping_rule(spec.repeats, max_repeats, confidence=o.confidence)
+    rule = stopping_rule(spec, console)
     hook = NextRoundHook(
-        spec, rule, baseline=parse_baseline(baseline),
-        min_effect=o.min_effect, confidence=o.confidence, spent_before=spent_before,
-    )  # fmt: skip
-    console.print(
-        f"adaptive: looks after {', '.join(map(str, rule.looks))} repeats; more rounds only "
-        f"while a comparison is undecided, within a budget of {budget_s / 60:.3g} min",
-        highlight=False,
+        spec,
+        rule,
+        baseline=parse_baseline(baseline),
+        min_effect=o.min_effect,
+        confidence=o.confidence,
+        spent_before=spent_before,
     )
     return hook, rule
+
+
+def stopping_rule(spec: MatrixPlan[PlannedCell], console: Console) -> adaptive.StoppingRule:
+    """The adaptive rounds' stopping rule of a run with a budget (training and serving
+    alike), said on the console."""
+    o = DecisionOptions.of(spec.options)
+    max_repeats = o.max_repeats or max(adaptive.DEFAULT_MAX_REPEATS, spec.repeats)
+    rule = adaptive.stopping_rule(spec.repeats, max_repeats, confidence=o.confidence)
+    console.print(
+        f"adaptive: looks after {', '.join(map(str, rule.looks))} repeats; more rounds only "
+        f"while a comparison is undecided, within a budget of {(o.budget_s or 0) / 60:.3g} min",
+        highlight=False,
+    )
+    return rule
 
 
 def record(out: Path, rule: adaptive.StoppingRule, spec: MatrixSpec, before: dict[str, Any],

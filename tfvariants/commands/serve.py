@@ -9,54 +9,17 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from tfvariants.commands import common
-from tfvariants.commands.matrix_args import checked, default_threads, parse_names, ready_variants
+from tfvariants.commands.matrix_args import ready_variants
 from tfvariants.commands.outdir import check_writable
+from tfvariants.commands.serve_spec import DEFAULTS, PRESETS, build_serve_spec
 from tfvariants.errors import UserError
-from tfvariants.options import argtypes, declare
-from tfvariants.options.decision import DecisionOptions, settings
-from tfvariants.options.serving import ServingOptions
-
-# The quick scale (the defaults): one model at 1..CPUs threads decided within the
-# budget on a 2-core machine. Only the closed loop over HTTP at 1 and 4 requests in
-# flight, b64 bodies (a JSON image costs 10x the model), 3 s minimum runs: 20 cells
-# of ~15 s for the first look. docs/serving.md says what each choice costs.
-DEFAULTS: dict[str, str | None] = {
-    "models": "mobilenet_v2",
-    "scenarios": "concurrency",
-    "concurrency": "1,4",
-    "path": "http",
-    "encoding": "b64",
-    "repeats": "5",
-    "budget": "10m",
-    "min_duration": "3s",
-    "max_duration": "60s",
-    "min_queries": "auto",
-    "max_batch_size": "1",
-    "batch_timeout": "2ms",
-}
-# --preset study: the serving study's shape, GPU vs CPU at 20-50 concurrent clients over
-# HTTP with b64 payloads, every Keras application from MobileNetV2 to NASNetLarge, on
-# every --variants given; 10 s minimum runs; repeats without a budget.
-PRESETS: dict[str, dict[str, str | None]] = {
-    "study": {
-        "models": "mobilenet_v2,efficientnet_b0,nasnet_mobile,densenet121,resnet50,"
-        "inception_v3,nasnet_large",
-        "scenarios": "concurrency",
-        "concurrency": "1,8,20,50",
-        "path": "http",
-        "encoding": "b64",
-        "repeats": "5",
-        "budget": "off",
-        "min_duration": "10s",
-    },
-}
-DEFAULT_SCENARIOS = DEFAULTS["scenarios"]
+from tfvariants.options import declare
+from tfvariants.options.decision import DecisionOptions
 
 
 def register(sub: Any) -> None:
@@ -68,6 +31,37 @@ def register(sub: Any) -> None:
         "load generator in one pinned worker), store one result per cell in OUT/cells/ and "
         "LoadGen's logs in OUT/artifacts/, then write the HTML report with a verdict per comparison.",
     )  # fmt: skip
+    _add_matrix_options(p)
+    _add_load_options(p)
+    common.add_pricing(p)  # the same options, defaults and help as compare and report
+    p.add_argument(
+        "--baseline",
+        default=None,
+        help="VARIANT[@THREADS] for ratios (default: the GPU if one ran, else the first "
+        "variant; at its most threads, in-process first)",
+    )
+    p.add_argument(
+        "--out", type=Path, default=None, help="results folder (default results/serve-<time>)"
+    )
+    p.add_argument(
+        "-o", "--output", "--report", dest="report", type=Path, default=None, metavar="FILE.html",
+        help="HTML report path (default reports/<run>/index.html; -o/--output as in compare and report)",
+    )  # fmt: skip
+    p.add_argument("--csv", type=Path, default=None, metavar="FILE.csv",
+                   help="also write one row per serving cell to this CSV file")  # fmt: skip
+    p.add_argument(
+        "--resume", action="store_true", help="continue the run in --out (same arguments)"
+    )
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the planned cells per node type and the estimated bill (needs --pricing "
+                        "and a catalog instance per thread count); run nothing")  # fmt: skip
+    p.add_argument("--estimate-from", type=Path, default=None, metavar="RUN",
+                   help="with --dry-run: cell times from an earlier results folder (default: rough)")  # fmt: skip
+    p.set_defaults(func=run)
+
+
+def _add_matrix_options(p: argparse.ArgumentParser) -> None:
+    """What the matrix sweeps: models, scenarios, concurrency, paths, threads, variants."""
     d = DEFAULTS
     p.add_argument("--preset", choices=sorted(PRESETS), default=None,
                    help="study: the serving study (Keras applications MobileNetV2..NASNetLarge at 1, 8, 20, 50 "
@@ -96,6 +90,11 @@ def register(sub: Any) -> None:
     p.add_argument("--variants", default="local", help="comma list (default local)")
     p.add_argument("--variants-file", default=None, help="TOML file with more variants")
     p.add_argument("--engine", choices=("docker", "podman"), default=None)
+
+
+def _add_load_options(p: argparse.ArgumentParser) -> None:
+    """Repeats, the budget, the decision settings, and what each load run does."""
+    d = DEFAULTS
     p.add_argument("--repeats", default=None,
                    help=f"repeats per configuration (default {d['repeats']}; with --budget: before the first look)")  # fmt: skip
     p.add_argument("--budget", default=None, metavar="DURATION|off",
@@ -139,189 +138,6 @@ def register(sub: Any) -> None:
                    help="request body: instances as JSON numbers, or {\"b64\": PNG} "
                         f"(default {d['encoding']})")  # fmt: skip
     p.add_argument("--timeout", default="1800", help="seconds per cell (default 1800)")
-    common.add_pricing(p)  # the same options, defaults and help as compare and report
-    p.add_argument(
-        "--baseline",
-        default=None,
-        help="VARIANT[@THREADS] for ratios (default: the GPU if one ran, else the first "
-        "variant; at its most threads, in-process first)",
-    )
-    p.add_argument(
-        "--out", type=Path, default=None, help="results folder (default results/serve-<time>)"
-    )
-    p.add_argument(
-        "-o", "--output", "--report", dest="report", type=Path, default=None, metavar="FILE.html",
-        help="HTML report path (default reports/<run>/index.html; -o/--output as in compare and report)",
-    )  # fmt: skip
-    p.add_argument("--csv", type=Path, default=None, metavar="FILE.csv",
-                   help="also write one row per serving cell to this CSV file")  # fmt: skip
-    p.add_argument(
-        "--resume", action="store_true", help="continue the run in --out (same arguments)"
-    )
-    p.add_argument("--dry-run", action="store_true",
-                   help="print the planned cells per node type and the estimated bill (needs --pricing "
-                        "and a catalog instance per thread count); run nothing")  # fmt: skip
-    p.add_argument("--estimate-from", type=Path, default=None, metavar="RUN",
-                   help="with --dry-run: cell times from an earlier results folder (default: rough)")  # fmt: skip
-    p.set_defaults(func=run)
-
-
-def resolved(args: argparse.Namespace) -> dict[str, Any]:
-    """Each preset-able option: given, else the preset's, else the default."""
-    preset = PRESETS.get(args.preset or "", {})
-    out = {k: getattr(args, k) if getattr(args, k) is not None else preset.get(k, v)
-           for k, v in DEFAULTS.items()}  # fmt: skip
-    if args.repeats is not None and args.budget is None:  # --repeats N alone: exactly N
-        out["budget"] = "off"
-    return out
-
-
-def _duration(option: str, text: str) -> float:
-    return checked(option, argtypes.duration_s, text)
-
-
-def parse_positive(option: str, text: str, hi: int = argtypes.MAX_COUNT) -> int:
-    return checked(option, lambda t: argtypes.whole_number(t, 1, hi), text)
-
-
-def parse_rate(option: str, text: str) -> float:
-    value = argtypes.decimal(text)  # finite, ASCII digits: no "nan", "1_0", "٣"
-    if value is None or not 0 < value <= 1e9:
-        raise UserError(
-            f"--{option}: expected a number greater than 0 and at most 1e9, got {argtypes.shown(text)}"
-        )
-    return value
-
-
-def parse_concurrency(text: str) -> list[int]:
-    from workloads.serving.request import MAX_CONCURRENCY
-
-    # One client thread per request in flight: 10^6 would be a million threads.
-    names = parse_names("concurrency", text)
-    return list(dict.fromkeys(parse_positive("concurrency", v, MAX_CONCURRENCY) for v in names))
-
-
-def parse_batching(sizes: str, timeouts: str) -> tuple[tuple[int, float], ...]:
-    """--max-batch-size x --batch-timeout, as (size, timeout ms); size 1 (no batching)
-    once, whatever the timeouts."""
-    size_list = [parse_positive("max-batch-size", v, 1 << 16)
-                 for v in parse_names("max-batch-size", sizes)]  # fmt: skip
-    waits = [_duration("batch-timeout", v) * 1e3 for v in parse_names("batch-timeout", timeouts)]
-    out: list[tuple[int, float]] = []
-    for b in dict.fromkeys(size_list):
-        for w in waits if b > 1 else waits[:1]:
-            if (b, w) not in out:
-                out.append((b, w))
-    return tuple(out)
-
-
-def parse_shape(text: str) -> list[int]:
-    try:
-        dims = [int(d) for d in text.replace("x", ",").split(",")]
-    except ValueError:
-        dims = []
-    if not dims or any(not 0 < d <= 1 << 16 for d in dims):
-        raise UserError(
-            f"--input-shape: expected positive whole numbers like 224,224,3, got {text!r}"
-        )
-    return dims
-
-
-def build_serve_spec(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
-    """ServeSpec + variant objects; every value checked before anything is written."""
-    from tfvariants.analyze import adaptive
-    from tfvariants.plan.serve import ServeSpec
-    from tfvariants.plan.spec import logical_cpus
-    from tfvariants.variants import get_variant
-    from workloads.serving import models
-    from workloads.serving.request import SCENARIOS
-
-    v = resolved(args)
-    model_names = parse_names("models", str(v["models"]))
-    for m in model_names:
-        if args.target and not models.is_file(m):  # any name the server serves under
-            if not re.fullmatch(r"[A-Za-z0-9_.-]+", m):
-                raise UserError(f"--models: {m!r} is not a model name a URL can carry")
-            continue
-        try:
-            models.check_name(m)
-        except ValueError as exc:
-            raise UserError(f"--models: {exc}") from None
-    scenarios = parse_names("scenarios", str(v["scenarios"]))
-    for s in scenarios:
-        if s not in SCENARIOS:
-            raise UserError(f"--scenarios: unknown scenario {s!r} (known: {', '.join(SCENARIOS)})")
-    concurrency = parse_concurrency(str(v["concurrency"]))
-    input_shape = parse_shape(args.input_shape) if args.input_shape else None
-    if input_shape and not args.target:
-        raise UserError("--input-shape is for --target (a served model's own shape is known)")
-    if args.target:
-        paths = ["target"]
-        for m in model_names:
-            if models.is_file(m):
-                raise UserError(
-                    f"--target: {m!r} is a file; name the model (a built-in name, or any name "
-                    "with --target-model and --input-shape or a server that reports its metadata)"
-                )
-    else:
-        paths = parse_names("path", str(v["path"]))
-        for p in paths:
-            if p not in ("inprocess", "http"):
-                raise UserError(f"--path: unknown path {p!r} (inprocess, http; or --target URL)")
-    threads = (checked("threads", argtypes.thread_list, args.threads) if args.threads is not None
-               else default_threads(logical_cpus()))  # fmt: skip
-    variants = parse_names("variants", args.variants)
-    min_d, max_d = (
-        _duration("min-duration", str(v["min_duration"])),
-        _duration("max-duration", str(v["max_duration"])),
-    )
-    if min_d > max_d:
-        raise UserError(
-            f"--min-duration {v['min_duration']} is longer than --max-duration {v['max_duration']}"
-        )
-    auto = str(v["min_queries"]).strip().lower() == "auto"
-    min_q = None if auto else parse_positive("min-queries", str(v["min_queries"]))
-    max_q = parse_positive("max-queries", args.max_queries)
-    if min_q is not None and min_q > max_q:
-        raise UserError(f"--min-queries {min_q} is more than --max-queries {max_q}")
-    repeats = parse_positive("repeats", str(v["repeats"]))
-    budget_text = str(v["budget"]).strip().lower()
-    budget_s = None if budget_text in ("off", "none", "0") else checked(
-        "budget", argtypes.duration, budget_text)  # fmt: skip
-    if budget_s is not None and budget_s > 366 * 86400:
-        raise UserError(f"--budget: at most a year, got {v['budget']}")
-    max_repeats = args.max_repeats or max(adaptive.DEFAULT_MAX_REPEATS, repeats)
-    if max_repeats < repeats:
-        raise UserError(f"--max-repeats {max_repeats} is below --repeats {repeats}")
-    decision = settings(None, min_effect=args.min_effect, confidence=args.confidence)
-    if str(v["encoding"]) not in ("json", "b64"):
-        raise UserError(f"--encoding: expected json or b64, got {v['encoding']!r}")
-    options = ServingOptions(
-        min_duration_s=min_d,
-        max_duration_s=max_d,
-        min_queries=min_q,
-        max_queries=max_q,
-        server_qps=parse_rate("server-qps", args.server_qps),
-        p99_bound_ms=_duration("p99", args.p99) * 1e3,
-        search_steps=parse_positive("search-steps", args.search_steps),
-        encoding=str(v["encoding"]),
-        target_url=args.target,
-        target_model=args.target_model,
-        input_shape=input_shape,
-        timeout_s=checked("timeout", argtypes.positive_float, args.timeout),
-        budget_s=budget_s,
-        max_repeats=max_repeats,
-        min_effect=decision.min_effect,
-        confidence=decision.confidence,
-        preset=args.preset,
-    )
-    batching = parse_batching(str(v["max_batch_size"]), str(v["batch_timeout"]))
-    variant_objs = {name: get_variant(name, args.variants_file) for name in variants}
-    info = {n: {"kind": o.kind, "device": o.device} for n, o in variant_objs.items()}
-    spec = ServeSpec(tuple(variants), tuple(threads), tuple(model_names), tuple(scenarios),
-                     tuple(concurrency), tuple(paths), repeats, options, info,
-                     batching)  # fmt: skip
-    return spec, variant_objs
 
 
 def _check_target(url: str, model: str, builtin: str, shape: list[int] | None) -> None:
@@ -389,11 +205,6 @@ def _check_loadgen(scenarios: tuple[str, ...], variant_objs: dict[str, Any]) -> 
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from tfvariants.execute.matrix import Matrix
-    from tfvariants.execute.serve_runner import run_serve_cell
-    from tfvariants.plan.serve import ServeCell
-    from tfvariants.render.html import write_report
-
     spec, variant_objs = build_serve_spec(args)
     pricing = common.pricing_from(args)
     if args.baseline:
@@ -428,10 +239,42 @@ def run(args: argparse.Namespace) -> int:
     seed = order_seed(out, args.resume)
     if seed is not None:  # absent from a run stored before rounds were shuffled
         spec = dataclasses.replace(spec, options=dataclasses.replace(spec.options, order_seed=seed))
+    outcome = _run_matrix(args, spec, variant_objs, pricing, out, console)
+    if outcome.was_interrupted:
+        console.print(
+            f"interrupted: finished cells are saved in {out}/cells; continue with: "
+            f"tfvariants serve --resume --out {out} (same arguments)",
+            highlight=False,
+        )
+        return 130
+    if len(outcome.statuses) == 0:
+        return outcome.exit_code()
+    _report(args, spec, out, report_path, pricing, console)
+    return outcome.exit_code()
+
+
+def _run_matrix(
+    args: argparse.Namespace,
+    spec: Any,
+    variant_objs: dict[str, Any],
+    pricing: Any,
+    out: Path,
+    console: Any,
+) -> Any:
+    """Run the serving cells (adaptive rounds when there is a budget); the MatrixOutcome,
+    with its lines said."""
+    from tfvariants.commands import rounds
+    from tfvariants.execute.matrix import Matrix
+    from tfvariants.execute.serve_runner import run_serve_cell
+    from tfvariants.plan.serve import ServeCell
+
     cells = spec.cells()
-    console.print(f"[bold]serve[/]: {len(cells)} cells ({len(spec.variants)} variant(s) x "
-                  f"{len(spec.threads)} thread count(s) x {len(spec.workloads)} model/scenario/path "
-                  f"x {spec.repeats} repeat(s)) -> {out}", highlight=False)  # fmt: skip
+    console.print(
+        f"[bold]serve[/]: {len(cells)} cells ({len(spec.variants)} variant(s) x "
+        f"{len(spec.threads)} thread count(s) x {len(spec.workloads)} model/scenario/path "
+        f"x {spec.repeats} repeat(s)) -> {out}",
+        highlight=False,
+    )
 
     def run_one(cell: ServeCell, cells_dir: Path) -> dict[str, Any]:
         return run_serve_cell(cell, variant_objs[cell.variant], spec.options, cells_dir)
@@ -445,48 +288,59 @@ def run(args: argparse.Namespace) -> int:
     next_round, rule = None, None
     o = spec.options
     if o.budget_s:
-        from tfvariants.analyze import adaptive
         from tfvariants.commands.serve_rounds import make_next_round
 
-        max_repeats = o.max_repeats or max(adaptive.DEFAULT_MAX_REPEATS, spec.repeats)
-        rule = adaptive.stopping_rule(spec.repeats, max_repeats, confidence=o.confidence)
+        rule = rounds.stopping_rule(spec, console)
         next_round = make_next_round(spec, rule, pricing=pricing, baseline=args.baseline)
-        console.print(
-            f"adaptive: looks after {', '.join(map(str, rule.looks))} repeats; more rounds only "
-            f"while a comparison is undecided, within a budget of "
-            f"{o.budget_s / 60:.3g} min", highlight=False,
-        )  # fmt: skip
     outcome = matrix.run(
-        run_cell=run_one, resume=args.resume, console=console, next_round=next_round,
-        budget_s=o.budget_s, spent_before=float(before.get("spent_s") or 0.0),
+        run_cell=run_one,
+        resume=args.resume,
+        console=console,
+        next_round=next_round,
+        budget_s=o.budget_s,
+        spent_before=float(before.get("spent_s") or 0.0),
         budget_covers_plan=True,  # the default run's promise: an answer within the budget
-    )  # fmt: skip
+    )
     if rule is not None:
-        from tfvariants.commands import rounds
-
         rounds.record(out, rule, spec, before, outcome, console)
-    console.print(f"{outcome.count('ok')} ok, {outcome.count('failed')} failed, "
-                  f"{outcome.count('timeout')} timed out, {outcome.count('skipped')} skipped of "
-                  f"{outcome.planned} cells ({len(outcome.ran)} run now)", highlight=False)  # fmt: skip
+    console.print(
+        f"{outcome.count('ok')} ok, {outcome.count('failed')} failed, "
+        f"{outcome.count('timeout')} timed out, {outcome.count('skipped')} skipped of "
+        f"{outcome.planned} cells ({len(outcome.ran)} run now)",
+        highlight=False,
+    )
     for cid in outcome.problems[:20]:
-        console.print(f"  [red]{outcome.statuses[cid]}[/] {cid}: {outcome.reasons.get(cid, '')}",
-                      highlight=False)  # fmt: skip
+        reason = outcome.reasons.get(cid, "")
+        console.print(f"  [red]{outcome.statuses[cid]}[/] {cid}: {reason}", highlight=False)
     if outcome.missing and outcome.stopped.startswith("budget"):
         more = (outcome.spent_s + 600) / 60
-        console.print(f"the budget ran out with {outcome.missing} planned cell(s) not run: the "
-                      "report says what the cells that ran decide; continue with: tfvariants "
-                      f"serve --resume --out {out} --budget {more:.0f}m (same arguments; the "
-                      "budget counts the time already spent)", highlight=False)  # fmt: skip
-    if outcome.was_interrupted:
-        console.print(f"interrupted: finished cells are saved in {out}/cells; continue with: "
-                      f"tfvariants serve --resume --out {out} (same arguments)", highlight=False)  # fmt: skip
-        return 130
-    if len(outcome.statuses) == 0:
-        return outcome.exit_code()
+        console.print(
+            f"the budget ran out with {outcome.missing} planned cell(s) not run: the report "
+            "says what the cells that ran decide; continue with: tfvariants serve --resume "
+            f"--out {out} --budget {more:.0f}m (same arguments; the budget counts the time "
+            "already spent)",
+            highlight=False,
+        )
+    return outcome
+
+
+def _report(
+    args: argparse.Namespace, spec: Any, out: Path, report_path: Path, pricing: Any, console: Any
+) -> None:
+    """The report, with each model's first conclusions on the console."""
+    from tfvariants.render.html import write_report
+
+    o = spec.options
     analysis = write_report(
-        out, report_path, pricing=pricing, baseline=args.baseline, csv_path=args.csv,
-        p99_bound_ms=o.p99_bound_ms, min_effect=o.min_effect, confidence=o.confidence,
-    )  # fmt: skip
+        out,
+        report_path,
+        pricing=pricing,
+        baseline=args.baseline,
+        csv_path=args.csv,
+        p99_bound_ms=o.p99_bound_ms,
+        min_effect=o.min_effect,
+        confidence=o.confidence,
+    )
     serving = getattr(analysis, "serving", None)
     for m in serving.models if serving is not None else []:
         for line in m.conclusions[:3]:
@@ -494,4 +348,3 @@ def run(args: argparse.Namespace) -> int:
     console.print(f"report: {report_path}", highlight=False, markup=False)
     if args.csv:
         console.print(f"csv: {args.csv}", highlight=False, markup=False)
-    return outcome.exit_code()
