@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from tfvariants.commands.matrix_args import (  # noqa: F401 (quick_scale: part o
     workload_spec,
 )
 from tfvariants.commands.outdir import check_writable
+from tfvariants.commands.variant_probe import probe_variants, store_variant_info
 from tfvariants.errors import UserError
 from tfvariants.options import argtypes, declare
 from tfvariants.options.cell import SCALE
@@ -198,64 +198,6 @@ def _check_baseline(baseline: str | None, spec: Any) -> None:
         raise UserError(f"--baseline {baseline}: {parsed[1]} is not one of --threads")
 
 
-def _store_variant_info(out: Path, info: dict[str, dict]) -> None:
-    """Add what the probe found to run.json's variant_info (a resume keeps what a
-    variant's first probe stored and adds only what is new)."""
-    from tfvariants.store.runfile import load_run, write_run
-
-    record = load_run(out)
-    stored = record.get("variant_info") or {}
-    merged = {name: {**entry, **stored.get(name, {})} for name, entry in info.items()}
-    if merged != stored:
-        write_run(out, {**record, "variant_info": merged})
-
-
-def compiled_for(variant: Any, *, count: bool) -> str | None:
-    """What the variant's TensorFlow is compiled for: from the census cache, or with
-    ``count`` from a census of its framework library (~45 MB: under a minute, once per
-    binary)."""
-    from tfvariants.variants import census
-
-    known = census.known_compiled_for(variant)
-    if known or not count:
-        return known
-    try:
-        print(f"counting instructions in {variant.name}'s TensorFlow (once per binary)",
-              file=sys.stderr)  # fmt: skip
-        return str(census.variant_census(variant)["compiled_for"])
-    except (OSError, RuntimeError):
-        return None
-
-
-def probe_variants(
-    info: dict[str, dict], variant_objs: dict[str, Any], probe: bool, count_isa: bool = False
-) -> None:
-    """Once per variant, before the sweep (never inside a timed cell: oneDNN's verbose
-    output is large): its backend and overlays, the oneDNN ISA it uses against this
-    host's default, and which overlay settings are no-ops here."""
-    from tfvariants.commands.env import probe_variant
-    from tfvariants.variants import skip_reason
-    from tfvariants.variants.noop import judge
-
-    for name, variant in variant_objs.items():
-        entry = info.setdefault(name, {})
-        entry.update(backend=variant.backend, base=variant.base,
-                     overlay_env=dict(variant.overlay_env), env=dict(variant.env))  # fmt: skip
-        if variant.kind == "requirements":
-            entry["requirements"] = list(variant.requirements)
-        if not probe or skip_reason(variant):
-            continue
-        entry["compiled_for"] = compiled_for(variant, count=count_isa)
-        print(f"probing oneDNN in {name} (once, outside timed cells)", file=sys.stderr)
-        try:
-            result = probe_variant(variant, module="workloads.onednn")
-        except UserError as exc:
-            result = {"error": str(exc)}
-        entry["onednn"] = judge(variant.overlay_env, variant.backend, result)
-        for line in entry["onednn"]["noop"] + entry["onednn"]["unknown"]:
-            print(f"  {name}: {line}", file=sys.stderr)
-
-
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
@@ -318,7 +260,6 @@ def _run_matrix(
 ) -> Any:
     """Prepare the run folder, probe the variants, run the cells (locally or on Ray, with
     the adaptive rounds when there is a budget); the MatrixOutcome, with its lines said."""
-    from rich.markup import escape
 
     from tfvariants.execute import runner
     from tfvariants.execute.matrix import Matrix
@@ -338,18 +279,8 @@ def _run_matrix(
         probe=not args.no_probe and args.executor != "ray",
         count_isa=(spec.options.preset or {}).get("name") == presets.PRESET,
     )
-    _store_variant_info(out, spec.variant_info)
-    for line in moved:
-        console.print(f"[yellow]quarantined[/] {escape(line)}", highlight=False)
-    configs = spec.configurations()
-    cells = len(configs) * len(spec.workloads) * spec.repeats
-    fixed = "".join(f"; {v} at {t} threads only" for v, t in spec.fixed_threads.items())
-    console.print(
-        f"[bold]compare[/]: {len(configs)} configuration(s) ({len(spec.variants)} variant(s), "
-        f"threads {','.join(map(str, spec.threads))}{fixed}) x {len(spec.workloads)} "
-        f"workload(s) x {spec.repeats} repeat(s) = {cells} cells -> {escape(str(out))}",
-        highlight=False,
-    )
+    store_variant_info(out, spec.variant_info)
+    _announce(spec, out, moved, console)
     quiet_gate = rounds.quiet_gate(spec)
     # One stopping rule for both executors; on Ray each round is a wave of tasks.
     before = (stored or {}).get("adaptive") or {}
@@ -393,6 +324,23 @@ def _run_matrix(
         rounds.record(out, rule, spec, before, outcome, console, next_round)
     _print_outcome(outcome, console)
     return outcome
+
+
+def _announce(spec: Any, out: Path, moved: list[str], console: Any) -> None:
+    """What the folder's checks moved aside, and the matrix about to run."""
+    from rich.markup import escape
+
+    for line in moved:
+        console.print(f"[yellow]quarantined[/] {escape(line)}", highlight=False)
+    configs = spec.configurations()
+    cells = len(configs) * len(spec.workloads) * spec.repeats
+    fixed = "".join(f"; {v} at {t} threads only" for v, t in spec.fixed_threads.items())
+    console.print(
+        f"[bold]compare[/]: {len(configs)} configuration(s) ({len(spec.variants)} variant(s), "
+        f"threads {','.join(map(str, spec.threads))}{fixed}) x {len(spec.workloads)} "
+        f"workload(s) x {spec.repeats} repeat(s) = {cells} cells -> {escape(str(out))}",
+        highlight=False,
+    )
 
 
 def _print_outcome(outcome: Any, console: Any) -> None:
