@@ -12,7 +12,7 @@ from typing import Any
 
 from tfvariants.analyze.stats import DEFAULT_REPEATS
 from tfvariants.commands import common, compare_cluster, presets, rounds
-from tfvariants.commands.matrix_args import (  # noqa: F401 (quick_scale: part of this command's API)
+from tfvariants.commands.matrix_args import (  # noqa: F401 (quick_scale: the command's API)
     QUICK_SAMPLES,
     cell_options,
     checked,
@@ -40,10 +40,18 @@ def register(sub: Any) -> None:
         "rounds, store one result per cell in OUT/cells/, then write the HTML report.",
     )
     presets.add_option(p)
-    p.add_argument("--quick", action="store_true",
-                   help="quick scale: each workload's quick_samples, a 6 s/50-step steady window, --budget 10m")  # fmt: skip
-    p.add_argument("--threads", type=argtypes.thread_list, default=None,
-                   help=f"comma list of vCPU counts (1..{MAX_THREADS}), e.g. 8,16,32,64 (default: 1..CPUs)")  # fmt: skip
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="quick scale: each workload's quick_samples, a 6 s/50-step steady window, --budget "
+        "10m",
+    )
+    p.add_argument(
+        "--threads",
+        type=argtypes.thread_list,
+        default=None,
+        help=f"comma list of vCPU counts (1..{MAX_THREADS}), e.g. 8,16,32,64 (default: 1..CPUs)",
+    )
     p.add_argument(
         "--variants",
         default=None,
@@ -51,27 +59,43 @@ def register(sub: Any) -> None:
     )
     common.add_variants_file(p)
     common.add_engine(p)
-    p.add_argument("--no-probe", action="store_true",
-                   help="skip the per-variant oneDNN probe (ISA used, no-op settings)")  # fmt: skip
+    p.add_argument(
+        "--no-probe",
+        action="store_true",
+        help="skip the per-variant oneDNN probe (ISA used, no-op settings)",
+    )
     p.add_argument("--workloads", default=None, help="'all' (default) or a comma list")
-    p.add_argument("--repeats", type=argtypes.repeats, default=None,
-                   help="repeats per configuration (default 5, the fewest that can decide with "
-                   "--budget's looks); with --budget: the repeats before the first look")  # fmt: skip
+    p.add_argument(
+        "--repeats",
+        type=argtypes.repeats,
+        default=None,
+        help="repeats per configuration (default 5, the fewest that can decide with "
+        "--budget's looks); with --budget: the repeats before the first look",
+    )
     rounds.add_options(p)
     declare.add_arguments(p, TrainingOptions, SCALE)
     declare.add_arguments(p, TrainingOptions, ("timeout_s",))
     common.add_pricing(p)
-    p.add_argument("--baseline", default=None,
-                   help="VARIANT[@THREADS] (default: the GPU if one ran, else the most threads that fit "
-                   "on the host, with the most successful repeats)")  # fmt: skip
+    p.add_argument(
+        "--baseline",
+        default=None,
+        help="VARIANT[@THREADS] (default: the GPU if one ran, else the most threads that fit "
+        "on the host, with the most successful repeats)",
+    )
     p.add_argument("--out", type=Path, default=None, help="results folder (default results/<run>)")
     common.add_report_outputs(p, old_flag="--report")
-    p.add_argument("--resume", action="store_true",
-                   help="continue the run in --out: only missing, failed or timed-out cells run; "
-                   "stops, writing nothing, if a file in it cannot be read")  # fmt: skip
-    p.add_argument("--quarantine", action="store_true",
-                   help="with --resume: move files that cannot be read to OUT/quarantine/ "
-                   "(and say so) instead of stopping")  # fmt: skip
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run in --out: only missing, failed or timed-out cells run; "
+        "stops, writing nothing, if a file in it cannot be read",
+    )
+    p.add_argument(
+        "--quarantine",
+        action="store_true",
+        help="with --resume: move files that cannot be read to OUT/quarantine/ "
+        "(and say so) instead of stopping",
+    )
     common.add_allow_mixed_hosts(p)
     compare_cluster.register(p)
     p.set_defaults(func=run)

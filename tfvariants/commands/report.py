@@ -31,9 +31,13 @@ def register(sub: Any) -> None:
     p.add_argument("results_dir", type=Path, metavar="RESULTS_DIR")
     common.add_report_outputs(p)
     common.add_pricing(p)
-    p.add_argument("--baseline", default=None,
-                   help="VARIANT[@THREADS] (default: the GPU if one ran, else the most threads that fit on the host, with "
-                   "the most successful repeats; serving: the GPU, else the first variant)")  # fmt: skip
+    p.add_argument(
+        "--baseline",
+        default=None,
+        help="VARIANT[@THREADS] (default: the GPU if one ran, else the most threads that fit on "
+        "the host, with "
+        "the most successful repeats; serving: the GPU, else the first variant)",
+    )
     declare.add_arguments(
         p,
         DecisionOptions,
@@ -42,8 +46,12 @@ def register(sub: Any) -> None:
     )
     common.add_allow_mixed_hosts(p)
     rounds.add_disturbed_policy(p)
-    p.add_argument("--p99", default=None,
-                   help="serving runs: the latency bound for the cheapest answer (default: the run's, else 100ms)")  # fmt: skip
+    p.add_argument(
+        "--p99",
+        default=None,
+        help="serving runs: the latency bound for the cheapest answer (default: the run's, else "
+        "100ms)",
+    )
     p.set_defaults(func=run)
 
 

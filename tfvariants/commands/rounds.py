@@ -51,10 +51,15 @@ FULL_WINDOW = (10.0, 100)
 
 def add_options(p: argparse.ArgumentParser) -> None:
     """compare's measurement and decision options (declared in options/training.py)."""
-    p.add_argument("--budget", type=argtypes.duration, default=None, metavar="DURATION",
-                   help="adaptive repeats: after --repeats rounds, keep running rounds of the "
-                   "undecided comparisons until decided, --max-repeats, or this much time for "
-                   "the whole run (e.g. 10m; default with --quick: 10m)")  # fmt: skip
+    p.add_argument(
+        "--budget",
+        type=argtypes.duration,
+        default=None,
+        metavar="DURATION",
+        help="adaptive repeats: after --repeats rounds, keep running rounds of the "
+        "undecided comparisons until decided, --max-repeats, or this much time for "
+        "the whole run (e.g. 10m; default with --quick: 10m)",
+    )
     declare.add_arguments(
         p,
         TrainingOptions,
@@ -90,13 +95,14 @@ def training_options(
     given = {n: getattr(args, n, None) for n in declare.declared(TrainingOptions)}
     given.update(quick=quick, budget_s=args.budget, per_workload=per_workload)
     fallback = {
-        "min_steady_s": window[0], "min_steady_steps": window[1],
+        "min_steady_s": window[0],
+        "min_steady_steps": window[1],
         "budget_s": QUICK_BUDGET_S if quick else None,
         "max_repeats": max(adaptive.DEFAULT_MAX_REPEATS, repeats),
         # A window the user chose stays; else the adaptive rounds' window is planned from
         # the first look's variance components (tfvariants.analyze.windows).
         "plan_window": args.min_steady_s is None,
-    }  # fmt: skip
+    }
     values = declare.resolve(TrainingOptions, given, sopts, fallback)
     # Where this host caches data and how long a cell may take: this command's, never
     # the stored run's.
@@ -151,21 +157,32 @@ def stopping_rule(spec: MatrixPlan[PlannedCell], console: Console) -> adaptive.S
     return rule
 
 
-def record(out: Path, rule: adaptive.StoppingRule, spec: MatrixSpec, before: dict[str, Any],
-           outcome: MatrixOutcome, console: Console,
-           hook: NextRoundHook | None = None) -> None:  # fmt: skip
+def record(
+    out: Path,
+    rule: adaptive.StoppingRule,
+    spec: MatrixSpec,
+    before: dict[str, Any],
+    outcome: MatrixOutcome,
+    console: Console,
+    hook: NextRoundHook | None = None,
+) -> None:
     """run.json's "adaptive": the rule, the budget, every round and look so far, why it
     stopped."""
     from tfvariants.store.rundir import update_run
 
     looks = list(before.get("looks_made") or []) + (hook.looks if hook is not None else [])
-    update_run(out, adaptive={
-        **rule.to_json(), "budget_s": DecisionOptions.of(spec.options).budget_s,
-        "rounds": list(before.get("rounds") or []) + outcome.rounds,
-        "looks_made": looks,
-        "stopped": outcome.stopped, "spent_s": round(outcome.spent_s, 1),
-        "window_plan": getattr(hook, "window_plan", None) or before.get("window_plan"),
-    })  # fmt: skip
+    update_run(
+        out,
+        adaptive={
+            **rule.to_json(),
+            "budget_s": DecisionOptions.of(spec.options).budget_s,
+            "rounds": list(before.get("rounds") or []) + outcome.rounds,
+            "looks_made": looks,
+            "stopped": outcome.stopped,
+            "spent_s": round(outcome.spent_s, 1),
+            "window_plan": getattr(hook, "window_plan", None) or before.get("window_plan"),
+        },
+    )
     if outcome.stopped:
         console.print(
             f"adaptive repeats stopped: {outcome.stopped}; the report uses every stored "
@@ -321,9 +338,17 @@ class NextRoundHook:
     (seconds of this run's compare time), and every comparison's verdict then, so a
     reader can tell when each comparison was decided."""
 
-    def __init__(self, spec: MatrixSpec, rule: adaptive.StoppingRule, *,
-                 baseline: Requested | None, min_effect: float, confidence: float,
-                 spent_before: float = 0.0, clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+    def __init__(
+        self,
+        spec: MatrixSpec,
+        rule: adaptive.StoppingRule,
+        *,
+        baseline: Requested | None,
+        min_effect: float,
+        confidence: float,
+        spent_before: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.spec, self.rule, self.baseline = spec, rule, baseline
         self.settings = Settings(min_effect, confidence, rule.looks)
         configs = spec.configurations()
@@ -360,14 +385,18 @@ class NextRoundHook:
                 f"{rule.max_repeats} repeats"
             )
         # Both sides of every open comparison run again.
-        active = sorted({k for v in open_verdicts for k in (v.config, v.baseline)},
-                        key=self.order.__getitem__)  # fmt: skip
+        active = sorted(
+            {k for v in open_verdicts for k in (v.config, v.baseline)}, key=self.order.__getitem__
+        )
         # An interrupted round is completed before a new one starts.
-        gaps = [(k, rep) for k in active for rep in range(at.rounds)
-                if rep not in at.present.get(k, ())]  # fmt: skip
+        gaps = [
+            (k, rep) for k in active for rep in range(at.rounds) if rep not in at.present.get(k, ())
+        ]
         todo = gaps or [(k, at.rounds) for k in active]
-        cells = [Cell(variant=k.variant, threads=k.threads, workload=k.workload, repeat=rep)
-                 for k, rep in todo]  # fmt: skip
+        cells = [
+            Cell(variant=k.variant, threads=k.threads, workload=k.workload, repeat=rep)
+            for k, rep in todo
+        ]
         cells = round_order(cells, TrainingOptions.of(spec.options).order_seed, todo[0][1])
         return cells, (
             f"{len(open_verdicts)} comparison(s) undecided at the look after {at.look} repeats"

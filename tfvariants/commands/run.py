@@ -26,8 +26,12 @@ def register(sub: Any) -> None:
         "to OUT/cells/<cell>.json.",
     )
     p.add_argument("workload", help="a built-in workload name or a path to a workload .py file")
-    p.add_argument("--threads", type=argtypes.threads, required=True,
-                   help=f"vCPUs to emulate (1..{argtypes.MAX_THREADS})")  # fmt: skip
+    p.add_argument(
+        "--threads",
+        type=argtypes.threads,
+        required=True,
+        help=f"vCPUs to emulate (1..{argtypes.MAX_THREADS})",
+    )
     p.add_argument("--variant", default="local", help="variant name (default: local)")
     common.add_variants_file(p)
     common.add_engine(p)
@@ -36,8 +40,12 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--out", type=Path, default=None, help="run folder (default: results/run-<time>)"
     )
-    p.add_argument("--repeat", type=argtypes.repeat_index, default=0,
-                   help="repeat index recorded in the cell (default 0)")  # fmt: skip
+    p.add_argument(
+        "--repeat",
+        type=argtypes.repeat_index,
+        default=0,
+        help="repeat index recorded in the cell (default 0)",
+    )
     p.add_argument("--json", action="store_true", help="print the result JSON")
     p.set_defaults(func=run)
 
@@ -114,8 +122,7 @@ def run(args: argparse.Namespace) -> int:
 
         print(json.dumps(result, indent=2))
     else:
-        print_summary(console, result, folder.cell_path(cell.cell_id),
-                      time.monotonic() - started)  # fmt: skip
+        print_summary(console, result, folder.cell_path(cell.cell_id), time.monotonic() - started)
     return 0 if result["status"] in ("ok", "skipped") else 1
 
 
@@ -132,23 +139,33 @@ def print_summary(console: Any, result: dict, path: Path, wall_s: float) -> None
     epochs = ", ".join(f"{t:.2f}" for t in timing["epoch_times_s"])
     console.print(f"  epochs (s): {epochs}")
     if timing.get("warmup_steps") is not None:
-        console.print(f"  warm-up: {timing['warmup_steps']} steps, {timing['warmup_s']:.2f} s (detected); "
-                      f"steady: {timing['steady_steps']} steps, {timing['steady_s']:.2f} s")  # fmt: skip
+        console.print(
+            f"  warm-up: {timing['warmup_steps']} steps, {timing['warmup_s']:.2f} s (detected); "
+            f"steady: {timing['steady_steps']} steps, {timing['steady_s']:.2f} s"
+        )
     if timing.get("samples_per_s"):
-        console.print(f"  steady: {timing['samples_per_s']:.0f} samples/s"
-                      + (f", {result['gflops_per_s']:.1f} GFLOP/s" if result.get("gflops_per_s") else ""))  # fmt: skip
+        console.print(
+            f"  steady: {timing['samples_per_s']:.0f} samples/s"
+            + (f", {result['gflops_per_s']:.1f} GFLOP/s" if result.get("gflops_per_s") else "")
+        )
     metrics = result.get("metrics", {})
     if "accuracy" in metrics:
         chance = result.get("chance_accuracy")
         extra = f" (chance {chance:.2f})" if chance else ""
         console.print(f"  accuracy: {metrics['accuracy']:.3f}{extra}")
     applied = result.get("applied", {})
-    console.print(f"  applied: cpus {applied.get('affinity')}, intra-op {applied.get('intra_op')}, "
-                  f"inter-op {applied.get('inter_op')}")  # fmt: skip
+    console.print(
+        f"  applied: cpus {applied.get('affinity')}, intra-op {applied.get('intra_op')}, "
+        f"inter-op {applied.get('inter_op')}"
+    )
     if result.get("requested", {}).get("oversubscribed"):
-        console.print(f"  [yellow]oversubscribed[/]: {result['requested']['threads']} threads "
-                      f"on {len(applied.get('affinity') or [])} CPUs")  # fmt: skip
+        console.print(
+            f"  [yellow]oversubscribed[/]: {result['requested']['threads']} threads "
+            f"on {len(applied.get('affinity') or [])} CPUs"
+        )
     sched = result.get("schedule", {})
     if sched.get("projected_full_s"):
-        console.print(f"  projected full schedule ({sched['full_epochs']} epochs x "
-                      f"{sched['full_samples']} samples): {sched['projected_full_s']:.0f} s")  # fmt: skip
+        console.print(
+            f"  projected full schedule ({sched['full_epochs']} epochs x "
+            f"{sched['full_samples']} samples): {sched['projected_full_s']:.0f} s"
+        )

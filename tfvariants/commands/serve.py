@@ -25,12 +25,16 @@ from tfvariants.options.decision import DecisionOptions
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "serve",
-        help="measure serving throughput and tail latency (LoadGen + closed loop) and cost per million predictions",
-        description="Run serving cells (variant x threads x model x scenario [x concurrency] [x batching] x "
-        "path x repeat) in interleaved rounds, each whole inside its variant (model, HTTP server and "
+        help="measure serving throughput and tail latency (LoadGen + closed loop) and cost per "
+        "million predictions",
+        description="Run serving cells (variant x threads x model x scenario [x concurrency] [x "
+        "batching] x "
+        "path x repeat) in interleaved rounds, each whole inside its variant (model, HTTP server "
+        "and "
         "load generator in one pinned worker), store one result per cell in OUT/cells/ and "
-        "LoadGen's logs in OUT/artifacts/, then write the HTML report with a verdict per comparison.",
-    )  # fmt: skip
+        "LoadGen's logs in OUT/artifacts/, then write the HTML report with a verdict per "
+        "comparison.",
+    )
     _add_matrix_options(p)
     _add_load_options(p)
     common.add_pricing(p)  # the same options, defaults and help as compare and report
@@ -44,48 +48,96 @@ def register(sub: Any) -> None:
         "--out", type=Path, default=None, help="results folder (default results/serve-<time>)"
     )
     p.add_argument(
-        "-o", "--output", "--report", dest="report", type=Path, default=None, metavar="FILE.html",
-        help="HTML report path (default reports/<run>/index.html; -o/--output as in compare and report)",
-    )  # fmt: skip
-    p.add_argument("--csv", type=Path, default=None, metavar="FILE.csv",
-                   help="also write one row per serving cell to this CSV file")  # fmt: skip
+        "-o",
+        "--output",
+        "--report",
+        dest="report",
+        type=Path,
+        default=None,
+        metavar="FILE.html",
+        help="HTML report path (default reports/<run>/index.html; -o/--output as in compare and "
+        "report)",
+    )
+    p.add_argument(
+        "--csv",
+        type=Path,
+        default=None,
+        metavar="FILE.csv",
+        help="also write one row per serving cell to this CSV file",
+    )
     p.add_argument(
         "--resume", action="store_true", help="continue the run in --out (same arguments)"
     )
-    p.add_argument("--dry-run", action="store_true",
-                   help="print the planned cells per node type and the estimated bill (needs --pricing "
-                        "and a catalog instance per thread count); run nothing")  # fmt: skip
-    p.add_argument("--estimate-from", type=Path, default=None, metavar="RUN",
-                   help="with --dry-run: cell times from an earlier results folder (default: rough)")  # fmt: skip
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the planned cells per node type and the estimated bill (needs --pricing "
+        "and a catalog instance per thread count); run nothing",
+    )
+    p.add_argument(
+        "--estimate-from",
+        type=Path,
+        default=None,
+        metavar="RUN",
+        help="with --dry-run: cell times from an earlier results folder (default: rough)",
+    )
     p.set_defaults(func=run)
 
 
 def _add_matrix_options(p: argparse.ArgumentParser) -> None:
     """What the matrix sweeps: models, scenarios, concurrency, paths, threads, variants."""
     d = DEFAULTS
-    p.add_argument("--preset", choices=sorted(PRESETS), default=None,
-                   help="study: the serving study (Keras applications MobileNetV2..NASNetLarge at 1, 8, 20, 50 "
-                        "requests in flight over HTTP with b64 bodies, on every --variants given); "
-                        "options given explicitly win")  # fmt: skip
-    p.add_argument("--models", default=None,
-                   help=f"comma list of built-in models (default {d['models']}; mobilenet_v2, resnet50, inception_v3, "
-                        "densenet121, efficientnet_b0, nasnet_mobile, nasnet_large, noop) or .py / .keras files")  # fmt: skip
-    p.add_argument("--scenarios", default=None,
-                   help="comma list of single_stream, offline, server, server_search, concurrency "
-                        f"(default {d['scenarios']})")  # fmt: skip
-    p.add_argument("--concurrency", default=None,
-                   help=f"requests in flight for the closed-loop sweep (default {d['concurrency']})")  # fmt: skip
-    p.add_argument("--path", default=None,
-                   help="inprocess (client calls the model), http (TensorFlow Serving REST on 127.0.0.1), or both "
-                        f"(default {d['path']})")  # fmt: skip
-    p.add_argument("--target", default=None, metavar="URL",
-                   help="measure an external server speaking TensorFlow Serving's REST API instead (replaces --path)")  # fmt: skip
+    p.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        default=None,
+        help="study: the serving study (Keras applications MobileNetV2..NASNetLarge at 1, 8, 20, "
+        "50 "
+        "requests in flight over HTTP with b64 bodies, on every --variants given); "
+        "options given explicitly win",
+    )
+    p.add_argument(
+        "--models",
+        default=None,
+        help=f"comma list of built-in models (default {d['models']}; mobilenet_v2, resnet50, "
+        "inception_v3, "
+        "densenet121, efficientnet_b0, nasnet_mobile, nasnet_large, noop) or .py / .keras files",
+    )
+    p.add_argument(
+        "--scenarios",
+        default=None,
+        help="comma list of single_stream, offline, server, server_search, concurrency "
+        f"(default {d['scenarios']})",
+    )
+    p.add_argument(
+        "--concurrency",
+        default=None,
+        help=f"requests in flight for the closed-loop sweep (default {d['concurrency']})",
+    )
+    p.add_argument(
+        "--path",
+        default=None,
+        help="inprocess (client calls the model), http (TensorFlow Serving REST on 127.0.0.1), or "
+        "both "
+        f"(default {d['path']})",
+    )
+    p.add_argument(
+        "--target",
+        default=None,
+        metavar="URL",
+        help="measure an external server speaking TensorFlow Serving's REST API instead (replaces "
+        "--path)",
+    )
     p.add_argument(
         "--target-model", default=None, help="model name on --target (default: the --models name)"
     )
-    p.add_argument("--input-shape", default=None, metavar="H,W,C",
-                   help="with --target: one instance's shape (default: a built-in model's, else read "
-                        "from the server's model metadata, GET /v1/models/NAME/metadata)")  # fmt: skip
+    p.add_argument(
+        "--input-shape",
+        default=None,
+        metavar="H,W,C",
+        help="with --target: one instance's shape (default: a built-in model's, else read "
+        "from the server's model metadata, GET /v1/models/NAME/metadata)",
+    )
     p.add_argument("--threads", default=None, help="comma list, e.g. 8,16 (default: 1..CPUs)")
     p.add_argument("--variants", default="local", help="comma list (default local)")
     p.add_argument("--variants-file", default=None, help="TOML file with more variants")
@@ -95,20 +147,36 @@ def _add_matrix_options(p: argparse.ArgumentParser) -> None:
 def _add_load_options(p: argparse.ArgumentParser) -> None:
     """Repeats, the budget, the decision settings, and what each load run does."""
     d = DEFAULTS
-    p.add_argument("--repeats", default=None,
-                   help=f"repeats per configuration (default {d['repeats']}; with --budget: before the first look)")  # fmt: skip
-    p.add_argument("--budget", default=None, metavar="DURATION|off",
-                   help="adaptive repeats as in compare: after --repeats rounds, more rounds of the "
-                        "configurations whose comparisons are undecided, until decided, --max-repeats, "
-                        f"or this much time for the whole run (default {d['budget']}, off when --repeats is given; off: exactly --repeats)")  # fmt: skip
+    p.add_argument(
+        "--repeats",
+        default=None,
+        help=f"repeats per configuration (default {d['repeats']}; with --budget: before the first "
+        "look)",
+    )
+    p.add_argument(
+        "--budget",
+        default=None,
+        metavar="DURATION|off",
+        help="adaptive repeats as in compare: after --repeats rounds, more rounds of the "
+        "configurations whose comparisons are undecided, until decided, --max-repeats, "
+        f"or this much time for the whole run (default {d['budget']}, off when --repeats is "
+        "given; off: exactly --repeats)",
+    )
     declare.add_arguments(p, DecisionOptions, ("max_repeats", "min_effect", "confidence"))
-    p.add_argument("--min-duration", default=None,
-                   help=f"LoadGen's and the closed loop's minimum duration (default {d['min_duration']})")  # fmt: skip
-    p.add_argument("--max-duration", default=None,
-                   help=f"hard cap per load run (default {d['max_duration']})")  # fmt: skip
-    p.add_argument("--min-queries", default=None,
-                   help="minimum queries per load run (default auto: per scenario, what LoadGen's early "
-                        "stopping needs: single_stream 64, server 500, concurrency 100, offline 1)")  # fmt: skip
+    p.add_argument(
+        "--min-duration",
+        default=None,
+        help=f"LoadGen's and the closed loop's minimum duration (default {d['min_duration']})",
+    )
+    p.add_argument(
+        "--max-duration", default=None, help=f"hard cap per load run (default {d['max_duration']})"
+    )
+    p.add_argument(
+        "--min-queries",
+        default=None,
+        help="minimum queries per load run (default auto: per scenario, what LoadGen's early "
+        "stopping needs: single_stream 64, server 500, concurrency 100, offline 1)",
+    )
     p.add_argument(
         "--max-queries", default="100000", help="hard cap on queries per load run (default 100000)"
     )
@@ -127,16 +195,27 @@ def _add_load_options(p: argparse.ArgumentParser) -> None:
         default="5",
         help="Server QPS search: at most this many LoadGen runs (default 5)",
     )
-    p.add_argument("--max-batch-size", default=None,
-                   help="batching, a swept axis: comma list of batch limits (server-side batching over HTTP, like "
-                        "TensorFlow Serving's max_batch_size; in-process LoadGen runs and Offline batch queued "
-                        f"samples up to it; default {d['max_batch_size']} = no batching)")  # fmt: skip
-    p.add_argument("--batch-timeout", default=None,
-                   help="comma list: how long a batch waits for more requests (TensorFlow Serving's "
-                        f"batch_timeout_micros; default {d['batch_timeout']})")  # fmt: skip
-    p.add_argument("--encoding", choices=("json", "b64"), default=None,
-                   help="request body: instances as JSON numbers, or {\"b64\": PNG} "
-                        f"(default {d['encoding']})")  # fmt: skip
+    p.add_argument(
+        "--max-batch-size",
+        default=None,
+        help="batching, a swept axis: comma list of batch limits (server-side batching over HTTP, "
+        "like "
+        "TensorFlow Serving's max_batch_size; in-process LoadGen runs and Offline batch queued "
+        f"samples up to it; default {d['max_batch_size']} = no batching)",
+    )
+    p.add_argument(
+        "--batch-timeout",
+        default=None,
+        help="comma list: how long a batch waits for more requests (TensorFlow Serving's "
+        f"batch_timeout_micros; default {d['batch_timeout']})",
+    )
+    p.add_argument(
+        "--encoding",
+        choices=("json", "b64"),
+        default=None,
+        help='request body: instances as JSON numbers, or {"b64": PNG} '
+        f"(default {d['encoding']})",
+    )
     p.add_argument("--timeout", default="1800", help="seconds per cell (default 1800)")
 
 

@@ -88,8 +88,11 @@ def dry_run(spec: Any, pricing: Any, console: Any, *, estimate_from: Path | None
     for (v, t), (inst, why) in placed.items():
         if why:
             console.print(f"  {v}@{t}: {inst.name} ({why})", highlight=False)
-    console.print(f"estimated bill: {money(total, cat.currency)} for the cells (one node per "
-                  "type, no boot or idle time)", highlight=False)  # fmt: skip
+    console.print(
+        f"estimated bill: {money(total, cat.currency)} for the cells (one node per "
+        "type, no boot or idle time)",
+        highlight=False,
+    )
     if any(e.source == "rough" for e in estimates):
         console.print(
             f"times are ROUGH lower bounds: each load run's minimum duration plus "

@@ -2,11 +2,11 @@
 
 The same stopping rule as ``compare --budget`` (:mod:`tfvariants.analyze.adaptive`: K
 planned looks, each interval at the per-look level of tfvariants.analyze.looks) and the
-same comparisons as the report: the serving analysis (:func:`tfvariants.analyze.serving.model_reports`) is run on the
-repeats stored before the last look, and a configuration runs another round while one of
-its watched comparisons (:func:`tfvariants.analyze.serving.watched`) is undecided.
-Stateless: everything is recomputed from the stored results, so a resumed run
-continues where it stopped.
+same comparisons as the report: the serving analysis
+(:func:`tfvariants.analyze.serving.model_reports`) is run on the repeats stored before the
+last look, and a configuration runs another round while one of its watched comparisons
+(:func:`tfvariants.analyze.serving.watched`) is undecided. Stateless: everything is
+recomputed from the stored results, so a resumed run continues where it stopped.
 """
 
 from __future__ import annotations
@@ -57,8 +57,9 @@ def make_next_round(
             return [], f"only {rounds} round(s) stored, fewer than the first look"
         look = looks_done[-1]
         at_look = [r for r in cells if r.round < look]
-        reports = model_reports(at_look, run, pricing=pricing, baseline=baseline,
-                                bound_ms=bound, settings=settings)  # fmt: skip
+        reports = model_reports(
+            at_look, run, pricing=pricing, baseline=baseline, bound_ms=bound, settings=settings
+        )
         pairs = [(a, b, cmp) for rep in reports for a, b, cmp in watched(rep)]
         if not pairs:
             return [], f"nothing to compare at the look after {look} repeats"
@@ -81,8 +82,20 @@ def make_next_round(
         ]
         if not todo:
             todo = [(c, rounds) for c in planned if config_key(c) in active]
-        out = [ServeCell(c.variant, c.threads, c.model, c.scenario, c.path, c.concurrency, rep,
-                         c.max_batch_size, c.batch_timeout_ms) for c, rep in todo]  # fmt: skip
+        out = [
+            ServeCell(
+                c.variant,
+                c.threads,
+                c.model,
+                c.scenario,
+                c.path,
+                c.concurrency,
+                rep,
+                c.max_batch_size,
+                c.batch_timeout_ms,
+            )
+            for c, rep in todo
+        ]
         out = round_order(out, o.order_seed, todo[0][1])
         return out, f"{len(open_pairs)} comparison(s) undecided at the look after {look} repeats"
 

@@ -54,8 +54,10 @@ DEFAULT_SCENARIOS = DEFAULTS["scenarios"]
 def resolved(args: argparse.Namespace) -> dict[str, Any]:
     """Each preset-able option: given, else the preset's, else the default."""
     preset = PRESETS.get(args.preset or "", {})
-    out = {k: getattr(args, k) if getattr(args, k) is not None else preset.get(k, v)
-           for k, v in DEFAULTS.items()}  # fmt: skip
+    out = {
+        k: getattr(args, k) if getattr(args, k) is not None else preset.get(k, v)
+        for k, v in DEFAULTS.items()
+    }
     if args.repeats is not None and args.budget is None:  # --repeats N alone: exactly N
         out["budget"] = "off"
     return out
@@ -73,7 +75,8 @@ def parse_rate(option: str, text: str) -> float:
     value = argtypes.decimal(text)  # finite, ASCII digits: no "nan", "1_0", "٣"
     if value is None or not 0 < value <= 1e9:
         raise UserError(
-            f"--{option}: expected a number greater than 0 and at most 1e9, got {argtypes.shown(text)}"
+            f"--{option}: expected a number greater than 0 and at most 1e9, got "
+            f"{argtypes.shown(text)}"
         )
     return value
 
@@ -89,8 +92,9 @@ def parse_concurrency(text: str) -> list[int]:
 def parse_batching(sizes: str, timeouts: str) -> tuple[tuple[int, float], ...]:
     """--max-batch-size x --batch-timeout, as (size, timeout ms); size 1 (no batching)
     once, whatever the timeouts."""
-    size_list = [parse_positive("max-batch-size", v, 1 << 16)
-                 for v in parse_names("max-batch-size", sizes)]  # fmt: skip
+    size_list = [
+        parse_positive("max-batch-size", v, 1 << 16) for v in parse_names("max-batch-size", sizes)
+    ]
     waits = [_duration("batch-timeout", v) * 1e3 for v in parse_names("batch-timeout", timeouts)]
     out: list[tuple[int, float]] = []
     for b in dict.fromkeys(size_list):

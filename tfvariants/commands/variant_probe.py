@@ -33,8 +33,10 @@ def compiled_for(variant: Any, *, count: bool) -> str | None:
     if known or not count:
         return known
     try:
-        print(f"counting instructions in {variant.name}'s TensorFlow (once per binary)",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"counting instructions in {variant.name}'s TensorFlow (once per binary)",
+            file=sys.stderr,
+        )
         return str(census.variant_census(variant)["compiled_for"])
     except (OSError, RuntimeError):
         return None
@@ -52,8 +54,12 @@ def probe_variants(
 
     for name, variant in variant_objs.items():
         entry = info.setdefault(name, {})
-        entry.update(backend=variant.backend, base=variant.base,
-                     overlay_env=dict(variant.overlay_env), env=dict(variant.env))  # fmt: skip
+        entry.update(
+            backend=variant.backend,
+            base=variant.base,
+            overlay_env=dict(variant.overlay_env),
+            env=dict(variant.env),
+        )
         if variant.kind == "requirements":
             entry["requirements"] = list(variant.requirements)
         if not probe or skip_reason(variant):

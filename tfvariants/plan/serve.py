@@ -55,17 +55,25 @@ class ServeCell:
     def cell_id(self) -> str:
         c = f"-c{self.concurrency}" if self.scenario == "concurrency" else ""
         b = f"-{self.batching}" if self.batching else ""
-        return make_id("serve", name_part(self.model), encode_part(f"{self.scenario}{c}{b}"),
-                       encode_part(self.path), encode_part(self.variant), f"t{self.threads}",
-                       f"r{self.repeat}")  # fmt: skip
+        return make_id(
+            "serve",
+            name_part(self.model),
+            encode_part(f"{self.scenario}{c}{b}"),
+            encode_part(self.path),
+            encode_part(self.variant),
+            f"t{self.threads}",
+            f"r{self.repeat}",
+        )
 
     @property
     def legacy_cell_id(self) -> str:
         """The id before ids were encoded (see tfvariants.plan.cell.legacy_cell_id)."""
         c = f"-c{self.concurrency}" if self.scenario == "concurrency" else ""
         b = f"-{self.batching}" if self.batching else ""
-        return (f"serve__{model_label(self.model)}__{self.scenario}{c}{b}__{self.path}"
-                f"__{self.variant}__t{self.threads}__r{self.repeat}")  # fmt: skip
+        return (
+            f"serve__{model_label(self.model)}__{self.scenario}{c}{b}__{self.path}"
+            f"__{self.variant}__t{self.threads}__r{self.repeat}"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "workload": self.workload}
@@ -157,7 +165,14 @@ def serve_cell_id(cell: dict[str, Any]) -> str:
 
 def serve_cell(cell: dict[str, Any]) -> ServeCell:
     """A stored serving cell dict as a ServeCell (older cells have no batching fields)."""
-    return ServeCell(str(cell["variant"]), int(cell["threads"]), str(cell["model"]),
-                     str(cell["scenario"]), str(cell["path"]), int(cell.get("concurrency", 1)),
-                     int(cell.get("repeat", 0)), int(cell.get("max_batch_size", 1)),
-                     float(cell.get("batch_timeout_ms", DEFAULT_BATCH_TIMEOUT_MS)))  # fmt: skip
+    return ServeCell(
+        str(cell["variant"]),
+        int(cell["threads"]),
+        str(cell["model"]),
+        str(cell["scenario"]),
+        str(cell["path"]),
+        int(cell.get("concurrency", 1)),
+        int(cell.get("repeat", 0)),
+        int(cell.get("max_batch_size", 1)),
+        float(cell.get("batch_timeout_ms", DEFAULT_BATCH_TIMEOUT_MS)),
+    )
