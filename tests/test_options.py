@@ -307,3 +307,28 @@ def test_serving_options_are_typed_frozen_and_keep_run_json_as_it_was():
     seeded = dataclasses.replace(spec, options=dataclasses.replace(o, order_seed=7))
     assert seeded.identity()["options"]["order_seed"] == 7
     assert "timeout_s" not in seeded.identity()["options"]
+
+
+def test_one_next_round_rule_for_every_task():
+    from tfvariants.analyze.adaptive import stopping_rule
+    from tfvariants.rounds.decide import Judged, next_round
+
+    rule = stopping_rule(5, 7)  # looks after 5 and 7 repeats
+    cells = lambda todo: list(todo)  # noqa: E731
+    say = {"nothing_to_judge": "none"}
+    early = Judged(3, None, 0, 0, [], {})
+    assert next_round(early, rule, cells, None, **say) == (
+        [],
+        "only 3 round(s) stored, fewer than the first look",
+    )
+    assert next_round(Judged(5, 5, 0, 0, [], {}), rule, cells, None, **say) == ([], "none")
+    done = Judged(5, 5, 2, 0, [], {})
+    assert "every comparison was decided" in next_round(done, rule, cells, None, **say)[1]
+    # an interrupted round is completed first: only the missing cells, in their round
+    gap = Judged(6, 5, 2, 1, ["a", "b"], {"a": {0, 1, 2, 3, 4, 5}, "b": {0, 1, 2, 3, 4}})
+    assert next_round(gap, rule, cells, None, **say)[0] == [("b", 5)]
+    full = Judged(6, 5, 2, 1, ["a", "b"], {"a": set(range(6)), "b": set(range(6))})
+    todo, why = next_round(full, rule, cells, 3, **say)
+    assert sorted(todo) == [("a", 6), ("b", 6)] and "1 comparison(s) undecided" in why
+    last = Judged(7, 7, 2, 1, ["a", "b"], {})
+    assert "after the maximum of 7 repeats" in next_round(last, rule, cells, None, **say)[1]

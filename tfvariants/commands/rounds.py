@@ -30,8 +30,9 @@ from tfvariants.options import argtypes, declare
 from tfvariants.options.decision import DecisionOptions
 from tfvariants.options.training import COMPARE_DECISION, INTERFERENCE, TrainingOptions
 from tfvariants.plan.cell import Cell
-from tfvariants.plan.spec import MatrixSpec, round_order
+from tfvariants.plan.spec import MatrixSpec
 from tfvariants.plan.task import MatrixPlan, PlannedCell
+from tfvariants.rounds.decide import Judged, next_round
 from tfvariants.store.cellresult import AnyResult, ConfigKey, training
 
 if TYPE_CHECKING:
@@ -366,40 +367,33 @@ class NextRoundHook:
     def __call__(self, stored: Mapping[str, AnyResult]) -> tuple[list[Cell], str]:
         spec, rule = self.spec, self.rule
         at = look_verdicts(spec, stored, rule, baseline=self.baseline, settings=self.settings)
-        if at.look is None:
-            return [], f"only {at.rounds} round(s) stored, fewer than the first look"
-        self._keep(at)
-        if TrainingOptions.of(spec.options).plan_window:
-            self.window_plan = plan_window(spec, stored, rule.looks[0])
+        if at.look is not None:
+            self._keep(at)
+            if TrainingOptions.of(spec.options).plan_window:
+                self.window_plan = plan_window(spec, stored, rule.looks[0])
         open_verdicts = [v for wv in at.verdicts for v in wv.open]
-        if not any(wv.verdicts for wv in at.verdicts):
-            return [], (
-                f"no comparison to judge at the look after {at.look} repeats (a baseline and "
-                "another configuration both need a successful repeat)"
-            )
-        if not open_verdicts:
-            return [], f"every comparison was decided by the look after {at.look} repeats"
-        if at.rounds >= rule.max_repeats:
-            return [], (
-                f"{len(open_verdicts)} comparison(s) still undecided after the maximum of "
-                f"{rule.max_repeats} repeats"
-            )
         # Both sides of every open comparison run again.
         active = sorted(
             {k for v in open_verdicts for k in (v.config, v.baseline)}, key=self.order.__getitem__
         )
-        # An interrupted round is completed before a new one starts.
-        gaps = [
-            (k, rep) for k in active for rep in range(at.rounds) if rep not in at.present.get(k, ())
-        ]
-        todo = gaps or [(k, at.rounds) for k in active]
-        cells = [
-            Cell(variant=k.variant, threads=k.threads, workload=k.workload, repeat=rep)
-            for k, rep in todo
-        ]
-        cells = round_order(cells, TrainingOptions.of(spec.options).order_seed, todo[0][1])
-        return cells, (
-            f"{len(open_verdicts)} comparison(s) undecided at the look after {at.look} repeats"
+        judged = Judged(
+            at.rounds,
+            at.look,
+            sum(len(wv.verdicts) for wv in at.verdicts),
+            len(open_verdicts),
+            active,
+            at.present,
+        )
+        return next_round(
+            judged,
+            rule,
+            lambda todo: [
+                Cell(variant=k.variant, threads=k.threads, workload=k.workload, repeat=rep)
+                for k, rep in todo
+            ],
+            TrainingOptions.of(spec.options).order_seed,
+            nothing_to_judge=f"no comparison to judge at the look after {at.look} repeats (a "
+            "baseline and another configuration both need a successful repeat)",
         )
 
     def _keep(self, at: Look) -> None:

@@ -11,6 +11,7 @@ recomputed from the stored results, so a resumed run continues where it stopped.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from tfvariants.analyze.decide import Settings
 from tfvariants.analyze.pricing import Pricing
 from tfvariants.options.serving import ServingOptions
 from tfvariants.plan.serve import ServeCell, ServeSpec, plan_serve_cells
-from tfvariants.plan.spec import round_order
+from tfvariants.rounds.decide import Judged, next_round
 from tfvariants.store.cellresult import AnyResult, serving
 
 NextServeRound = Callable[[Mapping[str, AnyResult]], tuple[list[ServeCell], str]]
@@ -46,60 +47,41 @@ def make_next_round(
     bound = o.p99_bound_ms
     planned = plan_serve_cells(spec, range(1))
 
-    def next_round(stored: Mapping[str, AnyResult]) -> tuple[list[ServeCell], str]:
+    def hook(stored: Mapping[str, AnyResult]) -> tuple[list[ServeCell], str]:
         cells = serving(stored.values())
         present: dict[tuple, set[int]] = {}
         for r in cells:
             present.setdefault((r.serving_key, r.scenario, r.concurrency), set()).add(r.round)
         rounds = 1 + max((rep for reps in present.values() for rep in reps), default=-1)
         looks_done = [n for n in rule.looks if n <= rounds]
-        if not looks_done:
-            return [], f"only {rounds} round(s) stored, fewer than the first look"
-        look = looks_done[-1]
-        at_look = [r for r in cells if r.round < look]
-        reports = model_reports(
-            at_look, run, pricing=pricing, baseline=baseline, bound_ms=bound, settings=settings
+        look = looks_done[-1] if looks_done else None
+        pairs, undecided = [], []
+        if look is not None:
+            at_look = [r for r in cells if r.round < look]
+            reports = model_reports(
+                at_look, run, pricing=pricing, baseline=baseline, bound_ms=bound, settings=settings
+            )
+            pairs = [(a, b, cmp) for rep in reports for a, b, cmp in watched(rep)]
+            undecided = [(a, b) for a, b, cmp in pairs if cmp.verdict == "undecided"]
+        keys = {cfg.key for pair in undecided for cfg in pair}
+        # A configuration's cells (each scenario and concurrency), in the planned order.
+        judged = Judged(
+            rounds,
+            look,
+            len(pairs),
+            len(undecided),
+            [c for c in planned if config_key(c) in keys],
+            {c: present.get((config_key(c), c.scenario, c.concurrency), set()) for c in planned},
         )
-        pairs = [(a, b, cmp) for rep in reports for a, b, cmp in watched(rep)]
-        if not pairs:
-            return [], f"nothing to compare at the look after {look} repeats"
-        open_pairs = [(a, b) for a, b, cmp in pairs if cmp.verdict == "undecided"]
-        if not open_pairs:
-            return [], f"every comparison was decided by the look after {look} repeats"
-        if rounds >= rule.max_repeats:
-            return [], (
-                f"{len(open_pairs)} comparison(s) still undecided after the maximum of "
-                f"{rule.max_repeats} repeats"
-            )
-        active = {cfg.key for pair in open_pairs for cfg in pair}
-        # An interrupted round is completed before a new one starts.
-        todo = [
-            (c, rep)
-            for c in planned
-            if config_key(c) in active
-            for rep in range(rounds)
-            if rep not in present.get((config_key(c), c.scenario, c.concurrency), ())
-        ]
-        if not todo:
-            todo = [(c, rounds) for c in planned if config_key(c) in active]
-        out = [
-            ServeCell(
-                c.variant,
-                c.threads,
-                c.model,
-                c.scenario,
-                c.path,
-                c.concurrency,
-                rep,
-                c.max_batch_size,
-                c.batch_timeout_ms,
-            )
-            for c, rep in todo
-        ]
-        out = round_order(out, o.order_seed, todo[0][1])
-        return out, f"{len(open_pairs)} comparison(s) undecided at the look after {look} repeats"
+        return next_round(
+            judged,
+            rule,
+            lambda todo: [dataclasses.replace(c, repeat=rep) for c, rep in todo],
+            o.order_seed,
+            nothing_to_judge=f"nothing to compare at the look after {look} repeats",
+        )
 
-    return next_round
+    return hook
 
 
 def order_seed(out: Path, resume: bool) -> int | None:
