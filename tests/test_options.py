@@ -18,7 +18,7 @@ def test_min_effect_zero_is_judged_with_zero_by_the_rounds_and_the_report(
 ):
     # Drift 1: the rounds judged with --min-effect 0, the report fell back to 5 % (`or`).
     from tfvariants.analyze.analysis import analyze
-    from tfvariants.commands import rounds
+    from tfvariants.rounds import training as rounds
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(runner, "run_cell", FakeRunCell(speedup=0.0, noise=0.02))

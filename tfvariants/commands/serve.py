@@ -313,7 +313,7 @@ def run(args: argparse.Namespace) -> int:
     common.check_report_outputs(report_path, args.csv, results_dirs=[out])
     _check_loadgen(spec.scenarios, variant_objs)
 
-    from tfvariants.commands.serve_rounds import order_seed
+    from tfvariants.rounds.serving import order_seed
 
     seed = order_seed(out, args.resume)
     if seed is not None:  # absent from a run stored before rounds were shuffled
@@ -367,7 +367,7 @@ def _run_matrix(
     next_round, rule = None, None
     o = spec.options
     if o.budget_s:
-        from tfvariants.commands.serve_rounds import make_next_round
+        from tfvariants.rounds.serving import make_next_round
 
         rule = rounds.stopping_rule(spec, console)
         next_round = make_next_round(spec, rule, pricing=pricing, baseline=args.baseline)

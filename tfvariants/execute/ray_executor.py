@@ -9,7 +9,7 @@ Node loss, task failure and missing node types become results with reasons; Ctrl
 cancels what is in flight (those cells are not recorded: --resume reruns them).
 
 With --budget, adaptive repeats run as waves: after the planned cells, the same
-``next_round`` hook local runs use (commands/rounds.NextRoundHook: one stopping rule)
+``next_round`` hook local runs use (rounds/training.NextRoundHook: one stopping rule)
 says which cells one more round needs; each round is submitted as one wave of Ray tasks
 (in parallel across the nodes) while the time spent plus the wave's estimate fits the
 budget.

@@ -4,8 +4,8 @@ of repeats) or run both sides of every open comparison again, completing an inte
 round before a new one starts, in the round's own seeded order.
 
 What a task judges at the look (training: analyze/verdicts.py; serving:
-analyze/serving.py ``watched``) is its hook's part (commands/rounds.py,
-commands/serve_rounds.py); the decision from it is this module's.
+analyze/serving.py ``watched``) is its hook's part (rounds/training.py,
+rounds/serving.py); the decision from it is this module's.
 """
 
 from __future__ import annotations
