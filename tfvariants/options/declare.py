@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
@@ -41,8 +42,9 @@ def option(default: T, help: str, **declared: Any) -> T:
     return field
 
 
+@functools.cache
 def declared(cls: type[RunOptionsBase]) -> dict[str, Option]:
-    """Field name -> declaration, in declaration order."""
+    """Field name -> declaration, in declaration order (read-only: shared per class)."""
     return {f.name: f.metadata["option"] for f in dataclasses.fields(cls) if "option" in f.metadata}
 
 
@@ -96,7 +98,11 @@ class RunOptionsBase(Mapping[str, Any]):
         return {n: getattr(self, n) for n, o in declared(type(self)).items() if o.identity}
 
     def __getitem__(self, key: str) -> Any:
-        return self.record()[key]
+        o = declared(type(self)).get(key)
+        value = getattr(self, key) if o is not None and o.stored else None
+        if o is None or not o.stored or (o.omit_none and value is None):
+            raise KeyError(key)
+        return value
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.record())
