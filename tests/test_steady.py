@@ -355,6 +355,7 @@ def test_warmup_max_caps_the_cut_at_the_steps_within_that_much_training_time():
     assert state.warmup_steps == capped and state.warmup_max_s == 5.0
     assert state.to_json()["warmup_rule"] == "MSER-5, at most 5 s"
     assert window.to_json()["warmup_max_s"] == 5.0
+    assert steady.Window(5.0, 50).to_json() == {"min_s": 5.0, "min_steps": 50}  # as before
     # the window is met sooner: fewer steps are thrown away as warm-up
     n_capped = next(n for n in range(60, len(steps) + 1) if window.met(steps[:n]))
     plain = steady.Window(min_steady_s=5.0, min_steady_steps=50)

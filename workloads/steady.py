@@ -293,9 +293,9 @@ class Window:
         return analyse(steps, first_epoch=first_epoch, warmup_max_s=self.warmup_max_s)
 
     def to_json(self) -> dict[str, Any]:
-        """The result's record of what the window asked for."""
-        return {
-            "min_s": self.min_steady_s,
-            "min_steps": self.min_steady_steps,
-            "warmup_max_s": self.warmup_max_s,
-        }
+        """The result's record of what the window asked for (the warm-up limit only when
+        there is one: a cell without it reads as cells always did)."""
+        out: dict[str, Any] = {"min_s": self.min_steady_s, "min_steps": self.min_steady_steps}
+        if self.warmup_max_s is not None:
+            out["warmup_max_s"] = self.warmup_max_s
+        return out
