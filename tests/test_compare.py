@@ -263,8 +263,8 @@ def test_variant_that_is_not_ready_stops_before_the_sweep(tmp_path, capsys):
 
 def test_next_round_runs_only_the_undecided_workloads_configurations():
     from tfvariants.analyze import adaptive
-    from tfvariants.commands import rounds
     from tfvariants.plan.spec import MatrixSpec
+    from tfvariants.rounds import training as rounds
 
     spec = MatrixSpec(("local",), (1, 2), ("mnist_cnn", "mnist_mlp"), 5, {},
                       {"local": {"kind": "local", "device": "cpu"}})  # fmt: skip
@@ -293,8 +293,8 @@ def test_next_round_runs_only_the_undecided_workloads_configurations():
 
 def test_next_round_uses_the_reports_baseline_which_is_never_oversubscribed_by_choice():
     from tfvariants.analyze import adaptive
-    from tfvariants.commands import rounds
     from tfvariants.plan.spec import MatrixSpec
+    from tfvariants.rounds import training as rounds
 
     spec = MatrixSpec(("local",), (1, 2, 8), ("mnist_cnn",), 5, {},
                       {"local": {"kind": "local", "device": "cpu"}})  # fmt: skip
@@ -375,9 +375,9 @@ def test_compiled_preset_picks_what_this_cpu_can_run_and_opens_with_the_answer(
 
 def test_the_first_look_plans_the_steady_window_of_the_later_rounds():
     from tfvariants.analyze import adaptive
-    from tfvariants.commands import rounds
     from tfvariants.commands.matrix_args import run_options_for
     from tfvariants.plan.spec import MatrixSpec
+    from tfvariants.rounds import training as rounds
 
     options = {"plan_window": True, "min_steady_s": 10.0, "min_steady_steps": 50}
     spec = MatrixSpec(("local",), (1, 2), ("mnist_cnn",), 5, options,
@@ -393,20 +393,31 @@ def test_the_first_look_plans_the_steady_window_of_the_later_rounds():
     hook = rounds.NextRoundHook(spec, adaptive.stopping_rule(5), baseline=None,
                                   min_effect=0.05, confidence=0.95)  # fmt: skip
     hook(rf.typed(stored))
-    plan = spec.options["window_plan"]
+    plan = hook.window_plan  # the run's value: the frozen spec is not written to
+    assert plan is not None and "window_plan" not in spec.options
     assert plan["from_repeat"] == 5 and plan["min_steady_s"] == 3.0
     assert "more repeats" in plan["reason"] and plan["components"]["cells"] == 10
-    assert run_options_for(spec, "mnist_cnn", 4).min_steady_s == 10.0  # the first rounds
-    assert run_options_for(spec, "mnist_cnn", 5).min_steady_s == 3.0
+    assert run_options_for(spec, "mnist_cnn", 4, plan).min_steady_s == 10.0  # the first rounds
+    assert run_options_for(spec, "mnist_cnn", 5, plan).min_steady_s == 3.0
     for res in stored.values():  # disturbed cells, left out of verdicts, plan nothing
         res.setdefault("cpu", {})["others_share"] = 0.9
     hook(rf.typed(stored))
-    assert spec.options["window_plan"]["min_steady_s"] == 10.0
-    assert "kept" in spec.options["window_plan"]["reason"]
-    spec.options["plan_window"] = False  # --min-steady-s given: the user's window stays
-    del spec.options["window_plan"]
+    assert hook.window_plan["min_steady_s"] == 10.0
+    assert "kept" in hook.window_plan["reason"]
+    # --min-steady-s given: the user's window stays
+    fixed = MatrixSpec(
+        ("local",),
+        (1, 2),
+        ("mnist_cnn",),
+        5,
+        {**options, "plan_window": False},
+        {"local": {"kind": "local", "device": "cpu"}},
+    )
+    hook = rounds.NextRoundHook(
+        fixed, adaptive.stopping_rule(5), baseline=None, min_effect=0.05, confidence=0.95
+    )
     hook(rf.typed(stored))
-    assert "window_plan" not in spec.options
+    assert hook.window_plan is None
 
 
 def test_order_seed_and_interference_settings_are_stored_and_kept_on_resume(

@@ -1,3 +1,5 @@
+import itertools
+import json
 import random
 
 import pytest
@@ -336,3 +338,36 @@ def test_a_first_epoch_too_short_to_hold_the_transient_does_not_cap():
     # 10-step epochs (fewer than 4 MSER batches): only the half-the-data bound applies.
     assert steady.warmup_steps(steps, first_epoch=10) == steady.warmup_steps(steps)
     assert steady.warmup_steps(steps, first_epoch=10) > 10
+
+
+def test_warmup_max_caps_the_cut_at_the_steps_within_that_much_training_time():
+    # A slow drift: MSER cuts up to half the steps, and the window waits for as many more.
+    steps = [2.0] + [0.2 - 0.001 * i for i in range(100)] + [0.1] * 100
+    uncapped = steady.warmup_steps(steps)
+    assert uncapped > 50
+    within_5s = next(i for i, t in enumerate(itertools.accumulate(steps)) if t > 5.0)
+    capped = steady.warmup_steps(steps, max_s=5.0)
+    assert 1 <= capped <= within_5s < uncapped
+    assert steady.warmup_steps(steps, max_s=0.5) == 1  # the trace step stays warm-up
+    assert steady.warmup_steps(steps, max_s=1e6) == uncapped  # a loose cap changes nothing
+    window = steady.Window(min_steady_s=5.0, min_steady_steps=50, warmup_max_s=5.0)
+    state = window.analyse(steps)
+    assert state.warmup_steps == capped and state.warmup_max_s == 5.0
+    assert state.to_json()["warmup_rule"] == "MSER-5, at most 5 s"
+    assert window.to_json()["warmup_max_s"] == 5.0
+    assert steady.Window(5.0, 50).to_json() == {"min_s": 5.0, "min_steps": 50}  # as before
+    # the window is met sooner: fewer steps are thrown away as warm-up
+    n_capped = next(n for n in range(60, len(steps) + 1) if window.met(steps[:n]))
+    plain = steady.Window(min_steady_s=5.0, min_steady_steps=50)
+    n_plain = next((n for n in range(60, len(steps) + 1) if plain.met(steps[:n])), None)
+    assert n_plain is None or n_capped < n_plain
+
+
+def test_the_window_comes_from_the_request_by_name():
+    req = WorkerRequest("mnist_mlp", {}, "r.json", 1, min_steady_s=3.0, warmup_max_s=20.0)
+    again = WorkerRequest.from_json(req.to_json())
+    assert steady.Window.of(again) == steady.Window(3.0, 100, 20.0)
+    for bad in (0, -1, "10", True):
+        text = req.to_json().replace('"warmup_max_s": 20.0', f'"warmup_max_s": {json.dumps(bad)}')
+        with pytest.raises(RequestError, match="warmup_max_s"):
+            WorkerRequest.from_json(text)

@@ -13,10 +13,10 @@ from tfvariants.analyze.decide import Settings
 from tfvariants.analyze.report.build import assemble
 from tfvariants.analyze.training.analysis import analyze
 from tfvariants.analyze.verdicts import round_values, workload_verdicts
-from tfvariants.commands import rounds
 from tfvariants.plan.spec import MatrixSpec
 from tfvariants.render.csvout import csv_rows
 from tfvariants.render.html import render_html
+from tfvariants.rounds import training as rounds
 from tfvariants.store.cellresult import (
     CellResult,
     ConfigKey,

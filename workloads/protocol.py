@@ -121,6 +121,7 @@ class WorkerRequest:
     # least min_steady_s seconds AND min_steady_steps steps followed the warm-up.
     min_steady_s: float = 10.0
     min_steady_steps: int = 100
+    warmup_max_s: float | None = None  # the warm-up ends within this many seconds
     requested: dict[str, Any] = field(default_factory=dict)  # the host's pinning plan
     backend: str | None = None  # Keras backend: tensorflow, jax, torch (None: $KERAS_BACKEND)
     task: str = "train"  # TASKS
@@ -166,6 +167,11 @@ class WorkerRequest:
             or not 0 <= steady_s < 1e6
         ):
             raise RequestError("worker request: 'min_steady_s' must be a number of seconds >= 0")
+        cap = data.get("warmup_max_s")
+        if cap is not None and (
+            not isinstance(cap, (int, float)) or isinstance(cap, bool) or not 0 < cap < 1e7
+        ):
+            raise RequestError("worker request: 'warmup_max_s' must be a number of seconds > 0")
         steps = data.get("min_steady_steps", 100)
         if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
             raise RequestError("worker request: 'min_steady_steps' must be a whole number >= 1")

@@ -24,10 +24,11 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 MSER_BATCH = 5
@@ -37,7 +38,10 @@ WINDOWS = 5  # sub-windows of the steady window whose means are recorded
 
 
 def warmup_steps(
-    steps: Sequence[float], batch: int = MSER_BATCH, first_epoch: int | None = None
+    steps: Sequence[float],
+    batch: int = MSER_BATCH,
+    first_epoch: int | None = None,
+    max_s: float | None = None,
 ) -> int:
     """How many leading steps are warm-up (MSER-5; at least 1, at most half).
 
@@ -47,7 +51,12 @@ def warmup_steps(
     of what the full schedule pays. Uncapped, MSER took the second epoch's start-up bump
     for warm-up and cut a whole epoch of steady steps (mnist_cnn at 1 thread: 70 of 210
     steps, 6.3 s). A first epoch of fewer than 4 batches is too short to hold the
-    transient: then only the half-the-data bound applies."""
+    transient: then only the half-the-data bound applies.
+
+    ``max_s`` (--warmup-max) caps the cut at the steps within the first ``max_s`` seconds
+    of training: a workload whose step times drift for long would otherwise have up to
+    half of its steps cut, and the window wait for as many more. The first step (the
+    trace) stays warm-up whatever the cap."""
     n = len(steps)
     if n <= 1:
         return n
@@ -57,6 +66,9 @@ def warmup_steps(
     limit = m // 2
     if first_epoch is not None and first_epoch >= 4 * batch:
         limit = min(limit, first_epoch // batch)
+    if max_s is not None:
+        within = next((i for i, t in enumerate(itertools.accumulate(steps)) if t > max_s), n)
+        limit = min(limit, within // batch)
     means = [statistics.fmean(steps[i * batch : (i + 1) * batch]) for i in range(m)]
     # Suffix sums make every candidate d O(1).
     s = sq = 0.0
@@ -77,12 +89,16 @@ def warmup_steps(
 
 
 def window_met(
-    steps: Sequence[float], min_s: float, min_steps: int, first_epoch: int | None = None
+    steps: Sequence[float],
+    min_s: float,
+    min_steps: int,
+    first_epoch: int | None = None,
+    warmup_max_s: float | None = None,
 ) -> bool:
     """True when the steps after the detected warm-up fill the minimum window."""
     if len(steps) < min_steps + 1:
         return False
-    d = warmup_steps(steps, first_epoch=first_epoch)
+    d = warmup_steps(steps, first_epoch=first_epoch, max_s=warmup_max_s)
     steady = steps[d:]
     return len(steady) >= min_steps and math.fsum(steady) >= min_s
 
@@ -183,12 +199,14 @@ class SteadyState:
     step_median_s: float | None
     step_ci_s: tuple[float, float] | None
     window_means_s: tuple[float, ...] = ()
+    warmup_max_s: float | None = None  # the cap on the warm-up cut (None: MSER alone)
 
     def to_json(self) -> dict[str, Any]:
+        cap = f", at most {self.warmup_max_s:g} s" if self.warmup_max_s is not None else ""
         return {
             "warmup_steps": self.warmup_steps,
             "warmup_s": self.warmup_s,
-            "warmup_rule": f"MSER-{MSER_BATCH}",
+            "warmup_rule": f"MSER-{MSER_BATCH}{cap}",
             "steady_steps": self.steady_steps,
             "steady_s": self.steady_s,
             "steady_step_s": self.step_mean_s,
@@ -200,9 +218,12 @@ class SteadyState:
 
 
 def analyse(
-    steps: Sequence[float], windows: int = WINDOWS, first_epoch: int | None = None
+    steps: Sequence[float],
+    windows: int = WINDOWS,
+    first_epoch: int | None = None,
+    warmup_max_s: float | None = None,
 ) -> SteadyState:
-    d = warmup_steps(steps, first_epoch=first_epoch)
+    d = warmup_steps(steps, first_epoch=first_epoch, max_s=warmup_max_s)
     steady = list(steps[d:])
     return SteadyState(
         warmup_steps=d,
@@ -213,6 +234,7 @@ def analyse(
         step_median_s=statistics.median(steady) if steady else None,
         step_ci_s=batch_means_interval(steady),
         window_means_s=tuple(window_means(steady, windows)),
+        warmup_max_s=warmup_max_s,
     )
 
 
@@ -242,3 +264,38 @@ def project(
     if state.step_ci_s is not None:
         out["projected_full_ci_s"] = [at(state.step_ci_s[0]), at(state.step_ci_s[1])]
     return out
+
+
+@dataclass(frozen=True)
+class Window:
+    """What a cell's steady window asks for. Its fields are read by name from the worker
+    request (:meth:`of`), so a window setting the host declares with its run options and
+    the request carries reaches the window here without further wiring."""
+
+    min_steady_s: float = 10.0  # at least this many seconds of steps after the warm-up
+    min_steady_steps: int = 100  # and at least this many steps
+    warmup_max_s: float | None = None  # the warm-up ends within this many seconds
+
+    @classmethod
+    def of(cls, request: Any) -> Window:
+        """The window a worker request (workloads.protocol) asks for."""
+        given = {f.name: getattr(request, f.name) for f in fields(cls) if hasattr(request, f.name)}
+        return cls(**given)
+
+    def met(self, steps: Sequence[float], first_epoch: int | None = None) -> bool:
+        """True when the steps after the warm-up fill the window (:func:`window_met`)."""
+        return window_met(
+            steps, self.min_steady_s, self.min_steady_steps, first_epoch, self.warmup_max_s
+        )
+
+    def analyse(self, steps: Sequence[float], first_epoch: int | None = None) -> SteadyState:
+        """The warm-up and steady statistics of ``steps`` (:func:`analyse`)."""
+        return analyse(steps, first_epoch=first_epoch, warmup_max_s=self.warmup_max_s)
+
+    def to_json(self) -> dict[str, Any]:
+        """The result's record of what the window asked for (the warm-up limit only when
+        there is one: a cell without it reads as cells always did)."""
+        out: dict[str, Any] = {"min_s": self.min_steady_s, "min_steps": self.min_steady_steps}
+        if self.warmup_max_s is not None:
+            out["warmup_max_s"] = self.warmup_max_s
+        return out

@@ -204,6 +204,7 @@ def run(req: WorkerRequest, result: dict[str, Any]) -> None:
     build_s = time.perf_counter() - t0
 
     full_samples = spec.get("train_samples") or n_train
+    window = steady.Window.of(req)
     if req.epochs is None:
         # Steady-window mode: stop once the window is met; on a sample of the data, run
         # as many epochs as that takes (the full schedule is projected, not run).
@@ -212,7 +213,7 @@ def run(req: WorkerRequest, result: dict[str, Any]) -> None:
         def stop_when(steps: list[float]) -> bool:
             # Called from the second epoch on: the first epoch's length is known.
             first = len(timer.steps[0])
-            return steady.window_met(steps, req.min_steady_s, req.min_steady_steps, first)
+            return window.met(steps, first)
 
         timer = make_timer(keras, stop_when)
         tf_module = loaded.extra.get("module") if backend == "tensorflow" else None
@@ -253,12 +254,13 @@ def _record(req: WorkerRequest, spec: dict[str, Any], fit: _Fitted, result: dict
     """The result of a fitted cell: timing, the steady state, the projection to the
     full schedule, CPU use, FLOPs and the final metrics; status ok."""
     timer, batch_size, n_train = fit.timer, fit.batch_size, fit.n_train
+    window = steady.Window.of(req)
     full_samples, full_epochs = fit.full_samples, fit.full_epochs
     epoch_times, train_times = timer.epoch_times, timer.train_times
     steps_per_epoch = len(timer.steps[0]) if timer.steps else 0
     # The first epoch caps the warm-up only once a second one began (it is complete).
     first_epoch = steps_per_epoch if len(timer.steps) >= 2 else None
-    state = steady.analyse(timer.all_steps, first_epoch=first_epoch)
+    state = window.analyse(timer.all_steps, first_epoch=first_epoch)
     step_s = state.step_mean_s
     samples_per_s = batch_size / step_s if step_s else None
     full_steps_per_epoch = math.ceil(full_samples / batch_size)
@@ -285,11 +287,9 @@ def _record(req: WorkerRequest, spec: dict[str, Any], fit: _Fitted, result: dict
         "train_times_s": train_times,
         **state.to_json(),
         "window": {
-            "min_s": req.min_steady_s if req.epochs is None else None,
-            "min_steps": req.min_steady_steps if req.epochs is None else None,
-            "met": steady.window_met(
-                timer.all_steps, req.min_steady_s, req.min_steady_steps, first_epoch
-            ),
+            # what the window asked for (nothing with whole epochs: no window)
+            **(window.to_json() if req.epochs is None else dict.fromkeys(window.to_json())),
+            "met": window.met(timer.all_steps, first_epoch),
             "stopped_early": timer.stopped_early,
             "mode": "steady-window" if req.epochs is None else "whole-epochs",
         },

@@ -14,7 +14,7 @@ the planned looks not reached, at the same level.
 
 What is judged at a look is the report's own comparison
 (:func:`tfvariants.analyze.verdicts.workload_verdicts`, via
-``tfvariants.commands.rounds.look_verdicts``).
+``tfvariants.rounds.training.look_verdicts``).
 """
 
 from __future__ import annotations

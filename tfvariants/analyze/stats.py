@@ -37,9 +37,8 @@ from dataclasses import dataclass, field, replace
 from tfvariants.analyze import looks as looks_mod
 from tfvariants.analyze import ranktests
 from tfvariants.analyze.looks import Looks
+from tfvariants.options.decision import CONFIDENCE, MIN_EFFECT  # declared with the options
 
-CONFIDENCE = 0.95
-MIN_EFFECT = 0.05
 MIN_REPEATS = 4  # smallest n per side for which a 95 % one-look ratio interval exists
 DEFAULT_REPEATS = 5  # the default: decidable at the default looks (2/252 < 0.0162, per look)
 VERDICTS = ("different", "equivalent", "undecided", "baseline")

@@ -2,7 +2,7 @@
 configuration are set against which of the baseline's, and the verdict.
 
 The report (:mod:`tfvariants.analyze.analysis`) and the adaptive rounds
-(:mod:`tfvariants.commands.rounds`) both call :func:`workload_verdicts`, so the rounds
+(:mod:`tfvariants.rounds.training`) both call :func:`workload_verdicts`, so the rounds
 keep running exactly the comparisons the report will call undecided, and never stop on
 one it would not call decided.
 

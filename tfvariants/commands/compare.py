@@ -4,16 +4,17 @@ render the report from the stored results."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
-import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from tfvariants.analyze.stats import DEFAULT_REPEATS
-from tfvariants.commands import argtypes, common, compare_cluster, presets, rounds
-from tfvariants.commands.matrix_args import (  # noqa: F401 (quick_scale: part of this command's API)
+from tfvariants.commands import common, compare_cluster, presets, rounds
+from tfvariants.commands.matrix_args import (  # noqa: F401 (quick_scale: the command's API)
     QUICK_SAMPLES,
+    cell_options,
     checked,
     default_threads,
     parse_names,
@@ -23,7 +24,11 @@ from tfvariants.commands.matrix_args import (  # noqa: F401 (quick_scale: part o
     workload_spec,
 )
 from tfvariants.commands.outdir import check_writable
+from tfvariants.commands.variant_probe import probe_variants, store_variant_info
 from tfvariants.errors import UserError
+from tfvariants.options import argtypes, declare
+from tfvariants.options.cell import SCALE
+from tfvariants.options.training import TrainingOptions
 from tfvariants.plan.cell import MAX_THREADS
 from tfvariants.store.runfolder import RunFolder
 
@@ -36,10 +41,18 @@ def register(sub: Any) -> None:
         "rounds, store one result per cell in OUT/cells/, then write the HTML report.",
     )
     presets.add_option(p)
-    p.add_argument("--quick", action="store_true",
-                   help="quick scale: each workload's quick_samples, a 6 s/50-step steady window, --budget 10m")  # fmt: skip
-    p.add_argument("--threads", type=argtypes.thread_list, default=None,
-                   help=f"comma list of vCPU counts (1..{MAX_THREADS}), e.g. 8,16,32,64 (default: 1..CPUs)")  # fmt: skip
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="quick scale: each workload's quick_samples, a 6 s/50-step steady window, --budget "
+        "10m",
+    )
+    p.add_argument(
+        "--threads",
+        type=argtypes.thread_list,
+        default=None,
+        help=f"comma list of vCPU counts (1..{MAX_THREADS}), e.g. 8,16,32,64 (default: 1..CPUs)",
+    )
     p.add_argument(
         "--variants",
         default=None,
@@ -55,33 +68,37 @@ def register(sub: Any) -> None:
         help="skip the peak probe (attainable GFLOP/s per variant and thread count)",
     )
     p.add_argument("--workloads", default=None, help="'all' (default) or a comma list")
-    p.add_argument("--repeats", type=argtypes.repeats, default=None,
-                   help="repeats per configuration (default 5, the fewest that can decide with "
-                   "--budget's looks); with --budget: the repeats before the first look")  # fmt: skip
+    p.add_argument(
+        "--repeats",
+        type=argtypes.repeats,
+        default=None,
+        help="repeats per configuration (default 5, the fewest that can decide with "
+        "--budget's looks); with --budget: the repeats before the first look",
+    )
     rounds.add_options(p)
-    p.add_argument("--epochs", type=argtypes.positive_int, default=None,
-                   help="train whole epochs per cell instead of stopping after the steady window")  # fmt: skip
-    p.add_argument("--samples", type=argtypes.positive_int, default=None,
-                   help="cap on training samples per cell")  # fmt: skip
-    p.add_argument("--steps-per-epoch", type=argtypes.positive_int, default=None,
-                   help="cap on steps per epoch")  # fmt: skip
-    p.add_argument("--data", choices=("synthetic", "real"), default=None, help="default synthetic")
-    p.add_argument("--data-dir", default=None, help="cache folder for real data sets")
-    p.add_argument("--seed", type=argtypes.seed, default=None, help="default 0")
-    p.add_argument("--timeout", type=argtypes.positive_float, default=1800.0,
-                   help="seconds per cell (default 1800)")  # fmt: skip
+    declare.add_arguments(p, TrainingOptions, SCALE)
+    declare.add_arguments(p, TrainingOptions, ("timeout_s",))
     common.add_pricing(p)
-    p.add_argument("--baseline", default=None,
-                   help="VARIANT[@THREADS] (default: the GPU if one ran, else the most threads that fit "
-                   "on the host, with the most successful repeats)")  # fmt: skip
+    p.add_argument(
+        "--baseline",
+        default=None,
+        help="VARIANT[@THREADS] (default: the GPU if one ran, else the most threads that fit "
+        "on the host, with the most successful repeats)",
+    )
     p.add_argument("--out", type=Path, default=None, help="results folder (default results/<run>)")
     common.add_report_outputs(p, old_flag="--report")
-    p.add_argument("--resume", action="store_true",
-                   help="continue the run in --out: only missing, failed or timed-out cells run; "
-                   "stops, writing nothing, if a file in it cannot be read")  # fmt: skip
-    p.add_argument("--quarantine", action="store_true",
-                   help="with --resume: move files that cannot be read to OUT/quarantine/ "
-                   "(and say so) instead of stopping")  # fmt: skip
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run in --out: only missing, failed or timed-out cells run; "
+        "stops, writing nothing, if a file in it cannot be read",
+    )
+    p.add_argument(
+        "--quarantine",
+        action="store_true",
+        help="with --resume: move files that cannot be read to OUT/quarantine/ "
+        "(and say so) instead of stopping",
+    )
     common.add_allow_mixed_hosts(p)
     compare_cluster.register(p)
     p.set_defaults(func=run)
@@ -148,23 +165,10 @@ def build_spec(
     if not workloads:
         raise UserError("no workloads available")
 
-    options: dict[str, Any] = {
-        "quick": bool(args.quick or sopts.get("quick")),
-        "epochs": given_or_stored("epochs", args.epochs, argtypes.positive_int, None),
-        "samples": given_or_stored("samples", args.samples, argtypes.positive_int, None),
-        "steps_per_epoch": given_or_stored(
-            "steps_per_epoch", args.steps_per_epoch, argtypes.positive_int, None
-        ),
-        "data": given_or_stored("data", args.data, str, "synthetic"),
-        "seed": given_or_stored("seed", args.seed, argtypes.seed, 0),
-        "data_dir": args.data_dir,
-    }
     repeats = given_or_stored("repeats", args.repeats, argtypes.repeats, DEFAULT_REPEATS)
-    quick = options["quick"]
-    options.update(rounds.options_from(args, given_or_stored, quick=quick, repeats=repeats))
-    options["timeout_s"] = _parsed("timeout", argtypes.positive_float, args.timeout)
-    if quick:
-        options["per_workload"] = {w: quick_scale(w) for w in workloads}
+    quick = bool(args.quick or sopts.get("quick"))
+    per_workload = {w: quick_scale(w) for w in workloads} if quick else None
+    options = rounds.training_options(args, stored, repeats=repeats, per_workload=per_workload)
     variant_objs = {v: get_variant(v, args.variants_file) for v in variants}
     info = {v: {"kind": o.kind, "device": o.device} for v, o in variant_objs.items()}
     # A resume keeps the stored thread counts of fixed-thread variants.
@@ -221,64 +225,6 @@ def _check_baseline(baseline: str | None, spec: Any) -> None:
         raise UserError(f"--baseline {baseline}: {parsed[1]} is not one of --threads")
 
 
-def _store_variant_info(out: Path, info: dict[str, dict]) -> None:
-    """Add what the probe found to run.json's variant_info (a resume keeps what a
-    variant's first probe stored and adds only what is new)."""
-    from tfvariants.store.runfile import load_run, write_run
-
-    record = load_run(out)
-    stored = record.get("variant_info") or {}
-    merged = {name: {**entry, **stored.get(name, {})} for name, entry in info.items()}
-    if merged != stored:
-        write_run(out, {**record, "variant_info": merged})
-
-
-def compiled_for(variant: Any, *, count: bool) -> str | None:
-    """What the variant's TensorFlow is compiled for: from the census cache, or with
-    ``count`` from a census of its framework library (~45 MB: under a minute, once per
-    binary)."""
-    from tfvariants.variants import census
-
-    known = census.known_compiled_for(variant)
-    if known or not count:
-        return known
-    try:
-        print(f"counting instructions in {variant.name}'s TensorFlow (once per binary)",
-              file=sys.stderr)  # fmt: skip
-        return str(census.variant_census(variant)["compiled_for"])
-    except (OSError, RuntimeError):
-        return None
-
-
-def probe_variants(
-    info: dict[str, dict], variant_objs: dict[str, Any], probe: bool, count_isa: bool = False
-) -> None:
-    """Once per variant, before the sweep (never inside a timed cell: oneDNN's verbose
-    output is large): its backend and overlays, the oneDNN ISA it uses against this
-    host's default, and which overlay settings are no-ops here."""
-    from tfvariants.commands.env import probe_variant
-    from tfvariants.variants import skip_reason
-    from tfvariants.variants.noop import judge
-
-    for name, variant in variant_objs.items():
-        entry = info.setdefault(name, {})
-        entry.update(backend=variant.backend, base=variant.base,
-                     overlay_env=dict(variant.overlay_env), env=dict(variant.env))  # fmt: skip
-        if variant.kind == "requirements":
-            entry["requirements"] = list(variant.requirements)
-        if not probe or skip_reason(variant):
-            continue
-        entry["compiled_for"] = compiled_for(variant, count=count_isa)
-        print(f"probing oneDNN in {name} (once, outside timed cells)", file=sys.stderr)
-        try:
-            result = probe_variant(variant, module="workloads.onednn")
-        except UserError as exc:
-            result = {"error": str(exc)}
-        entry["onednn"] = judge(variant.overlay_env, variant.backend, result)
-        for line in entry["onednn"]["noop"] + entry["onednn"]["unknown"]:
-            print(f"  {name}: {line}", file=sys.stderr)
-
-
 def measure_peaks(out: Path, variant_objs: dict[str, Any], configs: list[tuple[str, int]]) -> None:
     """Each configuration's attainable and theoretical peak, into run.json (before its
     first timed cell; tfvariants.variants.peak)."""
@@ -289,11 +235,7 @@ def measure_peaks(out: Path, variant_objs: dict[str, Any], configs: list[tuple[s
 
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.markup import escape
 
-    from tfvariants.commands.report import print_store_warnings, write_report
-    from tfvariants.execute import runner
-    from tfvariants.execute.matrix import Matrix
     from tfvariants.store.runfile import load_run
 
     compare_cluster.check(args)
@@ -310,13 +252,13 @@ def run(args: argparse.Namespace) -> int:
     pricing = common.pricing_from(args)
     spec, variant_objs = build_spec(args, stored, pricing)
     if preset is not None:
-        spec.options["preset"] = preset
+        spec = dataclasses.replace(spec, options=dataclasses.replace(spec.options, preset=preset))
     _check_baseline(args.baseline, spec)
     if args.dry_run:
         return compare_cluster.dry_run(args, spec, pricing, Console(soft_wrap=True))
     if args.executor == "ray":
         compare_cluster.placement(spec, pricing)  # a cell with no node type: stop now
-    name = ("quick-" if spec.options.get("quick") else "compare-") + datetime.now().strftime(
+    name = ("quick-" if spec.options.quick else "compare-") + datetime.now().strftime(
         "%Y%m%d-%H%M%S"
     )
     out = args.out or Path("results") / name
@@ -327,6 +269,35 @@ def run(args: argparse.Namespace) -> int:
         variant_objs = compare_cluster.with_engine(variant_objs, args.engine)
     else:
         variant_objs = ready_variants(variant_objs, args.engine)
+    console = Console(stderr=True, soft_wrap=True)
+    outcome = _run_matrix(args, spec, variant_objs, pricing, out, stored, console)
+    if outcome.was_interrupted:
+        console.print(
+            f"interrupted during {outcome.interrupted.cell_id if outcome.interrupted else '?'}: "
+            f"finished cells are saved in {out}/cells; continue with: tfvariants compare "
+            f"--resume --out {out}",
+            highlight=False,
+            markup=False,
+        )
+        return 130
+    _report(args, out, report_path, pricing, outcome, console)
+    return outcome.exit_code()
+
+
+def _run_matrix(
+    args: argparse.Namespace,
+    spec: Any,
+    variant_objs: dict[str, Any],
+    pricing: Any,
+    out: Path,
+    stored: dict[str, Any] | None,
+    console: Any,
+) -> Any:
+    """Prepare the run folder, probe the variants, run the cells (locally or on Ray, with
+    the adaptive rounds when there is a budget); the MatrixOutcome, with its lines said."""
+
+    from tfvariants.execute import runner
+    from tfvariants.execute.matrix import Matrix
 
     matrix = Matrix(spec, out)
     moved = matrix.prepare(
@@ -341,13 +312,61 @@ def run(args: argparse.Namespace) -> int:
         spec.variant_info,
         variant_objs,
         probe=not args.no_probe and args.executor != "ray",
-        count_isa=(spec.options.get("preset") or {}).get("name") == presets.PRESET,
+        count_isa=(spec.options.preset or {}).get("name") == presets.PRESET,
     )
-    _store_variant_info(out, spec.variant_info)
+    store_variant_info(out, spec.variant_info)
     if not (args.no_peak or args.no_probe) and args.executor != "ray":  # cached, like the census
         measure_peaks(out, variant_objs, spec.configurations())
+    _announce(spec, out, moved, console)
+    quiet_gate = rounds.quiet_gate(spec)
+    # One stopping rule for both executors; on Ray each round is a wave of tasks.
+    before = (stored or {}).get("adaptive") or {}
+    spent_before = float(before.get("spent_s") or 0.0)
+    next_round, rule = rounds.adaptive_hook(spec, args.baseline, console, spent_before)
+    options_for = cell_options(spec, lambda: getattr(next_round, "window_plan", None))
 
-    console = Console(stderr=True, soft_wrap=True)
+    def run_one(cell: Any, folder: RunFolder) -> dict:
+        return runner.run_cell(
+            cell,
+            variant_objs[cell.variant],
+            options_for(cell),
+            folder,
+            quiet=quiet_gate,
+            priority=spec.options.priority,
+        )
+
+    if args.executor == "ray":
+        outcome = compare_cluster.run_on_ray(
+            args,
+            spec,
+            variant_objs,
+            pricing,
+            out,
+            console,
+            next_round,
+            spent_before,
+            options_for=options_for,
+        )
+    else:
+        outcome = matrix.run(
+            run_cell=run_one,
+            resume=args.resume,
+            console=console,
+            next_round=next_round,
+            budget_s=spec.options.budget_s,
+            spent_before=spent_before,
+            **rounds.retry_options(spec, quiet_gate),
+        )
+    if rule is not None:
+        rounds.record(out, rule, spec, before, outcome, console, next_round)
+    _print_outcome(outcome, console)
+    return outcome
+
+
+def _announce(spec: Any, out: Path, moved: list[str], console: Any) -> None:
+    """What the folder's checks moved aside, and the matrix about to run."""
+    from rich.markup import escape
+
     for line in moved:
         console.print(f"[yellow]quarantined[/] {escape(line)}", highlight=False)
     configs = spec.configurations()
@@ -360,54 +379,42 @@ def run(args: argparse.Namespace) -> int:
         highlight=False,
     )
 
-    quiet_gate = rounds.quiet_gate(spec)
 
-    def run_one(cell: Any, folder: RunFolder) -> dict:
-        return runner.run_cell(
-            cell,
-            variant_objs[cell.variant],
-            run_options_for(spec, cell.workload, cell.repeat),
-            folder,
-            quiet=quiet_gate,
-            priority=str(spec.options.get("priority") or "normal"),
-        )
+def _print_outcome(outcome: Any, console: Any) -> None:
+    from rich.markup import escape
 
-    # One stopping rule for both executors; on Ray each round is a wave of tasks.
-    before = (stored or {}).get("adaptive") or {}
-    spent_before = float(before.get("spent_s") or 0.0)
-    next_round, rule = rounds.adaptive_hook(spec, args.baseline, console, spent_before)
-    if args.executor == "ray":
-        outcome = compare_cluster.run_on_ray(
-            args, spec, variant_objs, pricing, out, console, next_round, spent_before
-        )
-    else:
-        outcome = matrix.run(
-            run_cell=run_one, resume=args.resume, console=console, next_round=next_round,
-            budget_s=spec.options.get("budget_s"), spent_before=spent_before,
-            **rounds.retry_options(spec, quiet_gate),
-        )  # fmt: skip
-    if rule is not None:
-        rounds.record(out, rule, spec, before, outcome, console, next_round)
     ok, skipped = outcome.count("ok"), outcome.count("skipped")
     failed, timeout = outcome.count("failed"), outcome.count("timeout")
     console.print(
-        f"{ok} ok, {failed} failed, {timeout} timed out, {skipped} skipped of {outcome.planned} cells "
-        f"({len(outcome.ran)} run now)",
+        f"{ok} ok, {failed} failed, {timeout} timed out, {skipped} skipped of "
+        f"{outcome.planned} cells ({len(outcome.ran)} run now)",
         highlight=False,
     )
     for cid in outcome.problems[:20]:
         console.print(
-            f"  [red]{outcome.statuses[cid]}[/] {escape(cid)}: {escape(outcome.reasons.get(cid, ''))}",
+            f"  [red]{outcome.statuses[cid]}[/] {escape(cid)}: "
+            f"{escape(outcome.reasons.get(cid, ''))}",
             highlight=False,
         )
-    if outcome.was_interrupted:
-        console.print(
-            f"interrupted during {outcome.interrupted.cell_id if outcome.interrupted else '?'}: finished cells are "
-            f"saved in {out}/cells; continue with: tfvariants compare --resume --out {out}",
-            highlight=False,
-            markup=False,
-        )
-        return 130
+
+
+def _report(
+    args: argparse.Namespace,
+    out: Path,
+    report_path: Path,
+    pricing: Any,
+    outcome: Any,
+    console: Any,
+) -> None:
+    """The report of the whole run folder, and its first lines on the console."""
+    from rich.markup import escape
+
+    from tfvariants.commands.report import (
+        print_compiled_answer,
+        print_store_warnings,
+        write_report,
+    )
+
     rounds.print_disturbed(outcome, console)
     analysis = write_report(
         out,
@@ -422,8 +429,6 @@ def run(args: argparse.Namespace) -> int:
     if args.csv:
         console.print(f"csv: {args.csv}", highlight=False, markup=False)
     rounds.summary(analysis, out, console)
-    from tfvariants.commands.report import print_compiled_answer
-
     print_compiled_answer(analysis)
     if outcome.problems:
         console.print(
@@ -431,4 +436,3 @@ def run(args: argparse.Namespace) -> int:
             f"tfvariants compare --resume --out {escape(str(out))}",
             highlight=False,
         )
-    return outcome.exit_code()

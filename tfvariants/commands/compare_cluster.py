@@ -4,29 +4,55 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfvariants.commands import common
 from tfvariants.errors import UserError
+from tfvariants.options.decision import DecisionOptions
+
+if TYPE_CHECKING:
+    from tfvariants.execute.runner import RunOptions
+    from tfvariants.plan.cell import Cell
 
 STUDY = "study-2017"  # --estimate-from study-2017: the 2017 study's own training times
 
 
 def register(p: Any) -> None:
     g = p.add_argument_group("where cells run (executor) and dry run")
-    g.add_argument("--executor", choices=("local", "ray"), default="local",
-                   help="local (default): one pinned cell at a time on this host; ray: each "
-                   "cell on a Ray node of its instance type (pip install 'tfvariants[ray]')")  # fmt: skip
-    g.add_argument("--ray-address", default=None, metavar="ADDR",
-                   help="Ray cluster to join (default: auto, the cluster this machine belongs to)")  # fmt: skip
-    g.add_argument("--node-wait", default=None, metavar="S",
-                   help="seconds a cell waits for a node of its type to join (default 900)")  # fmt: skip
-    g.add_argument("--dry-run", action="store_true",
-                   help="print the planned cells per node type and the estimated bill; run nothing")  # fmt: skip
-    g.add_argument("--estimate-from", type=Path, default=None, metavar="RUN|study-2017",
-                   help="estimate times from an earlier results folder, or from the 2017 study's "
-                   "training times as measured then (default: rough figures)")  # fmt: skip
+    g.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help="local (default): one pinned cell at a time on this host; ray: each "
+        "cell on a Ray node of its instance type (pip install 'tfvariants[ray]')",
+    )
+    g.add_argument(
+        "--ray-address",
+        default=None,
+        metavar="ADDR",
+        help="Ray cluster to join (default: auto, the cluster this machine belongs to)",
+    )
+    g.add_argument(
+        "--node-wait",
+        default=None,
+        metavar="S",
+        help="seconds a cell waits for a node of its type to join (default 900)",
+    )
+    g.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the planned cells per node type and the estimated bill; run nothing",
+    )
+    g.add_argument(
+        "--estimate-from",
+        type=Path,
+        default=None,
+        metavar="RUN|study-2017",
+        help="estimate times from an earlier results folder, or from the 2017 study's "
+        "training times as measured then (default: rough figures)",
+    )
 
 
 def check(args: argparse.Namespace) -> None:
@@ -134,8 +160,9 @@ def dry_run(args: argparse.Namespace, spec: Any, pricing: Any, console: Any) -> 
             highlight=False,
         )
     if run_times is not None:
-        console.print(f"times from {args.estimate_from} (median cell time per configuration)",
-                      highlight=False)  # fmt: skip
+        console.print(
+            f"times from {args.estimate_from} (median cell time per configuration)", highlight=False
+        )
     _per_config(estimates, placed, pricing, rough)
     return 0
 
@@ -152,11 +179,15 @@ def print_bill(
     for r in rows:
         gpu = f"{r.instance.gpu_count}x {r.instance.gpu_type}" if r.instance.gpu_type else "-"
         row = [
-            r.instance.name, r.instance.vcpus, gpu, r.cells, _hours(r.cell_seconds),
+            r.instance.name,
+            r.instance.vcpus,
+            gpu,
+            r.cells,
+            _hours(r.cell_seconds),
             "-" if r.per_hour is None else f"{r.per_hour:.4f}",
             "-" if r.tier is None else cat.tier_word(r.tier),
             "no price" if r.cells_cost is None else money(r.cells_cost, cat.currency),
-        ]  # fmt: skip
+        ]
         if overhead:
             none = r.node_overhead_cost is None
             row.append("-" if none else money(r.node_overhead_cost, cat.currency))
@@ -196,12 +227,22 @@ def _per_config(
         if sel is not None:
             cost = sel.per_hour * pricing.catalog.billing.billed_seconds(s) / 3600
         why = placed[(v, t)][1]
-        rows.append((w, f"{v}@{t}", inst, why or "exact vCPUs", _hours(s),
-                     "-" if cost is None else money(cost, pricing.catalog.currency)))  # fmt: skip
+        rows.append(
+            (
+                w,
+                f"{v}@{t}",
+                inst,
+                why or "exact vCPUs",
+                _hours(s),
+                "-" if cost is None else money(cost, pricing.catalog.currency),
+            )
+        )
     common.print_table(
-        title, ("workload", "configuration", "node type", "why this node", time_col, "cost"),
-        rows, right=(time_col, "cost"),
-    )  # fmt: skip
+        title,
+        ("workload", "configuration", "node type", "why this node", time_col, "cost"),
+        rows,
+        right=(time_col, "cost"),
+    )
 
 
 def _hours(seconds: float) -> str:
@@ -213,14 +254,23 @@ def _hours(seconds: float) -> str:
 
 
 def run_on_ray(
-    args: argparse.Namespace, spec: Any, variant_objs: dict, pricing: Any, out: Path,
-    console: Any, next_round: Any = None, spent_before: float = 0.0,
-) -> Any:  # fmt: skip
+    args: argparse.Namespace,
+    spec: Any,
+    variant_objs: dict,
+    pricing: Any,
+    out: Path,
+    console: Any,
+    next_round: Any = None,
+    spent_before: float = 0.0,
+    *,
+    options_for: Callable[[Cell], RunOptions],
+) -> Any:
     """Run the matrix on the cluster (adaptive rounds as waves when ``next_round`` is
-    given); returns the MatrixOutcome."""
-    from tfvariants.commands import argtypes
-    from tfvariants.commands.matrix_args import checked, run_options_for
+    given), each cell with ``options_for(cell)`` (matrix_args.cell_options, as a local
+    run's); returns the MatrixOutcome."""
+    from tfvariants.commands.matrix_args import checked
     from tfvariants.execute.ray_executor import DEFAULT_NODE_WAIT_S, RayMatrix, RaySettings
+    from tfvariants.options import argtypes
 
     node_wait = (
         checked("node-wait", argtypes.positive_float, args.node_wait)
@@ -240,10 +290,10 @@ def run_on_ray(
     )
     return RayMatrix(spec, out, settings).run(
         variants=variant_objs,
-        options_for=lambda workload: run_options_for(spec, workload),
+        options_for=options_for,
         placement=placed,
         console=console,
         next_round=next_round,
-        budget_s=spec.options.get("budget_s"),
+        budget_s=DecisionOptions.of(spec.options).budget_s,
         spent_before=spent_before,
     )

@@ -68,9 +68,13 @@ def run(args: argparse.Namespace) -> int:
 
             variant = dataclasses.replace(variant, engine=args.engine)
         probed = probe_variant(variant)
-        data["variant"] = {"name": variant.name, "kind": variant.kind,
-                           "tensorflow": probed.get("tensorflow"),
-                           "python": probed.get("python"), "env": probed.get("env")}  # fmt: skip
+        data["variant"] = {
+            "name": variant.name,
+            "kind": variant.kind,
+            "tensorflow": probed.get("tensorflow"),
+            "python": probed.get("python"),
+            "env": probed.get("env"),
+        }
     if args.json:
         print(json.dumps(data, indent=2, default=str))
     else:
@@ -87,10 +91,13 @@ def render(data: dict[str, Any]) -> None:
     topo = host["topology"]
     rows = [
         ["CPU", str(cpu.get("model", "?"))],
-        ["CPUs", f"{topo['logical_cpus']} logical, {topo['physical_cores']} physical, "
-                 f"{topo['numa_nodes']} NUMA node(s)"],
+        [
+            "CPUs",
+            f"{topo['logical_cpus']} logical, {topo['physical_cores']} physical, "
+            f"{topo['numa_nodes']} NUMA node(s)",
+        ],
         ["ISA", " ".join(cpu.get("isa_flags", [])) or "?"],
-    ]  # fmt: skip
+    ]
     if cpu.get("load_avg"):
         rows.append(["load average", " ".join(str(x) for x in cpu["load_avg"])])
     rows.append(["Python", f"{host['python'].get('version')} ({host['python'].get('executable')})"])
@@ -98,12 +105,19 @@ def render(data: dict[str, Any]) -> None:
 
     plans = []
     for n, plan in host["pinning_plans"].items():
-        note = (f"oversubscribed x{plan['oversubscription_ratio']:g}: not representative"
-                if plan["oversubscribed"] else "")  # fmt: skip
-        plans.append([n, format_cpu_list(plan["cpus"]), str(plan["intra_op"]),
-                      str(plan["inter_op"]), note])  # fmt: skip
-    print_table("Emulating N vCPUs on this host",
-                ["vCPUs", "CPUs pinned", "intra-op", "inter-op", "note"], plans)  # fmt: skip
+        note = (
+            f"oversubscribed x{plan['oversubscription_ratio']:g}: not representative"
+            if plan["oversubscribed"]
+            else ""
+        )
+        plans.append(
+            [n, format_cpu_list(plan["cpus"]), str(plan["intra_op"]), str(plan["inter_op"]), note]
+        )
+    print_table(
+        "Emulating N vCPUs on this host",
+        ["vCPUs", "CPUs pinned", "intra-op", "inter-op", "note"],
+        plans,
+    )
 
     variant = data.get("variant")
     if not variant:
@@ -117,15 +131,30 @@ def render(data: dict[str, Any]) -> None:
         rows.append(["Keras", str(tf.get("keras_version"))])
         rows.append(["compiler", str(tf.get("compiler_version"))])
         missing = tf.get("missing_instructions")
-        rows.append(["not compiled for", " ".join(missing) if missing
-                     else ("nothing this CPU has" if missing == [] else "unknown (no guard message)")])  # fmt: skip
+        rows.append(
+            [
+                "not compiled for",
+                " ".join(missing)
+                if missing
+                else ("nothing this CPU has" if missing == [] else "unknown (no guard message)"),
+            ]
+        )
         onednn = tf.get("onednn", {})
-        rows.append(["oneDNN", f"{onednn.get('state')} (TF_ENABLE_ONEDNN_OPTS="
-                     f"{onednn.get('TF_ENABLE_ONEDNN_OPTS')})"])  # fmt: skip
+        rows.append(
+            [
+                "oneDNN",
+                f"{onednn.get('state')} (TF_ENABLE_ONEDNN_OPTS="
+                f"{onednn.get('TF_ENABLE_ONEDNN_OPTS')})",
+            ]
+        )
         build = tf.get("build_info", {})
         cuda = build.get("cuda_version") if tf.get("cuda_build") else None
         rows.append(["CUDA build", f"yes ({cuda})" if cuda else "no"])
         rows.append(["GPUs visible", ", ".join(tf.get("gpus") or []) or "none"])
     rows.append(["Python", str((variant.get("python") or {}).get("executable"))])
-    print_table(f"TensorFlow in variant '{variant['name']}' ({variant['kind']})",
-                ["field", "value"], rows, show_header=False)  # fmt: skip
+    print_table(
+        f"TensorFlow in variant '{variant['name']}' ({variant['kind']})",
+        ["field", "value"],
+        rows,
+        show_header=False,
+    )

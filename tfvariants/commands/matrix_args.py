@@ -4,11 +4,20 @@ executor): value parsing at run time, workload scales, run options, readiness.""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
+from collections.abc import Callable, Mapping
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfvariants.errors import UserError
+from tfvariants.options import declare
+from tfvariants.options.cell import CellOptions
+from tfvariants.options.training import TrainingOptions
+from tfvariants.plan.cell import Cell
+
+if TYPE_CHECKING:
+    from tfvariants.execute.runner import RunOptions
 
 QUICK_SAMPLES = 2000  # fallback when a workload's SPEC has no quick_samples
 
@@ -58,36 +67,39 @@ def quick_scale(name: str) -> dict[str, int]:
     return {"samples": int(spec.get("quick_samples") or QUICK_SAMPLES)}
 
 
-def run_options_for(spec: Any, workload: str, repeat: int = 0) -> Any:
+def run_options_for(
+    spec: Any, workload: str, repeat: int = 0, window_plan: Mapping[str, Any] | None = None
+) -> RunOptions:
     """RunOptions for a workload's cells: explicit --epochs/--samples beat quick scale;
     repeats from the window plan's round on measure the planned steady window."""
-    from tfvariants.execute.runner import RunOptions
-
-    o = spec.options
-    scale = (o.get("per_workload") or {}).get(workload, {})
-    plan = o.get("window_plan") or {}
-    steady_s = o.get("min_steady_s", 10.0)
-    if plan and repeat >= int(plan.get("from_repeat", 1 << 30)):
-        steady_s = plan["min_steady_s"]
-    return RunOptions(
-        epochs=o.get("epochs") or scale.get("epochs"),
-        samples=o.get("samples") or scale.get("samples"),
-        steps_per_epoch=o.get("steps_per_epoch"),
-        data=o.get("data", "synthetic"),
-        data_dir=o.get("data_dir"),
-        timeout_s=float(o.get("timeout_s", 1800.0)),
-        seed=int(o.get("seed", 0)),
-        min_steady_s=float(steady_s),
-        min_steady_steps=int(o.get("min_steady_steps", 100)),
+    o = TrainingOptions.of(spec.options)
+    scale = (o.per_workload or {}).get(workload, {})
+    steady_s = o.min_steady_s
+    if window_plan and repeat >= int(window_plan.get("from_repeat", 1 << 30)):
+        steady_s = float(window_plan["min_steady_s"])
+    # Every cell option as the run declares it; the scale and the window of this cell.
+    run_options = CellOptions(**{k: getattr(o, k) for k in declare.declared(CellOptions)})
+    return dataclasses.replace(
+        run_options,
+        epochs=o.epochs or scale.get("epochs"),
+        samples=o.samples or scale.get("samples"),
+        min_steady_s=steady_s,
     )
+
+
+def cell_options(
+    spec: Any, window_plan: Callable[[], Mapping[str, Any] | None]
+) -> Callable[[Cell], RunOptions]:
+    """What each training cell runs with, local or on Ray alike: the run's options, and
+    the steady window planned at the first look (``window_plan``, asked per cell: the
+    plan is made while the run goes on) for the rounds after it."""
+    return lambda cell: run_options_for(spec, cell.workload, cell.repeat, window_plan())
 
 
 def ready_variants(variant_objs: dict[str, Any], engine: str | None) -> dict[str, Any]:
     """Stop before the sweep, not in the middle of it, when a variant cannot run here.
     GPU variants on a host without a GPU are exempt: their cells are recorded as
     skipped with that reason."""
-    import dataclasses
-
     from tfvariants.variants import ensure_built, skip_reason
 
     ready_objs = {}

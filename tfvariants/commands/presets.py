@@ -40,13 +40,17 @@ WORKLOADS = "mnist_cnn,cifar10_cnn"
 
 
 def add_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--preset", choices=PRESETS, default=None,
-                   help="compiled: the stock TensorFlow 2.14 wheel against every compiled build "
-                   "of it this CPU can run, plus local and the oneDNN ISA caps, on mnist_cnn "
-                   "and cifar10_cnn at the quick scale; the report opens with the answer. "
-                   "study-2017: the 2017 study on today's cloud (six workloads, pip, compiled "
-                   "and gpu, 8-64 vCPUs, gce-2026 spot prices); with --dry-run its bill, with "
-                   "--executor ray the run")  # fmt: skip
+    p.add_argument(
+        "--preset",
+        choices=PRESETS,
+        default=None,
+        help="compiled: the stock TensorFlow 2.14 wheel against every compiled build "
+        "of it this CPU can run, plus local and the oneDNN ISA caps, on mnist_cnn "
+        "and cifar10_cnn at the quick scale; the report opens with the answer. "
+        "study-2017: the 2017 study on today's cloud (six workloads, pip, compiled "
+        "and gpu, 8-64 vCPUs, gce-2026 spot prices); with --dry-run its bill, with "
+        "--executor ray the run",
+    )
 
 
 def apply(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -86,8 +90,12 @@ def apply(args: argparse.Namespace) -> dict[str, Any] | None:
         args.baseline = COMPILED_STOCK
     if args.epochs is None and args.samples is None:
         args.quick = True
-    return {"name": PRESET, "stock": COMPILED_STOCK,
-            "builds": [b for b in COMPILED_BUILDS if b not in skipped], "skipped": skipped}  # fmt: skip
+    return {
+        "name": PRESET,
+        "stock": COMPILED_STOCK,
+        "builds": [b for b in COMPILED_BUILDS if b not in skipped],
+        "skipped": skipped,
+    }
 
 
 def _study(args: argparse.Namespace) -> dict[str, Any]:
@@ -108,5 +116,9 @@ def _study(args: argparse.Namespace) -> dict[str, Any]:
         from tfvariants.commands.compare_cluster import STUDY as FROM_STUDY
 
         args.estimate_from = Path(FROM_STUDY)
-    return {"name": STUDY, "variants": args.variants, "threads": list(args.threads),
-            "pricing": args.pricing}  # fmt: skip
+    return {
+        "name": STUDY,
+        "variants": args.variants,
+        "threads": list(args.threads),
+        "pricing": args.pricing,
+    }

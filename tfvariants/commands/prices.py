@@ -9,8 +9,9 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from tfvariants.commands import argtypes, common
+from tfvariants.commands import common
 from tfvariants.errors import UserError, one_line
+from tfvariants.options import argtypes
 
 
 def register(sub: Any) -> None:
@@ -30,16 +31,28 @@ def register(sub: Any) -> None:
     p.add_argument(
         "-o", "--output", type=Path, default=None, help="import: the catalog TOML to write"
     )
-    p.add_argument("--region", default=None,
-                   help="import: region to take (required for SkyPilot files)")  # fmt: skip
-    p.add_argument("--match", default=None,
-                   help="import: comma list of instance names, NAME* for a prefix (default all)")  # fmt: skip
-    p.add_argument("--name", default=None,
-                   help="import: catalog name (default: the output file's stem)")  # fmt: skip
-    p.add_argument("--as-of", default=None,
-                   help="import: price date for SkyPilot files, YYYY-MM[-DD] (default today)")  # fmt: skip
-    p.add_argument("--minimum-seconds", type=argtypes.positive_float, default=60.0,
-                   help="import: billing minimum with per-second billing (default 60: GCE and AWS)")  # fmt: skip
+    p.add_argument(
+        "--region", default=None, help="import: region to take (required for SkyPilot files)"
+    )
+    p.add_argument(
+        "--match",
+        default=None,
+        help="import: comma list of instance names, NAME* for a prefix (default all)",
+    )
+    p.add_argument(
+        "--name", default=None, help="import: catalog name (default: the output file's stem)"
+    )
+    p.add_argument(
+        "--as-of",
+        default=None,
+        help="import: price date for SkyPilot files, YYYY-MM[-DD] (default today)",
+    )
+    p.add_argument(
+        "--minimum-seconds",
+        type=argtypes.positive_float,
+        default=60.0,
+        help="import: billing minimum with per-second billing (default 60: GCE and AWS)",
+    )
     p.set_defaults(func=run)
 
 
@@ -57,15 +70,17 @@ def run(args: argparse.Namespace) -> int:
     for inst in cat.instances:
         gpu = f"{inst.gpu_count}x {inst.gpu_type}" if inst.gpu_type else "-"
         for i, p in enumerate(sorted(inst.prices, key=lambda p: p.as_of)):
-            rows.append([
-                inst.name if i == 0 else "",
-                str(inst.vcpus) if i == 0 else "",
-                gpu if i == 0 else "",
-                p.as_of,
-                "-" if p.on_demand is None else f"{p.on_demand:.4f}",
-                "-" if p.preemptible is None else f"{p.preemptible:.4f}",
-                p.note,
-            ])  # fmt: skip
+            rows.append(
+                [
+                    inst.name if i == 0 else "",
+                    str(inst.vcpus) if i == 0 else "",
+                    gpu if i == 0 else "",
+                    p.as_of,
+                    "-" if p.on_demand is None else f"{p.on_demand:.4f}",
+                    "-" if p.preemptible is None else f"{p.preemptible:.4f}",
+                    p.note,
+                ]
+            )
     od, pe = f"on-demand {cat.currency}/h", f"{cat.spot_word} {cat.currency}/h"
     common.print_table(
         f"{cat.name}: {cat.title}",
@@ -136,12 +151,13 @@ def run_import(args: argparse.Namespace) -> int:
     imported = ci.read_csv(args.csv, region=args.region, as_of=as_of, match=match)
     where = f", region {args.region}" if args.region else ""
     source = one_line(f"{args.csv.name}{where}, imported {date.today().isoformat()}")
-    text = ci.to_toml(imported, name=name, source=source,
-                      minimum_s=args.minimum_seconds)  # fmt: skip
+    text = ci.to_toml(imported, name=name, source=source, minimum_s=args.minimum_seconds)
     parse_catalog(tomllib.loads(text), str(args.output))  # the same checks as any catalog
     write_text_atomic(args.output, text)  # all or nothing, even on a full disk
     for w in imported.warnings:
         print(f"tfvariants: warning: {one_line(w)}", file=sys.stderr)
-    print(f"{args.output}: {len(imported.rows)} instance(s); show with: "
-          f"tfvariants prices --catalog {args.output}")  # fmt: skip
+    print(
+        f"{args.output}: {len(imported.rows)} instance(s); show with: "
+        f"tfvariants prices --catalog {args.output}"
+    )
     return 0

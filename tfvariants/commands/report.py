@@ -7,8 +7,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tfvariants.commands import argtypes, common, rounds
+from tfvariants.commands import common, rounds
 from tfvariants.errors import UserError, one_line
+from tfvariants.options import declare
+from tfvariants.options.decision import DecisionOptions
 
 if TYPE_CHECKING:  # the analysis is imported only when a report is made (start-up time)
     from tfvariants.analyze.cost.pricing import Pricing
@@ -38,18 +40,11 @@ def register(sub: Any) -> None:
         "the most threads that fit on the host, with the most successful repeats; serving: "
         "in-process and unbatched first)",
     )
-    p.add_argument(
-        "--min-effect",
-        type=argtypes.min_effect,
-        default=None,
-        help="smallest difference that matters, e.g. 5%% (default: the run's, else 5%%)",
-    )
-    p.add_argument(
-        "--confidence",
-        type=argtypes.confidence,
-        default=None,
-        help="confidence of the intervals, above 0.5 and at most 0.9999 (default: the "
-        "run's, else 0.95)",
+    declare.add_arguments(
+        p,
+        DecisionOptions,
+        ("min_effect", "confidence"),
+        default_words={"min_effect": "the run's, else 5%%", "confidence": "the run's, else 0.95"},
     )
     common.add_allow_mixed_hosts(p)
     rounds.add_disturbed_policy(p)
@@ -112,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     common.check_report_outputs(out, args.csv, results_dirs=[args.results_dir])
     p99_ms = None
     if args.p99 is not None:
-        from tfvariants.commands.argtypes import duration_s
+        from tfvariants.options.argtypes import duration_s
 
         try:
             p99_ms = duration_s(args.p99) * 1e3
@@ -128,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         p99_bound_ms=p99_ms,
         min_effect=args.min_effect,
         confidence=args.confidence,
-        disturbed=args.disturbed,
+        disturbed=args.disturbed_policy,
     )
     print_store_warnings(report.frame)
     print(f"report: {out}")

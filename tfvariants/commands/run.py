@@ -10,10 +10,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tfvariants.commands import argtypes, common
-from tfvariants.commands.argtypes import positive_float, positive_int
+from tfvariants.commands import common
 from tfvariants.commands.outdir import check_writable, default_run_dir
 from tfvariants.errors import UserError
+from tfvariants.options import argtypes, declare
+from tfvariants.options.cell import CELL, CellOptions
 from tfvariants.store.runfolder import RunFolder
 
 
@@ -25,30 +26,26 @@ def register(sub: Any) -> None:
         "to OUT/cells/<cell>.json.",
     )
     p.add_argument("workload", help="a built-in workload name or a path to a workload .py file")
-    p.add_argument("--threads", type=argtypes.threads, required=True,
-                   help=f"vCPUs to emulate (1..{argtypes.MAX_THREADS})")  # fmt: skip
+    p.add_argument(
+        "--threads",
+        type=argtypes.threads,
+        required=True,
+        help=f"vCPUs to emulate (1..{argtypes.MAX_THREADS})",
+    )
     p.add_argument("--variant", default="local", help="variant name (default: local)")
     common.add_variants_file(p)
     common.add_engine(p)
-    p.add_argument("--epochs", type=positive_int, default=None,
-                   help="train whole epochs (default: stop after the steady window and project "
-                   "the full schedule)")  # fmt: skip
-    p.add_argument("--min-steady-s", type=argtypes.positive_float, default=10.0,
-                   help="seconds of steady steps after the warm-up (default 10)")  # fmt: skip
-    p.add_argument("--min-steady-steps", type=positive_int, default=100,
-                   help="steady steps after the warm-up (default 100)")  # fmt: skip
-    p.add_argument("--samples", type=positive_int, default=None,
-                   help="cap on training samples (quick scale)")  # fmt: skip
-    p.add_argument("--steps-per-epoch", type=positive_int, default=None)
-    p.add_argument("--data", choices=("synthetic", "real"), default="synthetic")
-    p.add_argument("--data-dir", default=None, help="cache folder for real data sets")
+    # What the cell runs with: the training options a cell takes, as compare declares them.
+    declare.add_arguments(p, CellOptions, CELL)
     p.add_argument(
         "--out", type=Path, default=None, help="run folder (default: results/run-<time>)"
     )
-    p.add_argument("--timeout", type=positive_float, default=1800.0, help="seconds (default 1800)")
-    p.add_argument("--repeat", type=argtypes.repeat_index, default=0,
-                   help="repeat index recorded in the cell (default 0)")  # fmt: skip
-    p.add_argument("--seed", type=argtypes.seed, default=0, help="default 0")
+    p.add_argument(
+        "--repeat",
+        type=argtypes.repeat_index,
+        default=0,
+        help="repeat index recorded in the cell (default 0)",
+    )
     p.add_argument("--json", action="store_true", help="print the result JSON")
     p.set_defaults(func=run)
 
@@ -72,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.markup import escape
 
-    from tfvariants.execute.runner import RunOptions, run_cell
+    from tfvariants.execute.runner import run_cell
     from tfvariants.plan.cell import Cell
     from tfvariants.variants import get_variant
 
@@ -109,17 +106,7 @@ def run(args: argparse.Namespace) -> int:
             f"{existing} already exists: choose another --out or --repeat (results are never "
             "overwritten)"
         )
-    options = RunOptions(
-        epochs=args.epochs,
-        samples=args.samples,
-        steps_per_epoch=args.steps_per_epoch,
-        data=args.data,
-        data_dir=args.data_dir,
-        timeout_s=args.timeout,
-        seed=args.seed,
-        min_steady_s=args.min_steady_s,
-        min_steady_steps=args.min_steady_steps,
-    )
+    options = CellOptions(**declare.resolve(CellOptions, vars(args), {}, {}))
     console = Console(stderr=True)
     started = time.monotonic()
     label = f"running {cell.cell_id} (log when it ends: {folder.log_path(cell.cell_id)})"
@@ -135,8 +122,7 @@ def run(args: argparse.Namespace) -> int:
 
         print(json.dumps(result, indent=2))
     else:
-        print_summary(console, result, folder.cell_path(cell.cell_id),
-                      time.monotonic() - started)  # fmt: skip
+        print_summary(console, result, folder.cell_path(cell.cell_id), time.monotonic() - started)
     return 0 if result["status"] in ("ok", "skipped") else 1
 
 
@@ -153,23 +139,33 @@ def print_summary(console: Any, result: dict, path: Path, wall_s: float) -> None
     epochs = ", ".join(f"{t:.2f}" for t in timing["epoch_times_s"])
     console.print(f"  epochs (s): {epochs}")
     if timing.get("warmup_steps") is not None:
-        console.print(f"  warm-up: {timing['warmup_steps']} steps, {timing['warmup_s']:.2f} s (detected); "
-                      f"steady: {timing['steady_steps']} steps, {timing['steady_s']:.2f} s")  # fmt: skip
+        console.print(
+            f"  warm-up: {timing['warmup_steps']} steps, {timing['warmup_s']:.2f} s (detected); "
+            f"steady: {timing['steady_steps']} steps, {timing['steady_s']:.2f} s"
+        )
     if timing.get("samples_per_s"):
-        console.print(f"  steady: {timing['samples_per_s']:.0f} samples/s"
-                      + (f", {result['gflops_per_s']:.1f} GFLOP/s" if result.get("gflops_per_s") else ""))  # fmt: skip
+        console.print(
+            f"  steady: {timing['samples_per_s']:.0f} samples/s"
+            + (f", {result['gflops_per_s']:.1f} GFLOP/s" if result.get("gflops_per_s") else "")
+        )
     metrics = result.get("metrics", {})
     if "accuracy" in metrics:
         chance = result.get("chance_accuracy")
         extra = f" (chance {chance:.2f})" if chance else ""
         console.print(f"  accuracy: {metrics['accuracy']:.3f}{extra}")
     applied = result.get("applied", {})
-    console.print(f"  applied: cpus {applied.get('affinity')}, intra-op {applied.get('intra_op')}, "
-                  f"inter-op {applied.get('inter_op')}")  # fmt: skip
+    console.print(
+        f"  applied: cpus {applied.get('affinity')}, intra-op {applied.get('intra_op')}, "
+        f"inter-op {applied.get('inter_op')}"
+    )
     if result.get("requested", {}).get("oversubscribed"):
-        console.print(f"  [yellow]oversubscribed[/]: {result['requested']['threads']} threads "
-                      f"on {len(applied.get('affinity') or [])} CPUs")  # fmt: skip
+        console.print(
+            f"  [yellow]oversubscribed[/]: {result['requested']['threads']} threads "
+            f"on {len(applied.get('affinity') or [])} CPUs"
+        )
     sched = result.get("schedule", {})
     if sched.get("projected_full_s"):
-        console.print(f"  projected full schedule ({sched['full_epochs']} epochs x "
-                      f"{sched['full_samples']} samples): {sched['projected_full_s']:.0f} s")  # fmt: skip
+        console.print(
+            f"  projected full schedule ({sched['full_epochs']} epochs x "
+            f"{sched['full_samples']} samples): {sched['projected_full_s']:.0f} s"
+        )

@@ -4,10 +4,12 @@ with the same placement and billing as ``compare --dry-run``
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from tfvariants.errors import UserError
+from tfvariants.options.serving import ServingOptions
 
 # A serving cell's own time beyond its load run: TensorFlow import, the model's build and
 # trace, the warm-up requests (measured on this project's 2-core machine: 10-15 s for
@@ -15,11 +17,12 @@ from tfvariants.errors import UserError
 SERVE_CELL_OVERHEAD_S = 15.0
 
 
-def rough_serve_seconds(cell: Any, options: dict[str, Any]) -> float:
+def rough_serve_seconds(cell: Any, options: Mapping[str, Any]) -> float:
     """At least the minimum duration per load run (the QPS search: one per step), plus
     the per-cell overhead: a lower bound when the minimum query count takes longer."""
-    runs = int(options.get("search_steps", 5)) if cell.scenario == "server_search" else 1
-    return SERVE_CELL_OVERHEAD_S + runs * float(options["min_duration_s"])
+    o = ServingOptions.of(options)
+    runs = o.search_steps if cell.scenario == "server_search" else 1
+    return SERVE_CELL_OVERHEAD_S + runs * o.min_duration_s
 
 
 def serve_times_from_run(run_dir: Path) -> dict[tuple[str, str, int] | tuple[str], list[float]]:
@@ -76,7 +79,7 @@ def dry_run(spec: Any, pricing: Any, console: Any, *, estimate_from: Path | None
         f"[bold]dry run[/]: {len(cells)} serving cells ({len(spec.models)} model(s), "
         f"{len(spec.variants)} variant(s), threads {','.join(map(str, spec.threads))}, "
         f"{spec.repeats} repeat(s)"
-        + (", more rounds within the budget" if spec.options.get("budget_s") else "")
+        + (", more rounds within the budget" if spec.options.budget_s else "")
         + f") billed as {len(rows)} node type(s); prices: {cat.name} ({cat.title}), "
         f"billing {cat.billing.describe()}",
         highlight=False,
@@ -85,8 +88,11 @@ def dry_run(spec: Any, pricing: Any, console: Any, *, estimate_from: Path | None
     for (v, t), (inst, why) in placed.items():
         if why:
             console.print(f"  {v}@{t}: {inst.name} ({why})", highlight=False)
-    console.print(f"estimated bill: {money(total, cat.currency)} for the cells (one node per "
-                  "type, no boot or idle time)", highlight=False)  # fmt: skip
+    console.print(
+        f"estimated bill: {money(total, cat.currency)} for the cells (one node per "
+        "type, no boot or idle time)",
+        highlight=False,
+    )
     if any(e.source == "rough" for e in estimates):
         console.print(
             f"times are ROUGH lower bounds: each load run's minimum duration plus "

@@ -27,12 +27,19 @@ def register(sub: Any) -> None:
         "a variant's TensorFlow (libtensorflow_framework, under a minute; --full: every "
         "TensorFlow library, ~11 minutes for 2.14), cached by the files' content.",
     )
-    p.add_argument("action", nargs="?", choices=("list", "build", "census"), default="list",
-                   help="list (default), build or census")  # fmt: skip
-    p.add_argument("names", nargs="*", metavar="NAME",
-                   help="build, census: the variants")  # fmt: skip
-    p.add_argument("--full", action="store_true",
-                   help="census: every TensorFlow shared object, not only the framework library")  # fmt: skip
+    p.add_argument(
+        "action",
+        nargs="?",
+        choices=("list", "build", "census"),
+        default="list",
+        help="list (default), build or census",
+    )
+    p.add_argument("names", nargs="*", metavar="NAME", help="build, census: the variants")
+    p.add_argument(
+        "--full",
+        action="store_true",
+        help="census: every TensorFlow shared object, not only the framework library",
+    )
     common.add_variants_file(p)
     common.add_engine(p)
     common.add_json(p)
@@ -155,7 +162,8 @@ def run(args: argparse.Namespace) -> int:
         from tfvariants.errors import UserError
 
         raise UserError(
-            f"variants: unexpected argument(s) {' '.join(args.names)} (did you mean `variants build`?)"
+            f"variants: unexpected argument(s) {' '.join(args.names)} (did you mean `variants "
+            "build`?)"
         )
     rows = describe(args.variants_file, args.engine)
     if args.json:

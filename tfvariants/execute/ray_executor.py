@@ -9,7 +9,7 @@ Node loss, task failure and missing node types become results with reasons; Ctrl
 cancels what is in flight (those cells are not recorded: --resume reruns them).
 
 With --budget, adaptive repeats run as waves: after the planned cells, the same
-``next_round`` hook local runs use (commands/rounds.NextRoundHook: one stopping rule)
+``next_round`` hook local runs use (rounds/training.NextRoundHook: one stopping rule)
 says which cells one more round needs; each round is submitted as one wave of Ray tasks
 (in parallel across the nodes) while the time spent plus the wave's estimate fits the
 budget.
@@ -141,7 +141,7 @@ class RayMatrix:
         self,
         *,
         variants: dict[str, Any],
-        options_for: Callable[[str], RunOptions],
+        options_for: Callable[[Cell], RunOptions],
         placement: dict[tuple[str, int], str],
         console: Any = None,
         next_round: NextRound[Cell] | None = None,
@@ -220,7 +220,7 @@ class RayMatrix:
         ray: Any,
         todo: list[Cell],
         variants: dict[str, Any],
-        options_for: Callable[[str], RunOptions],
+        options_for: Callable[[Cell], RunOptions],
         placement: dict[tuple[str, int], str],
         instances: set[str],
         outcome: MatrixOutcome,
@@ -233,7 +233,7 @@ class RayMatrix:
         for cell in todo:
             inst = placement[(cell.variant, cell.threads)]
             ref = task.options(resources={inst: 1}, name=f"tfvariants {cell.cell_id}").remote(
-                cell, variants[cell.variant], options_for(cell.workload), inst
+                cell, variants[cell.variant], options_for(cell), inst
             )
             pending[ref] = (cell, inst)
         waiting_since: dict[str, float] = {}

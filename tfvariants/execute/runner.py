@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import IO, Any
 
@@ -29,6 +29,7 @@ from tfvariants.execute.process import (
     start_pump,
 )
 from tfvariants.execute.quiet import QuietWait
+from tfvariants.options.cell import CellOptions
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.pinning import PinPlan, plan_pinning
 from tfvariants.plan.task import PlannedCell
@@ -60,17 +61,8 @@ KILL_GRACE_S = 5.0
 PUMP_JOIN_S = 10.0
 
 
-@dataclass(frozen=True)
-class RunOptions:
-    epochs: int | None = None
-    samples: int | None = None
-    steps_per_epoch: int | None = None
-    data: str = "synthetic"
-    data_dir: str | None = None
-    timeout_s: float = 1800.0
-    seed: int = 0
-    min_steady_s: float = 10.0  # the steady window (workloads.steady), without epochs
-    min_steady_steps: int = 100
+# What a training cell runs with: declared once with the run options.
+RunOptions = CellOptions
 
 
 def worker_env(variant: Variant, plan: PinPlan) -> dict[str, str]:
@@ -88,22 +80,17 @@ def worker_request(
 ) -> WorkerRequest:
     """What the worker is asked to do, with host paths (a container launcher rewrites
     them on the object)."""
+    # Every option the request declares under the same name goes to the worker as is.
+    wanted = {f.name for f in fields(WorkerRequest)}
     return WorkerRequest(
+        **{k: v for k, v in asdict(options).items() if k in wanted},
         workload=cell.workload,
         cell=cell.to_dict(),
         result=str(result_path),
         intra_op=plan.intra_op,
         inter_op=plan.inter_op,
         cpus=tuple(plan.cpus),
-        data=options.data,
-        data_dir=options.data_dir,
-        seed=options.seed,
-        epochs=options.epochs,
-        samples=options.samples,
-        steps_per_epoch=options.steps_per_epoch,
         keras_options=dict(variant.keras),
-        min_steady_s=options.min_steady_s,
-        min_steady_steps=options.min_steady_steps,
         requested=plan.to_dict(),
         backend=variant.backend,
     )

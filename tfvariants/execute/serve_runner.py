@@ -9,6 +9,7 @@ result says where.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from workloads.serving.request import MIN_QUERIES, ServeRequest
 SERVING_MODULE = "workloads.serving.worker"
 
 
-def serve_request(cell: ServeCell, options: dict[str, Any]) -> ServeRequest:
+def serve_request(cell: ServeCell, options: Mapping[str, Any]) -> ServeRequest:
     """The worker's request: the cell's coordinates + the run's shared settings. A
     minimum query count left to the scale (None) is the scenario's own
     (``MIN_QUERIES``: what LoadGen's early-stopping estimate needs)."""
@@ -43,7 +44,7 @@ def serve_request(cell: ServeCell, options: dict[str, Any]) -> ServeRequest:
 def run_serve_cell(
     cell: ServeCell,
     variant: Variant,
-    options: dict[str, Any],
+    options: Mapping[str, Any],
     folder: RunFolder,
     topology: Topology | None = None,
 ) -> dict[str, Any]:

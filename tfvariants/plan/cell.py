@@ -81,9 +81,13 @@ def cell_id(variant: str, threads: int, workload: str, repeat: int, attempt: int
 def cell_id_of(cell: dict[str, Any]) -> str:
     """The id of a stored result's ``cell`` object (validated by the result loader)."""
     attempt = cell.get("attempt", 0)
-    return cell_id(str(cell.get("variant")), int(cell.get("threads") or 0),
-                   str(cell.get("workload")), int(cell.get("repeat") or 0),
-                   attempt if isinstance(attempt, int) else 0)  # fmt: skip
+    return cell_id(
+        str(cell.get("variant")),
+        int(cell.get("threads") or 0),
+        str(cell.get("workload")),
+        int(cell.get("repeat") or 0),
+        attempt if isinstance(attempt, int) else 0,
+    )
 
 
 def legacy_cell_id(variant: str, threads: int, workload: str, repeat: int) -> str:

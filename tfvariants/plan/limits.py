@@ -1,5 +1,5 @@
 """The bounds of the values a run's options may hold, in one place: the command-line
-parsers (commands/argtypes.py) and the run.json loader (store/runfile.py) both check
+parsers (options/argtypes.py) and the run.json loader (store/runfile.py) both check
 against them, so a value refused on the command line is refused in a stored run too,
 before any cell runs.
 
@@ -16,6 +16,7 @@ from typing import Any
 MAX_SECONDS = 30 * 24 * 3600.0  # a timeout, a budget, a steady window: at most 30 days
 MAX_SEED = 2**32 - 1  # numpy's and TensorFlow's seed range
 MAX_COUNT = 10**9  # epochs, samples, steps: far above any real schedule
+MAX_REPEATS = 10_000  # repeats per configuration
 # Above 0.9999 the statistics' level (split over up to --max-repeats looks) comes so close
 # to 1 that float arithmetic cannot represent it; no number of repeats would decide.
 CONFIDENCE_MIN, CONFIDENCE_MAX = 0.5, 0.9999

@@ -7,15 +7,16 @@ matrix's progress, ETA and resume treat it like any other cell.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from tfvariants.options.serving import RESUMABLE
 from tfvariants.plan.cell import encode_part, make_id, name_part
 from tfvariants.plan.spec import logical_cpus, round_order
 
 DEFAULT_BATCH_TIMEOUT_MS = 2.0
-RESUMABLE = ("timeout_s", "budget_s", "max_repeats")
 
 
 def model_label(model: str) -> str:
@@ -73,17 +74,25 @@ class ServeCell:
     def cell_id(self) -> str:
         c = f"-c{self.concurrency}" if self.scenario == "concurrency" else ""
         b = f"-{self.batching}" if self.batching else ""
-        return make_id("serve", name_part(self.model), encode_part(f"{self.scenario}{c}{b}"),
-                       encode_part(self.path), encode_part(self.variant), f"t{self.threads}",
-                       f"r{self.repeat}")  # fmt: skip
+        return make_id(
+            "serve",
+            name_part(self.model),
+            encode_part(f"{self.scenario}{c}{b}"),
+            encode_part(self.path),
+            encode_part(self.variant),
+            f"t{self.threads}",
+            f"r{self.repeat}",
+        )
 
     @property
     def legacy_cell_id(self) -> str:
         """The id before ids were encoded (see tfvariants.plan.cell.legacy_cell_id)."""
         c = f"-c{self.concurrency}" if self.scenario == "concurrency" else ""
         b = f"-{self.batching}" if self.batching else ""
-        return (f"serve__{model_label(self.model)}__{self.scenario}{c}{b}__{self.path}"
-                f"__{self.variant}__t{self.threads}__r{self.repeat}")  # fmt: skip
+        return (
+            f"serve__{model_label(self.model)}__{self.scenario}{c}{b}__{self.path}"
+            f"__{self.variant}__t{self.threads}__r{self.repeat}"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "workload": self.workload}
@@ -101,7 +110,7 @@ class ServeSpec:
     concurrency: tuple[int, ...]
     paths: tuple[str, ...]
     repeats: int
-    options: dict[str, Any] = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)  # ServingOptions (frozen)
     variant_info: dict[str, dict[str, Any]] = field(default_factory=dict)
     # (max batch size, batch timeout ms) settings swept; (1, timeout) = no batching
     batching: tuple[tuple[int, float], ...] = ((1, DEFAULT_BATCH_TIMEOUT_MS),)
@@ -175,7 +184,14 @@ def serve_cell_id(cell: dict[str, Any]) -> str:
 
 def serve_cell(cell: dict[str, Any]) -> ServeCell:
     """A stored serving cell dict as a ServeCell (older cells have no batching fields)."""
-    return ServeCell(str(cell["variant"]), int(cell["threads"]), str(cell["model"]),
-                     str(cell["scenario"]), str(cell["path"]), int(cell.get("concurrency", 1)),
-                     int(cell.get("repeat", 0)), int(cell.get("max_batch_size", 1)),
-                     float(cell.get("batch_timeout_ms", DEFAULT_BATCH_TIMEOUT_MS)))  # fmt: skip
+    return ServeCell(
+        str(cell["variant"]),
+        int(cell["threads"]),
+        str(cell["model"]),
+        str(cell["scenario"]),
+        str(cell["path"]),
+        int(cell.get("concurrency", 1)),
+        int(cell.get("repeat", 0)),
+        int(cell.get("max_batch_size", 1)),
+        float(cell.get("batch_timeout_ms", DEFAULT_BATCH_TIMEOUT_MS)),
+    )

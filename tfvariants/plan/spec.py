@@ -11,30 +11,30 @@ from __future__ import annotations
 
 import os
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from tfvariants.options.cell import CellOptions
+from tfvariants.plan import limits
 from tfvariants.plan.cell import Cell
 
-# The options that define what a cell measures; a resume must not change them.
-IDENTITY_OPTIONS = (
-    "quick", "epochs", "samples", "steps_per_epoch", "data", "seed", "min_steady_s",
-    "min_steady_steps",
-)  # fmt: skip
-MAX_REPEATS = 10_000
+MAX_REPEATS = limits.MAX_REPEATS
 
 CellT = TypeVar("CellT")  # a training Cell or a ServeCell: one shuffle for both
 
 
 @dataclass(frozen=True)
 class MatrixSpec:
-    """What to run. ``options`` holds epochs/samples/steps_per_epoch/data/seed/timeout_s."""
+    """What to run. ``options``: the run's options (tfvariants.options.training's frozen
+    TrainingOptions, read as a mapping here: the plan needs only the identity and the
+    order seed)."""
 
     variants: tuple[str, ...]
     threads: tuple[int, ...]
     workloads: tuple[str, ...]
     repeats: int
-    options: dict[str, Any] = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)
     variant_info: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> kind/device
     # Variants that run at ONE thread count instead of the --threads axis: a GPU variant
     # (its vCPUs are its instance's) and an explicit ``VARIANT@N``.
@@ -54,7 +54,8 @@ class MatrixSpec:
             "threads": list(self.threads),
             "workloads": list(self.workloads),
             "repeats": self.repeats,
-            "options": {k: self.options.get(k) for k in IDENTITY_OPTIONS},
+            # The options a resume must not change, as declared (tfvariants.options.cell).
+            "options": CellOptions.of(self.options).identity(),
         }
         if self.fixed_threads:  # absent from runs made before it existed: same identity
             ident["fixed_threads"] = dict(self.fixed_threads)
@@ -68,7 +69,11 @@ class MatrixSpec:
         """The matrix part of run.json (the run store adds kind, version and hosts)."""
         return {
             **self.identity(),
-            "options": {k: v for k, v in self.options.items()},
+            # (a plain mapping's missing identity values, as declared, kept for a resume)
+            "options": {
+                **{k: v for k, v in self.identity()["options"].items() if v is not None},
+                **self.options,
+            },
             "variant_info": self.variant_info,
             "started_at": started_at,
             "logical_cpus": logical_cpus(),

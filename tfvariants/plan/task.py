@@ -14,7 +14,7 @@ analyze/report/build.py ``build_report``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 
@@ -54,7 +54,7 @@ class MatrixPlan(Protocol[CellT_co]):
     def repeats(self) -> int: ...
 
     @property
-    def options(self) -> dict[str, Any]: ...
+    def options(self) -> Mapping[str, Any]: ...
 
     @property
     def variant_info(self) -> dict[str, dict[str, Any]]: ...

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from tfvariants.errors import UserError
+from tfvariants.options.cell import CellOptions
+from tfvariants.options.declare import declared
 from tfvariants.plan.cell import cell_id_of, legacy_cell_id
 from tfvariants.plan.serve import serve_cell
 from tfvariants.plan.task import CellT, MatrixPlan, PlannedCell
@@ -187,10 +189,11 @@ def _identity_diffs(stored: dict[str, Any], spec: MatrixPlan[PlannedCell]) -> li
     have: dict[str, Any] = {k: stored.get(k) for k in wanted if k != "options"}
     have["options"] = {k: (stored.get("options") or {}).get(k) for k in wanted["options"]}
     diffs = []
+    flags = {n: o.flag for n, o in declared(CellOptions).items() if o.flag}  # as declared
     for key, value in wanted.items():
         if key == "options":
             diffs += [
-                f"--{k.replace('_', '-')} {have['options'][k]} vs {value[k]}"
+                f"{flags.get(k) or '--' + k.replace('_', '-')} {have['options'][k]} vs {value[k]}"
                 for k in value
                 if value[k] != have["options"][k]
             ]

@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from tfvariants.errors import UserError
-from tfvariants.plan import limits
+from tfvariants.options.cell import CellOptions
+from tfvariants.options.decision import DecisionOptions
+from tfvariants.options.declare import stored_problems
 from tfvariants.plan.cell import MAX_THREADS
 from tfvariants.plan.spec import MAX_REPEATS, logical_cpus
 from tfvariants.plan.task import MatrixPlan, PlannedCell
@@ -90,35 +92,12 @@ def validate_run(data: Any, source: str) -> dict[str, Any]:
     for name, info in (data.get("variant_info") or {}).items():
         if not isinstance(info, dict) or info.get("device", "cpu") not in ("cpu", "gpu"):
             raise _field_error(source, f"variant_info.{name}", "{kind, device: cpu|gpu}", info)
+    # The options within their declared bounds (the command line's): checked here so
+    # that a resume refuses them before any cell runs (not in the report after).
     options = data.get("options") or {}
-    for name in ("epochs", "samples", "steps_per_epoch"):
-        v = options.get(name)
-        if v is not None and (not _is_int(v) or not 1 <= v <= limits.MAX_COUNT):
-            raise _field_error(
-                source, f"options.{name}", f"a whole number 1..{limits.MAX_COUNT} or null", v
-            )
-    seed = options.get("seed", 0)
-    if seed is not None and (not _is_int(seed) or not 0 <= seed <= limits.MAX_SEED):
-        raise _field_error(source, "options.seed", f"a whole number 0..{limits.MAX_SEED}", seed)
-    if options.get("data", "synthetic") not in ("synthetic", "real", None):
-        raise _field_error(source, "options.data", "synthetic or real", options.get("data"))
-    # The decision settings and durations, within the command line's bounds: checked
-    # here so that a resume refuses them before any cell runs (not in the report after).
-    for name, problem_of in (
-        ("timeout_s", limits.seconds_problem),
-        ("budget_s", limits.seconds_problem),
-        ("min_steady_s", limits.seconds_problem),
-        ("min_effect", limits.min_effect_problem),
-        ("confidence", limits.confidence_problem),
-    ):
-        v = options.get(name)
-        problem = problem_of(v) if v is not None else None
-        if problem:
+    for cls in (CellOptions, DecisionOptions):
+        for name, problem, v in stored_problems(cls, options):
             raise _field_error(source, f"options.{name}", problem, v)
-    for name, hi in (("min_steady_steps", limits.MAX_COUNT), ("max_repeats", MAX_REPEATS)):
-        v = options.get(name)
-        if v is not None and (not _is_int(v) or not 1 <= v <= hi):
-            raise _field_error(source, f"options.{name}", f"a whole number 1..{hi}", v)
     cpus = data.get("logical_cpus")
     if cpus is not None and (not _is_int(cpus) or cpus < 1):
         raise _field_error(source, "logical_cpus", "a whole number >= 1", cpus)

@@ -13,12 +13,10 @@ rounds of ``serve --budget`` run :func:`model_reports` and ask
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from tfvariants.analyze import stats
 from tfvariants.analyze.baseline import parse_baseline
 from tfvariants.analyze.cost.pricing import Pricing
-from tfvariants.analyze.decide import Settings, run_looks
+from tfvariants.analyze.decide import Settings
 from tfvariants.analyze.serving.configs import (
     Config,
     ModelReport,
@@ -31,26 +29,11 @@ from tfvariants.analyze.serving.configs import (
 )
 from tfvariants.analyze.serving.sentences import conclude_model
 from tfvariants.analyze.verdicts import Requested, pick_baseline
+from tfvariants.options.decision import run_settings
 from tfvariants.plan.serve import ServeKey
 from tfvariants.store.cellresult import ConfigKey, ServeResult, serving
 from tfvariants.store.rawfields import finite_number, get_path
 from tfvariants.store.rundir import RunContents, load_run_dir
-
-
-def decision_settings(
-    run: dict, min_effect: float | None = None, confidence: float | None = None
-) -> Settings:
-    """The run's decision settings (given, else stored in run.json, else the defaults)
-    and the number of looks of its stopping rule: the same for the report and rounds."""
-    stored = run.get("options")
-    opts: dict[str, Any] = stored if isinstance(stored, dict) else {}
-    me = min_effect if min_effect is not None else finite_number(opts.get("min_effect"))
-    conf = confidence if confidence is not None else finite_number(opts.get("confidence"))
-    return Settings(
-        me if me is not None else stats.MIN_EFFECT,
-        conf if conf is not None and 0.5 < conf < 1 else stats.CONFIDENCE,
-        run_looks(run),
-    )
 
 
 def analyze_serving(
@@ -91,7 +74,7 @@ def analyze_serving_contents(
         return None
     only_serving = len(cells) == len(contents.results)
     bound = p99_bound_ms or finite_number(get_path(run, "options", "p99_bound_ms")) or 100.0
-    settings = decision_settings(run, min_effect, confidence)
+    settings = run_settings(run, min_effect, confidence)
     reports = model_reports(
         cells, run, pricing=pricing, baseline=baseline, bound_ms=bound, settings=settings
     )

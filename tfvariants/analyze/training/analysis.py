@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tfvariants.analyze import interference, loadlabel, stats, windows
+from tfvariants.analyze import interference, loadlabel, windows
 from tfvariants.analyze.baseline import parse_baseline
 from tfvariants.analyze.cost.pricing import Pricing
-from tfvariants.analyze.decide import Settings, run_looks
+from tfvariants.analyze.decide import Settings
 from tfvariants.analyze.interference import Interference
 from tfvariants.analyze.noise import HostNoise, host_noise
 from tfvariants.analyze.report import cautions
@@ -34,8 +34,8 @@ from tfvariants.analyze.verdicts import (
     workload_verdicts,
 )
 from tfvariants.errors import UserError
+from tfvariants.options.decision import run_settings
 from tfvariants.store.cellresult import CellResult, ConfigKey
-from tfvariants.store.rawfields import finite_number
 from tfvariants.store.rundir import RunContents, load_run_dir
 
 
@@ -64,20 +64,6 @@ def _order(values: Iterable[str], preferred: Any) -> list[str]:
     seen = list(dict.fromkeys(values))
     pref = [v for v in (preferred if isinstance(preferred, list) else []) if v in seen]
     return pref + sorted((v for v in seen if v not in pref), key=str)
-
-
-def settings_of(
-    run: dict[str, Any], min_effect: float | None = None, confidence: float | None = None
-) -> Settings:
-    """The decision settings: given, else the run's stored options, else the defaults;
-    looks from the run's stopping rule."""
-    stored = run.get("options")
-    opts: dict[str, Any] = stored if isinstance(stored, dict) else {}
-    if min_effect is None:
-        min_effect = finite_number(opts.get("min_effect")) or stats.MIN_EFFECT
-    if confidence is None:
-        confidence = finite_number(opts.get("confidence")) or stats.CONFIDENCE
-    return Settings(min_effect, confidence, run_looks(run))
 
 
 def analyze(
@@ -150,7 +136,7 @@ def analyze_contents(
         pricing,
         baseline,
         cpus,
-        settings_of(run, min_effect, confidence),
+        run_settings(run, min_effect, confidence),
         round_values(cells, include_disturbed=quiet.included),
     )
     all_warnings = _summarise_groups(inputs, quiet.included)

@@ -14,10 +14,10 @@ from collections.abc import Callable
 
 from tfvariants.plan import limits
 from tfvariants.plan.cell import MAX_THREADS
-from tfvariants.plan.spec import MAX_REPEATS
 
 MAX_SEED = limits.MAX_SEED
 MAX_COUNT = limits.MAX_COUNT
+MAX_REPEATS = limits.MAX_REPEATS
 MAX_TIMEOUT_S = limits.MAX_SECONDS
 
 # ASCII digits only: int() also takes "1_000" and other scripts' digits ("١٢", "２").

@@ -1,0 +1,333 @@
+"""The run options: declared once (tfvariants.options), read the same way by the adaptive
+rounds, the report and serving; and the three ways they had drifted apart."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import resultfactory as rf
+from test_compare import FakeRunCell, _no_onednn_probe  # noqa: F401 (autouse: no probe)
+
+from tfvariants.cli import main
+from tfvariants.execute import runner
+
+
+def test_min_effect_zero_is_judged_with_zero_by_the_rounds_and_the_report(
+    tmp_path, monkeypatch, capsys
+):
+    # Drift 1: the rounds judged with --min-effect 0, the report fell back to 5 % (`or`).
+    from tfvariants.analyze.training.analysis import analyze
+    from tfvariants.rounds import training as rounds
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "run_cell", FakeRunCell(speedup=0.0, noise=0.02))
+    seen = []
+    real_hook = rounds.NextRoundHook.__init__
+
+    def spy(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        real_hook(self, *args, **kwargs)
+        seen.append(self.settings)
+
+    monkeypatch.setattr(rounds.NextRoundHook, "__init__", spy)
+    argv = [
+        "compare",
+        "--threads",
+        "1,2",
+        "--workloads",
+        "mnist_mlp",
+        "--out",
+        "res",
+        "--min-effect",
+        "0",
+        "--budget",
+        "1m",
+        "--max-repeats",
+        "5",
+        "--quiet-wait",
+        "0",
+    ]
+    assert main(argv) == 0
+    assert json.loads((tmp_path / "res/run.json").read_text())["options"]["min_effect"] == 0
+    report = analyze(tmp_path / "res")
+    assert [s.min_effect for s in seen] == [0.0]
+    assert report.settings.min_effect == 0.0
+    assert report.settings.confidence == seen[0].confidence
+
+
+def test_one_settings_reader_for_training_and_serving():
+    from tfvariants.options.decision import run_settings
+
+    run = {"options": {"min_effect": 0.0, "confidence": 0.9999}}
+    for read in (run_settings,):
+        got = read(run)
+        assert (got.min_effect, got.confidence) == (0.0, 0.9999)
+        assert read({}).min_effect == 0.05 and read({}).confidence == 0.95
+        assert read(run, min_effect=0.1, confidence=0.9).min_effect == 0.1
+
+
+CONFIDENCES = ["0.5", "0.51", "0.999", "0.9995", "0.9999", "0.99995", "1", "95%", "99.99%"]
+
+
+@pytest.mark.parametrize("text", CONFIDENCES)
+def test_confidence_has_one_range_in_compare_report_and_serve(text, tmp_path, monkeypatch, capsys):
+    # Drift 2: compare and report took up to 0.9999, serve only up to 0.999 (and took
+    # anything in [0, 1) before checking), the report's reader anything below 1.
+    from tfvariants.plan import limits
+
+    monkeypatch.chdir(tmp_path)
+    value = float(text.rstrip("%")) / (100 if text.endswith("%") else 1)
+    ok = limits.confidence_problem(value) is None
+    common = ["--threads", "1", "--dry-run", "--pricing", "gce-2017", "--confidence", text]
+    codes = {
+        "compare": main(["compare", "--workloads", "mnist_mlp", *common]),
+        "serve": main(["serve", *common]),
+    }
+    rf.write_results(tmp_path / "r", [rf.make_result("local", 1, "mnist_mlp", 0)])
+    codes["report"] = main(["report", "r", "-o", "out.html", "--confidence", text])
+    capsys.readouterr()
+    assert codes == dict.fromkeys(codes, 0 if ok else 2), codes
+
+
+def test_ray_cells_after_the_first_look_measure_the_planned_window(monkeypatch):
+    # Drift 3: on Ray every cell got the first rounds' window (the repeat was dropped
+    # where compare handed the cell options to the cluster), though run.json recorded
+    # the plan.
+    import argparse
+
+    from tfvariants.commands import compare_cluster, matrix_args
+    from tfvariants.execute import ray_executor
+    from tfvariants.plan.cell import Cell
+    from tfvariants.plan.spec import MatrixSpec
+
+    spec = MatrixSpec(
+        ("local",),
+        (1,),
+        ("mnist_mlp",),
+        5,
+        {"min_steady_s": 10.0, "min_steady_steps": 50, "plan_window": True},
+        {"local": {"kind": "local", "device": "cpu"}},
+    )
+    plan = {"min_steady_s": 3.0, "from_repeat": 5, "reason": "test"}
+    captured = {}
+
+    class FakeRayMatrix:
+        def __init__(self, spec, out, settings):  # type: ignore[no-untyped-def]
+            pass
+
+        def run(self, **kwargs):  # type: ignore[no-untyped-def]
+            captured.update(kwargs)
+
+    monkeypatch.setattr(ray_executor, "RayMatrix", FakeRayMatrix)
+    monkeypatch.setattr(compare_cluster, "placement", lambda spec, pricing: {})
+    args = argparse.Namespace(node_wait=None, ray_address=None)
+    options_for = matrix_args.cell_options(spec, lambda: plan)
+    compare_cluster.run_on_ray(args, spec, {}, None, None, _Quiet(), options_for=options_for)
+    given = captured["options_for"]
+    assert given(Cell("local", 1, "mnist_mlp", 4)).min_steady_s == 10.0
+    assert given(Cell("local", 1, "mnist_mlp", 5)).min_steady_s == 3.0
+
+
+class _Quiet:
+    def print(self, *args: object, **kwargs: object) -> None:
+        pass
+
+
+def test_the_identity_a_resume_compares_is_the_declared_one(tmp_path):
+    from tfvariants.errors import UserError
+    from tfvariants.execute.matrix import Matrix
+    from tfvariants.options.training import TrainingOptions
+    from tfvariants.plan.spec import MatrixSpec
+
+    identity = {
+        "quick",
+        "epochs",
+        "samples",
+        "steps_per_epoch",
+        "data",
+        "seed",
+        "min_steady_s",
+        "min_steady_steps",
+        "warmup_max_s",
+    }
+    assert set(TrainingOptions().identity()) == identity
+    spec = MatrixSpec(("local",), (1,), ("mnist_mlp",), 1, TrainingOptions(seed=3))
+    assert spec.identity()["options"] == TrainingOptions(seed=3).identity()
+    Matrix(spec, tmp_path / "r").prepare()
+    again = MatrixSpec(("local",), (1,), ("mnist_mlp",), 1, TrainingOptions(seed=3, budget_s=60))
+    Matrix(again, tmp_path / "r").prepare(resume=True)  # a budget is not identity
+    other = MatrixSpec(("local",), (1,), ("mnist_mlp",), 1, TrainingOptions(seed=4))
+    with pytest.raises(UserError, match="--seed 3 vs 4"):
+        Matrix(other, tmp_path / "r").prepare(resume=True)
+
+
+def test_run_options_are_frozen_and_typed(tmp_path, monkeypatch):
+    import dataclasses
+
+    from tfvariants.commands import compare
+    from tfvariants.options.training import TrainingOptions
+
+    monkeypatch.chdir(tmp_path)
+    parser = __import__("tfvariants.cli", fromlist=["build_parser"]).build_parser()
+    args = parser.parse_args(
+        ["compare", "--workloads", "mnist_mlp", "--min-effect", "0", "--quick", "--threads", "1"]
+    )
+    spec, _ = compare.build_spec(args)
+    o = spec.options
+    assert isinstance(o, TrainingOptions)
+    assert (o.min_effect, o.quick, o.min_steady_s, o.budget_s) == (0.0, True, 6.0, 600.0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        o.min_effect = 0.1  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        o["window_plan"] = {}  # type: ignore[index]
+    # the record run.json stores: what the options held before they were typed
+    assert o["min_effect"] == 0.0 and "preset" not in o and o["per_workload"]["mnist_mlp"]
+
+
+@pytest.mark.parametrize(
+    "field, value, words",
+    [
+        ("epochs", 0, "a whole number 1..1000000000 or null"),
+        ("seed", -1, "a whole number 0..4294967295"),
+        ("data", "fake", "synthetic or real"),
+        ("confidence", 0.99995, "a confidence above 0.5 and at most 0.9999"),
+        ("min_effect", 1.5, "a fraction from 0 up to"),
+        ("max_repeats", 0, "a whole number 1..10000"),
+        ("timeout_s", 0, "seconds greater than 0"),
+        ("min_steady_steps", 0, "a whole number 1..1000000000"),
+    ],
+)
+def test_a_stored_option_out_of_its_declared_bounds_is_refused(field, value, words, tmp_path):
+    from tfvariants.errors import UserError
+    from tfvariants.store.runfile import validate_run
+
+    run = {
+        "kind": "tfvariants.run",
+        "schema_version": 3,
+        "variants": ["local"],
+        "workloads": ["mnist_mlp"],
+        "threads": [1],
+        "repeats": 1,
+        "hosts": [],
+        "options": {field: value},
+    }
+    with pytest.raises(UserError, match=f"field 'options.{field}': expected {words}"):
+        validate_run(run, "run.json")
+    validate_run({**run, "options": {}}, "run.json")
+
+
+def test_warmup_max_goes_from_the_command_line_to_the_worker_request_and_run_json(
+    tmp_path, monkeypatch, capsys
+):
+    from tfvariants.execute.runner import worker_request
+    from tfvariants.plan.cell import Cell
+    from tfvariants.plan.pinning import plan_pinning
+    from tfvariants.plan.topology import read_topology
+    from tfvariants.variants import get_variant
+
+    monkeypatch.chdir(tmp_path)
+    fake = FakeRunCell()
+    monkeypatch.setattr(runner, "run_cell", fake)
+    argv = [
+        "compare",
+        "--threads",
+        "1,2",
+        "--workloads",
+        "mnist_mlp",
+        "--repeats",
+        "4",
+        "--out",
+        "res",
+        "--quiet-wait",
+        "0",
+        "--warmup-max",
+        "30s",
+    ]
+    assert main(argv) == 0
+    options = fake.calls[0][1]
+    assert options.warmup_max_s == 30.0
+    cell = Cell("local", 1, "mnist_mlp")
+    plan = plan_pinning(1, read_topology())
+    request = worker_request(cell, plan, options, get_variant("local"), tmp_path / "x")
+    assert request.warmup_max_s == 30.0 and request.min_steady_s == options.min_steady_s
+    assert json.loads((tmp_path / "res/run.json").read_text())["options"]["warmup_max_s"] == 30
+    # part of what a cell measures: a resume may not change it, and keeps it when not given
+    assert main(["compare", "--resume", "--out", "res", "--warmup-max", "10s"]) == 2
+    assert "--warmup-max 30.0 vs 10.0" in capsys.readouterr().err
+    fake.calls.clear()
+    (tmp_path / "res/cells/mnist_mlp__local__t1__r0.json").unlink()
+    assert main(["compare", "--resume", "--out", "res"]) == 0 and len(fake.calls) == 1
+    assert {o.warmup_max_s for _, o in fake.calls} == {30.0}
+    # without it: no cap, and run.json's options read as before
+    assert main([*argv[:-2], "--out", "plain"]) == 0
+    assert "warmup_max_s" not in json.loads((tmp_path / "plain/run.json").read_text())["options"]
+    for bad in ("0", "soon", "-5s"):
+        assert main(["run", "mnist_mlp", "--threads", "1", "--warmup-max", bad]) == 2
+        assert "--warmup-max" in capsys.readouterr().err
+
+
+def test_serving_options_are_typed_frozen_and_keep_run_json_as_it_was():
+    import dataclasses
+
+    from tfvariants.cli import build_parser
+    from tfvariants.commands.serve_spec import build_serve_spec
+    from tfvariants.options.serving import ServingOptions
+
+    args = build_parser().parse_args(
+        ["serve", "--threads", "1", "--confidence", "99.99%", "--min-effect", "0"]
+    )
+    spec, _ = build_serve_spec(args)
+    o = spec.options
+    assert isinstance(o, ServingOptions)
+    assert (o.min_effect, o.budget_s, o.encoding) == (0.0, 600.0, "b64")
+    assert o.confidence == pytest.approx(0.9999)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        o.p99_bound_ms = 5.0  # type: ignore[misc]
+    # the keys serve always stored (a resume compares all but the resumable ones)
+    assert set(spec.to_json("t")["options"]) == {
+        "min_duration_s",
+        "max_duration_s",
+        "min_queries",
+        "max_queries",
+        "server_qps",
+        "p99_bound_ms",
+        "search_steps",
+        "encoding",
+        "target_url",
+        "target_model",
+        "input_shape",
+        "timeout_s",
+        "budget_s",
+        "max_repeats",
+        "min_effect",
+        "confidence",
+        "preset",
+    }
+    seeded = dataclasses.replace(spec, options=dataclasses.replace(o, order_seed=7))
+    assert seeded.identity()["options"]["order_seed"] == 7
+    assert "timeout_s" not in seeded.identity()["options"]
+
+
+def test_one_next_round_rule_for_every_task():
+    from tfvariants.analyze.adaptive import stopping_rule
+    from tfvariants.rounds.decide import Judged, next_round
+
+    rule = stopping_rule(5, 7)  # looks after 5 and 7 repeats
+    cells = lambda todo: list(todo)  # noqa: E731
+    say = {"nothing_to_judge": "none"}
+    early = Judged(3, None, 0, 0, [], {})
+    assert next_round(early, rule, cells, None, **say) == (
+        [],
+        "only 3 round(s) stored, fewer than the first look",
+    )
+    assert next_round(Judged(5, 5, 0, 0, [], {}), rule, cells, None, **say) == ([], "none")
+    done = Judged(5, 5, 2, 0, [], {})
+    assert "every comparison was decided" in next_round(done, rule, cells, None, **say)[1]
+    # an interrupted round is completed first: only the missing cells, in their round
+    gap = Judged(6, 5, 2, 1, ["a", "b"], {"a": {0, 1, 2, 3, 4, 5}, "b": {0, 1, 2, 3, 4}})
+    assert next_round(gap, rule, cells, None, **say)[0] == [("b", 5)]
+    full = Judged(6, 5, 2, 1, ["a", "b"], {"a": set(range(6)), "b": set(range(6))})
+    todo, why = next_round(full, rule, cells, 3, **say)
+    assert sorted(todo) == [("a", 6), ("b", 6)] and "1 comparison(s) undecided" in why
+    last = Judged(7, 7, 2, 1, ["a", "b"], {})
+    assert "after the maximum of 7 repeats" in next_round(last, rule, cells, None, **say)[1]

@@ -1,0 +1,241 @@
+"""`tfvariants serve`'s matrix and options from its command line: the quick-scale
+defaults and ``--preset study``, each value parsed and checked before anything is
+written (one line, exit 2), into a ServeSpec with its frozen ServingOptions."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from typing import Any
+
+from tfvariants.commands.matrix_args import checked, default_threads, parse_names
+from tfvariants.errors import UserError
+from tfvariants.options import argtypes
+from tfvariants.options.decision import settings
+from tfvariants.options.serving import ServingOptions
+
+# The quick scale (the defaults): one model at 1..CPUs threads decided within the
+# budget on a 2-core machine. Only the closed loop over HTTP at 1 and 4 requests in
+# flight, b64 bodies (a JSON image costs 10x the model), 3 s minimum runs: 20 cells
+# of ~15 s for the first look. docs/serving.md says what each choice costs.
+DEFAULTS: dict[str, str | None] = {
+    "models": "mobilenet_v2",
+    "scenarios": "concurrency",
+    "concurrency": "1,4",
+    "path": "http",
+    "encoding": "b64",
+    "repeats": "5",
+    "budget": "10m",
+    "min_duration": "3s",
+    "max_duration": "60s",
+    "min_queries": "auto",
+    "max_batch_size": "1",
+    "batch_timeout": "2ms",
+}
+# --preset study: the serving study's shape, GPU vs CPU at 20-50 concurrent clients over
+# HTTP with b64 payloads, every Keras application from MobileNetV2 to NASNetLarge, on
+# every --variants given; 10 s minimum runs; repeats without a budget.
+PRESETS: dict[str, dict[str, str | None]] = {
+    "study": {
+        "models": "mobilenet_v2,efficientnet_b0,nasnet_mobile,densenet121,resnet50,"
+        "inception_v3,nasnet_large",
+        "scenarios": "concurrency",
+        "concurrency": "1,8,20,50",
+        "path": "http",
+        "encoding": "b64",
+        "repeats": "5",
+        "budget": "off",
+        "min_duration": "10s",
+    },
+}
+DEFAULT_SCENARIOS = DEFAULTS["scenarios"]
+
+
+def resolved(args: argparse.Namespace) -> dict[str, Any]:
+    """Each preset-able option: given, else the preset's, else the default."""
+    preset = PRESETS.get(args.preset or "", {})
+    out = {
+        k: getattr(args, k) if getattr(args, k) is not None else preset.get(k, v)
+        for k, v in DEFAULTS.items()
+    }
+    if args.repeats is not None and args.budget is None:  # --repeats N alone: exactly N
+        out["budget"] = "off"
+    return out
+
+
+def _duration(option: str, text: str) -> float:
+    return checked(option, argtypes.duration_s, text)
+
+
+def parse_positive(option: str, text: str, hi: int = argtypes.MAX_COUNT) -> int:
+    return checked(option, lambda t: argtypes.whole_number(t, 1, hi), text)
+
+
+def parse_rate(option: str, text: str) -> float:
+    value = argtypes.decimal(text)  # finite, ASCII digits: no "nan", "1_0", "٣"
+    if value is None or not 0 < value <= 1e9:
+        raise UserError(
+            f"--{option}: expected a number greater than 0 and at most 1e9, got "
+            f"{argtypes.shown(text)}"
+        )
+    return value
+
+
+def parse_concurrency(text: str) -> list[int]:
+    from workloads.serving.request import MAX_CONCURRENCY
+
+    # One client thread per request in flight: 10^6 would be a million threads.
+    names = parse_names("concurrency", text)
+    return list(dict.fromkeys(parse_positive("concurrency", v, MAX_CONCURRENCY) for v in names))
+
+
+def parse_batching(sizes: str, timeouts: str) -> tuple[tuple[int, float], ...]:
+    """--max-batch-size x --batch-timeout, as (size, timeout ms); size 1 (no batching)
+    once, whatever the timeouts."""
+    size_list = [
+        parse_positive("max-batch-size", v, 1 << 16) for v in parse_names("max-batch-size", sizes)
+    ]
+    waits = [_duration("batch-timeout", v) * 1e3 for v in parse_names("batch-timeout", timeouts)]
+    out: list[tuple[int, float]] = []
+    for b in dict.fromkeys(size_list):
+        for w in waits if b > 1 else waits[:1]:
+            if (b, w) not in out:
+                out.append((b, w))
+    return tuple(out)
+
+
+def parse_shape(text: str) -> list[int]:
+    try:
+        dims = [int(d) for d in text.replace("x", ",").split(",")]
+    except ValueError:
+        dims = []
+    if not dims or any(not 0 < d <= 1 << 16 for d in dims):
+        raise UserError(
+            f"--input-shape: expected positive whole numbers like 224,224,3, got {text!r}"
+        )
+    return dims
+
+
+def build_serve_spec(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
+    """ServeSpec + variant objects; every value checked before anything is written."""
+    from tfvariants.plan.serve import ServeSpec
+    from tfvariants.plan.spec import logical_cpus
+    from tfvariants.variants import get_variant
+
+    v = resolved(args)
+    model_names, scenarios, paths, input_shape = _axes(args, v)
+    concurrency = parse_concurrency(str(v["concurrency"]))
+    threads = (
+        checked("threads", argtypes.thread_list, args.threads)
+        if args.threads is not None
+        else default_threads(logical_cpus())
+    )
+    variants = parse_names("variants", args.variants)
+    repeats = parse_positive("repeats", str(v["repeats"]))
+    options = _serving_options(args, v, repeats, input_shape)
+    batching = parse_batching(str(v["max_batch_size"]), str(v["batch_timeout"]))
+    variant_objs = {name: get_variant(name, args.variants_file) for name in variants}
+    info = {n: {"kind": o.kind, "device": o.device} for n, o in variant_objs.items()}
+    spec = ServeSpec(
+        tuple(variants),
+        tuple(threads),
+        tuple(model_names),
+        tuple(scenarios),
+        tuple(concurrency),
+        tuple(paths),
+        repeats,
+        options,
+        info,
+        batching,
+    )
+    return spec, variant_objs
+
+
+def _axes(
+    args: argparse.Namespace, v: dict[str, Any]
+) -> tuple[list[str], list[str], list[str], list[int] | None]:
+    """The models, scenarios and paths (a --target replaces the paths), and the target's
+    input shape, checked."""
+    from workloads.serving import models
+    from workloads.serving.request import SCENARIOS
+
+    model_names = parse_names("models", str(v["models"]))
+    for m in model_names:
+        if args.target and not models.is_file(m):  # any name the server serves under
+            if not re.fullmatch(r"[A-Za-z0-9_.-]+", m):
+                raise UserError(f"--models: {m!r} is not a model name a URL can carry")
+            continue
+        try:
+            models.check_name(m)
+        except ValueError as exc:
+            raise UserError(f"--models: {exc}") from None
+    scenarios = parse_names("scenarios", str(v["scenarios"]))
+    for s in scenarios:
+        if s not in SCENARIOS:
+            raise UserError(f"--scenarios: unknown scenario {s!r} (known: {', '.join(SCENARIOS)})")
+    input_shape = parse_shape(args.input_shape) if args.input_shape else None
+    if input_shape and not args.target:
+        raise UserError("--input-shape is for --target (a served model's own shape is known)")
+    if args.target:
+        for m in model_names:
+            if models.is_file(m):
+                raise UserError(
+                    f"--target: {m!r} is a file; name the model (a built-in name, or any name "
+                    "with --target-model and --input-shape or a server that reports its metadata)"
+                )
+        return model_names, scenarios, ["target"], input_shape
+    paths = parse_names("path", str(v["path"]))
+    for p in paths:
+        if p not in ("inprocess", "http"):
+            raise UserError(f"--path: unknown path {p!r} (inprocess, http; or --target URL)")
+    return model_names, scenarios, paths, input_shape
+
+
+def _serving_options(
+    args: argparse.Namespace, v: dict[str, Any], repeats: int, input_shape: list[int] | None
+) -> ServingOptions:
+    """What every cell of the run shares, each value checked."""
+    from tfvariants.analyze import adaptive
+
+    min_d = _duration("min-duration", str(v["min_duration"]))
+    max_d = _duration("max-duration", str(v["max_duration"]))
+    if min_d > max_d:
+        raise UserError(
+            f"--min-duration {v['min_duration']} is longer than --max-duration {v['max_duration']}"
+        )
+    auto = str(v["min_queries"]).strip().lower() == "auto"
+    min_q = None if auto else parse_positive("min-queries", str(v["min_queries"]))
+    max_q = parse_positive("max-queries", args.max_queries)
+    if min_q is not None and min_q > max_q:
+        raise UserError(f"--min-queries {min_q} is more than --max-queries {max_q}")
+    budget_text = str(v["budget"]).strip().lower()
+    budget_s = None
+    if budget_text not in ("off", "none", "0"):
+        budget_s = checked("budget", argtypes.duration, budget_text)
+    if budget_s is not None and budget_s > 366 * 86400:
+        raise UserError(f"--budget: at most a year, got {v['budget']}")
+    max_repeats = args.max_repeats or max(adaptive.DEFAULT_MAX_REPEATS, repeats)
+    if max_repeats < repeats:
+        raise UserError(f"--max-repeats {max_repeats} is below --repeats {repeats}")
+    decision = settings(None, min_effect=args.min_effect, confidence=args.confidence)
+    if str(v["encoding"]) not in ("json", "b64"):
+        raise UserError(f"--encoding: expected json or b64, got {v['encoding']!r}")
+    return ServingOptions(
+        min_duration_s=min_d,
+        max_duration_s=max_d,
+        min_queries=min_q,
+        max_queries=max_q,
+        server_qps=parse_rate("server-qps", args.server_qps),
+        p99_bound_ms=_duration("p99", args.p99) * 1e3,
+        search_steps=parse_positive("search-steps", args.search_steps),
+        encoding=str(v["encoding"]),
+        target_url=args.target,
+        target_model=args.target_model,
+        input_shape=input_shape,
+        timeout_s=checked("timeout", argtypes.positive_float, args.timeout),
+        budget_s=budget_s,
+        max_repeats=max_repeats,
+        min_effect=decision.min_effect,
+        confidence=decision.confidence,
+        preset=args.preset,
+    )

@@ -1,0 +1,108 @@
+"""The decision options every task shares (the smallest effect that matters, the
+intervals' confidence, the adaptive rounds' limits), declared once, and the ONE reader
+of the decision settings that the adaptive rounds and the reports (training and
+serving) use, so that they never judge with different settings."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tfvariants.options import argtypes
+from tfvariants.options.declare import RunOptionsBase, option
+from tfvariants.plan import limits
+from tfvariants.plan.limits import MAX_REPEATS
+
+if TYPE_CHECKING:
+    from tfvariants.analyze.decide import Settings
+    from tfvariants.analyze.looks import Looks
+
+# The defaults every statistic falls back to (analyze/stats.py takes them from here).
+MIN_EFFECT = 0.05
+CONFIDENCE = 0.95
+
+
+def repeats_problem(value: Any) -> str | None:
+    ok = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_REPEATS
+    return None if ok else f"a whole number 1..{MAX_REPEATS}"
+
+
+@dataclass(frozen=True)
+class DecisionOptions(RunOptionsBase):
+    """How comparisons are decided, and how long the adaptive rounds may go on."""
+
+    min_effect: float = option(
+        MIN_EFFECT,
+        "smallest difference that matters, e.g. 5%%: smaller ones are 'equivalent'",
+        flag="--min-effect",
+        parse=argtypes.min_effect,
+        problem=limits.min_effect_problem,
+        default_words="5%%",
+    )
+    confidence: float = option(
+        CONFIDENCE,
+        f"confidence of the intervals, above {limits.CONFIDENCE_MIN:g} and at most "
+        f"{limits.CONFIDENCE_MAX:g}",
+        flag="--confidence",
+        parse=argtypes.confidence,
+        problem=limits.confidence_problem,
+        default_words=f"{CONFIDENCE:g}",
+    )
+    max_repeats: int | None = option(
+        None,
+        "with --budget: at most this many repeats",
+        flag="--max-repeats",
+        parse=argtypes.repeats,
+        problem=repeats_problem,
+        default_words="20",
+    )
+    budget_s: float | None = option(
+        None,
+        "the adaptive rounds' time budget, seconds",
+        flag="--budget",
+        parse=argtypes.duration,
+        problem=limits.seconds_problem,
+    )
+
+
+def stored_value(options: Mapping[str, Any], name: str) -> Any:
+    """A stored decision option if it is within its declared bounds, else its default
+    (a report of a hand-edited run.json still opens; the loader names bad values)."""
+    value = options.get(name)
+    default = DecisionOptions.__dataclass_fields__[name].default
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return default
+    problem = DecisionOptions.__dataclass_fields__[name].metadata["option"].problem
+    return default if problem is not None and problem(value) else value
+
+
+def settings(
+    options: Mapping[str, Any] | None,
+    looks: Looks = 1,
+    *,
+    min_effect: float | None = None,
+    confidence: float | None = None,
+) -> Settings:
+    """The decision settings: given (a report's command line), else the run's stored
+    options, else the defaults. 0 is a value (--min-effect 0), not "not given"."""
+    from tfvariants.analyze.decide import Settings
+
+    stored = options if isinstance(options, Mapping) else {}
+    return Settings(
+        min_effect if min_effect is not None else float(stored_value(stored, "min_effect")),
+        confidence if confidence is not None else float(stored_value(stored, "confidence")),
+        looks,
+    )
+
+
+def run_settings(
+    run: Mapping[str, Any], min_effect: float | None = None, confidence: float | None = None
+) -> Settings:
+    """A stored run's decision settings (:func:`settings`), with the looks of its
+    stopping rule: what its report decides with, training and serving alike."""
+    from tfvariants.analyze.decide import run_looks
+
+    return settings(
+        run.get("options"), run_looks(run), min_effect=min_effect, confidence=confidence
+    )

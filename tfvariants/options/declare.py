@@ -1,0 +1,160 @@
+"""How a run option is declared: once, as a field of a frozen dataclass (one class per
+task: training.py, serving.py), with everything the rest of the code needs to know
+about it in the field's metadata.
+
+From that one declaration come the command-line option (``add_arguments``), the value
+a command uses (``resolve``: given on the command line, else the stored run's, else
+the default), the run.json ``options`` record (``record``) and the check of a stored
+value against its bounds (``stored_problems``, called by store/runfile.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+OptionsT = TypeVar("OptionsT", bound="RunOptionsBase")
+
+
+@dataclasses.dataclass(frozen=True)
+class Option:
+    """What is declared about one option besides its name, type and default."""
+
+    help: str
+    flag: str | None = None  # the command-line flag; None: derived, never typed
+    parse: Callable[[str], Any] | None = None  # command-line text -> value (argtypes)
+    problem: Callable[[Any], str | None] | None = None  # a stored value out of bounds?
+    identity: bool = False  # part of what a cell measures: a resume must not change it
+    stored: bool = True  # kept in run.json's "options"
+    omit_none: bool = False  # left out of the record while None (as older runs wrote it)
+    choices: tuple[str, ...] | None = None
+    metavar: str | None = None
+    default_words: str = ""  # the help's "(default ...)"; a command may say its own
+
+
+def option(default: T, help: str, **declared: Any) -> T:
+    """A field of an options class: its default and its :class:`Option` declaration."""
+    field: T = dataclasses.field(default=default, metadata={"option": Option(help, **declared)})
+    return field
+
+
+@functools.cache
+def declared(cls: type[RunOptionsBase]) -> dict[str, Option]:
+    """Field name -> declaration, in declaration order (read-only: shared per class)."""
+    return {f.name: f.metadata["option"] for f in dataclasses.fields(cls) if "option" in f.metadata}
+
+
+def defaults(cls: type[RunOptionsBase]) -> dict[str, Any]:
+    return {f.name: f.default for f in dataclasses.fields(cls)}
+
+
+def add_arguments(
+    p: argparse.ArgumentParser | Any,
+    cls: type[RunOptionsBase],
+    names: tuple[str, ...],
+    default_words: Mapping[str, str] | None = None,
+) -> None:
+    """Add the named options of ``cls`` to a parser, each as declared (``default_words``:
+    a command's own "(default ...)" per option). The parsed default is None (not given),
+    so that a resume can tell "not given" from a value."""
+    opts = declared(cls)
+    for name in names:
+        o = opts[name]
+        assert o.flag is not None, f"{name} is not a command-line option"
+        words = (default_words or {}).get(name, o.default_words)
+        text = f"{o.help} (default {words})" if words else o.help
+        p.add_argument(
+            o.flag,
+            dest=name,
+            type=o.parse or str,
+            default=None,
+            choices=o.choices,
+            metavar=o.metavar,
+            help=text,
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptionsBase(Mapping[str, Any]):
+    """A task's run options: typed attributes for the code, and read-only mapping access
+    over the stored record for readers of run.json-shaped options. Frozen: nothing
+    changes them during a run."""
+
+    def record(self) -> dict[str, Any]:
+        """run.json's "options": the stored options (without the unset omitted ones)."""
+        out = {}
+        for name, o in declared(type(self)).items():
+            value = getattr(self, name)
+            if o.stored and not (o.omit_none and value is None):
+                out[name] = value
+        return out
+
+    def identity(self) -> dict[str, Any]:
+        """The options a resume must not change."""
+        return {n: getattr(self, n) for n, o in declared(type(self)).items() if o.identity}
+
+    def __getitem__(self, key: str) -> Any:
+        o = declared(type(self)).get(key)
+        value = getattr(self, key) if o is not None and o.stored else None
+        if o is None or not o.stored or (o.omit_none and value is None):
+            raise KeyError(key)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.record())
+
+    def __len__(self) -> int:
+        return len(self.record())
+
+    @classmethod
+    def of(cls: type[OptionsT], values: Mapping[str, Any]) -> OptionsT:
+        """The options from a mapping (a stored run's record, a test's few values):
+        declared names only, the rest at their defaults."""
+        if isinstance(values, cls):
+            return values
+        known = declared(cls)
+        return cls(**{k: v for k, v in values.items() if k in known})
+
+
+def resolve(
+    cls: type[RunOptionsBase],
+    given: Mapping[str, Any],
+    stored: Mapping[str, Any],
+    fallback: Mapping[str, Any],
+) -> dict[str, Any]:
+    """Each option's value: given on the command line (text is parsed as declared: a
+    value from a test or a preset may be text), else the stored run's (a resume), else
+    ``fallback`` (a default that depends on other options), else the declared default."""
+    from tfvariants.errors import UserError
+
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        o = f.metadata["option"]
+        value = given.get(f.name)
+        if value is not None and isinstance(value, str) and o.parse is not None:
+            try:
+                value = o.parse(value)
+            except argparse.ArgumentTypeError as exc:
+                raise UserError(f"{o.flag}: {exc}") from None
+        if value is None:
+            value = stored.get(f.name)
+        if value is None:
+            value = fallback.get(f.name, f.default)
+        out[f.name] = value
+    return out
+
+
+def stored_problems(
+    cls: type[RunOptionsBase], options: Mapping[str, Any]
+) -> Iterator[tuple[str, str, Any]]:
+    """(name, what was expected, value) for each stored value outside its bounds."""
+    for name, o in declared(cls).items():
+        value = options.get(name)
+        if value is not None and o.problem is not None:
+            problem = o.problem(value)
+            if problem:
+                yield name, problem, value

@@ -1,0 +1,110 @@
+"""The training task's run options (``compare``, ``run``): each declared once.
+
+To add an option: add a field here (default, help, flag, parser, bounds, identity),
+then read it as ``spec.options.<name>`` where it is used; the command line, run.json's
+record and the check of a stored run follow from the declaration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tfvariants.analyze import interference
+from tfvariants.execute.priority import DEFAULT as PRIORITY_DEFAULT
+from tfvariants.execute.priority import PRIORITIES
+from tfvariants.options import argtypes
+from tfvariants.options.cell import CellOptions
+from tfvariants.options.decision import DecisionOptions
+from tfvariants.options.declare import option
+
+
+def _pct(share: float) -> str:
+    return f"{share * 100:.0f}%%"
+
+
+@dataclass(frozen=True)
+class TrainingOptions(CellOptions, DecisionOptions):
+    """What every training cell of a run is measured and judged with."""
+
+    quiet_share: float = option(
+        interference.QUIET_SHARE,
+        "before each cell, wait until other processes used at most "
+        "this share of its CPUs over the last second",
+        flag="--quiet-share",
+        parse=argtypes.fraction,
+        default_words=_pct(interference.QUIET_SHARE),
+    )
+    quiet_wait_s: float = option(
+        interference.QUIET_WAIT_S,
+        "the longest wait for quiet before a cell; then it runs anyway, and says so",
+        flag="--quiet-wait",
+        parse=argtypes.wait,
+        metavar="DURATION",
+        default_words=f"{interference.QUIET_WAIT_S:g}s; 0: do not wait",
+    )
+    disturbed_share: float = option(
+        interference.DISTURBED_SHARE,
+        "a cell whose others' (or steal) share of its CPUs was "
+        "above this is disturbed: kept, listed, left out of the verdicts, and run again",
+        flag="--disturbed-share",
+        parse=argtypes.fraction,
+        default_words=_pct(interference.DISTURBED_SHARE),
+    )
+    shielded_share: float = option(
+        interference.SHIELDED_SHARE,
+        "a worker at raised priority (--priority) takes its CPU "
+        "back when it wants it, so it is disturbed when its threads waited for a CPU more than "
+        "this share of the time",
+        flag="--shielded-share",
+        parse=argtypes.fraction,
+        default_words=_pct(interference.SHIELDED_SHARE),
+    )
+    disturbed_retries: int = option(
+        interference.DISTURBED_RETRIES,
+        "attempts after a disturbed one, per cell, within the budget",
+        flag="--disturbed-retries",
+        parse=argtypes.retries,
+        default_words=str(interference.DISTURBED_RETRIES),
+    )
+    disturbed_policy: str = option(
+        "auto",
+        "disturbed cells in the verdicts: exclude, include, or auto (default: excluded "
+        "unless most cells of the run were disturbed)",
+        flag="--disturbed",
+        choices=interference.POLICIES,
+    )
+    priority: str = option(
+        PRIORITY_DEFAULT,
+        "raised (default): each worker's session at the lowest nice permitted (-20 with "
+        "CAP_SYS_NICE, else what RLIMIT_NICE allows), so a background job cannot take its "
+        "CPUs; normal: as started. Each cell records what it got",
+        flag="--priority",
+        choices=PRIORITIES,
+    )
+    order_seed: int | None = option(
+        None,
+        "seed of each round's random order of configurations (default: drawn for a new "
+        "run and stored in run.json; a resume keeps it)",
+        flag="--order-seed",
+        parse=argtypes.seed,
+    )
+    # A window the user chose stays; else the adaptive rounds' window is planned from the
+    # first look's variance components (tfvariants.analyze.windows).
+    plan_window: bool = option(False, "plan the later rounds' steady window")
+    per_workload: dict[str, dict[str, int]] | None = option(
+        None, "each workload's quick scale", omit_none=True
+    )
+    preset: dict[str, Any] | None = option(None, "the preset the run started with", omit_none=True)
+
+
+# compare's measurement and decision options, in the order --help lists them
+COMPARE_DECISION = ("max_repeats", "min_steady_s", "min_steady_steps", "min_effect", "confidence")
+INTERFERENCE = (
+    "quiet_share",
+    "quiet_wait_s",
+    "disturbed_share",
+    "shielded_share",
+    "disturbed_retries",
+    "priority",
+)

@@ -1,0 +1,65 @@
+"""The next adaptive round, one rule for training and serving: after the last planned
+look the stored rounds reached, stop (nothing to judge, everything decided, the maximum
+of repeats) or run both sides of every open comparison again, completing an interrupted
+round before a new one starts, in the round's own seeded order.
+
+What a task judges at the look (training: analyze/verdicts.py; serving:
+analyze/serving.py ``watched``) is its hook's part (rounds/training.py,
+rounds/serving.py); the decision from it is this module's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from tfvariants.analyze.adaptive import StoppingRule
+from tfvariants.plan.spec import round_order
+
+K = TypeVar("K", bound=Hashable)  # what one configuration's cells share in a round
+C = TypeVar("C")  # a planned cell
+
+
+@dataclass(frozen=True)
+class Judged(Generic[K]):
+    """What a task's hook found at the last look the stored rounds reached."""
+
+    rounds: int  # rounds stored so far
+    look: int | None  # the last planned look reached (None: not the first yet)
+    judged: int  # comparisons judged at that look
+    undecided: int  # of them still undecided
+    active: Sequence[K]  # both sides of every undecided comparison, in run order
+    present: Mapping[K, Collection[int]]  # the rounds with a file, per configuration
+
+
+def next_round(
+    judged: Judged[K],
+    rule: StoppingRule,
+    cells_of: Callable[[list[tuple[K, int]]], list[C]],
+    seed: int | None,
+    *,
+    nothing_to_judge: str,
+) -> tuple[list[C], str]:
+    """The next round's cells (none: stop) and why."""
+    at, n = judged.look, judged.undecided
+    if at is None:
+        return [], f"only {judged.rounds} round(s) stored, fewer than the first look"
+    if not judged.judged:
+        return [], nothing_to_judge
+    if not n:
+        return [], f"every comparison was decided by the look after {at} repeats"
+    if judged.rounds >= rule.max_repeats:
+        return [], (
+            f"{n} comparison(s) still undecided after the maximum of {rule.max_repeats} repeats"
+        )
+    # An interrupted round is completed before a new one starts.
+    gaps = [
+        (k, rep)
+        for k in judged.active
+        for rep in range(judged.rounds)
+        if rep not in judged.present.get(k, ())
+    ]
+    todo = gaps or [(k, judged.rounds) for k in judged.active]
+    cells = round_order(cells_of(todo), seed, todo[0][1])
+    return cells, f"{n} comparison(s) undecided at the look after {at} repeats"
