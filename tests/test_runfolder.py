@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,7 +24,7 @@ from tfvariants.execute.runner import RunOptions, run_cell
 from tfvariants.plan.cell import MAX_ID_BYTES, Cell, cell_id, encode_part, legacy_cell_id
 from tfvariants.plan.serve import ServeCell
 from tfvariants.plan.spec import MatrixSpec
-from tfvariants.store import lock
+from tfvariants.store import cleanup, lock
 from tfvariants.store.rundir import load_run_dir
 from tfvariants.store.runfile import RUN_SCHEMA_VERSION, load_run, local_host, new_run
 from tfvariants.store.runfolder import RunFolder
@@ -207,37 +208,53 @@ def test_scratch_is_private_inside_the_run_and_removed(tmp_path):
     assert not Path(result["scratch"]).exists() and not (out / ".scratch").exists()
 
 
-def test_stale_scratch_folders_are_removed_by_the_next_run(tmp_path, monkeypatch, capsys):
+def test_stale_scratch_and_temps_are_removed_by_the_next_run(tmp_path, monkeypatch, capsys):
+    """Only what the tool can prove it made: a marked scratch folder and temp files of
+    its own names; the user's own entries (unmarked, hidden, old-style) stay."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(runner, "run_cell", fake_run_cell([]))
-    argv = [
-        "compare",
-        "--threads",
-        "1",
-        "--workloads",
-        "mnist_mlp",
-        "--no-probe",
-        "--pricing",
-        "none",
-    ]
+    argv = ["compare", "--threads", "1", "--workloads", "mnist_mlp", "--no-probe"]
+    argv += ["--pricing", "none"]
     assert main([*argv, "--out", "R"]) == 0
-    new_style = tmp_path / "R" / ".scratch" / "mnist_mlp__local__t1__r0.a1b2c3d4"
-    old_style = tmp_path / "R" / ".mnist_mlp__local__t1__r0.k3j4h5g6"  # before .scratch/
-    for d in (new_style, old_style):
+    run = tmp_path / "R"
+    ours = run / ".scratch" / "mnist_mlp__local__t1__r0.a1b2c3d4"
+    ours.mkdir(parents=True)
+    cleanup.mark_scratch(ours)
+    (ours / "result.json").write_text("{}")
+    temps = [
+        run / ".run.json.k3j4h5g6.tmp",
+        run / "logs" / ".c__r0.abcd1234.log.tmp",
+        run / "cells" / ".c__r0.json.x1y2z3w4.tmp",
+    ]
+    mine = [
+        run / ".scratch" / "notes.abcdefgh",
+        run / ".mnist_mlp__local__t1__r0.k3j4h5g6",
+        run / "logs" / "my.tmp",
+        run / ".run.json.bak",
+    ]
+    (run / "logs").mkdir(exist_ok=True)
+    for p in temps:
+        p.write_text("partial")
+    for d in mine[:2]:
         d.mkdir(parents=True)
-        (d / "result.json").write_text("{}")
+        (d / "t").write_text("mine")
+    for p in mine[2:]:
+        p.write_text("mine")
     capsys.readouterr()
     assert main(["compare", "--resume", "--out", "R", "--no-probe", "--pricing", "none"]) == 0
     err = capsys.readouterr().err
-    assert not new_style.exists() and not old_style.exists()
-    assert err.count("a scratch folder left by an interrupted run") == 2
-    # a link planted where the private scratch folder goes is removed, not used
+    assert not ours.exists() and not any(p.exists() for p in temps)
+    assert err.count("a scratch folder left by an interrupted run") == 1
+    assert err.count("a temp file left by an interrupted run") == 3
+    assert all(p.exists() for p in mine), "removed the user's own files"
+    # a link where the private scratch folder goes is refused up front, and left
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    (tmp_path / "R" / ".scratch").symlink_to(elsewhere)
-    assert main(["compare", "--resume", "--out", "R", "--no-probe", "--pricing", "none"]) == 0
-    assert "a symbolic link where the private scratch folder goes" in capsys.readouterr().err
-    assert not (tmp_path / "R" / ".scratch").is_symlink() and list(elsewhere.iterdir()) == []
+    shutil.rmtree(run / ".scratch")
+    (run / ".scratch").symlink_to(elsewhere)
+    assert main(["compare", "--resume", "--out", "R", "--no-probe", "--pricing", "none"]) == 2
+    assert ".scratch is a symbolic link" in capsys.readouterr().err
+    assert (run / ".scratch").is_symlink() and list(elsewhere.iterdir()) == []
 
 
 def test_sigterm_stops_the_worker_and_removes_scratch_and_lock(tmp_path):

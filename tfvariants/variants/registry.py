@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tfvariants.errors import UserError
+from tfvariants.store.inputs import VARIANTS_FILE_BYTES, read_input
 from tfvariants.variants import engine as engines
 from tfvariants.variants.kinds import BACKENDS, KIND_REGISTRY, WORKLOADS_PARENT, Kind, get_kind
 from tfvariants.variants.recipes import BUILTIN_TABLES, TF_VERSION
@@ -249,7 +250,8 @@ def _read_tables(variants_file: str | Path | None) -> tuple[dict, dict[str, str]
         return tables, source
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        # Regular files only, bounded: /dev/zero or a FIFO is one line, never a hang.
+        data = tomllib.loads(read_input(path, VARIANTS_FILE_BYTES).decode("utf-8"))
     except OSError as exc:
         raise UserError(f"cannot read variants file {path}: {exc.strerror}") from exc
     except tomllib.TOMLDecodeError as exc:
