@@ -166,6 +166,62 @@ def simple_csv(**changes: str) -> Callable[[Path], None]:
     return put
 
 
+def fifo(rel: str) -> Callable[[Path], None]:
+    """A FIFO at ``rel`` that no process writes or reads: reading or writing it waits
+    forever unless the tool refuses it."""
+
+    def put(root: Path) -> None:
+        os.mkfifo(root / rel)
+
+    return put
+
+
+def symlink(rel: str, target: str) -> Callable[[Path], None]:
+    def put(root: Path) -> None:
+        (root / rel).symlink_to(target)
+
+    return put
+
+
+def link_loop(root: Path) -> None:
+    (root / "loop1").symlink_to("loop2")
+    (root / "loop2").symlink_to("loop1")
+
+
+def sparse(rel: str, size: int) -> Callable[[Path], None]:
+    """A file of ``size`` bytes that takes no disk space (a hole)."""
+
+    def put(root: Path) -> None:
+        with open(root / rel, "wb") as fh:
+            fh.truncate(size)
+
+    return put
+
+
+def linked_report_slot(root: Path) -> None:
+    (root / "elsewhere").mkdir()
+    (root / "R" / "report").symlink_to(root / "elsewhere")
+
+
+def received_link_in_slot(root: Path) -> None:
+    (root / "R" / "report").mkdir()
+    (root / "victim.txt").write_text("the user's file")
+    (root / "R" / "report" / "x.html").symlink_to(root / "victim.txt")
+
+
+def scratch_of_the_user(root: Path) -> None:
+    (root / "proj" / ".scratch" / "n").mkdir(parents=True)
+    (root / "proj" / ".scratch" / "n" / "t").write_text("mine")
+    (root / "proj" / ".x__r1.abcdefgh").mkdir()
+
+
+def simple_csv_text(text: str) -> Callable[[Path], None]:
+    def put(root: Path) -> None:
+        (root / "s.csv").write_text(text, encoding="utf-8")
+
+    return put
+
+
 def a_dir(root: Path) -> None:
     (root / "adir").mkdir()
 
@@ -296,6 +352,30 @@ CASES = [
     ("cell-environment-list", cell("el.json", ok_with(environment=[1])), REPORT, W, "'environment'"),
     ("cell-a-folder", lambda root: (root / "R/cells/d.json").mkdir(), REPORT, W, "cells/d.json: not a regular file"),
     ("cell-copy", lambda root: (root / f"R/cells/{CELL} (copy).json").write_bytes((root / f"R/cells/{CELL}.json").read_bytes()), REPORT, W, f"a copy of cell {CELL}"),
+    # issue 28: outputs are never replaced when they are not regular files, never
+    # written through links inside a run folder; paths that cannot be resolved are one line
+    ("report-o-fifo-without-reader", fifo("f.fifo"), ["report", "R", "-o", "f.fifo"], E, "no process reads"),
+    ("import-o-fifo-without-reader", lambda root: (prices_csv(root), os.mkfifo(root / "o.fifo")), [*IMPORT, "o.fifo"], E, "no process reads"),
+    ("report-o-symlink-loop", link_loop, ["report", "R", "-o", "loop1/x.html"], E, "-o/--output"),
+    ("report-o-longer-than-path-max", None, ["report", "R", "-o", "/".join(["d" * 200] * 25) + "/x.html"], E, "longer than this system's"),
+    ("report-o-dangling-link", symlink("gone.html", "nowhere/x.html"), ["report", "R", "-o", "gone.html"], E, "a symbolic link to nothing"),
+    ("report-into-a-linked-report-slot", linked_report_slot, ["report", "R", "-o", "R/report/x.html"], E, "symbolic link inside the results folder"),
+    ("report-onto-a-link-in-the-slot", received_link_in_slot, ["report", "R", "-o", "R/report/x.html"], E, "symbolic link inside the results folder"),
+    ("compare-out-inside-a-run", None, [*COMPARE[:-1], "R/sub"], E, "inside the results folder"),
+    ("compare-out-inside-a-runs-scratch", None, [*COMPARE[:-1], "R/.scratch/new"], E, "inside the results folder"),
+    ("compare-out-empty", None, [*COMPARE[:-1], ""], E, "--out"),
+    ("compare-logs-a-link", lambda root: (root / "R" / "logs").symlink_to(root), RESUME, E, "logs is a symbolic link"),
+    # issue 28: inputs are regular files of bounded size: never read forever, never a hang
+    ("variants-file-dev-zero", None, ["variants", "--variants-file", "/dev/zero"], E, "a device, not a regular file"),
+    ("variants-file-fifo", fifo("v.toml"), ["variants", "--variants-file", "v.toml"], E, "a FIFO, not a regular file"),
+    ("variants-file-huge", sparse("v.toml", 9 << 20), ["variants", "--variants-file", "v.toml"], E, "larger than 8 MiB"),
+    ("import-dev-zero", None, ["prices", "import", "/dev/zero", "-o", "o.toml"], E, "a device, not a regular file"),
+    ("import-fifo", fifo("s.csv"), IMPORT_S, E, "a FIFO, not a regular file"),
+    ("import-huge", sparse("s.csv", 300 << 20), IMPORT_S, E, "larger than 256 MiB"),
+    ("import-field-over-128-KiB", simple_csv(instance="x" * 140_000), IMPORT_S, E, "unreadable CSV at line"),
+    ("import-line-separator-in-quoted-name", simple_csv_text('instance,vcpus,gpu,on_demand,spot,region,date\n"c\u20281",1,,0.05,0.01,us,2017-07\n'), IMPORT_S, E, "instance"),
+    ("catalog-huge", sparse("cat.toml", 65 << 20), PRICES, E, "larger than 64 MiB"),
+    ("run-json-fifo", lambda root: ((root / "R" / "run.json").unlink(), os.mkfifo(root / "R" / "run.json")), REPORT, E, "a FIFO, not a regular file"),
     # issue 15: durations are finite, in ASCII digits, at most 30 days (a budget too)
     ("compare-budget-inf", None, [*COMPARE, "--budget", "inf"], E, "--budget"),
     ("compare-budget-1e309", None, [*COMPARE, "--budget", "1e309"], E, "--budget"),

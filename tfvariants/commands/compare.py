@@ -22,7 +22,7 @@ from tfvariants.commands.matrix_args import (  # noqa: F401 (quick_scale: part o
     run_options_for,
     workload_spec,
 )
-from tfvariants.commands.outdir import check_writable
+from tfvariants.commands.outdir import check_writable, out_dir
 from tfvariants.errors import UserError
 from tfvariants.plan.cell import MAX_THREADS
 
@@ -68,7 +68,9 @@ def register(sub: Any) -> None:
     p.add_argument("--baseline", default=None,
                    help="VARIANT[@THREADS] (default: the GPU if one ran, else the most threads that fit "
                    "on the host, with the most successful repeats)")  # fmt: skip
-    p.add_argument("--out", type=Path, default=None, help="results folder (default results/<run>)")
+    p.add_argument(
+        "--out", type=out_dir, default=None, help="results folder (default: results/<run>)"
+    )
     common.add_report_outputs(p, old_flag="--report")
     p.add_argument("--resume", action="store_true",
                    help="continue the run in --out: only missing, failed or timed-out cells run; "

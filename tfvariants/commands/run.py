@@ -12,7 +12,7 @@ from typing import Any
 
 from tfvariants.commands import argtypes, common
 from tfvariants.commands.argtypes import positive_float, positive_int
-from tfvariants.commands.outdir import check_writable, default_run_dir
+from tfvariants.commands.outdir import check_writable, default_run_dir, out_dir
 from tfvariants.errors import UserError
 from tfvariants.store.runfolder import RunFolder
 
@@ -43,7 +43,7 @@ def register(sub: Any) -> None:
     p.add_argument("--data", choices=("synthetic", "real"), default="synthetic")
     p.add_argument("--data-dir", default=None, help="cache folder for real data sets")
     p.add_argument(
-        "--out", type=Path, default=None, help="run folder (default: results/run-<time>)"
+        "--out", type=out_dir, default=None, help="run folder (default: results/run-<time>)"
     )
     p.add_argument("--timeout", type=positive_float, default=1800.0, help="seconds (default 1800)")
     p.add_argument("--repeat", type=argtypes.repeat_index, default=0,

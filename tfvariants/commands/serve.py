@@ -15,7 +15,7 @@ from typing import Any
 
 from tfvariants.commands import argtypes, common
 from tfvariants.commands.matrix_args import checked, default_threads, parse_names, ready_variants
-from tfvariants.commands.outdir import check_writable
+from tfvariants.commands.outdir import check_writable, out_dir
 from tfvariants.errors import UserError
 
 # The quick scale (the defaults): one model at 1..CPUs threads decided within the
@@ -148,7 +148,7 @@ def register(sub: Any) -> None:
         "variant; at its most threads, in-process first)",
     )
     p.add_argument(
-        "--out", type=Path, default=None, help="results folder (default results/serve-<time>)"
+        "--out", type=out_dir, default=None, help="results folder (default results/serve-<time>)"
     )
     p.add_argument(
         "-o", "--output", "--report", dest="report", type=Path, default=None, metavar="FILE.html",
