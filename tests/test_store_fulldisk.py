@@ -137,8 +137,8 @@ def test_a_really_full_tmpfs(tmp_path):
             ["report", str(mnt / "R"), "-o", str(mnt / "rep.html")],
             ["compare", "--threads", "1", "--workloads", "mnist_mlp", "--out", str(mnt / "N")],
         ):
-            proc = subprocess.run([sys.executable, "-m", "tfvariants", *argv], cwd=root,
-                                  capture_output=True, text=True, timeout=300)  # fmt: skip
+            command = [sys.executable, "-m", "tfvariants", *argv]
+            proc = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=300)
             assert proc.returncode == 2, proc.stderr
             assert proc.stderr.count("\n") == 1 and "No space left" in proc.stderr
             assert sorted(p.name for p in mnt.rglob("*")) == before
