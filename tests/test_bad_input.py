@@ -365,6 +365,7 @@ CASES = [
     ("compare-out-inside-a-runs-scratch", None, [*COMPARE[:-1], "R/.scratch/new"], E, "inside the results folder"),
     ("compare-out-empty", None, [*COMPARE[:-1], ""], E, "--out"),
     ("compare-logs-a-link", lambda root: (root / "R" / "logs").symlink_to(root), RESUME, E, "logs is a symbolic link"),
+    ("compare-keeps-the-users-scratch", scratch_of_the_user, ["compare", "--resume", "--out", "proj"], E, "not found"),
     # issue 28: inputs are regular files of bounded size: never read forever, never a hang
     ("variants-file-dev-zero", None, ["variants", "--variants-file", "/dev/zero"], E, "a device, not a regular file"),
     ("variants-file-fifo", fifo("v.toml"), ["variants", "--variants-file", "v.toml"], E, "a FIFO, not a regular file"),

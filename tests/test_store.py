@@ -279,3 +279,45 @@ def test_compare_report_flag_is_a_deprecated_alias_of_output(tmp_path, monkeypat
     args = build_parser().parse_args(["compare", "--report", "x.html"])
     assert args.output == Path("x.html")
     assert "--report is deprecated, use -o/--output" in capsys.readouterr().err
+
+
+# ---- the lock's record: anyone can write it (issue 28) ----
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        "[" * 100_000 + "]" * 100_000,
+        '{"pid": ' + "9" * 400 + ', "host": "h"}',
+        '{"pid": [1, 2], "host": "h"}',
+        '{"pid": 99999999999999999999, "host": "h"}',
+        '{"pid": true}',
+        "\x00\xff binary",
+    ],
+    ids=["100k-deep", "400-digit-pid", "list-pid", "huge-pid", "bool-pid", "binary"],
+)
+def test_a_hostile_lock_record_is_no_record(record, tmp_path):
+    from tfvariants.store import lock
+
+    (tmp_path / lock.LOCK_FILE).write_bytes(record.encode("utf-8", "surrogateescape"))
+    try:
+        assert lock.acquire(tmp_path, "test") == []  # taken over, nothing said about it
+        assert lock.holds(tmp_path)
+    finally:
+        lock.release(tmp_path)
+    assert not (tmp_path / lock.LOCK_FILE).exists()
+
+
+def test_a_stale_lock_naming_a_live_pid_is_not_called_left(tmp_path):
+    import os
+    import socket
+
+    from tfvariants.store import lock
+
+    record = {"pid": os.getppid(), "host": socket.gethostname(), "command": "compare"}
+    (tmp_path / lock.LOCK_FILE).write_text(json.dumps(record))
+    try:
+        (warning,) = lock.acquire(tmp_path, "test")
+    finally:
+        lock.release(tmp_path)
+    assert "left it" not in warning and "that pid is alive" in warning
