@@ -403,3 +403,62 @@ def test_the_ray_driver_stores_cells_and_logs_through_the_run_folder(tmp_path):
     assert json.loads((out / "cells" / f"{cell.cell_id}.json").read_text())["runner"][
         "log"
     ].endswith(".log")
+
+
+# ---- workload files a resume would execute (issue 28) ----
+
+
+def _file_run(tmp_path: Path, monkeypatch) -> list[str]:
+    """A finished compare of the workload file wl/ok.py, started in tmp_path/a."""
+    start = tmp_path / "a"
+    (start / "wl").mkdir(parents=True)
+    (start / "wl" / "ok.py").write_text(WORKLOAD_FILE % "ok")
+    monkeypatch.chdir(start)
+    calls: list[str] = []
+    monkeypatch.setattr(runner, "run_cell", fake_run_cell(calls))
+    argv = ["compare", "--threads", "1", "--workloads", "wl/ok.py", "--repeats", "1"]
+    assert main([*argv, "--no-probe", "--pricing", "none", "--out", str(tmp_path / "R")]) == 0
+    (tmp_path / "R" / "cells" / next(iter(os.listdir(tmp_path / "R" / "cells")))).unlink()
+    calls.clear()
+    return calls
+
+
+RESUME_R = ["compare", "--resume", "--no-probe", "--pricing", "none", "--out"]
+
+
+def test_a_resume_from_elsewhere_never_runs_another_file_under_the_same_ids(
+    tmp_path, monkeypatch, capsys
+):
+    calls = _file_run(tmp_path, monkeypatch)
+    other = tmp_path / "b"
+    (other / "wl").mkdir(parents=True)
+    (other / "wl" / "ok.py").write_text(WORKLOAD_FILE % "ok" + "# 52x the FLOPs\n")
+    monkeypatch.chdir(other)
+    capsys.readouterr()
+    rc = main([*RESUME_R, str(tmp_path / "R"), "--trust-workloads"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "not the file this run measured" in err and calls == []
+    monkeypatch.chdir(tmp_path / "a")  # where it started: the same file
+    assert main([*RESUME_R, str(tmp_path / "R"), "--trust-workloads"]) == 0 and len(calls) == 1
+
+
+def test_a_resume_shows_workload_files_and_asks_before_running_them(tmp_path, monkeypatch, capsys):
+    calls = _file_run(tmp_path, monkeypatch)
+    capsys.readouterr()
+    assert main([*RESUME_R, str(tmp_path / "R")]) == 2  # no terminal: refused, named
+    err = capsys.readouterr().err
+    assert "wl/ok.py -> " + str(tmp_path / "a" / "wl" / "ok.py") in err and "sha256" in err
+    assert "--trust-workloads" in err and calls == []
+    assert not (tmp_path / "R" / ".lock").exists()
+    from tfvariants.store import workloadfiles
+
+    stored = load_run(tmp_path / "R")
+    with pytest.raises(UserError):
+        workloadfiles.check_resume(stored, ask=lambda question: False)
+    asked: list[str] = []
+    workloadfiles.check_resume(stored, ask=lambda q: asked.append(q) or True)
+    assert "wl/ok.py" in asked[0]
+    # named on the command line: confirmed
+    rc = main([*RESUME_R, str(tmp_path / "R"), "--workloads", "wl/ok.py"])
+    assert rc == 0, capsys.readouterr().err
+    assert len(calls) == 1

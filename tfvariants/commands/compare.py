@@ -49,6 +49,11 @@ def register(sub: Any) -> None:
     p.add_argument("--no-probe", action="store_true",
                    help="skip the per-variant oneDNN probe (ISA used, no-op settings)")  # fmt: skip
     p.add_argument("--workloads", default=None, help="'all' (default) or a comma list")
+    p.add_argument(
+        "--trust-workloads",
+        action="store_true",
+        help="with --resume: run the workload files run.json names without asking",
+    )
     p.add_argument("--repeats", type=argtypes.repeats, default=None,
                    help="repeats per configuration (default 5, the fewest that can decide with "
                    "--budget's looks); with --budget: the repeats before the first look")  # fmt: skip
@@ -283,6 +288,7 @@ def run(args: argparse.Namespace) -> int:
     from tfvariants.execute import runner
     from tfvariants.execute.matrix import Matrix
     from tfvariants.render.html import write_report
+    from tfvariants.store import workloadfiles
     from tfvariants.store.runfile import load_run
 
     compare_cluster.check(args)
@@ -293,6 +299,9 @@ def run(args: argparse.Namespace) -> int:
         if args.out is None:
             raise UserError("--resume needs --out RESULTS_DIR (the run to continue)")
         stored = load_run(args.out) or None
+        if stored:  # a results folder is data: its workload files are confirmed first
+            named = (args.workloads or "").split(",")
+            workloadfiles.check_resume(stored, named=named, trusted=args.trust_workloads)
     # Before the pricing: a preset may name the catalog. A resume keeps the preset its
     # run was started with (the report opens with it).
     preset = presets.apply(args) or ((stored or {}).get("options") or {}).get("preset")
