@@ -377,6 +377,9 @@ CASES = [
     ("import-line-separator-in-quoted-name", simple_csv_text('instance,vcpus,gpu,on_demand,spot,region,date\n"c\u20281",1,,0.05,0.01,us,2017-07\n'), IMPORT_S, E, "instance"),
     ("catalog-huge", sparse("cat.toml", 65 << 20), PRICES, E, "larger than 64 MiB"),
     ("run-json-fifo", lambda root: ((root / "R" / "run.json").unlink(), os.mkfifo(root / "R" / "run.json")), REPORT, E, "a FIFO, not a regular file"),
+    # issue 28: smaller findings
+    ("report-instance-family-empty", None, [*REPORT, "--instance-family", ""], E, "--instance-family"),
+    ("variants-name-trailing-newline", lambda root: (root / "v.toml").write_text('[variants."ok\\n"]\nbase = "local"\n'), ["variants", "--variants-file", "v.toml"], E, "variant name"),
     # issue 15: durations are finite, in ASCII digits, at most 30 days (a budget too)
     ("compare-budget-inf", None, [*COMPARE, "--budget", "inf"], E, "--budget"),
     ("compare-budget-1e309", None, [*COMPARE, "--budget", "1e309"], E, "--budget"),
@@ -547,3 +550,30 @@ def test_prices_import_on_a_full_or_read_only_disk(failure, tmp_path, monkeypatc
     assert err.count("\n") == 1 and os.strerror(failure) in err
     assert (tmp_path / "cat.toml").read_text() == "the previous catalog"
     assert sorted(os.listdir(tmp_path)) == before
+
+
+def test_variants_lists_many_overlays_with_one_check_and_escaped_env(
+    tmp_path, monkeypatch, capsys
+):
+    """10,000 declared variants of one interpreter start it once, not 10,000 times; raw
+    env values (escape sequences) never reach the terminal as themselves."""
+    import sys
+
+    from tfvariants.variants import kinds
+
+    starts: list[str] = []
+    real = kinds._find_in
+
+    def counted(python: str, module: str) -> tuple[bool | None, str]:
+        starts.append(python)
+        return real(python, module)
+
+    monkeypatch.setattr(kinds, "_find_in", counted)
+    table = f'[variants.v0]\nkind = "venv"\npython = "{sys.executable}"\n'
+    table += 'env = { A = "\\u001b[2Jgone" }\n'
+    table += "".join(f'[variants.v{i}]\nbase = "v0"\n' for i in range(1, 10_000))
+    (tmp_path / "v.toml").write_text(table)
+    assert main(["variants", "--variants-file", str(tmp_path / "v.toml")]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\\x1b[2Jgone" in out
+    assert out.count("\n") > 10_000 and len(starts) <= 2
