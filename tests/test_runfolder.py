@@ -462,3 +462,21 @@ def test_a_resume_shows_workload_files_and_asks_before_running_them(tmp_path, mo
     rc = main([*RESUME_R, str(tmp_path / "R"), "--workloads", "wl/ok.py"])
     assert rc == 0, capsys.readouterr().err
     assert len(calls) == 1
+
+
+def test_a_failed_cells_reason_never_reaches_the_terminal_raw(tmp_path, monkeypatch, capsys):
+    from tfvariants.store.result import host_result
+
+    def failing(cell, variant, options, cells_dir, quiet=None, priority="normal"):
+        result = host_result(cell.to_dict(), "failed", "\x1b[2Jboom\x1b]0;title\x07")
+        result["runner"] = {"host_id": host_id()}
+        RunFolder(Path(cells_dir).parent).write_cell(cell.cell_id, result)
+        return result
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "run_cell", failing)
+    argv = ["compare", "--threads", "1", "--workloads", "mnist_mlp", "--repeats", "1"]
+    assert main([*argv, "--no-probe", "--pricing", "none", "--out", "R"]) == 1
+    out, err = capsys.readouterr()
+    assert "\x1b" not in out + err and "\x07" not in out + err
+    assert "\\x1b[2Jboom" in out + err

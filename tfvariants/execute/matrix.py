@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic
 
+from tfvariants.errors import one_line
 from tfvariants.plan.task import CellT, MatrixPlan, PlannedCell
 from tfvariants.store.cellresult import AnyResult
 from tfvariants.store.result import host_result
@@ -313,7 +314,7 @@ class Matrix(Generic[CellT]):
             outcome.ran.append(cell)
             outcome.statuses[cell.cell_id] = status
             if status != "ok" and result.get("reason"):
-                outcome.reasons[cell.cell_id] = str(result["reason"])
+                outcome.reasons[cell.cell_id] = one_line(result["reason"])  # ANSI escaped
             if status in ("ok", "failed", "timeout"):
                 eta.record(cell, elapsed)  # skipped cells take no time: don't learn from them
             why = retry.disturbed(result) if retry is not None and status == "ok" else None
@@ -412,7 +413,7 @@ class _Display:
         )
         if disturbed:
             mark, reason = "[yellow]disturbed[/]", disturbed
-        why = f" - {reason}" if (status != "ok" or disturbed) and reason else ""
+        why = f" - {one_line(reason)}" if (status != "ok" or disturbed) and reason else ""
         from rich.markup import escape
 
         self.progress.console.print(
