@@ -380,6 +380,7 @@ CASES = [
     # issue 28: smaller findings
     ("report-instance-family-empty", None, [*REPORT, "--instance-family", ""], E, "--instance-family"),
     ("variants-name-trailing-newline", lambda root: (root / "v.toml").write_text('[variants."ok\\n"]\nbase = "local"\n'), ["variants", "--variants-file", "v.toml"], E, "variant name"),
+    ("run-json-missing", lambda root: (root / "R" / "run.json").unlink(), REPORT, W, "run.json is missing"),
     # issue 15: durations are finite, in ASCII digits, at most 30 days (a budget too)
     ("compare-budget-inf", None, [*COMPARE, "--budget", "inf"], E, "--budget"),
     ("compare-budget-1e309", None, [*COMPARE, "--budget", "1e309"], E, "--budget"),

@@ -80,6 +80,7 @@ class RunContents:
     run_hosts: list[str] = field(default_factory=list)
     hosts_inferred: bool = False  # run.json declares none: the most common host is taken
     mixed_allowed: bool = False
+    run_missing: bool = False  # cells without a run.json: the matrix is unknown
 
     @cached_property
     def parsed(self) -> dict[str, AnyResult]:
@@ -92,6 +93,12 @@ class RunContents:
 
     def notices(self) -> list[Notice]:
         out: list[Notice] = []
+        if self.run_missing:
+            what = (
+                f"{RUN_FILE} is missing: the run's matrix, settings and hosts are unknown, "
+                "so its cells are read as they are and none is known to be missing"
+            )
+            out.append(Notice("incomplete", what, f"restore {RUN_FILE} from where it was made"))
         for p in self.problems:
             out.append(Notice("unreadable", f"{p}: left out",
                               "fix or move the file; compare --resume refuses to run over it "
@@ -154,6 +161,7 @@ def load_run_dir(results_dir: Path, *, allow_mixed_hosts: bool = False) -> RunCo
         else:
             reason = f"holds cell {cid} but is not named {cid}.json: not counted"
         contents.duplicates.append(Problem(rel, reason, "duplicate"))
+    contents.run_missing = not run and bool(contents.results or contents.problems)
     _split_hosts(contents)
     return contents
 
