@@ -143,7 +143,8 @@ def test_a_folder_with_legacy_names_loads_and_resume_renames_it(tmp_path, monkey
     assert list(contents.results) == [new] and not contents.duplicates
     calls: list[str] = []
     monkeypatch.setattr(runner, "run_cell", fake_run_cell(calls))
-    assert main(["compare", "--resume", "--out", "R", "--no-probe", "--pricing", "none"]) == 0
+    resume = ["compare", "--resume", "--out", "R", "--no-probe", "--pricing", "none"]
+    assert main([*resume, "--trust-workloads"]) == 0  # the folder names a workload file
     assert calls == []  # nothing re-run
     assert f"renamed cells/{old}.json -> cells/{new}.json" in capsys.readouterr().err
     assert sorted(p.name for p in (d / "cells").iterdir()) == [f"{new}.json"]
