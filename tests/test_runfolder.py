@@ -258,7 +258,8 @@ def test_stale_scratch_and_temps_are_removed_by_the_next_run(tmp_path, monkeypat
     assert (run / ".scratch").is_symlink() and list(elsewhere.iterdir()) == []
 
 
-def test_sigterm_stops_the_worker_and_removes_scratch_and_lock(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["TERM", "HUP"])
+def test_sigterm_stops_the_worker_and_removes_scratch_and_lock(sig, tmp_path):
     wl = tmp_path / "sleepy.py"
     wl.write_text("import time\ntime.sleep(120)\n" + WORKLOAD_FILE % "sleepy")
     out = tmp_path / "o"
@@ -269,7 +270,7 @@ def test_sigterm_stops_the_worker_and_removes_scratch_and_lock(tmp_path):
         time.sleep(0.2)
     assert any((out / ".scratch").glob("*")), "the cell never started"
     time.sleep(1.0)  # let the worker start
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sig)  # SIGHUP (the terminal closed) is handled like SIGTERM
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert not (out / ".scratch").exists() and not (out / lock.LOCK_FILE).exists()
