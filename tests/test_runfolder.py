@@ -242,6 +242,11 @@ def test_stale_scratch_and_temps_are_removed_by_the_next_run(tmp_path, monkeypat
     for p in mine[2:]:
         p.write_text("mine")
     capsys.readouterr()
+    # a refused command removes nothing, not even the tool's own leftovers
+    refused = ["compare", "--resume", "--out", "R", "--threads", "2", "--no-probe"]
+    assert main([*refused, "--pricing", "none"]) == 2
+    assert "different matrix" in capsys.readouterr().err
+    assert ours.exists() and all(p.exists() for p in temps)
     assert main(["compare", "--resume", "--out", "R", "--no-probe", "--pricing", "none"]) == 0
     err = capsys.readouterr().err
     assert not ours.exists() and not any(p.exists() for p in temps)

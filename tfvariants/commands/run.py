@@ -101,14 +101,17 @@ def run(args: argparse.Namespace) -> int:
 
     cell = Cell(variant=variant.name, threads=args.threads, workload=workload, repeat=args.repeat)
     folder = RunFolder(out)
-    for line in folder.lock() + folder.remove_stale_scratch():  # held until the command ends
+    for line in folder.lock():  # held until the command ends
         print(f"tfvariants: warning: {line}", file=sys.stderr)
+    folder.check_links()
     existing = folder.cell_path(cell.cell_id)
     if os.path.lexists(existing):
         raise UserError(
             f"{existing} already exists: choose another --out or --repeat (results are never "
             "overwritten)"
         )
+    for line in folder.remove_stale_scratch():  # accepted: only now, only its own
+        print(f"tfvariants: warning: {line}", file=sys.stderr)
     options = RunOptions(
         epochs=args.epochs,
         samples=args.samples,

@@ -354,16 +354,21 @@ class RunFolder:
             except OSError:
                 pass
 
-    def remove_stale_scratch(self) -> list[str]:
-        """Refuse (one line) a run folder whose written folders are links; then remove
-        what a killed run left: scratch folders and temp files the tool can prove it
-        made (tfvariants.store.cleanup), one line each. Call with the lock held."""
+    def check_links(self) -> None:
+        """Refuse (one line, before anything is written) a run folder whose written
+        folders are links: every write through them would be refused later, per cell."""
         for rel in _WRITTEN:
             if (self.root / rel).is_symlink():
                 raise StoreError(
                     f"{self.root / rel} is a symbolic link: refusing to write through it; "
                     "remove it (nothing was run or written)"
                 )
+
+    def remove_stale_scratch(self) -> list[str]:
+        """Remove what a killed run left: scratch folders and temp files the tool can
+        prove it made (tfvariants.store.cleanup), one line each. Call with the lock held,
+        once the run is accepted (a refused command removes nothing)."""
+        self.check_links()
         lines = []
         for path, what in cleanup.stale_entries(self.root, SCRATCH_DIR):
             cleanup.remove(path)
