@@ -144,3 +144,26 @@ def test_a_really_full_tmpfs(tmp_path):
             assert sorted(p.name for p in mnt.rglob("*")) == before
     finally:
         subprocess.run(["umount", str(mnt)], check=False)
+
+
+def test_a_run_stopped_by_a_full_disk_still_reports_what_was_stored(
+    stub_cells, tmp_path, monkeypatch, capsys
+):
+    """The second cell's result, and its fallback, do not fit: one line, exit 2, and
+    the report of the first cell is still written (it fits)."""
+    from tfvariants.store.runfolder import RunFolder, StoreError
+
+    real = RunFolder.write_cell
+
+    def full_after_the_first(self, cid, result):
+        if cid.endswith("__r1"):
+            raise StoreError(f"cannot write {cid}: No space left on device")
+        return real(self, cid, result)
+
+    monkeypatch.setattr(RunFolder, "write_cell", full_after_the_first)
+    assert main(ARGV) == 2
+    err = capsys.readouterr().err
+    assert [line for line in err.splitlines() if "error:" in line] == [
+        "tfvariants: error: cannot write mnist_mlp__local__t1__r1: No space left on device"
+    ]
+    assert "mnist_mlp" in (tmp_path / "rep.html").read_text()

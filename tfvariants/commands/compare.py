@@ -4,6 +4,7 @@ render the report from the stored results."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from datetime import datetime
@@ -290,6 +291,7 @@ def run(args: argparse.Namespace) -> int:
     from tfvariants.render.html import write_report
     from tfvariants.store import workloadfiles
     from tfvariants.store.runfile import load_run
+    from tfvariants.store.runfolder import StoreError
 
     compare_cluster.check(args)
     stored = None
@@ -377,11 +379,19 @@ def run(args: argparse.Namespace) -> int:
             args, spec, variant_objs, pricing, out, console, next_round, spent_before
         )
     else:
-        outcome = matrix.run(
-            run_cell=run_one, resume=args.resume, console=console, next_round=next_round,
-            budget_s=spec.options.get("budget_s"), spent_before=spent_before,
-            **rounds.retry_options(spec, quiet_gate),
-        )  # fmt: skip
+        try:
+            outcome = matrix.run(
+                run_cell=run_one, resume=args.resume, console=console, next_round=next_round,
+                budget_s=spec.options.get("budget_s"), spent_before=spent_before,
+                **rounds.retry_options(spec, quiet_gate),
+            )  # fmt: skip
+        except StoreError:  # e.g. a full disk: still render what was stored, if it fits
+            with contextlib.suppress(UserError):
+                stored_only = {"csv_path": args.csv, "allow_mixed_hosts": args.allow_mixed_hosts}
+                write_report(
+                    out, report_path, pricing=pricing, baseline=args.baseline, **stored_only
+                )
+            raise
     if rule is not None:
         rounds.record(out, rule, spec, before, outcome, console, next_round)
     ok, skipped = outcome.count("ok"), outcome.count("skipped")
