@@ -578,3 +578,11 @@ def test_variants_lists_many_overlays_with_one_check_and_escaped_env(
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\\x1b[2Jgone" in out
     assert out.count("\n") > 10_000 and len(starts) <= 2
+
+
+def test_prices_import_reads_a_csv_with_a_byte_order_mark(tmp_path, monkeypatch, capsys):
+    """Spreadsheets save CSV with a UTF-8 BOM: the header is still recognised."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in.csv").write_bytes(b"\xef\xbb\xbf" + PRICES_CSV.encode())
+    assert main([*IMPORT, "o.toml"]) == 0, capsys.readouterr().err
+    assert 'name = "c1"' in (tmp_path / "o.toml").read_text()
