@@ -553,9 +553,7 @@ def test_prices_import_on_a_full_or_read_only_disk(failure, tmp_path, monkeypatc
     assert sorted(os.listdir(tmp_path)) == before
 
 
-def test_variants_lists_many_overlays_with_one_check_and_escaped_env(
-    tmp_path, monkeypatch, capsys
-):
+def test_variants_lists_many_overlays_with_one_check(tmp_path, monkeypatch, capsys):
     """10,000 declared variants of one interpreter start it once, not 10,000 times; raw
     env values (escape sequences) never reach the terminal as themselves."""
     import sys
