@@ -222,6 +222,13 @@ def simple_csv_text(text: str) -> Callable[[Path], None]:
     return put
 
 
+def edited_copy(root: Path) -> None:
+    """Cell r3, and a copy of it edited to say repeat 4 (renamed to match)."""
+    times = {"timing__step_times_s": [0.012345, 0.0061234, 0.0060987, 0.0061001]}
+    (root / "R/cells/mnist_mlp__local__t1__r3.json").write_text(ok_with(cell__repeat=3, **times))
+    (root / "R/cells/mnist_mlp__local__t1__r4.json").write_text(ok_with(cell__repeat=4, **times))
+
+
 def a_dir(root: Path) -> None:
     (root / "adir").mkdir()
 
@@ -381,6 +388,7 @@ CASES = [
     ("report-instance-family-empty", None, [*REPORT, "--instance-family", ""], E, "--instance-family"),
     ("variants-name-trailing-newline", lambda root: (root / "v.toml").write_text('[variants."ok\\n"]\nbase = "local"\n'), ["variants", "--variants-file", "v.toml"], E, "variant name"),
     ("run-json-missing", lambda root: (root / "R" / "run.json").unlink(), REPORT, W, "run.json is missing"),
+    ("cell-edited-copy", edited_copy, REPORT, W, "an edited copy"),
     # issue 15: durations are finite, in ASCII digits, at most 30 days (a budget too)
     ("compare-budget-inf", None, [*COMPARE, "--budget", "inf"], E, "--budget"),
     ("compare-budget-1e309", None, [*COMPARE, "--budget", "1e309"], E, "--budget"),
