@@ -166,6 +166,69 @@ def simple_csv(**changes: str) -> Callable[[Path], None]:
     return put
 
 
+def fifo(rel: str) -> Callable[[Path], None]:
+    """A FIFO at ``rel`` that no process writes or reads: reading or writing it waits
+    forever unless the tool refuses it."""
+
+    def put(root: Path) -> None:
+        os.mkfifo(root / rel)
+
+    return put
+
+
+def symlink(rel: str, target: str) -> Callable[[Path], None]:
+    def put(root: Path) -> None:
+        (root / rel).symlink_to(target)
+
+    return put
+
+
+def link_loop(root: Path) -> None:
+    (root / "loop1").symlink_to("loop2")
+    (root / "loop2").symlink_to("loop1")
+
+
+def sparse(rel: str, size: int) -> Callable[[Path], None]:
+    """A file of ``size`` bytes that takes no disk space (a hole)."""
+
+    def put(root: Path) -> None:
+        with open(root / rel, "wb") as fh:
+            fh.truncate(size)
+
+    return put
+
+
+def linked_report_slot(root: Path) -> None:
+    (root / "elsewhere").mkdir()
+    (root / "R" / "report").symlink_to(root / "elsewhere")
+
+
+def received_link_in_slot(root: Path) -> None:
+    (root / "R" / "report").mkdir()
+    (root / "victim.txt").write_text("the user's file")
+    (root / "R" / "report" / "x.html").symlink_to(root / "victim.txt")
+
+
+def scratch_of_the_user(root: Path) -> None:
+    (root / "proj" / ".scratch" / "n").mkdir(parents=True)
+    (root / "proj" / ".scratch" / "n" / "t").write_text("mine")
+    (root / "proj" / ".x__r1.abcdefgh").mkdir()
+
+
+def simple_csv_text(text: str) -> Callable[[Path], None]:
+    def put(root: Path) -> None:
+        (root / "s.csv").write_text(text, encoding="utf-8")
+
+    return put
+
+
+def edited_copy(root: Path) -> None:
+    """Cell r3, and a copy of it edited to say repeat 4 (renamed to match)."""
+    times = {"timing__step_times_s": [0.012345, 0.0061234, 0.0060987, 0.0061001]}
+    (root / "R/cells/mnist_mlp__local__t1__r3.json").write_text(ok_with(cell__repeat=3, **times))
+    (root / "R/cells/mnist_mlp__local__t1__r4.json").write_text(ok_with(cell__repeat=4, **times))
+
+
 def a_dir(root: Path) -> None:
     (root / "adir").mkdir()
 
@@ -296,6 +359,36 @@ CASES = [
     ("cell-environment-list", cell("el.json", ok_with(environment=[1])), REPORT, W, "'environment'"),
     ("cell-a-folder", lambda root: (root / "R/cells/d.json").mkdir(), REPORT, W, "cells/d.json: not a regular file"),
     ("cell-copy", lambda root: (root / f"R/cells/{CELL} (copy).json").write_bytes((root / f"R/cells/{CELL}.json").read_bytes()), REPORT, W, f"a copy of cell {CELL}"),
+    # issue 28: outputs are never replaced when they are not regular files, never
+    # written through links inside a run folder; paths that cannot be resolved are one line
+    ("report-o-fifo-without-reader", fifo("f.fifo"), ["report", "R", "-o", "f.fifo"], E, "no process reads"),
+    ("import-o-fifo-without-reader", lambda root: (prices_csv(root), os.mkfifo(root / "o.fifo")), [*IMPORT, "o.fifo"], E, "no process reads"),
+    ("report-o-symlink-loop", link_loop, ["report", "R", "-o", "loop1/x.html"], E, "-o/--output"),
+    ("report-o-longer-than-path-max", None, ["report", "R", "-o", "/".join(["d" * 200] * 25) + "/x.html"], E, "longer than this system's"),
+    ("report-o-dangling-link", symlink("gone.html", "nowhere/x.html"), ["report", "R", "-o", "gone.html"], E, "a symbolic link to nothing"),
+    ("report-into-a-linked-report-slot", linked_report_slot, ["report", "R", "-o", "R/report/x.html"], E, "symbolic link inside the results folder"),
+    ("report-onto-a-link-in-the-slot", received_link_in_slot, ["report", "R", "-o", "R/report/x.html"], E, "symbolic link inside the results folder"),
+    ("compare-out-inside-a-run", None, [*COMPARE[:-1], "R/sub"], E, "inside the results folder"),
+    ("compare-out-inside-a-runs-scratch", None, [*COMPARE[:-1], "R/.scratch/new"], E, "inside the results folder"),
+    ("compare-out-empty", None, [*COMPARE[:-1], ""], E, "--out"),
+    ("compare-logs-a-link", lambda root: (root / "R" / "logs").symlink_to(root), RESUME, E, "logs is a symbolic link"),
+    ("compare-keeps-the-users-scratch", scratch_of_the_user, ["compare", "--resume", "--out", "proj"], E, "not found"),
+    # issue 28: inputs are regular files of bounded size: never read forever, never a hang
+    ("variants-file-dev-zero", None, ["variants", "--variants-file", "/dev/zero"], E, "a device, not a regular file"),
+    ("variants-file-fifo", fifo("v.toml"), ["variants", "--variants-file", "v.toml"], E, "a FIFO, not a regular file"),
+    ("variants-file-huge", sparse("v.toml", 9 << 20), ["variants", "--variants-file", "v.toml"], E, "larger than 8 MiB"),
+    ("import-dev-zero", None, ["prices", "import", "/dev/zero", "-o", "o.toml"], E, "a device, not a regular file"),
+    ("import-fifo", fifo("s.csv"), IMPORT_S, E, "a FIFO, not a regular file"),
+    ("import-huge", sparse("s.csv", 300 << 20), IMPORT_S, E, "larger than 256 MiB"),
+    ("import-field-over-128-KiB", simple_csv(instance="x" * 140_000), IMPORT_S, E, "unreadable CSV at line"),
+    ("import-line-separator-in-quoted-name", simple_csv_text('instance,vcpus,gpu,on_demand,spot,region,date\n"c\u20281",1,,0.05,0.01,us,2017-07\n'), IMPORT_S, E, "instance"),
+    ("catalog-huge", sparse("cat.toml", 65 << 20), PRICES, E, "larger than 64 MiB"),
+    ("run-json-fifo", lambda root: ((root / "R" / "run.json").unlink(), os.mkfifo(root / "R" / "run.json")), REPORT, E, "a FIFO, not a regular file"),
+    # issue 28: smaller findings
+    ("report-instance-family-empty", None, [*REPORT, "--instance-family", ""], E, "--instance-family"),
+    ("variants-name-trailing-newline", lambda root: (root / "v.toml").write_text('[variants."ok\\n"]\nbase = "local"\n'), ["variants", "--variants-file", "v.toml"], E, "variant name"),
+    ("run-json-missing", lambda root: (root / "R" / "run.json").unlink(), REPORT, W, "run.json is missing"),
+    ("cell-edited-copy", edited_copy, REPORT, W, "an edited copy"),
     # issue 15: durations are finite, in ASCII digits, at most 30 days (a budget too)
     ("compare-budget-inf", None, [*COMPARE, "--budget", "inf"], E, "--budget"),
     ("compare-budget-1e309", None, [*COMPARE, "--budget", "1e309"], E, "--budget"),
@@ -466,3 +559,36 @@ def test_prices_import_on_a_full_or_read_only_disk(failure, tmp_path, monkeypatc
     assert err.count("\n") == 1 and os.strerror(failure) in err
     assert (tmp_path / "cat.toml").read_text() == "the previous catalog"
     assert sorted(os.listdir(tmp_path)) == before
+
+
+def test_variants_lists_many_overlays_with_one_check(tmp_path, monkeypatch, capsys):
+    """10,000 declared variants of one interpreter start it once, not 10,000 times; raw
+    env values (escape sequences) never reach the terminal as themselves."""
+    import sys
+
+    from tfvariants.variants import kinds
+
+    starts: list[str] = []
+    real = kinds._find_in
+
+    def counted(python: str, module: str) -> tuple[bool | None, str]:
+        starts.append(python)
+        return real(python, module)
+
+    monkeypatch.setattr(kinds, "_find_in", counted)
+    table = f'[variants.v0]\nkind = "venv"\npython = "{sys.executable}"\n'
+    table += 'env = { A = "\\u001b[2Jgone" }\n'
+    table += "".join(f'[variants.v{i}]\nbase = "v0"\n' for i in range(1, 10_000))
+    (tmp_path / "v.toml").write_text(table)
+    assert main(["variants", "--variants-file", str(tmp_path / "v.toml")]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\\x1b[2Jgone" in out
+    assert out.count("\n") > 10_000 and len(starts) <= 2
+
+
+def test_prices_import_reads_a_csv_with_a_byte_order_mark(tmp_path, monkeypatch, capsys):
+    """Spreadsheets save CSV with a UTF-8 BOM: the header is still recognised."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in.csv").write_bytes(b"\xef\xbb\xbf" + PRICES_CSV.encode())
+    assert main([*IMPORT, "o.toml"]) == 0, capsys.readouterr().err
+    assert 'name = "c1"' in (tmp_path / "o.toml").read_text()

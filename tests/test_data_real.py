@@ -14,7 +14,7 @@ import tarfile
 import numpy as np
 import pytest
 
-from workloads import data
+from workloads import data, datafiles
 
 
 @pytest.fixture(autouse=True)
@@ -28,7 +28,7 @@ def no_download(monkeypatch):
     def no_connect(*args, **kwargs):
         raise OSError("network disabled in tests")
 
-    monkeypatch.setattr(data, "_download", refuse)
+    monkeypatch.setattr(datafiles, "_download", refuse)
     monkeypatch.setattr(socket.socket, "connect", no_connect)
     return attempts
 
@@ -123,9 +123,57 @@ def test_cifar_archive_is_extracted_like_keras(tmp_path, no_download):
 def test_cifar_keras2_extracted_folder(tmp_path):
     write_cifar_tar(tmp_path, name="archive.tar.gz")
     with tarfile.open(tmp_path / "archive.tar.gz") as tar:
-        tar.extractall(tmp_path, filter="data")  # -> tmp_path/cifar-10-batches-py/
+        datafiles.safe_extract(tar, tmp_path)  # -> tmp_path/cifar-10-batches-py/
     x, y, x_test, y_test = data.load_cifar10(tmp_path)
     assert x.shape == (15, 32, 32, 3) and len(y_test) == 3
+
+
+@pytest.fixture
+def without_data_filter(monkeypatch):
+    """tarfile as on Python 3.11.0-3.11.3: no extraction filters."""
+    monkeypatch.delattr(tarfile, "data_filter", raising=False)
+
+
+def test_cifar_archive_without_tarfile_filters(tmp_path, no_download, without_data_filter):
+    write_cifar_tar(tmp_path)
+    x, y, x_test, y_test = data.load_cifar10(tmp_path)
+    assert x.shape == (15, 32, 32, 3) and y_test.tolist() == [7, 8, 9]
+    batch = tmp_path / "cifar-10-batches-py-target/cifar-10-batches-py/test_batch"
+    assert batch.stat().st_mode & 0o022 == 0
+
+
+def _hostile_tar(path, kind):
+    with tarfile.open(path, "w") as tar:
+        info = tarfile.TarInfo({"absolute": "/tmp/x", "dotdot": "a/../../x"}.get(kind, "a/x"))
+        if kind == "symlink":
+            info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
+        elif kind == "hardlink":
+            info.type, info.linkname = tarfile.LNKTYPE, "/etc/passwd"
+        elif kind == "device":
+            info.type, info.devmajor, info.devminor = tarfile.CHRTYPE, 1, 3
+        elif kind == "fifo":
+            info.type = tarfile.FIFOTYPE
+        tar.addfile(info, io.BytesIO(b""))
+
+
+@pytest.mark.parametrize("kind", ["absolute", "dotdot", "symlink", "hardlink", "device", "fifo"])
+def test_the_fallback_extracts_nothing_unsafe(tmp_path, without_data_filter, kind):
+    _hostile_tar(tmp_path / "a.tar", kind)
+    target = tmp_path / "out"
+    with tarfile.open(tmp_path / "a.tar") as tar, pytest.raises(tarfile.TarError, match="refusing"):
+        datafiles.safe_extract(tar, target)
+    assert list(target.rglob("*")) == [] and not (tmp_path.parent / "x").exists()
+
+
+def test_the_fallback_refuses_a_link_already_in_the_target(tmp_path, without_data_filter):
+    target = tmp_path / "out"
+    target.mkdir()
+    (target / "a").symlink_to(tmp_path / "elsewhere")
+    (tmp_path / "elsewhere").mkdir()
+    _hostile_tar(tmp_path / "a.tar", "regular")
+    with tarfile.open(tmp_path / "a.tar") as tar, pytest.raises(tarfile.TarError, match="outside"):
+        datafiles.safe_extract(tar, target)
+    assert list((tmp_path / "elsewhere").iterdir()) == []
 
 
 def test_cifar_refuses_code_in_pickles(tmp_path):

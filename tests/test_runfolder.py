@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,7 +24,7 @@ from tfvariants.execute.runner import RunOptions, run_cell
 from tfvariants.plan.cell import MAX_ID_BYTES, Cell, cell_id, encode_part, legacy_cell_id
 from tfvariants.plan.serve import ServeCell
 from tfvariants.plan.spec import MatrixSpec
-from tfvariants.store import lock
+from tfvariants.store import cleanup, lock
 from tfvariants.store.rundir import load_run_dir
 from tfvariants.store.runfile import RUN_SCHEMA_VERSION, load_run, local_host, new_run
 from tfvariants.store.runfolder import RunFolder
@@ -142,7 +143,8 @@ def test_a_folder_with_legacy_names_loads_and_resume_renames_it(tmp_path, monkey
     assert list(contents.results) == [new] and not contents.duplicates
     calls: list[str] = []
     monkeypatch.setattr(runner, "run_cell", fake_run_cell(calls))
-    assert main(["compare", "--resume", "--out", "R", "--no-probe", "--pricing", "none"]) == 0
+    resume = ["compare", "--resume", "--out", "R", "--no-probe", "--pricing", "none"]
+    assert main([*resume, "--trust-workloads"]) == 0  # the folder names a workload file
     assert calls == []  # nothing re-run
     assert f"renamed cells/{old}.json -> cells/{new}.json" in capsys.readouterr().err
     assert sorted(p.name for p in (d / "cells").iterdir()) == [f"{new}.json"]
@@ -207,40 +209,62 @@ def test_scratch_is_private_inside_the_run_and_removed(tmp_path):
     assert not Path(result["scratch"]).exists() and not (out / ".scratch").exists()
 
 
-def test_stale_scratch_folders_are_removed_by_the_next_run(tmp_path, monkeypatch, capsys):
+def test_stale_scratch_and_temps_are_removed_by_the_next_run(tmp_path, monkeypatch, capsys):
+    """Only what the tool can prove it made: a marked scratch folder and temp files of
+    its own names; the user's own entries (unmarked, hidden, old-style) stay."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(runner, "run_cell", fake_run_cell([]))
-    argv = [
-        "compare",
-        "--threads",
-        "1",
-        "--workloads",
-        "mnist_mlp",
-        "--no-probe",
-        "--pricing",
-        "none",
-    ]
+    argv = ["compare", "--threads", "1", "--workloads", "mnist_mlp", "--no-probe"]
+    argv += ["--pricing", "none"]
     assert main([*argv, "--out", "R"]) == 0
-    new_style = tmp_path / "R" / ".scratch" / "mnist_mlp__local__t1__r0.a1b2c3d4"
-    old_style = tmp_path / "R" / ".mnist_mlp__local__t1__r0.k3j4h5g6"  # before .scratch/
-    for d in (new_style, old_style):
+    run = tmp_path / "R"
+    ours = run / ".scratch" / "mnist_mlp__local__t1__r0.a1b2c3d4"
+    ours.mkdir(parents=True)
+    cleanup.mark_scratch(ours)
+    (ours / "result.json").write_text("{}")
+    temps = [
+        run / ".run.json.k3j4h5g6.tmp",
+        run / "logs" / ".c__r0.abcd1234.log.tmp",
+        run / "cells" / ".c__r0.json.x1y2z3w4.tmp",
+    ]
+    mine = [
+        run / ".scratch" / "notes.abcdefgh",
+        run / ".mnist_mlp__local__t1__r0.k3j4h5g6",
+        run / "logs" / "my.tmp",
+        run / ".run.json.bak",
+    ]
+    (run / "logs").mkdir(exist_ok=True)
+    for p in temps:
+        p.write_text("partial")
+    for d in mine[:2]:
         d.mkdir(parents=True)
-        (d / "result.json").write_text("{}")
+        (d / "t").write_text("mine")
+    for p in mine[2:]:
+        p.write_text("mine")
     capsys.readouterr()
+    # a refused command removes nothing, not even the tool's own leftovers
+    refused = ["compare", "--resume", "--out", "R", "--threads", "2", "--no-probe"]
+    assert main([*refused, "--pricing", "none"]) == 2
+    assert "different matrix" in capsys.readouterr().err
+    assert ours.exists() and all(p.exists() for p in temps)
     assert main(["compare", "--resume", "--out", "R", "--no-probe", "--pricing", "none"]) == 0
     err = capsys.readouterr().err
-    assert not new_style.exists() and not old_style.exists()
-    assert err.count("a scratch folder left by an interrupted run") == 2
-    # a link planted where the private scratch folder goes is removed, not used
+    assert not ours.exists() and not any(p.exists() for p in temps)
+    assert err.count("a scratch folder left by an interrupted run") == 1
+    assert err.count("a temp file left by an interrupted run") == 3
+    assert all(p.exists() for p in mine), "removed the user's own files"
+    # a link where the private scratch folder goes is refused up front, and left
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    (tmp_path / "R" / ".scratch").symlink_to(elsewhere)
-    assert main(["compare", "--resume", "--out", "R", "--no-probe", "--pricing", "none"]) == 0
-    assert "a symbolic link where the private scratch folder goes" in capsys.readouterr().err
-    assert not (tmp_path / "R" / ".scratch").is_symlink() and list(elsewhere.iterdir()) == []
+    shutil.rmtree(run / ".scratch")
+    (run / ".scratch").symlink_to(elsewhere)
+    assert main(["compare", "--resume", "--out", "R", "--no-probe", "--pricing", "none"]) == 2
+    assert ".scratch is a symbolic link" in capsys.readouterr().err
+    assert (run / ".scratch").is_symlink() and list(elsewhere.iterdir()) == []
 
 
-def test_sigterm_stops_the_worker_and_removes_scratch_and_lock(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["TERM", "HUP"])
+def test_sigterm_stops_the_worker_and_removes_scratch_and_lock(sig, tmp_path):
     wl = tmp_path / "sleepy.py"
     wl.write_text("import time\ntime.sleep(120)\n" + WORKLOAD_FILE % "sleepy")
     out = tmp_path / "o"
@@ -251,7 +275,7 @@ def test_sigterm_stops_the_worker_and_removes_scratch_and_lock(tmp_path):
         time.sleep(0.2)
     assert any((out / ".scratch").glob("*")), "the cell never started"
     time.sleep(1.0)  # let the worker start
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sig)  # SIGHUP (the terminal closed) is handled like SIGTERM
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert not (out / ".scratch").exists() and not (out / lock.LOCK_FILE).exists()
@@ -352,7 +376,12 @@ def test_stop_groups_terminates_then_kills(ignores_term, monkeypatch):
     runner.stop_groups([proc.pid], ended)
     proc.wait(timeout=10)
     assert proc.returncode == (-signal.SIGKILL if ignores_term else -signal.SIGTERM)
-    assert group_members(proc.pid) == []  # the whole group is gone (the sleep too)
+    # The whole group is gone (the sleep too); a signalled process dies asynchronously,
+    # which on a loaded host can take a moment after its leader was reaped.
+    deadline = time.monotonic() + 5
+    while group_members(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert group_members(proc.pid) == []
 
 
 def group_members(pgid: int) -> list[int]:
@@ -386,3 +415,80 @@ def test_the_ray_driver_stores_cells_and_logs_through_the_run_folder(tmp_path):
     assert json.loads((out / "cells" / f"{cell.cell_id}.json").read_text())["runner"][
         "log"
     ].endswith(".log")
+
+
+# ---- workload files a resume would execute (issue 28) ----
+
+
+def _file_run(tmp_path: Path, monkeypatch) -> list[str]:
+    """A finished compare of the workload file wl/ok.py, started in tmp_path/a."""
+    start = tmp_path / "a"
+    (start / "wl").mkdir(parents=True)
+    (start / "wl" / "ok.py").write_text(WORKLOAD_FILE % "ok")
+    monkeypatch.chdir(start)
+    calls: list[str] = []
+    monkeypatch.setattr(runner, "run_cell", fake_run_cell(calls))
+    argv = ["compare", "--threads", "1", "--workloads", "wl/ok.py", "--repeats", "1"]
+    assert main([*argv, "--no-probe", "--pricing", "none", "--out", str(tmp_path / "R")]) == 0
+    (tmp_path / "R" / "cells" / next(iter(os.listdir(tmp_path / "R" / "cells")))).unlink()
+    calls.clear()
+    return calls
+
+
+RESUME_R = ["compare", "--resume", "--no-probe", "--pricing", "none", "--out"]
+
+
+def test_a_resume_from_elsewhere_never_runs_another_file_under_the_same_ids(
+    tmp_path, monkeypatch, capsys
+):
+    calls = _file_run(tmp_path, monkeypatch)
+    other = tmp_path / "b"
+    (other / "wl").mkdir(parents=True)
+    (other / "wl" / "ok.py").write_text(WORKLOAD_FILE % "ok" + "# 52x the FLOPs\n")
+    monkeypatch.chdir(other)
+    capsys.readouterr()
+    rc = main([*RESUME_R, str(tmp_path / "R"), "--trust-workloads"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "not the file this run measured" in err and calls == []
+    monkeypatch.chdir(tmp_path / "a")  # where it started: the same file
+    assert main([*RESUME_R, str(tmp_path / "R"), "--trust-workloads"]) == 0 and len(calls) == 1
+
+
+def test_a_resume_shows_workload_files_and_asks_before_running_them(tmp_path, monkeypatch, capsys):
+    calls = _file_run(tmp_path, monkeypatch)
+    capsys.readouterr()
+    assert main([*RESUME_R, str(tmp_path / "R")]) == 2  # no terminal: refused, named
+    err = capsys.readouterr().err
+    assert "wl/ok.py -> " + str(tmp_path / "a" / "wl" / "ok.py") in err and "sha256" in err
+    assert "--trust-workloads" in err and calls == []
+    assert not (tmp_path / "R" / ".lock").exists()
+    from tfvariants.store import workloadfiles
+
+    stored = load_run(tmp_path / "R")
+    with pytest.raises(UserError):
+        workloadfiles.check_resume(stored, ask=lambda question: False)
+    asked: list[str] = []
+    workloadfiles.check_resume(stored, ask=lambda q: asked.append(q) or True)
+    assert "wl/ok.py" in asked[0]
+    # named on the command line: confirmed
+    rc = main([*RESUME_R, str(tmp_path / "R"), "--workloads", "wl/ok.py"])
+    assert rc == 0, capsys.readouterr().err
+    assert len(calls) == 1
+
+
+def test_a_failed_cells_reason_never_reaches_the_terminal_raw(tmp_path, monkeypatch, capsys):
+    from tfvariants.store.result import host_result
+
+    def failing(cell, variant, options, folder, quiet=None, priority="normal"):
+        result = host_result(cell.to_dict(), "failed", "\x1b[2Jboom\x1b]0;title\x07")
+        result["runner"] = {"host_id": host_id()}
+        folder.write_cell(cell.cell_id, result)
+        return result
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "run_cell", failing)
+    argv = ["compare", "--threads", "1", "--workloads", "mnist_mlp", "--repeats", "1"]
+    assert main([*argv, "--no-probe", "--pricing", "none", "--out", "R"]) == 1
+    out, err = capsys.readouterr()
+    assert "\x1b" not in out + err and "\x07" not in out + err
+    assert "\\x1b[2Jboom" in out + err

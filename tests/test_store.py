@@ -23,12 +23,14 @@ from tfvariants.execute import runner
 from tfvariants.execute.matrix import Matrix
 from tfvariants.plan.cell import cell_id
 from tfvariants.plan.spec import MatrixSpec
+from tfvariants.render.csvout import CSV_COLUMNS
 from tfvariants.render.html import render_html
 from tfvariants.store.rundir import load_run_dir
 from tfvariants.store.runfile import RUN_SCHEMA_VERSION, load_run, local_host
 
 HERE, OTHER = local_host()["host_id"], "0ther0host00"
 CELL = "mnist_mlp__pip__t8__r0"
+CELL_R0 = "mnist_mlp__local__t1__r0"
 
 
 def on_host(result: dict, host: str) -> dict:
@@ -282,3 +284,104 @@ def test_compare_report_flag_is_a_deprecated_alias_of_output(tmp_path, monkeypat
     args = build_parser().parse_args(["compare", "--report", "x.html"])
     assert args.output == Path("x.html")
     assert "--report is deprecated, use -o/--output" in capsys.readouterr().err
+
+
+# ---- the lock's record: anyone can write it (issue 28) ----
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        "[" * 100_000 + "]" * 100_000,
+        '{"pid": ' + "9" * 400 + ', "host": "h"}',
+        '{"pid": [1, 2], "host": "h"}',
+        '{"pid": 99999999999999999999, "host": "h"}',
+        '{"pid": true}',
+        "\x00\xff binary",
+    ],
+    ids=["100k-deep", "400-digit-pid", "list-pid", "huge-pid", "bool-pid", "binary"],
+)
+def test_a_hostile_lock_record_is_no_record(record, tmp_path):
+    from tfvariants.store import lock
+
+    (tmp_path / lock.LOCK_FILE).write_bytes(record.encode("utf-8", "surrogateescape"))
+    try:
+        assert lock.acquire(tmp_path, "test") == []  # taken over, nothing said about it
+        assert lock.holds(tmp_path)
+    finally:
+        lock.release(tmp_path)
+    assert not (tmp_path / lock.LOCK_FILE).exists()
+
+
+def test_a_stale_lock_naming_a_live_pid_is_not_called_left(tmp_path):
+    import os
+    import socket
+
+    from tfvariants.store import lock
+
+    record = {"pid": os.getppid(), "host": socket.gethostname(), "command": "compare"}
+    (tmp_path / lock.LOCK_FILE).write_text(json.dumps(record))
+    try:
+        (warning,) = lock.acquire(tmp_path, "test")
+    finally:
+        lock.release(tmp_path)
+    assert "left it" not in warning and "that pid is alive" in warning
+
+
+# ---- outputs that are not regular files (issue 28): written into, never replaced ----
+
+
+def test_report_into_dev_null_and_csv_to_dev_stdout(tmp_path):
+    import stat
+    import subprocess
+    import sys
+
+    from test_bad_input import make_run
+
+    make_run(tmp_path)
+    root = Path(__file__).parents[1]
+    argv = ["report", str(tmp_path / "R"), "-o", "/dev/null", "--csv", "/dev/stdout"]
+    command = [sys.executable, "-m", "tfvariants", *argv]
+    proc = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert stat.S_ISCHR(Path("/dev/null").stat().st_mode)
+    header = ",".join(CSV_COLUMNS)
+    assert header in proc.stdout.splitlines() and CELL_R0 in proc.stdout
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mknod"), reason="no mknod")
+def test_report_into_a_device_node_and_a_fifo(tmp_path, monkeypatch, capsys):
+    import os
+    import stat
+    import threading
+
+    from test_bad_input import make_run
+
+    monkeypatch.chdir(tmp_path)
+    make_run(tmp_path)
+    try:
+        os.mknod(tmp_path / "null", stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except PermissionError:
+        pytest.skip("mknod needs root")
+    os.mkfifo(tmp_path / "pipe")
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append((tmp_path / "pipe").read_bytes()))
+    reader.start()
+    assert main(["report", "R", "-o", "null", "--csv", "pipe"]) == 0, capsys.readouterr().err
+    reader.join(30)
+    assert stat.S_ISCHR(os.lstat(tmp_path / "null").st_mode)
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "pipe").st_mode)
+    assert got and got[0].decode().splitlines()[0] == ",".join(CSV_COLUMNS)
+
+
+def test_a_link_to_a_regular_file_outside_a_run_is_written_in_place(tmp_path, monkeypatch):
+    from test_bad_input import make_run
+
+    monkeypatch.chdir(tmp_path)
+    make_run(tmp_path)
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "r.html").write_text("old")
+    (tmp_path / "r.html").symlink_to("shared/r.html")
+    assert main(["report", "R", "-o", "r.html"]) == 0
+    assert (tmp_path / "r.html").is_symlink()
+    assert "<html" in (tmp_path / "shared" / "r.html").read_text().lower()

@@ -54,7 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
-    previous = signal.signal(signal.SIGTERM, _terminate) if _main_thread() else None
+    # SIGHUP (the terminal closed) like SIGTERM: stop cleanly, keep what is finished.
+    handled = (signal.SIGTERM, signal.SIGHUP) if _main_thread() else ()
+    previous = {sig: signal.signal(sig, _terminate) for sig in handled}
     try:
         return int(args.func(args) or 0)
     except UserError as exc:
@@ -70,8 +72,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     finally:
         lock.release_all()  # the run folders this command held (tfvariants.store.lock)
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _main_thread() -> bool:

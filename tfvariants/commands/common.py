@@ -4,6 +4,7 @@ spells, documents and validates them the same way."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 
 from tfvariants.commands.outdir import check_name_lengths, check_writable
 from tfvariants.errors import UserError, one_line
+from tfvariants.render.output import output_target
 from tfvariants.store.runfolder import EVIDENCE, evidence_reason
 
 # ---- options ----
@@ -104,14 +106,24 @@ def check_output_file(path: Path, option: str, *, results_dirs: Sequence[Path] =
             f"{option} {path}: is a folder; give a file path, e.g. {path / 'index.html'}"
         )
     why = evidence_reason(path)
-    resolved = path.resolve()
+    if why:
+        raise UserError(f"{option} {path}: refused, {why} (results are never overwritten)")
+    try:  # a loop of links, a link to nothing, a socket: one line (render.output's rule)
+        target, straight = output_target(path)
+    except UserError as exc:
+        raise UserError(f"{option} {exc}") from None
+    if straight:  # a device, a FIFO, /dev/stdout: written into, never replaced
+        if not os.access(target, os.W_OK):
+            raise UserError(f"{option} {path}: not writable")
+        return
+    resolved = target.resolve()
     for d in results_dirs:
         d = Path(d).resolve()
         if d in resolved.parents and resolved.relative_to(d).parts[0] in EVIDENCE:
             why = f"that is inside the results folder {d}'s evidence"
     if why:
         raise UserError(f"{option} {path}: refused, {why} (results are never overwritten)")
-    check_writable(path.parent)
+    check_writable(target.parent)
 
 
 def check_report_outputs(
@@ -120,7 +132,8 @@ def check_report_outputs(
     check_output_file(html, "-o/--output", results_dirs=results_dirs)
     if csv is not None:
         check_output_file(csv, "--csv", results_dirs=results_dirs)
-        if csv.resolve() == html.resolve():
+        same = csv.resolve() == html.resolve() and not output_target(csv)[1]
+        if same:
             raise UserError(f"-o/--output and --csv are the same file ({csv}): give two paths")
 
 

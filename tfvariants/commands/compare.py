@@ -4,8 +4,10 @@ render the report from the stored results."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import os
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -23,7 +25,7 @@ from tfvariants.commands.matrix_args import (  # noqa: F401 (quick_scale: the co
     run_options_for,
     workload_spec,
 )
-from tfvariants.commands.outdir import check_writable
+from tfvariants.commands.outdir import check_writable, out_dir
 from tfvariants.commands.variant_probe import probe_variants, store_variant_info
 from tfvariants.errors import UserError
 from tfvariants.options import argtypes, declare
@@ -69,6 +71,11 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--workloads", default=None, help="'all' (default) or a comma list")
     p.add_argument(
+        "--trust-workloads",
+        action="store_true",
+        help="with --resume: run the workload files run.json names without asking",
+    )
+    p.add_argument(
         "--repeats",
         type=argtypes.repeats,
         default=None,
@@ -85,7 +92,9 @@ def register(sub: Any) -> None:
         help="VARIANT[@THREADS] (default: the GPU if one ran, else the most threads that fit "
         "on the host, with the most successful repeats)",
     )
-    p.add_argument("--out", type=Path, default=None, help="results folder (default results/<run>)")
+    p.add_argument(
+        "--out", type=out_dir, default=None, help="results folder (default: results/<run>)"
+    )
     common.add_report_outputs(p, old_flag="--report")
     p.add_argument(
         "--resume",
@@ -236,6 +245,8 @@ def measure_peaks(out: Path, variant_objs: dict[str, Any], configs: list[tuple[s
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
+    from tfvariants.commands.report import write_report
+    from tfvariants.store import workloadfiles
     from tfvariants.store.runfile import load_run
 
     compare_cluster.check(args)
@@ -246,6 +257,9 @@ def run(args: argparse.Namespace) -> int:
         if args.out is None:
             raise UserError("--resume needs --out RESULTS_DIR (the run to continue)")
         stored = load_run(args.out) or None
+        if stored:  # a results folder is data: its workload files are confirmed first
+            named = (args.workloads or "").split(",")
+            workloadfiles.check_resume(stored, named=named, trusted=args.trust_workloads)
     # Before the pricing: a preset may name the catalog. A resume keeps the preset its
     # run was started with (the report opens with it).
     preset = presets.apply(args) or ((stored or {}).get("options") or {}).get("preset")
@@ -270,7 +284,20 @@ def run(args: argparse.Namespace) -> int:
     else:
         variant_objs = ready_variants(variant_objs, args.engine)
     console = Console(stderr=True, soft_wrap=True)
-    outcome = _run_matrix(args, spec, variant_objs, pricing, out, stored, console)
+
+    def report_stored() -> None:
+        """After a store error mid-run (e.g. a full disk): what was stored, if it fits."""
+        with contextlib.suppress(UserError):
+            write_report(
+                out,
+                report_path,
+                pricing=pricing,
+                baseline=args.baseline,
+                csv_path=args.csv,
+                allow_mixed_hosts=args.allow_mixed_hosts,
+            )
+
+    outcome = _run_matrix(args, spec, variant_objs, pricing, out, stored, console, report_stored)
     if outcome.was_interrupted:
         console.print(
             f"interrupted during {outcome.interrupted.cell_id if outcome.interrupted else '?'}: "
@@ -292,12 +319,15 @@ def _run_matrix(
     out: Path,
     stored: dict[str, Any] | None,
     console: Any,
+    report_stored: Callable[[], None],
 ) -> Any:
     """Prepare the run folder, probe the variants, run the cells (locally or on Ray, with
-    the adaptive rounds when there is a budget); the MatrixOutcome, with its lines said."""
-
+    the adaptive rounds when there is a budget); the MatrixOutcome, with its lines said.
+    A store error while the cells run (not while the folder is checked) renders what was
+    stored first (``report_stored``)."""
     from tfvariants.execute import runner
     from tfvariants.execute.matrix import Matrix
+    from tfvariants.store.runfolder import StoreError
 
     matrix = Matrix(spec, out)
     moved = matrix.prepare(
@@ -348,15 +378,19 @@ def _run_matrix(
             options_for=options_for,
         )
     else:
-        outcome = matrix.run(
-            run_cell=run_one,
-            resume=args.resume,
-            console=console,
-            next_round=next_round,
-            budget_s=spec.options.budget_s,
-            spent_before=spent_before,
-            **rounds.retry_options(spec, quiet_gate),
-        )
+        try:
+            outcome = matrix.run(
+                run_cell=run_one,
+                resume=args.resume,
+                console=console,
+                next_round=next_round,
+                budget_s=spec.options.budget_s,
+                spent_before=spent_before,
+                **rounds.retry_options(spec, quiet_gate),
+            )
+        except StoreError:
+            report_stored()
+            raise
     if rule is not None:
         rounds.record(out, rule, spec, before, outcome, console, next_round)
     _print_outcome(outcome, console)

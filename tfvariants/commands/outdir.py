@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 from datetime import datetime
 from pathlib import Path
@@ -30,6 +31,25 @@ def check_name_lengths(path: Path) -> None:
                 f"cannot write to {str(path)[:80]}...: the name {part[:40]}... is "
                 f"{len(os.fsencode(part))} bytes, longer than this file system's {limit}"
             )
+    path_max = 4096
+    try:
+        path_max = os.pathconf(anchor, "PC_PATH_MAX")
+    except (OSError, ValueError):
+        pass
+    size = len(os.fsencode(os.path.abspath(path)))
+    if size >= path_max:  # PATH_MAX counts the final NUL
+        raise UserError(
+            f"cannot write to {str(path)[:80]}...: the path is {size} bytes, longer than "
+            f"this system's {path_max - 1}"
+        )
+
+
+def out_dir(text: str) -> Path:
+    """A results folder option's value (argparse type): an empty or blank name would
+    silently mean the current folder."""
+    if not text.strip() or "\0" in text:
+        raise argparse.ArgumentTypeError(f"expected a folder name, got {text!r}")
+    return Path(text)
 
 
 def check_writable(path: Path) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tfvariants.commands import common
-from tfvariants.commands.outdir import check_writable, default_run_dir
+from tfvariants.commands.outdir import check_writable, default_run_dir, out_dir
 from tfvariants.errors import UserError
 from tfvariants.options import argtypes, declare
 from tfvariants.options.cell import CELL, CellOptions
@@ -38,7 +38,7 @@ def register(sub: Any) -> None:
     # What the cell runs with: the training options a cell takes, as compare declares them.
     declare.add_arguments(p, CellOptions, CELL)
     p.add_argument(
-        "--out", type=Path, default=None, help="run folder (default: results/run-<time>)"
+        "--out", type=out_dir, default=None, help="run folder (default: results/run-<time>)"
     )
     p.add_argument(
         "--repeat",
@@ -98,14 +98,17 @@ def run(args: argparse.Namespace) -> int:
 
     cell = Cell(variant=variant.name, threads=args.threads, workload=workload, repeat=args.repeat)
     folder = RunFolder(out)
-    for line in folder.lock() + folder.remove_stale_scratch():  # held until the command ends
+    for line in folder.lock():  # held until the command ends
         print(f"tfvariants: warning: {line}", file=sys.stderr)
+    folder.check_links()
     existing = folder.cell_path(cell.cell_id)
     if os.path.lexists(existing):
         raise UserError(
             f"{existing} already exists: choose another --out or --repeat (results are never "
             "overwritten)"
         )
+    for line in folder.remove_stale_scratch():  # accepted: only now, only its own
+        print(f"tfvariants: warning: {line}", file=sys.stderr)
     options = CellOptions(**declare.resolve(CellOptions, vars(args), {}, {}))
     console = Console(stderr=True)
     started = time.monotonic()

@@ -15,7 +15,7 @@ from typing import Any
 
 from tfvariants.commands import common
 from tfvariants.commands.matrix_args import ready_variants
-from tfvariants.commands.outdir import check_writable
+from tfvariants.commands.outdir import check_writable, out_dir
 from tfvariants.commands.serve_spec import DEFAULTS, PRESETS, build_serve_spec
 from tfvariants.errors import UserError
 from tfvariants.options import declare
@@ -46,7 +46,7 @@ def register(sub: Any) -> None:
         "else the most threads that fit on the host; in-process, unbatched first)",
     )
     p.add_argument(
-        "--out", type=Path, default=None, help="results folder (default results/serve-<time>)"
+        "--out", type=out_dir, default=None, help="results folder (default results/serve-<time>)"
     )
     p.add_argument(
         "-o",

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from tfvariants.commands import common
+from tfvariants.errors import one_line
 
 
 def register(sub: Any) -> None:
@@ -64,8 +65,15 @@ def describe(variants_file: str | None = None, engine: str | None = None) -> lis
         ready, detail = variant.readiness()
         return ready, detail, skip_reason(variant) if ready else None
 
+    # Checked once per place a variant runs (10,000 overlays of one interpreter start
+    # it once): readiness depends on the kind, interpreter or image, backend and device.
+    def where(v: Any) -> tuple[Any, ...]:
+        return (v.kind, v.where(), v.backend, v.device, v.engine, v.image)
+
+    unique = {where(v): v for v in variants}
     with ThreadPoolExecutor(max_workers=4) as pool:
-        readiness = list(pool.map(check, variants))
+        found = dict(zip(unique, pool.map(check, unique.values()), strict=True))
+    readiness = [found[where(v)] for v in variants]
     rows = []
     for variant, (ready, detail, skipped) in zip(variants, readiness, strict=True):
         rows.append(
@@ -179,10 +187,10 @@ def run(args: argparse.Namespace) -> int:
                 row["kind"],
                 row["backend"],
                 row["device"],
-                row["where"],
-                " ".join(f"{k}={v}" for k, v in row["env"].items()),
+                one_line(row["where"]),
+                " ".join(f"{k}={one_line(v)}" for k, v in row["env"].items()),  # raw: escapes
                 json.dumps(row["keras"]) if row["keras"] else "",
-                "ready" if row["ready"] else row["detail"],
+                "ready" if row["ready"] else one_line(row["detail"]),
             ]
             for row in rows
         ],

@@ -171,10 +171,11 @@ class Matrix(Generic[CellT]):
         tfvariants.store.lock): a second run on it is refused before anything is read."""
         folder = RunFolder(self.out)
         held = folder.holds_lock()
-        for line in folder.lock() + folder.remove_stale_scratch():
+        for line in folder.lock():
             print(f"tfvariants: warning: {line}", file=sys.stderr)
-        contents = load_run_dir(self.out, allow_mixed_hosts=allow_mixed_hosts)
         try:
+            folder.check_links()
+            contents = load_run_dir(self.out, allow_mixed_hosts=allow_mixed_hosts)
             if resume:
                 check_resume(contents, quarantine=quarantine)
             prepare_run_dir(self.out, self.spec, resume=resume, hosts=hosts,
@@ -183,6 +184,8 @@ class Matrix(Generic[CellT]):
             if not held:
                 folder.unlock()  # refused: leave the folder as it was (or absent)
             raise
+        for line in folder.remove_stale_scratch():  # accepted: only now, only its own
+            print(f"tfvariants: warning: {line}", file=sys.stderr)
         moved = quarantine_unreadable(contents) if resume and contents.problems else []
         folder.create()
         self._prepared = (contents.results, moved)

@@ -47,14 +47,25 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+PID_MAX = 1 << 22  # Linux's largest pid_max: a larger "pid" is not one
+
+
 def _read_holder(fd: int) -> dict[str, Any]:
-    os.lseek(fd, 0, os.SEEK_SET)
-    raw = os.read(fd, 4096)
+    """The holder record, validated: anyone can write the file, so a deep, huge or
+    mistyped record is taken as no record at all (never a traceback)."""
     try:
+        os.lseek(fd, 0, os.SEEK_SET)
+        raw = os.read(fd, 4096)
         data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return {}
-    return data if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        return {}
+    pid = data.get("pid")
+    if not (isinstance(pid, int) and not isinstance(pid, bool) and 0 < pid < PID_MAX):
+        return {}
+    text = {k: data[k][:100] for k in ("host", "command", "since") if isinstance(data.get(k), str)}
+    return {"pid": pid, **text}
 
 
 def describe(holder: dict[str, Any]) -> str:
@@ -62,6 +73,18 @@ def describe(holder: dict[str, Any]) -> str:
     pid, host = holder.get("pid", "?"), holder.get("host", "?")
     what = ", ".join(str(holder[k]) for k in ("command", "since") if holder.get(k))
     return f"pid {pid} on host {host}" + (f" ({what})" if what else "")
+
+
+def _why_free(old: dict[str, Any]) -> str:
+    """Why a lock file naming a holder could be taken: the kernel dropped its flock."""
+    if old.get("host") != socket.gethostname():
+        return "left it (it ran on another host, or the folder was copied)"
+    if not _pid_alive(int(old["pid"])):
+        return "is no longer running"
+    return (
+        "no longer holds it (that pid is alive, but now names another process, or "
+        "the holder released the lock without removing the file)"
+    )
 
 
 def _open_lock(path: Path) -> int:
@@ -117,23 +140,37 @@ def acquire(root: Path, command: str = "", *, created: bool = False) -> list[str
     warnings = []
     old = _read_holder(fd)
     if old.get("pid"):
-        here = old.get("host") == socket.gethostname()
-        gone = "is no longer running" if here and not _pid_alive(int(old["pid"])) else "left it"
-        warnings.append(f"{root}: took over the lock of {describe(old)}, which {gone} "
-                        "(an interrupted run; compare --resume continues it)")  # fmt: skip
+        warnings.append(
+            f"{root}: took over the lock of {describe(old)}, which {_why_free(old)} "
+            "(an interrupted run; compare --resume continues it)"
+        )
     record = {
         "pid": os.getpid(),
         "host": socket.gethostname(),
         "command": command or " ".join([Path(sys.argv[0]).name, *sys.argv[1:3]]),
         "since": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, json.dumps(record).encode() + b"\n", 0)
-    os.fsync(fd)
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(record).encode() + b"\n", 0)
+        os.fsync(fd)
+    except OSError as exc:  # a full disk: hold nothing, leave no lock file behind
+        _give_up(key, fd, created)
+        raise UserError(f"cannot lock {root}: cannot write {path} ({exc.strerror})") from None
     _HELD[key] = fd
     if created:
         _CREATED.add(key)
     return warnings
+
+
+def _give_up(key: Path, fd: int, created: bool) -> None:
+    try:
+        (key / LOCK_FILE).unlink(missing_ok=True)  # we hold the flock: no one else uses it
+        if created:
+            key.rmdir()
+    except OSError:
+        pass
+    os.close(fd)
 
 
 def holds(root: Path) -> bool:

@@ -16,6 +16,7 @@ from typing import Any, TypeGuard
 
 from tfvariants.plan.cell import MAX_THREADS
 from tfvariants.plan.spec import MAX_REPEATS
+from tfvariants.store.inputs import InputError, read_input
 from workloads.protocol import RESULT_KIND, SCHEMA_VERSION, STATUSES, write_json_atomic
 from workloads.serving.request import SERVE_RESULT_KIND
 
@@ -49,12 +50,10 @@ def read_json_file(path: str | Path) -> Any:
     """Parse a JSON file; any way it can fail (missing, binary, truncated, nested too
     deeply, too large) becomes one ResultError naming the file."""
     path = Path(path)
-    try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise ResultError(f"{path}: larger than {MAX_FILE_BYTES // 2**20} MiB")
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ResultError(f"{path}: cannot read ({exc.strerror})") from exc
+    try:  # a regular file of bounded size: a FIFO or a device is named, never waited on
+        raw = read_input(path, MAX_FILE_BYTES)
+    except InputError as exc:
+        raise ResultError(f"{path}: {exc.reason}") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

@@ -11,6 +11,7 @@ could not read.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections import Counter
 from collections.abc import Iterable
@@ -82,6 +83,7 @@ class RunContents:
     run_hosts: list[str] = field(default_factory=list)
     hosts_inferred: bool = False  # run.json declares none: the most common host is taken
     mixed_allowed: bool = False
+    run_missing: bool = False  # cells without a run.json: the matrix is unknown
 
     @cached_property
     def parsed(self) -> dict[str, AnyResult]:
@@ -94,6 +96,12 @@ class RunContents:
 
     def notices(self) -> list[Notice]:
         out: list[Notice] = []
+        if self.run_missing:
+            what = (
+                f"{RUN_FILE} is missing: the run's matrix, settings and hosts are unknown, "
+                "so its cells are read as they are and none is known to be missing"
+            )
+            out.append(Notice("incomplete", what, f"restore {RUN_FILE} from where it was made"))
         for p in self.problems:
             out.append(Notice("unreadable", f"{p}: left out",
                               "fix or move the file; compare --resume refuses to run over it "
@@ -156,8 +164,44 @@ def load_run_dir(results_dir: Path, *, allow_mixed_hosts: bool = False) -> RunCo
         else:
             reason = f"holds cell {cid} but is not named {cid}.json: not counted"
         contents.duplicates.append(Problem(rel, reason, "duplicate"))
+    for cid, original in _copies(contents.results):
+        del contents.results[cid]
+        reason = (
+            f"the same measurement as cell {original} ({CELLS_DIR}/{original}.json), to the "
+            "last digit: an edited copy, not counted again"
+        )
+        contents.duplicates.append(Problem(f"{CELLS_DIR}/{cid}.json", reason, "duplicate"))
+    contents.run_missing = not run and bool(contents.results or contents.problems)
     _split_hosts(contents)
     return contents
+
+
+def _measurement(result: dict[str, Any]) -> str | None:
+    """A training cell's timing, when it is a real measurement: at least 3 distinct step
+    times (two runs never repeat those to the last digit; a copy does)."""
+    timing = result.get("timing")
+    if result.get("status") != "ok" or not isinstance(timing, dict):
+        return None
+    steps = timing.get("step_times_s")
+    if not isinstance(steps, list) or len({t for t in steps if isinstance(t, float)}) < 3:
+        return None
+    return json.dumps(timing, sort_keys=True, default=str)
+
+
+def _copies(results: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:
+    """(copy, original) for cells whose measurement another cell already holds (an
+    edited copy of a cell file would otherwise count as one more repeat)."""
+    seen: dict[str, str] = {}
+    out = []
+    for cid in sorted(results):
+        key = _measurement(results[cid])
+        if key is None:
+            continue
+        if key in seen:
+            out.append((cid, seen[key]))
+        else:
+            seen[key] = cid
+    return out
 
 
 def _split_hosts(contents: RunContents) -> None:

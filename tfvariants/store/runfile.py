@@ -14,6 +14,7 @@ from tfvariants.options.declare import stored_problems
 from tfvariants.plan.cell import MAX_THREADS
 from tfvariants.plan.spec import MAX_REPEATS, logical_cpus
 from tfvariants.plan.task import MatrixPlan, PlannedCell
+from tfvariants.store import workloadfiles
 from tfvariants.store.result import ResultError, read_json_file
 from tfvariants.store.runfolder import RunFolder
 
@@ -128,11 +129,14 @@ def load_run(results_dir: Path) -> dict[str, Any]:
 def new_run(spec: MatrixPlan[PlannedCell], hosts: list[dict[str, Any]]) -> dict[str, Any]:
     """The run.json record for a new run of ``spec`` on ``hosts``."""
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    matrix = spec.to_json(started)
+    files = workloadfiles.record(matrix.get("workloads") or [])  # what a resume must match
     return {
         "schema_version": RUN_SCHEMA_VERSION,
         "kind": RUN_KIND,
-        **spec.to_json(started),
+        **matrix,
         "hosts": hosts,
+        **({workloadfiles.FIELD: files} if files else {}),
     }
 
 

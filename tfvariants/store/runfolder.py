@@ -22,7 +22,6 @@ file that cannot be read is never replaced.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import stat
 import tempfile
@@ -32,7 +31,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from tfvariants.errors import UserError
-from tfvariants.store import lock
+from tfvariants.store import cleanup, lock
 from tfvariants.store.result import ResultError, load_result
 
 RUN_FILE = "run.json"
@@ -46,12 +45,22 @@ REPORT_SLOT = "report"
 EVIDENCE = (RUN_FILE, CELLS_DIR, LOGS_DIR, ARTIFACTS_DIR, QUARANTINE_DIR, SCRATCH_DIR,
             lock.LOCK_FILE)  # fmt: skip
 DONE_STATUSES = ("ok", "skipped")  # a result that is never replaced
-# A scratch folder left by a version that made them beside cells/: ".<cell_id>.XXXXXXXX".
-_OLD_SCRATCH = re.compile(r"^\..+__r\d+\.[A-Za-z0-9_]{8}$")
+# The folders the tool writes through: a link at any of them is refused up front.
+_WRITTEN = (CELLS_DIR, LOGS_DIR, ARTIFACTS_DIR, QUARANTINE_DIR, SCRATCH_DIR)
 
 
 class StoreError(UserError):
     """A write the run folder refuses (one line, exit 2)."""
+
+
+@contextmanager
+def _storing(path: Path) -> Iterator[None]:
+    """A write that fails (a full disk, a read-only file system, a quota) is one line
+    naming the file: the caller records a failed cell or stops with exit 2."""
+    try:
+        yield
+    except OSError as exc:
+        raise StoreError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -139,6 +148,12 @@ class RunFolder:
         """Hold this folder for the rest of the command (see tfvariants.store.lock);
         creates the folder. Returns warnings (a stale lock taken over)."""
         created = not self.root.exists()
+        outer = run_folder_of(Path(os.path.abspath(self.root)))
+        if outer is not None:  # its next cleanup or resume would treat ours as its own
+            raise StoreError(
+                f"{self.root} is inside the results folder {outer.root}: choose a results "
+                "folder outside any other"
+            )
         try:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -190,7 +205,8 @@ class RunFolder:
         """run.json (the caller, tfvariants.store.runfile, has validated it)."""
         self._dir(".")
         self._refuse_link(self.run_file)
-        write_bytes_atomic(self.run_file, _json_bytes(record))
+        with _storing(self.run_file):
+            write_bytes_atomic(self.run_file, _json_bytes(record))
 
     def write_cell(self, cid: str, result: dict[str, Any]) -> Path:
         """cells/<cid>.json, atomically. Never over a finished result or a file that
@@ -205,7 +221,8 @@ class RunFolder:
             if old in DONE_STATUSES:
                 raise StoreError(f"{path} already holds a finished result ({old}): results "
                                  "are never overwritten")  # fmt: skip
-        write_bytes_atomic(path, _json_bytes(result))
+        with _storing(path):
+            write_bytes_atomic(path, _json_bytes(result))
         return path
 
     @contextmanager
@@ -214,12 +231,14 @@ class RunFolder:
         exclusively), renamed to logs/<cid>.log when the block ends, however it ends."""
         logs = self._dir(LOGS_DIR)
         final = logs / f"{cid}.log"
-        fd, tmp = tempfile.mkstemp(prefix=f".{cid}.", suffix=".log.tmp", dir=logs)
+        with _storing(logs / f".{cid}.log.tmp"):
+            fd, tmp = tempfile.mkstemp(prefix=f".{cid}.", suffix=".log.tmp", dir=logs)
         try:
             with os.fdopen(fd, "wb") as fh:  # the runner writes it capped, never reads it
                 yield fh
-                fh.flush()
-                os.fsync(fh.fileno())
+                with _storing(final):
+                    fh.flush()
+                    os.fsync(fh.fileno())
         finally:
             try:
                 os.replace(tmp, final)
@@ -228,7 +247,8 @@ class RunFolder:
 
     def write_log(self, cid: str, text: str) -> Path:
         path = self._dir(LOGS_DIR) / f"{cid}.log"
-        write_bytes_atomic(path, text.encode("utf-8", "replace"))
+        with _storing(path):
+            write_bytes_atomic(path, text.encode("utf-8", "replace"))
         return path
 
     def write_driver_log(self, name: str) -> Path:
@@ -248,6 +268,12 @@ class RunFolder:
             return None
         parent = self._dir(ARTIFACTS_DIR)
         dest = parent / cid
+        with _storing(dest):
+            self._copy_artifacts(present, parent, dest, cid)
+        return f"{ARTIFACTS_DIR}/{cid}"
+
+    @staticmethod
+    def _copy_artifacts(present: dict[str, Path], parent: Path, dest: Path, cid: str) -> None:
         staging = Path(tempfile.mkdtemp(prefix=f".{cid}.", suffix=".tmp", dir=parent))
         try:
             for name, src in present.items():
@@ -265,7 +291,6 @@ class RunFolder:
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
-        return f"{ARTIFACTS_DIR}/{cid}"
 
     def quarantine(self, rel: str) -> Path:
         """Move ``rel`` (e.g. cells/x.json) to quarantine/, bytes unchanged, never over
@@ -312,8 +337,14 @@ class RunFolder:
         the block ends (a SIGTERM reaches here as KeyboardInterrupt, see cli.main); one
         left by a SIGKILL is removed by the next run (remove_stale_scratch)."""
         parent = self._dir(SCRATCH_DIR, mode=0o700)
-        os.chmod(parent, 0o700)
-        path = Path(tempfile.mkdtemp(prefix=f"{cid[:150]}.", dir=parent))  # 0700
+        with _storing(parent / f"{cid[:150]}.*"):
+            os.chmod(parent, 0o700)
+            path = Path(tempfile.mkdtemp(prefix=f"{cid[:150]}.", dir=parent))  # 0700
+            try:
+                cleanup.mark_scratch(path)  # ours: the next run may remove it
+            except OSError:
+                shutil.rmtree(path, ignore_errors=True)
+                raise
         try:
             yield path
         finally:
@@ -323,30 +354,29 @@ class RunFolder:
             except OSError:
                 pass
 
+    def check_links(self) -> None:
+        """Refuse (one line, before anything is written) a run folder whose written
+        folders are links: every write through them would be refused later, per cell."""
+        for rel in _WRITTEN:
+            if (self.root / rel).is_symlink():
+                raise StoreError(
+                    f"{self.root / rel} is a symbolic link: refusing to write through it; "
+                    "remove it (nothing was run or written)"
+                )
+
     def remove_stale_scratch(self) -> list[str]:
-        """Remove scratch folders a killed run left (call with the lock held: no live
-        run uses them then); one line per folder."""
-        stale = []
-        scratch = self.root / SCRATCH_DIR
-        if scratch.is_symlink():  # never ours: scratch folders are private, made here
-            scratch.unlink()
-            return [f"removed {scratch}: a symbolic link where the private scratch folder goes"]
-        if scratch.is_dir():
-            stale += [p for p in sorted(scratch.iterdir())]
-        if self.root.is_dir():
-            stale += [p for p in sorted(self.root.iterdir())
-                      if _OLD_SCRATCH.match(p.name) and p.is_dir() and not p.is_symlink()]  # fmt: skip
+        """Remove what a killed run left: scratch folders and temp files the tool can
+        prove it made (tfvariants.store.cleanup), one line each. Call with the lock held,
+        once the run is accepted (a refused command removes nothing)."""
+        self.check_links()
         lines = []
-        for path in stale:
-            if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                path.unlink(missing_ok=True)
-            lines.append(f"removed {path}: a scratch folder left by an interrupted run")
+        for path, what in cleanup.stale_entries(self.root, SCRATCH_DIR):
+            cleanup.remove(path)
+            lines.append(f"removed {path}: {what}")
         try:
-            scratch.rmdir()
+            (self.root / SCRATCH_DIR).rmdir()
         except OSError:
-            pass  # absent, or not empty
+            pass  # absent, or not empty (what is left there is not ours)
         return lines
 
 
@@ -363,14 +393,35 @@ def run_folder_of(path: Path) -> RunFolder | None:
     return None
 
 
+def _link_inside_a_run(plain: Path) -> str | None:
+    """Inside a run folder (a received one, perhaps), no part of an output's path may be
+    a link, the report slot and the file itself included: it could point anywhere."""
+    folder = run_folder_of(plain)
+    if folder is None:
+        return None
+    part = folder.root
+    for name in plain.relative_to(folder.root).parts:
+        part = part / name
+        if part.is_symlink():
+            return (
+                f"{part} is a symbolic link inside the results folder {folder.root}: "
+                "not writing through it"
+            )
+    return None
+
+
 def evidence_reason(path: Path) -> str | None:
     """Why an output file at ``path`` would overwrite a run folder's evidence (run.json,
     cells, logs, quarantine, artifacts, scratch, lock), or None. Inside a run folder,
     only its report slot (``<run>/report/``) and files beside the evidence are free."""
-    resolved = Path(os.path.abspath(path))
+    plain = Path(os.path.abspath(path))
+    linked = _link_inside_a_run(plain)
+    if linked:
+        return linked
+    resolved = plain
     try:
         resolved = resolved.resolve()
-    except OSError:
+    except (OSError, RuntimeError):  # a loop of links (RuntimeError before Python 3.13)
         pass
     folder = run_folder_of(resolved)
     if folder is None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tfvariants.errors import UserError
+from tfvariants.store.inputs import VARIANTS_FILE_BYTES, InputError, read_input
 from tfvariants.variants import engine as engines
 from tfvariants.variants.kinds import BACKENDS, KIND_REGISTRY, WORKLOADS_PARENT, Kind, get_kind
 from tfvariants.variants.recipes import BUILTIN_TABLES, TF_VERSION
@@ -34,7 +35,8 @@ FIELDS = (
 )  # fmt: skip
 # An overlay (a table with `base`) changes only these.
 OVERLAY_FIELDS = ("base", "env", "keras", "description")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+# \Z, not $: "$" also matches before a trailing newline, which would reach file names.
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
 _MAX_ENV_ENTRY = (
     128 * 1024
@@ -249,7 +251,10 @@ def _read_tables(variants_file: str | Path | None) -> tuple[dict, dict[str, str]
         return tables, source
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        # Regular files only, bounded: /dev/zero or a FIFO is one line, never a hang.
+        data = tomllib.loads(read_input(path, VARIANTS_FILE_BYTES).decode("utf-8"))
+    except InputError as exc:
+        raise UserError(f"cannot read variants file {path}: {exc.reason}") from None
     except OSError as exc:
         raise UserError(f"cannot read variants file {path}: {exc.strerror}") from exc
     except tomllib.TOMLDecodeError as exc:

@@ -17,6 +17,7 @@ from typing import TypeGuard
 import tomllib
 
 from tfvariants.errors import UserError
+from tfvariants.store.inputs import CATALOG_BYTES, read_input
 
 CATALOG_DIR = Path(__file__).parent / "catalogs"
 DEFAULT_CATALOG = "gce-2017"
@@ -410,7 +411,7 @@ def load_catalog(name_or_path: str) -> Catalog:
                 f"({', '.join(builtin_catalogs())}) and no such file"
             )
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_input(path, CATALOG_BYTES).decode("utf-8"))
     except tomllib.TOMLDecodeError as exc:  # its message carries "(at line L, column C)"
         raise UserError(f"{path}: invalid TOML: {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:

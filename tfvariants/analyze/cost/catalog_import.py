@@ -9,6 +9,7 @@ spot price above on-demand (seen in SkyPilot's H100 rows) is dropped and noted.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import re
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from pathlib import Path
 from tfvariants.analyze.cost.catalog import MAX_VCPUS, valid_date
 from tfvariants.errors import UserError
 from tfvariants.plan.limits import decimal
+from tfvariants.store.inputs import CSV_BYTES, read_input_text
 
 SKYPILOT_HEADER = (
     "InstanceType",
@@ -87,16 +89,19 @@ def _check_spot(row: Row, warnings: list[str]) -> None:
 
 def read_csv(path: Path, *, region: str | None, as_of: str, match: list[str]) -> Imported:
     """Rows from either CSV flavour (detected from the header)."""
+    # A regular file of bounded size (never /dev/zero or a FIFO), without a spreadsheet's
+    # byte order mark; newline="" so that only CSV's own line ends split records (a
+    # U+2028 inside a quoted name stays in the name, and is refused there).
+    text = read_input_text(path, CSV_BYTES)
+    reader = csv.DictReader(io.StringIO(text, newline=""))
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: cannot read: {exc}") from None
-    reader = csv.DictReader(text.splitlines())
-    header = tuple(reader.fieldnames or ())
-    if set(SKYPILOT_HEADER) <= set(header):
-        return _skypilot(path, reader, region=region, as_of=as_of, match=match)
-    if set(SIMPLE_HEADER) <= set(header):
-        return _simple(path, reader, region=region, match=match)
+        header = tuple(reader.fieldnames or ())
+        if set(SKYPILOT_HEADER) <= set(header):
+            return _skypilot(path, reader, region=region, as_of=as_of, match=match)
+        if set(SIMPLE_HEADER) <= set(header):
+            return _simple(path, reader, region=region, match=match)
+    except csv.Error as exc:  # e.g. a field over csv's 128 KiB limit, a NUL byte
+        raise UserError(f"{path}: unreadable CSV at line {reader.line_num}: {exc}") from None
     raise UserError(
         f"{path}: unknown CSV header; expected SkyPilot's vms.csv columns or "
         f"{','.join(SIMPLE_HEADER)}"

@@ -144,9 +144,9 @@ def _in_family(name: str, family: str) -> bool:
 
 def parse_families(text: str | None) -> tuple[str, ...]:
     """``c3,n2d`` -> ("c3", "n2d"); an empty item is bad input."""
-    if not text:
+    if text is None:
         return ()
-    items = tuple(x.strip() for x in text.split(","))
+    items = tuple(x.strip() for x in text.split(","))  # '' is one empty item: refused
     if any(not x or not x.isprintable() for x in items):
         raise UserError(f"--instance-family {text!r}: expected FAMILY[,FAMILY...], e.g. n2d,n2")
     return items
