@@ -86,7 +86,8 @@ def settings_of(
         min_effect = finite_number(opts.get("min_effect")) or stats.MIN_EFFECT
     if confidence is None:
         confidence = finite_number(opts.get("confidence")) or stats.CONFIDENCE
-    return Settings(min_effect, confidence, run_looks(run))
+    band = finite_number(opts.get("equivalence_band")) or None
+    return Settings(min_effect, confidence, run_looks(run), band)
 
 
 def analyze(

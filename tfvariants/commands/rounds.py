@@ -65,6 +65,13 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--min-effect", type=argtypes.min_effect, default=None,
                    help="smallest difference that matters, e.g. 5%% (default): smaller ones "
                    "are 'equivalent'")  # fmt: skip
+    p.add_argument(
+        "--equivalence-band",
+        type=argtypes.equivalence_band,
+        default=None,
+        help="'equivalent' means the interval lies within +/- this (default 5%%, or "
+        "--min-effect when larger)",
+    )
     p.add_argument("--confidence", type=argtypes.confidence, default=None,
                    help="confidence of the intervals, above 0.5 and at most 0.9999 (default 0.95)")  # fmt: skip
     add_interference_options(p)
@@ -115,6 +122,8 @@ def options_from(
         "min_steady_steps": given_or_stored("min_steady_steps", args.min_steady_steps, argtypes.positive_int, window[1]),
         "min_effect": given_or_stored("min_effect", args.min_effect, argtypes.min_effect, stats.MIN_EFFECT),
         "confidence": given_or_stored("confidence", args.confidence, argtypes.confidence, stats.CONFIDENCE),
+        "equivalence_band": given_or_stored("equivalence_band", args.equivalence_band,
+                                            argtypes.equivalence_band, None),
         "budget_s": given_or_stored("budget_s", args.budget, argtypes.duration, QUICK_BUDGET_S if quick else None),
         "max_repeats": given_or_stored("max_repeats", args.max_repeats, argtypes.repeats,
                                        max(adaptive.DEFAULT_MAX_REPEATS, repeats)),
@@ -158,6 +167,7 @@ def adaptive_hook(
         spec, rule, baseline=parse_baseline(baseline),
         min_effect=spec.options["min_effect"], confidence=spec.options["confidence"],
         spent_before=spent_before,
+        equivalence_band=spec.options.get("equivalence_band"),
     )  # fmt: skip
     console.print(
         f"adaptive: looks after {', '.join(map(str, rule.looks))} repeats; more rounds only "
@@ -338,9 +348,10 @@ class NextRoundHook:
 
     def __init__(self, spec: MatrixSpec, rule: adaptive.StoppingRule, *,
                  baseline: Requested | None, min_effect: float, confidence: float,
-                 spent_before: float = 0.0, clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+                 spent_before: float = 0.0, clock: Callable[[], float] = time.monotonic,
+                 equivalence_band: float | None = None) -> None:  # fmt: skip
         self.spec, self.rule, self.baseline = spec, rule, baseline
-        self.settings = Settings(min_effect, confidence, rule.looks)
+        self.settings = Settings(min_effect, confidence, rule.looks, equivalence_band)
         configs = spec.configurations()
         self.order = {
             ConfigKey(w, v, t): (spec.workloads.index(w), configs.index((v, t)))

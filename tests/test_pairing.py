@@ -1,0 +1,159 @@
+"""The paired/unpaired choice, equivalence as its own answer, wandering rounds, tails, and
+statements across comparisons (tfvariants/analyze/pairing.py, family.py)."""
+
+import math
+import random
+
+import pytest
+
+from tfvariants.analyze import family, pairing, stats
+from tfvariants.analyze.decide import Settings
+
+
+def _logs(values):
+    return [math.log(v) for v in values]
+
+
+def test_method_choice_does_not_see_the_sign_of_the_differences():
+    """The audit's leak: the first rule paired exactly when the per-round differences
+    shared a sign, i.e. when the paired interval was about to exclude 1. Swapping the two
+    values of some rounds flips those rounds' signs and must not change the choice."""
+    rng = random.Random(3)
+    for _ in range(200):
+        base = [10 * math.exp(rng.gauss(0, 0.1)) for _ in range(10)]
+        # every round a bit slower on one side: all differences share a sign
+        other = [b * math.exp(0.08 + rng.gauss(0, 0.01)) for b in base]
+        x, y = _logs(other), _logs(base)
+        swapped_x = [b if i % 2 else a for i, (a, b) in enumerate(zip(x, y, strict=True))]
+        swapped_y = [a if i % 2 else b for i, (a, b) in enumerate(zip(x, y, strict=True))]
+        sx, sy = pairing._mad(swapped_x), pairing._mad(swapped_y)
+        if max(sx, sy) > pairing.SPREAD_SWITCH * min(sx, sy):
+            continue  # unequal spreads pair on their own account
+        assert pairing.choose_method(x, y, 7) == pairing.choose_method(swapped_x, swapped_y, 7)
+
+
+def test_rounds_that_move_together_are_still_paired():
+    rng = random.Random(5)
+    rounds = [rng.gauss(0, 0.3) for _ in range(12)]  # a slow round slows both sides
+    x = [r + rng.gauss(0, 0.03) for r in rounds]
+    y = [r + rng.gauss(0, 0.03) for r in rounds]
+    assert pairing.choose_method(x, y, 7) == "paired"
+    assert pairing.choose_method(x[:5], y[:5], 7) == "unpaired"  # no paired interval yet
+
+
+def test_equivalence_has_its_own_band_and_survives_min_effect_zero():
+    rng = random.Random(1)
+    base = {r: 10 * math.exp(rng.gauss(0, 0.01)) for r in range(12)}
+    other = {r: v * math.exp(rng.gauss(0, 0.01)) for r, v in base.items()}
+    # --min-effect 0 used to make "equivalent" impossible (a band of width 0)
+    c = pairing.compare_rounds(base, other, min_effect=0.0, equivalence_band=0.05, looks=4)
+    assert c.verdict == "equivalent" and c.equivalence_band == 0.05
+    c = stats.compare(list(other.values()), list(base.values()), min_effect=0.0)
+    assert c.verdict != "equivalent"  # the band defaults to min_effect without rounds
+    with pytest.raises(ValueError, match="equivalence_band"):
+        pairing.compare_rounds(base, other, equivalence_band=0.0)
+
+
+def test_different_is_judged_before_equivalent_when_the_bands_overlap():
+    a = [1.03, 1.031, 1.029, 1.03, 1.032, 1.028]
+    b = [1.0, 1.001, 0.999, 1.0, 1.002, 0.998]
+    c = stats.compare(a, b, min_effect=0.01, equivalence_band=0.05)
+    assert c.verdict == "different"
+    assert stats.compare(a, b, min_effect=0.05, equivalence_band=0.05).verdict == "equivalent"
+
+
+def test_settings_band_defaults_to_five_percent_or_the_larger_min_effect():
+    assert Settings().band == 0.05
+    assert Settings(min_effect=0.0).band == 0.05
+    assert Settings(min_effect=0.1).band == 0.1  # no gap between the two answers
+    assert Settings(min_effect=0.1, equivalence_band=0.03).band == 0.03
+    assert "typical runs" in Settings().describe() and "on its own" in Settings().describe()
+
+
+def test_an_undecided_comparison_counts_repeats_towards_the_nearer_answer():
+    base = [10.0, 10.4, 9.6, 10.2, 9.8]
+    other = [10.1, 10.5, 9.5, 10.3, 9.7]
+    c = stats.compare(other, base, min_effect=0.0, equivalence_band=0.05, looks=4)
+    # the estimate sits near 1: "equivalent" is the nearer answer, and needs a narrower
+    # interval (the old count measured from the edge at 0 said "not practical")
+    assert c.verdict == "undecided" and c.more_repeats is not None and c.more_repeats >= 1
+
+
+def _wandering_rounds(n: int = 20) -> tuple[dict[int, float], dict[int, float]]:
+    rng = random.Random(9)
+    w, base, other = 0.0, {}, {}
+    for r in range(n):
+        w = 0.9 * w + rng.gauss(0, 0.05)
+        base[r] = 10 * math.exp(rng.gauss(0, 0.01))
+        other[r] = 10 * math.exp(w + rng.gauss(0, 0.01))
+    return base, other
+
+
+def test_a_wandering_configuration_is_named_and_its_interval_widened(monkeypatch):
+    base, other = _wandering_rounds()
+    d = [math.log(other[r] / base[r]) for r in range(20)]
+    assert pairing.lag1(d) >= pairing.WANDER_R
+    c = pairing.compare_rounds(base, other, looks=4, min_effect=0.0)
+    assert c.warnings and c.warnings[0].startswith(pairing.WANDERING)
+    assert c.ratio.method.endswith("-widened") and "wander" in c.ratio.label
+    monkeypatch.setattr(pairing, "WANDER_R", 2.0)  # never: the interval as it was
+    plain = pairing.compare_rounds(base, other, looks=4, min_effect=0.0)
+    assert not any(w.startswith(pairing.WANDERING) for w in plain.warnings)
+    assert c.ratio.lo < plain.ratio.lo <= plain.ratio.hi < c.ratio.hi
+    assert c.ratio.value == plain.ratio.value
+
+
+def test_independent_rounds_are_not_called_wandering():
+    rng = random.Random(4)
+    flagged = 0
+    for _ in range(200):
+        base = {r: 10 * math.exp(rng.gauss(0, 0.1)) for r in range(20)}
+        other = {r: 10 * math.exp(rng.gauss(0, 0.1)) for r in range(20)}
+        flagged += bool(pairing.compare_rounds(base, other, looks=4).warnings)
+    assert flagged / 200 < 0.15  # lag-1 >= 0.3 by chance at 20 rounds: a few percent
+    assert pairing.lag1([1.0, 2.0, 3.0]) is None  # too few rounds to say
+
+
+def test_a_tail_is_named_and_the_verdict_says_it_is_about_typical_runs():
+    rng = random.Random(6)
+    base = {r: 10 * math.exp(rng.gauss(0, 0.02)) for r in range(20)}
+    other = {
+        r: 10 * math.exp(rng.gauss(0, 0.02)) * (2.0 if r in (3, 11) else 1.0) for r in range(20)
+    }
+    c = pairing.compare_rounds(base, other, looks=4)
+    assert c.verdict == "equivalent"  # typical runs: the medians agree
+    assert any(w.startswith(pairing.TAIL) for w in c.warnings)
+    assert pairing.tail_warning(base, base, 0.05) is None
+
+
+def _rounds(values):
+    return dict(enumerate(values))
+
+
+def test_the_fastest_needs_a_decided_lead_over_every_other_at_the_family_level():
+    rng = random.Random(7)
+    fast = _rounds(10 * math.exp(rng.gauss(0, 0.02)) for _ in range(12))
+    slow = _rounds(13 * math.exp(rng.gauss(0, 0.02)) for _ in range(12))
+    slower = _rounds(15 * math.exp(rng.gauss(0, 0.02)) for _ in range(12))
+    tie = _rounds(10 * math.exp(rng.gauss(0, 0.02)) for _ in range(12))
+    s = Settings()
+    won = family.lead(fast, {"slow": slow, "slower": slower}, s)
+    assert won.decided and won.settings.confidence == pytest.approx(0.975)
+    assert "whole ranking" in won.covers() and "97.5%" in won.covers()
+    # beating the next best alone is not enough: every rival counts
+    assert not family.lead(fast, {"slow": slow, "tie": tie}, s).decided
+    assert not family.lead(fast, {}, s).decided
+    with pytest.raises(ValueError):
+        family.family_settings(s, 0)
+
+
+def test_a_lead_decided_pair_by_pair_can_stay_undecided_for_the_family():
+    """5 vs 5 repeats at 95 %: the 96.8 % interval (3rd largest pairwise ratio 1.07/1.14)
+    decides; split over 4 rivals (98.75 % each) it is the full range, whose largest ratio
+    1.07/1.10 reaches into the band."""
+    best = _rounds([1.00, 1.01, 1.02, 1.03, 1.07])
+    rival = _rounds([1.10, 1.12, 1.14, 1.16, 1.18])
+    one = pairing.compare_rounds(rival, best, method="unpaired")
+    assert one.verdict == "different"
+    lead = family.lead(best, {f"r{i}": rival for i in range(4)}, Settings())
+    assert not lead.decided
