@@ -23,9 +23,10 @@ Methods: auto (pairing.compare_rounds' default, what the report uses), paired, c
 Checks, for the first method (the PASS/FAIL table): false "different" <= 5 % where the
 typical ratio is 1; false "equivalent" <= 5 % where it is 1.10 (band 5 %); a wandering A:
 false "different" <= 5 % or the named warning in >= 90 % of runs; the tail: verdicts are
-about typical runs (said in every label and the report's settings line) and a false
-"different" <= 5 %; power: a 20 % slowdown at 10 % noise found within 20 repeats in
->= 90 % of runs (plain, drift; 5 % outliers is printed against the one-look ceiling).
+about typical runs (the report's settings line and its "equivalent" sentences say so)
+and a false "different" <= 5 %; power: a 20 % slowdown at 10 % noise found within 20 repeats in
+>= 90 % of runs (plain, drift, 5 % outliers; the last is also set against the one-look
+ceiling: the most any stopping rule with this test reaches).
 """
 
 from __future__ import annotations
@@ -255,7 +256,7 @@ def scenarios() -> list[Scenario]:
         Scenario("1.1x, --min-effect 0", ln(11, 0.04), ln(10, 0.04), 1.1, min_effect=0.0),
         Scenario("1.2x, 10% noise", ln(12, 0.10), ln(10, 0.10), 1.2, power=True),
         Scenario("1.2x, drift", ln(12, 0.10), ln(10, 0.10), 1.2, drift, True),
-        Scenario("1.2x, 5% outliers", ln(12, 0.10), ln(10, 0.10), 1.2, outliers),
+        Scenario("1.2x, 5% outliers", ln(12, 0.10), ln(10, 0.10), 1.2, outliers, True),
         Scenario("1.2x, interference", ln(12, 0.10), ln(10, 0.10), 1.2, bursts),
         Scenario("1.3x, drift", ln(13, 0.10), ln(10, 0.10), 1.3, drift),
         Scenario("2x, bimodal", bimodal(20), bimodal(10), 2.0),
@@ -340,10 +341,11 @@ def checks(rows: list[dict], method: str) -> list[tuple[str, str, float, str, bo
             )
             continue
         if r["aa"] or r["false_different"] > 0:
+            typical = " (typical runs)" if r["kind"] == "tail" else ""
             out.append(
                 (
                     name,
-                    "false 'different'",
+                    "false 'different'" + typical,
                     r["false_different"],
                     "<= 5 %",
                     r["false_different"] <= LIMIT,
@@ -406,9 +408,12 @@ def main(argv: list[str] | None = None) -> int:
     print_rows(rows)
     first = methods[0]
     table = checks(rows, first)
-    print(f"\n{first}: {'scenario':24} {'check':38} {'measured':>8}  limit")
+    print(f"\n{first}: {'scenario':24} {'check':38} {'measured':>8} {'+/-':>5}  limit")
     for name, what, value, limit, ok in table:
-        print(f"{'PASS' if ok else 'FAIL'}  {name:24} {what:38} {value:8.1%}  {limit}")
+        # The simulation's own 95 % margin: a rate of exactly 5 % reads 4.0-6.0 % at 2,000.
+        margin = 1.96 * math.sqrt(value * (1 - value) / args.trials)
+        verdict = "PASS" if ok else "FAIL"
+        print(f"{verdict}  {name:24} {what:38} {value:8.1%} {margin:5.1%}  {limit}")
     leak = {
         m: no_stop_miss(m, args.trials, args.seed, rule) for m in ("auto", "paired", "unpaired")
     }

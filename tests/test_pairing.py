@@ -41,6 +41,17 @@ def test_rounds_that_move_together_are_still_paired():
     assert pairing.choose_method(x[:5], y[:5], 7) == "unpaired"  # no paired interval yet
 
 
+def test_a_drifting_machine_pairs_from_the_trend_of_the_round_sums():
+    rng = random.Random(8)
+    x = [0.03 * r + rng.gauss(0, 0.1) for r in range(15)]  # both sides 3 %/round slower
+    y = [0.03 * r + rng.gauss(0, 0.1) for r in range(15)]
+    s = [a + b for a, b in zip(x, y, strict=True)]
+    assert pairing.lag1(s) >= pairing.TREND_R
+    assert pairing.choose_method(x, y, 7) == "paired"
+    flat = [v - 0.03 * r for r, v in enumerate(x)], [v - 0.03 * r for r, v in enumerate(y)]
+    assert pairing.choose_method(*flat, 7) == "unpaired"
+
+
 def test_equivalence_has_its_own_band_and_survives_min_effect_zero():
     rng = random.Random(1)
     base = {r: 10 * math.exp(rng.gauss(0, 0.01)) for r in range(12)}

@@ -11,13 +11,15 @@ TensorFlow or a scientific stack installed. docs/compare.md explains it for user
   log scale by Hodges-Lehmann (the median of all pairwise differences of log values)
   with the Mann-Whitney interval around it (the U test inverted; exact up to 50 x 50
   repeats, the normal approximation above: see ranktests.py). Repeats from the same
-  rounds compare better paired (:func:`compare_rounds`). The verdict comes from that
-  same interval and a symmetric band around 1, [1/(1+e), 1+e] with e = ``min_effect``
-  (closed: an interval end within 1e-9 of the band's edge counts as on it):
-    - "different":  the interval lies entirely outside the band (so the difference is
-      at least e with the stated confidence);
-    - "equivalent": the interval lies entirely inside the band;
+  rounds are compared on those rounds (:func:`tfvariants.analyze.pairing.compare_rounds`).
+  The verdict comes from that same interval and two symmetric bands around 1 (closed: an
+  interval end within 1e-9 of a band's edge counts as on it):
+    - "different":  the interval lies entirely outside [1/(1+e), 1+e], e = ``min_effect``
+      (so the difference is at least e with the stated confidence);
+    - "equivalent": the interval lies entirely inside [1/(1+B), 1+B], B =
+      ``equivalence_band`` (default: e);
     - "undecided":  anything else, with an estimate of how many repeats would decide.
+  Both describe typical runs (medians), not means: see pairing.py on tails.
 * Repeated looks (adaptive rounds) share the error rate: with K looks each interval has
   the per-look level that makes all K hold together with 1 - alpha (repeated confidence
   intervals, Pocock's constant boundary: tfvariants.analyze.looks; 98.4 % each for the
