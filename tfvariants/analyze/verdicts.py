@@ -55,11 +55,13 @@ def round_values(
 # (benchmarks/decide.py, docs/compare.md): Mann-Whitney on the common rounds by default,
 # paired by round (Wilcoxon signed-rank) when one side is over 3x as noisy as the other or
 # the rounds move both sides together (drift, bursts), read from statistics that do not
-# see the difference's sign. With 2 % vs 50 % noise and equal medians, `make bench-decide`
-# (2,000 trials) measured false "different" 2.85 +/- 0.26 % for auto, as an independent
-# audit also found (10,000 trials); unpaired alone 7.0 %. Below the 7 rounds a paired
-# interval needs at the default looks, auto pairs only when the spreads differ over 8x, so
-# a clear difference is still decided at the first look.
+# see the difference's sign (pairing.choose_method). With 2 % vs 50 % noise and equal
+# medians, bench-decide's scenario gave false "different" 2.92 +/- 0.22 % (1 standard
+# error, 6,000 trials) for auto and 6.43 +/- 0.32 % for Mann-Whitney on the common rounds
+# alone (an independent audit measured the first auto rule at 2.85 +/- 0.26 %, not the
+# 2.1 % this comment said); a 20 % slowdown under 1 %/round drift was found in 91.6 %.
+# Below the 7 rounds a paired interval needs at the default looks, auto pairs only when
+# the spreads differ over 8x, so a clear difference is still decided at the first look.
 ROUND_METHOD = "auto"
 
 
