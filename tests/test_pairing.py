@@ -168,3 +168,38 @@ def test_a_lead_decided_pair_by_pair_can_stay_undecided_for_the_family():
     assert one.verdict == "different"
     lead = family.lead(best, {f"r{i}": rival for i in range(4)}, Settings())
     assert not lead.decided
+
+
+def test_the_comparisons_named_warnings_reach_the_reports_warnings():
+    from types import SimpleNamespace
+
+    from tfvariants.analyze import noise
+
+    base, other = _wandering_rounds()
+    wander = pairing.compare_rounds(base, other, looks=4)
+    plain = stats.Comparison(wander.ratio, "undecided")
+    groups = [
+        SimpleNamespace(workload="mnist_cnn", label="local@2", time_cmp=wander, cost_cmp=wander),
+        SimpleNamespace(workload="mnist_cnn", label="local@1", time_cmp=plain, cost_cmp=None),
+    ]
+    found = {w.kind: w for w in noise.comparison_warnings(groups)}
+    assert pairing.WANDERING in found
+    assert "mnist_cnn local@2 (time)" in found[pairing.WANDERING].message
+    assert "(cost)" in found[pairing.WANDERING].message and found[pairing.WANDERING].hint
+    assert "local@1" not in found[pairing.WANDERING].message
+
+
+def test_the_equivalence_band_option_is_checked_like_the_other_settings(tmp_path, capsys):
+    import argparse
+
+    from tfvariants.cli import main
+    from tfvariants.commands import argtypes
+
+    assert argtypes.equivalence_band("10%") == pytest.approx(0.1)
+    for bad in ("0", "100%", "-5%", "nan", "x"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            argtypes.equivalence_band(bad)
+    out = tmp_path / "x"
+    argv = ["compare", "--workloads", "mnist_mlp", "--out", str(out), "--equivalence-band", "0"]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.count("\n") == 1 and not out.exists()

@@ -136,7 +136,29 @@ def host_noise(groups: Sequence[Group], settings: Settings) -> HostNoise:
     busy = shielded_busy(groups)
     if busy is not None:
         noise.warnings.append(busy)
+    noise.warnings += comparison_warnings(groups)
     return noise
+
+
+HINTS = {
+    "wandering": "run more rounds: the interval was widened, and 5 rounds cannot show a "
+    "wander at all",
+    "tail": "look at the slow repeats; for a bill over many runs compare the mean times",
+}
+
+
+def comparison_warnings(groups: Sequence[Group]) -> list[StatWarning]:
+    """The comparisons' named warnings (pairing.py: "wandering", "tail"), one per kind,
+    naming every configuration and quantity it concerns."""
+    hits: dict[str, list[str]] = {}
+    for g in groups:
+        for what, cmp in (("time", g.time_cmp), ("cost", g.cost_cmp)):
+            for w in cmp.warnings if cmp is not None else ():
+                kind, _, words = w.partition(": ")
+                hits.setdefault(kind, []).append(f"{g.workload} {g.label} ({what}): {words}")
+    return [
+        StatWarning(kind, "; ".join(found), HINTS.get(kind, "")) for kind, found in hits.items()
+    ]
 
 
 def shielded_busy(groups: Sequence[Group]) -> StatWarning | None:

@@ -153,7 +153,7 @@ def min_effect(text: str) -> float:
 
 def equivalence_band(text: str) -> float:
     """--equivalence-band: '5%' or '0.05', above 0 and below 1."""
-    return _bounded_fraction(text, lambda v: None if 0 < v < 1 else "a fraction above 0, like 5%")
+    return _bounded_fraction(text, limits.equivalence_band_problem)
 
 
 def confidence(text: str) -> float:

@@ -109,6 +109,7 @@ def validate_run(data: Any, source: str) -> dict[str, Any]:
         ("budget_s", limits.seconds_problem),
         ("min_steady_s", limits.seconds_problem),
         ("min_effect", limits.min_effect_problem),
+        ("equivalence_band", limits.equivalence_band_problem),
         ("confidence", limits.confidence_problem),
     ):
         v = options.get(name)
