@@ -203,3 +203,24 @@ def test_the_equivalence_band_option_is_checked_like_the_other_settings(tmp_path
     argv = ["compare", "--workloads", "mnist_mlp", "--out", str(out), "--equivalence-band", "0"]
     assert main(argv) == 2
     assert capsys.readouterr().err.count("\n") == 1 and not out.exists()
+
+
+def test_bench_decide_scores_the_new_scenarios():
+    """The benchmark's wander, tail and false-equivalence scenarios at a small trial count
+    (the full run is `make bench-decide`)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import decide
+
+    names = ("A/A wander AR(1) 0.8", "A/A tail 2x in 10%", "1.1x, 4% noise")
+    rows = {r["name"]: r for r in decide.run_all(trials=60, seed=2, only=names)}
+    assert rows["A/A wander AR(1) 0.8"]["warned"] > 0.05  # the widening's warning fires
+    assert rows["A/A tail 2x in 10%"]["warned"] > 0.3  # the tail shows in most runs
+    assert rows["1.1x, 4% noise"]["false_equivalent"] == 0
+    table = {
+        (name, what): ok for name, what, _, _, ok in decide.checks(list(rows.values()), "auto")
+    }
+    assert ("1.1x, 4% noise", "false 'equivalent'") in table
+    assert table[("A/A tail 2x in 10%", "false 'different' (typical runs)")]
