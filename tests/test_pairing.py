@@ -224,3 +224,15 @@ def test_bench_decide_scores_the_new_scenarios():
     }
     assert ("1.1x, 4% noise", "false 'equivalent'") in table
     assert table[("A/A tail 2x in 10%", "false 'different' (typical runs)")]
+
+
+def test_serving_throughput_keeps_the_band_and_the_warnings_of_its_verdict():
+    from tfvariants.analyze.serving import as_throughput
+
+    iv = stats.Interval(0.8, 0.7, 0.9, "paired", 10, 0.984, 5, 0.95)
+    cmp = stats.Comparison(iv, "different", (), None, 0.1, 0.1, ("tail: slow repeats",))
+    out = as_throughput(cmp)
+    assert out is not None and out.verdict == "different"
+    assert out.ratio.value == pytest.approx(1.25) and out.ratio.lo == pytest.approx(1 / 0.9)
+    assert out.equivalence_band == 0.1 and out.min_effect == 0.1
+    assert out.warnings == ("tail: slow repeats",)
