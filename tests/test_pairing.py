@@ -236,3 +236,20 @@ def test_serving_throughput_keeps_the_band_and_the_warnings_of_its_verdict():
     assert out.ratio.value == pytest.approx(1.25) and out.ratio.lo == pytest.approx(1 / 0.9)
     assert out.equivalence_band == 0.1 and out.min_effect == 0.1
     assert out.warnings == ("tail: slow repeats",)
+
+
+def test_the_host_noise_says_from_how_many_repeats_an_equal_pair_is_equivalent():
+    from tfvariants.analyze import noise
+
+    rng = random.Random(12)
+    quiet = [rng.gauss(0, 0.03) for _ in range(60)]
+    loud = [rng.gauss(0, 0.10) for _ in range(60)]
+    at = {}
+    for name, residuals in (("quiet", quiet), ("loud", loud)):
+        r = noise.resolvable_ratio(residuals, 5, looks=4)
+        at[name] = noise.equivalent_from(r, 5, 0.05, 0.05)
+    assert at["quiet"] is not None and at["loud"] is not None
+    assert 5 <= at["quiet"] < at["loud"]  # more noise, more repeats
+    assert noise.equivalent_from(None, 5, 0.05, 0.05) is None
+    text = noise.HostNoise(0.03, 5, 1.2, equivalent_from=14).sentence()
+    assert "equivalent within +/-5% from about 14 repeats per side" in text
