@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tfvariants.analyze import adaptive, noise, ranktests, stats
+from tfvariants.analyze import adaptive, noise, pairing, ranktests, stats
 from tfvariants.analyze.decide import choose_baseline
 from tfvariants.analyze.looks import per_look_alpha
 from tfvariants.analyze.report import cautions
@@ -280,7 +280,7 @@ def test_thousands_of_repeats_per_side_are_compared():
     cmp = stats.compare(a, b, looks=4)
     assert cmp.verdict == "different" and 1.18 < cmp.ratio.lo < cmp.ratio.hi < 1.22
     assert cmp.ratio.method == "hodges-lehmann-approx" and "normal approximation" in cmp.ratio.label
-    paired = stats.compare_rounds(dict(enumerate(b)), dict(enumerate(a)))
+    paired = pairing.compare_rounds(dict(enumerate(b)), dict(enumerate(a)))
     assert paired.verdict == "different" and 1.18 < paired.ratio.lo < paired.ratio.hi < 1.22
     assert stats.median_interval(a * 5).method == "order-statistics"  # 10,000 repeats
 
@@ -294,7 +294,7 @@ def test_bad_settings_are_refused(kwargs):
     with pytest.raises(ValueError):
         stats.compare([1.0, 2.0, 3.0], [1.0, 2.0, 3.0], **kwargs)
     with pytest.raises(ValueError):
-        stats.compare_rounds({0: 1.0, 1: 2.0}, {0: 1.0, 1: 2.0}, **kwargs)
+        pairing.compare_rounds({0: 1.0, 1: 2.0}, {0: 1.0, 1: 2.0}, **kwargs)
 
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
@@ -304,7 +304,7 @@ def test_non_finite_values_are_refused(bad):
     with pytest.raises(ValueError, match="finite"):
         stats.median_interval([1.0, bad])
     with pytest.raises(ValueError, match="finite"):
-        stats.compare_rounds({0: 1.0, 1: 2.0}, {0: bad, 1: 2.0})
+        pairing.compare_rounds({0: 1.0, 1: 2.0}, {0: bad, 1: 2.0})
 
 
 def test_ties_on_the_band_edge_decide_alike():
@@ -358,24 +358,24 @@ def test_compare_rounds_uses_only_common_rounds_and_cancels_drift():
     other = {r: 13 * 1.1**r * (0.99 if r % 3 else 1.01) for r in range(8)}
     pooled = stats.compare(list(other.values()), list(base.values()))
     assert pooled.ratio.value < 1  # the later, drifted baseline repeats dominate
-    cmp = stats.compare_rounds(base, other, looks=4)
+    cmp = pairing.compare_rounds(base, other, looks=4)
     assert cmp.verdict == "different" and cmp.ratio.lo < 1.3 < cmp.ratio.hi
     assert cmp.ratio.n == 8 and cmp.ratio.method == "paired"  # drift: pairing pays
     assert "8 paired rounds" in cmp.ratio.label and "Wilcoxon" in cmp.ratio.label
     with pytest.raises(ValueError, match="no round in common"):
-        stats.compare_rounds({0: 1.0}, {1: 1.0})
+        pairing.compare_rounds({0: 1.0}, {1: 1.0})
     with pytest.raises(ValueError, match="method"):
-        stats.compare_rounds(base, other, method="magic")
+        pairing.compare_rounds(base, other, method="magic")
 
 
 def test_compare_rounds_pairs_when_noise_differs_and_says_when_too_few():
     rng = random.Random(4)
     base = {r: 10 * math.exp(rng.gauss(0, 0.5)) for r in range(12)}
     other = {r: 10 * math.exp(rng.gauss(0, 0.02)) for r in range(12)}
-    assert stats.compare_rounds(base, other).ratio.method == "paired"
+    assert pairing.compare_rounds(base, other).ratio.method == "paired"
     quiet = {r: 10 * math.exp(rng.gauss(0, 0.1)) for r in range(12)}
-    assert stats.compare_rounds(quiet, other, method="unpaired").ratio.method == "hodges-lehmann"
-    few = stats.compare_rounds(dict(list(base.items())[:5]), other, looks=4, method="paired")
+    assert pairing.compare_rounds(quiet, other, method="unpaired").ratio.method == "hodges-lehmann"
+    few = pairing.compare_rounds(dict(list(base.items())[:5]), other, looks=4, method="paired")
     assert few.verdict == "undecided" and "too few" in few.reasons[0] and few.more_repeats >= 1
     assert stats.smallest_decidable_n(0.05, paired=True) == 6  # 2/64 <= 0.05 < 2/32
 
@@ -388,8 +388,8 @@ def test_auto_keeps_first_look_decisions_when_pairing_cannot_decide_yet():
     for _ in range(200):
         base = {r: 2.0 * math.exp(rng.gauss(0, 0.02)) for r in range(5)}
         other = {r: 4.0 * math.exp(rng.gauss(0, 0.02)) for r in range(5)}
-        decided += stats.compare_rounds(base, other, looks=4).verdict == "different"
+        decided += pairing.compare_rounds(base, other, looks=4).verdict == "different"
     assert decided >= 180
     wild = {r: 10 * math.exp(g) for r, g in enumerate((-0.6, 0.5, 0.1, -0.3, 0.7))}
     calm = {r: 10 * math.exp(g) for r, g in enumerate((-0.02, 0.01, 0.0, 0.02, -0.01))}
-    assert stats.compare_rounds(wild, calm, looks=4).ratio.method == "paired"
+    assert pairing.compare_rounds(wild, calm, looks=4).ratio.method == "paired"

@@ -18,6 +18,17 @@ class Settings:
     # The looks of the adaptive stopping rule (their repeat counts, or K): each interval
     # has the per-look level of tfvariants.analyze.looks.
     looks: Looks = 1
+    # "equivalent within +/- this": the interval lies inside [1/(1+B), 1+B]. Separate from
+    # min_effect (what "different" must exceed), so --min-effect 0 can still say
+    # "equivalent". None: 5 %, or min_effect when that is larger (no gap between the two).
+    equivalence_band: float | None = None
+
+    @property
+    def band(self) -> float:
+        """The equivalence band in force."""
+        if self.equivalence_band is not None:
+            return self.equivalence_band
+        return max(stats.EQUIVALENCE_BAND, self.min_effect)
 
     @property
     def k(self) -> int:
@@ -36,8 +47,10 @@ class Settings:
             else ""
         )
         return (
-            f"{self.confidence:.0%} confidence{looks}; differences under "
-            f"{self.min_effect:.0%} count as equivalent"
+            f"{self.confidence:.0%} confidence{looks} for each comparison on its own; "
+            f"'different' means by at least {self.min_effect:.0%}, 'equivalent' within "
+            f"+/-{self.band:.0%}; verdicts are about typical runs (medians), "
+            "not the mean a bill sums"
         )
 
 

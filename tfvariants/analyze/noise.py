@@ -4,6 +4,7 @@ the pinned CPUs, and so how big a difference this host can resolve in this run."
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 from collections.abc import Sequence
@@ -28,6 +29,11 @@ NOISY_SHARE = 0.10  # other processes or steal above this share of the pinned CP
 # x1.24 (one run, n = 21) with others at 25-50 % of its CPUs, x1.02-1.09 at 10-25 %
 # (docs/compare.md, "Interference"). From this share on the report says so.
 SHIELDED_BUSY_SHARE = 0.25
+# The median |Z| of a normal, 0.67, over a look's z of about 2.4: an equal pair's typical
+# estimate as a share of its interval's half-width. With it, 4.3 % noise says about 13
+# repeats per side; bench-decide's "A/A 4 %" scenario stopped "equivalent" after 16.5 on
+# average (78 % within 20).
+EQUAL_SHIFT = 0.28
 
 
 @dataclass
@@ -41,6 +47,9 @@ class HostNoise:
     windows: str | None = None  # within- vs between-process variance of the step time
     window_plan: str | None = None  # the steady window the adaptive rounds chose
     warnings: list[StatWarning] = field(default_factory=list)
+    # About how many repeats per side would call an equal pair "equivalent" (None: unknown)
+    equivalent_from: int | None = None
+    band: float = stats.EQUIVALENCE_BAND
 
     def sentence(self) -> str:
         if self.spread is None:
@@ -53,6 +62,11 @@ class HostNoise:
             text += (
                 f"; with {self.repeats} repeats per side this run can resolve differences of "
                 f"about {self.resolvable - 1:.0%} or more (smaller ones stay undecided)"
+            )
+        if self.equivalent_from is not None:
+            text += (
+                f"; two equal configurations would be called equivalent within "
+                f"+/-{self.band:.0%} from about {self.equivalent_from} repeats per side"
             )
         return text + "."
 
@@ -100,6 +114,21 @@ def resolvable_ratio(
     return (1 + min_effect) * stats.exp_or_inf(statistics.median(halves))
 
 
+def equivalent_from(resolvable: float | None, n: int, effect: float, band: float) -> int | None:
+    """Repeats per side at which the typical interval of an equal pair (its half-width h
+    at n repeats, from :func:`resolvable_ratio` with min effect ``effect``, narrowing like
+    1/sqrt(n)) fits inside +/-band; None without an estimate or beyond stats.MAX_MORE."""
+    if resolvable is None or n < 1 or not math.isfinite(resolvable):
+        return None
+    half = math.log(resolvable) - math.log1p(effect)
+    if half <= 0:
+        return n
+    # "Equivalent" needs |estimate| + half-width inside the band, and an equal pair's
+    # typical |estimate| is about EQUAL_SHIFT of the half-width.
+    need = math.ceil(n * ((1 + EQUAL_SHIFT) * half / math.log1p(band)) ** 2)
+    return max(need, n) if need <= n + stats.MAX_MORE else None
+
+
 def host_noise(groups: Sequence[Group], settings: Settings) -> HostNoise:
     times = [g.times for g in groups if len(g.times) >= 2]
     residuals = pooled_log_residuals(times)
@@ -109,7 +138,8 @@ def host_noise(groups: Sequence[Group], settings: Settings) -> HostNoise:
         residuals, n, min_effect=settings.min_effect, confidence=settings.confidence,
         looks=settings.looks,
     ) if residuals else None  # fmt: skip
-    noise = HostNoise(spread, n, resolvable)
+    noise = HostNoise(spread, n, resolvable, band=settings.band)
+    noise.equivalent_from = equivalent_from(resolvable, n, settings.min_effect, settings.band)
     for g in groups:
         if g.bimodal:
             noise.bimodal.append(f"{g.workload} {g.label}: {g.bimodal}")
@@ -136,7 +166,29 @@ def host_noise(groups: Sequence[Group], settings: Settings) -> HostNoise:
     busy = shielded_busy(groups)
     if busy is not None:
         noise.warnings.append(busy)
+    noise.warnings += comparison_warnings(groups)
     return noise
+
+
+HINTS = {
+    "wandering": "run more rounds: the interval was widened, and 5 rounds cannot show a "
+    "wander at all",
+    "tail": "look at the slow repeats; for a bill over many runs compare the mean times",
+}
+
+
+def comparison_warnings(groups: Sequence[Group]) -> list[StatWarning]:
+    """The comparisons' named warnings (pairing.py: "wandering", "tail"), one per kind,
+    naming every configuration and quantity it concerns."""
+    hits: dict[str, list[str]] = {}
+    for g in groups:
+        for what, cmp in (("time", g.time_cmp), ("cost", g.cost_cmp)):
+            for w in cmp.warnings if cmp is not None else ():
+                kind, _, words = w.partition(": ")
+                hits.setdefault(kind, []).append(f"{g.workload} {g.label} ({what}): {words}")
+    return [
+        StatWarning(kind, "; ".join(found), HINTS.get(kind, "")) for kind, found in hits.items()
+    ]
 
 
 def shielded_busy(groups: Sequence[Group]) -> StatWarning | None:

@@ -11,13 +11,15 @@ TensorFlow or a scientific stack installed. docs/compare.md explains it for user
   log scale by Hodges-Lehmann (the median of all pairwise differences of log values)
   with the Mann-Whitney interval around it (the U test inverted; exact up to 50 x 50
   repeats, the normal approximation above: see ranktests.py). Repeats from the same
-  rounds compare better paired (:func:`compare_rounds`). The verdict comes from that
-  same interval and a symmetric band around 1, [1/(1+e), 1+e] with e = ``min_effect``
-  (closed: an interval end within 1e-9 of the band's edge counts as on it):
-    - "different":  the interval lies entirely outside the band (so the difference is
-      at least e with the stated confidence);
-    - "equivalent": the interval lies entirely inside the band;
+  rounds are compared on those rounds (:func:`tfvariants.analyze.pairing.compare_rounds`).
+  The verdict comes from that same interval and two symmetric bands around 1 (closed: an
+  interval end within 1e-9 of a band's edge counts as on it):
+    - "different":  the interval lies entirely outside [1/(1+e), 1+e], e = ``min_effect``
+      (so the difference is at least e with the stated confidence);
+    - "equivalent": the interval lies entirely inside [1/(1+B), 1+B], B =
+      ``equivalence_band`` (default: e);
     - "undecided":  anything else, with an estimate of how many repeats would decide.
+  Both describe typical runs (medians), not means: see pairing.py on tails.
 * Repeated looks (adaptive rounds) share the error rate: with K looks each interval has
   the per-look level that makes all K hold together with 1 - alpha (repeated confidence
   intervals, Pocock's constant boundary: tfvariants.analyze.looks; 98.4 % each for the
@@ -31,25 +33,23 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from tfvariants.analyze import looks as looks_mod
 from tfvariants.analyze import ranktests
 from tfvariants.analyze.looks import Looks
-from tfvariants.options.decision import CONFIDENCE, MIN_EFFECT  # declared with the options
+from tfvariants.options.decision import (  # declared with the options
+    CONFIDENCE,
+    EQUIVALENCE_BAND,
+    MIN_EFFECT,
+)
 
 MIN_REPEATS = 4  # smallest n per side for which a 95 % one-look ratio interval exists
 DEFAULT_REPEATS = 5  # the default: decidable at the default looks (2/252 < 0.0162, per look)
 VERDICTS = ("different", "equivalent", "undecided", "baseline")
 MAX_MORE = 500  # "about N more repeats" above this is reported as not practical
 BAND_TOLERANCE = 1e-9  # on the log scale: log(63) - log(60) and log(1.05) differ by 1e-16
-# compare_rounds pairs by round when one side's log spread is this many times the other's:
-# Mann-Whitney assumes equal shapes (2 % vs 50 % noise gave 6 % false "different").
-SPREAD_SWITCH = 3.0
-SPREAD_SWITCH_FEW = 8.0  # the same, while too few rounds for a paired interval
-PAIRED_GAIN = 0.7  # pair when rounds explain about half the variance (drift, bursts)
-ROUND_METHODS = ("auto", "paired", "unpaired")
 
 
 def percent(p: float) -> str:
@@ -86,7 +86,8 @@ class Interval:
     lo: float
     hi: float
     # "order-statistics" | "min-max" | "single" | "exact" | "propagated" | "hodges-lehmann"
-    # | "paired" (compare_rounds); "-approx" when the rank distribution was approximated
+    # | "paired" (pairing.compare_rounds); "-approx" when the rank distribution was
+    # approximated; "-widened" when stretched for wandering rounds (pairing.py)
     method: str
     n: int = 0
     coverage: float | None = None  # the interval's actual coverage (None: no interval)
@@ -121,11 +122,12 @@ class Interval:
         if self.looks > 1 and self.coverage is not None and self.together is not None:
             # What holds for the one interval a run stops at is the together level.
             looks = f" per look ({percent(self.together)} over all {self.looks} looks together)"
-        if self.method in ("hodges-lehmann", "hodges-lehmann-approx"):
-            approx = ", normal approximation" if self.method.endswith("approx") else ""
+        base, widened = self.method.removesuffix("-widened"), self.method.endswith("-widened")
+        approx = ", normal approximation" if base.endswith("approx") else ""
+        approx += ", widened for rounds that wander" if widened else ""
+        if base in ("hodges-lehmann", "hodges-lehmann-approx"):
             return f"Hodges-Lehmann ratio; {cov} Mann-Whitney interval{looks}{approx}"
-        if self.method in ("paired", "paired-approx"):
-            approx = ", normal approximation" if self.method.endswith("approx") else ""
+        if base in ("paired", "paired-approx"):
             return (
                 f"Hodges-Lehmann ratio of {self.n} paired rounds; {cov} Wilcoxon signed-rank "
                 f"interval{looks}{approx}"
@@ -142,6 +144,10 @@ class Comparison:
     reasons: tuple[str, ...] = field(default_factory=tuple)
     more_repeats: int | None = None  # undecided: about how many more per side would decide
     min_effect: float = MIN_EFFECT
+    equivalence_band: float = EQUIVALENCE_BAND  # "equivalent": the interval within +/- this
+    # Named warnings about the comparison itself, "name: words" (pairing.py: "wandering",
+    # "tail"), shown with the verdict whatever it is.
+    warnings: tuple[str, ...] = ()
 
     @property
     def significant(self) -> bool:
@@ -163,16 +169,21 @@ def _finite(values: Sequence[float]) -> list[float]:
     return out
 
 
-def _check_settings(min_effect: float, confidence: float, looks: Looks) -> float:
+def check_settings(
+    min_effect: float, confidence: float, looks: Looks, equivalence_band: float | None = None
+) -> float:
     """Checks the settings; returns each look's two-sided error rate."""
     if not (math.isfinite(min_effect) and min_effect >= 0):
         raise ValueError(f"min_effect must be a finite number >= 0, got {min_effect}")
+    band = equivalence_band
+    if band is not None and not (math.isfinite(band) and band > 0):
+        raise ValueError(f"equivalence_band must be a finite number > 0, got {band}")
     if not 0 < confidence < 1:  # also refuses NaN
         raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
     return looks_mod.per_look_alpha(confidence, looks)
 
 
-def _labelled(c: Comparison, confidence: float) -> Comparison:
+def labelled(c: Comparison, confidence: float) -> Comparison:
     """The ratio labelled with the level its looks hold together."""
     if c.ratio.looks <= 1:
         return c
@@ -270,18 +281,6 @@ def shift_interval(
     return _two_sample(a, b, alpha)[:4]
 
 
-def _paired(
-    d: Sequence[float], alpha: float
-) -> tuple[float, float | None, float | None, float | None, bool]:
-    ds = sorted(d)
-    est = ranktests.median_walsh(ds)
-    k, coverage, exact = ranktests.signed_rank_rank(len(ds), alpha)
-    if k < 1:
-        return est, None, None, None, exact
-    total = len(ds) * (len(ds) + 1) // 2
-    return est, ranktests.kth_walsh(ds, k), ranktests.kth_walsh(ds, total - k + 1), coverage, exact
-
-
 def smallest_decidable_n(alpha: float, limit: int = 60, *, paired: bool = False) -> int:
     """The smallest n per side (n vs n, or n paired rounds) for which a (1-alpha)
     interval exists."""
@@ -292,13 +291,18 @@ def smallest_decidable_n(alpha: float, limit: int = 60, *, paired: bool = False)
     return limit
 
 
-def _more_repeats(est: float, half: float | None, n: int, band: float, min_n: int) -> int | None:
+def _more_repeats(
+    est: float, half: float | None, n: int, bands: tuple[float, float], min_n: int
+) -> int | None:
     """About how many more repeats per side would decide (interval width ~ 1/sqrt(n)).
     ``half`` is the interval's half-width on the log scale (measured, or guessed from the
-    spread when there is no interval yet); None when nothing can be said."""
+    spread when there is no interval yet); ``bands``: "different"'s and "equivalent"'s
+    edges on the log scale; None when nothing can be said."""
     if half is None or not math.isfinite(half) or half <= 0:
         return min_n - n if n < min_n else None
-    target = abs(abs(est) - band)
+    effect, equal = bands
+    # The nearer decision: beyond "different"'s edge, or inside "equivalent"'s band.
+    target = max(abs(est) - effect, equal - abs(est))
     # Beyond MAX_MORE the answer is "not practical": the estimate sits close to the band's
     # edge for this much noise.
     if target <= 0 or n * (half / target) ** 2 > n + MAX_MORE:
@@ -308,7 +312,7 @@ def _more_repeats(est: float, half: float | None, n: int, band: float, min_n: in
 
 
 @dataclass(frozen=True)
-class _Estimate:
+class Estimate:
     """A shift on the log scale with its interval, before the verdict."""
 
     est: float
@@ -323,33 +327,35 @@ class _Estimate:
     too_few: str  # the sentence when there is no interval
 
 
-def _verdict(e: _Estimate, min_effect: float) -> Comparison:
-    """The verdict from one interval against the band [-log(1+e), log(1+e)]."""
-    band = math.log1p(min_effect)
+def verdict_of(e: Estimate, min_effect: float, equivalence_band: float) -> Comparison:
+    """The verdict from one interval: "different" outside [-log(1+e), log(1+e)] (e =
+    ``min_effect``), "equivalent" inside [-log(1+B), log(1+B)] (B = ``equivalence_band``).
+    With B <= e the two cannot both hold; with B > e "different" is checked first."""
+    effect, equal = math.log1p(min_effect), math.log1p(equivalence_band)
     tol = BAND_TOLERANCE
     r = exp_or_inf(e.est)
+    bands = (min_effect, equivalence_band)
     if e.lo is None or e.hi is None:
         ratio = Interval(r, r, r, e.method, e.n, None, e.looks)
-        return Comparison(
-            ratio, "undecided", (e.too_few,),
-            _more_repeats(e.est, e.guess_half, e.n, band, e.min_n), min_effect,
-        )  # fmt: skip
+        more = _more_repeats(e.est, e.guess_half, e.n, (effect, equal), e.min_n)
+        return Comparison(ratio, "undecided", (e.too_few,), more, *bands)
     ratio = Interval(r, exp_or_inf(e.lo), exp_or_inf(e.hi), e.method, e.n, e.coverage, e.looks)
     # Closed band with a tolerance: floating point must not split ties at its edge.
-    if e.lo > band + tol or e.hi < -band - tol:
-        return Comparison(ratio, "different", (), None, min_effect)
-    if -band - tol <= e.lo and e.hi <= band + tol:
-        return Comparison(ratio, "equivalent", (), None, min_effect)
+    if e.lo > effect + tol or e.hi < -effect - tol:
+        return Comparison(ratio, "different", (), None, *bands)
+    if -equal - tol <= e.lo and e.hi <= equal + tol:
+        return Comparison(ratio, "equivalent", (), None, *bands)
     if e.lo > 0 or e.hi < 0:
         why = f"the difference is real but may be smaller than {min_effect:.0%}"
     else:
-        why = f"the interval includes both no difference and {min_effect:.0%} or more"
-    more = _more_repeats(e.est, (e.hi - e.lo) / 2, e.n, band, e.min_n)
-    return Comparison(ratio, "undecided", (why,), more, min_effect)
+        why = (f"the interval reaches beyond +/-{equivalence_band:.0%} and does not "
+               f"exclude a difference under {min_effect:.0%}")  # fmt: skip
+    more = _more_repeats(e.est, (e.hi - e.lo) / 2, e.n, (effect, equal), e.min_n)
+    return Comparison(ratio, "undecided", (why,), more, *bands)
 
 
-def _single(la: Sequence[float], lb: Sequence[float], looks: int, min_n: int,
-            min_effect: float) -> Comparison:  # fmt: skip
+def single(la: Sequence[float], lb: Sequence[float], looks: int, min_n: int,
+           min_effect: float, equivalence_band: float) -> Comparison:  # fmt: skip
     r = exp_or_inf(median_of_sorted(sorted(la)) - median_of_sorted(sorted(lb)))
     n = min(len(la), len(lb))
     return Comparison(
@@ -358,7 +364,27 @@ def _single(la: Sequence[float], lb: Sequence[float], looks: int, min_n: int,
         ("one measurement on a side: no interval, nothing can be decided",),
         min_n - n,
         min_effect,
+        equivalence_band,
     )
+
+
+def two_sample_estimate(la: Sequence[float], lb: Sequence[float], alpha: float,
+                        looks: int) -> Estimate:  # fmt: skip
+    """Hodges-Lehmann / Mann-Whitney on log values (two or more per side)."""
+    est, lo, hi, coverage, exact = _two_sample(la, lb, alpha)
+    n = min(len(la), len(lb))
+    min_n = smallest_decidable_n(alpha)
+    spread = math.sqrt(
+        (statistics.variance(la) * (len(la) - 1) + statistics.variance(lb) * (len(lb) - 1))
+        / (len(la) + len(lb) - 2)
+    )
+    z = statistics.NormalDist().inv_cdf(1 - alpha / 2)
+    return Estimate(
+        est, lo, hi, coverage, "hodges-lehmann" if exact else "hodges-lehmann-approx", n, looks,
+        z * spread * math.sqrt(2 / n) if spread > 0 else None, min_n,
+        f"{len(la)} vs {len(lb)} repeats are too few for a {percent(1 - alpha)} interval "
+        f"(needs {min_n} per side)",
+    )  # fmt: skip
 
 
 def compare(
@@ -368,6 +394,7 @@ def compare(
     min_effect: float = MIN_EFFECT,
     confidence: float = CONFIDENCE,
     looks: Looks = 1,
+    equivalence_band: float | None = None,
 ) -> Comparison:
     """Compare repeats a and b of a lower-is-better quantity (times, costs): a / b.
 
@@ -377,111 +404,18 @@ def compare(
     sides have the same shape of noise; with very unequal noise (2 % against 50 %) it
     calls identical medians "different" a little more often than its label says, and with
     drift it compares whatever rounds each side ran. Repeats from the same rounds should
-    use :func:`compare_rounds` instead."""
-    alpha = _check_settings(min_effect, confidence, looks)
+    use :func:`tfvariants.analyze.pairing.compare_rounds` instead. ``equivalence_band``:
+    the band "equivalent" is judged against (default: ``min_effect``)."""
+    alpha = check_settings(min_effect, confidence, looks, equivalence_band)
+    band = min_effect if equivalence_band is None else equivalence_band
     k = looks_mod.count(looks)
     la, lb = log_values(a), log_values(b)
     if not la or not lb:
         raise ValueError("no values")
-    min_n = smallest_decidable_n(alpha)
     if len(la) < 2 or len(lb) < 2:
-        return _single(la, lb, k, min_n, min_effect)
-    est, lo, hi, coverage, exact = _two_sample(la, lb, alpha)
-    n = min(len(la), len(lb))
-    spread = math.sqrt(
-        (statistics.variance(la) * (len(la) - 1) + statistics.variance(lb) * (len(lb) - 1))
-        / (len(la) + len(lb) - 2)
-    )
-    z = statistics.NormalDist().inv_cdf(1 - alpha / 2)
-    e = _Estimate(
-        est, lo, hi, coverage, "hodges-lehmann" if exact else "hodges-lehmann-approx", n, k,
-        z * spread * math.sqrt(2 / n) if spread > 0 else None, min_n,
-        f"{len(la)} vs {len(lb)} repeats are too few for a {percent(1 - alpha)} interval "
-        f"(needs {min_n} per side)",
-    )  # fmt: skip
-    return _labelled(_verdict(e, min_effect), confidence)
-
-
-def _mad(xs: Sequence[float]) -> float:
-    """Median absolute deviation: a spread that one outlier cannot inflate."""
-    med = statistics.median(xs)
-    return statistics.median(abs(x - med) for x in xs)
-
-
-def _pairing_pays(x: Sequence[float], y: Sequence[float], paired_min_n: int) -> bool:
-    """Pair by round when the sides' noise differs in size (one side's spread of log
-    values SPREAD_SWITCH times the other's: Mann-Whitney assumes equal shapes) or when
-    the rounds move both sides together (drift, a disturbed round: the per-round
-    differences vary less than PAIRED_GAIN x the two sides' spreads combined). Decided
-    from spreads (median absolute deviations) only, never from the estimate.
-
-    Below ``paired_min_n`` rounds the paired interval does not exist yet, so pairing means
-    "undecided at this look": only clearly unequal noise (SPREAD_SWITCH_FEW, which equal
-    noise reaches in about 5 % of 5-round samples, against 24 % for 3x) pays that price."""
-    if len(x) < 3:
-        return False
-    sx, sy = _mad(x), _mad(y)
-    if len(x) < paired_min_n:
-        return max(sx, sy) > SPREAD_SWITCH_FEW * min(sx, sy)
-    if max(sx, sy) > SPREAD_SWITCH * min(sx, sy):
-        return True
-    sd = _mad([a - b for a, b in zip(x, y, strict=True)])
-    return sd < PAIRED_GAIN * math.sqrt(sx * sx + sy * sy)
-
-
-def compare_rounds(
-    base: Mapping[int, float],
-    other: Mapping[int, float],
-    *,
-    min_effect: float = MIN_EFFECT,
-    confidence: float = CONFIDENCE,
-    looks: Looks = 1,
-    method: str = "auto",
-) -> Comparison:
-    """Compare two configurations on the rounds both ran: other / base.
-
-    ``base`` and ``other`` map a round index to that round's value (lower is better).
-    Only rounds present in both count, so drift of the machine and adaptive stopping
-    (one configuration decided early stops while the baseline goes on) cannot bias the
-    ratio. With ``paired`` (the default, chosen by simulation: benchmarks/decide.py and
-    docs/compare.md) the estimate is Hodges-Lehmann on the per-round log ratios with the
-    Wilcoxon signed-rank interval: it assumes only that a round's log ratio is symmetric
-    about the true one, not that both sides are equally noisy. ``paired=False`` is
-    :func:`compare` on the common rounds. Use this whenever repeats carry their round;
-    :func:`compare` is for values without rounds (e.g. summaries merged across runs).
-
-    The result is a :class:`Comparison` like :func:`compare`'s (ratio other/base)."""
-    alpha = _check_settings(min_effect, confidence, looks)
-    k = looks_mod.count(looks)
-    if method not in ROUND_METHODS:
-        raise ValueError(f"method must be one of {', '.join(ROUND_METHODS)}, got {method!r}")
-    rounds = sorted(set(base) & set(other))
-    if not rounds:
-        raise ValueError("no round in common")
-    lo_other, lo_base = (
-        log_values([other[r] for r in rounds]),
-        log_values([base[r] for r in rounds]),
-    )
-    min_n = smallest_decidable_n(alpha, paired=True)
-    if method == "auto":
-        method = "paired" if _pairing_pays(lo_other, lo_base, min_n) else "unpaired"
-    if method == "unpaired":
-        return compare([other[r] for r in rounds], [base[r] for r in rounds],
-                       min_effect=min_effect, confidence=confidence, looks=looks)  # fmt: skip
-    if len(rounds) < 2:
-        return _single(lo_other, lo_base, k, min_n, min_effect)
-    d = [x - y for x, y in zip(lo_other, lo_base, strict=True)]
-    est, lo, hi, coverage, exact = _paired(d, alpha)
-    n = len(d)
-    z = statistics.NormalDist().inv_cdf(1 - alpha / 2)
-    sd = statistics.stdev(d)
-    e = _Estimate(
-        est, lo, hi, coverage, "paired" if exact else "paired-approx", n, k,
-        z * sd / math.sqrt(n) if sd > 0 else None, min_n,
-        f"{n} rounds in common are too few for a {percent(1 - alpha)} paired interval "
-        f"(needs {min_n})",
-    )  # fmt: skip
-    return _labelled(_verdict(e, min_effect), confidence)
+        return single(la, lb, k, smallest_decidable_n(alpha), min_effect, band)
+    e = two_sample_estimate(la, lb, alpha, k)
+    return labelled(verdict_of(e, min_effect, band), confidence)
 
 
 def ratio_interval(a: Interval, b: Interval) -> Interval:

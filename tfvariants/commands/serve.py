@@ -163,7 +163,9 @@ def _add_load_options(p: argparse.ArgumentParser) -> None:
         f"or this much time for the whole run (default {d['budget']}, off when --repeats is "
         "given; off: exactly --repeats)",
     )
-    declare.add_arguments(p, DecisionOptions, ("max_repeats", "min_effect", "confidence"))
+    declare.add_arguments(
+        p, DecisionOptions, ("max_repeats", "min_effect", "equivalence_band", "confidence")
+    )
     p.add_argument(
         "--min-duration",
         default=None,

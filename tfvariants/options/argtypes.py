@@ -151,6 +151,11 @@ def min_effect(text: str) -> float:
     return _bounded_fraction(text, limits.min_effect_problem)
 
 
+def equivalence_band(text: str) -> float:
+    """--equivalence-band: '5%' or '0.05', above 0 and below 1."""
+    return _bounded_fraction(text, limits.equivalence_band_problem)
+
+
 def confidence(text: str) -> float:
     """--confidence: above 0.5 and at most 0.9999 ('95%' or '0.95')."""
     return _bounded_fraction(text, limits.confidence_problem)

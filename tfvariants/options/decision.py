@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 # The defaults every statistic falls back to (analyze/stats.py takes them from here).
 MIN_EFFECT = 0.05
 CONFIDENCE = 0.95
+EQUIVALENCE_BAND = 0.05  # "equivalent within +/-5 %" unless --equivalence-band says
 
 
 def repeats_problem(value: Any) -> str | None:
@@ -48,6 +49,15 @@ class DecisionOptions(RunOptionsBase):
         parse=argtypes.confidence,
         problem=limits.confidence_problem,
         default_words=f"{CONFIDENCE:g}",
+    )
+    equivalence_band: float | None = option(
+        None,
+        "'equivalent' means the interval lies within +/- this",
+        flag="--equivalence-band",
+        parse=argtypes.equivalence_band,
+        problem=limits.equivalence_band_problem,
+        default_words="5%%, or --min-effect when larger",
+        omit_none=True,  # run.json as before unless given
     )
     max_repeats: int | None = option(
         None,
@@ -89,10 +99,12 @@ def settings(
     from tfvariants.analyze.decide import Settings
 
     stored = options if isinstance(options, Mapping) else {}
+    band = stored_value(stored, "equivalence_band")
     return Settings(
         min_effect if min_effect is not None else float(stored_value(stored, "min_effect")),
         confidence if confidence is not None else float(stored_value(stored, "confidence")),
         looks,
+        float(band) if band is not None else None,
     )
 
 

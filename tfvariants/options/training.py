@@ -99,7 +99,14 @@ class TrainingOptions(CellOptions, DecisionOptions):
 
 
 # compare's measurement and decision options, in the order --help lists them
-COMPARE_DECISION = ("max_repeats", "min_steady_s", "min_steady_steps", "min_effect", "confidence")
+COMPARE_DECISION = (
+    "max_repeats",
+    "min_steady_s",
+    "min_steady_steps",
+    "min_effect",
+    "equivalence_band",
+    "confidence",
+)
 INTERFERENCE = (
     "quiet_share",
     "quiet_wait_s",

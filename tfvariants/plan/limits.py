@@ -61,6 +61,14 @@ def confidence_problem(value: Any) -> str | None:
     return None
 
 
+def equivalence_band_problem(value: Any) -> str | None:
+    """The band "equivalent" is judged against: a fraction in (0, 1)."""
+    v = _number(value)
+    if v is None or not 0 < v < 1:
+        return "a fraction above 0 and below 1, like 0.05"
+    return None
+
+
 def min_effect_problem(value: Any) -> str | None:
     """The smallest difference that matters: a fraction in [0, 1)."""
     v = _number(value)

@@ -43,7 +43,7 @@ def make_next_round(
 
     run = {"variants": list(spec.variants), "variant_info": spec.variant_info}
     o = ServingOptions.of(spec.options)
-    settings = Settings(o.min_effect, o.confidence, rule.looks)
+    settings = Settings(o.min_effect, o.confidence, rule.looks, o.equivalence_band)
     bound = o.p99_bound_ms
     planned = plan_serve_cells(spec, range(1))
 

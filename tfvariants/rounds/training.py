@@ -103,9 +103,10 @@ class NextRoundHook:
         confidence: float,
         spent_before: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
+        equivalence_band: float | None = None,
     ) -> None:
         self.spec, self.rule, self.baseline = spec, rule, baseline
-        self.settings = Settings(min_effect, confidence, rule.looks)
+        self.settings = Settings(min_effect, confidence, rule.looks, equivalence_band)
         configs = spec.configurations()
         self.order = {
             ConfigKey(w, v, t): (spec.workloads.index(w), configs.index((v, t)))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-from tfvariants.analyze import loadlabel, stats
+from tfvariants.analyze import family, loadlabel, stats
 from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.decide import Settings
 from tfvariants.analyze.report.format import dur, money, sig3
@@ -75,7 +75,7 @@ def _phrase(a: Labelled, b: Labelled, cmp: stats.Comparison, what: str) -> str:
     if cmp.verdict == "equivalent":
         return (
             f"{a.label} and {b.label} were equivalent in {what} ({what} ratio {sig3(r.value)}, "
-            f"{interval_words(r)} lies within {cmp.min_effect:.0%})"
+            f"{interval_words(r)} lies within +/-{cmp.equivalence_band:.0%}; typical runs)"
         )
     more = (
         f"about {cmp.more_repeats} more repeat(s) per side would likely decide it"
@@ -104,13 +104,15 @@ def _cmp(a: Group, b: Group, settings: Settings, what: str) -> stats.Comparison 
 def _leads(
     g: Group, groups: list[Group], settings: Settings, what: str, b: Group | None = None
 ) -> bool:
-    """g's lead over the next best is decided (lower, interval outside the threshold)."""
-    key: Callable[[Group], float] = (lambda h: _speed(h, b)) if what == "time" else _cost
+    """g's lead over every other is decided at the family's level (family.lead: the
+    ranking as a whole holds with the stated confidence)."""
     rest = [h for h in groups if h is not g]
     if not rest:
         return False
-    cmp = _cmp(g, min(rest, key=key), settings, what)
-    return cmp is not None and cmp.verdict == "different" and cmp.direction == "lower"
+    of: Callable[[Group], dict[int, float]] = (
+        (lambda h: h.round_times) if what == "time" else (lambda h: h.round_costs)
+    )
+    return family.lead(of(g), {h.label: of(h) for h in rest}, settings).decided
 
 
 def _tiers(a: Group, b: Group) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tfvariants.analyze import stats
 from tfvariants.analyze.cost.pricing import Pricing
@@ -261,7 +261,7 @@ def as_throughput(cmp: stats.Comparison | None) -> stats.Comparison | None:
     inv = stats.Interval(
         1 / r.value, 1 / r.hi, 1 / r.lo, r.method, r.n, r.coverage, r.looks, r.together
     )
-    return stats.Comparison(inv, cmp.verdict, cmp.reasons, cmp.more_repeats, cmp.min_effect)
+    return replace(cmp, ratio=inv)  # the bands and named warnings stay with the verdict
 
 
 def saturated_row(c: Config) -> Row | None:
