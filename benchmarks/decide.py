@@ -3,8 +3,8 @@
     python benchmarks/decide.py [--trials 2000] [--seed 1] [--methods auto,paired,common]
 
 A fake runner draws cell times from known distributions and a machine that misbehaves
-in known ways, and the real stopping rule (tfvariants.analyze.adaptive) and statistics
-(tfvariants.analyze.pairing / stats) decide, with adaptive stopping ON, in interleaved
+in known ways, and the real stopping rule (tfvariants.analyze.statistics.adaptive) and statistics
+(tfvariants.analyze.statistics.pairing / stats) decide, with adaptive stopping ON, in interleaved
 rounds. Three configurations run: the baseline B, the configuration under test A, and a
 companion C exactly 5 % slower than B (on the band's edge, so C vs B stays undecided
 and keeps B running after A vs B is decided: the case where drift biased the ratio).
@@ -39,8 +39,8 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from tfvariants.analyze import adaptive, pairing, stats
-from tfvariants.analyze.looks import Looks, per_look_alpha
+from tfvariants.analyze.statistics import adaptive, pairing, stats
+from tfvariants.analyze.statistics.looks import Looks, per_look_alpha
 
 Draw = Callable[[random.Random], float]
 METHODS = ("auto", "paired", "common", "pooled")

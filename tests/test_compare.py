@@ -262,7 +262,7 @@ def test_variant_that_is_not_ready_stops_before_the_sweep(tmp_path, capsys):
 
 
 def test_next_round_runs_only_the_undecided_workloads_configurations():
-    from tfvariants.analyze import adaptive
+    from tfvariants.analyze.statistics import adaptive
     from tfvariants.plan.spec import MatrixSpec
     from tfvariants.rounds import training as rounds
 
@@ -292,7 +292,7 @@ def test_next_round_runs_only_the_undecided_workloads_configurations():
 
 
 def test_next_round_uses_the_reports_baseline_which_is_never_oversubscribed_by_choice():
-    from tfvariants.analyze import adaptive
+    from tfvariants.analyze.statistics import adaptive
     from tfvariants.plan.spec import MatrixSpec
     from tfvariants.rounds import training as rounds
 
@@ -374,7 +374,7 @@ def test_compiled_preset_picks_what_this_cpu_can_run_and_opens_with_the_answer(
 
 
 def test_the_first_look_plans_the_steady_window_of_the_later_rounds():
-    from tfvariants.analyze import adaptive
+    from tfvariants.analyze.statistics import adaptive
     from tfvariants.commands.matrix_args import run_options_for
     from tfvariants.plan.spec import MatrixSpec
     from tfvariants.rounds import training as rounds

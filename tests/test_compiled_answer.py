@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from tfvariants.analyze import stats
 from tfvariants.analyze.report.compiled import answer
+from tfvariants.analyze.statistics import stats
 from tfvariants.analyze.training.groups import Group, WorkloadReport
 
 RUN = {

@@ -28,8 +28,8 @@ def test_units_keep_three_digits_after_carry():
 
 
 def test_duration_intervals_keep_one_unit():
-    from tfvariants.analyze import stats
     from tfvariants.analyze.report.format import interval_sub, interval_text
+    from tfvariants.analyze.statistics import stats
 
     # a real report read "2.42 h" over "109 min-4.07 h"
     iv = stats.Interval(8712.0, 6540.0, 14652.0, "min-max", 3, 0.75)

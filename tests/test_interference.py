@@ -6,8 +6,8 @@ import json
 import pytest
 from resultfactory import make_result, write_results
 
-from tfvariants.analyze import interference
-from tfvariants.analyze.verdicts import round_values
+from tfvariants.analyze.statistics import interference
+from tfvariants.analyze.statistics.verdicts import round_values
 from tfvariants.execute.matrix import Matrix
 from tfvariants.execute.quiet import SUSTAINED_AFTER, QuietGate, QuietWait, wait_for_quiet
 from tfvariants.plan.cell import Cell, cell_id, cell_id_of
@@ -373,7 +373,7 @@ def test_report_warns_when_others_filled_shielded_multi_thread_cells(tmp_path):
     """Undisturbed 2-thread cells at raised priority with others at 25 % or more of their
     CPUs: measured slower, unflagged, so the report says so; 1-thread cells, quieter
     cells and cells at normal priority (judged disturbed instead) do not trigger it."""
-    from tfvariants.analyze.noise import SHIELDED_BUSY_SHARE
+    from tfvariants.analyze.statistics.noise import SHIELDED_BUSY_SHARE
     from tfvariants.analyze.training.analysis import analyze
 
     def cells(others: float, shielded: bool) -> list[dict]:

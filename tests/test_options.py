@@ -309,7 +309,7 @@ def test_serving_options_are_typed_frozen_and_keep_run_json_as_it_was():
 
 
 def test_one_next_round_rule_for_every_task():
-    from tfvariants.analyze.adaptive import stopping_rule
+    from tfvariants.analyze.statistics.adaptive import stopping_rule
     from tfvariants.rounds.decide import Judged, next_round
 
     rule = stopping_rule(5, 7)  # looks after 5 and 7 repeats

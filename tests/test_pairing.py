@@ -1,13 +1,13 @@
 """The paired/unpaired choice, equivalence as its own answer, wandering rounds, tails, and
-statements across comparisons (tfvariants/analyze/pairing.py, family.py)."""
+statements across comparisons (tfvariants/analyze/statistics/pairing.py, family.py)."""
 
 import math
 import random
 
 import pytest
 
-from tfvariants.analyze import family, pairing, stats
-from tfvariants.analyze.decide import Settings
+from tfvariants.analyze.statistics import family, pairing, stats
+from tfvariants.analyze.statistics.decide import Settings
 
 
 def _logs(values):
@@ -173,7 +173,7 @@ def test_a_lead_decided_pair_by_pair_can_stay_undecided_for_the_family():
 def test_the_comparisons_named_warnings_reach_the_reports_warnings():
     from types import SimpleNamespace
 
-    from tfvariants.analyze import noise
+    from tfvariants.analyze.statistics import noise
 
     base, other = _wandering_rounds()
     wander = pairing.compare_rounds(base, other, looks=4)
@@ -239,7 +239,7 @@ def test_serving_throughput_keeps_the_band_and_the_warnings_of_its_verdict():
 
 
 def test_the_host_noise_says_from_how_many_repeats_an_equal_pair_is_equivalent():
-    from tfvariants.analyze import noise
+    from tfvariants.analyze.statistics import noise
 
     rng = random.Random(12)
     quiet = [rng.gauss(0, 0.03) for _ in range(60)]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import resultfactory as rf
 
-from tfvariants.analyze import roofline
+from tfvariants.analyze.training import roofline
 from tfvariants.commands.report import write_report
 from tfvariants.plan.topology import LogicalCpu, Topology
 from tfvariants.variants.peak import run as peakrun

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from test_runner import TOPO, stub_variant
 
-from tfvariants.analyze import interference
+from tfvariants.analyze.statistics import interference
 from tfvariants.execute import priority
 from tfvariants.execute.quiet import QuietGate, QuietWait
 from tfvariants.execute.runner import RunOptions, run_cell

@@ -4,7 +4,7 @@ cell started without one. A fake clock and load throughout."""
 
 import pytest
 
-from tfvariants.analyze import interference
+from tfvariants.analyze.statistics import interference
 from tfvariants.execute.quiet import QuietGate, QuietWait
 from tfvariants.plan.spec import MatrixSpec
 

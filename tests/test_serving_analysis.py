@@ -301,7 +301,7 @@ def _spec(**kw) -> ServeSpec:
 
 
 def test_adaptive_rounds_run_the_undecided_configurations_only(tmp_path):
-    from tfvariants.analyze import adaptive
+    from tfvariants.analyze.statistics import adaptive
     from tfvariants.rounds.serving import make_next_round
     from tfvariants.store.rundir import load_run_dir
 

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from tfvariants.analyze import adaptive, noise, pairing, ranktests, stats
-from tfvariants.analyze.decide import choose_baseline
-from tfvariants.analyze.looks import per_look_alpha
 from tfvariants.analyze.report import cautions
+from tfvariants.analyze.statistics import adaptive, noise, pairing, ranktests, stats
+from tfvariants.analyze.statistics.decide import choose_baseline
+from tfvariants.analyze.statistics.looks import per_look_alpha
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import decide  # noqa: E402  (the benchmark's fake runner, run here with fixed seeds)
@@ -110,7 +110,7 @@ def test_per_look_level_matches_pococks_published_constants(k, c):
     after 5, 10, 15, 20 repeats are such looks."""
     from statistics import NormalDist
 
-    from tfvariants.analyze import looks
+    from tfvariants.analyze.statistics import looks
 
     alpha = looks.per_look_alpha(0.95, k)
     assert NormalDist().inv_cdf(1 - alpha / 2) == pytest.approx(c, abs=0.0015)
@@ -124,7 +124,7 @@ def test_per_look_level_holds_all_looks_together_by_simulation():
     import random
     from statistics import NormalDist
 
-    from tfvariants.analyze import looks
+    from tfvariants.analyze.statistics import looks
 
     planned = (3, 9, 14, 20)
     c = NormalDist().inv_cdf(1 - looks.per_look_alpha(0.95, planned) / 2)

@@ -1,4 +1,4 @@
-"""Typed results (store/cellresult.py) and the one comparison (analyze/verdicts.py) that
+"""Typed results (store/cellresult.py) and the one comparison (analyze/statistics/verdicts.py) that
 the report and the adaptive rounds share."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import json
 import pytest
 import resultfactory as rf
 
-from tfvariants.analyze import adaptive
-from tfvariants.analyze.decide import Settings
 from tfvariants.analyze.report.build import assemble
+from tfvariants.analyze.statistics import adaptive
+from tfvariants.analyze.statistics.decide import Settings
+from tfvariants.analyze.statistics.verdicts import round_values, workload_verdicts
 from tfvariants.analyze.training.analysis import analyze
-from tfvariants.analyze.verdicts import round_values, workload_verdicts
 from tfvariants.plan.spec import MatrixSpec
 from tfvariants.render.csvout import csv_rows
 from tfvariants.render.html import render_html
@@ -210,7 +210,7 @@ def test_a_serving_result_is_typed_too():
 def test_a_clear_difference_is_decided_at_the_first_look_of_five_rounds():
     # 2x at 2 % noise, 5 rounds, 4 looks: decided now (the reason ROUND_METHOD is not
     # "auto", whose paired interval needs 8 rounds at this level).
-    from tfvariants.analyze import verdicts
+    from tfvariants.analyze.statistics import verdicts
 
     stored = {}
     for rep in range(5):

@@ -3,7 +3,7 @@ import random
 
 import pytest
 
-from tfvariants.analyze import windows
+from tfvariants.analyze.statistics import windows
 from tfvariants.store.cellresult import parse_training
 
 

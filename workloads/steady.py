@@ -14,7 +14,7 @@
 * The steady steps are also cut into K consecutive windows of equal step counts, and
   each window's mean is recorded: the host compares the variance between these windows
   (within one process) with the variance between processes to choose how long the next
-  cells' steady window should be (Kalibera & Jones 2013; tfvariants.analyze.windows).
+  cells' steady window should be (Kalibera & Jones 2013; tfvariants.analyze.statistics.windows).
   The cell's statistic stays ONE number per process (the mean of all its steady steps),
   so repeats stay independent.
 * The full schedule is projected as warm-up time + mean steady step x the remaining

@@ -1,9 +1,9 @@
 """The one baseline rule, for training and serving alike.
 
 ``--baseline VARIANT[@THREADS]`` is parsed here, once. The rule itself is
-:func:`tfvariants.analyze.verdicts.pick_baseline`: the configuration asked for; VARIANT
+:func:`tfvariants.analyze.statistics.verdicts.pick_baseline`: the configuration asked for; VARIANT
 alone: its most threads with usable values; by default
-:func:`tfvariants.analyze.decide.choose_baseline` (the GPU if it has results, else among
+:func:`tfvariants.analyze.statistics.decide.choose_baseline` (the GPU if it has results, else among
 the configurations within the host's CPUs the most threads, then the most usable
 repeats, then the first variant). Training applies it per workload (its ratios and its
 accuracy parity) and to every workload pooled (the header's label); serving per model on
@@ -12,7 +12,7 @@ accuracy parity) and to every workload pooled (the header's label); serving per 
 
 from __future__ import annotations
 
-from tfvariants.analyze.verdicts import Requested
+from tfvariants.analyze.statistics.verdicts import Requested
 from tfvariants.errors import UserError
 
 

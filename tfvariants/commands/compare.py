@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tfvariants.analyze.stats import DEFAULT_REPEATS
+from tfvariants.analyze.statistics.stats import DEFAULT_REPEATS
 from tfvariants.commands import common, compare_cluster, presets, rounds
 from tfvariants.commands.matrix_args import (  # noqa: F401 (quick_scale: the command's API)
     QUICK_SAMPLES,

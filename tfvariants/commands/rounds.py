@@ -9,7 +9,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tfvariants.analyze import adaptive, interference
+from tfvariants.analyze.statistics import adaptive, interference
 from tfvariants.errors import UserError
 from tfvariants.execute.priority import PRIORITIES
 from tfvariants.options import argtypes, declare
@@ -85,7 +85,7 @@ def training_options(
         "budget_s": QUICK_BUDGET_S if quick else None,
         "max_repeats": max(adaptive.DEFAULT_MAX_REPEATS, repeats),
         # A window the user chose stays; else the adaptive rounds' window is planned from
-        # the first look's variance components (tfvariants.analyze.windows).
+        # the first look's variance components (tfvariants.analyze.statistics.windows).
         "plan_window": args.min_steady_s is None,
     }
     values = declare.resolve(TrainingOptions, given, sopts, fallback)

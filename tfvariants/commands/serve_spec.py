@@ -195,7 +195,7 @@ def _serving_options(
     args: argparse.Namespace, v: dict[str, Any], repeats: int, input_shape: list[int] | None
 ) -> ServingOptions:
     """What every cell of the run shares, each value checked."""
-    from tfvariants.analyze import adaptive
+    from tfvariants.analyze.statistics import adaptive
 
     min_d = _duration("min-duration", str(v["min_duration"]))
     max_d = _duration("max-duration", str(v["max_duration"]))

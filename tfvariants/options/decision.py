@@ -15,10 +15,10 @@ from tfvariants.plan import limits
 from tfvariants.plan.limits import MAX_REPEATS
 
 if TYPE_CHECKING:
-    from tfvariants.analyze.decide import Settings
-    from tfvariants.analyze.looks import Looks
+    from tfvariants.analyze.statistics.decide import Settings
+    from tfvariants.analyze.statistics.looks import Looks
 
-# The defaults every statistic falls back to (analyze/stats.py takes them from here).
+# The defaults every statistic falls back to (analyze/statistics/stats.py takes them from here).
 MIN_EFFECT = 0.05
 CONFIDENCE = 0.95
 EQUIVALENCE_BAND = 0.05  # "equivalent within +/-5 %" unless --equivalence-band says
@@ -96,7 +96,7 @@ def settings(
 ) -> Settings:
     """The decision settings: given (a report's command line), else the run's stored
     options, else the defaults. 0 is a value (--min-effect 0), not "not given"."""
-    from tfvariants.analyze.decide import Settings
+    from tfvariants.analyze.statistics.decide import Settings
 
     stored = options if isinstance(options, Mapping) else {}
     band = stored_value(stored, "equivalence_band")
@@ -113,7 +113,7 @@ def run_settings(
 ) -> Settings:
     """A stored run's decision settings (:func:`settings`), with the looks of its
     stopping rule: what its report decides with, training and serving alike."""
-    from tfvariants.analyze.decide import run_looks
+    from tfvariants.analyze.statistics.decide import run_looks
 
     return settings(
         run.get("options"), run_looks(run), min_effect=min_effect, confidence=confidence

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tfvariants.analyze import interference
+from tfvariants.analyze.statistics import interference
 from tfvariants.execute.priority import DEFAULT as PRIORITY_DEFAULT
 from tfvariants.execute.priority import PRIORITIES
 from tfvariants.options import argtypes
@@ -90,7 +90,7 @@ class TrainingOptions(CellOptions, DecisionOptions):
         parse=argtypes.seed,
     )
     # A window the user chose stays; else the adaptive rounds' window is planned from the
-    # first look's variance components (tfvariants.analyze.windows).
+    # first look's variance components (tfvariants.analyze.statistics.windows).
     plan_window: bool = option(False, "plan the later rounds' steady window")
     per_workload: dict[str, dict[str, int]] | None = option(
         None, "each workload's quick scale", omit_none=True

@@ -7,7 +7,7 @@ from __future__ import annotations
 from markupsafe import Markup, escape
 
 from tfvariants.analyze.report.format import sig3
-from tfvariants.analyze.roofline import Roofline
+from tfvariants.analyze.training.roofline import Roofline
 from tfvariants.render.svgchart import PALETTE, _nice_max
 
 # Marker shapes, one per workload (cycled): circle, square, triangle, diamond, cross.

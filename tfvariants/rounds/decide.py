@@ -3,7 +3,7 @@ look the stored rounds reached, stop (nothing to judge, everything decided, the 
 of repeats) or run both sides of every open comparison again, completing an interrupted
 round before a new one starts, in the round's own seeded order.
 
-What a task judges at the look (training: analyze/verdicts.py; serving:
+What a task judges at the look (training: analyze/statistics/verdicts.py; serving:
 analyze/serving.py ``watched``) is its hook's part (rounds/training.py,
 rounds/serving.py); the decision from it is this module's.
 """
@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from tfvariants.analyze.adaptive import StoppingRule
+from tfvariants.analyze.statistics.adaptive import StoppingRule
 from tfvariants.plan.spec import round_order
 
 K = TypeVar("K", bound=Hashable)  # what one configuration's cells share in a round

@@ -1,7 +1,7 @@
 """`serve --budget`: which serving cells the next adaptive round needs (the Matrix asks).
 
-The same stopping rule as ``compare --budget`` (:mod:`tfvariants.analyze.adaptive`: K
-planned looks, each interval at the per-look level of tfvariants.analyze.looks) and the
+The same stopping rule as ``compare --budget`` (:mod:`tfvariants.analyze.statistics.adaptive`: K
+planned looks, each interval at the per-look level of tfvariants.analyze.statistics.looks) and the
 same comparisons as the report: the serving analysis
 (:func:`tfvariants.analyze.serving.model_reports`) is run on the repeats stored before the
 last look, and a configuration runs another round while one of its watched comparisons
@@ -15,9 +15,9 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from tfvariants.analyze import adaptive
 from tfvariants.analyze.cost.pricing import Pricing
-from tfvariants.analyze.decide import Settings
+from tfvariants.analyze.statistics import adaptive
+from tfvariants.analyze.statistics.decide import Settings
 from tfvariants.options.serving import ServingOptions
 from tfvariants.plan.serve import ServeCell, ServeKey, ServeSpec, plan_serve_cells
 from tfvariants.rounds.decide import Judged, next_round

@@ -4,8 +4,8 @@ look.
 
 Stateless on purpose: everything is recomputed from the stored results, so a resumed
 run continues exactly where it stopped. The data are judged only at the stopping rule's
-planned looks (tfvariants.analyze.adaptive), by the same function the report uses
-(tfvariants.analyze.verdicts); the decision from the verdicts is rounds/decide.py's.
+planned looks (tfvariants.analyze.statistics.adaptive), by the same function the report uses
+(tfvariants.analyze.statistics.verdicts); the decision from the verdicts is rounds/decide.py's.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tfvariants.analyze import adaptive, interference, windows
-from tfvariants.analyze.decide import Settings
-from tfvariants.analyze.verdicts import (
+from tfvariants.analyze.statistics import adaptive, interference, windows
+from tfvariants.analyze.statistics.decide import Settings
+from tfvariants.analyze.statistics.verdicts import (
     Requested,
     WorkloadVerdicts,
     measured,
@@ -50,7 +50,7 @@ def look_verdicts(
     settings: Settings,
 ) -> Look:
     """The verdicts at the last look reached, by the same function the report uses
-    (:func:`tfvariants.analyze.verdicts.workload_verdicts`) on the repeats up to it."""
+    (:func:`tfvariants.analyze.statistics.verdicts.workload_verdicts`) on the repeats up to it."""
     planned = [ConfigKey(w, v, t) for w in spec.workloads for v, t in spec.configurations()]
     mine = [r for r in training(stored.values()) if r.key in set(planned)]
     present: dict[ConfigKey, set[int]] = {}

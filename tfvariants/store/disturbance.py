@@ -12,7 +12,7 @@ from tfvariants.store.rawfields import finite_number, get_path
 
 # A cell whose CPUs other processes (or the hypervisor) used more than this share of
 # the time is *disturbed*: kept and shown, run again, left out of verdicts by default
-# (tfvariants/analyze/interference.py). Quiet rounds had 0.00-0.09 and agreed; the
+# (tfvariants/analyze/statistics/interference.py). Quiet rounds had 0.00-0.09 and agreed; the
 # measurement behind the figure is in docs/compare.md, "Interference". A run may set
 # its own (run.json options.disturbed_share, --disturbed-share).
 DISTURBED_SHARE = 0.10
@@ -26,7 +26,7 @@ DISTURBED_SHARE = 0.10
 # (six runs, every cell shielded) 2-thread cells at 10-25 % others' share stepped
 # x1.02-1.03 against under 5 %, but cifar10_cnn at 25-50 % x1.11 (n = 49): this limit
 # does not flag those, nor does any other measurement; the report warns instead
-# (analyze/noise.py SHIELDED_BUSY_SHARE; docs/compare.md, "Interference"). A competitor at equal priority should
+# (analyze/statistics/noise.py SHIELDED_BUSY_SHARE; docs/compare.md, "Interference"). A competitor at equal priority should
 # take about half of a contested CPU, a wait share near 50 % (reasoned, not measured).
 # So a shielded cell is disturbed when its
 # wait share is above this limit (options.shielded_share, --shielded-share); steal is

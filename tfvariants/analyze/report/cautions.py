@@ -1,6 +1,6 @@
 """The report's cautions: a typed warning in plain words with a hint, and the checks
 that raise them about one group of repeats (unstable, two clusters, too few,
-oversubscribed). Intervals and verdicts are :mod:`tfvariants.analyze.stats`'s."""
+oversubscribed). Intervals and verdicts are :mod:`tfvariants.analyze.statistics.stats`'s."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tfvariants.analyze import stats
+from tfvariants.analyze.statistics import stats
 
 UNSTABLE_SPREAD = 0.10  # std/mean of a group's repeats above which it is "unstable"
 

@@ -112,6 +112,6 @@ def answer(
             f"On {cpu}: no verdict on compiled builds vs the stock wheel {stock} from this "
             "run (below: why, and the medians)."
         )
-    from tfvariants.analyze.roofline import headroom  # each build's distance to the peak
+    from tfvariants.analyze.training.roofline import headroom  # each build's distance to the peak
 
     return [head, *lines, *headroom(workloads, run, [stock, *builds]), STUDY]

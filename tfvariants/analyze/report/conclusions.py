@@ -7,11 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-from tfvariants.analyze import family, loadlabel, stats
 from tfvariants.analyze.cost.pricing import Pricing
-from tfvariants.analyze.decide import Settings
+from tfvariants.analyze.report import loadlabel
 from tfvariants.analyze.report.format import dur, money, sig3
-from tfvariants.analyze.verdicts import statistic
+from tfvariants.analyze.statistics import family, stats
+from tfvariants.analyze.statistics.decide import Settings
+from tfvariants.analyze.statistics.verdicts import statistic
 
 if TYPE_CHECKING:
     from tfvariants.analyze.training.groups import Group, WorkloadReport
@@ -58,7 +59,7 @@ class Labelled(Protocol):
 
 def phrase(a: Labelled, b: Labelled, cmp: stats.Comparison, what: str = "time") -> str:
     """a versus b in words, from the comparison's one interval and verdict, saying so
-    when it rests on disturbed cells (analyze/loadlabel.py)."""
+    when it rests on disturbed cells (analyze/report/loadlabel.py)."""
     return loadlabel.qualify(_phrase(a, b, cmp, what), a, b)
 
 
@@ -91,7 +92,7 @@ def _phrase(a: Labelled, b: Labelled, cmp: stats.Comparison, what: str) -> str:
 
 
 def _cmp(a: Group, b: Group, settings: Settings, what: str) -> stats.Comparison | None:
-    """a against b through the one statistic (analyze/verdicts.py), on the rounds both
+    """a against b through the one statistic (analyze/statistics/verdicts.py), on the rounds both
     have usable (undisturbed) repeats in; None without a common round or with a free
     instance."""
     xa, xb = (a.round_times, b.round_times) if what == "time" else (a.round_costs, b.round_costs)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tfvariants.analyze import stats
+from tfvariants.analyze.statistics import stats
 
 
 def sig3(x: float | None) -> str:

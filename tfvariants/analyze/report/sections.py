@@ -17,11 +17,11 @@ from tfvariants.analyze.report.cautions import StatWarning
 from tfvariants.analyze.report.compiled import answer
 from tfvariants.analyze.report.frame import RunFrame
 from tfvariants.analyze.report.provenance import WhereRan, where_ran
-from tfvariants.analyze.roofline import Roofline as RooflineAnalysis
-from tfvariants.analyze.roofline import roofline
 from tfvariants.analyze.serving.configs import ServingAnalysis
 from tfvariants.analyze.training.analysis import Analysis
 from tfvariants.analyze.training.groups import WorkloadReport
+from tfvariants.analyze.training.roofline import Roofline as RooflineAnalysis
+from tfvariants.analyze.training.roofline import roofline
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ cheapest configuration meeting a p99 bound, as plain data (units: serving/config
 sentences: serving/sentences.py).
 
 Every comparison (throughput, p99, $ per million predictions) is the training report's:
-:func:`tfvariants.analyze.verdicts.statistic` on the rounds both sides have. The adaptive
+:func:`tfvariants.analyze.statistics.verdicts.statistic` on the rounds both sides have. The adaptive
 rounds of ``serve --budget`` run :func:`model_reports` and ask
 :func:`tfvariants.analyze.serving.configs.watched` for the same comparisons.
 """
@@ -16,7 +16,6 @@ from pathlib import Path
 
 from tfvariants.analyze.baseline import parse_baseline
 from tfvariants.analyze.cost.pricing import Pricing
-from tfvariants.analyze.decide import Settings
 from tfvariants.analyze.serving.configs import (
     Config,
     ModelReport,
@@ -28,7 +27,8 @@ from tfvariants.analyze.serving.configs import (
     summarise_row,
 )
 from tfvariants.analyze.serving.sentences import conclude_model
-from tfvariants.analyze.verdicts import Requested, pick_baseline
+from tfvariants.analyze.statistics.decide import Settings
+from tfvariants.analyze.statistics.verdicts import Requested, pick_baseline
 from tfvariants.options.decision import run_settings
 from tfvariants.plan.serve import ServeKey
 from tfvariants.store.cellresult import ConfigKey, ServeResult, serving

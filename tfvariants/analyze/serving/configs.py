@@ -4,7 +4,7 @@ the p99 bound and cost, a ModelReport one model's configurations and comparisons
 the comparisons the adaptive rounds of ``serve --budget`` watch.
 
 Every comparison is the training report's statistic
-(:func:`tfvariants.analyze.verdicts.statistic`); throughput is compared as time per
+(:func:`tfvariants.analyze.statistics.verdicts.statistic`); throughput is compared as time per
 prediction (1 / throughput), so "faster" reads as in training.
 """
 
@@ -14,11 +14,11 @@ import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from tfvariants.analyze import stats
 from tfvariants.analyze.cost.pricing import Pricing
-from tfvariants.analyze.decide import Settings
 from tfvariants.analyze.report.format import sig3
-from tfvariants.analyze.verdicts import statistic
+from tfvariants.analyze.statistics import stats
+from tfvariants.analyze.statistics.decide import Settings
+from tfvariants.analyze.statistics.verdicts import statistic
 from tfvariants.plan.serve import ServeKey
 from tfvariants.store.cellresult import PERCENTILES, ServeResult
 from tfvariants.store.rundir import RunContents
@@ -50,7 +50,7 @@ def compare_lower(
     a: Mapping[int, float], b: Mapping[int, float], settings: Settings
 ) -> stats.Comparison | None:
     """a versus b (lower is better) by training's one statistic
-    (:func:`tfvariants.analyze.verdicts.statistic`): on the rounds both have, so drift
+    (:func:`tfvariants.analyze.statistics.verdicts.statistic`): on the rounds both have, so drift
     or an early stop cannot bias the ratio. None without a common round."""
     if not set(a) & set(b):
         return None

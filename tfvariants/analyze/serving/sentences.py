@@ -5,10 +5,10 @@ fewest threads, disturbed cells and shared CPUs."""
 from __future__ import annotations
 
 from tfvariants.analyze.cost.pricing import Pricing
-from tfvariants.analyze.decide import Settings
 from tfvariants.analyze.report.conclusions import phrase
 from tfvariants.analyze.report.format import money, sig3
 from tfvariants.analyze.serving.configs import Config, ModelReport, compare_lower
+from tfvariants.analyze.statistics.decide import Settings
 from tfvariants.store.disturbance import DISTURBED_SHARE
 
 

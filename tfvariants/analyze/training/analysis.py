@@ -12,20 +12,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tfvariants.analyze import interference, loadlabel, windows
 from tfvariants.analyze.baseline import parse_baseline
 from tfvariants.analyze.cost.pricing import Pricing
-from tfvariants.analyze.decide import Settings
-from tfvariants.analyze.interference import Interference
-from tfvariants.analyze.noise import HostNoise, host_noise
-from tfvariants.analyze.report import cautions
+from tfvariants.analyze.report import cautions, loadlabel
 from tfvariants.analyze.report.conclusions import conclude
 from tfvariants.analyze.report.coverage import cell_counts, folder_warnings, usable_results
 from tfvariants.analyze.report.frame import RunFrame, environments_of, logical_cpus_of
 from tfvariants.analyze.report.parity import parity
-from tfvariants.analyze.training.groups import Group, WorkloadReport
-from tfvariants.analyze.training.summary import apply_verdicts, summarise_group
-from tfvariants.analyze.verdicts import (
+from tfvariants.analyze.statistics import interference, windows
+from tfvariants.analyze.statistics.decide import Settings
+from tfvariants.analyze.statistics.interference import Interference
+from tfvariants.analyze.statistics.noise import HostNoise, host_noise
+from tfvariants.analyze.statistics.verdicts import (
     Requested,
     RoundValues,
     measured,
@@ -33,6 +31,8 @@ from tfvariants.analyze.verdicts import (
     round_values,
     workload_verdicts,
 )
+from tfvariants.analyze.training.groups import Group, WorkloadReport
+from tfvariants.analyze.training.summary import apply_verdicts, summarise_group
 from tfvariants.errors import UserError
 from tfvariants.options.decision import run_settings
 from tfvariants.store.cellresult import CellResult, ConfigKey
@@ -116,7 +116,7 @@ def analyze_contents(
     """Group a loaded folder's training cells, compute statistics, costs, comparisons and
     conclusions (serving cells have their own analysis: analyze/serving/).
 
-    Disturbed cells (analyze/interference.py) are used in the verdicts or not as the
+    Disturbed cells (analyze/statistics/interference.py) are used in the verdicts or not as the
     policy ``disturbed`` says (default: the run's, else "auto"), and counted in
     ``interference``."""
     run = contents.run
@@ -285,7 +285,7 @@ def _workload_report(
 
 def run_baseline_label(inputs: _Inputs) -> str:
     """The run's baseline in one label (the header): the one baseline rule
-    (:func:`tfvariants.analyze.verdicts.pick_baseline`) on every workload's usable
+    (:func:`tfvariants.analyze.statistics.verdicts.pick_baseline`) on every workload's usable
     repeats pooled per (variant, threads). Each workload's own baseline (the same rule on
     its own repeats) is what its ratios and its accuracy parity use."""
     pooled: dict[ConfigKey, dict[int, float]] = {}

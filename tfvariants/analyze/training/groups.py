@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from tfvariants.analyze import stats
 from tfvariants.analyze.cost.pricing import CellCost
 from tfvariants.analyze.report import cautions
 from tfvariants.analyze.report.parity import VariantParity
-from tfvariants.analyze.verdicts import Verdict
+from tfvariants.analyze.statistics import stats
+from tfvariants.analyze.statistics.verdicts import Verdict
 from tfvariants.store.cellresult import CellResult, ConfigKey
 
 

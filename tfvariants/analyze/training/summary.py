@@ -6,15 +6,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from tfvariants.analyze import stats
 from tfvariants.analyze.cost.billing import no_price_reason
 from tfvariants.analyze.cost.pricing import Pricing
-from tfvariants.analyze.decide import Settings
 from tfvariants.analyze.report import cautions
 from tfvariants.analyze.report.coverage import first_cell_id
 from tfvariants.analyze.report.fields import median_of
+from tfvariants.analyze.statistics import stats
+from tfvariants.analyze.statistics.decide import Settings
+from tfvariants.analyze.statistics.verdicts import Verdict, round_values, statistic
 from tfvariants.analyze.training.groups import Group, Measurements, WorkloadReport
-from tfvariants.analyze.verdicts import Verdict, round_values, statistic
 from tfvariants.store.cellresult import CellResult, ConfigKey
 
 

@@ -41,9 +41,9 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from tfvariants.analyze import looks as looks_mod
-from tfvariants.analyze import ranktests, stats
-from tfvariants.analyze.looks import Looks
+from tfvariants.analyze.statistics import looks as looks_mod
+from tfvariants.analyze.statistics import ranktests, stats
+from tfvariants.analyze.statistics.looks import Looks
 
 # Pair by round when one side's log spread is this many times the other's: Mann-Whitney
 # assumes equal shapes (2 % vs 50 % noise gave 6.4-7 % false "different").

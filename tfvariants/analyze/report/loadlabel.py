@@ -13,7 +13,7 @@ applied: the verdict stands for what was measured, and is labelled.
 
 A round counts as under load for a configuration when the value the verdicts used for
 it came from a disturbed cell (only possible when the run's policy uses disturbed
-cells: every attempt of that round was disturbed, analyze/verdicts.py round_values).
+cells: every attempt of that round was disturbed, analyze/statistics/verdicts.py round_values).
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from tfvariants.analyze import pairing, stats
-from tfvariants.analyze.decide import Settings, choose_baseline
+from tfvariants.analyze.statistics import pairing, stats
+from tfvariants.analyze.statistics.decide import Settings, choose_baseline
 from tfvariants.store.cellresult import CellResult, ConfigKey
 
 RoundValues = Mapping[int, float]  # round (repeat index) -> one value of that round
@@ -67,7 +67,7 @@ ROUND_METHOD = "auto"
 
 def statistic(base: RoundValues, other: RoundValues, settings: Settings) -> stats.Comparison:
     """The statistic, on the rounds both sides have (the caller checks there is one):
-    :func:`tfvariants.analyze.pairing.compare_rounds` with :data:`ROUND_METHOD`."""
+    :func:`tfvariants.analyze.statistics.pairing.compare_rounds` with :data:`ROUND_METHOD`."""
     return pairing.compare_rounds(
         base,
         other,
@@ -138,7 +138,7 @@ def pick_baseline(
 
     ``--baseline VARIANT@THREADS`` is taken as given; ``--baseline VARIANT`` means its
     configuration with the most threads that has usable values (else with the most
-    threads); the default is :func:`tfvariants.analyze.decide.choose_baseline` on the
+    threads); the default is :func:`tfvariants.analyze.statistics.decide.choose_baseline` on the
     number of usable values (so never a configuration without any)."""
     if not configs:
         return None

@@ -8,12 +8,12 @@ interval exists, 7, so that rounds slowed together, which only the paired method
 through, are judged as soon as they can be), and
 each look's interval has the level that keeps the chance that ANY look's interval
 misses at alpha (repeated confidence intervals with Pocock's constant boundary:
-:mod:`tfvariants.analyze.looks`; 98.4 % per look for the default rule at 95 %). When the
+:mod:`tfvariants.analyze.statistics.looks`; 98.4 % per look for the default rule at 95 %). When the
 budget ends between looks, one last look is made at the repeats there are, in place of
 the planned looks not reached, at the same level.
 
 What is judged at a look is the report's own comparison
-(:func:`tfvariants.analyze.verdicts.workload_verdicts`, via
+(:func:`tfvariants.analyze.statistics.verdicts.workload_verdicts`, via
 ``tfvariants.rounds.training.look_verdicts``).
 """
 
@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tfvariants.analyze import looks as looks_mod
-from tfvariants.analyze.stats import smallest_decidable_n
+from tfvariants.analyze.statistics import looks as looks_mod
+from tfvariants.analyze.statistics.stats import smallest_decidable_n
 
 DEFAULT_LOOKS = 4
 DEFAULT_MAX_REPEATS = 20

@@ -11,16 +11,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from tfvariants.analyze import looks as looks_mod
-from tfvariants.analyze import ranktests, stats, windows
-from tfvariants.analyze.cautions import StatWarning
-from tfvariants.analyze.decide import Settings
-from tfvariants.analyze.fields import median_of
-from tfvariants.analyze.looks import Looks
+from tfvariants.analyze.report.cautions import StatWarning
+from tfvariants.analyze.report.fields import median_of
+from tfvariants.analyze.statistics import looks as looks_mod
+from tfvariants.analyze.statistics import ranktests, stats, windows
+from tfvariants.analyze.statistics.decide import Settings
+from tfvariants.analyze.statistics.looks import Looks
 from tfvariants.store.disturbance import worker_shielded
 
 if TYPE_CHECKING:
-    from tfvariants.analyze.groups import Group
+    from tfvariants.analyze.training.groups import Group
 
 NOISY_SHARE = 0.10  # other processes or steal above this share of the pinned CPUs
 # A multi-thread worker at raised priority still lost speed when other processes filled

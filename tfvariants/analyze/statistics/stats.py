@@ -11,7 +11,7 @@ TensorFlow or a scientific stack installed. docs/compare.md explains it for user
   log scale by Hodges-Lehmann (the median of all pairwise differences of log values)
   with the Mann-Whitney interval around it (the U test inverted; exact up to 50 x 50
   repeats, the normal approximation above: see ranktests.py). Repeats from the same
-  rounds are compared on those rounds (:func:`tfvariants.analyze.pairing.compare_rounds`).
+  rounds are compared on those rounds (:func:`tfvariants.analyze.statistics.pairing.compare_rounds`).
   The verdict comes from that same interval and two symmetric bands around 1 (closed: an
   interval end within 1e-9 of a band's edge counts as on it):
     - "different":  the interval lies entirely outside [1/(1+e), 1+e], e = ``min_effect``
@@ -22,7 +22,7 @@ TensorFlow or a scientific stack installed. docs/compare.md explains it for user
   Both describe typical runs (medians), not means: see pairing.py on tails.
 * Repeated looks (adaptive rounds) share the error rate: with K looks each interval has
   the per-look level that makes all K hold together with 1 - alpha (repeated confidence
-  intervals, Pocock's constant boundary: tfvariants.analyze.looks; 98.4 % each for the
+  intervals, Pocock's constant boundary: tfvariants.analyze.statistics.looks; 98.4 % each for the
   default looks after 5, 7, 10, 15, 20 repeats at 95 %). The label says the level is
   per look and what holds together.
 * The exact interval needs enough repeats to exist: at 95 % and one look, 4 per side
@@ -36,9 +36,9 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from tfvariants.analyze import looks as looks_mod
-from tfvariants.analyze import ranktests
-from tfvariants.analyze.looks import Looks
+from tfvariants.analyze.statistics import looks as looks_mod
+from tfvariants.analyze.statistics import ranktests
+from tfvariants.analyze.statistics.looks import Looks
 from tfvariants.options.decision import (  # declared with the options
     CONFIDENCE,
     EQUIVALENCE_BAND,
@@ -399,12 +399,12 @@ def compare(
     """Compare repeats a and b of a lower-is-better quantity (times, costs): a / b.
 
     Interval and verdict come from the same Hodges-Lehmann / Mann-Whitney interval of
-    log(a) - log(b) at each look's level (tfvariants.analyze.looks; ``looks``: K, or the
+    log(a) - log(b) at each look's level (tfvariants.analyze.statistics.looks; ``looks``: K, or the
     planned repeat counts). It assumes both
     sides have the same shape of noise; with very unequal noise (2 % against 50 %) it
     calls identical medians "different" a little more often than its label says, and with
     drift it compares whatever rounds each side ran. Repeats from the same rounds should
-    use :func:`tfvariants.analyze.pairing.compare_rounds` instead. ``equivalence_band``:
+    use :func:`tfvariants.analyze.statistics.pairing.compare_rounds` instead. ``equivalence_band``:
     the band "equivalent" is judged against (default: ``min_effect``)."""
     alpha = check_settings(min_effect, confidence, looks, equivalence_band)
     band = min_effect if equivalence_band is None else equivalence_band

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from tfvariants.analyze import looks as looks_mod
-from tfvariants.analyze import stats
-from tfvariants.analyze.looks import Looks
+from tfvariants.analyze.statistics import looks as looks_mod
+from tfvariants.analyze.statistics import stats
+from tfvariants.analyze.statistics.looks import Looks
 
 
 @dataclass(frozen=True)
@@ -16,7 +16,7 @@ class Settings:
     min_effect: float = stats.MIN_EFFECT
     confidence: float = stats.CONFIDENCE
     # The looks of the adaptive stopping rule (their repeat counts, or K): each interval
-    # has the per-look level of tfvariants.analyze.looks.
+    # has the per-look level of tfvariants.analyze.statistics.looks.
     looks: Looks = 1
     # "equivalent within +/- this": the interval lies inside [1/(1+B), 1+B]. Separate from
     # min_effect (what "different" must exceed), so --min-effect 0 can still say

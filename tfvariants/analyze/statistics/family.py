@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from tfvariants.analyze import pairing, stats
-from tfvariants.analyze.decide import Settings
+from tfvariants.analyze.statistics import pairing, stats
+from tfvariants.analyze.statistics.decide import Settings
 
 RoundValues = Mapping[int, float]
 
