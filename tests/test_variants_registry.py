@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -229,3 +230,50 @@ def test_variants_command_bad_file(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(["variants", "--variants-file", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("tfvariants: error: ") and "field 'kind'" in err
+
+
+def test_dry_run_over_thousands_of_variants_reads_their_file_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`compare --dry-run` naming 2,000 declared overlays: the variants file is read and
+    resolved once (it was once per name: quadratic, more than 15 minutes for 10,000), and
+    a workload's shape is worked out once, not once per cell."""
+    from tfvariants.commands import matrix_args
+
+    count = 2_000
+    calls = {"read": 0, "resolve": 0, "spec": 0}
+
+    def counted(name: str, real: Any, limit: int) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            calls[name] += 1
+            # Fail at once rather than after minutes of quadratic work on a regression.
+            assert calls[name] <= limit, f"{name} called more than {limit} times"
+            return real(*args, **kwargs)
+
+        return call
+
+    monkeypatch.setattr(variants, "_read_tables", counted("read", variants._read_tables, 1))
+    monkeypatch.setattr(variants, "_resolve", counted("resolve", variants._resolve, 1))
+    spec = counted("spec", matrix_args.workload_spec, 5)
+    monkeypatch.setattr(matrix_args, "workload_spec", spec)
+    table = "".join(
+        f'[variants.o{i}]\nbase = "local"\nenv = {{ X = "{i}" }}\n' for i in range(count)
+    )
+    path = _write(tmp_path, table)
+    names = ",".join(f"o{i}" for i in range(count))
+    argv = ["compare", "--dry-run", "--variants-file", str(path), "--variants", names]
+    argv += ["--threads", "1", "--workloads", "mnist_cnn", "--repeats", "2", "--quick"]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert f"dry run: {2 * count} cells" in capsys.readouterr().out
+    assert calls["read"] == 1 and calls["resolve"] == 1
+
+
+def test_get_variants_resolves_overlay_chains_like_get_variant(tmp_path: Path) -> None:
+    path = _write(tmp_path, '[variants.a]\nbase = "local"\nenv = { A = "1" }\n')
+    many = variants.get_variants(["a", "local+a", "local+onednn-off+a"], path)
+    assert list(many) == ["a", "local+a", "local+onednn-off+a"]
+    for name, variant in many.items():
+        assert variant == variants.get_variant(name, path)
+    assert many["local+onednn-off+a"].env["TF_ENABLE_ONEDNN_OPTS"] == "0"
+    with pytest.raises(UserError, match="'b' is not an overlay"):
+        variants.get_variants(["a", "local+b"], path)

@@ -137,7 +137,7 @@ def build_spec(
     """MatrixSpec + the variant objects, from args (missing args taken from a stored run
     when resuming); ``pricing`` gives a GPU variant its instance's vCPU count."""
     from tfvariants.plan.spec import MatrixSpec, logical_cpus
-    from tfvariants.variants import get_variant
+    from tfvariants.variants import get_variants
 
     stored = stored or {}
     sopts = stored.get("options") or {}
@@ -178,7 +178,7 @@ def build_spec(
     quick = bool(args.quick or sopts.get("quick"))
     per_workload = {w: quick_scale(w) for w in workloads} if quick else None
     options = rounds.training_options(args, stored, repeats=repeats, per_workload=per_workload)
-    variant_objs = {v: get_variant(v, args.variants_file) for v in variants}
+    variant_objs = get_variants(variants, args.variants_file)
     info = {v: {"kind": o.kind, "device": o.device} for v, o in variant_objs.items()}
     # A resume keeps the stored thread counts of fixed-thread variants.
     fixed = dict(stored.get("fixed_threads") or {}) if args.variants is None else {}

@@ -90,12 +90,15 @@ def placement(spec: Any, pricing: Any) -> dict[tuple[str, int], Any]:
 
 
 def _shape_for(spec: Any) -> Any:
-    """What a cell of each workload trains (for rough times): its SPEC and the options."""
+    """What a cell of each workload trains (for rough times): its SPEC and the options,
+    worked out once per workload (not per cell: 10,000 variants make 100,000 cells)."""
+    import functools
     import math
 
     from tfvariants.analyze.cost.estimate import CellShape
     from tfvariants.commands.matrix_args import run_options_for, workload_spec
 
+    @functools.cache
     def shape(workload: str) -> CellShape:
         ws = workload_spec(workload)
         batch = int(ws.get("batch_size") or 128)

@@ -120,7 +120,7 @@ def build_serve_spec(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     """ServeSpec + variant objects; every value checked before anything is written."""
     from tfvariants.plan.serve import ServeSpec
     from tfvariants.plan.spec import logical_cpus
-    from tfvariants.variants import get_variant
+    from tfvariants.variants import get_variants
 
     v = resolved(args)
     model_names, scenarios, paths, input_shape = _axes(args, v)
@@ -134,7 +134,7 @@ def build_serve_spec(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     repeats = parse_positive("repeats", str(v["repeats"]))
     options = _serving_options(args, v, repeats, input_shape)
     batching = parse_batching(str(v["max_batch_size"]), str(v["batch_timeout"]))
-    variant_objs = {name: get_variant(name, args.variants_file) for name in variants}
+    variant_objs = get_variants(variants, args.variants_file)
     info = {n: {"kind": o.kind, "device": o.device} for n, o in variant_objs.items()}
     spec = ServeSpec(
         tuple(variants),

@@ -104,12 +104,12 @@ def build(names: list[str], variants_file: str | None = None) -> int:
     from rich.markup import escape
 
     from tfvariants.errors import UserError
-    from tfvariants.variants import get_variant
+    from tfvariants.variants import get_variants
 
     if not names:
         raise UserError("variants build: name at least one variant (e.g. tf-2.18)")
     console = Console(stderr=True, soft_wrap=True, highlight=False)
-    variants = [get_variant(name, variants_file) for name in names]  # all checked first
+    variants = list(get_variants(names, variants_file).values())  # all checked first
     for variant in variants:
         console.print(f"[bold]{escape(variant.name)}[/]: building ({variant.kind})")
 
@@ -126,13 +126,13 @@ def census(names: list[str], variants_file: str | None, full: bool, as_json: boo
     import sys
 
     from tfvariants.errors import UserError
-    from tfvariants.variants import get_variant
+    from tfvariants.variants import get_variants
     from tfvariants.variants.census import variant_census
     from workloads import isacensus
 
     if not names:
         raise UserError("variants census: name at least one variant (e.g. intel-avx512-2.14)")
-    variants = [get_variant(name, variants_file) for name in names]  # all checked first
+    variants = list(get_variants(names, variants_file).values())  # all checked first
     results = []
     for variant in variants:
         try:

@@ -15,6 +15,7 @@ from tfvariants.variants.registry import (
     Variant,
     ensure_built,
     get_variant,
+    get_variants,
     load_variants,
     skip_reason,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "Variant",
     "ensure_built",
     "get_variant",
+    "get_variants",
     "load_variants",
     "skip_reason",
 ]
