@@ -71,3 +71,45 @@ def test_env_no_tf_json(capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["host"]["topology"]["logical_cpus"] >= 1
     assert "1" in data["host"]["pinning_plans"]
+
+
+def _no_tensorflow_here(monkeypatch, tmp_path):
+    """This interpreter, as if TensorFlow were not installed (`pip install .` alone)."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+
+    def find_spec(name, *args):
+        return None if name == "tensorflow" else real(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    return []
+
+
+def _venv_without_tensorflow(monkeypatch, tmp_path):
+    """A venv variant whose interpreter exists but finds no TensorFlow."""
+    fake = tmp_path / "bin" / "python"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\nexit 1\n")
+    fake.chmod(0o755)
+    toml = tmp_path / "v.toml"
+    toml.write_text(f'[variants.old]\nkind = "venv"\npython = "{fake}"\n')
+    return ["--variant", "old", "--variants-file", str(toml)]
+
+
+@pytest.mark.parametrize(
+    ("setup", "name"), [(_no_tensorflow_here, "local"), (_venv_without_tensorflow, "old")]
+)
+def test_run_refuses_a_variant_that_is_not_ready_before_writing(
+    tmp_path, monkeypatch, capsys, setup, name
+):
+    """Not a failed cell after the fact: one line, exit 2, no run folder at all."""
+    argv = ["run", "mnist_mlp", "--threads", "1", *setup(monkeypatch, tmp_path)]
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)  # the default --out (results/run-...) lands here
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"tfvariants: error: variant '{name}' is not ready: no TensorFlow in")
+    assert err.count("\n") == 1
+    assert list(work.iterdir()) == []

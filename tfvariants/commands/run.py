@@ -8,7 +8,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfvariants.commands import common
 from tfvariants.commands.outdir import check_writable, default_run_dir, out_dir
@@ -16,6 +16,9 @@ from tfvariants.errors import UserError
 from tfvariants.options import argtypes, declare
 from tfvariants.options.cell import CELL, CellOptions
 from tfvariants.store.runfolder import RunFolder
+
+if TYPE_CHECKING:
+    from tfvariants.variants import Variant
 
 
 def register(sub: Any) -> None:
@@ -65,6 +68,31 @@ def validate_workload(name: str) -> str:
     return name
 
 
+def ready_variant(variant: Variant, engine: str | None) -> Variant:
+    """The variant with ``--engine`` applied, refused up front (one line, exit 2, before
+    anything is written) when it cannot run here: its backend, interpreter, environment
+    or image is missing. A requirement-spec variant is built on first use (cached). One
+    that is skipped on this host (a GPU variant without a GPU, a binary for instructions
+    this CPU lacks) is let through: its cell is recorded as skipped with the reason."""
+    from tfvariants.variants import ensure_built, skip_reason
+
+    if engine and variant.kind == "image":
+        variant = dataclasses.replace(variant, engine=engine)
+    if skip_reason(variant):
+        return variant
+
+    def log(line: str) -> None:
+        print(f"  {variant.name}: {line}", file=sys.stderr)
+
+    done = ensure_built(variant, log)
+    if done:
+        print(f"{variant.name}: {done}", file=sys.stderr)
+    ready, detail = variant.readiness()
+    if not ready:
+        raise UserError(f"variant '{variant.name}' is not ready: {detail}")
+    return variant
+
+
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.markup import escape
@@ -75,26 +103,9 @@ def run(args: argparse.Namespace) -> int:
 
     workload = validate_workload(args.workload)
     variant = get_variant(args.variant, args.variants_file)
-    if args.engine and variant.kind == "image":
-        variant = dataclasses.replace(variant, engine=args.engine)
-    if variant.kind == "image":
-        # Fail before anything is written: a missing image or engine is one line.
-        ready, detail = variant.readiness()
-        if not ready and not variant.device == "gpu":
-            raise UserError(f"variant '{variant.name}' is not ready: {detail}")
-    if variant.kind == "requirements":
-        from tfvariants.variants import ensure_built
-
-        def log(line: str) -> None:
-            print(f"  {variant.name}: {line}", file=sys.stderr)
-
-        done = ensure_built(variant, log)  # first use: build its environment (cached)
-        if done:
-            print(f"{variant.name}: {done}", file=sys.stderr)
-    if variant.kind == "venv" and variant.python and not os.path.exists(variant.python):
-        raise UserError(f"variant '{variant.name}': interpreter not found: {variant.python}")
     out = args.out or default_run_dir(Path(workload).stem)
-    check_writable(out)
+    check_writable(out)  # before a first-use build that may take minutes
+    variant = ready_variant(variant, args.engine)
 
     cell = Cell(variant=variant.name, threads=args.threads, workload=workload, repeat=args.repeat)
     folder = RunFolder(out)
