@@ -492,3 +492,45 @@ def test_a_failed_cells_reason_never_reaches_the_terminal_raw(tmp_path, monkeypa
     out, err = capsys.readouterr()
     assert "\x1b" not in out + err and "\x07" not in out + err
     assert "\\x1b[2Jboom" in out + err
+
+
+def test_a_serving_resume_refuses_another_model_file_under_the_same_ids(
+    tmp_path, monkeypatch, capsys
+):
+    """serve --models m/net.keras records the file's SHA-256 (run.json keeps the name
+    under `models`); resumed from another folder whose m/net.keras differs, it refuses
+    before any cell runs; from where it started, it resumes."""
+    from tfvariants.execute import serve_runner
+    from tfvariants.store import workloadfiles
+
+    calls: list[str] = []
+
+    def crashing_cell(cell, variant, options, folder):  # recorded as a failed cell
+        calls.append(cell.cell_id)
+        raise RuntimeError("no model loaded in this test")
+
+    monkeypatch.setattr(serve_runner, "run_serve_cell", crashing_cell)
+    for where, content in (("a", b"the measured model"), ("b", b"another model")):
+        (tmp_path / where / "m").mkdir(parents=True)
+        (tmp_path / where / "m" / "net.keras").write_bytes(content)
+    argv = ["serve", "--models", "m/net.keras", "--scenarios", "concurrency"]
+    argv += ["--concurrency", "1", "--path", "inprocess", "--threads", "1", "--repeats", "1"]
+    argv += ["--budget", "off", "--pricing", "none", "--out", str(tmp_path / "R")]
+    argv += ["--report", str(tmp_path / "rep" / "index.html")]
+    monkeypatch.chdir(tmp_path / "a")
+    main(argv)
+    assert len(calls) == 1
+    stored = load_run(tmp_path / "R")
+    assert stored["models"] == ["m/net.keras"]
+    assert workloadfiles.run_files(stored) == ["m/net.keras"]
+    assert stored[workloadfiles.FIELD] == {"m/net.keras": workloadfiles.fingerprint("m/net.keras")}
+    calls.clear()
+    capsys.readouterr()
+    monkeypatch.chdir(tmp_path / "b")
+    assert main([*argv, "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "m/net.keras" in err and "not the file this run measured" in err
+    assert calls == []
+    monkeypatch.chdir(tmp_path / "a")  # where it started: the failed cell runs again
+    main([*argv, "--resume"])
+    assert "not the file this run measured" not in capsys.readouterr().err and len(calls) == 1

@@ -312,6 +312,11 @@ def run(args: argparse.Namespace) -> int:
     report_path = args.report or Path("reports") / out.name / "index.html"
     if args.resume and not (out / "run.json").is_file():
         raise UserError(f"--resume: {out / 'run.json'} not found (nothing to resume)")
+    if args.resume:  # its model files are named again: each must be the file it measured
+        from tfvariants.store import workloadfiles
+        from tfvariants.store.runfile import load_run
+
+        workloadfiles.check_recorded(load_run(out), workloadfiles.file_workloads(spec.models))
     check_writable(out)
     common.check_report_outputs(report_path, args.csv, results_dirs=[out])
     _check_loadgen(spec.scenarios, variant_objs)

@@ -130,7 +130,7 @@ def new_run(spec: MatrixPlan[PlannedCell], hosts: list[dict[str, Any]]) -> dict[
     """The run.json record for a new run of ``spec`` on ``hosts``."""
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     matrix = spec.to_json(started)
-    files = workloadfiles.record(matrix.get("workloads") or [])  # what a resume must match
+    files = workloadfiles.record(matrix)  # what a resume must match
     return {
         "schema_version": RUN_SCHEMA_VERSION,
         "kind": RUN_KIND,
