@@ -158,7 +158,7 @@ CPU = theory.Cpu(
 
 
 def _fake_probe(calls: list):
-    def probe(variant, plan):
+    def probe(variant, plan, priority="normal"):
         calls.append((variant.name, plan.threads))
         isa = "Intel SSE4.1" if variant.env.get("ONEDNN_MAX_CPU_ISA") else "Intel AVX2"
         return {
@@ -439,6 +439,76 @@ def test_run_probe_launches_the_variant_pinned_and_reads_its_result(
     plan = peakrun.plan_pinning(1, TOPO)
     got = peakrun.run_probe(Variant("v", "venv", python=str(script)), plan)
     if why is None:
+        assert got.pop("priority")["requested"] == "normal"  # what it ran at, read back
         assert got == {"measured": True, "gflops_per_s": 7.0, "affinity": [0]}
     else:
         assert got == {"measured": False, "why": why}
+
+
+@pytest.mark.parametrize("priority", ["raised", "normal"])
+def test_run_probe_runs_at_the_runs_priority(tmp_path, monkeypatch, priority):
+    """The probe's worker is launched at the priority its cells run at, and records
+    what it got (runner.Launch and read_back, as for a cell)."""
+    from tfvariants.execute import runner
+
+    script = tmp_path / "python"
+    script.write_text('#!/bin/sh\necho "{\\"measured\\": true, \\"gflops_per_s\\": 7.0}" > "$4"\n')
+    script.chmod(0o755)
+    monkeypatch.delenv("TFV_NO_REAL_WORKERS")
+    launched: list = []
+    real_watch = runner.watch
+
+    def watch(launch, timeout_s, sink):
+        launched.append(launch)
+        return real_watch(launch, timeout_s, sink)
+
+    monkeypatch.setattr(runner, "watch", watch)
+    plan = peakrun.plan_pinning(1, TOPO)
+    got = peakrun.run_probe(Variant("v", "venv", python=str(script)), plan, priority=priority)
+    assert [launch.priority for launch in launched] == [priority]
+    assert got["measured"] and got["priority"]["requested"] == priority
+
+
+def test_measure_all_probes_at_the_given_priority(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(peakrun, "known_compiled_for", lambda v: None)
+    monkeypatch.setattr(peakrun, "binary_identity", lambda v: "sha256:abc")
+    monkeypatch.setattr(peakrun, "read_topology", lambda: TOPO)
+    monkeypatch.setattr(peakrun.theory, "read_cpu", lambda: CPU)
+    asked: list = []
+
+    def probe(variant, plan, priority="normal"):
+        asked.append((plan.threads, priority))
+        return {"measured": True, "gflops_per_s": 5.0, "priority": {"requested": priority}}
+
+    monkeypatch.setattr(peakrun, "run_probe", probe)
+    local = Variant("local", "local")
+    got = peakrun.measure_all({"local": local}, [("local", 1), ("local", 2)], priority="raised")
+    assert asked == [(1, "raised"), (2, "raised")]
+    assert got["local"]["2"]["priority"] == {"requested": "raised"}
+
+
+@pytest.mark.parametrize("priority", ["raised", "normal"])
+def test_compare_probes_peaks_at_its_priority(tmp_path, monkeypatch, priority):
+    from test_compare import FakeRunCell
+
+    from tfvariants.cli import main
+    from tfvariants.commands import compare
+    from tfvariants.execute import runner
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(compare, "probe_variants", lambda *a, **k: None)
+    monkeypatch.setattr(peakrun, "binary_identity", lambda v: "sha256:abc")
+    asked: list = []
+
+    def probe(variant, plan, priority="normal"):
+        asked.append(priority)
+        return {"measured": True, "gflops_per_s": 5.0}
+
+    monkeypatch.setattr(peakrun, "run_probe", probe)
+    monkeypatch.setattr(runner, "run_cell", FakeRunCell())
+    argv = ["compare", "--threads", "1", "--workloads", "mnist_cnn", "--repeats", "1"]
+    argv += ["--priority", priority, "--pricing", "none", "--out", "R", "-o", "r.html"]
+    assert main(argv) == 0
+    assert asked == [priority]

@@ -234,12 +234,14 @@ def _check_baseline(baseline: str | None, spec: Any) -> None:
         raise UserError(f"--baseline {baseline}: {parsed[1]} is not one of --threads")
 
 
-def measure_peaks(out: Path, variant_objs: dict[str, Any], configs: list[tuple[str, int]]) -> None:
+def measure_peaks(
+    out: Path, variant_objs: dict[str, Any], configs: list[tuple[str, int]], priority: str
+) -> None:
     """Each configuration's attainable and theoretical peak, into run.json (before its
-    first timed cell; tfvariants.variants.peak)."""
+    first timed cell, at the cells' priority; tfvariants.variants.peak)."""
     from tfvariants.variants.peak import measure_all, store_peaks
 
-    store_peaks(out, measure_all(variant_objs, configs))
+    store_peaks(out, measure_all(variant_objs, configs, priority=priority))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -346,7 +348,7 @@ def _run_matrix(
     )
     store_variant_info(out, spec.variant_info)
     if not (args.no_peak or args.no_probe) and args.executor != "ray":  # cached, like the census
-        measure_peaks(out, variant_objs, spec.configurations())
+        measure_peaks(out, variant_objs, spec.configurations(), spec.options.priority)
     _announce(spec, out, moved, console)
     quiet_gate = rounds.quiet_gate(spec)
     # One stopping rule for both executors; on Ray each round is a wave of tasks.

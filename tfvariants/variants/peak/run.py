@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
@@ -78,10 +79,12 @@ def cache_path(key: dict[str, Any]) -> Path:
     return cache_dir() / f"peak-{digest}.json"
 
 
-def run_probe(variant: Variant, plan: PinPlan) -> dict[str, Any]:
+def run_probe(variant: Variant, plan: PinPlan, priority: str = "normal") -> dict[str, Any]:
     """workloads.peakprobe in a fresh process of the variant, pinned like a cell, run by
     the runner's process handling (its own session, a timeout on the whole group, capped
-    output, nothing it started left running; a container removed)."""
+    output, nothing it started left running; a container removed), at the run's
+    ``priority`` (execute.priority: a probe at normal priority beside raised cells would
+    lose its CPUs to the load they are shielded from, and read a lower peak)."""
     from tfvariants.execute.runner import Launch, watch, worker_env
     from workloads.protocol import WorkerRequest
 
@@ -93,7 +96,8 @@ def run_probe(variant: Variant, plan: PinPlan) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="tfv-peak-") as scratch:
         request = WorkerRequest.probe(str(Path(scratch) / "result.json"))
         cmd, cmd_env = variant.launch(request, env, plan.cpus, Path(scratch), module=MODULE)
-        launch = Launch(cmd, cmd_env, cpus=plan.cpus if on_host else (), on_host=on_host)
+        cpus = plan.cpus if on_host else ()
+        launch = Launch(cmd, cmd_env, cpus=cpus, priority=priority, on_host=on_host)
         outcome = watch(launch, TIMEOUT_S, io.BytesIO())
         if outcome.start_error is not None:
             return {"measured": False, "why": f"cannot start the peak probe: {outcome.start_error}"}
@@ -105,6 +109,8 @@ def run_probe(variant: Variant, plan: PinPlan) -> dict[str, Any]:
             why = f"peak probe failed ({outcome.exit_code}): {tail[0]}"
             return {"measured": False, "why": why}
         data: dict[str, Any] = json.loads(result.read_text())
+        if outcome.priority is not None:  # what it ran at, as a cell records it
+            data["priority"] = outcome.priority.to_json()
         return data
 
 
@@ -132,6 +138,7 @@ def record(
         # what the probe ran with, read back inside it (the pinning is the cell's)
         "applied": {k: probed.get(k) for k in ("affinity", "intra_op", "inter_op")},
         "why": probed.get("why"),
+        "priority": probed.get("priority"),
         "cpu_model": cpu.model_name,
     }
     if variant.device == "gpu":
@@ -153,9 +160,10 @@ def measure(
     probe: Probe | None = None,
     log: Log = lambda _m: None,
     binary: str | None = None,
+    priority: str = "normal",
 ) -> dict[str, Any]:
-    """One variant's peaks at ``threads``: from the cache, else probed (then cached).
-    ``binary``: its binary_identity when the caller already has it."""
+    """One variant's peaks at ``threads``: from the cache, else probed (then cached) at
+    the run's ``priority``. ``binary``: its binary_identity when the caller has it."""
     from tfvariants.variants import skip_reason
 
     topology = topology or read_topology()
@@ -170,7 +178,7 @@ def measure(
     if cached is not None and not _again(cached):
         return {**record(cached, variant, plan, topology, cpu), "cached": True}
     log(f"peak probe: {variant.name} at {threads} thread(s) (once per binary and CPU set)")
-    probed = (probe or run_probe)(variant, plan)
+    probed = (probe or functools.partial(run_probe, priority=priority))(variant, plan)
     if cached is not None:  # a disturbed peak probed again: the better one is the peak
         probed = _better(cached, probed)
     if path is not None and probed.get("measured"):
@@ -202,9 +210,14 @@ def _read(path: Path) -> dict[str, Any] | None:
 
 
 def measure_all(
-    variants: dict[str, Variant], configurations: Iterable[tuple[str, int]], log: Log | None = None
+    variants: dict[str, Variant],
+    configurations: Iterable[tuple[str, int]],
+    log: Log | None = None,
+    *,
+    priority: str = "normal",
 ) -> dict[str, dict[str, Any]]:
-    """{variant: {threads (as text): peaks}} for every configuration of a matrix."""
+    """{variant: {threads (as text): peaks}} for every configuration of a matrix, each
+    probe at the priority its cells run at (the run's ``priority``)."""
     say = log or (lambda m: print(m, file=sys.stderr))
     topology, cpu = read_topology(), theory.read_cpu()
     out: dict[str, dict[str, Any]] = {}
@@ -215,7 +228,13 @@ def measure_all(
             if name not in binaries:
                 binaries[name] = binary_identity(variant)
             found = measure(
-                variant, threads, topology=topology, cpu=cpu, log=say, binary=binaries[name]
+                variant,
+                threads,
+                topology=topology,
+                cpu=cpu,
+                log=say,
+                binary=binaries[name],
+                priority=priority,
             )
             out.setdefault(name, {})[str(threads)] = found
     return out
