@@ -376,3 +376,130 @@ def test_an_unprivileged_user_with_an_ambient_cap_sys_nice_gets_raised_workers()
     assert capable["autogroup_nice"] == -20 and capable["nice"] == -20
     assert capable["shielded"] is True and capable["mechanism"] == "cap_sys_nice"
     assert capable["advice"] is None
+
+
+# ---- cgroup v2: a delegated CPU controller (a fake /sys/fs/cgroup; this host has v1) ----
+
+APP = "/user.slice/user-1000.slice/user@1000.service/app.slice"
+
+
+def v2_tree(tmp_path: Path, subtree: str = "cpu memory pids", sibling: int = 100) -> Path:
+    """A user session's app.slice (delegated: the user's manager made it) holding the
+    terminal's scope the run starts in and another app's scope."""
+    root = tmp_path / "cgroup"
+    app = root / APP.strip("/")
+    for scope, weight in (("term.scope", 100), ("other.scope", sibling)):
+        (app / scope).mkdir(parents=True)
+        (app / scope / "cpu.weight").write_text(f"{weight}\n")
+    (app / "cgroup.subtree_control").write_text(subtree + "\n")
+    (app / "cgroup.procs").write_text("")
+    (root / "cgroup.subtree_control").write_text("cpu memory pids\n")
+    return root
+
+
+def v2_proc(tmp_path: Path, own: str = f"0::{APP}/term.scope\n") -> Path:
+    proc = tmp_path / "proc"
+    (proc / "self").mkdir(parents=True)
+    (proc / "self" / "cgroup").write_text(own)
+    (proc / "sys" / "kernel").mkdir(parents=True)
+    (proc / "sys" / "kernel" / "sched_autogroup_enabled").write_text("1\n")
+    return proc
+
+
+def test_v2_detection_and_advice_with_a_fake_tree(tmp_path, monkeypatch):
+    root, proc = v2_tree(tmp_path), v2_proc(tmp_path)
+    why = priority.autogroup_applies(proc, root)
+    assert why == f"the CPU cgroup {APP}/term.scope decides, not autogroup"
+    assert priority.own_cgroup(proc) == f"{APP}/term.scope"
+    (proc / "7").mkdir()
+    (proc / "7" / "autogroup").write_text("/autogroup-9 nice 0\n")
+    (proc / "7" / "cgroup").write_text(f"0::{APP}/term.scope\n")
+    monkeypatch.setattr(priority, "_PROC", proc)
+    monkeypatch.setattr(priority, "_CGROUP", root)
+    got = priority.read_back(7, "raised", why, grant(0))  # no cell group: the run's weight
+    assert (got.mechanism, got.value, got.shielded) == ("cgroup_weight", 100, False)
+    assert "systemd-run --user --scope -p CPUWeight=" in got.advice
+
+
+def test_a_delegated_v2_parent_gives_the_worker_its_own_weighted_cgroup(tmp_path, monkeypatch):
+    root, proc = v2_tree(tmp_path), v2_proc(tmp_path)
+    app = root / APP.strip("/")
+    stale = app / f"{priority.CELL_GROUP_PREFIX}999999999-0a0b0c0d"  # a killed run's
+    live = app / f"{priority.CELL_GROUP_PREFIX}4242-0a0b0c0d"  # a running run's
+    stale.mkdir()
+    live.mkdir()
+    (proc / "4242").mkdir()
+    group = priority.make_cell_group(proc, root)
+    assert group is not None and group.path.parent == app
+    assert group.path.name.startswith(f"{priority.CELL_GROUP_PREFIX}{os.getpid()}-")
+    assert (group.path / "cpu.weight").read_text() == f"{priority.CELL_WEIGHT}\n"
+    assert group.relative == f"{APP}/{group.path.name}" and group.others == 100
+    assert not stale.exists() and live.exists()
+    # the worker in it: recorded as the cgroup_weight mechanism, shielded (1 % for others)
+    (proc / "7").mkdir()
+    (proc / "7" / "cgroup").write_text(f"0::{group.relative}\n")
+    monkeypatch.setattr(priority, "_PROC", proc)
+    got = priority.read_back(7, "raised", "the CPU cgroup decides", grant(0), cell_group=group)
+    assert (got.mechanism, got.value, got.shielded, got.why) == (
+        "cgroup_weight",
+        priority.CELL_WEIGHT,
+        True,
+        None,
+    )
+    # removed after the cell (the kernel's interface files go with the directory)
+    for name in ("cpu.weight",):
+        (group.path / name).unlink()
+    assert group.remove() is None and not group.path.exists()
+
+
+def test_a_heavy_sibling_cgroup_leaves_the_cell_unshielded(tmp_path, monkeypatch):
+    root, proc = v2_tree(tmp_path, sibling=5000), v2_proc(tmp_path)
+    group = priority.make_cell_group(proc, root)
+    assert group is not None and group.others == 5000
+    (proc / "7").mkdir()
+    (proc / "7" / "cgroup").write_text(f"0::{group.relative}\n")
+    monkeypatch.setattr(priority, "_PROC", proc)
+    got = priority.read_back(7, "raised", "the CPU cgroup decides", grant(0), cell_group=group)
+    assert got.mechanism == "cgroup_weight" and got.shielded is False
+    assert got.why == "a sibling cgroup at cpu.weight 5000 keeps 33%"
+
+
+@pytest.mark.parametrize(
+    ("own", "subtree", "writable"),
+    [
+        (f"0::{APP}/term.scope\n", "memory pids", True),  # no CPU controller: weights idle
+        (f"0::{APP}/term.scope\n", "cpu memory", False),  # not delegated to this user
+        ("4:memory:/x\n1:cpu,cpuacct:/\n0::/\n", "cpu", True),  # cgroup v1 places the CPU
+        ("0::/\n", "cpu", True),  # the root: autogroup decides
+    ],
+)
+def test_no_cell_cgroup_where_it_cannot_be_made(tmp_path, monkeypatch, own, subtree, writable):
+    root, proc = v2_tree(tmp_path, subtree), v2_proc(tmp_path, own)
+    if not writable:  # as root every path is writable: what a user without delegation sees
+        monkeypatch.setattr(priority.os, "access", lambda path, mode: False)
+    assert priority.make_cell_group(proc, root) is None
+    assert not list((root / APP.strip("/")).glob(f"{priority.CELL_GROUP_PREFIX}*"))
+
+
+def test_a_raised_worker_joins_its_cell_cgroup_before_exec_and_it_is_removed(tmp_path, monkeypatch):
+    """Through the runner: the group is made before the worker starts, the worker moves
+    itself in before exec (it writes "0" to the group's cgroup.procs), and the group is
+    removed once the cell has ended."""
+    from tfvariants.execute import runner
+
+    root = v2_tree(tmp_path)
+    monkeypatch.setattr(priority, "_CGROUP", root)
+    monkeypatch.setattr(priority, "own_cgroup", lambda proc=None: f"{APP}/term.scope")
+    monkeypatch.setattr(runner, "_autogroup_applies", lambda: "the CPU cgroup decides")
+    removed: list[Path] = []
+    monkeypatch.setattr(priority.CellGroup, "remove", lambda self: removed.append(self.path))
+    result = run_stub(tmp_path, "raised")
+    assert result["status"] == "ok"
+    groups = list((root / APP.strip("/")).glob(f"{priority.CELL_GROUP_PREFIX}*"))
+    assert len(groups) == 1 and removed == groups
+    assert (groups[0] / "cgroup.procs").read_text() == "0\n"  # written by the worker
+    # a normal-priority worker gets none
+    removed.clear()
+    (tmp_path / "n").mkdir()
+    assert run_stub(tmp_path / "n", "normal")["status"] == "ok"
+    assert removed == [] and len(list(groups[0].parent.glob("tfvariants-cell-*"))) == 1

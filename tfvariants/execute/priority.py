@@ -23,14 +23,24 @@ controller of cgroups places processes (cgroup v2 desktops: autogroup then does 
 apply; there the weight of the cgroup the run was started in decides, and it is
 recorded), nor against a hypervisor's steal: the cell's own measurement of others'
 share stays the judge (tfvariants.store.cellresult).
+
+Where the CPU controller of cgroup v2 decides and the cgroup the run was started in sits
+in a parent delegated to this user (a systemd user session's ``app.slice``: the user's
+own manager made it, so the user may create cgroups there and move processes between
+them), a raised worker gets a cgroup of its own beside the run's, at a high
+``cpu.weight`` (:func:`make_cell_group`): what ``systemd-run --user --scope -p
+CPUWeight=...`` would do, without a user manager. It competes with its siblings (the
+user's other terminals and apps) by weight, and is removed after the cell.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import pwd
 import resource
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -52,6 +62,10 @@ _EAGAIN_TRIES = 4  # the kernel sets an autogroup's nice at most every 100 ms (n
 
 _PROC = Path("/proc")
 _CGROUP = Path("/sys/fs/cgroup")
+# cgroup v2's highest cpu.weight, for a cell's own cgroup: a sibling at the default 100
+# keeps 1 % of a contested CPU.
+CELL_WEIGHT = 10000
+CELL_GROUP_PREFIX = "tfvariants-cell-"  # + the run's pid + a random tag
 
 
 @dataclass(frozen=True)
@@ -210,6 +224,121 @@ def cgroup_weight(pid: int) -> int | None:
         return None
 
 
+@dataclass(frozen=True)
+class CellGroup:
+    """A cell's own cgroup v2 (made by :func:`make_cell_group`) at ``weight``; ``others``
+    is the heaviest cpu.weight among its siblings when it was made."""
+
+    path: Path
+    relative: str  # as /proc/PID/cgroup names it: "/user.slice/.../tfvariants-cell-..."
+    weight: int
+    others: int
+
+    def join(self) -> None:
+        """In the worker, before exec: move itself (and so all it starts) into the group.
+        Best effort (no exception may leave a preexec function); read_back checks."""
+        try:
+            (self.path / "cgroup.procs").write_text("0\n")
+        except OSError:
+            pass
+
+    def holds(self, pid: int, proc: Path | None = None) -> bool:
+        """Whether ``pid`` runs in this group."""
+        try:
+            lines = ((proc or _PROC) / str(pid) / "cgroup").read_text().splitlines()
+        except OSError:
+            return False
+        return f"0::{self.relative}" in lines
+
+    def remove(self) -> str | None:
+        """After the cell, once nothing of it runs: remove the group; why not, if not."""
+        try:
+            self.path.rmdir()
+        except OSError as exc:
+            return f"cannot remove the cell's cgroup {self.path}: {exc.strerror}"
+        return None
+
+
+def own_cgroup(proc: Path | None = None) -> str | None:
+    """This process's cgroup v2 path ("/user.slice/..."), or None: no cgroups, or the
+    CPU controller of cgroup v1 places it."""
+    try:
+        lines = ((proc or _PROC) / "self" / "cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    found = None
+    for line in lines:
+        _, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        if "cpu" in controllers.split(","):
+            return None
+        if line.startswith("0::"):
+            found = path
+    return found
+
+
+def _weight(path: Path) -> int | None:
+    try:
+        return int((path / "cpu.weight").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def make_cell_group(proc: Path | None = None, root: Path | None = None) -> CellGroup | None:
+    """A cgroup for one raised worker, beside the one the run was started in, at
+    CELL_WEIGHT; None where that cannot be done: no cgroup v2 CPU controller in the
+    parent (then its weight would decide nothing), or a parent not delegated to this
+    user (it may not create cgroups there, or move processes into them)."""
+    proc, root = proc or _PROC, root or _CGROUP
+    path = own_cgroup(proc)
+    if not path or path == "/":
+        return None
+    parent = (root / path.strip("/")).parent
+    try:
+        if "cpu" not in (parent / "cgroup.subtree_control").read_text().split():
+            return None
+    except OSError:
+        return None
+    # Moving a process needs write access to the common ancestor's cgroup.procs.
+    if not (os.access(parent, os.W_OK | os.X_OK) and os.access(parent / "cgroup.procs", os.W_OK)):
+        return None
+    _remove_stale(parent, proc)
+    group = parent / f"{CELL_GROUP_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
+    try:
+        group.mkdir()
+        (group / "cpu.weight").write_text(f"{CELL_WEIGHT}\n")
+    except OSError:
+        with contextlib.suppress(OSError):
+            group.rmdir()
+        return None
+    siblings = [_weight(p) for p in parent.iterdir() if p.is_dir() and p != group]
+    others = max([w for w in siblings if w is not None], default=CGROUP_DEFAULT_WEIGHT)
+    relative = "/" + str(group.relative_to(root))
+    return CellGroup(group, relative, CELL_WEIGHT, others)
+
+
+def _remove_stale(parent: Path, proc: Path) -> None:
+    """Empty cell groups a killed run left (its pid is gone): removed, best effort."""
+    for old in parent.glob(f"{CELL_GROUP_PREFIX}*"):
+        pid = old.name[len(CELL_GROUP_PREFIX) :].split("-")[0]
+        if pid.isdigit() and not (proc / pid).exists():
+            with contextlib.suppress(OSError):
+                old.rmdir()
+
+
+def _cell_group_priority(cell_group: CellGroup, group: int | None, nice: int | None) -> Priority:
+    """A worker in its own cgroup at a raised weight: shielded when the heaviest sibling
+    keeps at most the share a nice -10 group leaves (the cell's others' share judges the
+    rest: a sibling's own children, a parent's other loads)."""
+    share = cell_group.others / (cell_group.others + cell_group.weight)
+    shielded = share <= others_share_at(SHIELD_NICE)
+    why = (
+        None
+        if shielded
+        else f"a sibling cgroup at cpu.weight {cell_group.others} keeps {share:.0%}"
+    )
+    return Priority("raised", group, nice, shielded, why, "cgroup_weight", cell_group.weight)
+
+
 def _cgroup_priority(pid: int, group: int | None, nice: int | None, why: str) -> Priority:
     """Where the CPU controller of cgroups decides: the weight of the worker's cgroup
     (inherited from the run's) is what counts, recorded; not taken as shielded, as the
@@ -228,11 +357,15 @@ def _cgroup_priority(pid: int, group: int | None, nice: int | None, why: str) ->
 
 
 def read_back(
-    pid: int, requested: str, applies: str | None, grant: Grant | None = None
+    pid: int,
+    requested: str,
+    applies: str | None,
+    grant: Grant | None = None,
+    cell_group: CellGroup | None = None,
 ) -> Priority:
-    """What the worker ``pid`` actually runs at, after :func:`raise_in_child`.
-    ``applies``: :func:`autogroup_applies`, read once per run; ``grant``: what was asked
-    for (:func:`granted` by default)."""
+    """What the worker ``pid`` actually runs at, after :func:`raise_in_child` (and
+    ``cell_group.join``). ``applies``: :func:`autogroup_applies`, read once per run;
+    ``grant``: what was asked for (:func:`granted` by default)."""
     group: int | None = None
     try:
         text = (_PROC / str(pid) / "autogroup").read_text()  # "/autogroup-123 nice -20"
@@ -247,6 +380,8 @@ def read_back(
         return Priority(requested, group, nice, False)
     grant = grant if grant is not None else granted()
     if applies is not None:
+        if cell_group is not None and cell_group.holds(pid):
+            return _cell_group_priority(cell_group, group, nice)
         return _cgroup_priority(pid, group, nice, applies)
     if group is None:
         return Priority(requested, None, nice, False, "the worker's autogroup could not be read")

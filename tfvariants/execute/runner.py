@@ -217,6 +217,8 @@ def watch(launch: Launch, timeout_s: float, sink: IO[bytes]) -> ProcessOutcome:
     A KeyboardInterrupt propagates after the worker's group and leftovers are gone."""
     raise_it = launch.priority == "raised" and launch.on_host
     lowest = prio.granted().nice if raise_it else 0  # read here: preexec runs in the child
+    # Where a cgroup v2 CPU controller decides: the worker's own cgroup, weighted, if allowed.
+    group = prio.make_cell_group() if raise_it and _autogroup_applies() is not None else None
 
     def preexec() -> None:
         _die_with_parent()
@@ -225,6 +227,8 @@ def watch(launch: Launch, timeout_s: float, sink: IO[bytes]) -> ProcessOutcome:
             os.sched_setaffinity(0, launch.cpus)
         if raise_it:  # after setsid: the worker's own session group
             prio.raise_in_child(lowest)
+        if group is not None:
+            group.join()
 
     owned = Ownership()
     log = CappedLog(sink)
@@ -240,13 +244,15 @@ def watch(launch: Launch, timeout_s: float, sink: IO[bytes]) -> ProcessOutcome:
             preexec_fn=preexec,
         )
     except OSError as exc:
+        if group is not None:
+            group.remove()
         reason = f"cannot start worker: {exc.strerror}: {launch.command[0]}"
         return ProcessOutcome(launch.command, None, 0.0, start_error=reason)
     assert proc.stdout is not None
     pump = start_pump(log, proc.stdout.fileno())
     # Read while the worker runs: preexec ran before exec, and Popen returned after it.
     got = (
-        prio.read_back(proc.pid, launch.priority, _autogroup_applies())
+        prio.read_back(proc.pid, launch.priority, _autogroup_applies(), cell_group=group)
         if launch.on_host
         else prio.container(launch.priority)
     )
@@ -255,9 +261,13 @@ def watch(launch: Launch, timeout_s: float, sink: IO[bytes]) -> ProcessOutcome:
     except KeyboardInterrupt:
         stop_groups([proc.pid], lambda wait_s: _exited(proc, wait_s))
         _after(launch, proc, owned, log, pump)
+        if group is not None:
+            group.remove()
         raise
     wall = time.monotonic() - started
     killed = _after(launch, proc, owned, log, pump)
+    if group is not None:  # empty now: everything the cell started is gone
+        group.remove()
     return ProcessOutcome(
         launch.command,
         code,
