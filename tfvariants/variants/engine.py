@@ -198,16 +198,9 @@ def container_command(
     cmd = [engine, "run", "--rm"]
     if name:
         cmd += ["--name", name]
-    cmd += [
-        "--network", "none",
-        "--cpuset-cpus", ",".join(str(cpu) for cpu in cpus),
-        "--security-opt", "no-new-privileges",
-        "--cap-drop", "all",
-        "--read-only",
-        "--tmpfs", "/tmp",
-        *user_flags(engine),
-        "--workdir", CONTAINER_ROOT,
-    ]  # fmt: skip
+    cmd += ["--network", "none", "--cpuset-cpus", ",".join(str(cpu) for cpu in cpus)]
+    cmd += ["--security-opt", "no-new-privileges", "--cap-drop", "all", "--read-only"]
+    cmd += ["--tmpfs", "/tmp", *user_flags(engine), "--workdir", CONTAINER_ROOT]
     for host, target in mounts:
         cmd += ["-v", f"{host}:{target}:ro"]
     cmd += ["-v", f"{scratch}:{CONTAINER_OUT}:rw"]
@@ -222,7 +215,8 @@ def container_command(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m tfvariants.variants.engine``: print the detected engine (used by builds/builds.mk)."""
+    """``python -m tfvariants.variants.engine``: print the detected engine (used by
+    builds/builds.mk)."""
     args = argv or sys.argv[1:]
     engine = detect_engine(args[0] if args else None)
     if engine is None:

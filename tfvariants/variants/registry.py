@@ -30,9 +30,20 @@ DEVICES = ("cpu", "gpu")
 
 # TOML fields a variant table may have; anything else is a typo worth an error.
 FIELDS = (
-    "kind", "base", "python", "image", "engine", "env", "device", "keras", "keras_backend",
-    "requirements", "index_urls", "description", "build",
-)  # fmt: skip
+    "kind",
+    "base",
+    "python",
+    "image",
+    "engine",
+    "env",
+    "device",
+    "keras",
+    "keras_backend",
+    "requirements",
+    "index_urls",
+    "description",
+    "build",
+)
 # An overlay (a table with `base`) changes only these.
 OVERLAY_FIELDS = ("base", "env", "keras", "description")
 # \Z, not $: "$" also matches before a trailing newline, which would reach file names.
@@ -137,8 +148,10 @@ def _from_table(name: str, table: Mapping[str, Any], source: str) -> dict[str, A
             raise bad("base", "must name the variant this overlay applies to")
         extra = [k for k in table if k not in OVERLAY_FIELDS]
         if extra:
-            raise bad(extra[0], f"cannot be set in an overlay (one with 'base'): only "
-                      f"{', '.join(OVERLAY_FIELDS)}")  # fmt: skip
+            raise bad(
+                extra[0],
+                f"cannot be set in an overlay (one with 'base'): only {', '.join(OVERLAY_FIELDS)}",
+            )
     kind = table.get("kind")
     if base is None and kind not in KIND_REGISTRY:
         raise bad("kind", f"must be one of {', '.join(KINDS)} (got {kind!r})")
@@ -350,6 +363,16 @@ BUILTINS: dict[str, Variant] = _resolve(
 )
 
 __all__ = [
-    "BUILTINS", "DEVICES", "FIELDS", "KINDS", "TF_VERSION", "WORKLOADS_PARENT", "Variant",
-    "ensure_built", "get_variant", "get_variants", "load_variants", "skip_reason",
-]  # fmt: skip
+    "BUILTINS",
+    "DEVICES",
+    "FIELDS",
+    "KINDS",
+    "TF_VERSION",
+    "WORKLOADS_PARENT",
+    "Variant",
+    "ensure_built",
+    "get_variant",
+    "get_variants",
+    "load_variants",
+    "skip_reason",
+]
