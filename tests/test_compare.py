@@ -343,7 +343,7 @@ def test_compiled_preset_picks_what_this_cpu_can_run_and_opens_with_the_answer(
     monkeypatch.setattr(compare, "ready_variants", lambda objs, engine: objs)
     fake = VariantSpeedRunCell()
     monkeypatch.setattr(runner, "run_cell", fake)
-    code = main(["compare", "--preset", "compiled", "--repeats", "5",
+    code = main(["compare", "--preset", "compiled", "--repeats", "5", "--budget", "1h",
                  "--out", "results/c"])  # fmt: skip
     assert code == 0
     assert built == ["tf-2.14", "intel-2.14", "intel-avx512-2.14"]  # built before the gate

@@ -1,0 +1,125 @@
+"""`compare --preset compiled`: a dry run that builds nothing, a first look planned to
+fit the budget, the main comparisons first (tfvariants/commands/presets.py,
+tfvariants/rounds/firstlook.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tfvariants.cli import main
+from tfvariants.rounds import firstlook
+
+
+@pytest.fixture
+def host(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
+    """A 2-CPU AVX-512 host on which nothing may be built: ``ensure_built`` records."""
+    import tfvariants.variants as variants_pkg
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("tfvariants.plan.spec.logical_cpus", lambda: 2)
+    built: list[str] = []
+
+    def ensure_built(variant: Any, log: Any) -> None:
+        built.append(variant.name)
+
+    monkeypatch.setattr(variants_pkg, "ensure_built", ensure_built)
+    monkeypatch.setattr(variants_pkg, "skip_reason", lambda v: None)
+    return built
+
+
+def test_a_dry_run_builds_nothing_and_says_what_it_would_build(
+    host: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tfvariants.commands import compare
+    from tfvariants.variants import envbuild
+
+    # Nothing is built yet: every 2.14 environment is missing from the cache.
+    monkeypatch.setattr(envbuild, "built_info", lambda variant: None)
+
+    def no_ready(*a: Any, **k: Any) -> None:
+        raise AssertionError("a dry run reached ready_variants")
+
+    monkeypatch.setattr(compare, "ready_variants", no_ready)  # what compare calls
+    assert main(["compare", "--preset", "compiled", "--dry-run"]) == 0
+    assert host == []  # ensure_built never called
+    captured = capsys.readouterr()
+    for name in ("tf-2.14", "intel-2.14", "intel-avx512-2.14"):
+        assert f"{name}: would build (not done in a dry run): pip install " in captured.err
+    assert "intensorflow" not in captured.err
+    assert "pip install intel-tensorflow-avx512==2.14.0" in captured.err
+    assert "dry run" in captured.out
+    assert not Path("results").exists()
+
+
+def test_the_explanatory_configurations_give_way_to_fit_the_first_look(
+    host: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The default estimate: 6.5 s + 6 s per quick cell. Three builds x 2 workloads x 5
+    # rounds = 375 s fits half of 15 min; with local it would be 500 s: left out.
+    assert main(["compare", "--preset", "compiled", "--dry-run"]) == 0
+    err = capsys.readouterr().err
+    assert (
+        "compiled: left out the explanatory configuration(s) local, isa-sse41, isa-avx2 so "
+        "that the first look of the compiled-vs-stock comparisons fits half the budget (with "
+        "them it would take about 12.5 min; they fit --budget 25m)"
+    ) in err
+    # A larger budget keeps as many as fit half of it.
+    assert main(["compare", "--preset", "compiled", "--dry-run", "--budget", "20m"]) == 0
+    err = capsys.readouterr().err
+    assert "left out the explanatory configuration(s) isa-sse41, isa-avx2 so" in err
+
+
+def test_a_first_look_that_cannot_fit_is_said_in_one_line(
+    host: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["compare", "--preset", "compiled", "--dry-run", "--budget", "5m"]) == 0
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if "first look (" in ln]
+    assert lines == [
+        "compiled: the first look (after 5 more round(s), 30 cells) will take about 6.2 min "
+        "of the 5.0 min budget, leaving little for the adaptive rounds (estimated from 6.5 s "
+        "outside a 6 s steady window per cell)"
+    ]
+
+
+def test_the_preset_states_its_band_and_records_what_is_explanatory(
+    host: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tfvariants.commands import compare
+
+    monkeypatch.setattr(compare, "_run_matrix", _stop)
+    monkeypatch.setattr(compare, "ready_variants", lambda objs, engine: objs)
+    with pytest.raises(_Stopped):
+        main(["compare", "--preset", "compiled", "--budget", "1h", "--out", "results/c"])
+    run = json.loads(Path("results/c/run.json").read_text())
+    assert run["options"]["equivalence_band"] == 0.10
+    assert run["options"]["budget_s"] == 3600
+    preset = run["options"]["preset"]
+    assert preset["explanatory"] == ["local", "isa-sse41", "isa-avx2"]
+    assert preset["band"] == 0.10
+
+
+class _Stopped(Exception):
+    pass
+
+
+def _stop(*args: Any, **kwargs: Any) -> None:
+    from tfvariants.execute.matrix import Matrix
+
+    spec, out = args[1], args[4]
+    Matrix(spec, out).prepare()
+    raise _Stopped
+
+
+def test_stored_times_are_medians_per_workload_and_need_every_workload() -> None:
+    walls = {"a": [10.0, 30.0, 12.0], "b": [4.0]}
+    times = firstlook.stored_times(["a", "b"], walls)
+    assert times is not None and dict(times.per_workload) == {"a": 12.0, "b": 4.0}
+    assert times.round_s(["a", "b"], 3) == 48.0
+    assert firstlook.stored_times(["a", "c"], walls) is None
+    look = firstlook.first_look(times, ["a", "b"], 3, rounds=5, budget_s=480.0)
+    assert (look.cells, look.seconds, look.fits) == (30, 240.0, True)
+    assert not firstlook.first_look(times, ["a", "b"], 3, rounds=5, budget_s=479.0).fits
