@@ -123,3 +123,40 @@ def test_stored_times_are_medians_per_workload_and_need_every_workload() -> None
     look = firstlook.first_look(times, ["a", "b"], 3, rounds=5, budget_s=480.0)
     assert (look.cells, look.seconds, look.fits) == (30, 240.0, True)
     assert not firstlook.first_look(times, ["a", "b"], 3, rounds=5, budget_s=479.0).fits
+
+
+@pytest.mark.parametrize("intel_noise", [0.3, 0.01])
+def test_explanatory_configurations_wait_while_a_main_comparison_is_open(
+    intel_noise: float,
+) -> None:
+    import resultfactory as rf
+
+    from tfvariants.analyze.baseline import parse_baseline
+    from tfvariants.analyze.statistics import adaptive
+    from tfvariants.plan.spec import MatrixSpec
+    from tfvariants.rounds import training as rounds
+
+    variants = ("tf-2.14", "intel-2.14", "isa-sse41")
+    info = {v: {"kind": "requirements", "device": "cpu"} for v in variants}
+    options = {"preset": {"name": "compiled", "explanatory": ["isa-sse41"]}}
+    spec = MatrixSpec(variants, (2,), ("mnist_cnn",), 5, options, info)
+    stored = {}
+    for r in range(5):
+        for v, noise in (("tf-2.14", 0.01), ("intel-2.14", intel_noise), ("isa-sse41", 0.3)):
+            res = rf.make_result(v, 2, "mnist_cnn", r, steady_epoch_s=2.0, noise=noise, seed=r)
+            stored[f"mnist_cnn__{v}__t2__r{r}"] = res
+    hook = rounds.NextRoundHook(
+        spec,
+        adaptive.stopping_rule(5),
+        baseline=parse_baseline("tf-2.14"),
+        min_effect=0.05,
+        confidence=0.95,
+        equivalence_band=0.10,
+    )
+    cells, why = hook(rf.typed(stored))
+    ran = {c.variant for c in cells}
+    if intel_noise > 0.1:  # intel-2.14 vs the stock wheel is open: only it runs again
+        assert ran == {"tf-2.14", "intel-2.14"}
+    else:  # settled: now the explanatory comparison gets its rounds
+        assert ran == {"tf-2.14", "isa-sse41"}
+    assert why == "1 comparison(s) undecided at the look after 5 repeats"
