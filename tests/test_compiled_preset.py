@@ -79,7 +79,7 @@ def test_a_first_look_that_cannot_fit_is_said_in_one_line(
     assert main(["compare", "--preset", "compiled", "--dry-run", "--budget", "5m"]) == 0
     lines = [ln for ln in capsys.readouterr().err.splitlines() if "first look (" in ln]
     assert lines == [
-        "compiled: the first look (after 5 more round(s), 30 cells) will take about 6.2 min "
+        "compare: the first look (after 5 more round(s), 30 cells) will take about 6.2 min "
         "of the 5.0 min budget, leaving little for the adaptive rounds (estimated from 6.5 s "
         "outside a 6 s steady window per cell)"
     ]
@@ -160,3 +160,60 @@ def test_explanatory_configurations_wait_while_a_main_comparison_is_open(
     else:  # settled: now the explanatory comparison gets its rounds
         assert ran == {"tf-2.14", "isa-sse41"}
     assert why == "1 comparison(s) undecided at the look after 5 repeats"
+
+
+@pytest.mark.parametrize(("budget", "said"), [("2m", True), ("10m", False)])
+def test_any_compare_with_a_budget_says_when_its_first_look_cannot_fit(
+    budget: str,
+    said: bool,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    argv = [
+        "compare",
+        "--variants",
+        "local",
+        "--threads",
+        "1,2",
+        "--quick",
+        "--dry-run",
+        "--workloads",
+        "mnist_cnn,cifar10_cnn",
+        "--budget",
+        budget,
+    ]
+    assert main(argv) == 0
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if "first look" in ln]
+    # 2 configurations x 2 workloads x 5 rounds x 12.5 s = 250 s: over half of 2 min.
+    expected = [
+        "compare: the first look (after 5 more round(s), 20 cells) will take about 4.2 min of "
+        "the 2.0 min budget, leaving little for the adaptive rounds (estimated from 6.5 s "
+        "outside a 6 s steady window per cell)"
+    ]
+    assert lines == (expected if said else [])
+
+
+def test_a_resume_times_the_rest_of_its_first_look_from_its_own_cells(tmp_path: Path) -> None:
+    import resultfactory as rf
+
+    from tfvariants.plan.spec import MatrixSpec
+
+    cells = tmp_path / "run" / "cells"
+    cells.mkdir(parents=True)
+    for r in range(2):
+        res = rf.make_result("local", 1, "mnist_cnn", r, steady_epoch_s=2.0)
+        res.setdefault("runner", {})["wall_s"] = 40.0
+        (cells / f"mnist_cnn__local__t1__r{r}.json").write_text(json.dumps(res))
+    info = {"local": {"kind": "local", "device": "cpu"}}
+    options = {"budget_s": 300.0, "min_steady_s": 6.0}
+    spec = MatrixSpec(("local",), (1, 2), ("mnist_cnn",), 5, options, info)
+    said = firstlook.announce(spec, tmp_path / "run", None)
+    # 3 rounds left x 2 configurations x 40 s (this run's own cells) = 240 s > 150 s.
+    assert said == (
+        "the first look (after 3 more round(s), 6 cells) will take about 4.0 min of the "
+        "5.0 min budget, leaving little for the adaptive rounds (estimated from the median "
+        "wall time of this run's earlier cells)"
+    )
+    assert firstlook.announce(spec, None, None) is None  # 12.5 s a cell: 125 s fits

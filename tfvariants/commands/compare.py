@@ -7,6 +7,7 @@ import argparse
 import contextlib
 import dataclasses
 import os
+import sys
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -268,6 +269,10 @@ def run(args: argparse.Namespace) -> int:
     if preset is not None:
         spec = dataclasses.replace(spec, options=dataclasses.replace(spec.options, preset=preset))
     _check_baseline(args.baseline, spec)
+    from tfvariants.rounds.firstlook import announce  # before any cell: issue 25
+
+    if said := announce(spec, args.out if args.resume else None, args.estimate_from):
+        print(f"compare: {said}", file=sys.stderr)
     if args.dry_run:
         return compare_cluster.dry_run(args, spec, pricing, Console(soft_wrap=True))
     if args.executor == "ray":

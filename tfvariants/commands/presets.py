@@ -176,7 +176,7 @@ def _explanatory_that_fit(args: argparse.Namespace, main: int) -> list[str]:
         workloads = parse_names("workloads", args.workloads)
     times = None
     if args.estimate_from is not None:
-        times = firstlook.stored_times(workloads, firstlook.walls_of(args.estimate_from))
+        times = firstlook.stored_times(workloads, firstlook.walls_of(args.estimate_from)[0])
     if times is None:
         steady = args.min_steady_s if args.min_steady_s is not None else QUICK_WINDOW[0]
         times = firstlook.default_times(workloads, steady)
@@ -185,11 +185,7 @@ def _explanatory_that_fit(args: argparse.Namespace, main: int) -> list[str]:
     kept = firstlook.most_that_fit(
         times, workloads, main * per_config, EXPLANATORY, rounds=rounds, budget_s=budget
     )
-    main_look = firstlook.first_look(
-        times, workloads, main * per_config, rounds=rounds, budget_s=budget
-    )
-    if not main_look.fits:
-        print(f"{PRESET}: {main_look.line()}", file=sys.stderr)
+    # (A first look that cannot fit even without them is said by compare: firstlook.announce.)
     left = [n for n in EXPLANATORY if n not in kept]
     if left:
         configs = (main + len(EXPLANATORY)) * per_config

@@ -20,6 +20,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tfvariants.options.training import TrainingOptions
+from tfvariants.plan.spec import MatrixSpec
+
 # What a quick cell paid outside its steady window on a quiet 2-core host (issue 25:
 # import 1.6-1.8 s, build 0.1 s, warm-up 0.9-1.2 s, between epochs 0.6 s, plus the
 # interpreter, the host's wait for quiet and writing the result): 10-12 s cells with a
@@ -59,24 +62,27 @@ def stored_times(
     return CellTimes(per, "the median wall time of this run's earlier cells")
 
 
-def walls_of(folder: Path) -> dict[str, list[float]]:
-    """Successful cells' wall times per workload in a results folder (empty when it has
-    none or cannot be read: the estimate then falls back to the default)."""
+def walls_of(folder: Path) -> tuple[dict[str, list[float]], int]:
+    """Successful cells' wall times per workload in a results folder, and the rounds it
+    holds (empty and 0 when it has none or cannot be read: the estimate then falls back
+    to the default)."""
     from tfvariants.errors import UserError
     from tfvariants.store.cellresult import training
     from tfvariants.store.rundir import load_run_dir
 
     if not (folder / "cells").is_dir():
-        return {}
+        return {}, 0
     try:
         parsed = load_run_dir(folder, allow_mixed_hosts=True).parsed
     except (UserError, OSError):
-        return {}
+        return {}, 0
     out: dict[str, list[float]] = {}
+    rounds = 0
     for r in training(parsed.values()):
+        rounds = max(rounds, r.round + 1)
         if r.ok and r.wall_s is not None and r.wall_s > 0:
             out.setdefault(r.workload, []).append(r.wall_s)
-    return out
+    return out, rounds
 
 
 @dataclass(frozen=True)
@@ -139,3 +145,26 @@ def most_that_fit(
 
 def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
+
+
+def announce(spec: MatrixSpec, out: Path | None, estimate_from: Path | None) -> str | None:
+    """One line when the first look of a run with a budget will not fit its share of
+    the budget (None when it fits, there is no budget, or nothing says how long a cell
+    takes). ``out``: the folder of a resumed run (its cells time the rest), or None."""
+    o = TrainingOptions.of(spec.options)
+    if not o.budget_s:
+        return None
+    walls, stored_rounds = walls_of(out) if out is not None else ({}, 0)
+    rounds = spec.repeats - stored_rounds
+    if rounds <= 0:
+        return None  # the first look is reached: the adaptive rounds hold to the budget
+    times = stored_times(spec.workloads, walls)
+    if times is None and estimate_from is not None:
+        times = stored_times(spec.workloads, walls_of(estimate_from)[0])
+    if times is None and o.epochs is None:  # whole epochs: no default says how long
+        times = default_times(spec.workloads, o.min_steady_s)
+    if times is None:
+        return None
+    configs = len(spec.configurations())
+    look = first_look(times, spec.workloads, configs, rounds=rounds, budget_s=o.budget_s)
+    return None if look.fits else look.line()
