@@ -80,7 +80,7 @@ def test_a_first_look_that_cannot_fit_is_said_in_one_line(
     lines = [ln for ln in capsys.readouterr().err.splitlines() if "first look (" in ln]
     assert lines == [
         "compare: the first look (after 5 more round(s), 30 cells) will take about 6.2 min "
-        "of the 5.0 min budget, leaving little for the adaptive rounds (estimated from 6.5 s "
+        "of the 5.0 min budget, past the budget: no adaptive round will run (estimated from 6.5 s "
         "outside a 6 s steady window per cell)"
     ]
 
@@ -189,7 +189,7 @@ def test_any_compare_with_a_budget_says_when_its_first_look_cannot_fit(
     # 2 configurations x 2 workloads x 5 rounds x 12.5 s = 250 s: over half of 2 min.
     expected = [
         "compare: the first look (after 5 more round(s), 20 cells) will take about 4.2 min of "
-        "the 2.0 min budget, leaving little for the adaptive rounds (estimated from 6.5 s "
+        "the 2.0 min budget, past the budget: no adaptive round will run (estimated from 6.5 s "
         "outside a 6 s steady window per cell)"
     ]
     assert lines == (expected if said else [])
@@ -213,7 +213,8 @@ def test_a_resume_times_the_rest_of_its_first_look_from_its_own_cells(tmp_path: 
     # 3 rounds left x 2 configurations x 40 s (this run's own cells) = 240 s > 150 s.
     assert said == (
         "the first look (after 3 more round(s), 6 cells) will take about 4.0 min of the "
-        "5.0 min budget, leaving little for the adaptive rounds (estimated from the median "
+        "5.0 min budget, leaving less than half of it for the adaptive rounds (estimated from "
+        "the median "
         "wall time of this run's earlier cells)"
     )
     assert firstlook.announce(spec, None, None) is None  # 12.5 s a cell: 125 s fits

@@ -101,10 +101,15 @@ class FirstLook:
 
     def line(self) -> str:
         """One line: how long the first look will take, and why."""
+        if self.seconds > self.budget_s:
+            left = "past the budget: no adaptive round will run"
+        elif self.fits:
+            left = "leaving half of it or more for the adaptive rounds"
+        else:
+            left = "leaving less than half of it for the adaptive rounds"
         return (
             f"the first look (after {self.rounds} more round(s), {self.cells} cells) will take "
-            f"about {_minutes(self.seconds)} of the {_minutes(self.budget_s)} budget, "
-            f"leaving {'little' if not self.fits else 'enough'} for the adaptive rounds "
+            f"about {_minutes(self.seconds)} of the {_minutes(self.budget_s)} budget, {left} "
             f"(estimated from {self.times.source})"
         )
 
