@@ -99,7 +99,16 @@ def test_the_preset_states_its_band_and_records_what_is_explanatory(
     assert run["options"]["budget_s"] == 3600
     preset = run["options"]["preset"]
     assert preset["explanatory"] == ["local", "isa-sse41", "isa-avx2"]
-    assert preset["band"] == 0.10
+    assert preset["band"] == 0.10 and "left_out" not in preset
+
+
+def test_the_answer_box_names_the_explanatory_configurations_left_out() -> None:
+    from tfvariants.analyze.report.compiled import answer
+
+    note = "left out the explanatory configuration(s) local so that ... --budget 25m)"
+    run = {"options": {"preset": {"name": "compiled", "stock": "tf-2.14", "left_out": note}}}
+    lines = answer([], run, 0.05)
+    assert lines is not None and f"The run {note}." in lines
 
 
 class _Stopped(Exception):

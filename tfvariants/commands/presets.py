@@ -95,8 +95,9 @@ def apply(args: argparse.Namespace) -> dict[str, Any] | None:
     if getattr(args, "equivalence_band", None) is None:
         args.equivalence_band = BAND
     explanatory: list[str] = []
+    left_out = None
     if args.variants is None:
-        explanatory = _explanatory_that_fit(args, len(runnable))
+        explanatory, left_out = _explanatory_that_fit(args, len(runnable))
         args.variants = ",".join([*runnable, *explanatory])
     return {
         "name": PRESET,
@@ -104,6 +105,7 @@ def apply(args: argparse.Namespace) -> dict[str, Any] | None:
         "builds": [b for b in COMPILED_BUILDS if b not in skipped],
         "skipped": skipped,
         "explanatory": explanatory,
+        **({"left_out": left_out} if left_out else {}),
         "band": args.equivalence_band,
     }
 
@@ -155,7 +157,7 @@ def _would_build(variant: Variant) -> str:
     )
 
 
-def _explanatory_that_fit(args: argparse.Namespace, main: int) -> list[str]:
+def _explanatory_that_fit(args: argparse.Namespace, main: int) -> tuple[list[str], str | None]:
     """The explanatory configurations whose first look still fits half the budget beside
     the main comparisons' (the answer box is about the main ones: they must not wait
     for the budget's end); what is left out, or a first look that cannot fit, is said in
@@ -167,7 +169,7 @@ def _explanatory_that_fit(args: argparse.Namespace, main: int) -> list[str]:
 
     budget = args.budget or (QUICK_BUDGET_S if args.quick else None)
     if budget is None:
-        return list(EXPLANATORY)  # no budget: every round runs whatever it takes
+        return list(EXPLANATORY), None  # no budget: every round runs whatever it takes
     if args.workloads == "all":
         from workloads import registry
 
@@ -191,14 +193,15 @@ def _explanatory_that_fit(args: argparse.Namespace, main: int) -> list[str]:
         configs = (main + len(EXPLANATORY)) * per_config
         whole = firstlook.first_look(times, workloads, configs, rounds=rounds, budget_s=budget)
         need_min = math.ceil(whole.seconds / firstlook.FIRST_LOOK_SHARE / 60)
-        print(
-            f"{PRESET}: left out the explanatory configuration(s) {', '.join(left)} so that "
+        note = (
+            f"left out the explanatory configuration(s) {', '.join(left)} so that "
             f"the first look of the compiled-vs-stock comparisons fits half the budget "
             f"(with them it would take about {whole.seconds / 60:.1f} min; they fit "
-            f"--budget {need_min}m)",
-            file=sys.stderr,
+            f"--budget {need_min}m)"
         )
-    return kept
+        print(f"{PRESET}: {note}", file=sys.stderr)
+        return kept, note
+    return kept, None
 
 
 def _study(args: argparse.Namespace) -> dict[str, Any]:

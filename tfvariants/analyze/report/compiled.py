@@ -152,6 +152,8 @@ def answer(
             lines.append(f"{name}{built}: {'; '.join(said)}.")
     for name, reason in (preset.get("skipped") or {}).items():
         lines.append(f"{name} was not run: {reason}.")
+    if isinstance(preset.get("left_out"), str):  # the explanatory ones the budget left out
+        lines.append(f"The run {preset['left_out']}.")
     band = max(bands) if bands else None
     if band is not None:
         lines.append(_band_words(band, preset))
