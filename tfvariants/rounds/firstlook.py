@@ -16,6 +16,7 @@ cell pays outside its steady window plus the window itself.
 from __future__ import annotations
 
 import statistics
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -173,3 +174,10 @@ def announce(spec: MatrixSpec, out: Path | None, estimate_from: Path | None) -> 
     configs = len(spec.configurations())
     look = first_look(times, spec.workloads, configs, rounds=rounds, budget_s=o.budget_s)
     return None if look.fits else look.line()
+
+
+def say(spec: MatrixSpec, out: Path | None, estimate_from: Path | None) -> None:
+    """:func:`announce`'s line on stderr, before any cell (a dry run's too)."""
+    said = announce(spec, out, estimate_from)
+    if said:
+        print(f"compare: {said}", file=sys.stderr)
