@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
+
 from tfvariants.analyze.report.compiled import answer
 from tfvariants.analyze.statistics import stats
 from tfvariants.analyze.training.groups import Group, WorkloadReport
@@ -22,11 +24,22 @@ RUN = {
 }
 
 
-def _group(variant: str, median_s: float, disturbed: bool) -> Group:
+def _group(
+    variant: str, median_s: float, disturbed: bool, cmp: stats.Comparison | None = None
+) -> Group:
     raw = {"environment": {"cpu": {"model": "AMD EPYC", "isa_flags": ["avx2", "avx512f"]}}}
-    results = [SimpleNamespace(ok=True, disturbed=disturbed, raw=raw) for _ in range(3)]
+    results = [
+        SimpleNamespace(ok=True, disturbed=disturbed, raw=raw, wall_s=12.0) for _ in range(3)
+    ]
     iv = stats.Interval(median_s, median_s, median_s, "exact", 3)
-    return Group("mnist_cnn", variant, 2, results=results, time=iv)  # type: ignore[arg-type]
+    return Group(
+        "mnist_cnn",
+        variant,
+        2,
+        results=results,
+        time=iv,
+        time_cmp=cmp,  # type: ignore[arg-type]
+    )
 
 
 def test_no_verdict_says_why_and_gives_the_medians_as_such() -> None:
@@ -36,10 +49,10 @@ def test_no_verdict_says_why_and_gives_the_medians_as_such() -> None:
     assert lines is not None
     assert lines[0].startswith("On AMD EPYC, with AVX-512: no verdict")
     assert lines[1] == (
-        "mnist_cnn: intel-avx512-2.14@2 vs tf-2.14@2: no verdict (3 of its 3 and 3 of the "
-        "stock wheel's 3 repeats were disturbed by other processes (others' share above 25 % "
-        "of the pinned CPUs), which verdicts leave out; median time ratio 0.800, not a "
-        "verdict) (compiled for AVX512+FMA+AVX2)."
+        "intel-avx512-2.14 (compiled for AVX512+FMA+AVX2): mnist_cnn intel-avx512-2.14@2 vs "
+        "tf-2.14@2: no verdict (3 of its 3 and 3 of the stock wheel's 3 repeats were disturbed "
+        "by other processes (others' share above 25 % of the pinned CPUs), which verdicts leave "
+        "out; median time ratio 0.800, not a verdict)."
     )
     assert "2017 study" in lines[-1]
 
@@ -48,3 +61,36 @@ def test_only_a_preset_run_has_an_answer() -> None:
     stock = _group("tf-2.14", 100.0, False)
     wr = WorkloadReport("mnist_cnn", [stock], baseline=stock)
     assert answer([wr], {"options": {}}, 0.05) is None
+
+
+def _cmp(verdict: str, lo: float, hi: float, more: int | None) -> stats.Comparison:
+    ratio = stats.Interval((lo + hi) / 2, lo, hi, "hodges-lehmann", 5, 0.984, 5)
+    return stats.Comparison(ratio, verdict, (), more, 0.05, 0.10)
+
+
+@pytest.mark.parametrize(
+    ("verdict", "lo", "hi", "more", "said"),
+    [
+        ("different", 0.70, 0.80, None, "faster by 1.33x (98.4% interval 1.25-1.43x)"),
+        ("equivalent", 0.95, 1.05, None, "equivalent within +/-10% (ratio 1.00, 98.4% interval"),
+        # Two builds + the stock wheel, one workload: a round is 3 cells of 12 s; 9 more
+        # repeats are 324 s: a 6-minute budget.
+        ("undecided", 0.85, 1.12, 9, "undecided: --resume --budget 6m: about 9 more repeats"),
+        ("undecided", 0.85, 1.12, None, "undecided: a quieter machine: at this noise no"),
+    ],
+)
+def test_one_line_per_build_with_the_answer_or_the_next_step(
+    verdict: str, lo: float, hi: float, more: int | None, said: str
+) -> None:
+    run = {"options": {"preset": {**RUN["options"]["preset"], "band": 0.10}}}  # type: ignore[index]
+    run["options"]["preset"]["builds"] = ["intel-avx512-2.14", "intel-2.14"]
+    stock = _group("tf-2.14", 100.0, False)
+    build = _group("intel-avx512-2.14", 80.0, False, _cmp(verdict, lo, hi, more))
+    other = _group("intel-2.14", 100.0, False, _cmp("equivalent", 0.97, 1.02, None))
+    wr = WorkloadReport("mnist_cnn", [stock, build, other], baseline=stock)
+    lines = answer([wr], run, 0.05)
+    assert lines is not None
+    assert lines[1].startswith(f"intel-avx512-2.14: mnist_cnn {said}")
+    assert lines[2].startswith("intel-2.14: mnist_cnn equivalent within +/-10%")
+    assert lines[3].startswith("'Equivalent' means within +/-10% of the stock wheel: the question")
+    assert "near the edge of +/-5 %" in lines[3]

@@ -32,6 +32,7 @@ from tfvariants.options import argtypes, declare
 from tfvariants.options.cell import SCALE
 from tfvariants.options.training import TrainingOptions
 from tfvariants.plan.cell import MAX_THREADS
+from tfvariants.rounds import firstlook
 from tfvariants.store.runfolder import RunFolder
 
 
@@ -270,6 +271,7 @@ def run(args: argparse.Namespace) -> int:
     if preset is not None:
         spec = dataclasses.replace(spec, options=dataclasses.replace(spec.options, preset=preset))
     _check_baseline(args.baseline, spec)
+    firstlook.say(spec, args.out if args.resume else None, args.estimate_from)
     if args.dry_run:
         return compare_cluster.dry_run(args, spec, pricing, Console(soft_wrap=True))
     if args.executor == "ray":

@@ -21,11 +21,15 @@ Options given on the command line win.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfvariants.analyze.report.compiled import PRESET
 from tfvariants.variants.recipes import COMPILED_BUILDS, COMPILED_STOCK
+
+if TYPE_CHECKING:
+    from tfvariants.variants.registry import Variant
 
 STUDY = "study-2017"
 PRESETS = (PRESET, STUDY)
@@ -36,7 +40,19 @@ STUDY_PRICING = "gce-2026"
 DEFAULT_PRICING = "gce-2017"  # compare's --pricing default: the preset replaces only it
 # Today's TensorFlow with oneDNN's kernels capped: what an ISA build changes in oneDNN.
 ISA_CAPS = ("isa-sse41", "isa-avx2")
+# They explain the answer (today's TensorFlow; oneDNN's kernels capped below what this
+# CPU has) and are not what the answer box is about: they run only as far as the budget
+# allows beside the compiled-vs-stock comparisons, and adaptive rounds run them only
+# once those are settled (tfvariants/rounds/training.py).
+EXPLANATORY = ("local", *ISA_CAPS)
 WORKLOADS = "mnist_cnn,cifar10_cnn"
+# "Is compiling worth it?" is answered within +-10 %: equal builds are called
+# "equivalent" in practical time at these machines' noise, while a truth near the edge
+# of +-5 % cannot be settled in practical time (docs/compare.md).
+BAND = 0.10
+# Equivalence within +-10 % at about 4 % noise needs 7-10 repeats per side: looks the
+# quick compare's 10 minutes do not reach with three builds on two workloads.
+BUDGET_S = 900.0
 
 
 def add_option(p: argparse.ArgumentParser) -> None:
@@ -45,8 +61,10 @@ def add_option(p: argparse.ArgumentParser) -> None:
         choices=PRESETS,
         default=None,
         help="compiled: the stock TensorFlow 2.14 wheel against every compiled build "
-        "of it this CPU can run, plus local and the oneDNN ISA caps, on mnist_cnn "
-        "and cifar10_cnn at the quick scale; the report opens with the answer. "
+        "of it this CPU can run, plus local and the oneDNN ISA caps as far as the budget "
+        "allows (default 15m), on mnist_cnn and cifar10_cnn at the quick scale, "
+        "'equivalent' within +/-10%%; the report opens with the answer (a dry run builds "
+        "nothing: it says what it would build). "
         "study-2017: the 2017 study on today's cloud (six workloads, pip, compiled "
         "and gpu, 8-64 vCPUs, gce-2026 spot prices); with --dry-run its bill, with "
         "--executor ray the run",
@@ -55,33 +73,15 @@ def add_option(p: argparse.ArgumentParser) -> None:
 
 def apply(args: argparse.Namespace) -> dict[str, Any] | None:
     """Fill the options the user left out; return what the run records about the preset
-    (None without one). Builds the recipes' environments first: the ISA gate needs them."""
+    (None without one). Builds the recipes' environments first (the ISA gate needs them),
+    except in a dry run, which builds and downloads nothing: it says what it would build."""
     if args.preset is None or args.resume:
         return None
     if args.preset == STUDY:
         return _study(args)
     from tfvariants.plan.spec import logical_cpus
-    from tfvariants.variants import ensure_built, get_variant, skip_reason
 
-    skipped: dict[str, str] = {}
-    runnable = []
-    for name in (COMPILED_STOCK, *COMPILED_BUILDS):
-        variant = get_variant(name, args.variants_file)
-
-        def log(line: str, n: str = name) -> None:
-            print(f"  {n}: {line}", file=sys.stderr)
-
-        done = ensure_built(variant, log)
-        if done:
-            print(f"{name}: {done}", file=sys.stderr)
-        reason = skip_reason(variant)
-        if reason and name != COMPILED_STOCK:
-            print(f"{name}: left out on this host: {reason}", file=sys.stderr)
-            skipped[name] = reason
-        else:
-            runnable.append(name)
-    if args.variants is None:
-        args.variants = ",".join([*runnable, "local", *ISA_CAPS])
+    runnable, skipped = _builds(args)
     if args.workloads is None:
         args.workloads = WORKLOADS
     if args.threads is None:
@@ -90,12 +90,118 @@ def apply(args: argparse.Namespace) -> dict[str, Any] | None:
         args.baseline = COMPILED_STOCK
     if args.epochs is None and args.samples is None:
         args.quick = True
+        if args.budget is None:
+            args.budget = BUDGET_S
+    if getattr(args, "equivalence_band", None) is None:
+        args.equivalence_band = BAND
+    explanatory: list[str] = []
+    left_out = None
+    if args.variants is None:
+        explanatory, left_out = _explanatory_that_fit(args, len(runnable))
+        args.variants = ",".join([*runnable, *explanatory])
     return {
         "name": PRESET,
         "stock": COMPILED_STOCK,
         "builds": [b for b in COMPILED_BUILDS if b not in skipped],
         "skipped": skipped,
+        "explanatory": explanatory,
+        **({"left_out": left_out} if left_out else {}),
+        "band": args.equivalence_band,
     }
+
+
+def _builds(args: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
+    """The stock wheel and the compiled builds this CPU can run (built first), and those
+    it cannot, with why. A dry run builds nothing: a build not made yet is planned (its
+    ISA gate is checked once it is built) and said."""
+    from tfvariants.variants import ensure_built, get_variant, skip_reason
+
+    skipped: dict[str, str] = {}
+    runnable = []
+    for name in (COMPILED_STOCK, *COMPILED_BUILDS):
+        variant = get_variant(name, args.variants_file)
+        if args.dry_run:
+            ready, detail = variant.readiness()
+            if not ready:
+                print(f"{name}: {_would_build(variant)}", file=sys.stderr)
+                runnable.append(name)
+                continue
+            print(f"{name}: ready ({detail})", file=sys.stderr)
+        else:
+
+            def log(line: str, n: str = name) -> None:
+                print(f"  {n}: {line}", file=sys.stderr)
+
+            done = ensure_built(variant, log)
+            if done:
+                print(f"{name}: {done}", file=sys.stderr)
+        reason = skip_reason(variant)
+        if reason and name != COMPILED_STOCK:
+            print(f"{name}: left out on this host: {reason}", file=sys.stderr)
+            skipped[name] = reason
+        else:
+            runnable.append(name)
+    return runnable, skipped
+
+
+def _would_build(variant: Variant) -> str:
+    """What a run would build for this variant (a dry run builds nothing)."""
+    if variant.kind != "requirements":
+        return f"not ready, and not built by tfvariants: {variant.readiness()[1]}"
+    from tfvariants.variants.envbuild import env_dir
+
+    return (
+        f"would build (not done in a dry run): pip install {' '.join(variant.requirements)} "
+        f"into {env_dir(variant)} (the download size is known only once pip resolves "
+        "them); whether this CPU can run it is checked after the build"
+    )
+
+
+def _explanatory_that_fit(args: argparse.Namespace, main: int) -> tuple[list[str], str | None]:
+    """The explanatory configurations whose first look still fits half the budget beside
+    the main comparisons' (the answer box is about the main ones: they must not wait
+    for the budget's end); what is left out, or a first look that cannot fit, is said in
+    one line."""
+    from tfvariants.analyze.statistics.stats import DEFAULT_REPEATS
+    from tfvariants.commands.matrix_args import parse_names
+    from tfvariants.commands.rounds import QUICK_BUDGET_S, QUICK_WINDOW
+    from tfvariants.rounds import firstlook
+
+    budget = args.budget or (QUICK_BUDGET_S if args.quick else None)
+    if budget is None:
+        return list(EXPLANATORY), None  # no budget: every round runs whatever it takes
+    if args.workloads == "all":
+        from workloads import registry
+
+        workloads = list(registry.available())
+    else:
+        workloads = parse_names("workloads", args.workloads)
+    times = None
+    if args.estimate_from is not None:
+        times = firstlook.stored_times(workloads, firstlook.walls_of(args.estimate_from)[0])
+    if times is None:
+        steady = args.min_steady_s if args.min_steady_s is not None else QUICK_WINDOW[0]
+        times = firstlook.default_times(workloads, steady)
+    per_config = len(args.threads)
+    rounds = args.repeats or DEFAULT_REPEATS
+    kept = firstlook.most_that_fit(
+        times, workloads, main * per_config, EXPLANATORY, rounds=rounds, budget_s=budget
+    )
+    # (A first look that cannot fit even without them is said by compare: firstlook.announce.)
+    left = [n for n in EXPLANATORY if n not in kept]
+    if left:
+        configs = (main + len(EXPLANATORY)) * per_config
+        whole = firstlook.first_look(times, workloads, configs, rounds=rounds, budget_s=budget)
+        need_min = math.ceil(whole.seconds / firstlook.FIRST_LOOK_SHARE / 60)
+        note = (
+            f"left out the explanatory configuration(s) {', '.join(left)} so that "
+            f"the first look of the compiled-vs-stock comparisons fits half the budget "
+            f"(with them it would take about {whole.seconds / 60:.1f} min; they fit "
+            f"--budget {need_min}m)"
+        )
+        print(f"{PRESET}: {note}", file=sys.stderr)
+        return kept, note
+    return kept, None
 
 
 def _study(args: argparse.Namespace) -> dict[str, Any]:

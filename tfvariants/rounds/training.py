@@ -118,6 +118,8 @@ class NextRoundHook:
         # The steady window of the rounds after the first look (None: not planned): a
         # value of this run, recorded in run.json "adaptive", never written into the spec.
         self.window_plan: dict[str, Any] | None = None
+        preset = TrainingOptions.of(spec.options).preset or {}
+        self.explanatory = frozenset(preset.get("explanatory") or ())
 
     def __call__(self, stored: Mapping[str, AnyResult]) -> tuple[list[Cell], str]:
         spec, rule = self.spec, self.rule
@@ -127,6 +129,11 @@ class NextRoundHook:
             if TrainingOptions.of(spec.options).plan_window:
                 self.window_plan = plan_window(spec, stored, rule.looks[0])
         open_verdicts = [v for wv in at.verdicts for v in wv.open]
+        # A preset's explanatory configurations wait while a comparison its answer is
+        # about is open: they must not halve the main comparisons' rounds.
+        main = [v for v in open_verdicts if v.config.variant not in self.explanatory]
+        if main:
+            open_verdicts = main
         # Both sides of every open comparison run again.
         active = sorted(
             {k for v in open_verdicts for k in (v.config, v.baseline)}, key=self.order.__getitem__

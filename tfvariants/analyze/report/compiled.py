@@ -8,12 +8,16 @@ study's finding. Plain data (sentences) for the HTML report and the terminal.
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections.abc import Mapping
 from typing import Any
 
-from tfvariants.analyze.report.conclusions import phrase
+from tfvariants.analyze.report import loadlabel
+from tfvariants.analyze.report.conclusions import interval_words
 from tfvariants.analyze.report.fields import get_path
 from tfvariants.analyze.report.format import sig3
+from tfvariants.analyze.statistics.stats import Comparison
 from tfvariants.analyze.training.groups import Group, WorkloadReport
 
 PRESET = "compiled"
@@ -64,10 +68,57 @@ def _no_verdict(g: Group, base: Group) -> str:
     return f"{g.label} vs {base.label}: no verdict ({why}{ratio})"
 
 
+def _round_s(workloads: list[WorkloadReport], names: list[str]) -> float | None:
+    """One adaptive round of the comparisons the answer is about: the median cell wall
+    time of each (workload, build or stock wheel), summed (None: no wall times)."""
+    total = 0.0
+    for wr in workloads:
+        for g in wr.groups:
+            walls = [w for r in g.ok if (w := getattr(r, "wall_s", None)) is not None and w > 0]
+            if g.variant in names and walls:
+                total += statistics.median(walls)
+    return total or None
+
+
+def _next_step(cmp: Comparison, round_s: float | None) -> str:
+    """The single most useful next step of an undecided comparison."""
+    more = cmp.more_repeats
+    if not more:
+        return (
+            "a quieter machine: at this noise no practical number of repeats would settle it "
+            f"(the ratio sits near the {cmp.min_effect:.0%} threshold)"
+        )
+    if round_s is None:
+        return f"--resume with more --budget: about {more} more repeats"
+    minutes = max(1, math.ceil(more * round_s / 60))
+    return f"--resume --budget {minutes}m: about {more} more repeats"
+
+
+def _per_workload(g: Group, base: Group, cmp: Comparison, round_s: float | None) -> str:
+    """One workload's answer for a build: faster/slower by X, equivalent, or undecided
+    with the next step."""
+    r = cmp.ratio
+    if cmp.verdict == "different":
+        if r.value < 1:
+            text = f"faster by {sig3(1 / r.value)}x ({interval_words(r, True)})"
+        else:
+            text = f"slower by {sig3(r.value)}x ({interval_words(r)})"
+    elif cmp.verdict == "equivalent":
+        text = (
+            f"equivalent within +/-{cmp.equivalence_band:.0%} (ratio {sig3(r.value)}, "
+            f"{interval_words(r)}; typical runs)"
+        )
+    else:
+        text = f"undecided: {_next_step(cmp, round_s)} (ratio {sig3(r.value)}, {interval_words(r)})"
+    return loadlabel.qualify(text, g, base)
+
+
 def answer(
     workloads: list[WorkloadReport], run: dict[str, Any], min_effect: float
 ) -> list[str] | None:
-    """The opening sentences of a compiled-preset run; None for any other run."""
+    """The opening sentences of a compiled-preset run (None for any other run): a head,
+    ONE line per compiled build (each workload: faster by X, equivalent within the band,
+    or undecided with the next step), the band and why, the builds not run."""
     options = run.get("options") if isinstance(run.get("options"), dict) else {}
     preset = (options or {}).get("preset")
     if not isinstance(preset, dict) or preset.get("name") != PRESET:
@@ -75,43 +126,65 @@ def answer(
     stock = str(preset.get("stock"))
     builds = [str(b) for b in preset.get("builds") or []]
     info = run.get("variant_info") if isinstance(run.get("variant_info"), dict) else {}
-
-    def built_for(name: str) -> str:
-        value = (info or {}).get(name, {}).get("compiled_for")
-        return f" (compiled for {value})" if value else ""
-
-    lines: list[str] = []
+    round_s = _round_s(workloads, [stock, *builds])
+    answers: dict[str, list[str]] = {b: [] for b in builds}
     verdicts: list[str] = []
+    bands: set[float] = set()
+    lines: list[str] = []
     for wr in workloads:
         base = next((g for g in wr.groups if g.variant == stock and g.time is not None), None)
         if base is None:
             lines.append(f"{wr.name}: the stock wheel {stock} has no successful runs: no answer.")
             continue
         for g in wr.groups:
-            if g.variant not in builds or g.threads != base.threads:
+            if g.variant not in answers or g.threads != base.threads:
                 continue
             if g.time_cmp is None or wr.baseline is not base:
-                lines.append(f"{wr.name}: {_no_verdict(g, base)}{built_for(g.variant)}.")
+                answers[g.variant].append(f"{wr.name} {_no_verdict(g, base)}")
                 continue
             verdicts.append(g.time_cmp.verdict)
-            lines.append(f"{wr.name}: {phrase(g, base, g.time_cmp)}{built_for(g.variant)}.")
+            bands.add(g.time_cmp.equivalence_band)
+            answers[g.variant].append(f"{wr.name} {_per_workload(g, base, g.time_cmp, round_s)}")
+    for name, said in answers.items():
+        compiled_for = (info or {}).get(name, {}).get("compiled_for")
+        built = f" (compiled for {compiled_for})" if compiled_for else ""
+        if said:
+            lines.append(f"{name}{built}: {'; '.join(said)}.")
     for name, reason in (preset.get("skipped") or {}).items():
         lines.append(f"{name} was not run: {reason}.")
-    cpu = _cpu_words(workloads)
-    if verdicts and all(v == "equivalent" for v in verdicts):
-        head = (
-            f"On {cpu}: no compiled build differed from the stock wheel {stock} by more "
-            f"than {min_effect:.0%} (equivalent on every workload)."
-        )
-    elif "different" in verdicts:
-        head = f"On {cpu}: a compiled build differed from the stock wheel {stock} (decided):"
-    elif verdicts:
-        head = f"On {cpu}: compiled builds vs the stock wheel {stock} stayed partly undecided:"
-    else:
-        head = (
-            f"On {cpu}: no verdict on compiled builds vs the stock wheel {stock} from this "
-            "run (below: why, and the medians)."
-        )
+    if isinstance(preset.get("left_out"), str):  # the explanatory ones the budget left out
+        lines.append(f"The run {preset['left_out']}.")
+    band = max(bands) if bands else None
+    if band is not None:
+        lines.append(_band_words(band, preset))
+    head = _head(_cpu_words(workloads), stock, verdicts, band if band is not None else min_effect)
     from tfvariants.analyze.training.roofline import headroom  # each build's distance to the peak
 
     return [head, *lines, *headroom(workloads, run, [stock, *builds]), STUDY]
+
+
+def _head(cpu: str, stock: str, verdicts: list[str], band: float) -> str:
+    if verdicts and all(v == "equivalent" for v in verdicts):
+        return (
+            f"On {cpu}: no compiled build differed from the stock wheel {stock} by more "
+            f"than {band:.0%} (equivalent on every workload)."
+        )
+    if "different" in verdicts:
+        return f"On {cpu}: a compiled build differed from the stock wheel {stock} (decided):"
+    if verdicts:
+        return f"On {cpu}: compiled builds vs the stock wheel {stock} stayed partly undecided:"
+    return (
+        f"On {cpu}: no verdict on compiled builds vs the stock wheel {stock} from this "
+        "run (below: why, and the medians)."
+    )
+
+
+def _band_words(band: float, preset: Mapping[str, Any]) -> str:
+    """The band the answer uses, and why (the preset's own: +-10 %)."""
+    if preset.get("band") is not None and abs(float(preset["band"]) - band) < 1e-12:
+        return (
+            f"'Equivalent' means within +/-{band:.0%} of the stock wheel: the question is "
+            "whether compiling is worth it, and a truth near the edge of +/-5 % cannot be "
+            "settled in practical time on a machine whose repeats vary by a few percent."
+        )
+    return f"'Equivalent' means within +/-{band:.0%} of the stock wheel (--equivalence-band)."

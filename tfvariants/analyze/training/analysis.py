@@ -31,6 +31,7 @@ from tfvariants.analyze.statistics.verdicts import (
     round_values,
     workload_verdicts,
 )
+from tfvariants.analyze.training import repeatcost
 from tfvariants.analyze.training.groups import Group, WorkloadReport
 from tfvariants.analyze.training.summary import apply_verdicts, summarise_group
 from tfvariants.errors import UserError
@@ -265,6 +266,8 @@ def _workload_report(
             )
         )
     conclude(wr, baseline_label, inputs.cpus, inputs.pricing, inputs.settings)
+    if cost := repeatcost.sentence(w, wgroups):  # what the budget buys a repeat of
+        wr.conclusions.append(cost)
     # The workload's own baseline, as its ratios use (the header's may not have run it).
     base_variant = found.baseline.variant if found.baseline else baseline_label.split("@")[0]
     wr.parity_baseline = base_variant
