@@ -67,8 +67,14 @@ def parse_verbose(text: str) -> dict[str, Any]:
 
 def _run(backend: str, env: dict[str, str]) -> dict[str, Any]:
     env = dict(env, ONEDNN_VERBOSE="1", TF_CPP_MIN_LOG_LEVEL="0")
-    proc = subprocess.run([sys.executable, "-c", _SNIPPETS[backend]], capture_output=True,
-                          text=True, env=env, timeout=300, stdin=subprocess.DEVNULL)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", _SNIPPETS[backend]],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
     out = parse_verbose(proc.stdout + proc.stderr)
     if proc.returncode != 0:
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
@@ -79,8 +85,11 @@ def _run(backend: str, env: dict[str, str]) -> dict[str, Any]:
 def probe(backend: str | None = None) -> dict[str, Any]:
     backend = backend or os.environ.get("KERAS_BACKEND") or "tensorflow"
     if backend not in _SNIPPETS:
-        return {"backend": backend, "applies": False,
-                "why": f"{backend} does not dispatch these ops to oneDNN"}  # fmt: skip
+        return {
+            "backend": backend,
+            "applies": False,
+            "why": f"{backend} does not dispatch these ops to oneDNN",
+        }
     env = dict(os.environ)
     default_env = {k: v for k, v in env.items() if k not in ONEDNN_SETTINGS}
     return {

@@ -19,13 +19,21 @@ from tfvariants.store.runfolder import EVIDENCE, evidence_reason
 
 
 def add_engine(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--engine", choices=("docker", "podman"), default=None,
-                   help="container engine for image variants (default: detected)")  # fmt: skip
+    p.add_argument(
+        "--engine",
+        choices=("docker", "podman"),
+        default=None,
+        help="container engine for image variants (default: detected)",
+    )
 
 
 def add_variants_file(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--variants-file", default=None, metavar="FILE",
-                   help="TOML file with more variants (default: $TFVARIANTS_CONFIG or ./tfvariants.toml)")  # fmt: skip
+    p.add_argument(
+        "--variants-file",
+        default=None,
+        metavar="FILE",
+        help="TOML file with more variants (default: $TFVARIANTS_CONFIG or ./tfvariants.toml)",
+    )
 
 
 def add_json(p: argparse.ArgumentParser) -> None:
@@ -33,17 +41,34 @@ def add_json(p: argparse.ArgumentParser) -> None:
 
 
 def add_pricing(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--pricing", default="gce-2017", metavar="NAME|FILE[@YYYY-MM]",
-                   help="pricing catalog, optionally @YYYY-MM[-DD] for the price date "
-                   "(default gce-2017; 'none' for no costs)")  # fmt: skip
-    p.add_argument("--price-tier", choices=("spot", "preemptible", "on_demand"), default=None,
-                   help="price tier (default: the catalog's); spot and preemptible are one tier, "
-                   "shown in the catalog's own word")  # fmt: skip
-    p.add_argument("--instance", action="append", default=[], metavar="VARIANT[@THREADS]=INSTANCE",
-                   help="bill these cells as this catalog instance (repeatable)")  # fmt: skip
-    p.add_argument("--instance-family", default=None, metavar="FAMILY[,FAMILY...]",
-                   help="bill CPU cells only on these instance families (e.g. n2d,n2): the "
-                   "smallest instance of them that fits, the cheapest among equal sizes")  # fmt: skip
+    p.add_argument(
+        "--pricing",
+        default="gce-2017",
+        metavar="NAME|FILE[@YYYY-MM]",
+        help="pricing catalog, optionally @YYYY-MM[-DD] for the price date "
+        "(default gce-2017; 'none' for no costs)",
+    )
+    p.add_argument(
+        "--price-tier",
+        choices=("spot", "preemptible", "on_demand"),
+        default=None,
+        help="price tier (default: the catalog's); spot and preemptible are one tier, "
+        "shown in the catalog's own word",
+    )
+    p.add_argument(
+        "--instance",
+        action="append",
+        default=[],
+        metavar="VARIANT[@THREADS]=INSTANCE",
+        help="bill these cells as this catalog instance (repeatable)",
+    )
+    p.add_argument(
+        "--instance-family",
+        default=None,
+        metavar="FAMILY[,FAMILY...]",
+        help="bill CPU cells only on these instance families (e.g. n2d,n2): the "
+        "smallest instance of them that fits, the cheapest among equal sizes",
+    )
 
 
 def pricing_from(args: argparse.Namespace) -> Any:
@@ -53,9 +78,11 @@ def pricing_from(args: argparse.Namespace) -> Any:
     from tfvariants.analyze.cost.pricing import parse_families, parse_pricing_option
 
     pricing = parse_pricing_option(
-        args.pricing, tier=args.price_tier, instance_map=args.instance,
+        args.pricing,
+        tier=args.price_tier,
+        instance_map=args.instance,
         families=parse_families(getattr(args, "instance_family", None)),
-    )  # fmt: skip
+    )
     print_catalog_warnings(pricing.catalog)
     return pricing
 
@@ -78,19 +105,39 @@ class _DeprecatedAlias(argparse.Action):
 
 def add_report_outputs(p: argparse.ArgumentParser, *, old_flag: str | None = None) -> None:
     """-o/--output (the HTML report) and --csv, the same in `compare` and `report`."""
-    p.add_argument("-o", "--output", type=Path, default=None, metavar="FILE.html",
-                   help="HTML report path (default reports/<run>/index.html)")  # fmt: skip
+    p.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        metavar="FILE.html",
+        help="HTML report path (default reports/<run>/index.html)",
+    )
     if old_flag:
-        p.add_argument(old_flag, dest="output", type=Path, action=_DeprecatedAlias,
-                       new="-o/--output", help=argparse.SUPPRESS)  # fmt: skip
-    p.add_argument("--csv", type=Path, default=None, metavar="FILE.csv",
-                   help="also write one row per cell to this CSV file")  # fmt: skip
+        p.add_argument(
+            old_flag,
+            dest="output",
+            type=Path,
+            action=_DeprecatedAlias,
+            new="-o/--output",
+            help=argparse.SUPPRESS,
+        )
+    p.add_argument(
+        "--csv",
+        type=Path,
+        default=None,
+        metavar="FILE.csv",
+        help="also write one row per cell to this CSV file",
+    )
 
 
 def add_allow_mixed_hosts(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--allow-mixed-hosts", action="store_true",
-                   help="use cells from hosts that run.json does not declare (they are "
-                   "otherwise kept apart, with a warning)")  # fmt: skip
+    p.add_argument(
+        "--allow-mixed-hosts",
+        action="store_true",
+        help="use cells from hosts that run.json does not declare (they are "
+        "otherwise kept apart, with a warning)",
+    )
 
 
 # ---- output paths: checked before any work starts ----
@@ -160,11 +207,16 @@ def print_table(
     if console.is_terminal:
         table = Table(title=Text(title), title_justify="left", show_header=show_header)
         for col in columns:
-            table.add_column(Text(col), justify="right" if col in right else "left",
-                             overflow="fold")  # fmt: skip
+            table.add_column(
+                Text(col), justify="right" if col in right else "left", overflow="fold"
+            )
         for row in cells:
-            table.add_row(*(Text(v, style=(style(c, v) if style else None) or "")
-                            for c, v in zip(columns, row, strict=True)))  # fmt: skip
+            table.add_row(
+                *(
+                    Text(v, style=(style(c, v) if style else None) or "")
+                    for c, v in zip(columns, row, strict=True)
+                )
+            )
         console.print(table)
         return
     lines = [list(columns)] if show_header else []

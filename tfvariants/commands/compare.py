@@ -62,8 +62,9 @@ def register(sub: Any) -> None:
     )
     common.add_variants_file(p)
     common.add_engine(p)
-    p.add_argument("--no-probe", action="store_true",
-                   help="skip the oneDNN and peak probes of each variant")  # fmt: skip
+    p.add_argument(
+        "--no-probe", action="store_true", help="skip the oneDNN and peak probes of each variant"
+    )
     p.add_argument(
         "--no-peak",
         action="store_true",

@@ -181,8 +181,14 @@ class RayMatrix:
                 t0 = clock()
                 wave = {placement[(c.variant, c.threads)] for c in more}
                 self._run_todo(ray, more, variants, options_for, placement, wave, outcome, console)
-                outcome.rounds.append({"repeat": more[0].repeat, "cells": len(more),
-                                       "seconds": round(clock() - t0, 1), "wave": "ray"})  # fmt: skip
+                outcome.rounds.append(
+                    {
+                        "repeat": more[0].repeat,
+                        "cells": len(more),
+                        "seconds": round(clock() - t0, 1),
+                        "wave": "ray",
+                    }
+                )
         finally:
             ray.shutdown()
         outcome.spent_s = spent_before + clock() - started

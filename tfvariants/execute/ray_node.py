@@ -94,8 +94,9 @@ def _stop_children() -> None:
     import psutil
 
     children = psutil.Process().children()
-    stop_groups([c.pid for c in children],
-                lambda wait_s: not psutil.wait_procs(children, timeout=wait_s)[1])  # fmt: skip
+    stop_groups(
+        [c.pid for c in children], lambda wait_s: not psutil.wait_procs(children, timeout=wait_s)[1]
+    )
     for child in psutil.Process().children():
         try:
             _remove_container(child.cmdline())
@@ -140,10 +141,11 @@ def run_on_node(cell: Cell, variant: Variant, options: RunOptions, instance: str
         log = ""
         if problem:
             result = host_result(
-                cell.to_dict(), "failed",
+                cell.to_dict(),
+                "failed",
                 f"variant {variant.name!r} is not available on node {facts['node_id'][:8]} "
                 f"({facts['hostname']}): {problem}",
-            )  # fmt: skip
+            )
         else:
             result = _run_interruptibly(cell, variant, options, RunFolder(work))
             log_path = work / "logs" / f"{cell.cell_id}.log"

@@ -48,8 +48,9 @@ from workloads.protocol import WorkerRequest
 # Only these reach the worker from the caller's environment (pyperf's approach):
 # nothing else, so no secret and no stray TF_* setting leaks into a measurement.
 # (TFV_NO_REAL_WORKERS: the test suite's guard against real TensorFlow, see workloads/__init__.py.)
-ENV_PASSTHROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "USER", "LD_LIBRARY_PATH",
-                   "TFV_NO_REAL_WORKERS")  # fmt: skip
+ENV_PASSTHROUGH = tuple(
+    "PATH HOME LANG LC_ALL TZ TMPDIR USER LD_LIBRARY_PATH TFV_NO_REAL_WORKERS".split()
+)
 
 # Waits for the cell's CPUs to be quiet (tfvariants.execute.quiet.wait_for_quiet, bound).
 QuietGate = Callable[[Sequence[int]], QuietWait]
@@ -187,8 +188,13 @@ def _remove_container(command: Sequence[str]) -> Leftover | None:
 
     def call(*args: str) -> subprocess.CompletedProcess[str] | None:
         try:
-            return subprocess.run([engine, *args], capture_output=True, text=True, timeout=60,
-                                  stdin=subprocess.DEVNULL)  # fmt: skip
+            return subprocess.run(
+                [engine, *args],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                stdin=subprocess.DEVNULL,
+            )
         except (OSError, subprocess.TimeoutExpired):
             return None  # best effort: the cell's result already says what happened
 
@@ -350,8 +356,12 @@ def run_request(
         result = host_result(
             cell.to_dict(), "skipped", reason, config=config, requested=plan.to_dict()
         )
-        result["runner"] = {"variant_kind": variant.kind, "command": None, "exit_code": None,
-                            "host_id": host_id()}  # fmt: skip
+        result["runner"] = {
+            "variant_kind": variant.kind,
+            "command": None,
+            "exit_code": None,
+            "host_id": host_id(),
+        }
         folder.write_cell(cid, result)
         return result
 
@@ -413,11 +423,14 @@ def judge(
         return failed("timeout", f"no result within the {timeout_s:g} s timeout")
     if code is not None and code == -signal.SIGILL:
         # The up-front gate missed it (an image, or a kernel only some ops reach).
-        return failed("failed", (
-            "worker killed by SIGILL: the variant's binary used an instruction this CPU "
-            f"lacks (`tfvariants variants census {variant.name} --full` counts them); "
-            "rerunning will not help"
-        ))  # fmt: skip
+        return failed(
+            "failed",
+            (
+                "worker killed by SIGILL: the variant's binary used an instruction this CPU "
+                f"lacks (`tfvariants variants census {variant.name} --full` counts them); "
+                "rerunning will not help"
+            ),
+        )
     if code is not None and code < 0:
         return failed("failed", f"worker killed by {_signal_name(code)}")
     if not result_file.exists():

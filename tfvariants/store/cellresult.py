@@ -207,8 +207,7 @@ class CellResult:
 
     @property
     def cell(self) -> Cell:
-        return Cell(self.key.variant, self.key.threads, self.key.workload, self.round,
-                    self.attempt)  # fmt: skip
+        return Cell(self.key.variant, self.key.threads, self.key.workload, self.round, self.attempt)
 
     @property
     def cell_id(self) -> str:
@@ -272,9 +271,10 @@ class ServeResult:
 
     @property
     def cell(self) -> ServeCell:
-        return ServeCell(self.variant, self.threads, self.model, self.scenario, self.path,
-                         self.concurrency, self.round, self.max_batch_size,
-                         self.batch_timeout_ms)  # fmt: skip
+        config = (self.variant, self.threads, self.model, self.scenario, self.path)
+        return ServeCell(
+            *config, self.concurrency, self.round, self.max_batch_size, self.batch_timeout_ms
+        )
 
     @property
     def serving_key(self) -> ServeKey:
@@ -437,7 +437,7 @@ def parse_results(
                 run_cpus=run_cpus,
                 disturbed_share=limit,
                 shielded_share=shielded,
-            )  # fmt: skip
+            )
         )
     return out
 

@@ -158,8 +158,14 @@ def _import_probe(python: str) -> tuple[int, str]:
     env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR") if k in os.environ}
     env["TF_CPP_MIN_LOG_LEVEL"] = "0"
     try:
-        proc = subprocess.run([python, "-c", "import tensorflow"], capture_output=True,
-                              text=True, timeout=300, env=env, stdin=subprocess.DEVNULL)  # fmt: skip
+        proc = subprocess.run(
+            [python, "-c", "import tensorflow"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired:
         return 0, "timeout"  # not an instruction problem: the cell will say what it is
     return proc.returncode, (proc.stderr + proc.stdout)[-4000:]

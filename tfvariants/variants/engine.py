@@ -199,15 +199,21 @@ def container_command(
     if name:
         cmd += ["--name", name]
     cmd += [
-        "--network", "none",
-        "--cpuset-cpus", ",".join(str(cpu) for cpu in cpus),
-        "--security-opt", "no-new-privileges",
-        "--cap-drop", "all",
+        "--network",
+        "none",
+        "--cpuset-cpus",
+        ",".join(str(cpu) for cpu in cpus),
+        "--security-opt",
+        "no-new-privileges",
+        "--cap-drop",
+        "all",
         "--read-only",
-        "--tmpfs", "/tmp",
+        "--tmpfs",
+        "/tmp",
         *user_flags(engine),
-        "--workdir", CONTAINER_ROOT,
-    ]  # fmt: skip
+        "--workdir",
+        CONTAINER_ROOT,
+    ]
     for host, target in mounts:
         cmd += ["-v", f"{host}:{target}:ro"]
     cmd += ["-v", f"{scratch}:{CONTAINER_OUT}:rw"]

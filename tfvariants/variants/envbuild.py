@@ -148,8 +148,14 @@ def _stream(command: list[str], log: Callable[[str], None], env: dict[str, str])
     """Run ``command``, passing each output line to ``log`` (progress); raise on failure."""
     tail: list[str] = []
     try:
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, env=env, stdin=subprocess.DEVNULL)  # fmt: skip
+        proc = subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
     except OSError as exc:
         raise UserError(f"cannot run {command[0]}: {exc.strerror}") from None
     assert proc.stdout
@@ -180,8 +186,14 @@ def import_check(python: Path, backend: str, env: dict[str, str]) -> str:
     code = f"import {backend}, keras, sys; print({backend}.__version__, 'keras', keras.__version__)"
     child_env = {**env, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "2"}
     try:
-        proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True,
-                              timeout=600, env=child_env, stdin=subprocess.DEVNULL)  # fmt: skip
+        proc = subprocess.run(
+            [str(python), "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=child_env,
+            stdin=subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired:
         raise UserError(f"importing {backend} took over 10 minutes") from None
     if proc.returncode in (-signal.SIGILL, 128 + signal.SIGILL):
@@ -223,12 +235,22 @@ def build(variant: Variant, log: Callable[[str], None]) -> str:
             else:
                 log(f"venv: creating {folder} from {python}")
                 _stream([python, "-m", "venv", str(folder)], log, env)
-                install = [str(env_python(folder)), "-m", "pip", "install",
-                           "--disable-pip-version-check"]  # fmt: skip
+                install = [
+                    str(env_python(folder)),
+                    "-m",
+                    "pip",
+                    "install",
+                    "--disable-pip-version-check",
+                ]
             log("installing " + " ".join(variant.requirements))
             _stream([*install, *index_args, *variant.requirements], log, env)
-            lock_out = subprocess.run([str(env_python(folder)), "-c", _LOCK_CODE],
-                                      capture_output=True, text=True, timeout=120, env=env)  # fmt: skip
+            lock_out = subprocess.run(
+                [str(env_python(folder)), "-c", _LOCK_CODE],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                env=env,
+            )
             if lock_out.returncode != 0:
                 raise UserError(f"cannot list the installed packages in {folder}")
             imported = import_check(env_python(folder), variant.backend, env)

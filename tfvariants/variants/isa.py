@@ -69,9 +69,16 @@ _GUARD_NAMES: dict[str, tuple[str, ...]] = {
     "-march=skylake-avx512": ("SSE4.1", "SSE4.2", "AVX", "AVX2", "FMA", "AVX512F"),
     "-march=cascadelake": ("SSE4.1", "SSE4.2", "AVX", "AVX2", "FMA", "AVX512F", "AVX512_VNNI"),
     "-march=znver4": (
-        "SSE4.1", "SSE4.2", "AVX", "AVX2", "FMA", "AVX512F", "AVX512_VNNI", "AVX512_BF16",
+        "SSE4.1",
+        "SSE4.2",
+        "AVX",
+        "AVX2",
+        "FMA",
+        "AVX512F",
+        "AVX512_VNNI",
+        "AVX512_BF16",
     ),
-}  # fmt: skip
+}
 
 # "Every instruction the build machine has": -march=native cannot be checked against a
 # fixed list, so the image check requires that nothing at all is reported missing.

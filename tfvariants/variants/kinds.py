@@ -39,10 +39,22 @@ BACKENDS: dict[str, tuple[str, str]] = {
 # What the engine client itself needs from our environment (not the worker's: that is
 # passed into the container with -e).
 _ENGINE_CLIENT_ENV = (
-    "PATH", "HOME", "USER", "LANG", "TMPDIR", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME",
-    "DBUS_SESSION_BUS_ADDRESS", "DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG",
-    "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY", "CONTAINER_HOST", "CONTAINERS_CONF",
-)  # fmt: skip
+    "PATH",
+    "HOME",
+    "USER",
+    "LANG",
+    "TMPDIR",
+    "XDG_RUNTIME_DIR",
+    "XDG_CONFIG_HOME",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "DOCKER_HOST",
+    "DOCKER_CONTEXT",
+    "DOCKER_CONFIG",
+    "DOCKER_CERT_PATH",
+    "DOCKER_TLS_VERIFY",
+    "CONTAINER_HOST",
+    "CONTAINERS_CONF",
+)
 
 Bad = Callable[[str, str], UserError]
 
