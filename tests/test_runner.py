@@ -106,7 +106,8 @@ def test_timeout_kills_the_whole_process_group(tmp_path):
     marker = tmp_path / "child.pid"
     body = (
         "import subprocess\n"
-        f"child = subprocess.Popen(['sleep', '60'])\nopen({str(marker)!r}, 'w').write(str(child.pid))\n"
+        "child = subprocess.Popen(['sleep', '60'])\n"
+        f"open({str(marker)!r}, 'w').write(str(child.pid))\n"
         "time.sleep(60)\n"
     )
     started = time.monotonic()

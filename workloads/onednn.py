@@ -29,14 +29,17 @@ _SNIPPETS = {
         "import json, numpy as np, tensorflow as tf, keras\n"
         "x = tf.constant(np.ones((2, 16, 16, 8), np.float32))\n"
         "k = tf.constant(np.ones((3, 3, 8, 8), np.float32))\n"
-        "tf.nn.conv2d(x, k, 1, 'SAME').numpy(); tf.matmul(tf.ones((16, 16)), tf.ones((16, 16))).numpy()\n"
-        "print('TFV_BACKEND ' + json.dumps({'version': tf.__version__, 'keras': keras.__version__}))\n"
+        "tf.nn.conv2d(x, k, 1, 'SAME').numpy()\n"
+        "tf.matmul(tf.ones((16, 16)), tf.ones((16, 16))).numpy()\n"
+        "print('TFV_BACKEND ' + json.dumps({'version': tf.__version__,"
+        " 'keras': keras.__version__}))\n"
     ),
     "torch": (
         "import json, torch, keras\n"
         "torch.nn.functional.conv2d(torch.ones(2, 8, 16, 16), torch.ones(8, 8, 3, 3))\n"
         "torch.ones(16, 16) @ torch.ones(16, 16)\n"
-        "print('TFV_BACKEND ' + json.dumps({'version': torch.__version__, 'keras': keras.__version__}))\n"
+        "print('TFV_BACKEND ' + json.dumps({'version': torch.__version__,"
+        " 'keras': keras.__version__}))\n"
     ),
 }
 

@@ -117,7 +117,10 @@ class RunContents:
         for host, ids in sorted(self.foreign_hosts.items()):
             what = f"{len(ids)} cell(s) (e.g. {', '.join(ids[:3])}) ran on host {host}"
             if self.hosts_inferred:
-                what += f"; run.json declares no hosts, so the run's host is taken to be {declared} (most cells)"
+                what += (
+                    "; run.json declares no hosts, so the run's host is taken to be "
+                    f"{declared} (most cells)"
+                )
             else:
                 what += f", which run.json does not declare (declared: {declared})"
             if self.mixed_allowed:

@@ -204,7 +204,10 @@ def judge(
             return reason
     guard = sorted(set(re.findall(_UNAVAILABLE, log_text)))
     if guard:
-        return f"its TensorFlow is compiled for {' '.join(guard)}, which this CPU lacks (TensorFlow's cpu_feature_guard)"
+        return (
+            f"its TensorFlow is compiled for {' '.join(guard)}, which this CPU lacks "
+            "(TensorFlow's cpu_feature_guard)"
+        )
     if died_of_sigill(code):
         return (
             "importing its TensorFlow dies of SIGILL: the binary uses an instruction this CPU "

@@ -228,7 +228,8 @@ def container_command(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m tfvariants.variants.engine``: print the detected engine (used by builds/builds.mk)."""
+    """``python -m tfvariants.variants.engine``: print the detected engine (used by
+    builds/builds.mk)."""
     args = argv or sys.argv[1:]
     engine = detect_engine(args[0] if args else None)
     if engine is None:

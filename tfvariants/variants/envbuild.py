@@ -78,7 +78,10 @@ def base_python(variant: Variant) -> str:
 @functools.lru_cache(maxsize=16)
 def python_tag(python: str) -> str:
     """Implementation, version and machine of an interpreter: part of the cache key."""
-    code = "import platform,sys;print(platform.python_implementation(),*sys.version_info[:3],platform.machine())"
+    code = (
+        "import platform,sys;"
+        "print(platform.python_implementation(),*sys.version_info[:3],platform.machine())"
+    )
     try:
         out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:

@@ -11,7 +11,8 @@ TensorFlow or a scientific stack installed. docs/compare.md explains it for user
   log scale by Hodges-Lehmann (the median of all pairwise differences of log values)
   with the Mann-Whitney interval around it (the U test inverted; exact up to 50 x 50
   repeats, the normal approximation above: see ranktests.py). Repeats from the same
-  rounds are compared on those rounds (:func:`tfvariants.analyze.statistics.pairing.compare_rounds`).
+  rounds are compared on those rounds
+  (:func:`tfvariants.analyze.statistics.pairing.compare_rounds`).
   The verdict comes from that same interval and two symmetric bands around 1 (closed: an
   interval end within 1e-9 of a band's edge counts as on it):
     - "different":  the interval lies entirely outside [1/(1+e), 1+e], e = ``min_effect``
