@@ -11,7 +11,7 @@ import argparse
 import dataclasses
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfvariants.commands import common
 from tfvariants.commands.matrix_args import ready_variants
@@ -20,7 +20,14 @@ from tfvariants.commands.serve_spec import DEFAULTS, PRESETS, build_serve_spec
 from tfvariants.errors import UserError
 from tfvariants.options import declare
 from tfvariants.options.decision import DecisionOptions
+from tfvariants.options.serving import ServingOptions
 from tfvariants.store.runfolder import RunFolder
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from tfvariants.analyze.cost.pricing import Pricing
+    from tfvariants.plan.serve import ServeSpec
 
 
 def register(sub: Any) -> None:
@@ -299,9 +306,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--estimate-from is for --dry-run")
     console = Console(stderr=True, soft_wrap=True)
     if args.dry_run:
-        from tfvariants.commands.serve_plan import dry_run
-
-        return dry_run(spec, pricing, console, estimate_from=args.estimate_from)
+        return _dry_run(spec, pricing, console, args.estimate_from)
     if args.resume and args.out is None:
         raise UserError("--resume needs --out RESULTS_DIR (the run to continue)")
     if args.target:
@@ -333,6 +338,28 @@ def run(args: argparse.Namespace) -> int:
         return outcome.exit_code()
     _report(args, spec, out, report_path, pricing, console)
     return outcome.exit_code()
+
+
+def _dry_run(
+    spec: ServeSpec, pricing: Pricing | None, console: Console, estimate_from: Path | None
+) -> int:
+    """The serving cells per node type and the estimated bill (the one dry run of both
+    tasks, analyze/cost/dryrun.py). Writes nothing."""
+    from tfvariants.analyze.cost.dryrun import serving_dry_run
+    from tfvariants.render.dryrun import print_dry_run
+
+    dry = serving_dry_run(spec, pricing, estimate_from)
+    assert pricing is not None  # serving_dry_run refuses a run without prices
+    budget = ServingOptions.of(spec.options).budget_s
+    header = (
+        f"{dry.cells} serving cells ({len(spec.models)} model(s), "
+        f"{len(spec.variants)} variant(s), threads {','.join(map(str, spec.threads))}, "
+        f"{spec.repeats} repeat(s)"
+        + (", more rounds within the budget" if budget else "")
+        + ") billed as"
+    )
+    print_dry_run(dry, pricing, console, header)
+    return 0
 
 
 def _run_matrix(
