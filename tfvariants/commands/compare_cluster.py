@@ -20,9 +20,12 @@ if TYPE_CHECKING:
     from tfvariants.analyze.cost.dryrun import Placement
     from tfvariants.analyze.cost.estimate import CellShape
     from tfvariants.analyze.cost.pricing import Pricing
+    from tfvariants.execute.matrix import MatrixOutcome
     from tfvariants.execute.runner import RunOptions
     from tfvariants.plan.cell import Cell
     from tfvariants.plan.spec import MatrixSpec
+    from tfvariants.rounds.training import NextRoundHook
+    from tfvariants.variants.registry import Variant
 
 
 def register(p: Any) -> None:
@@ -87,8 +90,10 @@ def with_engine(variant_objs: dict[str, Any], engine: str | None) -> dict[str, A
     }
 
 
-def placement(spec: MatrixSpec, pricing: Pricing) -> Placement:
+def placement(spec: MatrixSpec, pricing: Pricing | None) -> Placement:
     """(variant, threads) -> (instance, why): the one mapping rule of runs and reports."""
+    if pricing is None:  # check() refuses this first; kept for callers that skip it
+        raise UserError("--executor ray needs --pricing: node types are catalog instances")
     return dryrun.placement(spec, pricing)
 
 
@@ -122,22 +127,22 @@ def dry_run(args: argparse.Namespace, spec: MatrixSpec, pricing: Pricing, consol
     analyze/cost/dryrun.py). Writes nothing."""
     dry = dryrun.training_dry_run(spec, pricing, args.estimate_from, _shape_for(spec))
     where = "on a Ray cluster" if args.executor == "ray" else "billed as"
-    print_dry_run(dry, pricing, console, f"{dry.cells} cells {where}")
+    print_dry_run(dry, console, f"{dry.cells} cells {where}")
     return 0
 
 
 def run_on_ray(
     args: argparse.Namespace,
-    spec: Any,
-    variant_objs: dict,
-    pricing: Any,
+    spec: MatrixSpec,
+    variant_objs: dict[str, Variant],
+    pricing: Pricing | None,
     out: Path,
-    console: Any,
-    next_round: Any = None,
+    console: Console,
+    next_round: NextRoundHook | None = None,
     spent_before: float = 0.0,
     *,
     options_for: Callable[[Cell], RunOptions],
-) -> Any:
+) -> MatrixOutcome:
     """Run the matrix on the cluster (adaptive rounds as waves when ``next_round`` is
     given), each cell with ``options_for(cell)`` (matrix_args.cell_options, as a local
     run's); returns the MatrixOutcome."""

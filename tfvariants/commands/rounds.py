@@ -261,3 +261,39 @@ def summary(analysis: RunFrame, out: Path, console: Console) -> None:
             highlight=False,
             markup=False,
         )
+
+
+def announce(spec: MatrixSpec, out: Path, moved: list[str], console: Console) -> None:
+    """What the folder's checks moved aside, and the matrix about to run."""
+    from rich.markup import escape
+
+    for line in moved:
+        console.print(f"[yellow]quarantined[/] {escape(line)}", highlight=False)
+    configs = spec.configurations()
+    cells = len(configs) * len(spec.workloads) * spec.repeats
+    fixed = "".join(f"; {v} at {t} threads only" for v, t in spec.fixed_threads.items())
+    console.print(
+        f"[bold]compare[/]: {len(configs)} configuration(s) ({len(spec.variants)} variant(s), "
+        f"threads {','.join(map(str, spec.threads))}{fixed}) x {len(spec.workloads)} "
+        f"workload(s) x {spec.repeats} repeat(s) = {cells} cells -> {escape(str(out))}",
+        highlight=False,
+    )
+
+
+def print_outcome(outcome: MatrixOutcome, console: Console) -> None:
+    """The cells' statuses after the matrix ran, and the first problems."""
+    from rich.markup import escape
+
+    ok, skipped = outcome.count("ok"), outcome.count("skipped")
+    failed, timeout = outcome.count("failed"), outcome.count("timeout")
+    console.print(
+        f"{ok} ok, {failed} failed, {timeout} timed out, {skipped} skipped of "
+        f"{outcome.planned} cells ({len(outcome.ran)} run now)",
+        highlight=False,
+    )
+    for cid in outcome.problems[:20]:
+        console.print(
+            f"  [red]{outcome.statuses[cid]}[/] {escape(cid)}: "
+            f"{escape(outcome.reasons.get(cid, ''))}",
+            highlight=False,
+        )

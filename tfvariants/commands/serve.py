@@ -16,7 +16,15 @@ from typing import TYPE_CHECKING, Any
 from tfvariants.commands import common
 from tfvariants.commands.matrix_args import ready_variants
 from tfvariants.commands.outdir import check_writable, out_dir
-from tfvariants.commands.serve_spec import DEFAULTS, PRESETS, build_serve_spec
+from tfvariants.commands.serve_spec import (
+    DEFAULTS,
+    PRESETS,
+    build_serve_spec,
+    check_loadgen,
+    check_target,
+)
+from tfvariants.commands.serve_spec import LOADGEN_SPEC as LOADGEN_SPEC
+from tfvariants.commands.serve_spec import with_loadgen as with_loadgen
 from tfvariants.errors import UserError
 from tfvariants.options import declare
 from tfvariants.options.decision import DecisionOptions
@@ -229,68 +237,6 @@ def _add_load_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", default="1800", help="seconds per cell (default 1800)")
 
 
-def _check_target(url: str, model: str, builtin: str, shape: list[int] | None) -> None:
-    """The target answers for the model, and its input shape is known: given, a
-    built-in model's, or from the server's metadata."""
-    from workloads.serving import models
-    from workloads.serving.http_client import Endpoint, ServingError
-
-    try:
-        endpoint = Endpoint(url, model)
-        endpoint.check(timeout_s=5)
-        if shape is None and models.input_shape_of(builtin) is None:
-            if endpoint.metadata_shape(timeout_s=5) is None:
-                raise ServingError(
-                    f"the model metadata (GET {endpoint.status_path}/metadata) gives no fully "
-                    "defined input shape: name one with --input-shape H,W,C"
-                )
-    except (ValueError, ServingError) as exc:
-        raise UserError(f"--target {url}: {exc}") from None
-
-
-LOADGEN_SPEC = "mlcommons-loadgen>=6.0"  # as the serve extra (setup.cfg)
-
-
-def with_loadgen(scenarios: tuple[str, ...], variant_objs: dict[str, Any]) -> dict[str, Any]:
-    """Requirement-spec variants get MLPerf LoadGen added to their specs when a LoadGen
-    scenario runs and they do not name it: a separate cached environment, built on first
-    use like any other."""
-    import dataclasses
-    import re as _re
-
-    from workloads.serving.request import LOADGEN_SCENARIOS
-
-    if not any(s in LOADGEN_SCENARIOS for s in scenarios):
-        return variant_objs
-    out = {}
-    for name, v in variant_objs.items():
-        named = any(
-            _re.match(r"\s*mlcommons[-_.]loadgen\b", spec, _re.I) for spec in v.requirements
-        )
-        if v.kind == "requirements" and not named:
-            v = dataclasses.replace(v, requirements=(*v.requirements, LOADGEN_SPEC))
-        out[name] = v
-    return out
-
-
-def _check_loadgen(scenarios: tuple[str, ...], variant_objs: dict[str, Any]) -> None:
-    """LoadGen scenarios need mlcommons-loadgen where the worker runs: for this
-    interpreter that is known now (stop before the sweep); for venvs and images each
-    cell says so if it is missing."""
-    import importlib.util
-
-    from workloads.serving.request import LOADGEN_SCENARIOS
-
-    needs = [s for s in scenarios if s in LOADGEN_SCENARIOS]
-    local = [n for n, v in variant_objs.items() if v.kind == "local"]
-    if needs and local and importlib.util.find_spec("mlperf_loadgen") is None:
-        raise UserError(
-            f"--scenarios {','.join(needs)} need MLPerf LoadGen, which is not installed in this "
-            f"interpreter (variant {local[0]}): pip install 'tfvariants[serve]' "
-            "(mlcommons-loadgen), or run only --scenarios concurrency"
-        )
-
-
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
@@ -311,7 +257,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--resume needs --out RESULTS_DIR (the run to continue)")
     if args.target:
         for m in spec.models:
-            _check_target(args.target, args.target_model or m, m, spec.options.input_shape)
+            check_target(args.target, args.target_model or m, m, spec.options.input_shape)
     variant_objs = ready_variants(with_loadgen(spec.scenarios, variant_objs), args.engine)
     out = args.out or Path("results") / f"serve-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     report_path = args.report or Path("reports") / out.name / "index.html"
@@ -319,7 +265,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--resume: {out / 'run.json'} not found (nothing to resume)")
     check_writable(out)
     common.check_report_outputs(report_path, args.csv, results_dirs=[out])
-    _check_loadgen(spec.scenarios, variant_objs)
+    check_loadgen(spec.scenarios, variant_objs)
 
     from tfvariants.rounds.serving import order_seed
 
@@ -349,7 +295,6 @@ def _dry_run(
     from tfvariants.render.dryrun import print_dry_run
 
     dry = serving_dry_run(spec, pricing, estimate_from)
-    assert pricing is not None  # serving_dry_run refuses a run without prices
     budget = ServingOptions.of(spec.options).budget_s
     header = (
         f"{dry.cells} serving cells ({len(spec.models)} model(s), "
@@ -358,7 +303,7 @@ def _dry_run(
         + (", more rounds within the budget" if budget else "")
         + ") billed as"
     )
-    print_dry_run(dry, pricing, console, header)
+    print_dry_run(dry, console, header)
     return 0
 
 

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 from tfvariants.analyze.cost import estimate as est
 from tfvariants.analyze.cost.catalog import Catalog
 from tfvariants.analyze.cost.dryrun import SERVE_CELL_OVERHEAD_S, DryRun
-from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.report.format import money
 from tfvariants.render.terminal import print_table
 
@@ -19,10 +18,10 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 
-def print_dry_run(dry: DryRun, pricing: Pricing, console: Console, header: str) -> None:
+def print_dry_run(dry: DryRun, console: Console, header: str) -> None:
     """``header`` is the task's own description of its cells ("12 cells on a Ray
     cluster", "8 serving cells (...) billed as"); the node-type count follows it."""
-    cat = pricing.catalog
+    cat = dry.pricing.catalog
     training = dry.task == "train"
     if dry.study:
         console.print(
@@ -50,7 +49,7 @@ def print_dry_run(dry: DryRun, pricing: Pricing, console: Console, header: str) 
             highlight=False,
         )
     if training:
-        _per_config(dry, pricing)
+        _per_config(dry)
 
 
 def _print_total(
@@ -119,7 +118,8 @@ def print_bill(
     return total, total_overhead
 
 
-def _per_config(dry: DryRun, pricing: Pricing) -> None:
+def _per_config(dry: DryRun) -> None:
+    pricing = dry.pricing
     estimates = dry.estimates
     title = "per configuration (one cell)" + (" - rough times" if dry.rough else "")
     if any(e.source == "study-2017" for e in estimates):

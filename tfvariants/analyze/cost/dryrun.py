@@ -37,6 +37,7 @@ class DryRun:
     run the times came from (None: rough or the study's)."""
 
     task: str
+    pricing: Pricing
     cells: int
     placed: Placement
     estimates: list[est.CellEstimate]
@@ -74,7 +75,7 @@ def _priced(
     placed = placement(spec, pricing)
     estimates = estimate(placed)
     rows = est.bill(estimates, {i.name: i for i, _ in placed.values()}, pricing)
-    return DryRun(task, count, placed, estimates, rows, study, estimate_from)
+    return DryRun(task, pricing, count, placed, estimates, rows, study, estimate_from)
 
 
 def training_dry_run(
