@@ -8,13 +8,17 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfvariants.commands.outdir import check_name_lengths, check_writable
 from tfvariants.errors import UserError, one_line
 from tfvariants.render.output import output_target
 from tfvariants.render.terminal import print_table as print_table  # where commands look
 from tfvariants.store.runfolder import EVIDENCE, evidence_reason
+
+if TYPE_CHECKING:
+    from tfvariants.analyze.cost.catalog import Catalog
+    from tfvariants.analyze.cost.pricing import Pricing
 
 # ---- options ----
 
@@ -72,7 +76,7 @@ def add_pricing(p: argparse.ArgumentParser) -> None:
     )
 
 
-def pricing_from(args: argparse.Namespace) -> Any:
+def pricing_from(args: argparse.Namespace) -> Pricing | None:
     """The Pricing the options ask for, or None for ``--pricing none``."""
     if args.pricing is None or args.pricing.strip().lower() == "none":
         return None
@@ -88,7 +92,7 @@ def pricing_from(args: argparse.Namespace) -> Any:
     return pricing
 
 
-def print_catalog_warnings(catalog: Any) -> None:
+def print_catalog_warnings(catalog: Catalog) -> None:
     """What a catalog was accepted with (e.g. a spot price above on-demand, dropped)."""
     for w in catalog.warnings:
         print(f"tfvariants: warning: {one_line(w)}", file=sys.stderr)

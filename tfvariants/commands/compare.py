@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from tfvariants.variants.registry import Variant
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "compare",
         help="run the matrix of variants x threads x workloads and write a report",
@@ -307,9 +307,9 @@ def _report(
     args: argparse.Namespace,
     out: Path,
     report_path: Path,
-    pricing: Any,
-    outcome: Any,
-    console: Any,
+    pricing: Pricing | None,
+    outcome: MatrixOutcome,
+    console: Console,
 ) -> None:
     """The report of the whole run folder, and its first lines on the console."""
     from rich.markup import escape

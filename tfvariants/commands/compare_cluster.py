@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from tfvariants.variants.registry import Variant
 
 
-def register(p: Any) -> None:
+def register(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("where cells run (executor) and dry run")
     g.add_argument(
         "--executor",
@@ -122,7 +122,9 @@ def _shape_for(spec: MatrixSpec) -> Callable[[str], CellShape]:
     return shape
 
 
-def dry_run(args: argparse.Namespace, spec: MatrixSpec, pricing: Pricing, console: Console) -> int:
+def dry_run(
+    args: argparse.Namespace, spec: MatrixSpec, pricing: Pricing | None, console: Console
+) -> int:
     """Print cells per node type and the estimated bill (the one dry run of both tasks,
     analyze/cost/dryrun.py). Writes nothing."""
     dry = dryrun.training_dry_run(spec, pricing, args.estimate_from, _shape_for(spec))

@@ -14,7 +14,7 @@ from tfvariants.errors import UserError, one_line
 from tfvariants.options import argtypes
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "prices",
         help="show a cloud pricing catalog, or import one from a CSV",

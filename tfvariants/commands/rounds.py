@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from tfvariants.analyze.report.frame import RunFrame
     from tfvariants.execute.matrix import MatrixOutcome
+    from tfvariants.execute.quiet import QuietGate
 
 QUICK_BUDGET_S = 600.0  # --quick without --budget: 10 minutes
 # --quick steady window up to the first look: seconds, steps. 6 s: about half of a quick
@@ -146,7 +147,7 @@ def stopping_rule(spec: MatrixPlan[PlannedCell], console: Console) -> adaptive.S
 def record(
     out: Path,
     rule: adaptive.StoppingRule,
-    spec: MatrixSpec,
+    spec: MatrixPlan[PlannedCell],
     before: dict[str, Any],
     outcome: MatrixOutcome,
     console: Console,
@@ -178,7 +179,7 @@ def record(
         )
 
 
-def quiet_gate(spec: Any) -> Any:
+def quiet_gate(spec: MatrixSpec) -> QuietGate | None:
     """The wait for quiet before each cell, with the run's settings (None: no wait)."""
     from tfvariants.execute.quiet import QuietGate
 
@@ -194,7 +195,7 @@ def quiet_gate(spec: Any) -> Any:
     )
 
 
-def retry_options(spec: Any, gate: Any = None) -> dict[str, Any]:
+def retry_options(spec: MatrixSpec, gate: QuietGate | None = None) -> dict[str, Any]:
     """Matrix.run's disturbed-cell settings: the one classification, the retry count, and
     no retries while the gate finds the load sustained (they would be disturbed too)."""
     return {
@@ -204,7 +205,7 @@ def retry_options(spec: Any, gate: Any = None) -> dict[str, Any]:
     }
 
 
-def print_disturbed(outcome: Any, console: Any) -> None:
+def print_disturbed(outcome: MatrixOutcome, console: Console) -> None:
     """How many cells run now were disturbed, what was run again, and what was not."""
     from tfvariants.execute.matrix import RETRY_MISSES
 

@@ -35,10 +35,12 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from tfvariants.analyze.cost.pricing import Pricing
+    from tfvariants.execute.matrix import MatrixOutcome
     from tfvariants.plan.serve import ServeSpec
+    from tfvariants.variants.registry import Variant
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "serve",
         help="measure serving throughput and tail latency (LoadGen + closed loop) and cost per "
@@ -309,12 +311,12 @@ def _dry_run(
 
 def _run_matrix(
     args: argparse.Namespace,
-    spec: Any,
-    variant_objs: dict[str, Any],
-    pricing: Any,
+    spec: ServeSpec,
+    variant_objs: dict[str, Variant],
+    pricing: Pricing | None,
     out: Path,
-    console: Any,
-) -> Any:
+    console: Console,
+) -> MatrixOutcome:
     """Run the serving cells (adaptive rounds when there is a budget); the MatrixOutcome,
     with its lines said."""
     from tfvariants.commands import rounds
@@ -340,7 +342,7 @@ def _run_matrix(
 
         before = load_run_dir(out).run.get("adaptive") or {}
     next_round, rule = None, None
-    o = spec.options
+    o = ServingOptions.of(spec.options)
     if o.budget_s:
         from tfvariants.rounds.serving import make_next_round
 
@@ -379,12 +381,17 @@ def _run_matrix(
 
 
 def _report(
-    args: argparse.Namespace, spec: Any, out: Path, report_path: Path, pricing: Any, console: Any
+    args: argparse.Namespace,
+    spec: ServeSpec,
+    out: Path,
+    report_path: Path,
+    pricing: Pricing | None,
+    console: Console,
 ) -> None:
     """The report, with each model's first conclusions on the console."""
     from tfvariants.commands.report import write_report
 
-    o = spec.options
+    o = ServingOptions.of(spec.options)
     serving = write_report(
         out,
         report_path,

@@ -17,14 +17,14 @@ from tfvariants.plan import limits
 
 
 def _whole(lo: int, hi: int, null: bool = True) -> Any:
-    def problem(value: Any) -> str | None:
+    def problem(value: object) -> str | None:
         ok = isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
         return None if ok else f"a whole number {lo}..{hi}" + (" or null" if null else "")
 
     return problem
 
 
-def _data_problem(value: Any) -> str | None:
+def _data_problem(value: object) -> str | None:
     return None if value in ("synthetic", "real") else "synthetic or real"
 
 

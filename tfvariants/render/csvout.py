@@ -154,7 +154,7 @@ def csv_rows(analysis: Analysis) -> list[dict[str, Any]]:
     return rows
 
 
-def _cell_text(value: Any) -> Any:
+def _cell_text(value: object) -> Any:
     """None as empty; text that a spreadsheet would run as a formula, quoted with '."""
     if value is None:
         return ""

@@ -103,7 +103,7 @@ def _warmup_time_s(result: Mapping[str, Any]) -> float | None:
     return None
 
 
-def _sum_known(*values: Any) -> float | None:
+def _sum_known(*values: object) -> float | None:
     known = [x for x in (finite_number(v) for v in values) if x is not None]
     return sum(known) if known else None
 
@@ -307,11 +307,11 @@ AnyResult = CellResult | ServeResult
 PERCENTILES = ("p50_ms", "p90_ms", "p95_ms", "p99_ms")
 
 
-def _text(v: Any) -> str | None:
+def _text(v: object) -> str | None:
     return str(v) if v not in (None, "") else None
 
 
-def _int(v: Any, default: int) -> int:
+def _int(v: object, default: int) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) else default
 
 

@@ -16,7 +16,7 @@ def get_path(d: Any, *path: str) -> Any:
     return d
 
 
-def finite_number(v: Any) -> float | None:
+def finite_number(v: object) -> float | None:
     """v as a float if it is a finite number (not a bool), else None."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None

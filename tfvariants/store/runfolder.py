@@ -110,7 +110,7 @@ def _umask() -> int:
     return current
 
 
-def _json_bytes(obj: Any) -> bytes:
+def _json_bytes(obj: object) -> bytes:
     import json
 
     return (json.dumps(obj, indent=2, allow_nan=False, default=str) + "\n").encode("utf-8")

@@ -21,7 +21,7 @@ def median_of(values: Iterable[Any]) -> float | None:
 def environment_summary(env: dict[str, Any]) -> dict[str, str]:
     """The fields a reader compares across variants, from workloads.envprobe output."""
 
-    def text(v: Any) -> str:
+    def text(v: object) -> str:
         if v is None:
             return "n/a"
         if isinstance(v, bool):
