@@ -103,7 +103,13 @@ class _DeprecatedAlias(argparse.Action):
         self.new = new
         super().__init__(*a, **kw)
 
-    def __call__(self, parser: Any, ns: Any, values: Any, option: Any = None) -> None:
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        ns: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option: str | None = None,
+    ) -> None:
         print(f"tfvariants: warning: {option} is deprecated, use {self.new}", file=sys.stderr)
         setattr(ns, self.dest, values)
 

@@ -49,7 +49,9 @@ def build_spec(
     stored = stored or {}
     sopts = stored.get("options") or {}
 
-    def given_or_stored(name: str, value: Any, parse: Any, default: Any) -> Any:
+    def given_or_stored(
+        name: str, value: str | T | None, parse: Callable[[str], T], default: T
+    ) -> T:
         # None = not on the command line: a resume takes the stored value.
         if value is not None:
             return _parsed(name.replace("_", "-"), parse, value)

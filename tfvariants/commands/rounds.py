@@ -71,7 +71,11 @@ def add_disturbed_policy(p: argparse.ArgumentParser) -> None:
 
 
 def training_options(
-    args: argparse.Namespace, stored: dict[str, Any], *, repeats: int, per_workload: Any = None
+    args: argparse.Namespace,
+    stored: dict[str, Any],
+    *,
+    repeats: int,
+    per_workload: dict[str, dict[str, int]] | None = None,
 ) -> TrainingOptions:
     """The run's options: given, else the stored run's (a resume), else the defaults
     (the steady window and the budget depend on --quick)."""

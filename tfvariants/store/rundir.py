@@ -377,7 +377,7 @@ def prepare_run_dir(
     return record
 
 
-def update_run(out: Path, **fields: Any) -> dict[str, Any]:
+def update_run(out: Path, **fields: object) -> dict[str, Any]:
     """Add or replace top-level fields of run.json (atomically), e.g. the adaptive
     rounds run so far, so that a resume and the report see them."""
     record = load_run(out)

@@ -68,7 +68,7 @@ def environment_summary(env: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def flatten(d: Any, prefix: str = "") -> list[tuple[str, str]]:
+def flatten(d: object, prefix: str = "") -> list[tuple[str, str]]:
     if isinstance(d, dict):
         out: list[tuple[str, str]] = []
         for k, v in d.items():
