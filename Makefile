@@ -84,8 +84,8 @@ test-fast: install
 	$(BIN)/python -m pytest -q
 
 lint: install
-	$(BIN)/ruff check tfvariants workloads tests
-	$(BIN)/ruff format --check tfvariants workloads tests
+	$(BIN)/ruff check tfvariants workloads tests benchmarks
+	$(BIN)/ruff format --check tfvariants workloads tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/hadolint builds/*/Dockerfile
 

@@ -353,8 +353,12 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                    help="the longest a compare (and its hog) may run, seconds")  # fmt: skip
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--out", type=Path, default=Path("results") / "bench-noise")
-    p.add_argument("--compare-arg", action="append", default=[],
-                   help="one more argument for compare (repeatable), e.g. --compare-arg=--repeats=3")  # fmt: skip
+    p.add_argument(
+        "--compare-arg",
+        action="append",
+        default=[],
+        help="one more argument for compare (repeatable), e.g. --compare-arg=--repeats=3",
+    )
     p.add_argument("--user", help="run each compare as this unprivileged user (needs root)")
     p.add_argument("--user-caps", default="", help="ambient capabilities for --user, e.g. sys_nice")
     p.add_argument("--no-quiet", action="store_true", help="no quiet run before each scenario")

@@ -55,9 +55,10 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         port_file = Path(tmp) / "port.json"
+        root = str(Path(__file__).resolve().parent.parent)
         server = subprocess.Popen([sys.executable, "-m", "workloads.serving.http_server",
                                    "--model", models.NOOP, "--port-file", str(port_file)],
-                                  env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+                                  env={**os.environ, "PYTHONPATH": root},
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
         try:
             deadline = time.monotonic() + 60

@@ -58,9 +58,10 @@ def test_summary_reads_verdicts_twin_and_disturbed_cells(tmp_path):
     run = new_run(spec, [local_host()])
     undecided = {"verdict": "undecided", "ratio": 1.4}
     different = {"verdict": "different", "ratio": 1.5}
+    pair = "mnist_cnn local@1 vs local@2"
     run["adaptive"] = {"looks_made": [
-        {"after_repeats": 5, "at_s": 290.0, "verdicts": {"mnist_cnn local@1 vs local@2": undecided}},
-        {"after_repeats": 10, "at_s": 420.0, "verdicts": {"mnist_cnn local@1 vs local@2": different}},
+        {"after_repeats": 5, "at_s": 290.0, "verdicts": {pair: undecided}},
+        {"after_repeats": 10, "at_s": 420.0, "verdicts": {pair: different}},
     ]}  # fmt: skip
     (out / "run.json").write_text(json.dumps(run))
     summary = noise.RunSummary("bursts", 1, str(out), 0, 500.0, 0.4, 12)

@@ -488,8 +488,19 @@ def test_make_build_variant(tmp_path: Path) -> None:
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert f"{tmp_path / 'venv'}/bin/tfvariants variants build tf-2.18" in proc.stdout
-    proc = subprocess.run(["make", "--no-print-directory", "build-variant",
-                           f"VENV={tmp_path / 'venv'}", "PYTHON=false"],
-                          cwd=ROOT, env=env, capture_output=True, text=True, check=False)  # fmt: skip
+    proc = subprocess.run(
+        [
+            "make",
+            "--no-print-directory",
+            "build-variant",
+            f"VENV={tmp_path / 'venv'}",
+            "PYTHON=false",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert proc.returncode != 0 and "usage: make build-variant NAME=tf-2.18" in proc.stderr
     assert not (tmp_path / "venv").exists()  # stopped before installing anything

@@ -14,7 +14,14 @@ from tfvariants.cli import main
 from tfvariants.errors import UserError
 from tfvariants.store.runhosts import declare_hosts, ray_node_entry
 
-SKY = """InstanceType,vCPUs,MemoryGiB,AcceleratorName,AcceleratorCount,GpuInfo,Region,AvailabilityZone,Price,SpotPrice
+# The column header of SkyPilot's GCP catalog (vms.csv), split to stay within 100 columns.
+GCP_HEADER = (
+    "InstanceType,vCPUs,MemoryGiB,AcceleratorName,AcceleratorCount,GpuInfo,"
+    "Region,AvailabilityZone,Price,SpotPrice\n"
+)
+SKY = (
+    GCP_HEADER
+    + """\
 n2d-highcpu-64,64.0,64.0,,,,us-central1,us-central1-a,1.99603,0.41434
 n2d-highcpu-64,64.0,64.0,,,,us-central1,us-central1-b,1.99603,0.41434
 n2d-highcpu-64,64.0,64.0,,,,europe-west4,europe-west4-a,2.1975,0.42752
@@ -22,6 +29,7 @@ n4-standard-2,2.0,8.0,,,,us-central1,us-central1-a,0.09477,
 p5.48xlarge,192.0,2048.0,H100,8,,us-central1,x,4.20076,7.60804
 ,,,H100,1,{},us-central1,us-central1-a,4.20076,2.253
 """
+)
 SIMPLE_HEAD = "instance,vcpus,gpu,on_demand,spot,region,date\n"
 
 
@@ -147,8 +155,22 @@ def test_dry_run_prints_node_types_and_bill(tmp_path, capsys, monkeypatch):
 def test_dry_run_plans_the_gpu_once_per_workload(capsys):
     """Issue example: pip x 8/16/32/64 and a GPU, six workloads, 5 repeats: 30 GPU cells
     (one configuration per workload) + 30 x 4 pip cells = 150, not 240."""
-    code = main(["compare", "--executor", "ray", "--dry-run", "--threads", "8,16,32,64",
-                 "--variants", "pip,gpu", "--workloads", "all", "--pricing", "gce-2026"])  # fmt: skip
+    code = main(
+        [
+            "compare",
+            "--executor",
+            "ray",
+            "--dry-run",
+            "--threads",
+            "8,16,32,64",
+            "--variants",
+            "pip,gpu",
+            "--workloads",
+            "all",
+            "--pricing",
+            "gce-2026",
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "dry run: 150 cells on a Ray cluster" in captured.out
@@ -175,8 +197,22 @@ def test_one_instance_rule_for_dry_run_and_run(tmp_path, capsys):
 
 
 def test_explicit_gpu_threads_are_kept_and_labelled(capsys):
-    code = main(["compare", "--dry-run", "--threads", "8", "--variants", "pip,gpu@16",
-                 "--workloads", "mnist_cnn", "--repeats", "1", "--pricing", "gce-2026"])  # fmt: skip
+    code = main(
+        [
+            "compare",
+            "--dry-run",
+            "--threads",
+            "8",
+            "--variants",
+            "pip,gpu@16",
+            "--workloads",
+            "mnist_cnn",
+            "--repeats",
+            "1",
+            "--pricing",
+            "gce-2026",
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "gpu@16" in captured.out and "gpu@12" not in captured.out
@@ -205,9 +241,26 @@ def test_dry_run_estimates_from_an_earlier_run(tmp_path, capsys, monkeypatch):
     runs = [make_result("local", t, "mnist_mlp", r, steady_epoch_s=10.0) for t in (8, 16)
             for r in range(2)]  # fmt: skip
     write_results(tmp_path / "before", runs)
-    code = main(["compare", "--dry-run", "--threads", "8,16", "--variants", "local",
-                 "--workloads", "mnist_mlp", "--repeats", "1", "--pricing", "gce-2026",
-                 "--price-tier", "on_demand", "--estimate-from", str(tmp_path / "before")])  # fmt: skip
+    code = main(
+        [
+            "compare",
+            "--dry-run",
+            "--threads",
+            "8,16",
+            "--variants",
+            "local",
+            "--workloads",
+            "mnist_mlp",
+            "--repeats",
+            "1",
+            "--pricing",
+            "gce-2026",
+            "--price-tier",
+            "on_demand",
+            "--estimate-from",
+            str(tmp_path / "before"),
+        ]
+    )
     captured = capsys.readouterr()
     err = captured.err + captured.out
     assert code == 0, err
@@ -285,7 +338,9 @@ def test_report_and_csv_show_the_catalogs_tier_word(tmp_path):
 # commit 017e2502fb63c7a28757acd94002b2d6099d3e3d (read 2026-11-23): the file's current
 # column layout, with GCE's GPUs as accelerator-only rows (empty InstanceType, GpuInfo
 # a Python-literal dict) apart from their host VM rows.
-SKY_2026 = """InstanceType,vCPUs,MemoryGiB,AcceleratorName,AcceleratorCount,GpuInfo,Region,AvailabilityZone,Price,SpotPrice
+SKY_2026 = (
+    GCP_HEADER
+    + """\
 g2-standard-8,8.0,32.0,,,,us-central1,us-central1-a,0.29358,0.11747
 g2-standard-8,8.0,32.0,,,,us-central1,us-central1-b,0.29358,0.11747
 g2-standard-8,8.0,32.0,,,,us-west4,us-west4-a,0.33066,0.08645
@@ -296,6 +351,7 @@ t2d-standard-8,8.0,32.0,,,,us-central1,us-central1-a,0.33797,0.03653
 ,,,L4,8,{'Gpus': [{'MemoryInfo': {'SizeInMiB': 24576}}]},us-central1,us-central1-a,4.48032,1.7848
 ,,,T4,1,{'Gpus': [{'MemoryInfo': {'SizeInMiB': 16384}}]},us-central1,us-central1-a,0.35,0.14
 """
+)
 
 
 def test_import_reads_skypilots_current_gcp_layout(tmp_path, capsys):
@@ -361,17 +417,28 @@ def test_dry_run_bills_on_the_family_asked_for(capsys):
     assert "--instance-family 'c4'" in capsys.readouterr().err
 
 
+def _aws_gpu_info(name: str, mib: int) -> str:
+    """The catalog's quoted GpuInfo cell for one NVIDIA GPU, as the rows below hold it (built
+    here only to keep the lines within 100 columns)."""
+    memory = f"{{'SizeInMiB': {mib}}}"
+    gpu = f"{{'Name': '{name}', 'Manufacturer': 'NVIDIA', 'Count': 1, 'MemoryInfo': {memory}}}"
+    return f"\"{{'Gpus': [{gpu}], 'TotalGpuMemoryInMiB': {mib}}}\""
+
+
 # Rows copied verbatim from catalogs/v7/aws/vms.csv at commit
 # 001367d22a0033fac286a8c71aeac7109e431bcb (read 2026-11-23): AWS's layout puts the
 # accelerator before vCPUs and quotes a GpuInfo that holds commas.
-AWS_2026 = """InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region,AvailabilityZone
-g5.2xlarge,A10G,1.0,8.0,32.0,"{'Gpus': [{'Name': 'A10G', 'Manufacturer': 'NVIDIA', 'Count': 1, 'MemoryInfo': {'SizeInMiB': 22888}}], 'TotalGpuMemoryInMiB': 22888}",1.212,0.560900,us-east-1,use1-az1
-g5.2xlarge,A10G,1.0,8.0,32.0,"{'Gpus': [{'Name': 'A10G', 'Manufacturer': 'NVIDIA', 'Count': 1, 'MemoryInfo': {'SizeInMiB': 22888}}], 'TotalGpuMemoryInMiB': 22888}",1.212,0.606700,us-east-1,use1-az2
-g6.2xlarge,L4,1.0,8.0,32.0,"{'Gpus': [{'Name': 'L4', 'Manufacturer': 'NVIDIA', 'Count': 1, 'MemoryInfo': {'SizeInMiB': 22888}}], 'TotalGpuMemoryInMiB': 22888}",0.9776,0.426500,us-east-1,use1-az1
-g6.2xlarge,L4,1.0,8.0,32.0,"{'Gpus': [{'Name': 'L4', 'Manufacturer': 'NVIDIA', 'Count': 1, 'MemoryInfo': {'SizeInMiB': 22888}}], 'TotalGpuMemoryInMiB': 22888}",0.9776,,us-west-2,usw2-az2
-g4dn.xlarge,T4,1.0,4.0,16.0,"{'Gpus': [{'Name': 'T4', 'Manufacturer': 'NVIDIA', 'Count': 1, 'MemoryInfo': {'SizeInMiB': 16384}}], 'TotalGpuMemoryInMiB': 16384}",0.71,0.231000,ap-northeast-1,apne1-az1
-c3.2xlarge,,,8.0,15.0,,0.42,0.230600,us-east-1,use1-az2
-"""
+A10G, L4, T4 = _aws_gpu_info("A10G", 22888), _aws_gpu_info("L4", 22888), _aws_gpu_info("T4", 16384)
+AWS_2026 = (
+    "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,"
+    "Price,SpotPrice,Region,AvailabilityZone\n"
+    f"g5.2xlarge,A10G,1.0,8.0,32.0,{A10G},1.212,0.560900,us-east-1,use1-az1\n"
+    f"g5.2xlarge,A10G,1.0,8.0,32.0,{A10G},1.212,0.606700,us-east-1,use1-az2\n"
+    f"g6.2xlarge,L4,1.0,8.0,32.0,{L4},0.9776,0.426500,us-east-1,use1-az1\n"
+    f"g6.2xlarge,L4,1.0,8.0,32.0,{L4},0.9776,,us-west-2,usw2-az2\n"
+    f"g4dn.xlarge,T4,1.0,4.0,16.0,{T4},0.71,0.231000,ap-northeast-1,apne1-az1\n"
+    "c3.2xlarge,,,8.0,15.0,,0.42,0.230600,us-east-1,use1-az2\n"
+)
 
 
 def test_import_reads_skypilots_current_aws_layout(tmp_path, capsys):

@@ -46,7 +46,8 @@ def write_mnist(path, n_train=12, n_test=4):
 
 
 def cifar_batch_bytes(n, first_label):
-    # CIFAR "python version": a pickled dict with bytes keys (written by Python 2), data rows of 3072 uint8
+    # CIFAR "python version": a pickled dict with bytes keys (written by Python 2), data rows
+    # of 3072 uint8
     # (1024 red, then green, then blue, each row-major 32x32), labels as a list.
     data_rows = np.zeros((n, 3072), dtype=np.uint8)
     for i in range(n):

@@ -78,8 +78,16 @@ def test_command_runs_the_worker_with_container_paths(tmp_path: Path) -> None:
 def test_request_round_trip_and_bad_requests() -> None:
     from workloads.protocol import RequestError
 
-    req = WorkerRequest(workload="w.py", cell={"variant": "local"}, result="/r.json",
-                        intra_op=4, inter_op=2, cpus=(0, 2), epochs=3, keras_options={"a": 1})  # fmt: skip
+    req = WorkerRequest(
+        workload="w.py",
+        cell={"variant": "local"},
+        result="/r.json",
+        intra_op=4,
+        inter_op=2,
+        cpus=(0, 2),
+        epochs=3,
+        keras_options={"a": 1},
+    )
     assert WorkerRequest.from_json(req.to_json()) == req
     for bad in ("not json", "[]", '{"kind": "other"}',
                 req.to_json().replace('"intra_op": 4', '"intra_op": "4"'),

@@ -245,8 +245,14 @@ def fake_runner(disturbed_ids):
 
 
 def test_a_disturbed_cell_runs_again_as_its_next_attempt_within_the_retries(tmp_path):
-    run, calls = fake_runner({"mnist_cnn__local__t1__r0", "mnist_cnn__local__t2__r1",
-                              "mnist_cnn__local__t2__r1__a1", "mnist_cnn__local__t2__r1__a2"})  # fmt: skip
+    run, calls = fake_runner(
+        {
+            "mnist_cnn__local__t1__r0",
+            "mnist_cnn__local__t2__r1",
+            "mnist_cnn__local__t2__r1__a1",
+            "mnist_cnn__local__t2__r1__a2",
+        }
+    )
     outcome = Matrix(matrix_spec(), tmp_path / "run").run(
         run_cell=run, disturbed=interference.disturbance, retries=2
     )

@@ -268,8 +268,12 @@ def test_sigterm_stops_the_worker_and_removes_scratch_and_lock(sig, tmp_path):
     wl = tmp_path / "sleepy.py"
     wl.write_text("import time\ntime.sleep(120)\n" + WORKLOAD_FILE % "sleepy")
     out = tmp_path / "o"
-    proc = subprocess.Popen([sys.executable, "-m", "tfvariants", "run", str(wl), "--threads", "1",
-                             "--out", str(out)], cwd=ROOT, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tfvariants", "run", str(wl), "--threads", "1", "--out", str(out)],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 180  # a loaded 2-core host starts Python slowly
     while not any((out / ".scratch").glob("*")) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -289,7 +293,10 @@ def test_sigterm_stops_the_worker_and_removes_scratch_and_lock(sig, tmp_path):
 
 # ---- the lock ----
 
-HOLD = "import sys, time; from tfvariants.store import lock; lock.acquire(sys.argv[1], 'compare'); print('held', flush=True); time.sleep(120)"  # fmt: skip
+HOLD = (
+    "import sys, time; from tfvariants.store import lock; lock.acquire(sys.argv[1], 'compare'); "
+    "print('held', flush=True); time.sleep(120)"
+)
 
 
 def hold_lock(d: Path) -> subprocess.Popen:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tfvariants.execute import containers
 from tfvariants.execute.runner import RunOptions, run_cell
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.topology import LogicalCpu, Topology
@@ -106,7 +107,8 @@ def test_timeout_kills_the_whole_process_group(tmp_path):
     marker = tmp_path / "child.pid"
     body = (
         "import subprocess\n"
-        f"child = subprocess.Popen(['sleep', '60'])\nopen({str(marker)!r}, 'w').write(str(child.pid))\n"
+        "child = subprocess.Popen(['sleep', '60'])\n"
+        f"open({str(marker)!r}, 'w').write(str(child.pid))\n"
         "time.sleep(60)\n"
     )
     started = time.monotonic()
@@ -197,11 +199,10 @@ def fake_engine(tmp_path: Path, running: str) -> tuple[Path, Path]:
 
 @pytest.mark.parametrize("running", ["true", "false", ""])
 def test_a_cells_container_is_removed_after_it_and_named_if_it_still_ran(tmp_path, running):
-    from tfvariants.execute import runner
 
     engine, calls = fake_engine(tmp_path, running)
-    left = runner._remove_container([str(engine), "run", "--rm", "--name", "tfvariants-x1", "i"])
-    assert runner._remove_container([sys.executable, "-m", "workloads.worker"]) is None
+    left = containers.remove_container([str(engine), "run", "--rm", "--name", "tfvariants-x1", "i"])
+    assert containers.remove_container([sys.executable, "-m", "workloads.worker"]) is None
     said = calls.read_text().splitlines()
     assert said[0] == "container inspect --format {{.State.Running}} tfvariants-x1"
     if running:  # there: removed, whatever its state; named only when it was still running

@@ -113,8 +113,26 @@ def test_noop_model_in_process_and_over_http(tmp_path):
     assert main(["serve", "--models", "noop", "--scenarios", "concurrency", "--concurrency", "1,2",
                  "--path", "inprocess,http", *FAST, "--out", str(out), "--report", str(report),
                  "--resume"]) == 0  # fmt: skip
-    assert main(["serve", "--models", "noop", "--scenarios", "concurrency", "--concurrency", "1,4",
-                 "--path", "inprocess,http", *FAST, "--out", str(out), "--resume"]) == 2  # fmt: skip
+    assert (
+        main(
+            [
+                "serve",
+                "--models",
+                "noop",
+                "--scenarios",
+                "concurrency",
+                "--concurrency",
+                "1,4",
+                "--path",
+                "inprocess,http",
+                *FAST,
+                "--out",
+                str(out),
+                "--resume",
+            ]
+        )
+        == 2
+    )
 
 
 @pytest.mark.parametrize("mode, words", [("500", "HTTP 500: out of memory"),
@@ -140,8 +158,11 @@ def test_missing_loadgen_stops_before_the_sweep(tmp_path, monkeypatch, capsys):
     import importlib.util
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "mlperf_loadgen" else real(name, *a))  # fmt: skip
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "mlperf_loadgen" else real(name, *a),
+    )
     monkeypatch.chdir(tmp_path)
     assert main(["serve", "--threads", "1", "--scenarios", "offline", "--out", "r"]) == 2
     err = capsys.readouterr().err
@@ -152,8 +173,15 @@ def test_missing_loadgen_stops_before_the_sweep(tmp_path, monkeypatch, capsys):
 def test_serve_result_kind_is_validated(tmp_path):
     from tfvariants.store.result import ResultError, host_result, validate_result
 
-    cell = {"task": "serve", "variant": "local", "threads": 1, "model": "noop",
-            "scenario": "offline", "path": "inprocess", "workload": "noop/offline/inprocess"}  # fmt: skip
+    cell = {
+        "task": "serve",
+        "variant": "local",
+        "threads": 1,
+        "model": "noop",
+        "scenario": "offline",
+        "path": "inprocess",
+        "workload": "noop/offline/inprocess",
+    }
     failed = host_result(cell, "failed", "boom")
     assert failed["kind"] == "tfvariants.serve_cell"
     assert validate_result(json.loads(json.dumps(failed)))["reason"] == "boom"
@@ -173,8 +201,8 @@ def test_loadgen_scenarios_with_the_noop_model_match_detail_logs(tmp_path):
 
     out, report = tmp_path / "res", tmp_path / "rep" / "index.html"
     code = main(["serve", "--models", "noop", "--scenarios", "single_stream,server_search",
-                 "--path", "inprocess", "--search-steps", "2", "--server-qps", "50", "--p99", "50ms",
-                 *FAST, "--out", str(out), "--report", str(report)])  # fmt: skip
+                 "--path", "inprocess", "--search-steps", "2", "--server-qps", "50",
+                 "--p99", "50ms", *FAST, "--out", str(out), "--report", str(report)])  # fmt: skip
     assert code == 0
     html = report.read_text()
     cid = "serve__noop__single_stream__inprocess__local__t1__r0"
@@ -239,13 +267,37 @@ def test_no_process_of_the_cell_outlives_the_host(how, tmp_path):
 
     out = tmp_path / "res"
     timeout = ["--timeout", "20"] if how == "timeout" else []
-    argv = [sys.executable, "-m", "tfvariants", "serve", "--models", "noop", "--path", "http",
-            "--scenarios", "concurrency", "--concurrency", "1", "--threads", "1",
-            "--repeats", "1", "--min-duration", "120s", "--max-duration", "120s",
-            # the no-op model answers ~5,500/s: the default cap of 100,000 queries ended the
-            # cell in 18 s, before the 20 s timeout (the flake seen before)
-            "--max-queries", "100000000",
-            "--out", str(out), "--report", str(tmp_path / "rep" / "index.html"), *timeout]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "tfvariants",
+        "serve",
+        "--models",
+        "noop",
+        "--path",
+        "http",
+        "--scenarios",
+        "concurrency",
+        "--concurrency",
+        "1",
+        "--threads",
+        "1",
+        "--repeats",
+        "1",
+        "--min-duration",
+        "120s",
+        "--max-duration",
+        "120s",
+        # the no-op model answers ~5,500/s: the default cap of 100,000 queries ended the
+        # cell in 18 s, before the 20 s timeout (the flake seen before)
+        "--max-queries",
+        "100000000",
+        "--out",
+        str(out),
+        "--report",
+        str(tmp_path / "rep" / "index.html"),
+        *timeout,
+    ]
     host = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             cwd=tmp_path)  # fmt: skip
     try:

@@ -164,7 +164,8 @@ def test_percentile_is_nearest_rank():
 DETAIL = (
     ':::MLLOG {"key": "requested_scenario", "value": "Server", "time_ms": 1}\n'
     ':::MLLOG {"key": "result_validity", "value": "INVALID", "time_ms": 2}\n'
-    ':::MLLOG {"key": "early_stopping_result", "value": " * Run unsuccessful.\n * Processed 54", "time_ms": 3}\n'
+    ':::MLLOG {"key": "early_stopping_result", '
+    '"value": " * Run unsuccessful.\n * Processed 54", "time_ms": 3}\n'
     ':::MLLOG {"key": "early_stopping_met", "value": false, "time_ms": 3}\n'
     ':::MLLOG {"key": "result_completed_samples_per_sec", "value": 50.6338, "time_ms": 4}\n'
     ':::MLLOG {"key": "result_99.00_percentile_latency_ns", "value": 3661812, "time_ms": 5}\n'

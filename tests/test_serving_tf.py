@@ -26,9 +26,24 @@ ROW = re.compile(r'<tr data-cell="([^"]+)" data-metric="([^"]+)" data-value="([^
 def test_report_numbers_equal_loadgen_detail_logs(tmp_path):
     require_loadgen()
     out, report = tmp_path / "res", tmp_path / "rep" / "index.html"
-    code = main(["serve", "--models", "mobilenet_v2", "--scenarios",
-                 "single_stream,server,offline,concurrency", "--concurrency", "1",
-                 "--path", "inprocess", *SHORT, "--out", str(out), "--report", str(report)])  # fmt: skip
+    code = main(
+        [
+            "serve",
+            "--models",
+            "mobilenet_v2",
+            "--scenarios",
+            "single_stream,server,offline,concurrency",
+            "--concurrency",
+            "1",
+            "--path",
+            "inprocess",
+            *SHORT,
+            "--out",
+            str(out),
+            "--report",
+            str(report),
+        ]
+    )
     assert code == 0
     html = report.read_text()
     rows = {cell: (metric, value) for cell, metric, value in ROW.findall(html)}
@@ -72,7 +87,8 @@ def test_user_py_model_over_http_with_b64_and_a_keras_file(tmp_path):
     user.write_text(USER_MODEL)
     saved = tmp_path / "tinysaved.keras"
     subprocess.run([sys.executable, "-c", (
-        f"import importlib.util, keras; s = importlib.util.spec_from_file_location('t', {str(user)!r}); "
+        "import importlib.util, keras; "
+        f"s = importlib.util.spec_from_file_location('t', {str(user)!r}); "
         "m = importlib.util.module_from_spec(s); s.loader.exec_module(m); "
         f"m.build_model(keras).save({str(saved)!r})")],
         check=True, capture_output=True, timeout=300)  # fmt: skip

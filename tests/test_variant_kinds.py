@@ -179,8 +179,12 @@ def test_build_of_an_image_variant_names_its_command(
 
 
 def test_pip_settings_reach_uv() -> None:
-    env = {"PIP_INDEX_URL": "https://proxy/simple", "PIP_CERT": "/ca.pem",
-           "PIP_EXTRA_INDEX_URL": "https://x/simple", "UV_INDEX": "https://mine/simple"}  # fmt: skip
+    env = {
+        "PIP_INDEX_URL": "https://proxy/simple",
+        "PIP_CERT": "/ca.pem",
+        "PIP_EXTRA_INDEX_URL": "https://x/simple",
+        "UV_INDEX": "https://mine/simple",
+    }
     out = envbuild.uv_env(env)
     assert out["UV_DEFAULT_INDEX"] == "https://proxy/simple" and out["SSL_CERT_FILE"] == "/ca.pem"
     assert out["UV_INDEX"] == "https://mine/simple"  # uv's own setting wins

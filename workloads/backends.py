@@ -108,8 +108,11 @@ def _load_jax() -> Loaded:
     jax, _log = envprobe.capture_fd2(_import)
     # XLA's pool follows the affinity; there is no inter-op pool to report.
     affinity = _affinity()
-    applied = {"intra_op": len(affinity) if affinity else os.cpu_count(), "inter_op": None,
-               "threads_via": "cpu affinity"}  # fmt: skip
+    applied = {
+        "intra_op": len(affinity) if affinity else os.cpu_count(),
+        "inter_op": None,
+        "threads_via": "cpu affinity",
+    }
     return Loaded("jax", None, applied, envprobe.probe(), extra={"module": jax})
 
 

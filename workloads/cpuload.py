@@ -61,8 +61,12 @@ def run_delays(task_dir: str = "/proc/self/task") -> dict[str, int] | None:
 
 
 def snapshot() -> dict[str, Any]:
-    return {"wall": time.perf_counter(), "cpu_s": _cpu_seconds(), "stat": proc_stat(),
-            "delays": run_delays()}  # fmt: skip
+    return {
+        "wall": time.perf_counter(),
+        "cpu_s": _cpu_seconds(),
+        "stat": proc_stat(),
+        "delays": run_delays(),
+    }
 
 
 def _loadavg() -> list[float] | None:

@@ -27,7 +27,9 @@ NIETZSCHE_URL = "https://s3.amazonaws.com/text-datasets/nietzsche.txt"
 _SHA256 = {
     "mnist.npz": "731c5ac602752760c8e48fbffcf8c3b850d9dc2a2aedcf2cc48468fc17b673d1",
     "imdb.npz": "69664113be75683a8fe16e3ed0ab59fda8886cb3cd7ada244f7d9544e4676b9f",
-    "cifar-10-batches-py-target": "6d958be074577803d12ecdefd02955f39262c83c16fe9348329d7fe0b5c001ce",
+    "cifar-10-batches-py-target": (
+        "6d958be074577803d12ecdefd02955f39262c83c16fe9348329d7fe0b5c001ce"
+    ),
 }
 DOWNLOAD_TIMEOUT_S = 30.0
 

@@ -250,14 +250,20 @@ def probe_backend(name: str, module: Any = None) -> dict[str, Any]:
         return out
     out["version"] = _soft(lambda: module.__version__)
     if name == "tensorflow":
-        out["build"] = _soft(lambda: {"git_version": module.version.GIT_VERSION,
-                                      "compiler": module.version.COMPILER_VERSION,
-                                      "cuda": bool(module.test.is_built_with_cuda())})  # fmt: skip
+        out["build"] = _soft(
+            lambda: {
+                "git_version": module.version.GIT_VERSION,
+                "compiler": module.version.COMPILER_VERSION,
+                "cuda": bool(module.test.is_built_with_cuda()),
+            }
+        )
         devices = _soft(lambda: module.config.list_physical_devices()) or []
         out["devices"] = [getattr(d, "name", str(d)) for d in devices]
     elif name == "jax":
-        out["build"] = {"jaxlib": _soft(lambda: metadata.version("jaxlib")),
-                        "platform": _soft(lambda: module.default_backend())}  # fmt: skip
+        out["build"] = {
+            "jaxlib": _soft(lambda: metadata.version("jaxlib")),
+            "platform": _soft(lambda: module.default_backend()),
+        }
         out["devices"] = [str(d) for d in _soft(module.devices) or []]
     elif name == "torch":
         out["build"] = {

@@ -152,9 +152,13 @@ def census_file(path: Path, objdump: str | None = None) -> dict[str, Any]:
     objdump = objdump or shutil.which("objdump")
     if objdump is None:
         raise RuntimeError("objdump not found (install binutils)")
-    proc = subprocess.Popen([objdump, "-d", "--no-show-raw-insn", str(path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            errors="replace")  # fmt: skip
+    proc = subprocess.Popen(
+        [objdump, "-d", "--no-show-raw-insn", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        errors="replace",
+    )
     assert proc.stdout
     counts = census_lines(proc.stdout)
     if proc.wait() != 0:
@@ -166,8 +170,12 @@ def census_file(path: Path, objdump: str | None = None) -> dict[str, Any]:
 
 def merge(censuses: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """One census over several files (counts added)."""
-    total: dict[str, Any] = {"dispatched": _empty(), "rest": _empty(),
-                             "raw": dict.fromkeys(RAW, 0), "raw_rest": dict.fromkeys(RAW, 0)}  # fmt: skip
+    total: dict[str, Any] = {
+        "dispatched": _empty(),
+        "rest": _empty(),
+        "raw": dict.fromkeys(RAW, 0),
+        "raw_rest": dict.fromkeys(RAW, 0),
+    }
     for one in censuses:
         for part in ("dispatched", "rest", "raw", "raw_rest"):
             for key, value in one.get(part, {}).items():
@@ -245,8 +253,12 @@ def census_paths(
                 log(f"census: objdump {so.name} ({so.stat().st_size / 1e6:.0f} MB)")
                 files[so.name] = census_file(so)
     total = merge(files.values())
-    return {"files": files, "total": total, "required": required(total),
-            "compiled_for": compiled_for(total)}  # fmt: skip
+    return {
+        "files": files,
+        "total": total,
+        "required": required(total),
+        "compiled_for": compiled_for(total),
+    }
 
 
 def summary(census: dict[str, Any]) -> str:

@@ -36,8 +36,11 @@ class _Refuse(importlib.abc.MetaPathFinder):
                 continue
             real = finder.find_spec(fullname, path, target)
             if real is not None:
-                return importlib.machinery.ModuleSpec(fullname, _RefusingLoader(),
-                                                      is_package=real.submodule_search_locations is not None)  # fmt: skip
+                return importlib.machinery.ModuleSpec(
+                    fullname,
+                    _RefusingLoader(),
+                    is_package=real.submodule_search_locations is not None,
+                )
         return None
 
 

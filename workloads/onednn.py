@@ -29,14 +29,17 @@ _SNIPPETS = {
         "import json, numpy as np, tensorflow as tf, keras\n"
         "x = tf.constant(np.ones((2, 16, 16, 8), np.float32))\n"
         "k = tf.constant(np.ones((3, 3, 8, 8), np.float32))\n"
-        "tf.nn.conv2d(x, k, 1, 'SAME').numpy(); tf.matmul(tf.ones((16, 16)), tf.ones((16, 16))).numpy()\n"
-        "print('TFV_BACKEND ' + json.dumps({'version': tf.__version__, 'keras': keras.__version__}))\n"
+        "tf.nn.conv2d(x, k, 1, 'SAME').numpy()\n"
+        "tf.matmul(tf.ones((16, 16)), tf.ones((16, 16))).numpy()\n"
+        "print('TFV_BACKEND ' + json.dumps({'version': tf.__version__,"
+        " 'keras': keras.__version__}))\n"
     ),
     "torch": (
         "import json, torch, keras\n"
         "torch.nn.functional.conv2d(torch.ones(2, 8, 16, 16), torch.ones(8, 8, 3, 3))\n"
         "torch.ones(16, 16) @ torch.ones(16, 16)\n"
-        "print('TFV_BACKEND ' + json.dumps({'version': torch.__version__, 'keras': keras.__version__}))\n"
+        "print('TFV_BACKEND ' + json.dumps({'version': torch.__version__,"
+        " 'keras': keras.__version__}))\n"
     ),
 }
 
@@ -67,8 +70,14 @@ def parse_verbose(text: str) -> dict[str, Any]:
 
 def _run(backend: str, env: dict[str, str]) -> dict[str, Any]:
     env = dict(env, ONEDNN_VERBOSE="1", TF_CPP_MIN_LOG_LEVEL="0")
-    proc = subprocess.run([sys.executable, "-c", _SNIPPETS[backend]], capture_output=True,
-                          text=True, env=env, timeout=300, stdin=subprocess.DEVNULL)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", _SNIPPETS[backend]],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
     out = parse_verbose(proc.stdout + proc.stderr)
     if proc.returncode != 0:
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
@@ -79,8 +88,11 @@ def _run(backend: str, env: dict[str, str]) -> dict[str, Any]:
 def probe(backend: str | None = None) -> dict[str, Any]:
     backend = backend or os.environ.get("KERAS_BACKEND") or "tensorflow"
     if backend not in _SNIPPETS:
-        return {"backend": backend, "applies": False,
-                "why": f"{backend} does not dispatch these ops to oneDNN"}  # fmt: skip
+        return {
+            "backend": backend,
+            "applies": False,
+            "why": f"{backend} does not dispatch these ops to oneDNN",
+        }
     env = dict(os.environ)
     default_env = {k: v for k, v in env.items() if k not in ONEDNN_SETTINGS}
     return {

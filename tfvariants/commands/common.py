@@ -6,26 +6,39 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfvariants.commands.outdir import check_name_lengths, check_writable
 from tfvariants.errors import UserError, one_line
 from tfvariants.render.output import output_target
+from tfvariants.render.terminal import print_table as print_table  # where commands look
 from tfvariants.store.runfolder import EVIDENCE, evidence_reason
+
+if TYPE_CHECKING:
+    from tfvariants.analyze.cost.catalog import Catalog
+    from tfvariants.analyze.cost.pricing import Pricing
 
 # ---- options ----
 
 
 def add_engine(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--engine", choices=("docker", "podman"), default=None,
-                   help="container engine for image variants (default: detected)")  # fmt: skip
+    p.add_argument(
+        "--engine",
+        choices=("docker", "podman"),
+        default=None,
+        help="container engine for image variants (default: detected)",
+    )
 
 
 def add_variants_file(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--variants-file", default=None, metavar="FILE",
-                   help="TOML file with more variants (default: $TFVARIANTS_CONFIG or ./tfvariants.toml)")  # fmt: skip
+    p.add_argument(
+        "--variants-file",
+        default=None,
+        metavar="FILE",
+        help="TOML file with more variants (default: $TFVARIANTS_CONFIG or ./tfvariants.toml)",
+    )
 
 
 def add_json(p: argparse.ArgumentParser) -> None:
@@ -33,34 +46,53 @@ def add_json(p: argparse.ArgumentParser) -> None:
 
 
 def add_pricing(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--pricing", default="gce-2017", metavar="NAME|FILE[@YYYY-MM]",
-                   help="pricing catalog, optionally @YYYY-MM[-DD] for the price date "
-                   "(default gce-2017; 'none' for no costs)")  # fmt: skip
-    p.add_argument("--price-tier", choices=("spot", "preemptible", "on_demand"), default=None,
-                   help="price tier (default: the catalog's); spot and preemptible are one tier, "
-                   "shown in the catalog's own word")  # fmt: skip
-    p.add_argument("--instance", action="append", default=[], metavar="VARIANT[@THREADS]=INSTANCE",
-                   help="bill these cells as this catalog instance (repeatable)")  # fmt: skip
-    p.add_argument("--instance-family", default=None, metavar="FAMILY[,FAMILY...]",
-                   help="bill CPU cells only on these instance families (e.g. n2d,n2): the "
-                   "smallest instance of them that fits, the cheapest among equal sizes")  # fmt: skip
+    p.add_argument(
+        "--pricing",
+        default="gce-2017",
+        metavar="NAME|FILE[@YYYY-MM]",
+        help="pricing catalog, optionally @YYYY-MM[-DD] for the price date "
+        "(default gce-2017; 'none' for no costs)",
+    )
+    p.add_argument(
+        "--price-tier",
+        choices=("spot", "preemptible", "on_demand"),
+        default=None,
+        help="price tier (default: the catalog's); spot and preemptible are one tier, "
+        "shown in the catalog's own word",
+    )
+    p.add_argument(
+        "--instance",
+        action="append",
+        default=[],
+        metavar="VARIANT[@THREADS]=INSTANCE",
+        help="bill these cells as this catalog instance (repeatable)",
+    )
+    p.add_argument(
+        "--instance-family",
+        default=None,
+        metavar="FAMILY[,FAMILY...]",
+        help="bill CPU cells only on these instance families (e.g. n2d,n2): the "
+        "smallest instance of them that fits, the cheapest among equal sizes",
+    )
 
 
-def pricing_from(args: argparse.Namespace) -> Any:
+def pricing_from(args: argparse.Namespace) -> Pricing | None:
     """The Pricing the options ask for, or None for ``--pricing none``."""
     if args.pricing is None or args.pricing.strip().lower() == "none":
         return None
     from tfvariants.analyze.cost.pricing import parse_families, parse_pricing_option
 
     pricing = parse_pricing_option(
-        args.pricing, tier=args.price_tier, instance_map=args.instance,
+        args.pricing,
+        tier=args.price_tier,
+        instance_map=args.instance,
         families=parse_families(getattr(args, "instance_family", None)),
-    )  # fmt: skip
+    )
     print_catalog_warnings(pricing.catalog)
     return pricing
 
 
-def print_catalog_warnings(catalog: Any) -> None:
+def print_catalog_warnings(catalog: Catalog) -> None:
     """What a catalog was accepted with (e.g. a spot price above on-demand, dropped)."""
     for w in catalog.warnings:
         print(f"tfvariants: warning: {one_line(w)}", file=sys.stderr)
@@ -71,26 +103,52 @@ class _DeprecatedAlias(argparse.Action):
         self.new = new
         super().__init__(*a, **kw)
 
-    def __call__(self, parser: Any, ns: Any, values: Any, option: Any = None) -> None:
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        ns: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option: str | None = None,
+    ) -> None:
         print(f"tfvariants: warning: {option} is deprecated, use {self.new}", file=sys.stderr)
         setattr(ns, self.dest, values)
 
 
 def add_report_outputs(p: argparse.ArgumentParser, *, old_flag: str | None = None) -> None:
     """-o/--output (the HTML report) and --csv, the same in `compare` and `report`."""
-    p.add_argument("-o", "--output", type=Path, default=None, metavar="FILE.html",
-                   help="HTML report path (default reports/<run>/index.html)")  # fmt: skip
+    p.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        metavar="FILE.html",
+        help="HTML report path (default reports/<run>/index.html)",
+    )
     if old_flag:
-        p.add_argument(old_flag, dest="output", type=Path, action=_DeprecatedAlias,
-                       new="-o/--output", help=argparse.SUPPRESS)  # fmt: skip
-    p.add_argument("--csv", type=Path, default=None, metavar="FILE.csv",
-                   help="also write one row per cell to this CSV file")  # fmt: skip
+        p.add_argument(
+            old_flag,
+            dest="output",
+            type=Path,
+            action=_DeprecatedAlias,
+            new="-o/--output",
+            help=argparse.SUPPRESS,
+        )
+    p.add_argument(
+        "--csv",
+        type=Path,
+        default=None,
+        metavar="FILE.csv",
+        help="also write one row per cell to this CSV file",
+    )
 
 
 def add_allow_mixed_hosts(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--allow-mixed-hosts", action="store_true",
-                   help="use cells from hosts that run.json does not declare (they are "
-                   "otherwise kept apart, with a warning)")  # fmt: skip
+    p.add_argument(
+        "--allow-mixed-hosts",
+        action="store_true",
+        help="use cells from hosts that run.json does not declare (they are "
+        "otherwise kept apart, with a warning)",
+    )
 
 
 # ---- output paths: checked before any work starts ----
@@ -135,46 +193,3 @@ def check_report_outputs(
         same = csv.resolve() == html.resolve() and not output_target(csv)[1]
         if same:
             raise UserError(f"-o/--output and --csv are the same file ({csv}): give two paths")
-
-
-# ---- listings ----
-
-
-def print_table(
-    title: str,
-    columns: Sequence[str],
-    rows: Sequence[Sequence[Any]],
-    *,
-    right: Sequence[str] = (),
-    show_header: bool = True,
-    style: Callable[[str, str], str | None] | None = None,
-) -> None:
-    """A table on stdout: rich on a terminal; plain aligned text, never wrapped, when
-    stdout is a pipe or file. User text is never read as rich markup."""
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
-    cells = [[("" if v is None else str(v)) for v in row] for row in rows]
-    console = Console()
-    if console.is_terminal:
-        table = Table(title=Text(title), title_justify="left", show_header=show_header)
-        for col in columns:
-            table.add_column(Text(col), justify="right" if col in right else "left",
-                             overflow="fold")  # fmt: skip
-        for row in cells:
-            table.add_row(*(Text(v, style=(style(c, v) if style else None) or "")
-                            for c, v in zip(columns, row, strict=True)))  # fmt: skip
-        console.print(table)
-        return
-    lines = [list(columns)] if show_header else []
-    lines += cells
-    widths = [max((len(line[i]) for line in lines), default=0) for i in range(len(columns))]
-    print(title)
-    for line in lines:
-        padded = [
-            v.rjust(w) if c in right else v.ljust(w)
-            for c, v, w in zip(columns, line, widths, strict=True)
-        ]
-        print("  ".join(padded).rstrip())
-    print()

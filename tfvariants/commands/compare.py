@@ -6,14 +6,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import os
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tfvariants.analyze.statistics.stats import DEFAULT_REPEATS
 from tfvariants.commands import common, compare_cluster, presets, rounds
+from tfvariants.commands.compare_spec import build_spec as build_spec
+from tfvariants.commands.compare_spec import check_baseline
+from tfvariants.commands.compare_spec import parse_threads as parse_threads
 from tfvariants.commands.matrix_args import (  # noqa: F401 (quick_scale: the command's API)
     QUICK_SAMPLES,
     cell_options,
@@ -35,8 +36,17 @@ from tfvariants.plan.cell import MAX_THREADS
 from tfvariants.rounds import firstlook
 from tfvariants.store.runfolder import RunFolder
 
+if TYPE_CHECKING:
+    from rich.console import Console
 
-def register(sub: Any) -> None:
+    from tfvariants.analyze.cost.pricing import Pricing
+    from tfvariants.execute.matrix import Matrix, MatrixOutcome
+    from tfvariants.plan.cell import Cell
+    from tfvariants.plan.spec import MatrixSpec
+    from tfvariants.variants.registry import Variant
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "compare",
         help="run the matrix of variants x threads x workloads and write a report",
@@ -63,8 +73,9 @@ def register(sub: Any) -> None:
     )
     common.add_variants_file(p)
     common.add_engine(p)
-    p.add_argument("--no-probe", action="store_true",
-                   help="skip the oneDNN and peak probes of each variant")  # fmt: skip
+    p.add_argument(
+        "--no-probe", action="store_true", help="skip the oneDNN and peak probes of each variant"
+    )
     p.add_argument(
         "--no-peak",
         action="store_true",
@@ -117,124 +128,6 @@ def register(sub: Any) -> None:
 # ---- argument parsing (UserError, one line, before anything is written) ----
 
 
-def parse_threads(text: str) -> list[int]:
-    return checked("threads", argtypes.thread_list, text)
-
-
-def _parsed(option: str, parse: Any, value: Any) -> Any:
-    """Command-line text through the shared parser; values already parsed pass."""
-    return checked(option, parse, value) if isinstance(value, str) else value
-
-
-def _available_workloads() -> list[str]:
-    from workloads import registry
-
-    return list(registry.available())
-
-
-def build_spec(
-    args: argparse.Namespace, stored: dict | None = None, pricing: Any = None
-) -> tuple[Any, dict[str, Any]]:
-    """MatrixSpec + the variant objects, from args (missing args taken from a stored run
-    when resuming); ``pricing`` gives a GPU variant its instance's vCPU count."""
-    from tfvariants.plan.spec import MatrixSpec, logical_cpus
-    from tfvariants.variants import get_variants
-
-    stored = stored or {}
-    sopts = stored.get("options") or {}
-
-    def given_or_stored(name: str, value: Any, parse: Any, default: Any) -> Any:
-        # None = not on the command line: a resume takes the stored value.
-        if value is not None:
-            return _parsed(name.replace("_", "-"), parse, value)
-        stored_value = sopts.get(name) if name in sopts else stored.get(name)
-        return stored_value if stored_value is not None else default
-
-    variants = given_or_stored(
-        "variants", args.variants, lambda v: parse_names("variants", v), ["local"]
-    )
-    explicit = split_fixed_threads(variants)
-    variants = list(dict.fromkeys(n for n, _ in explicit))
-    if len(variants) != len(explicit):
-        raise UserError("--variants: a variant is named twice (with different @THREADS?)")
-    threads = given_or_stored(
-        "threads", args.threads, parse_threads, default_threads(logical_cpus())
-    )
-    known = _available_workloads()
-    if args.workloads is None and stored.get("workloads"):
-        workloads = stored["workloads"]
-    elif args.workloads in (None, "all"):
-        workloads = known
-    else:
-        workloads = parse_names("workloads", args.workloads)
-        for w in workloads:
-            if w not in known and not (w.endswith(".py") and os.path.isfile(w)):
-                raise UserError(
-                    f"unknown workload {w!r} (known: {', '.join(known)}; or a path to a .py file)"
-                )
-    if not workloads:
-        raise UserError("no workloads available")
-
-    repeats = given_or_stored("repeats", args.repeats, argtypes.repeats, DEFAULT_REPEATS)
-    quick = bool(args.quick or sopts.get("quick"))
-    per_workload = {w: quick_scale(w) for w in workloads} if quick else None
-    options = rounds.training_options(args, stored, repeats=repeats, per_workload=per_workload)
-    variant_objs = get_variants(variants, args.variants_file)
-    info = {v: {"kind": o.kind, "device": o.device} for v, o in variant_objs.items()}
-    # A resume keeps the stored thread counts of fixed-thread variants.
-    fixed = dict(stored.get("fixed_threads") or {}) if args.variants is None else {}
-    fixed.update({n: t for n, t in explicit if t is not None})
-    for v, o in variant_objs.items():
-        if v not in fixed and o.device == "gpu":
-            # A GPU configuration is one per GPU instance: its vCPUs are the instance's
-            # (or, with no catalog instance, this host's), never the --threads axis.
-            fixed[v] = gpu_threads(v, pricing)
-    spec = MatrixSpec(
-        tuple(variants), tuple(threads), tuple(workloads), repeats, options, info, fixed
-    )
-    return spec, variant_objs
-
-
-def split_fixed_threads(names: list[str]) -> list[tuple[str, int | None]]:
-    """``gpu@16`` -> ("gpu", 16): that variant runs at 16 threads only; ``pip`` -> ("pip",
-    None): the --threads axis."""
-    out: list[tuple[str, int | None]] = []
-    for name in names:
-        base, at, count = name.rpartition("@")
-        if at and base:
-            out.append((base, checked("variants", argtypes.threads, count)))
-        else:
-            out.append((name, None))
-    return out
-
-
-def gpu_threads(variant: str, pricing: Any) -> int:
-    """A GPU variant's vCPU count: its catalog instance's (the instance a cloud run rents
-    and bills), capped at nothing; without a catalog, this host's logical CPUs."""
-    from tfvariants.plan.spec import logical_cpus
-
-    found = pricing.instance_for(variant, 0, "gpu") if pricing is not None else None
-    return found[0].vcpus if found else logical_cpus()
-
-
-def _check_baseline(baseline: str | None, spec: Any) -> None:
-    from tfvariants.analyze.baseline import parse_baseline
-
-    parsed = parse_baseline(baseline)
-    if parsed is None:
-        return
-    if parsed[0] not in spec.variants:
-        raise UserError(
-            f"--baseline {baseline}: {parsed[0]!r} is not one of --variants "
-            f"({', '.join(spec.variants)})"
-        )
-    counts = [t for v, t in spec.configurations() if v == parsed[0]]
-    if parsed[1] is not None and parsed[1] not in counts:
-        if parsed[0] in spec.fixed_threads:
-            raise UserError(f"--baseline {baseline}: {parsed[0]} runs at {counts[0]} threads only")
-        raise UserError(f"--baseline {baseline}: {parsed[1]} is not one of --threads")
-
-
 def measure_peaks(
     out: Path, variant_objs: dict[str, Any], configs: list[tuple[str, int]], priority: str
 ) -> None:
@@ -268,17 +161,16 @@ def run(args: argparse.Namespace) -> int:
     preset = presets.apply(args) or ((stored or {}).get("options") or {}).get("preset")
     pricing = common.pricing_from(args)
     spec, variant_objs = build_spec(args, stored, pricing)
+    opts = TrainingOptions.of(spec.options)
     if preset is not None:
-        spec = dataclasses.replace(spec, options=dataclasses.replace(spec.options, preset=preset))
-    _check_baseline(args.baseline, spec)
+        spec = dataclasses.replace(spec, options=dataclasses.replace(opts, preset=preset))
+    check_baseline(args.baseline, spec)
     firstlook.say(spec, args.out if args.resume else None, args.estimate_from)
     if args.dry_run:
         return compare_cluster.dry_run(args, spec, pricing, Console(soft_wrap=True))
     if args.executor == "ray":
         compare_cluster.placement(spec, pricing)  # a cell with no node type: stop now
-    name = ("quick-" if spec.options.quick else "compare-") + datetime.now().strftime(
-        "%Y%m%d-%H%M%S"
-    )
+    name = ("quick-" if opts.quick else "compare-") + datetime.now().strftime("%Y%m%d-%H%M%S")
     out = args.out or Path("results") / name
     report_path = args.output or Path("reports") / out.name / "index.html"
     check_writable(out)
@@ -315,23 +207,15 @@ def run(args: argparse.Namespace) -> int:
     return outcome.exit_code()
 
 
-def _run_matrix(
+def _prepare(
     args: argparse.Namespace,
-    spec: Any,
-    variant_objs: dict[str, Any],
-    pricing: Any,
+    spec: MatrixSpec,
+    variant_objs: dict[str, Variant],
     out: Path,
-    stored: dict[str, Any] | None,
-    console: Any,
-    report_stored: Callable[[], None],
-) -> Any:
-    """Prepare the run folder, probe the variants, run the cells (locally or on Ray, with
-    the adaptive rounds when there is a budget); the MatrixOutcome, with its lines said.
-    A store error while the cells run (not while the folder is checked) renders what was
-    stored first (``report_stored``)."""
-    from tfvariants.execute import runner
+    console: Console,
+) -> Matrix:
+    """The run folder checked and prepared, the variants probed, the matrix announced."""
     from tfvariants.execute.matrix import Matrix
-    from tfvariants.store.runfolder import StoreError
 
     matrix = Matrix(spec, out)
     moved = matrix.prepare(
@@ -346,12 +230,35 @@ def _run_matrix(
         spec.variant_info,
         variant_objs,
         probe=not args.no_probe and args.executor != "ray",
-        count_isa=(spec.options.preset or {}).get("name") == presets.PRESET,
+        count_isa=(TrainingOptions.of(spec.options).preset or {}).get("name") == presets.PRESET,
     )
     store_variant_info(out, spec.variant_info)
     if not (args.no_peak or args.no_probe) and args.executor != "ray":  # cached, like the census
-        measure_peaks(out, variant_objs, spec.configurations(), spec.options.priority)
-    _announce(spec, out, moved, console)
+        priority = TrainingOptions.of(spec.options).priority
+        measure_peaks(out, variant_objs, spec.configurations(), priority)
+    rounds.announce(spec, out, moved, console)
+    return matrix
+
+
+def _run_matrix(
+    args: argparse.Namespace,
+    spec: MatrixSpec,
+    variant_objs: dict[str, Variant],
+    pricing: Pricing | None,
+    out: Path,
+    stored: dict[str, Any] | None,
+    console: Console,
+    report_stored: Callable[[], None],
+) -> MatrixOutcome:
+    """Prepare the run folder, probe the variants, run the cells (locally or on Ray, with
+    the adaptive rounds when there is a budget); the MatrixOutcome, with its lines said.
+    A store error while the cells run (not while the folder is checked) renders what was
+    stored first (``report_stored``)."""
+    from tfvariants.execute import runner
+    from tfvariants.store.runfolder import StoreError
+
+    matrix = _prepare(args, spec, variant_objs, out, console)
+    opts = TrainingOptions.of(spec.options)
     quiet_gate = rounds.quiet_gate(spec)
     # One stopping rule for both executors; on Ray each round is a wave of tasks.
     before = (stored or {}).get("adaptive") or {}
@@ -359,14 +266,14 @@ def _run_matrix(
     next_round, rule = rounds.adaptive_hook(spec, args.baseline, console, spent_before)
     options_for = cell_options(spec, lambda: getattr(next_round, "window_plan", None))
 
-    def run_one(cell: Any, folder: RunFolder) -> dict:
+    def run_one(cell: Cell, folder: RunFolder) -> dict[str, Any]:
         return runner.run_cell(
             cell,
             variant_objs[cell.variant],
             options_for(cell),
             folder,
             quiet=quiet_gate,
-            priority=spec.options.priority,
+            priority=opts.priority,
         )
 
     if args.executor == "ray":
@@ -388,7 +295,7 @@ def _run_matrix(
                 resume=args.resume,
                 console=console,
                 next_round=next_round,
-                budget_s=spec.options.budget_s,
+                budget_s=opts.budget_s,
                 spent_before=spent_before,
                 **rounds.retry_options(spec, quiet_gate),
             )
@@ -397,52 +304,17 @@ def _run_matrix(
             raise
     if rule is not None:
         rounds.record(out, rule, spec, before, outcome, console, next_round)
-    _print_outcome(outcome, console)
+    rounds.print_outcome(outcome, console)
     return outcome
-
-
-def _announce(spec: Any, out: Path, moved: list[str], console: Any) -> None:
-    """What the folder's checks moved aside, and the matrix about to run."""
-    from rich.markup import escape
-
-    for line in moved:
-        console.print(f"[yellow]quarantined[/] {escape(line)}", highlight=False)
-    configs = spec.configurations()
-    cells = len(configs) * len(spec.workloads) * spec.repeats
-    fixed = "".join(f"; {v} at {t} threads only" for v, t in spec.fixed_threads.items())
-    console.print(
-        f"[bold]compare[/]: {len(configs)} configuration(s) ({len(spec.variants)} variant(s), "
-        f"threads {','.join(map(str, spec.threads))}{fixed}) x {len(spec.workloads)} "
-        f"workload(s) x {spec.repeats} repeat(s) = {cells} cells -> {escape(str(out))}",
-        highlight=False,
-    )
-
-
-def _print_outcome(outcome: Any, console: Any) -> None:
-    from rich.markup import escape
-
-    ok, skipped = outcome.count("ok"), outcome.count("skipped")
-    failed, timeout = outcome.count("failed"), outcome.count("timeout")
-    console.print(
-        f"{ok} ok, {failed} failed, {timeout} timed out, {skipped} skipped of "
-        f"{outcome.planned} cells ({len(outcome.ran)} run now)",
-        highlight=False,
-    )
-    for cid in outcome.problems[:20]:
-        console.print(
-            f"  [red]{outcome.statuses[cid]}[/] {escape(cid)}: "
-            f"{escape(outcome.reasons.get(cid, ''))}",
-            highlight=False,
-        )
 
 
 def _report(
     args: argparse.Namespace,
     out: Path,
     report_path: Path,
-    pricing: Any,
-    outcome: Any,
-    console: Any,
+    pricing: Pricing | None,
+    outcome: MatrixOutcome,
+    console: Console,
 ) -> None:
     """The report of the whole run folder, and its first lines on the console."""
     from rich.markup import escape

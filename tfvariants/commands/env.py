@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from tfvariants.variants import Variant
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "env",
         help="show this host's CPU/topology and a variant's TensorFlow build",

@@ -9,12 +9,13 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from tfvariants.analyze.cost.catalog import Catalog
 from tfvariants.commands import common
 from tfvariants.errors import UserError, one_line
 from tfvariants.options import argtypes
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "prices",
         help="show a cloud pricing catalog, or import one from a CSV",
@@ -98,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def catalog_json(cat: Any) -> dict[str, Any]:
+def catalog_json(cat: Catalog) -> dict[str, Any]:
     return {
         "name": cat.name,
         "title": cat.title,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tfvariants.commands import common, rounds
 from tfvariants.errors import UserError, one_line
@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # the analysis is imported only when a report is made (start-
 LOUD_KINDS = ("unreadable", "duplicate", "foreign_host", "mixed_hosts", "incomplete", "no_price")
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "report",
         help="write the HTML report (and optionally a CSV) from stored results",

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from tfvariants.analyze.report.frame import RunFrame
     from tfvariants.execute.matrix import MatrixOutcome
+    from tfvariants.execute.quiet import QuietGate
 
 QUICK_BUDGET_S = 600.0  # --quick without --budget: 10 minutes
 # --quick steady window up to the first look: seconds, steps. 6 s: about half of a quick
@@ -70,7 +71,11 @@ def add_disturbed_policy(p: argparse.ArgumentParser) -> None:
 
 
 def training_options(
-    args: argparse.Namespace, stored: dict[str, Any], *, repeats: int, per_workload: Any = None
+    args: argparse.Namespace,
+    stored: dict[str, Any],
+    *,
+    repeats: int,
+    per_workload: dict[str, dict[str, int]] | None = None,
 ) -> TrainingOptions:
     """The run's options: given, else the stored run's (a resume), else the defaults
     (the steady window and the budget depend on --quick)."""
@@ -146,7 +151,7 @@ def stopping_rule(spec: MatrixPlan[PlannedCell], console: Console) -> adaptive.S
 def record(
     out: Path,
     rule: adaptive.StoppingRule,
-    spec: MatrixSpec,
+    spec: MatrixPlan[PlannedCell],
     before: dict[str, Any],
     outcome: MatrixOutcome,
     console: Console,
@@ -178,7 +183,7 @@ def record(
         )
 
 
-def quiet_gate(spec: Any) -> Any:
+def quiet_gate(spec: MatrixSpec) -> QuietGate | None:
     """The wait for quiet before each cell, with the run's settings (None: no wait)."""
     from tfvariants.execute.quiet import QuietGate
 
@@ -194,7 +199,7 @@ def quiet_gate(spec: Any) -> Any:
     )
 
 
-def retry_options(spec: Any, gate: Any = None) -> dict[str, Any]:
+def retry_options(spec: MatrixSpec, gate: QuietGate | None = None) -> dict[str, Any]:
     """Matrix.run's disturbed-cell settings: the one classification, the retry count, and
     no retries while the gate finds the load sustained (they would be disturbed too)."""
     return {
@@ -204,7 +209,7 @@ def retry_options(spec: Any, gate: Any = None) -> dict[str, Any]:
     }
 
 
-def print_disturbed(outcome: Any, console: Any) -> None:
+def print_disturbed(outcome: MatrixOutcome, console: Console) -> None:
     """How many cells run now were disturbed, what was run again, and what was not."""
     from tfvariants.execute.matrix import RETRY_MISSES
 
@@ -260,4 +265,40 @@ def summary(analysis: RunFrame, out: Path, console: Console) -> None:
             f"--out {out} --budget 10m)",
             highlight=False,
             markup=False,
+        )
+
+
+def announce(spec: MatrixSpec, out: Path, moved: list[str], console: Console) -> None:
+    """What the folder's checks moved aside, and the matrix about to run."""
+    from rich.markup import escape
+
+    for line in moved:
+        console.print(f"[yellow]quarantined[/] {escape(line)}", highlight=False)
+    configs = spec.configurations()
+    cells = len(configs) * len(spec.workloads) * spec.repeats
+    fixed = "".join(f"; {v} at {t} threads only" for v, t in spec.fixed_threads.items())
+    console.print(
+        f"[bold]compare[/]: {len(configs)} configuration(s) ({len(spec.variants)} variant(s), "
+        f"threads {','.join(map(str, spec.threads))}{fixed}) x {len(spec.workloads)} "
+        f"workload(s) x {spec.repeats} repeat(s) = {cells} cells -> {escape(str(out))}",
+        highlight=False,
+    )
+
+
+def print_outcome(outcome: MatrixOutcome, console: Console) -> None:
+    """The cells' statuses after the matrix ran, and the first problems."""
+    from rich.markup import escape
+
+    ok, skipped = outcome.count("ok"), outcome.count("skipped")
+    failed, timeout = outcome.count("failed"), outcome.count("timeout")
+    console.print(
+        f"{ok} ok, {failed} failed, {timeout} timed out, {skipped} skipped of "
+        f"{outcome.planned} cells ({len(outcome.ran)} run now)",
+        highlight=False,
+    )
+    for cid in outcome.problems[:20]:
+        console.print(
+            f"  [red]{outcome.statuses[cid]}[/] {escape(cid)}: "
+            f"{escape(outcome.reasons.get(cid, ''))}",
+            highlight=False,
         )

@@ -11,19 +11,36 @@ import argparse
 import dataclasses
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfvariants.commands import common
 from tfvariants.commands.matrix_args import ready_variants
 from tfvariants.commands.outdir import check_writable, out_dir
-from tfvariants.commands.serve_spec import DEFAULTS, PRESETS, build_serve_spec
+from tfvariants.commands.serve_spec import (
+    DEFAULTS,
+    PRESETS,
+    build_serve_spec,
+    check_loadgen,
+    check_target,
+)
+from tfvariants.commands.serve_spec import LOADGEN_SPEC as LOADGEN_SPEC
+from tfvariants.commands.serve_spec import with_loadgen as with_loadgen
 from tfvariants.errors import UserError
 from tfvariants.options import declare
 from tfvariants.options.decision import DecisionOptions
+from tfvariants.options.serving import ServingOptions
 from tfvariants.store.runfolder import RunFolder
 
+if TYPE_CHECKING:
+    from rich.console import Console
 
-def register(sub: Any) -> None:
+    from tfvariants.analyze.cost.pricing import Pricing
+    from tfvariants.execute.matrix import MatrixOutcome
+    from tfvariants.plan.serve import ServeSpec
+    from tfvariants.variants.registry import Variant
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "serve",
         help="measure serving throughput and tail latency (LoadGen + closed loop) and cost per "
@@ -222,68 +239,6 @@ def _add_load_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", default="1800", help="seconds per cell (default 1800)")
 
 
-def _check_target(url: str, model: str, builtin: str, shape: list[int] | None) -> None:
-    """The target answers for the model, and its input shape is known: given, a
-    built-in model's, or from the server's metadata."""
-    from workloads.serving import models
-    from workloads.serving.http_client import Endpoint, ServingError
-
-    try:
-        endpoint = Endpoint(url, model)
-        endpoint.check(timeout_s=5)
-        if shape is None and models.input_shape_of(builtin) is None:
-            if endpoint.metadata_shape(timeout_s=5) is None:
-                raise ServingError(
-                    f"the model metadata (GET {endpoint.status_path}/metadata) gives no fully "
-                    "defined input shape: name one with --input-shape H,W,C"
-                )
-    except (ValueError, ServingError) as exc:
-        raise UserError(f"--target {url}: {exc}") from None
-
-
-LOADGEN_SPEC = "mlcommons-loadgen>=6.0"  # as the serve extra (setup.cfg)
-
-
-def with_loadgen(scenarios: tuple[str, ...], variant_objs: dict[str, Any]) -> dict[str, Any]:
-    """Requirement-spec variants get MLPerf LoadGen added to their specs when a LoadGen
-    scenario runs and they do not name it: a separate cached environment, built on first
-    use like any other."""
-    import dataclasses
-    import re as _re
-
-    from workloads.serving.request import LOADGEN_SCENARIOS
-
-    if not any(s in LOADGEN_SCENARIOS for s in scenarios):
-        return variant_objs
-    out = {}
-    for name, v in variant_objs.items():
-        named = any(
-            _re.match(r"\s*mlcommons[-_.]loadgen\b", spec, _re.I) for spec in v.requirements
-        )
-        if v.kind == "requirements" and not named:
-            v = dataclasses.replace(v, requirements=(*v.requirements, LOADGEN_SPEC))
-        out[name] = v
-    return out
-
-
-def _check_loadgen(scenarios: tuple[str, ...], variant_objs: dict[str, Any]) -> None:
-    """LoadGen scenarios need mlcommons-loadgen where the worker runs: for this
-    interpreter that is known now (stop before the sweep); for venvs and images each
-    cell says so if it is missing."""
-    import importlib.util
-
-    from workloads.serving.request import LOADGEN_SCENARIOS
-
-    needs = [s for s in scenarios if s in LOADGEN_SCENARIOS]
-    local = [n for n, v in variant_objs.items() if v.kind == "local"]
-    if needs and local and importlib.util.find_spec("mlperf_loadgen") is None:
-        raise UserError(
-            f"--scenarios {','.join(needs)} need MLPerf LoadGen, which is not installed in this "
-            f"interpreter (variant {local[0]}): pip install 'tfvariants[serve]' "
-            "(mlcommons-loadgen), or run only --scenarios concurrency"
-        )
-
-
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
@@ -299,14 +254,12 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--estimate-from is for --dry-run")
     console = Console(stderr=True, soft_wrap=True)
     if args.dry_run:
-        from tfvariants.commands.serve_plan import dry_run
-
-        return dry_run(spec, pricing, console, estimate_from=args.estimate_from)
+        return _dry_run(spec, pricing, console, args.estimate_from)
     if args.resume and args.out is None:
         raise UserError("--resume needs --out RESULTS_DIR (the run to continue)")
     if args.target:
         for m in spec.models:
-            _check_target(args.target, args.target_model or m, m, spec.options.input_shape)
+            check_target(args.target, args.target_model or m, m, spec.options.input_shape)
     variant_objs = ready_variants(with_loadgen(spec.scenarios, variant_objs), args.engine)
     out = args.out or Path("results") / f"serve-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     report_path = args.report or Path("reports") / out.name / "index.html"
@@ -319,7 +272,7 @@ def run(args: argparse.Namespace) -> int:
         workloadfiles.check_recorded(load_run(out), workloadfiles.file_workloads(spec.models))
     check_writable(out)
     common.check_report_outputs(report_path, args.csv, results_dirs=[out])
-    _check_loadgen(spec.scenarios, variant_objs)
+    check_loadgen(spec.scenarios, variant_objs)
 
     from tfvariants.rounds.serving import order_seed
 
@@ -340,14 +293,35 @@ def run(args: argparse.Namespace) -> int:
     return outcome.exit_code()
 
 
+def _dry_run(
+    spec: ServeSpec, pricing: Pricing | None, console: Console, estimate_from: Path | None
+) -> int:
+    """The serving cells per node type and the estimated bill (the one dry run of both
+    tasks, analyze/cost/dryrun.py). Writes nothing."""
+    from tfvariants.analyze.cost.dryrun import serving_dry_run
+    from tfvariants.render.dryrun import print_dry_run
+
+    dry = serving_dry_run(spec, pricing, estimate_from)
+    budget = ServingOptions.of(spec.options).budget_s
+    header = (
+        f"{dry.cells} serving cells ({len(spec.models)} model(s), "
+        f"{len(spec.variants)} variant(s), threads {','.join(map(str, spec.threads))}, "
+        f"{spec.repeats} repeat(s)"
+        + (", more rounds within the budget" if budget else "")
+        + ") billed as"
+    )
+    print_dry_run(dry, console, header)
+    return 0
+
+
 def _run_matrix(
     args: argparse.Namespace,
-    spec: Any,
-    variant_objs: dict[str, Any],
-    pricing: Any,
+    spec: ServeSpec,
+    variant_objs: dict[str, Variant],
+    pricing: Pricing | None,
     out: Path,
-    console: Any,
-) -> Any:
+    console: Console,
+) -> MatrixOutcome:
     """Run the serving cells (adaptive rounds when there is a budget); the MatrixOutcome,
     with its lines said."""
     from tfvariants.commands import rounds
@@ -373,7 +347,7 @@ def _run_matrix(
 
         before = load_run_dir(out).run.get("adaptive") or {}
     next_round, rule = None, None
-    o = spec.options
+    o = ServingOptions.of(spec.options)
     if o.budget_s:
         from tfvariants.rounds.serving import make_next_round
 
@@ -412,12 +386,17 @@ def _run_matrix(
 
 
 def _report(
-    args: argparse.Namespace, spec: Any, out: Path, report_path: Path, pricing: Any, console: Any
+    args: argparse.Namespace,
+    spec: ServeSpec,
+    out: Path,
+    report_path: Path,
+    pricing: Pricing | None,
+    console: Console,
 ) -> None:
     """The report, with each model's first conclusions on the console."""
     from tfvariants.commands.report import write_report
 
-    o = spec.options
+    o = ServingOptions.of(spec.options)
     serving = write_report(
         out,
         report_path,

@@ -1,18 +1,22 @@
 """`tfvariants serve`'s matrix and options from its command line: the quick-scale
 defaults and ``--preset study``, each value parsed and checked before anything is
-written (one line, exit 2), into a ServeSpec with its frozen ServingOptions."""
+written (one line, exit 2), into a ServeSpec with its frozen ServingOptions; and the
+checks of what the sweep needs (the --target answers, LoadGen where it runs)."""
 
 from __future__ import annotations
 
 import argparse
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfvariants.commands.matrix_args import checked, default_threads, parse_names
 from tfvariants.errors import UserError
 from tfvariants.options import argtypes
 from tfvariants.options.decision import settings
 from tfvariants.options.serving import ServingOptions
+
+if TYPE_CHECKING:
+    from tfvariants.variants.registry import Variant
 
 # The quick scale (the defaults): one model at 1..CPUs threads decided within the
 # budget on a 2-core machine. Only the closed loop over HTTP at 1 and 4 requests in
@@ -239,3 +243,70 @@ def _serving_options(
         confidence=decision.confidence,
         preset=args.preset,
     )
+
+
+# ---- checks of the inputs before the sweep ----
+
+
+def check_target(url: str, model: str, builtin: str, shape: list[int] | None) -> None:
+    """The target answers for the model, and its input shape is known: given, a
+    built-in model's, or from the server's metadata."""
+    from workloads.serving import models
+    from workloads.serving.http_client import Endpoint, ServingError
+
+    try:
+        endpoint = Endpoint(url, model)
+        endpoint.check(timeout_s=5)
+        if shape is None and models.input_shape_of(builtin) is None:
+            if endpoint.metadata_shape(timeout_s=5) is None:
+                raise ServingError(
+                    f"the model metadata (GET {endpoint.status_path}/metadata) gives no fully "
+                    "defined input shape: name one with --input-shape H,W,C"
+                )
+    except (ValueError, ServingError) as exc:
+        raise UserError(f"--target {url}: {exc}") from None
+
+
+LOADGEN_SPEC = "mlcommons-loadgen>=6.0"  # as the serve extra (setup.cfg)
+
+
+def with_loadgen(
+    scenarios: tuple[str, ...], variant_objs: dict[str, Variant]
+) -> dict[str, Variant]:
+    """Requirement-spec variants get MLPerf LoadGen added to their specs when a LoadGen
+    scenario runs and they do not name it: a separate cached environment, built on first
+    use like any other."""
+    import dataclasses
+    import re as _re
+
+    from workloads.serving.request import LOADGEN_SCENARIOS
+
+    if not any(s in LOADGEN_SCENARIOS for s in scenarios):
+        return variant_objs
+    out = {}
+    for name, v in variant_objs.items():
+        named = any(
+            _re.match(r"\s*mlcommons[-_.]loadgen\b", spec, _re.I) for spec in v.requirements
+        )
+        if v.kind == "requirements" and not named:
+            v = dataclasses.replace(v, requirements=(*v.requirements, LOADGEN_SPEC))
+        out[name] = v
+    return out
+
+
+def check_loadgen(scenarios: tuple[str, ...], variant_objs: dict[str, Variant]) -> None:
+    """LoadGen scenarios need mlcommons-loadgen where the worker runs: for this
+    interpreter that is known now (stop before the sweep); for venvs and images each
+    cell says so if it is missing."""
+    import importlib.util
+
+    from workloads.serving.request import LOADGEN_SCENARIOS
+
+    needs = [s for s in scenarios if s in LOADGEN_SCENARIOS]
+    local = [n for n, v in variant_objs.items() if v.kind == "local"]
+    if needs and local and importlib.util.find_spec("mlperf_loadgen") is None:
+        raise UserError(
+            f"--scenarios {','.join(needs)} need MLPerf LoadGen, which is not installed in this "
+            f"interpreter (variant {local[0]}): pip install 'tfvariants[serve]' "
+            "(mlcommons-loadgen), or run only --scenarios concurrency"
+        )

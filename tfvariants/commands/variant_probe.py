@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfvariants.errors import UserError
+
+if TYPE_CHECKING:
+    from tfvariants.variants.registry import Variant
 
 
 def store_variant_info(out: Path, info: dict[str, dict]) -> None:
@@ -23,7 +26,7 @@ def store_variant_info(out: Path, info: dict[str, dict]) -> None:
         write_run(out, {**record, "variant_info": merged})
 
 
-def compiled_for(variant: Any, *, count: bool) -> str | None:
+def compiled_for(variant: Variant, *, count: bool) -> str | None:
     """What the variant's TensorFlow is compiled for: from the census cache, or with
     ``count`` from a census of its framework library (~45 MB: under a minute, once per
     binary)."""

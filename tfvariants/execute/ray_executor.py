@@ -22,13 +22,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from tfvariants.errors import UserError, one_line
 from tfvariants.execute.matrix import MatrixOutcome, NextRound, _Display, budget_stop
 from tfvariants.execute.ray_node import REAL_INSTANCE_LABEL, run_on_node
 from tfvariants.execute.runner import KILL_GRACE_S, RunOptions
 from tfvariants.plan.cell import Cell
+
+if TYPE_CHECKING:
+    from rich.console import Console
 from tfvariants.plan.spec import MatrixSpec, plan_cells
 from tfvariants.store.result import host_result
 from tfvariants.store.rundir import load_run_dir, pending_cells
@@ -45,7 +49,7 @@ class RaySettings:
     node_wait_s: float = DEFAULT_NODE_WAIT_S
 
 
-def _import_ray() -> Any:
+def _import_ray() -> ModuleType:
     try:
         import ray
     except ImportError:
@@ -53,7 +57,7 @@ def _import_ray() -> Any:
     return ray
 
 
-def _connect(ray: Any, address: str, log_file: Path) -> None:
+def _connect(ray: ModuleType, address: str, log_file: Path) -> None:
     """Join the cluster as a driver. Ray's own messages (connection info, node-death
     dumps, worker output) go to the run's logs/ray-driver.log, not the terminal."""
     handler = logging.FileHandler(log_file, encoding="utf-8")
@@ -82,7 +86,7 @@ def _connect(ray: Any, address: str, log_file: Path) -> None:
         ) from None
 
 
-def _alive_nodes(ray: Any) -> list[dict]:
+def _alive_nodes(ray: ModuleType) -> list[dict]:
     return [n for n in ray.nodes() if n.get("Alive")]
 
 
@@ -143,7 +147,7 @@ class RayMatrix:
         variants: dict[str, Any],
         options_for: Callable[[Cell], RunOptions],
         placement: dict[tuple[str, int], str],
-        console: Any = None,
+        console: Console | None = None,
         next_round: NextRound[Cell] | None = None,
         budget_s: float | None = None,
         spent_before: float = 0.0,
@@ -181,8 +185,14 @@ class RayMatrix:
                 t0 = clock()
                 wave = {placement[(c.variant, c.threads)] for c in more}
                 self._run_todo(ray, more, variants, options_for, placement, wave, outcome, console)
-                outcome.rounds.append({"repeat": more[0].repeat, "cells": len(more),
-                                       "seconds": round(clock() - t0, 1), "wave": "ray"})  # fmt: skip
+                outcome.rounds.append(
+                    {
+                        "repeat": more[0].repeat,
+                        "cells": len(more),
+                        "seconds": round(clock() - t0, 1),
+                        "wave": "ray",
+                    }
+                )
         finally:
             ray.shutdown()
         outcome.spent_s = spent_before + clock() - started
@@ -217,14 +227,14 @@ class RayMatrix:
 
     def _run_todo(
         self,
-        ray: Any,
+        ray: ModuleType,
         todo: list[Cell],
         variants: dict[str, Any],
         options_for: Callable[[Cell], RunOptions],
         placement: dict[tuple[str, int], str],
         instances: set[str],
         outcome: MatrixOutcome,
-        console: Any,
+        console: Console | None,
     ) -> None:
         declare_hosts(self.out, _node_entries(_alive_nodes(ray), instances))
         # One retry-free task per cell: a rerun after node loss is the user's --resume.
@@ -255,7 +265,13 @@ class RayMatrix:
                 self._cancel(ray, pending)
 
     def _finish(
-        self, ray: Any, ref: Any, cell: Cell, inst: str, outcome: MatrixOutcome, display: Any
+        self,
+        ray: ModuleType,
+        ref: object,
+        cell: Cell,
+        inst: str,
+        outcome: MatrixOutcome,
+        display: _Display,
     ) -> None:
         try:
             payload = ray.get(ref)
@@ -289,11 +305,11 @@ class RayMatrix:
 
     def _check_node_types(
         self,
-        ray: Any,
+        ray: ModuleType,
         pending: dict[Any, tuple[Cell, str]],
         waiting_since: dict[str, float],
         outcome: MatrixOutcome,
-        display: Any,
+        display: _Display,
     ) -> None:
         """Cells whose instance type no live node offers wait up to node_wait_s (an
         autoscaler may be starting one), then fail with that reason."""
@@ -325,7 +341,7 @@ class RayMatrix:
                 outcome.reasons[cell.cell_id] = reason
                 display.finish(cell, "failed", 0.0, reason)
 
-    def _cancel(self, ray: Any, pending: dict[Any, tuple[Cell, str]]) -> None:
+    def _cancel(self, ray: ModuleType, pending: dict[Any, tuple[Cell, str]]) -> None:
         """Ctrl-C: ask every task to stop (the node stops its worker), then force."""
         refs = list(pending)
         for ref in refs:

@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tfvariants.execute.containers import remove_container
 from tfvariants.execute.runner import (
     KILL_GRACE_S,
     RunOptions,
-    _remove_container,
     run_cell,
     stop_groups,
 )
@@ -94,11 +94,12 @@ def _stop_children() -> None:
     import psutil
 
     children = psutil.Process().children()
-    stop_groups([c.pid for c in children],
-                lambda wait_s: not psutil.wait_procs(children, timeout=wait_s)[1])  # fmt: skip
+    stop_groups(
+        [c.pid for c in children], lambda wait_s: not psutil.wait_procs(children, timeout=wait_s)[1]
+    )
     for child in psutil.Process().children():
         try:
-            _remove_container(child.cmdline())
+            remove_container(child.cmdline())
         except psutil.Error:
             pass
 
@@ -140,10 +141,11 @@ def run_on_node(cell: Cell, variant: Variant, options: RunOptions, instance: str
         log = ""
         if problem:
             result = host_result(
-                cell.to_dict(), "failed",
+                cell.to_dict(),
+                "failed",
                 f"variant {variant.name!r} is not available on node {facts['node_id'][:8]} "
                 f"({facts['hostname']}): {problem}",
-            )  # fmt: skip
+            )
         else:
             result = _run_interruptibly(cell, variant, options, RunFolder(work))
             log_path = work / "logs" / f"{cell.cell_id}.log"

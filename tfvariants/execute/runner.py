@@ -21,6 +21,7 @@ from typing import IO, Any
 
 from tfvariants.errors import one_line
 from tfvariants.execute import priority as prio
+from tfvariants.execute.containers import remove_container
 from tfvariants.execute.process import (
     CappedLog,
     Leftover,
@@ -48,8 +49,9 @@ from workloads.protocol import WorkerRequest
 # Only these reach the worker from the caller's environment (pyperf's approach):
 # nothing else, so no secret and no stray TF_* setting leaks into a measurement.
 # (TFV_NO_REAL_WORKERS: the test suite's guard against real TensorFlow, see workloads/__init__.py.)
-ENV_PASSTHROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "USER", "LD_LIBRARY_PATH",
-                   "TFV_NO_REAL_WORKERS")  # fmt: skip
+ENV_PASSTHROUGH = tuple(
+    "PATH HOME LANG LC_ALL TZ TMPDIR USER LD_LIBRARY_PATH TFV_NO_REAL_WORKERS".split()
+)
 
 # Waits for the cell's CPUs to be quiet (tfvariants.execute.quiet.wait_for_quiet, bound).
 QuietGate = Callable[[Sequence[int]], QuietWait]
@@ -171,35 +173,6 @@ def _wait_blocking(proc: subprocess.Popen[bytes], timeout_s: float) -> tuple[int
     return code, timed_out.is_set()
 
 
-def _container_name(command: Sequence[str]) -> str | None:
-    if "--name" not in command or len(command) < 2 or command[1] != "run":
-        return None
-    return command[command.index("--name") + 1]
-
-
-def _remove_container(command: Sequence[str]) -> Leftover | None:
-    """Remove the cell's container if the engine left it (a killed client, a worker
-    that outlived ``--rm``); a Leftover when it was still running."""
-    name = _container_name(command)
-    if name is None:
-        return None
-    engine = command[0]
-
-    def call(*args: str) -> subprocess.CompletedProcess[str] | None:
-        try:
-            return subprocess.run([engine, *args], capture_output=True, text=True, timeout=60,
-                                  stdin=subprocess.DEVNULL)  # fmt: skip
-        except (OSError, subprocess.TimeoutExpired):
-            return None  # best effort: the cell's result already says what happened
-
-    state = call("container", "inspect", "--format", "{{.State.Running}}", name)
-    if state is None or state.returncode != 0:
-        return None  # gone (``--rm`` did its work), or no engine to ask
-    call("rm", "-f", "--time", "2", name)
-    running = state.stdout.strip().lower() == "true"
-    return Leftover(0, name, "container", " ".join(command[:2])) if running else None
-
-
 @dataclass(frozen=True)
 class Launch:
     """How to start one worker process (the part of a cell the runner does not judge)."""
@@ -290,7 +263,7 @@ def _after(
     """Once the worker has ended: remove its container, kill what it left, close the log
     (the pipe ends once every writer is gone). The container goes first: the engine's
     own helpers end with it (process.Ownership.sweep)."""
-    container = _remove_container(launch.command)
+    container = remove_container(launch.command)
     killed = list(owned.sweep(proc.pid, engine=not launch.on_host))
     if container is not None:
         killed.append(container)
@@ -360,8 +333,12 @@ def run_request(
         result = host_result(
             cell.to_dict(), "skipped", reason, config=config, requested=plan.to_dict()
         )
-        result["runner"] = {"variant_kind": variant.kind, "command": None, "exit_code": None,
-                            "host_id": host_id()}  # fmt: skip
+        result["runner"] = {
+            "variant_kind": variant.kind,
+            "command": None,
+            "exit_code": None,
+            "host_id": host_id(),
+        }
         folder.write_cell(cid, result)
         return result
 
@@ -423,11 +400,14 @@ def judge(
         return failed("timeout", f"no result within the {timeout_s:g} s timeout")
     if code is not None and code == -signal.SIGILL:
         # The up-front gate missed it (an image, or a kernel only some ops reach).
-        return failed("failed", (
-            "worker killed by SIGILL: the variant's binary used an instruction this CPU "
-            f"lacks (`tfvariants variants census {variant.name} --full` counts them); "
-            "rerunning will not help"
-        ))  # fmt: skip
+        return failed(
+            "failed",
+            (
+                "worker killed by SIGILL: the variant's binary used an instruction this CPU "
+                f"lacks (`tfvariants variants census {variant.name} --full` counts them); "
+                "rerunning will not help"
+            ),
+        )
     if code is not None and code < 0:
         return failed("failed", f"worker killed by {_signal_name(code)}")
     if not result_file.exists():

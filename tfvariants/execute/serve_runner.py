@@ -35,8 +35,13 @@ def serve_request(cell: ServeCell, options: Mapping[str, Any]) -> ServeRequest:
         shared["min_queries"] = MIN_QUERIES[cell.scenario]
         shared["max_queries"] = max(shared.get("max_queries") or 0, shared["min_queries"])
     shared.update(max_batch_size=cell.max_batch_size, batch_timeout_ms=cell.batch_timeout_ms)
-    req = ServeRequest(model=cell.model, scenario=cell.scenario, path=cell.path,
-                       concurrency=cell.concurrency, **shared)  # fmt: skip
+    req = ServeRequest(
+        model=cell.model,
+        scenario=cell.scenario,
+        path=cell.path,
+        concurrency=cell.concurrency,
+        **shared,
+    )
     req.check()
     return req
 

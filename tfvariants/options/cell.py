@@ -8,23 +8,23 @@ an option the worker needs is declared here and in the request, nowhere else.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from tfvariants.options import argtypes
 from tfvariants.options.declare import RunOptionsBase, option
 from tfvariants.plan import limits
 
 
-def _whole(lo: int, hi: int, null: bool = True) -> Any:
-    def problem(value: Any) -> str | None:
+def _whole(lo: int, hi: int, null: bool = True) -> Callable[[object], str | None]:
+    def problem(value: object) -> str | None:
         ok = isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
         return None if ok else f"a whole number {lo}..{hi}" + (" or null" if null else "")
 
     return problem
 
 
-def _data_problem(value: Any) -> str | None:
+def _data_problem(value: object) -> str | None:
     return None if value in ("synthetic", "real") else "synthetic or real"
 
 

@@ -24,7 +24,7 @@ CONFIDENCE = 0.95
 EQUIVALENCE_BAND = 0.05  # "equivalent within +/-5 %" unless --equivalence-band says
 
 
-def repeats_problem(value: Any) -> str | None:
+def repeats_problem(value: object) -> str | None:
     ok = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_REPEATS
     return None if ok else f"a whole number 1..{MAX_REPEATS}"
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
 
 MAX_SECONDS = 30 * 24 * 3600.0  # a timeout, a budget, a steady window: at most 30 days
 MAX_SEED = 2**32 - 1  # numpy's and TensorFlow's seed range
@@ -38,14 +37,14 @@ def decimal(text: str) -> float | None:
     return value + 0.0 if math.isfinite(value) else None
 
 
-def _number(value: Any) -> float | None:
+def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or abs(value) > 1e300:
         return None  # a huge JSON integer has no float
     value = float(value)
     return value if math.isfinite(value) else None
 
 
-def seconds_problem(value: Any) -> str | None:
+def seconds_problem(value: object) -> str | None:
     """Seconds (a timeout, a budget, a steady window): finite, > 0, at most 30 days."""
     v = _number(value)
     if v is None or not 0 < v <= MAX_SECONDS:
@@ -53,7 +52,7 @@ def seconds_problem(value: Any) -> str | None:
     return None
 
 
-def confidence_problem(value: Any) -> str | None:
+def confidence_problem(value: object) -> str | None:
     """The intervals' confidence: above 0.5, at most 0.9999."""
     v = _number(value)
     if v is None or not CONFIDENCE_MIN < v <= CONFIDENCE_MAX:
@@ -61,7 +60,7 @@ def confidence_problem(value: Any) -> str | None:
     return None
 
 
-def equivalence_band_problem(value: Any) -> str | None:
+def equivalence_band_problem(value: object) -> str | None:
     """The band "equivalent" is judged against: a fraction in (0, 1)."""
     v = _number(value)
     if v is None or not 0 < v < 1:
@@ -69,7 +68,7 @@ def equivalence_band_problem(value: Any) -> str | None:
     return None
 
 
-def min_effect_problem(value: Any) -> str | None:
+def min_effect_problem(value: object) -> str | None:
     """The smallest difference that matters: a fraction in [0, 1)."""
     v = _number(value)
     if v is None or not 0 <= v < 1:

@@ -120,6 +120,11 @@ class ServeSpec:
         seen = dict.fromkeys(c.workload for c in plan_serve_cells(self))
         return list(seen)
 
+    def configurations(self) -> list[tuple[str, int]]:
+        """Every (variant, threads), as :meth:`MatrixSpec.configurations` (the placement
+        of both tasks' dry runs reads them)."""
+        return [(v, t) for v in self.variants for t in self.threads]
+
     def cells(self) -> list[ServeCell]:
         """The cells in run order (:func:`plan_serve_cells`)."""
         return plan_serve_cells(self)

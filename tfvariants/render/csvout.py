@@ -70,7 +70,7 @@ CSV_COLUMNS = [
 CSV_COLUMNS += roofline.CSV_COLUMNS  # the configuration's share of the peaks
 
 
-def _r(x: Any) -> Any:
+def _r(x: object) -> object:
     return float(f"{x:.6g}") if isinstance(x, float) else x
 
 
@@ -154,7 +154,7 @@ def csv_rows(analysis: Analysis) -> list[dict[str, Any]]:
     return rows
 
 
-def _cell_text(value: Any) -> Any:
+def _cell_text(value: object) -> object:
     """None as empty; text that a spreadsheet would run as a formula, quoted with '."""
     if value is None:
         return ""

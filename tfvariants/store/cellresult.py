@@ -103,7 +103,7 @@ def _warmup_time_s(result: Mapping[str, Any]) -> float | None:
     return None
 
 
-def _sum_known(*values: Any) -> float | None:
+def _sum_known(*values: object) -> float | None:
     known = [x for x in (finite_number(v) for v in values) if x is not None]
     return sum(known) if known else None
 
@@ -207,8 +207,7 @@ class CellResult:
 
     @property
     def cell(self) -> Cell:
-        return Cell(self.key.variant, self.key.threads, self.key.workload, self.round,
-                    self.attempt)  # fmt: skip
+        return Cell(self.key.variant, self.key.threads, self.key.workload, self.round, self.attempt)
 
     @property
     def cell_id(self) -> str:
@@ -272,9 +271,10 @@ class ServeResult:
 
     @property
     def cell(self) -> ServeCell:
-        return ServeCell(self.variant, self.threads, self.model, self.scenario, self.path,
-                         self.concurrency, self.round, self.max_batch_size,
-                         self.batch_timeout_ms)  # fmt: skip
+        config = (self.variant, self.threads, self.model, self.scenario, self.path)
+        return ServeCell(
+            *config, self.concurrency, self.round, self.max_batch_size, self.batch_timeout_ms
+        )
 
     @property
     def serving_key(self) -> ServeKey:
@@ -307,11 +307,11 @@ AnyResult = CellResult | ServeResult
 PERCENTILES = ("p50_ms", "p90_ms", "p95_ms", "p99_ms")
 
 
-def _text(v: Any) -> str | None:
+def _text(v: object) -> str | None:
     return str(v) if v not in (None, "") else None
 
 
-def _int(v: Any, default: int) -> int:
+def _int(v: object, default: int) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) else default
 
 
@@ -437,7 +437,7 @@ def parse_results(
                 run_cpus=run_cpus,
                 disturbed_share=limit,
                 shielded_share=shielded,
-            )  # fmt: skip
+            )
         )
     return out
 

@@ -7,23 +7,25 @@ import math
 from typing import Any
 
 
-def get_path(d: Any, *path: str) -> Any:
-    """d[path[0]][path[1]]..., or None where a level is missing or not an object."""
+def get_path(d: object, *path: str) -> Any:
+    """d[path[0]][path[1]]..., or None where a level is missing or not an object. The
+    value is JSON of any shape (Any): the caller checks the type it needs."""
+    value: Any = d
     for key in path:
-        if not isinstance(d, dict):
+        if not isinstance(value, dict):
             return None
-        d = d.get(key)
-    return d
+        value = value.get(key)
+    return value
 
 
-def finite_number(v: Any) -> float | None:
+def finite_number(v: object) -> float | None:
     """v as a float if it is a finite number (not a bool), else None."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
     return float(v) if abs(v) <= 1e300 and math.isfinite(v) else None  # a huge int: no float
 
 
-def first_of(d: Any, *paths: tuple[str, ...]) -> Any:
+def first_of(d: object, *paths: tuple[str, ...]) -> Any:
     for path in paths:
         v = get_path(d, *path)
         if v not in (None, "", [], {}):

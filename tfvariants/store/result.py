@@ -73,7 +73,7 @@ def read_json_file(path: str | Path) -> Any:
 MAX_DEPTH = 32
 
 
-def _too_deep(data: Any) -> bool:
+def _too_deep(data: object) -> bool:
     stack = [(data, 1)]
     while stack:
         value, depth = stack.pop()
@@ -86,11 +86,11 @@ def _too_deep(data: Any) -> bool:
     return False
 
 
-def _is_int(v: Any) -> TypeGuard[int]:
+def _is_int(v: object) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _check_number(v: Any, where: str, *, seconds: bool) -> None:
+def _check_number(v: object, where: str, *, seconds: bool) -> None:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise ResultError(f"{where}: expected a number, got {json.dumps(v)[:40]}")
     if abs(v) > 1e300 or not math.isfinite(v) or v < 0:  # a huge int: no float holds it
@@ -103,7 +103,7 @@ def _is_duration(key: str) -> bool:
     return key.endswith("_s") and not key.endswith("_per_s")  # seconds, not a rate
 
 
-def _check_value(value: Any, source: str, path: str, duration: bool, in_list: bool) -> None:
+def _check_value(value: object, source: str, path: str, duration: bool, in_list: bool) -> None:
     if isinstance(value, dict):
         for key, v in value.items():
             _check_value(v, source, f"{path}.{key}", _is_duration(str(key)), False)
@@ -117,7 +117,7 @@ def _check_value(value: Any, source: str, path: str, duration: bool, in_list: bo
 
 
 def _check_numbers(
-    table: Any, source: str, name: str, *, required: tuple[str, ...] = ()
+    table: object, source: str, name: str, *, required: tuple[str, ...] = ()
 ) -> dict[str, Any]:
     """Every number in a table, nested ones too: finite and >= 0; a duration (a key
     ending in ``_s``, not a rate ``_per_s``) must be a number (or null when not
@@ -133,7 +133,7 @@ def _check_numbers(
     return table
 
 
-def _check_cell(cell: Any, source: str) -> None:
+def _check_cell(cell: object, source: str) -> None:
     if not isinstance(cell, dict):
         raise ResultError(f"{source}: field 'cell': expected an object, got {type(cell).__name__}")
     for key in ("variant", "workload"):
@@ -157,7 +157,7 @@ def _check_cell(cell: Any, source: str) -> None:
             )
 
 
-def validate_result(data: Any, source: str = "result") -> dict[str, Any]:
+def validate_result(data: object, source: str = "result") -> dict[str, Any]:
     """The result if it is one this tfvariants can use, else ResultError naming the field.
 
     There is one schema version so far; when a second comes, its migration goes here

@@ -103,25 +103,43 @@ class RunContents:
             )
             out.append(Notice("incomplete", what, f"restore {RUN_FILE} from where it was made"))
         for p in self.problems:
-            out.append(Notice("unreadable", f"{p}: left out",
-                              "fix or move the file; compare --resume refuses to run over it "
-                              "(--quarantine moves it aside)"))  # fmt: skip
+            out.append(
+                Notice(
+                    "unreadable",
+                    f"{p}: left out",
+                    "fix or move the file; compare --resume refuses to run over it "
+                    "(--quarantine moves it aside)",
+                )
+            )
         for p in self.duplicates:
             out.append(Notice("duplicate", str(p), "delete or move the copy"))
         declared = ", ".join(self.run_hosts) or "none"
         for host, ids in sorted(self.foreign_hosts.items()):
             what = f"{len(ids)} cell(s) (e.g. {', '.join(ids[:3])}) ran on host {host}"
             if self.hosts_inferred:
-                what += f"; run.json declares no hosts, so the run's host is taken to be {declared} (most cells)"
+                what += (
+                    "; run.json declares no hosts, so the run's host is taken to be "
+                    f"{declared} (most cells)"
+                )
             else:
                 what += f", which run.json does not declare (declared: {declared})"
             if self.mixed_allowed:
-                out.append(Notice("mixed_hosts", f"{what}: included (--allow-mixed-hosts), "
-                                  "so timings from different machines are compared"))  # fmt: skip
+                out.append(
+                    Notice(
+                        "mixed_hosts",
+                        f"{what}: included (--allow-mixed-hosts), "
+                        "so timings from different machines are compared",
+                    )
+                )
             else:
-                out.append(Notice("foreign_host", f"{what}: kept apart, not analysed",
-                                  "add --allow-mixed-hosts to include them, or move them to "
-                                  "their own results folder"))  # fmt: skip
+                out.append(
+                    Notice(
+                        "foreign_host",
+                        f"{what}: kept apart, not analysed",
+                        "add --allow-mixed-hosts to include them, or move them to "
+                        "their own results folder",
+                    )
+                )
         return out
 
 
@@ -292,8 +310,10 @@ def migrate_cell_ids(out: Path) -> list[str]:
             continue  # unreadable files are the loader's problems, named there
         if path.stem == legacy and cid != legacy:
             if folder.rename_cell(legacy, cid):
-                lines.append(f"renamed {CELLS_DIR}/{legacy}.json -> {CELLS_DIR}/{cid}.json "
-                             "(cell ids are encoded since run.json version 3)")  # fmt: skip
+                lines.append(
+                    f"renamed {CELLS_DIR}/{legacy}.json -> {CELLS_DIR}/{cid}.json "
+                    "(cell ids are encoded since run.json version 3)"
+                )
     return lines
 
 
@@ -357,7 +377,7 @@ def prepare_run_dir(
     return record
 
 
-def update_run(out: Path, **fields: Any) -> dict[str, Any]:
+def update_run(out: Path, **fields: object) -> dict[str, Any]:
     """Add or replace top-level fields of run.json (atomically), e.g. the adaptive
     rounds run so far, so that a resume and the report see them."""
     record = load_run(out)

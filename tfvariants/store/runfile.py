@@ -47,15 +47,15 @@ def _run_v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
 _RUN_MIGRATIONS = {1: _run_v1_to_v2, 2: _run_v2_to_v3}
 
 
-def _field_error(source: str, name: str, expected: str, got: Any) -> UserError:
+def _field_error(source: str, name: str, expected: str, got: object) -> UserError:
     return UserError(f"{source}: field {name!r}: expected {expected}, got {str(got)[:60]!r}")
 
 
-def _is_int(v: Any) -> TypeGuard[int]:
+def _is_int(v: object) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def validate_run(data: Any, source: str) -> dict[str, Any]:
+def validate_run(data: object, source: str) -> dict[str, Any]:
     """A run.json record, migrated to RUN_SCHEMA_VERSION; UserError names file and field."""
     if not isinstance(data, dict) or data.get("kind") != RUN_KIND:
         kind = data.get("kind") if isinstance(data, dict) else type(data).__name__

@@ -42,8 +42,15 @@ QUARANTINE_DIR = "quarantine"
 SCRATCH_DIR = ".scratch"
 REPORT_SLOT = "report"
 # What a run folder holds as evidence: no output may be written over any of it.
-EVIDENCE = (RUN_FILE, CELLS_DIR, LOGS_DIR, ARTIFACTS_DIR, QUARANTINE_DIR, SCRATCH_DIR,
-            lock.LOCK_FILE)  # fmt: skip
+EVIDENCE = (
+    RUN_FILE,
+    CELLS_DIR,
+    LOGS_DIR,
+    ARTIFACTS_DIR,
+    QUARANTINE_DIR,
+    SCRATCH_DIR,
+    lock.LOCK_FILE,
+)
 DONE_STATUSES = ("ok", "skipped")  # a result that is never replaced
 # The folders the tool writes through: a link at any of them is refused up front.
 _WRITTEN = (CELLS_DIR, LOGS_DIR, ARTIFACTS_DIR, QUARANTINE_DIR, SCRATCH_DIR)
@@ -103,7 +110,7 @@ def _umask() -> int:
     return current
 
 
-def _json_bytes(obj: Any) -> bytes:
+def _json_bytes(obj: object) -> bytes:
     import json
 
     return (json.dumps(obj, indent=2, allow_nan=False, default=str) + "\n").encode("utf-8")
@@ -169,8 +176,9 @@ class RunFolder:
     def _check_writer(self) -> None:
         holder = lock.holder_of(self.root)
         if holder is not None:
-            raise StoreError(f"{self.root} is being written by {lock.describe(holder)}: "
-                             "not writing into it")  # fmt: skip
+            raise StoreError(
+                f"{self.root} is being written by {lock.describe(holder)}: not writing into it"
+            )
 
     # ---- folders: made on first write, never through a link ----
 
@@ -219,8 +227,9 @@ class RunFolder:
             except ResultError as exc:
                 raise StoreError(f"{path} cannot be read ({exc}): not writing over it") from None
             if old in DONE_STATUSES:
-                raise StoreError(f"{path} already holds a finished result ({old}): results "
-                                 "are never overwritten")  # fmt: skip
+                raise StoreError(
+                    f"{path} already holds a finished result ({old}): results are never overwritten"
+                )
         with _storing(path):
             write_bytes_atomic(path, _json_bytes(result))
         return path
@@ -319,8 +328,10 @@ class RunFolder:
     def rename_cell(self, old: str, new: str) -> bool:
         """Give cells/<old>.json and logs/<old>.log the id ``new`` (the id migration);
         never over an existing file. False when cells/<new>.json already exists."""
-        pairs = [(self.cell_path(old), self.cell_path(new)),
-                 (self.log_path(old), self.log_path(new))]  # fmt: skip
+        pairs = [
+            (self.cell_path(old), self.cell_path(new)),
+            (self.log_path(old), self.log_path(new)),
+        ]
         if os.path.lexists(pairs[0][1]):
             return False
         for src, dest in pairs:
@@ -429,8 +440,10 @@ def evidence_reason(path: Path) -> str | None:
     rel = resolved.relative_to(folder.root).parts
     if rel and rel[0] in EVIDENCE:
         what = "its run.json" if rel == (RUN_FILE,) else f"its {rel[0]}/"
-        return (f"that is inside the results folder {folder.root}'s evidence ({what}); "
-                f"write reports outside it or into {folder.root / REPORT_SLOT}/")  # fmt: skip
+        return (
+            f"that is inside the results folder {folder.root}'s evidence ({what}); "
+            f"write reports outside it or into {folder.root / REPORT_SLOT}/"
+        )
     holder = lock.holder_of(folder.root)
     if holder is not None:
         return f"the results folder {folder.root} is being written by {lock.describe(holder)}"

@@ -49,7 +49,7 @@ _SPEC = re.compile(
 )
 
 
-def spec_problem(spec: Any) -> str | None:
+def spec_problem(spec: object) -> str | None:
     """Why ``spec`` is not an acceptable requirement spec (None when it is)."""
     if not isinstance(spec, str) or not spec.strip():
         return "must be a list of non-empty requirement strings"

@@ -141,11 +141,16 @@ def parse_instances(body: bytes, decode_png: Any) -> Any:
 def metadata(served: Any) -> dict[str, Any]:
     """TensorFlow Serving's model metadata reply, reduced to the input signature."""
     dims = [{"size": "-1", "name": ""}] + [{"size": str(d), "name": ""} for d in served.input_shape]
-    tensor = {"dtype": "DT_FLOAT", "tensor_shape": {"dim": dims, "unknown_rank": False},
-              "name": "serving_default_input:0"}  # fmt: skip
+    tensor = {
+        "dtype": "DT_FLOAT",
+        "tensor_shape": {"dim": dims, "unknown_rank": False},
+        "name": "serving_default_input:0",
+    }
     sig = {"inputs": {"input": tensor}, "outputs": {}, "method_name": "tensorflow/serving/predict"}
-    return {"model_spec": {"name": served.name, "signature_name": "", "version": "1"},
-            "metadata": {"signature_def": {"signature_def": {"serving_default": sig}}}}  # fmt: skip
+    return {
+        "model_spec": {"name": served.name, "signature_name": "", "version": "1"},
+        "metadata": {"signature_def": {"signature_def": {"serving_default": sig}}},
+    }
 
 
 def make_handler(served: Any, batcher: Batcher | None, counters: dict[str, int]) -> type:
@@ -180,8 +185,11 @@ def make_handler(served: Any, batcher: Batcher | None, counters: dict[str, int])
                 return self._error(404, f"Servable not found for request: {self.path}")
             if m.group(3):
                 return self._reply(200, json.dumps(metadata(served)).encode())
-            status = {"version": "1", "state": "AVAILABLE",
-                      "status": {"error_code": "OK", "error_message": ""}}  # fmt: skip
+            status = {
+                "version": "1",
+                "state": "AVAILABLE",
+                "status": {"error_code": "OK", "error_message": ""},
+            }
             self._reply(200, json.dumps({"model_version_status": [status]}).encode())
 
         def do_POST(self) -> None:  # noqa: N802
@@ -199,8 +207,10 @@ def make_handler(served: Any, batcher: Batcher | None, counters: dict[str, int])
             try:
                 batch = parse_instances(body, served.decode_png)
                 if batch.shape[1:] != tuple(served.input_shape):
-                    raise BadRequest(f"instance shape {list(batch.shape[1:])} != model input "
-                                     f"{list(served.input_shape)}")  # fmt: skip
+                    raise BadRequest(
+                        f"instance shape {list(batch.shape[1:])} != model input "
+                        f"{list(served.input_shape)}"
+                    )
             except BadRequest as exc:
                 return self._error(400, str(exc))
             decode_s = time.perf_counter() - t0
@@ -215,8 +225,11 @@ def make_handler(served: Any, batcher: Batcher | None, counters: dict[str, int])
                 return self._error(500, f"{type(exc).__name__}: {exc}".splitlines()[0])
             payload = json.dumps({"predictions": out.tolist()}).encode()
             counters["requests"] = counters.get("requests", 0) + 1
-            self._reply(200, payload, {HDR_DECODE: str(int(decode_s * 1e9)),
-                                       HDR_MODEL: str(int(model_s * 1e9))})  # fmt: skip
+            self._reply(
+                200,
+                payload,
+                {HDR_DECODE: str(int(decode_s * 1e9)), HDR_MODEL: str(int(model_s * 1e9))},
+            )
 
     return Handler
 
@@ -224,8 +237,9 @@ def make_handler(served: Any, batcher: Batcher | None, counters: dict[str, int])
 class ModelServer:
     """The server in a background thread; ``url`` once started. Use as a context manager."""
 
-    def __init__(self, served: Any, *, port: int = 0, max_batch_size: int = 1,
-                 batch_timeout_ms: float = 2.0) -> None:  # fmt: skip
+    def __init__(
+        self, served: Any, *, port: int = 0, max_batch_size: int = 1, batch_timeout_ms: float = 2.0
+    ) -> None:
         self.served = served
         self.batcher = (
             Batcher(served.predict, max_batch_size, batch_timeout_ms / 1e3)
@@ -279,11 +293,21 @@ def main(argv: list[str] | None = None) -> int:
     from workloads.serving import models
 
     served = models.load(args.model, args.threads, args.inter_op)
-    with ModelServer(served, port=args.port, max_batch_size=args.max_batch_size,
-                     batch_timeout_ms=args.batch_timeout_ms) as server:  # fmt: skip
-        info = {"port": server.httpd.server_address[1], "pid": os.getpid(),
-                "cpus": sorted(os.sched_getaffinity(0)), "params": served.params, "shape": list(served.input_shape),
-                "build_s": served.build_s, "environment": _environment()}  # fmt: skip
+    with ModelServer(
+        served,
+        port=args.port,
+        max_batch_size=args.max_batch_size,
+        batch_timeout_ms=args.batch_timeout_ms,
+    ) as server:
+        info = {
+            "port": server.httpd.server_address[1],
+            "pid": os.getpid(),
+            "cpus": sorted(os.sched_getaffinity(0)),
+            "params": served.params,
+            "shape": list(served.input_shape),
+            "build_s": served.build_s,
+            "environment": _environment(),
+        }
         if args.port_file:
             tmp = args.port_file + ".tmp"
             with open(tmp, "w", encoding="utf-8") as fh:

@@ -35,8 +35,9 @@ def available() -> str | None:
 class _SUT:
     """Queue + worker threads: LoadGen's issue callback never blocks on the model."""
 
-    def __init__(self, lg: Any, infer: Callable[[list[int]], None], workers: int,
-                 max_batch: int) -> None:  # fmt: skip
+    def __init__(
+        self, lg: Any, infer: Callable[[list[int]], None], workers: int, max_batch: int
+    ) -> None:
         self.lg, self.infer, self.max_batch = lg, infer, max_batch
         self.queue: queue.Queue[Any] = queue.Queue()
         self.errors: list[str] = []

@@ -68,8 +68,9 @@ def check_name(name: str) -> None:
             raise ValueError(f"model file must be .py or .keras: {name}")
         return
     if name not in builtin_names():
-        raise ValueError(f"unknown model {name!r} (known: {', '.join(builtin_names())}; "
-                         "or a .py / .keras file)")  # fmt: skip
+        raise ValueError(
+            f"unknown model {name!r} (known: {', '.join(builtin_names())}; or a .py / .keras file)"
+        )
 
 
 @dataclass
@@ -164,8 +165,15 @@ def load(name: str, threads: int | None = None, inter_op: int | None = None) -> 
         return bytes(tf.io.encode_png(img).numpy())
 
     predict(np.zeros((1, *shape), dtype=np.float32))  # trace once, outside any timing
-    return Served(label(name), shape, predict, decode, encode, int(model.count_params()),
-                  time.perf_counter() - t0)  # fmt: skip
+    return Served(
+        label(name),
+        shape,
+        predict,
+        decode,
+        encode,
+        int(model.count_params()),
+        time.perf_counter() - t0,
+    )
 
 
 def inputs(served: Served, count: int, seed: int) -> Any:

@@ -23,8 +23,13 @@ MAX_CONCURRENCY = 1024  # in-flight requests: one client thread each
 # (its p99 662); a Server run's p99 target needs about 460 queries with none over the
 # bound (measured: 190 queries -> "need at least 269 more"); the closed loop's
 # nearest-rank p99 of 100 requests is the second slowest; Offline is one query.
-MIN_QUERIES = {"single_stream": 64, "server": 500, "server_search": 500, "offline": 1,
-               "concurrency": 100}  # fmt: skip
+MIN_QUERIES = {
+    "single_stream": 64,
+    "server": 500,
+    "server_search": 500,
+    "offline": 1,
+    "concurrency": 100,
+}
 
 
 @dataclass(frozen=True)

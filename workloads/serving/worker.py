@@ -14,9 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -27,6 +24,7 @@ from workloads.protocol import SCHEMA_VERSION, RequestError, WorkerRequest, exit
 from workloads.serving import closed_loop, http_client, models
 from workloads.serving.percentiles import summary
 from workloads.serving.request import SERVE_RESULT_KIND, ServeRequest, serve_request_of
+from workloads.serving.server_process import ServerProcess
 from workloads.worker import _now, record_run
 
 SERVER_START_TIMEOUT_S = 600.0  # NASNetLarge builds in ~6 s; an image's first TF import is slower
@@ -46,75 +44,6 @@ def parse_args(argv: list[str] | None) -> WorkerRequest:
         raise  # unreachable: error() exits
 
 
-def die_with_parent() -> Any:
-    """A ``preexec_fn``: the child gets SIGKILL when this process dies, however it dies
-    (the training runner does the same for its workers). The parent's pid is taken now,
-    before the fork: a parent that died before ``prctl`` took effect is seen at once."""
-    parent = os.getpid()
-
-    def preexec() -> None:
-        try:
-            import ctypes
-
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            return  # not Linux: the process group (the host's timeout) still covers it
-        if os.getppid() != parent:
-            os._exit(1)
-
-    return preexec
-
-
-class _ServerProcess:
-    """The model server as a child process (same CPUs, same environment)."""
-
-    def __init__(self, req: ServeRequest, args: WorkerRequest, folder: Path) -> None:
-        self.port_file = folder / "server.port.json"
-        self.log_path = folder / "server.log"
-        command = [sys.executable, "-m", "workloads.serving.http_server", "--model", req.model,
-                   "--port-file", str(self.port_file), "--threads", str(args.intra_op),
-                   "--inter-op", str(args.inter_op), "--max-batch-size", str(req.max_batch_size),
-                   "--batch-timeout-ms", str(req.batch_timeout_ms)]  # fmt: skip
-        self.log = open(self.log_path, "wb")
-        # Dies with this worker on every exit path (a SIGKILLed host kills the worker the
-        # same way): a server left running would load the CPUs of the cells after it.
-        self.proc = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, preexec_fn=die_with_parent())  # fmt: skip
-
-    def wait_ready(self, timeout_s: float) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.port_file.exists():
-                return json.loads(self.port_file.read_text(encoding="utf-8"))
-            if self.proc.poll() is not None:
-                tail = self.log_path.read_text(errors="replace").strip().splitlines()[-1:]
-                raise RuntimeError(
-                    f"model server exited ({self.proc.returncode}): {' '.join(tail)}"
-                )
-            time.sleep(0.1)
-        raise RuntimeError(f"model server not ready within {timeout_s:g} s")
-
-    def cpu_seconds(self) -> float:
-        """The server child's CPU time so far (/proc; 0 where unreadable): counted as the
-        cell's own, not as another process's interference."""
-        try:
-            with open(f"/proc/{self.proc.pid}/stat", encoding="ascii") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        except (OSError, ValueError, IndexError):
-            return 0.0
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        self.log.close()
-
-
 def _tf_setup(args: WorkerRequest, result: dict[str, Any]) -> Any:
     def configure(tf: Any) -> None:
         tf.config.threading.set_intra_op_parallelism_threads(args.intra_op)
@@ -122,13 +51,20 @@ def _tf_setup(args: WorkerRequest, result: dict[str, Any]) -> Any:
 
     tf, log_text = envprobe.import_tensorflow(configure)
     result["environment"] = envprobe.probe(tf, log_text)
-    result["applied"].update(intra_op=tf.config.threading.get_intra_op_parallelism_threads(),
-                             inter_op=tf.config.threading.get_inter_op_parallelism_threads())  # fmt: skip
+    result["applied"].update(
+        intra_op=tf.config.threading.get_intra_op_parallelism_threads(),
+        inter_op=tf.config.threading.get_inter_op_parallelism_threads(),
+    )
     return tf
 
 
-def _http_callers(endpoint: http_client.Endpoint, bodies: list[bytes], frags: list[bytes],
-                  timeout_s: float, overheads: list[float]) -> tuple[Any, Any]:  # fmt: skip
+def _http_callers(
+    endpoint: http_client.Endpoint,
+    bodies: list[bytes],
+    frags: list[bytes],
+    timeout_s: float,
+    overheads: list[float],
+) -> tuple[Any, Any]:
     """(make_caller for the closed loop, infer(indices) for LoadGen): one keep-alive
     connection per client thread; bodies are encoded already."""
     local = threading.local()
@@ -144,8 +80,11 @@ def _http_callers(endpoint: http_client.Endpoint, bodies: list[bytes], frags: li
         return lambda i: s.predict(bodies[i], 1)
 
     def infer(indices: list[int]) -> None:
-        body = bodies[indices[0]] if len(indices) == 1 else (
-            b'{"instances":[' + b",".join(frags[i] for i in indices) + b"]}")  # fmt: skip
+        body = (
+            bodies[indices[0]]
+            if len(indices) == 1
+            else (b'{"instances":[' + b",".join(frags[i] for i in indices) + b"]}")
+        )
         reply = session().predict(body, len(indices))
         if reply.model_s is not None:
             with lock:
@@ -166,8 +105,12 @@ def run(args: WorkerRequest, req: ServeRequest, result: dict[str, Any], folder: 
     if req.path == "inprocess":
         served = models.load(req.model)  # thread pools already sized by _tf_setup
         shape, name = served.input_shape, served.name
-        result["model"] = {"name": name, "input_shape": list(shape), "params": served.params,
-                           "build_s": served.build_s}  # fmt: skip
+        result["model"] = {
+            "name": name,
+            "input_shape": list(shape),
+            "params": served.params,
+            "build_s": served.build_s,
+        }
     else:
         shape = tuple(req.input_shape) if req.input_shape else models.input_shape_of(req.model)
         name = req.target_model or models.label(req.model)
@@ -188,15 +131,23 @@ def run(args: WorkerRequest, req: ServeRequest, result: dict[str, Any], folder: 
             def infer(indices: list[int]) -> None:
                 served.predict(x[indices])
 
-            result["placement"] = {"server_cpus": cpus, "loadgen_cpus": cpus, "shared": True,
-                                   "note": "in-process: the client threads call the model"}  # fmt: skip
+            result["placement"] = {
+                "server_cpus": cpus,
+                "loadgen_cpus": cpus,
+                "shared": True,
+                "note": "in-process: the client threads call the model",
+            }
         else:
             if req.path == "http":
-                server = _ServerProcess(req, args, folder)
+                server = ServerProcess(req, args, folder)
                 info = server.wait_ready(SERVER_START_TIMEOUT_S)
                 url = f"http://127.0.0.1:{info['port']}"
-                result["model"] = {"name": name, "input_shape": list(shape or info.get("shape", [])),
-                                   "params": info.get("params"), "build_s": info.get("build_s")}  # fmt: skip
+                result["model"] = {
+                    "name": name,
+                    "input_shape": list(shape or info.get("shape", [])),
+                    "params": info.get("params"),
+                    "build_s": info.get("build_s"),
+                }
                 server_cpus = info.get("cpus")
                 shape = shape or tuple(info["shape"])
                 if isinstance(info.get("environment"), dict):
@@ -213,8 +164,11 @@ def run(args: WorkerRequest, req: ServeRequest, result: dict[str, Any], folder: 
                     shape, source = endpoint.metadata_shape(), "server metadata"
                 if shape is None:
                     raise ValueError("the target reports no input shape: pass --input-shape")
-                result["model"] = {"name": name, "input_shape": list(shape),
-                                   "input_shape_from": source}  # fmt: skip
+                result["model"] = {
+                    "name": name,
+                    "input_shape": list(shape),
+                    "input_shape_from": source,
+                }
             if shape is None:
                 raise ValueError("the model server reported no input shape")
             x = generated(shape)
@@ -243,21 +197,35 @@ def _encode(
     # b64 carries images (PNG): other inputs (the no-op model's) go as JSON
     form = req.encoding if len(shape) == 3 else "json"
     if form == "b64":
-        frags = [json.dumps({"b64": __import__("base64").b64encode(
-            http_client.png_bytes(xi)).decode()}).encode() for xi in x]  # fmt: skip
+        frags = [
+            json.dumps(
+                {"b64": __import__("base64").b64encode(http_client.png_bytes(xi)).decode()}
+            ).encode()
+            for xi in x
+        ]
     else:
         frags = [json.dumps(xi.tolist(), separators=(",", ":")).encode() for xi in x]
     bodies = [b'{"instances":[' + f + b"]}" for f in frags]
     encode_s = (time.perf_counter() - t0) / len(x)
-    result["encoding"] = {"form": form, "body_bytes": len(bodies[0]),
-                          "client_encode_ms": encode_s * 1e3,
-                          "note": "bodies encoded before the clock starts"}  # fmt: skip
+    result["encoding"] = {
+        "form": form,
+        "body_bytes": len(bodies[0]),
+        "client_encode_ms": encode_s * 1e3,
+        "note": "bodies encoded before the clock starts",
+    }
     shared = server_cpus is not None and bool(set(server_cpus) & set(cpus))
-    result["placement"] = {"server_cpus": server_cpus, "loadgen_cpus": cpus,
-                           "shared": shared if server_cpus is not None else None,
-                           "note": ("server and load generator share CPUs" if shared
-                                    else "external target" if server_cpus is None
-                                    else "separate CPUs")}  # fmt: skip
+    result["placement"] = {
+        "server_cpus": server_cpus,
+        "loadgen_cpus": cpus,
+        "shared": shared if server_cpus is not None else None,
+        "note": (
+            "server and load generator share CPUs"
+            if shared
+            else "external target"
+            if server_cpus is None
+            else "separate CPUs"
+        ),
+    }
     return bodies, frags
 
 
@@ -290,9 +258,16 @@ def _snapshot(child_cpu_s: Any) -> dict[str, Any]:
     return snap
 
 
-def _measure(req: ServeRequest, result: dict[str, Any], folder: Path, make_caller: Any,
-             infer: Any, samples: int, overheads: list[float],
-             child_cpu_s: Any = lambda: 0.0) -> None:  # fmt: skip
+def _measure(
+    req: ServeRequest,
+    result: dict[str, Any],
+    folder: Path,
+    make_caller: Any,
+    infer: Any,
+    samples: int,
+    overheads: list[float],
+    child_cpu_s: Any = lambda: 0.0,
+) -> None:
     single_s = _calibrate(make_caller, samples, req.warmup_requests)
     result["calibration"] = {"single_request_ms": single_s * 1e3}
     overheads.clear()
@@ -300,15 +275,24 @@ def _measure(req: ServeRequest, result: dict[str, Any], folder: Path, make_calle
     # the analysis leaves disturbed cells out of its verdicts.
     before = _snapshot(child_cpu_s)
     if req.scenario == "concurrency":
-        res = closed_loop.run(make_caller, concurrency=req.concurrency, samples=samples,
-                              min_requests=req.min_queries, max_requests=req.max_queries,
-                              warmup=1, min_duration_s=req.min_duration_s,
-                              max_duration_s=req.max_duration_s)  # fmt: skip
+        res = closed_loop.run(
+            make_caller,
+            concurrency=req.concurrency,
+            samples=samples,
+            min_requests=req.min_queries,
+            max_requests=req.max_queries,
+            warmup=1,
+            min_duration_s=req.min_duration_s,
+            max_duration_s=req.max_duration_s,
+        )
         result["closed_loop"] = res
         lat = res["latency"]
-        result["metrics"] = {"source": "closed loop", "throughput_per_s": res["throughput_per_s"],
-                             **{k: lat.get(k) for k in ("p50_ms", "p90_ms", "p95_ms", "p99_ms")},
-                             "validity": None}  # fmt: skip
+        result["metrics"] = {
+            "source": "closed loop",
+            "throughput_per_s": res["throughput_per_s"],
+            **{k: lat.get(k) for k in ("p50_ms", "p90_ms", "p95_ms", "p99_ms")},
+            "validity": None,
+        }
         errors, examples = res["errors"] + res["hung_clients"], res["error_examples"]
     else:
         from workloads.serving import loadgen
@@ -323,17 +307,26 @@ def _measure(req: ServeRequest, result: dict[str, Any], folder: Path, make_calle
         # not twice that of 8 workers (which queued minutes of JSON requests).
         offline_qps = batch / single_s * OFFLINE_HTTP_SLACK if req.path != "inprocess" else None
         common: dict[str, Any] = dict(
-            samples=samples, min_queries=req.min_queries, max_queries=req.max_queries,
-            expected_latency_s=single_s, p99_bound_ms=req.p99_bound_ms, workers=workers,
-            max_batch=batch, min_duration_s=req.min_duration_s, max_duration_s=req.max_duration_s,
+            samples=samples,
+            min_queries=req.min_queries,
+            max_queries=req.max_queries,
+            expected_latency_s=single_s,
+            p99_bound_ms=req.p99_bound_ms,
+            workers=workers,
+            max_batch=batch,
+            min_duration_s=req.min_duration_s,
+            max_duration_s=req.max_duration_s,
             offline_qps=offline_qps,
-        )  # fmt: skip
+        )
         lg_dir = folder / "artifacts" / "loadgen"
         if req.scenario == "server_search":
             search = loadgen.search_server_qps(
                 lambda qps, sub: loadgen.run_one("server", infer, sub, server_qps=qps, **common),
-                lg_dir, start_qps=req.server_qps, p99_bound_ms=req.p99_bound_ms,
-                steps=req.search_steps)  # fmt: skip
+                lg_dir,
+                start_qps=req.server_qps,
+                p99_bound_ms=req.p99_bound_ms,
+                steps=req.search_steps,
+            )
             head = search["best"] or search["steps"][-1]
             result["server_search"] = search
             log_dir = f"loadgen/{head['log_dir']}"
@@ -343,10 +336,13 @@ def _measure(req: ServeRequest, result: dict[str, Any], folder: Path, make_calle
             head = loadgen.run_one(req.scenario, infer, lg_dir, server_qps=req.server_qps, **common)
             log_dir, errors, examples = "loadgen", head["errors"], head["error_examples"]
         result["loadgen"] = {**head, "log_dir": log_dir}
-        result["metrics"] = {"source": "LoadGen detail log", "throughput_per_s": head["throughput_per_s"],
-                             **{k: head.get(k) for k in ("p50_ms", "p90_ms", "p95_ms", "p99_ms")},
-                             "validity": head["validity"],
-                             "max_qps_under_bound": (result.get("server_search") or {}).get("max_qps")}  # fmt: skip
+        result["metrics"] = {
+            "source": "LoadGen detail log",
+            "throughput_per_s": head["throughput_per_s"],
+            **{k: head.get(k) for k in ("p50_ms", "p90_ms", "p95_ms", "p99_ms")},
+            "validity": head["validity"],
+            "max_qps_under_bound": (result.get("server_search") or {}).get("max_qps"),
+        }
     cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
     result["cpu"] = cpuload.usage(before, _snapshot(child_cpu_s), cpus)
     if overheads:

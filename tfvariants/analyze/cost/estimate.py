@@ -12,6 +12,7 @@ labelled as rough.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -199,7 +200,7 @@ def estimate_cells(
     devices: dict[str, str],
     *,
     run_times: dict[tuple[str, ...] | ConfigKey, list[float]] | None,
-    shape_for: Any,
+    shape_for: Callable[[str], CellShape],
     study: bool = False,
 ) -> list[CellEstimate]:
     """One estimate per planned cell; ``shape_for(workload)`` gives its CellShape.

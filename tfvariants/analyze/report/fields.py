@@ -21,7 +21,7 @@ def median_of(values: Iterable[Any]) -> float | None:
 def environment_summary(env: dict[str, Any]) -> dict[str, str]:
     """The fields a reader compares across variants, from workloads.envprobe output."""
 
-    def text(v: Any) -> str:
+    def text(v: object) -> str:
         if v is None:
             return "n/a"
         if isinstance(v, bool):
@@ -68,7 +68,7 @@ def environment_summary(env: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def flatten(d: Any, prefix: str = "") -> list[tuple[str, str]]:
+def flatten(d: object, prefix: str = "") -> list[tuple[str, str]]:
     if isinstance(d, dict):
         out: list[tuple[str, str]] = []
         for k, v in d.items():

@@ -4,7 +4,7 @@ significant digits (plain text, used by the conclusions and by the HTML template
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
 
 from tfvariants.analyze.statistics import stats
 
@@ -59,7 +59,7 @@ def money_unit(currency: str = "USD") -> str:
     return "$" if currency == "USD" else currency
 
 
-def interval_text(iv: stats.Interval | None, fmt: Any = dur) -> str:
+def interval_text(iv: stats.Interval | None, fmt: Callable[[float], str] = dur) -> str:
     if iv is None:
         return "n/a"
     if not iv.has_interval:
@@ -81,7 +81,7 @@ def interval_label(iv: stats.Interval | None) -> str:
 VERDICT_WORDS = {"different": "decided", "equivalent": "equivalent", "undecided": "undecided"}
 
 
-def interval_sub(iv: stats.Interval | None, fmt: Any = dur) -> str:
+def interval_sub(iv: stats.Interval | None, fmt: Callable[[float], str] = dur) -> str:
     """Only the interval part, e.g. "9.70-10.2 min" ("" when there is none)."""
     if iv is None or not iv.has_interval:
         return ""

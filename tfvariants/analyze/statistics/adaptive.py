@@ -39,8 +39,11 @@ class StoppingRule:
         return len(self.looks)
 
     def to_json(self) -> dict:
-        return {"min_repeats": self.min_repeats, "max_repeats": self.max_repeats,
-                "looks": list(self.looks)}  # fmt: skip
+        return {
+            "min_repeats": self.min_repeats,
+            "max_repeats": self.max_repeats,
+            "looks": list(self.looks),
+        }
 
 
 def stopping_rule(

@@ -134,10 +134,17 @@ def host_noise(groups: Sequence[Group], settings: Settings) -> HostNoise:
     residuals = pooled_log_residuals(times)
     n = int(statistics.median(len(t) for t in times)) if times else 0
     spread = statistics.median(abs(r) for r in residuals) if residuals else None
-    resolvable = resolvable_ratio(
-        residuals, n, min_effect=settings.min_effect, confidence=settings.confidence,
-        looks=settings.looks,
-    ) if residuals else None  # fmt: skip
+    resolvable = (
+        resolvable_ratio(
+            residuals,
+            n,
+            min_effect=settings.min_effect,
+            confidence=settings.confidence,
+            looks=settings.looks,
+        )
+        if residuals
+        else None
+    )
     noise = HostNoise(spread, n, resolvable, band=settings.band)
     noise.equivalent_from = equivalent_from(resolvable, n, settings.min_effect, settings.band)
     for g in groups:
@@ -199,10 +206,13 @@ def shielded_busy(groups: Sequence[Group]) -> StatWarning | None:
         if g.threads < 2:
             continue
         busy = [
-            r for r in g.ok
-            if not r.disturbed and worker_shielded(r.raw)
-            and r.others_share is not None and r.others_share >= SHIELDED_BUSY_SHARE
-        ]  # fmt: skip
+            r
+            for r in g.ok
+            if not r.disturbed
+            and worker_shielded(r.raw)
+            and r.others_share is not None
+            and r.others_share >= SHIELDED_BUSY_SHARE
+        ]
         if busy:
             hit.append(f"{g.workload} {g.label} ({len(busy)} of {len(g.ok)} cells)")
     if not hit:

@@ -11,7 +11,8 @@ TensorFlow or a scientific stack installed. docs/compare.md explains it for user
   log scale by Hodges-Lehmann (the median of all pairwise differences of log values)
   with the Mann-Whitney interval around it (the U test inverted; exact up to 50 x 50
   repeats, the normal approximation above: see ranktests.py). Repeats from the same
-  rounds are compared on those rounds (:func:`tfvariants.analyze.statistics.pairing.compare_rounds`).
+  rounds are compared on those rounds
+  (:func:`tfvariants.analyze.statistics.pairing.compare_rounds`).
   The verdict comes from that same interval and two symmetric bands around 1 (closed: an
   interval end within 1e-9 of a band's edge counts as on it):
     - "different":  the interval lies entirely outside [1/(1+e), 1+e], e = ``min_effect``
@@ -348,14 +349,22 @@ def verdict_of(e: Estimate, min_effect: float, equivalence_band: float) -> Compa
     if e.lo > 0 or e.hi < 0:
         why = f"the difference is real but may be smaller than {min_effect:.0%}"
     else:
-        why = (f"the interval reaches beyond +/-{equivalence_band:.0%} and does not "
-               f"exclude a difference under {min_effect:.0%}")  # fmt: skip
+        why = (
+            f"the interval reaches beyond +/-{equivalence_band:.0%} and does not "
+            f"exclude a difference under {min_effect:.0%}"
+        )
     more = _more_repeats(e.est, (e.hi - e.lo) / 2, e.n, (effect, equal), e.min_n)
     return Comparison(ratio, "undecided", (why,), more, *bands)
 
 
-def single(la: Sequence[float], lb: Sequence[float], looks: int, min_n: int,
-           min_effect: float, equivalence_band: float) -> Comparison:  # fmt: skip
+def single(
+    la: Sequence[float],
+    lb: Sequence[float],
+    looks: int,
+    min_n: int,
+    min_effect: float,
+    equivalence_band: float,
+) -> Comparison:
     r = exp_or_inf(median_of_sorted(sorted(la)) - median_of_sorted(sorted(lb)))
     n = min(len(la), len(lb))
     return Comparison(
@@ -368,8 +377,9 @@ def single(la: Sequence[float], lb: Sequence[float], looks: int, min_n: int,
     )
 
 
-def two_sample_estimate(la: Sequence[float], lb: Sequence[float], alpha: float,
-                        looks: int) -> Estimate:  # fmt: skip
+def two_sample_estimate(
+    la: Sequence[float], lb: Sequence[float], alpha: float, looks: int
+) -> Estimate:
     """Hodges-Lehmann / Mann-Whitney on log values (two or more per side)."""
     est, lo, hi, coverage, exact = _two_sample(la, lb, alpha)
     n = min(len(la), len(lb))
@@ -380,11 +390,18 @@ def two_sample_estimate(la: Sequence[float], lb: Sequence[float], alpha: float,
     )
     z = statistics.NormalDist().inv_cdf(1 - alpha / 2)
     return Estimate(
-        est, lo, hi, coverage, "hodges-lehmann" if exact else "hodges-lehmann-approx", n, looks,
-        z * spread * math.sqrt(2 / n) if spread > 0 else None, min_n,
+        est,
+        lo,
+        hi,
+        coverage,
+        "hodges-lehmann" if exact else "hodges-lehmann-approx",
+        n,
+        looks,
+        z * spread * math.sqrt(2 / n) if spread > 0 else None,
+        min_n,
         f"{len(la)} vs {len(lb)} repeats are too few for a {percent(1 - alpha)} interval "
         f"(needs {min_n} per side)",
-    )  # fmt: skip
+    )
 
 
 def compare(

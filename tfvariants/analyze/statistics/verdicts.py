@@ -187,7 +187,14 @@ def workload_verdicts(
     :func:`compare_with`)."""
     if not configs:
         raise ValueError("workload_verdicts needs at least one configuration")
-    base = pick_baseline(configs, values, devices=devices, variant_order=variant_order,
-                         oversubscribed=oversubscribed, requested=requested, ran=ran)  # fmt: skip
+    base = pick_baseline(
+        configs,
+        values,
+        devices=devices,
+        variant_order=variant_order,
+        oversubscribed=oversubscribed,
+        requested=requested,
+        ran=ran,
+    )
     verdicts = compare_with(values, base, configs, settings, ran) if base is not None else {}
     return WorkloadVerdicts(configs[0].workload, base, verdicts)

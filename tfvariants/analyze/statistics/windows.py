@@ -174,7 +174,7 @@ def plan(
     return WindowPlan(seconds, current_s, why, comp)
 
 
-def plan_sentence(recorded: Any) -> str | None:
+def plan_sentence(recorded: object) -> str | None:
     """run.json's window plan (``adaptive.window_plan``) in words, or None."""
     if not isinstance(recorded, dict):
         return None

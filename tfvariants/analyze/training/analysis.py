@@ -61,7 +61,7 @@ class Analysis(RunFrame):
 # ---- analysis ----
 
 
-def _order(values: Iterable[str], preferred: Any) -> list[str]:
+def _order(values: Iterable[str], preferred: object) -> list[str]:
     seen = list(dict.fromkeys(values))
     pref = [v for v in (preferred if isinstance(preferred, list) else []) if v in seen]
     return pref + sorted((v for v in seen if v not in pref), key=str)

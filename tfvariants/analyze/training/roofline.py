@@ -80,7 +80,7 @@ class Roofline:
     sentences: tuple[str, ...]
 
 
-def _num(value: Any) -> float | None:
+def _num(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and value > 0 else None
 
 
@@ -123,7 +123,7 @@ def peaks_of(run: Mapping[str, Any]) -> list[Peak]:
     return sorted(out, key=lambda p: (p.device, p.threads, p.variant))
 
 
-def _share(value: Any) -> float | None:
+def _share(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and 0 <= value <= 1 else None
 
 

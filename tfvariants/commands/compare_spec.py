@@ -1,0 +1,144 @@
+"""`compare`'s matrix from its arguments: the variants (with their fixed thread counts),
+threads, workloads and repeats, each given or taken from the stored run on a resume,
+checked before anything is written (UserError, one line)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from tfvariants.analyze.statistics.stats import DEFAULT_REPEATS
+from tfvariants.commands import rounds
+from tfvariants.commands.matrix_args import checked, default_threads, parse_names, quick_scale
+from tfvariants.errors import UserError
+from tfvariants.options import argtypes
+from tfvariants.plan.spec import MatrixSpec
+
+if TYPE_CHECKING:
+    from tfvariants.analyze.cost.pricing import Pricing
+    from tfvariants.variants.registry import Variant
+
+T = TypeVar("T")
+
+
+def parse_threads(text: str) -> list[int]:
+    return checked("threads", argtypes.thread_list, text)
+
+
+def _parsed(option: str, parse: Callable[[str], T], value: str | T) -> T:
+    """Command-line text through the shared parser; values already parsed pass."""
+    return checked(option, parse, value) if isinstance(value, str) else value
+
+
+def _available_workloads() -> list[str]:
+    from workloads import registry
+
+    return list(registry.available())
+
+
+def build_spec(
+    args: argparse.Namespace, stored: dict[str, Any] | None = None, pricing: Pricing | None = None
+) -> tuple[MatrixSpec, dict[str, Variant]]:
+    """MatrixSpec + the variant objects, from args (missing args taken from a stored run
+    when resuming); ``pricing`` gives a GPU variant its instance's vCPU count."""
+    from tfvariants.plan.spec import logical_cpus
+    from tfvariants.variants import get_variants
+
+    stored = stored or {}
+    sopts = stored.get("options") or {}
+
+    def given_or_stored(
+        name: str, value: str | T | None, parse: Callable[[str], T], default: T
+    ) -> T:
+        # None = not on the command line: a resume takes the stored value.
+        if value is not None:
+            return _parsed(name.replace("_", "-"), parse, value)
+        stored_value = sopts.get(name) if name in sopts else stored.get(name)
+        return stored_value if stored_value is not None else default
+
+    variants = given_or_stored(
+        "variants", args.variants, lambda v: parse_names("variants", v), ["local"]
+    )
+    explicit = split_fixed_threads(variants)
+    variants = list(dict.fromkeys(n for n, _ in explicit))
+    if len(variants) != len(explicit):
+        raise UserError("--variants: a variant is named twice (with different @THREADS?)")
+    threads = given_or_stored(
+        "threads", args.threads, parse_threads, default_threads(logical_cpus())
+    )
+    known = _available_workloads()
+    if args.workloads is None and stored.get("workloads"):
+        workloads = stored["workloads"]
+    elif args.workloads in (None, "all"):
+        workloads = known
+    else:
+        workloads = parse_names("workloads", args.workloads)
+        for w in workloads:
+            if w not in known and not (w.endswith(".py") and os.path.isfile(w)):
+                raise UserError(
+                    f"unknown workload {w!r} (known: {', '.join(known)}; or a path to a .py file)"
+                )
+    if not workloads:
+        raise UserError("no workloads available")
+
+    repeats = given_or_stored("repeats", args.repeats, argtypes.repeats, DEFAULT_REPEATS)
+    quick = bool(args.quick or sopts.get("quick"))
+    per_workload = {w: quick_scale(w) for w in workloads} if quick else None
+    options = rounds.training_options(args, stored, repeats=repeats, per_workload=per_workload)
+    variant_objs = get_variants(variants, args.variants_file)
+    info = {v: {"kind": o.kind, "device": o.device} for v, o in variant_objs.items()}
+    # A resume keeps the stored thread counts of fixed-thread variants.
+    fixed = dict(stored.get("fixed_threads") or {}) if args.variants is None else {}
+    fixed.update({n: t for n, t in explicit if t is not None})
+    for v, o in variant_objs.items():
+        if v not in fixed and o.device == "gpu":
+            # A GPU configuration is one per GPU instance: its vCPUs are the instance's
+            # (or, with no catalog instance, this host's), never the --threads axis.
+            fixed[v] = gpu_threads(v, pricing)
+    spec = MatrixSpec(
+        tuple(variants), tuple(threads), tuple(workloads), repeats, options, info, fixed
+    )
+    return spec, variant_objs
+
+
+def split_fixed_threads(names: list[str]) -> list[tuple[str, int | None]]:
+    """``gpu@16`` -> ("gpu", 16): that variant runs at 16 threads only; ``pip`` -> ("pip",
+    None): the --threads axis."""
+    out: list[tuple[str, int | None]] = []
+    for name in names:
+        base, at, count = name.rpartition("@")
+        if at and base:
+            out.append((base, checked("variants", argtypes.threads, count)))
+        else:
+            out.append((name, None))
+    return out
+
+
+def gpu_threads(variant: str, pricing: Pricing | None) -> int:
+    """A GPU variant's vCPU count: its catalog instance's (the instance a cloud run rents
+    and bills), capped at nothing; without a catalog, this host's logical CPUs."""
+    from tfvariants.plan.spec import logical_cpus
+
+    found = pricing.instance_for(variant, 0, "gpu") if pricing is not None else None
+    return found[0].vcpus if found else logical_cpus()
+
+
+def check_baseline(baseline: str | None, spec: MatrixSpec) -> None:
+    """--baseline names a configuration the matrix runs (one line otherwise)."""
+    from tfvariants.analyze.baseline import parse_baseline
+
+    parsed = parse_baseline(baseline)
+    if parsed is None:
+        return
+    if parsed[0] not in spec.variants:
+        raise UserError(
+            f"--baseline {baseline}: {parsed[0]!r} is not one of --variants "
+            f"({', '.join(spec.variants)})"
+        )
+    counts = [t for v, t in spec.configurations() if v == parsed[0]]
+    if parsed[1] is not None and parsed[1] not in counts:
+        if parsed[0] in spec.fixed_threads:
+            raise UserError(f"--baseline {baseline}: {parsed[0]} runs at {counts[0]} threads only")
+        raise UserError(f"--baseline {baseline}: {parsed[1]} is not one of --threads")
