@@ -11,9 +11,9 @@ ROOT = Path(__file__).resolve().parent.parent
 MAX_MODULE_LINES = 450
 MAX_FUNCTION_LINES = 80
 MAX_FMT_SKIP = 30
-# Bare `Any` parameters and returns in tfvariants/: 26 when this test was written (the
-# goal is 20; JSON readers return Any on purpose). Lower it as they go, never raise it.
-MAX_BARE_ANY = 26
+# Bare `Any` parameters and returns in tfvariants/: 18 (issue 27 asks for at most 20; the
+# JSON readers return Any on purpose). Lower it as they go, never raise it.
+MAX_BARE_ANY = 18
 
 
 def _sources(*folders: str) -> list[Path]:

@@ -8,7 +8,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tfvariants.commands import common
 from tfvariants.commands.outdir import check_writable, default_run_dir, out_dir
@@ -18,10 +18,12 @@ from tfvariants.options.cell import CELL, CellOptions
 from tfvariants.store.runfolder import RunFolder
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from tfvariants.variants import Variant
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "run",
         help="run one workload in one variant at one thread count",
@@ -140,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     return 0 if result["status"] in ("ok", "skipped") else 1
 
 
-def print_summary(console: Any, result: dict, path: Path, wall_s: float) -> None:
+def print_summary(console: Console, result: dict, path: Path, wall_s: float) -> None:
     from rich.markup import escape
 
     status = result["status"]

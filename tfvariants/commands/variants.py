@@ -8,13 +8,16 @@ from __future__ import annotations
 import argparse
 import json
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfvariants.commands import common
 from tfvariants.errors import one_line
 
+if TYPE_CHECKING:
+    from tfvariants.variants.registry import Variant
 
-def register(sub: Any) -> None:
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "variants",
         help="list the configured variants and whether each is ready; build one",
@@ -61,13 +64,13 @@ def describe(variants_file: str | None = None, engine: str | None = None) -> lis
         ]
     from tfvariants.variants import skip_reason
 
-    def check(variant: Any) -> tuple[bool, str, str | None]:
+    def check(variant: Variant) -> tuple[bool, str, str | None]:
         ready, detail = variant.readiness()
         return ready, detail, skip_reason(variant) if ready else None
 
     # Checked once per place a variant runs (10,000 overlays of one interpreter start
     # it once): readiness depends on the kind, interpreter or image, backend and device.
-    def where(v: Any) -> tuple[Any, ...]:
+    def where(v: Variant) -> tuple[Any, ...]:
         return (v.kind, v.where(), v.backend, v.device, v.engine, v.image)
 
     unique = {where(v): v for v in variants}

@@ -26,6 +26,7 @@ from tfvariants.store.runfolder import RunFolder
 from workloads.envprobe import host_id
 
 if TYPE_CHECKING:  # rich.progress is imported only when a bar is shown (start-up time)
+    from rich.console import Console
     from rich.progress import Progress, TaskID
 
 # (cell, run folder) -> the cell's result, already stored (the runner's contract)
@@ -80,7 +81,7 @@ class _Retry:
     again: Callable[[Any], Any]  # a disturbed cell -> its next attempt, or None (not now)
     misses: int = 0  # retries in a row that were disturbed again
 
-    def observe(self, cell: Any, why: str | None) -> None:
+    def observe(self, cell: PlannedCell, why: str | None) -> None:
         if not why:
             self.misses = 0
         elif (getattr(cell, "attempt", 0) or 0) > 0:
@@ -196,7 +197,7 @@ class Matrix(Generic[CellT]):
         *,
         run_cell: RunCell[CellT],
         resume: bool = False,
-        console: Any = None,
+        console: Console | None = None,
         clock: Callable[[], float] = time.monotonic,
         allow_mixed_hosts: bool = False,
         quarantine: bool = False,
@@ -369,7 +370,7 @@ class _Display:
     """Rich progress: current cell, done/total, ETA learned from finished cells; plus one
     line per finished cell so logs (CI, non-terminals) show the run too."""
 
-    def __init__(self, console: Any, total: int, done: int) -> None:
+    def __init__(self, console: Console | None, total: int, done: int) -> None:
         self.total, self.done = total, done
         self.console = console
         self.progress: Progress | None = None
