@@ -331,3 +331,15 @@ def test_one_next_round_rule_for_every_task():
     assert sorted(todo) == [("a", 6), ("b", 6)] and "1 comparison(s) undecided" in why
     last = Judged(7, 7, 2, 1, ["a", "b"], {})
     assert "after the maximum of 7 repeats" in next_round(last, rule, cells, None, **say)[1]
+
+
+def test_the_report_states_the_equivalence_band_the_run_used(tmp_path, monkeypatch):
+    # The method paragraph said "equivalent when entirely inside +/-5%" (the min effect)
+    # while the run judged equivalence within its own band of +/-10%.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "run_cell", FakeRunCell(speedup=0.0, noise=0.02))
+    argv = ["compare", "--threads", "1,2", "--workloads", "mnist_mlp", "--repeats", "3"]
+    argv += ["--equivalence-band", "10%", "--out", "res", "-o", "r.html", "--pricing", "none"]
+    assert main([*argv, "--quiet-wait", "0"]) == 0
+    html = (tmp_path / "r.html").read_text()
+    assert "&plusmn;5%, \"equivalent\" when it lies entirely inside &plusmn;10%" in html

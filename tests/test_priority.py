@@ -154,6 +154,10 @@ def test_the_report_says_what_the_priority_did():
         "most 10 % of a contested CPU" in text
     )
     assert text.endswith("To get more: allow `ann - nice -20`.")
+    # Nothing raised (an unprivileged user): why, not what a raise would have done.
+    text = interference.summarise([cell(0, down), cell(1, down)]).sentence()
+    assert "None of 2 workers could run at raised priority: not permitted (needs root)" in text
+    assert "contested CPU" not in text and "the others" not in text
 
 
 SPIN = (

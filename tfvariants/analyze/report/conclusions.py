@@ -244,10 +244,11 @@ def _fastest_sentences(
             wr.conclusions.append(f"Against the next best: {phrase(b, runner_up, cmp)}.")
             said.add(frozenset((runner_up.label, b.label)))
     elif f.time_cmp is not None and frozenset((f.label, b.label)) not in said:
+        # Name it: after "a and b were equivalent", "it" could be either.
         rank = (
-            "it was the fastest configuration"
+            f"{f.label} was the fastest configuration"
             if wr.fastest_decided
-            else "it had the shortest estimated time of all configurations"
+            else f"{f.label} had the shortest estimated time, not decided against every other"
         )
         wr.conclusions.append(f"{host}, for {wr.name}, {phrase(f, b, f.time_cmp)}; {rank}.")
         said.add(frozenset((f.label, b.label)))

@@ -128,14 +128,19 @@ class Interference:
         """What the raised priority did (empty when no cell asked for it)."""
         if not self.raised:
             return ""
-        got = ", ".join(sorted(self.grants)) or "nice -20"
-        full = all(g.startswith("nice -20 ") for g in self.grants)  # else down to nice -10
-        text = (
-            f" {self.shielded} of {self.raised} workers ran at raised priority (their session "
-            f"at {got}, so other programs' sessions got {'about 1' if full else 'at most 10'} "
-            "% of a contested CPU)"
-        )
-        if self.shielded < self.raised and self.unshielded_why:
+        if not self.shielded:  # nothing was raised: say why, not what a raise would do
+            text = f" None of {self.raised} workers could run at raised priority"
+            text += f": {self.unshielded_why}" if self.unshielded_why else ""
+        else:
+            got = ", ".join(sorted(self.grants)) or "nice -20"
+            full = all(g.startswith("nice -20 ") for g in self.grants)  # else down to -10
+            share = "about 1" if full else "at most 10"
+            text = (
+                f" {self.shielded} of {self.raised} workers ran at raised priority (their "
+                f"session at {got}, so other programs' sessions got {share} % of a contested "
+                "CPU)"
+            )
+        if 0 < self.shielded < self.raised and self.unshielded_why:
             text += f"; the others at normal priority: {self.unshielded_why}"
         if self.started_shielded:
             text += (
