@@ -342,4 +342,4 @@ def test_the_report_states_the_equivalence_band_the_run_used(tmp_path, monkeypat
     argv += ["--equivalence-band", "10%", "--out", "res", "-o", "r.html", "--pricing", "none"]
     assert main([*argv, "--quiet-wait", "0"]) == 0
     html = (tmp_path / "r.html").read_text()
-    assert "&plusmn;5%, \"equivalent\" when it lies entirely inside &plusmn;10%" in html
+    assert '&plusmn;5%, "equivalent" when it lies entirely inside &plusmn;10%' in html
