@@ -98,23 +98,30 @@ def parse_onednn_state(log_text: str) -> str | None:
     return None
 
 
-def capture_fd2(action: Callable[[], Any]) -> tuple[Any, str]:
-    """Run ``action`` with file descriptor 2 redirected to a temp file; return its
-    result and what was written there. TensorFlow's C++ logging writes straight to
-    fd 2, so Python-level redirection (sys.stderr) would miss it. The captured text
-    is echoed back to the real stderr so nothing is hidden from the user."""
-    sys.stderr.flush()
-    saved = os.dup(2)
+def capture_fd(fd: int, action: Callable[[], Any]) -> tuple[Any, str]:
+    """Run ``action`` with file descriptor ``fd`` redirected to a temp file; return its
+    result and what was written there. C++ code (TensorFlow's logging, oneDNN's verbose
+    lines) writes straight to the descriptor, so Python-level redirection would miss it."""
+    stream = sys.stdout if fd == 1 else sys.stderr
+    stream.flush()
+    saved = os.dup(fd)
     with tempfile.TemporaryFile(mode="w+b") as tmp:
-        os.dup2(tmp.fileno(), 2)
+        os.dup2(tmp.fileno(), fd)
         try:
             result = action()
         finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
+            stream.flush()
+            os.dup2(saved, fd)
             os.close(saved)
             tmp.seek(0)
             text = tmp.read().decode("utf-8", "replace")
+    return result, text
+
+
+def capture_fd2(action: Callable[[], Any]) -> tuple[Any, str]:
+    """:func:`capture_fd` on fd 2 (TensorFlow's C++ log), with the captured text echoed
+    back to the real stderr so nothing is hidden from the user."""
+    result, text = capture_fd(2, action)
     if text:
         sys.stderr.write(text)
         sys.stderr.flush()

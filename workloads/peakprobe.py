@@ -16,11 +16,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
-import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
+
+from workloads.envprobe import capture_fd
 
 VERSION = 1
 # Matrix sizes: the larger one only when the smaller finishes fast (a slow CPU or an
@@ -102,24 +102,6 @@ def _threads_from_env() -> tuple[int, int]:
     return intra, inter
 
 
-def _with_fd1_captured(action: Callable[[], Any]) -> tuple[Any, str]:
-    """Run ``action`` with fd 1 going to a temp file (oneDNN's verbose lines are
-    written there by C++ code); return its result and that text."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    with tempfile.TemporaryFile(mode="w+b") as tmp:
-        os.dup2(tmp.fileno(), 1)
-        try:
-            result = action()
-        finally:
-            sys.stdout.flush()
-            os.dup2(saved, 1)
-            os.close(saved)
-            tmp.seek(0)
-            text = tmp.read().decode("utf-8", "replace")
-    return result, text
-
-
 def probe(device: str = "cpu") -> dict[str, Any]:
     """The attainable peak of this interpreter's TensorFlow, as pinned by the caller."""
     from workloads import cpuload
@@ -150,7 +132,7 @@ def probe(device: str = "cpu") -> dict[str, Any]:
         return {"tf": tf.__version__, "kernels": kernels, "others_share": used.get("others_share")}
 
     os.environ.setdefault("ONEDNN_VERBOSE", "1")
-    found, text = _with_fd1_captured(measure)
+    found, text = capture_fd(1, measure)  # oneDNN's verbose lines
     kernels = found.get("kernels")
     verbose = parse_verbose(text)
     out: dict[str, Any] = {
