@@ -71,7 +71,9 @@ def _cmp(verdict: str, lo: float, hi: float, more: int | None) -> stats.Comparis
 @pytest.mark.parametrize(
     ("verdict", "lo", "hi", "more", "said"),
     [
-        ("different", 0.70, 0.80, None, "faster by 1.33x (98.4% interval 1.25-1.43x)"),
+        ("different", 0.70, 0.80, None, "faster by 1.33x (98.4% interval 1.25-1.43x)."),
+        # A proven difference inside the band (no minimum effect) says so.
+        ("different", 1.04, 1.09, None, "slower by 1.06x (98.4% interval 1.04-1.09x; within"),
         ("equivalent", 0.95, 1.05, None, "equivalent within +/-10% (ratio 1.00, 98.4% interval"),
         # Two builds + the stock wheel, one workload: a round is 3 cells of 12 s; 9 more
         # repeats are 324 s: a 6-minute budget.
@@ -94,3 +96,14 @@ def test_one_line_per_build_with_the_answer_or_the_next_step(
     assert lines[2].startswith("intel-2.14: mnist_cnn equivalent within +/-10%")
     assert lines[3].startswith("'Equivalent' means within +/-10% of the stock wheel: the question")
     assert "near the edge of +/-5 %" in lines[3]
+    assert ("excludes 1" in lines[3]) == (run["options"]["preset"].get("min_effect") == 0)
+
+
+def test_the_band_words_say_what_faster_needs_when_the_preset_has_no_min_effect() -> None:
+    run = {"options": {"preset": {**RUN["options"]["preset"], "band": 0.10, "min_effect": 0}}}  # type: ignore[index]
+    run["options"]["preset"]["builds"] = ["intel-2.14"]
+    stock = _group("tf-2.14", 100.0, False)
+    build = _group("intel-2.14", 100.0, False, _cmp("equivalent", 0.97, 1.02, None))
+    lines = answer([WorkloadReport("mnist_cnn", [stock, build], baseline=stock)], run, 0.0)
+    assert lines is not None
+    assert "'Faster' and 'slower' mean the interval excludes 1" in lines[2]

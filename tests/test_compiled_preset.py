@@ -100,6 +100,22 @@ def test_the_preset_states_its_band_and_records_what_is_explanatory(
     preset = run["options"]["preset"]
     assert preset["explanatory"] == ["local", "isa-sse41", "isa-avx2"]
     assert preset["band"] == 0.10 and "left_out" not in preset
+    # No minimum effect unless given: a truth between it and the band is never stranded.
+    assert run["options"]["min_effect"] == 0 and preset["min_effect"] == 0
+
+
+def test_a_given_min_effect_is_kept_by_the_preset(
+    host: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tfvariants.commands import compare
+
+    monkeypatch.setattr(compare, "_run_matrix", _stop)
+    monkeypatch.setattr(compare, "ready_variants", lambda objs, engine: objs)
+    with pytest.raises(_Stopped):
+        main(["compare", "--preset", "compiled", "--min-effect", "3%", "--out", "results/c"])
+    run = json.loads(Path("results/c/run.json").read_text())
+    assert run["options"]["min_effect"] == 0.03
+    assert run["options"]["preset"]["min_effect"] == 0.03
 
 
 def test_the_answer_box_names_the_explanatory_configurations_left_out() -> None:

@@ -50,6 +50,14 @@ WORKLOADS = "mnist_cnn,cifar10_cnn"
 # "equivalent" in practical time at these machines' noise, while a truth near the edge
 # of +-5 % cannot be settled in practical time (docs/compare.md).
 BAND = 0.10
+# ... and "faster"/"slower" need only an interval that excludes 1 (no minimum effect):
+# with a minimum effect e below the band B, a truth between e and B (e.g. 7 % slower)
+# is neither "different" (its interval straddles 1+e) nor "equivalent" (it straddles
+# 1+B) until the interval is narrower than B-e, which these machines do not reach in
+# practical time. With e = 0 no true ratio is undecidable: an interval narrower than
+# the band either excludes 1 or lies inside it. The error rate is the rule's own
+# (bench-decide's `--min-effect 0` scenario: false "different" <= 5 %).
+MIN_EFFECT = 0.0
 # Equivalence within +-10 % at about 4 % noise needs 7-10 repeats per side: looks the
 # quick compare's 10 minutes do not reach with three builds on two workloads.
 BUDGET_S = 900.0
@@ -63,7 +71,8 @@ def add_option(p: argparse.ArgumentParser) -> None:
         help="compiled: the stock TensorFlow 2.14 wheel against every compiled build "
         "of it this CPU can run, plus local and the oneDNN ISA caps as far as the budget "
         "allows (default 15m), on mnist_cnn and cifar10_cnn at the quick scale, "
-        "'equivalent' within +/-10%%; the report opens with the answer (a dry run builds "
+        "'equivalent' within +/-10%%, 'faster'/'slower' once the interval excludes 1 "
+        "(--min-effect 0 unless given); the report opens with the answer (a dry run builds "
         "nothing: it says what it would build). "
         "study-2017: the 2017 study on today's cloud (six workloads, pip, compiled "
         "and gpu, 8-64 vCPUs, gce-2026 spot prices); with --dry-run its bill, with "
@@ -94,6 +103,8 @@ def apply(args: argparse.Namespace) -> dict[str, Any] | None:
             args.budget = BUDGET_S
     if getattr(args, "equivalence_band", None) is None:
         args.equivalence_band = BAND
+    if getattr(args, "min_effect", None) is None:
+        args.min_effect = MIN_EFFECT
     explanatory: list[str] = []
     left_out = None
     if args.variants is None:
@@ -107,6 +118,7 @@ def apply(args: argparse.Namespace) -> dict[str, Any] | None:
         "explanatory": explanatory,
         **({"left_out": left_out} if left_out else {}),
         "band": args.equivalence_band,
+        "min_effect": args.min_effect,
     }
 
 

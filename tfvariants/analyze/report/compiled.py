@@ -86,12 +86,19 @@ def _next_step(cmp: Comparison, round_s: float | None) -> str:
     if not more:
         return (
             "a quieter machine: at this noise no practical number of repeats would settle it "
-            f"(the ratio sits near the {cmp.min_effect:.0%} threshold)"
+            f"(the ratio sits near {_edges(cmp)})"
         )
     if round_s is None:
         return f"--resume with more --budget: about {more} more repeats"
     minutes = max(1, math.ceil(more * round_s / 60))
     return f"--resume --budget {minutes}m: about {more} more repeats"
+
+
+def _edges(cmp: Comparison) -> str:
+    """Where a verdict changes: "different" beyond +-min effect (1 itself when there is
+    none), "equivalent" inside the band."""
+    different = "1" if cmp.min_effect == 0 else f"the {cmp.min_effect:.0%} threshold"
+    return f"{different} or the +/-{cmp.equivalence_band:.0%} band's edge"
 
 
 def _per_workload(g: Group, base: Group, cmp: Comparison, round_s: float | None) -> str:
@@ -100,9 +107,15 @@ def _per_workload(g: Group, base: Group, cmp: Comparison, round_s: float | None)
     r = cmp.ratio
     if cmp.verdict == "different":
         if r.value < 1:
-            text = f"faster by {sig3(1 / r.value)}x ({interval_words(r, True)})"
+            text = f"faster by {sig3(1 / r.value)}x ({interval_words(r, True)}"
         else:
-            text = f"slower by {sig3(r.value)}x ({interval_words(r)})"
+            text = f"slower by {sig3(r.value)}x ({interval_words(r)}"
+        band = cmp.equivalence_band
+        # With no minimum effect (the preset's), a proven difference may still be small:
+        # say so where the whole interval lies inside the band.
+        if r.has_interval and 1 / (1 + band) <= r.lo and r.hi <= 1 + band:
+            text += f"; within +/-{band:.0%}"
+        text += ")"
     elif cmp.verdict == "equivalent":
         text = (
             f"equivalent within +/-{cmp.equivalence_band:.0%} (ratio {sig3(r.value)}, "
@@ -180,11 +193,19 @@ def _head(cpu: str, stock: str, verdicts: list[str], band: float) -> str:
 
 
 def _band_words(band: float, preset: Mapping[str, Any]) -> str:
-    """The band the answer uses, and why (the preset's own: +-10 %)."""
+    """The band the answer uses, and why (the preset's own: +-10 %), and what "faster"
+    and "slower" need (the preset's own: an interval that excludes 1)."""
     if preset.get("band") is not None and abs(float(preset["band"]) - band) < 1e-12:
-        return (
+        words = (
             f"'Equivalent' means within +/-{band:.0%} of the stock wheel: the question is "
             "whether compiling is worth it, and a truth near the edge of +/-5 % cannot be "
             "settled in practical time on a machine whose repeats vary by a few percent."
         )
-    return f"'Equivalent' means within +/-{band:.0%} of the stock wheel (--equivalence-band)."
+    else:
+        words = f"'Equivalent' means within +/-{band:.0%} of the stock wheel (--equivalence-band)."
+    if preset.get("min_effect") == 0:
+        words += (
+            " 'Faster' and 'slower' mean the interval excludes 1 (no minimum effect), so "
+            "that no true ratio is left undecidable between a minimum effect and the band."
+        )
+    return words
