@@ -12,7 +12,9 @@ CPUs:
 * bursts: at normal priority, one busy process per CPU for 2-8 s, then 3-12 s off (on
   about 40 % of the time), in a seeded random sequence;
 * nice: one busy process per CPU at `nice 19` for the whole compare (a sustained
-  low-priority background load).
+  low-priority background load);
+* quiet: no hog at all, and no second quiet run before it (the A/A twin on a quiet
+  machine: it should end "equivalent", issue 25).
 
 Each scenario follows a quiet run (the same compare, no hog; --no-quiet: none), so the
 benchmark says whether each loaded interval covers the quiet ratio, and whether a verdict
@@ -70,6 +72,8 @@ HOG_CODE = (
     "    for _ in range(20000):\n"
     "        pass\n"
 )
+# "quiet" alone: quiet runs only (issue 25's A/A twin, which should end "equivalent").
+SCENARIOS = ("quiet", "bursts", "nice")
 BURST_S = (2.0, 8.0)
 OFF_S = (3.0, 12.0)  # mean 7.5 s off against 5 s on: about 40 % on
 
@@ -209,6 +213,11 @@ class RunSummary:
     def twin_ok(self) -> bool:
         return all(v != "different" for v in self.twin.values())
 
+    @property
+    def twin_equivalent(self) -> bool:
+        """The A/A twin called "equivalent" on every workload (the answer it should get)."""
+        return bool(self.twin) and all(v == "equivalent" for v in self.twin.values())
+
     def line(self) -> str:
         parts = [f"{w}: {comparison_words(c)}" for w, c in sorted(self.comparisons.items())]
         twin = ", ".join(f"{w} {v}" for w, v in sorted(self.twin.items())) or "n/a"
@@ -291,7 +300,7 @@ def plan(scenarios: Sequence[str], runs: int, quiet: bool) -> list[tuple[str, st
     out = []
     for run in range(1, runs + 1):
         for s in scenarios:
-            if quiet:
+            if quiet and s != "quiet":
                 out.append(("quiet", f"quiet-{s}", run))
             out.append((s, s, run))
     return out
@@ -344,7 +353,11 @@ def run_one(
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--scenarios", default="bursts,nice", help="bursts, nice or both")
+    p.add_argument(
+        "--scenarios",
+        default="bursts,nice",
+        help="any of quiet (no hog: the A/A twin's 'equivalent'), bursts, nice",
+    )
     p.add_argument("--runs", type=int, default=1, help="runs per scenario")
     p.add_argument("--workloads", default="mnist_cnn,cifar10_cnn")
     p.add_argument("--threads", default="1,2")
@@ -375,19 +388,28 @@ def targets(summaries: Sequence[RunSummary]) -> list[str]:
     honest = [s for s in loaded if s.honest]
     cheap = [s for s in loaded if s.waits_share <= 0.10]
     n = len(loaded)
+    quiet = [s for s in summaries if s.scenario.startswith("quiet")]
+    same = [s for s in quiet if s.twin_equivalent and s.compare_s <= 10 * 60]
+    wrong = [s for s in summaries if not s.twin_ok]
     return [
         f"target met (decided at a look within 8 min, right direction, the report agreeing, "
         f"twin not different) in {len(ok)} of {n} loaded run(s)",
         f"no decided verdict excluding the quiet ratio left unlabelled in {len(honest)} of {n}",
         f"waits for quiet at most 10 % of the compare time in {len(cheap)} of {n}",
+        # Issue 25: the tool must be able to say "the same" (target: 2 of 3 quiet runs).
+        f"A/A twin 'equivalent' on every workload within 10 min in {len(same)} of "
+        f"{len(quiet)} quiet run(s); 'different' in {len(wrong)} of {len(summaries)} run(s)",
     ]
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
-    if not scenarios or any(s not in ("bursts", "nice") for s in scenarios) or args.runs < 1:
-        print("noise.py: --scenarios takes bursts and/or nice; --runs at least 1", file=sys.stderr)
+    if not scenarios or any(s not in SCENARIOS for s in scenarios) or args.runs < 1:
+        print(
+            f"noise.py: --scenarios takes {', '.join(SCENARIOS)}; --runs at least 1",
+            file=sys.stderr,
+        )
         return 2
     user = None
     if args.user is not None:

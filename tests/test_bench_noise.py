@@ -74,7 +74,7 @@ def test_summary_reads_verdicts_twin_and_disturbed_cells(tmp_path):
 
 def test_bad_options_exit_2(tmp_path, capsys):
     assert noise.main(["--scenarios", "storm", "--out", str(tmp_path / "x")]) == 2
-    assert "bursts and/or nice" in capsys.readouterr().err
+    assert "quiet, bursts, nice" in capsys.readouterr().err
 
 
 import noise_user  # noqa: E402
@@ -94,6 +94,8 @@ def test_each_loaded_scenario_follows_its_own_quiet_run():
         ("nice", "nice", 2),
     ]
     assert noise.plan(["nice"], 1, False) == [("nice", "nice", 1)]
+    # The quiet scenario is its own quiet run: no second one before it.
+    assert noise.plan(["quiet"], 2, True) == [("quiet", "quiet", 1), ("quiet", "quiet", 2)]
     with noise.Hog("quiet", [0], seed=1, max_s=5) as hog:
         hog.thread.join(timeout=5)
     assert not hog.procs and hog.bursts == 0 and hog.duty == 0.0  # no load at all
@@ -198,6 +200,22 @@ def test_each_loaded_interval_is_set_against_the_quiet_ratio():
     assert "under load 5/5; quiet 1.50x NOT covered" in summary.line()
     lines = noise.targets([noise.RunSummary("quiet-nice", 1, "q", 0, 60.0, 0.0, 0), summary])
     assert "left unlabelled in 0 of 1" in lines[1] and "compare time in 1 of 1" in lines[2]
+    assert "twin 'equivalent' on every workload within 10 min in 0 of 1 quiet" in lines[3]
+
+
+def test_the_twin_target_counts_quiet_runs_that_say_the_same_within_10_minutes() -> None:
+    def quiet(twin: dict[str, str], minutes: float) -> noise.RunSummary:
+        return noise.RunSummary("quiet", 1, "q", 0, minutes * 60, 0.0, 0, twin=twin)
+
+    both = {"mnist_cnn": "equivalent", "cifar10_cnn": "equivalent"}
+    runs = [
+        quiet(both, 9.0),
+        quiet({**both, "cifar10_cnn": "undecided"}, 9.0),  # not on every workload
+        quiet(both, 11.0),  # too late
+        noise.RunSummary("bursts", 1, "b", 0, 480.0, 0.4, 9, twin={"mnist_cnn": "different"}),
+    ]
+    line = noise.targets(runs)[3]
+    assert "within 10 min in 1 of 3 quiet run(s); 'different' in 1 of 4 run(s)" in line
 
 
 @pytest.mark.tf
