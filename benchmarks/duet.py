@@ -38,9 +38,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import shutil
 import statistics
+import subprocess
 import sys
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -56,10 +58,10 @@ from tfvariants.plan.pinning import PinPlan, inter_op_threads, plan_pinning
 from tfvariants.plan.topology import Topology, read_topology
 from tfvariants.store.rawfields import finite_number, get_path
 from tfvariants.store.runfolder import RunFolder
-from tfvariants.variants import Variant
 
 SIDES = ("a", "b")
 MODES = ("sequential", "duet")
+ROOT = Path(__file__).resolve().parents[1]  # the project: tfvariants and workloads
 QUICK_WINDOW = (6.0, 50)  # compare --quick's steady window (commands/rounds.py)
 
 
@@ -106,9 +108,15 @@ def one_cpu(cpu: int) -> PinPlan:
 
 @dataclass
 class Bench:
-    """What the steps run: the two variants, the cells' options, a run folder per mode."""
+    """What the steps run: the two variants, the cells' options, a run folder per mode.
 
-    variants: Mapping[str, Variant]  # side -> variant (different names)
+    Each cell runs in a helper process of its own (``duet.py --cell``, which calls
+    run_request): the runner sweeps every new child of its process as the cell's
+    leftover (execute/process.py Ownership), so two cells run at once from one process,
+    or beside the hog's processes, would kill each other's workers."""
+
+    names: Mapping[str, str]  # side -> variant name (different names)
+    variants_file: Path | None
     workload: str
     options: RunOptions
     out: Path
@@ -118,48 +126,66 @@ class Bench:
         default_factory=lambda: {m: {} for m in MODES}
     )
 
-    def _cell(self, step: Step, side: str, cpu: int) -> float | None:
-        variant = self.variants[side]
-        cell = Cell(variant=variant.name, threads=1, workload=self.workload, repeat=step.round)
-        plan = one_cpu(cpu)
-        config = {**asdict(self.options), "keras_options": dict(variant.keras)}
-        result = run_request(
-            cell,
-            variant,
-            plan,
-            lambda path: worker_request(cell, plan, self.options, variant, path),
-            folder=RunFolder(self.out / step.mode),
-            config=config,
-            timeout_s=self.options.timeout_s,
-        )
-        if result.get("status") != "ok":
+    def _start(self, step: Step, side: str, cpu: int) -> subprocess.Popen[bytes]:
+        spec = {
+            "variant": self.names[side],
+            "variants_file": None if self.variants_file is None else str(self.variants_file),
+            "workload": self.workload,
+            "round": step.round,
+            "cpu": cpu,
+            "options": asdict(self.options),
+            "folder": str(self.out / step.mode),
+        }
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(ROOT), env.get("PYTHONPATH"))))
+        command = [sys.executable, str(Path(__file__).resolve()), "--cell", json.dumps(spec)]
+        return subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL)
+
+    def _value(self, step: Step, side: str) -> float | None:
+        """The stored cell's steady step time (None: failed, or no result at all)."""
+        cell = Cell(self.names[side], 1, self.workload, step.round)
+        path = RunFolder(self.out / step.mode).cell_path(cell.cell_id)
+        try:
+            result = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(result, dict) or result.get("status") != "ok":
             return None
         return finite_number(get_path(result, "timing", "steady_step_s"))
 
     def run(self, step: Step) -> dict[str, float | None]:
-        """The step's cells (together: one thread each, released at once); their values."""
-        got: dict[str, float | None] = {}
+        """The step's cells (together: both helpers started at once); their values."""
         t0 = time.monotonic()
-        if not step.together:
-            for side, cpu in step.runs:
-                got[side] = self._cell(step, side, cpu)
+        if step.together:
+            procs = [self._start(step, side, cpu) for side, cpu in step.runs]
+            for proc in procs:
+                proc.wait()
         else:
-            gate = threading.Barrier(len(step.runs))
-
-            def one(side: str, cpu: int) -> None:
-                gate.wait()
-                got[side] = self._cell(step, side, cpu)
-
-            # Daemon threads: on Ctrl-C the process exits and each worker, started with
-            # PR_SET_PDEATHSIG by its thread, is killed with it.
-            threads = [threading.Thread(target=one, args=run, daemon=True) for run in step.runs]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
+            for side, cpu in step.runs:
+                self._start(step, side, cpu).wait()
         self.walls[step.mode] += time.monotonic() - t0
-        self.values[step.mode][step.round] = {s: got.get(s) for s in SIDES}
+        self.values[step.mode][step.round] = {s: self._value(step, s) for s in SIDES}
         return self.values[step.mode][step.round]
+
+
+def run_cell(spec: Mapping[str, Any]) -> int:
+    """``--cell``: one cell of ``spec`` pinned to its CPU, stored in its mode's folder."""
+    from tfvariants.variants import get_variant
+
+    variant = get_variant(str(spec["variant"]), spec["variants_file"])
+    options = RunOptions(**spec["options"])
+    cell = Cell(str(spec["variant"]), 1, str(spec["workload"]), int(spec["round"]))
+    plan = one_cpu(int(spec["cpu"]))
+    run_request(
+        cell,
+        variant,
+        plan,
+        lambda path: worker_request(cell, plan, options, variant, path),
+        folder=RunFolder(spec["folder"]),
+        config={**spec["options"], "keras_options": dict(variant.keras)},
+        timeout_s=options.timeout_s,
+    )
+    return 0
 
 
 @dataclass(frozen=True)
@@ -270,19 +296,20 @@ def cell_options(workload: str, timeout_s: float) -> RunOptions:
     )
 
 
-def load_sides(args: argparse.Namespace) -> dict[str, Variant]:
-    """The two variants, ready to run (a requirement-spec one is built on first use);
-    ``twin`` without --variants-file: `local` under another name."""
+def load_sides(args: argparse.Namespace) -> tuple[dict[str, str], Path | None]:
+    """The two variants' names, checked ready to run (a requirement-spec one is built on
+    first use), and the variants file the cells read them from; ``twin`` without
+    --variants-file: `local` under another name."""
     from tfvariants.commands.matrix_args import ready_variants
     from tfvariants.variants import get_variants
 
     names = [args.a, args.b]
     variants_file = args.variants_file
     if variants_file is None and "twin" in names:
-        variants_file = args.out / "twin.toml"
+        variants_file = args.out.resolve() / "twin.toml"
         variants_file.write_text(TWIN_TOML, encoding="utf-8")
-    found = ready_variants(get_variants(names, variants_file), None)
-    return dict(zip(SIDES, (found[n] for n in names), strict=True))
+    ready_variants(get_variants(names, variants_file), None)
+    return dict(zip(SIDES, names, strict=True)), variants_file
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -346,6 +373,9 @@ def measure(
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--cell"] and len(argv) == 2:  # a helper: one cell (Bench._start)
+        return run_cell(json.loads(argv[1]))
     args = parse(argv)
     topology = read_topology()
     pair = duet_pair(topology)
@@ -364,13 +394,17 @@ def main(argv: list[str] | None = None) -> int:
                 f"({together})"
             )
         return 0
+    made = not args.out.exists()
     args.out.mkdir(parents=True, exist_ok=True)
     try:
-        sides = load_sides(args)
+        names, variants_file = load_sides(args)
     except UserError as exc:
+        if made:  # nothing half-written: the folder held only the twin's file
+            shutil.rmtree(args.out)
         print(f"duet.py: {exc}", file=sys.stderr)
         return 2
-    bench = Bench(sides, args.workload, cell_options(args.workload, args.timeout), args.out)
+    options = cell_options(args.workload, args.timeout)
+    bench = Bench(names, variants_file, args.workload, options, args.out)
     print(
         f"duet: A={args.a} B={args.b} {args.workload} at 1 thread; sequential on CPU "
         f"{seq_cpu}, duet on CPUs {pair[0]},{pair[1]}; {len(steps)} slots",
