@@ -282,17 +282,18 @@ description = "local, again: an A/A control"
 """
 
 
-def cell_options(workload: str, timeout_s: float) -> RunOptions:
-    """compare --quick's cell: the workload's quick scale and the quick steady window."""
+def cell_options(args: argparse.Namespace) -> RunOptions:
+    """compare --quick's cell: the workload's quick scale and the quick steady window,
+    unless given."""
     from tfvariants.commands.matrix_args import quick_scale
 
     return replace(
         RunOptions(),
-        samples=quick_scale(workload)["samples"],
-        min_steady_s=QUICK_WINDOW[0],
-        min_steady_steps=QUICK_WINDOW[1],
+        samples=args.samples or quick_scale(args.workload)["samples"],
+        min_steady_s=args.min_steady_s,
+        min_steady_steps=args.min_steady_steps,
         quick=True,
-        timeout_s=timeout_s,
+        timeout_s=args.timeout,
     )
 
 
@@ -330,6 +331,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         default="none",
         help="benchmarks/noise.py's CPU hog on the cells' CPUs meanwhile",
     )
+    p.add_argument("--samples", type=int, help="training samples (default: the quick scale's)")
+    p.add_argument("--min-steady-s", type=float, default=QUICK_WINDOW[0])
+    p.add_argument("--min-steady-steps", type=int, default=QUICK_WINDOW[1])
     p.add_argument("--confidence", type=float, default=0.95)
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per cell")
     p.add_argument("--seed", type=int, default=1, help="the hog's bursts")
@@ -344,6 +348,8 @@ def problem(args: argparse.Namespace, pair: tuple[int, int] | None) -> str | Non
         return "--rounds must be at least 1"
     if args.a == args.b:
         return "--a and --b must name different variants (B: twin for an A/A run)"
+    if min(args.samples or 1, args.min_steady_steps) < 1 or not args.min_steady_s > 0:
+        return "--samples, --min-steady-s and --min-steady-steps must be positive"
     if not 0 < args.confidence < 1:
         return "--confidence must be between 0 and 1"
     if pair is None:
@@ -403,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(args.out)
         print(f"duet.py: {exc}", file=sys.stderr)
         return 2
-    options = cell_options(args.workload, args.timeout)
+    options = cell_options(args)
     bench = Bench(names, variants_file, args.workload, options, args.out)
     print(
         f"duet: A={args.a} B={args.b} {args.workload} at 1 thread; sequential on CPU "

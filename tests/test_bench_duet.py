@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
@@ -148,3 +149,39 @@ def test_main_refuses_what_it_cannot_measure(tmp_path, capsys):
     assert duet.main(["--a", "nosuch", "--out", str(tmp_path / "y")]) == 2
     assert "unknown variant" in capsys.readouterr().err
     assert not (tmp_path / "y").exists()
+
+
+@pytest.mark.tf
+@pytest.mark.skipif(len(TWO) < 2, reason="a duet needs two CPUs")
+def test_a_tiny_real_duet_end_to_end(tmp_path):
+    out = tmp_path / "bench"
+    tiny = ["--samples", "256", "--min-steady-s", "0.2", "--min-steady-steps", "3"]
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "duet.py"),
+            "--rounds",
+            "1",
+            "--workload",
+            "mnist_mlp",
+            "--out",
+            str(out),
+            *tiny,
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads((out / "bench-duet.json").read_text())
+    values = report["values"]
+    assert len(values["sequential"]) == 1 and len(values["duet"]) == 2
+    steps = [
+        v
+        for rnd in (*values["sequential"].values(), *values["duet"].values())
+        for v in rnd.values()
+    ]
+    assert len(steps) == 6 and all(v is not None and v > 0 for v in steps)
+    assert [r["pairs"] for r in report["summaries"]] == [1, 1, 2]
+    assert "duet interval width" in proc.stdout or "no conclusion" in proc.stdout
