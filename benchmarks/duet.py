@@ -26,8 +26,9 @@ interval and its width, the spread of the per-pair log ratios (median absolute
 deviation), and the verdict; duet twice, at the same number of rounds as sequential and
 at the same wall time (it runs two cells per slot, so it gets twice the pairs).
 
-No wait for quiet and normal priority in both modes: the duet's pair cannot wait out a
-burst on one CPU only, and the comparison is of the measurement, not the gate.
+No wait for quiet, normal priority and every cell counted (none left out as disturbed)
+in both modes: the duet's pair cannot wait out a burst on one CPU only, and the
+comparison is of the measurement, not the gate.
 ``--hog bursts`` (or nice) runs benchmarks/noise.py's bounded CPU hog on every CPU the
 cells use, so interference is present. Results: OUT/sequential and OUT/duet are run
 folders (cells/, logs/), OUT/bench-duet.json the summary.
