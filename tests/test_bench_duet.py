@@ -21,14 +21,14 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import duet  # noqa: E402
 
 # A stub worker: its steady step time is 10 ms, x1.2 for variant b, x1.5 on the
-# highest CPU it may use (a slower CPU the swap must cancel); it stays 0.6 s so two
+# highest CPU it may use (a slower CPU the swap must cancel); it stays 1.5 s so two
 # cells started together overlap, and records when it ran.
 STUB = f"""#!{sys.executable}
 import json, os, sys, time
 args = sys.argv[1:]
 request = json.loads(args[args.index("--request") + 1])
 started = time.time()
-time.sleep(0.6)
+time.sleep(1.5)
 cpus = sorted(os.sched_getaffinity(0))
 step = 0.010 * (1.2 if request["cell"]["variant"] == "b" else 1.0)
 step *= 1.5 if cpus == [max(request["all_cpus"])] else 1.0
