@@ -185,3 +185,22 @@ def test_a_tiny_real_duet_end_to_end(tmp_path):
     assert len(steps) == 6 and all(v is not None and v > 0 for v in steps)
     assert [r["pairs"] for r in report["summaries"]] == [1, 1, 2]
     assert "duet interval width" in proc.stdout or "no conclusion" in proc.stdout
+
+
+@pytest.mark.skipif(len(TWO) < 2, reason="a duet needs two CPUs")
+def test_main_measures_under_the_hog_and_writes_its_summary(tmp_path, capsys, monkeypatch):
+    from tfvariants.commands import matrix_args
+
+    # the stubs have no TensorFlow for the readiness check to find
+    monkeypatch.setattr(matrix_args, "ready_variants", lambda found, engine: found)
+    bench = stub_bench(tmp_path)
+    out = tmp_path / "bench"
+    argv = ["--a", "a", "--b", "b", "--variants-file", str(bench.variants_file)]
+    assert duet.main([*argv, "--rounds", "1", "--hog", "nice", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "[3/3] duet round 1" in printed and "sequential " in printed
+    report = json.loads((out / "bench-duet.json").read_text())
+    assert report["hog"]["kind"] == "nice" and report["hog"]["bursts"] == 1
+    # the hog's processes did not end the cells (each cell runs in its own helper)
+    assert [r["pairs"] for r in report["summaries"]] == [1, 1, 2]
+    assert report["summaries"][0]["median_ratio"] == pytest.approx(1.2)
