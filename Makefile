@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TFV := $(BIN)/tfvariants
 
-.PHONY: help install compare compare-compiled report bench-decide bench-noise build-variant _variant-name test test-fast lint clean bench-serve
+.PHONY: help install compare compare-compiled report bench-decide bench-noise bench-duet build-variant _variant-name test test-fast lint clean bench-serve
 
 help:
 	@echo "make install         .venv with tfvariants + TensorFlow (tensorflow-cpu 2.21) + dev tools (EXTRAS=all: every extra)"
@@ -14,6 +14,7 @@ help:
 	@echo "make compare-compiled  is TensorFlow compiled for this CPU faster? stock 2.14 vs the compiled builds this CPU can run (compare --preset compiled)"
 	@echo "make bench-decide    simulated false-positive rate and power of the verdicts (fake runner)"
 	@echo "make bench-noise     the quick compare (+ an A/A twin) under a CPU hog: bursts, then nice 19, each after a quiet run (~60 min; BENCH_NOISE_ARGS=\"--scenarios quiet --runs 3\": the quiet A/A twin alone)"
+	@echo "make bench-duet     does duet measurement (A and B at once on two CPUs) narrow the interval? 1 thread, A/A (~8 min)"
 	@echo "make build-variant NAME=tf-2.18   environment of a requirement-spec variant (cached)"
 	@echo "make build-pip       container image with the stock TensorFlow wheel"
 	@echo "make build-compiled  TensorFlow built from source for ISA=avx2-fma|avx|sse4.2|avx512|native"
@@ -63,6 +64,12 @@ bench-decide: install
 BENCH_NOISE_ARGS ?=
 bench-noise: install
 	PYTHONPATH=. $(BIN)/python benchmarks/noise.py --out results/bench-noise-$$(date +%Y%m%d-%H%M%S) $(BENCH_NOISE_ARGS)
+
+# Sequential vs duet rounds of the same two 1-thread configurations (benchmarks/duet.py,
+# docs/compare.md). BENCH_DUET_ARGS adds options, e.g. "--hog bursts" or "--b tf-2.14".
+BENCH_DUET_ARGS ?=
+bench-duet: install
+	PYTHONPATH=. $(BIN)/python benchmarks/duet.py --out results/bench-duet-$$(date +%Y%m%d-%H%M%S) $(BENCH_DUET_ARGS)
 
 report: install
 	@test -n "$(RUN)" || (echo "usage: make report RUN=results/<run>" && exit 2)
