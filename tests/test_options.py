@@ -56,14 +56,14 @@ def test_min_effect_zero_is_judged_with_zero_by_the_rounds_and_the_report(
 
 
 def test_one_settings_reader_for_training_and_serving():
-    from tfvariants.options.decision import run_settings
+    from tfvariants.options.decision import Override, run_settings
 
     run = {"options": {"min_effect": 0.0, "confidence": 0.9999}}
     for read in (run_settings,):
         got = read(run)
         assert (got.min_effect, got.confidence) == (0.0, 0.9999)
         assert read({}).min_effect == 0.05 and read({}).confidence == 0.95
-        assert read(run, min_effect=0.1, confidence=0.9).min_effect == 0.1
+        assert read(run, Override(0.1, 0.9)).min_effect == 0.1
 
 
 CONFIDENCES = ["0.5", "0.51", "0.999", "0.9995", "0.9999", "0.99995", "1", "95%", "99.99%"]

@@ -21,6 +21,7 @@ from tfvariants.commands.report import write_report
 from tfvariants.errors import UserError
 from tfvariants.execute import runner
 from tfvariants.execute.matrix import Matrix
+from tfvariants.options.report import ReportSettings
 from tfvariants.plan.cell import cell_id
 from tfvariants.plan.spec import MatrixSpec
 from tfvariants.render.csvout import CSV_COLUMNS
@@ -86,7 +87,7 @@ def test_cells_from_an_undeclared_host_are_kept_apart_unless_allowed(tmp_path, c
     assert a.counts["from another host"] == 1 and "1 from another host" in render_html(assemble(a))
     assert OTHER in render_html(assemble(a))
     assert not any(CELL in m for m in (x.message for x in a.warnings if x.kind == "incomplete"))
-    mixed = analyze(d, allow_mixed_hosts=True)
+    mixed = analyze(d, ReportSettings(allow_mixed_hosts=True))
     assert len(mlp_group(mixed, "pip@8").results) == 3
     assert [w.kind for w in mixed.warnings if "host" in w.kind] == ["mixed_hosts"]
     out = str(tmp_path / "o.html")

@@ -403,9 +403,7 @@ def _report(
         pricing=pricing,
         baseline=args.baseline,
         csv_path=args.csv,
-        p99_bound_ms=o.p99_bound_ms,
-        min_effect=o.min_effect,
-        confidence=o.confidence,
+        p99_bound_ms=o.p99_bound_ms,  # the decision settings: the run's, as stored
     ).serving
     for m in serving.models if serving is not None else []:
         for line in m.conclusions[:3]:

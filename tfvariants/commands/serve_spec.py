@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from tfvariants.commands.matrix_args import checked, default_threads, parse_names
 from tfvariants.errors import UserError
 from tfvariants.options import argtypes
-from tfvariants.options.decision import settings
+from tfvariants.options.decision import Override, settings
 from tfvariants.options.serving import ServingOptions
 
 if TYPE_CHECKING:
@@ -221,7 +221,7 @@ def _serving_options(
     max_repeats = args.max_repeats or max(adaptive.DEFAULT_MAX_REPEATS, repeats)
     if max_repeats < repeats:
         raise UserError(f"--max-repeats {max_repeats} is below --repeats {repeats}")
-    decision = settings(None, min_effect=args.min_effect, confidence=args.confidence)
+    decision = settings(None, override=Override(args.min_effect, args.confidence))
     if str(v["encoding"]) not in ("json", "b64"):
         raise UserError(f"--encoding: expected json or b64, got {v['encoding']!r}")
     return ServingOptions(
