@@ -343,9 +343,10 @@ def _run_matrix(
     matrix = Matrix(spec, out)
     before: dict[str, Any] = {}
     if args.resume:
-        from tfvariants.store.rundir import load_run_dir
+        from tfvariants.store.runfile import load_run
 
-        before = load_run_dir(out).run.get("adaptive") or {}
+        # run.json alone: the matrix loads the cells (once) when it resumes
+        before = load_run(out).get("adaptive") or {}
     next_round, rule = None, None
     o = ServingOptions.of(spec.options)
     if o.budget_s:
