@@ -7,11 +7,11 @@ import resultfactory as rf
 from tfvariants.analyze.cost.catalog import load_catalog
 from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.report.build import assemble
+from tfvariants.analyze.report.settings import ReportSettings
 from tfvariants.analyze.training.analysis import analyze
 from tfvariants.commands.report import write_report
 from tfvariants.errors import UserError
 from tfvariants.options.decision import Override
-from tfvariants.options.report import ReportSettings
 from tfvariants.render.html import render_html
 from tfvariants.render.svgchart import Bar, bar_chart
 

@@ -15,13 +15,13 @@ import resultfactory as rf
 from tfvariants.analyze.cost.catalog import load_catalog
 from tfvariants.analyze.cost.pricing import Pricing, parse_pricing_option
 from tfvariants.analyze.report.build import assemble
+from tfvariants.analyze.report.settings import ReportSettings
 from tfvariants.analyze.training.analysis import analyze
 from tfvariants.cli import main
 from tfvariants.commands.report import write_report
 from tfvariants.errors import UserError
 from tfvariants.execute import runner
 from tfvariants.execute.matrix import Matrix
-from tfvariants.options.report import ReportSettings
 from tfvariants.plan.cell import cell_id
 from tfvariants.plan.spec import MatrixSpec
 from tfvariants.render.csvout import CSV_COLUMNS

@@ -78,12 +78,12 @@ def write_report(
     disturbed: str | None = None,
 ) -> Report:
     """The report stage (report, compare and serve end with it): its settings made once
-    (options/report.py), ``results_dir`` loaded and analysed once with them
+    (analyze/report/settings.py), ``results_dir`` loaded and analysed once with them
     (analyze/report/build.py), the HTML written (atomically) and the optional CSV
     (render/). ``min_effect``/``confidence``: the command line's (None: the run's)."""
     from tfvariants.analyze.report.build import build_report
+    from tfvariants.analyze.report.settings import ReportSettings
     from tfvariants.options.decision import Override
-    from tfvariants.options.report import ReportSettings
     from tfvariants.render.csvout import write_report_csv
     from tfvariants.render.html import write_html
 

@@ -10,11 +10,11 @@ from tfvariants.analyze.report import cautions
 from tfvariants.analyze.report.compiled import preset_stock
 from tfvariants.analyze.report.frame import RunFrame, environments_of, logical_cpus_of
 from tfvariants.analyze.report.sections import Section, sections_of
+from tfvariants.analyze.report.settings import ReportSettings
 from tfvariants.analyze.serving.analysis import analyze_serving_contents
 from tfvariants.analyze.serving.configs import ServingAnalysis
 from tfvariants.analyze.training.analysis import Analysis, analyze_contents
 from tfvariants.options.decision import run_settings
-from tfvariants.options.report import ReportSettings
 from tfvariants.store.rundir import load_run_dir
 
 

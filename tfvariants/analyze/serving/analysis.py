@@ -16,6 +16,7 @@ from pathlib import Path
 
 from tfvariants.analyze.baseline import parse_baseline
 from tfvariants.analyze.cost.pricing import Pricing
+from tfvariants.analyze.report.settings import ReportSettings
 from tfvariants.analyze.serving.configs import (
     Config,
     ModelReport,
@@ -30,7 +31,6 @@ from tfvariants.analyze.serving.sentences import conclude_model
 from tfvariants.analyze.statistics.decide import Settings
 from tfvariants.analyze.statistics.verdicts import Requested, pick_baseline
 from tfvariants.options.decision import run_settings
-from tfvariants.options.report import ReportSettings
 from tfvariants.plan.serve import ServeKey
 from tfvariants.store.cellresult import ConfigKey, ServeResult, serving
 from tfvariants.store.rawfields import finite_number, get_path

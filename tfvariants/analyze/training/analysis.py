@@ -19,6 +19,7 @@ from tfvariants.analyze.report.conclusions import conclude
 from tfvariants.analyze.report.coverage import cell_counts, folder_warnings, usable_results
 from tfvariants.analyze.report.frame import RunFrame, environments_of, logical_cpus_of
 from tfvariants.analyze.report.parity import parity
+from tfvariants.analyze.report.settings import ReportSettings
 from tfvariants.analyze.statistics import interference, windows
 from tfvariants.analyze.statistics.decide import Settings
 from tfvariants.analyze.statistics.interference import Interference
@@ -36,7 +37,6 @@ from tfvariants.analyze.training.groups import Group, WorkloadReport
 from tfvariants.analyze.training.summary import apply_verdicts, summarise_group
 from tfvariants.errors import UserError
 from tfvariants.options.decision import run_settings
-from tfvariants.options.report import ReportSettings
 from tfvariants.store.cellresult import CellResult, ConfigKey
 from tfvariants.store.rundir import RunContents, load_run_dir
 
