@@ -109,10 +109,10 @@ def run(args: argparse.Namespace) -> int:
     common.check_report_outputs(out, args.csv, results_dirs=[args.results_dir])
     p99_ms = None
     if args.p99 is not None:
-        from tfvariants.options.argtypes import duration_s
+        from tfvariants.options.argtypes import milliseconds  # as serve's --p99
 
         try:
-            p99_ms = duration_s(args.p99) * 1e3
+            p99_ms = milliseconds(args.p99)
         except argparse.ArgumentTypeError as exc:
             raise UserError(f"--p99: {exc}") from None
     report = write_report(
