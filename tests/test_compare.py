@@ -277,8 +277,7 @@ def test_next_round_runs_only_the_undecided_workloads_configurations():
             for res in (clear, noisy):
                 c = res["cell"]
                 stored[f"{c['workload']}__local__t{t}__r{r}"] = res
-    hook = rounds.NextRoundHook(spec, adaptive.stopping_rule(5), baseline=None,
-                                  min_effect=0.05, confidence=0.95)  # fmt: skip
+    hook = rounds.NextRoundHook(spec, adaptive.stopping_rule(5), baseline=None)
     cells, why = hook(rf.typed(stored))
     assert {(c.workload, c.threads, c.repeat) for c in cells} == {
         ("mnist_mlp", 1, 5),
@@ -304,8 +303,7 @@ def test_next_round_uses_the_reports_baseline_which_is_never_oversubscribed_by_c
             res = rf.make_result("local", t, "mnist_cnn", r, steady_epoch_s=epoch_s, noise=noise)
             assert res["requested"]["oversubscribed"] is (t == 8)  # 2 logical CPUs
             stored[f"mnist_cnn__local__t{t}__r{r}"] = res
-    hook = rounds.NextRoundHook(spec, adaptive.stopping_rule(5), baseline=None,
-                                  min_effect=0.05, confidence=0.95)  # fmt: skip
+    hook = rounds.NextRoundHook(spec, adaptive.stopping_rule(5), baseline=None)
     cells, why = hook(rf.typed(stored))
     # Baseline local@2 (fits the host): 1 vs 2 is noisy and stays open; 8 vs 2 is decided.
     # With the oversubscribed local@8 as baseline both pairs would be decided already.
@@ -396,8 +394,7 @@ def test_the_first_look_plans_the_steady_window_of_the_later_rounds():
             step = res["timing"]["steady_epoch_s"] / 100
             res["timing"].update(steady_windows_s=[step] * 5, steady_s=1.0)
             stored[f"mnist_cnn__local__t{t}__r{r}"] = res
-    hook = rounds.NextRoundHook(spec, adaptive.stopping_rule(5), baseline=None,
-                                  min_effect=0.05, confidence=0.95)  # fmt: skip
+    hook = rounds.NextRoundHook(spec, adaptive.stopping_rule(5), baseline=None)
     hook(rf.typed(stored))
     plan = hook.window_plan  # the run's value: the frozen spec is not written to
     assert plan is not None and "window_plan" not in spec.options
@@ -419,9 +416,7 @@ def test_the_first_look_plans_the_steady_window_of_the_later_rounds():
         {**options, "plan_window": False},
         {"local": {"kind": "local", "device": "cpu"}},
     )
-    hook = rounds.NextRoundHook(
-        fixed, adaptive.stopping_rule(5), baseline=None, min_effect=0.05, confidence=0.95
-    )
+    hook = rounds.NextRoundHook(fixed, adaptive.stopping_rule(5), baseline=None)
     hook(rf.typed(stored))
     assert hook.window_plan is None
 

@@ -163,7 +163,8 @@ def test_explanatory_configurations_wait_while_a_main_comparison_is_open(
 
     variants = ("tf-2.14", "intel-2.14", "isa-sse41")
     info = {v: {"kind": "requirements", "device": "cpu"} for v in variants}
-    options = {"preset": {"name": "compiled", "explanatory": ["isa-sse41"]}}
+    preset = {"name": "compiled", "explanatory": ["isa-sse41"]}
+    options = {"preset": preset, "equivalence_band": 0.10}
     spec = MatrixSpec(variants, (2,), ("mnist_cnn",), 5, options, info)
     stored = {}
     for r in range(5):
@@ -174,9 +175,6 @@ def test_explanatory_configurations_wait_while_a_main_comparison_is_open(
         spec,
         adaptive.stopping_rule(5),
         baseline=parse_baseline("tf-2.14"),
-        min_effect=0.05,
-        confidence=0.95,
-        equivalence_band=0.10,
     )
     cells, why = hook(rf.typed(stored))
     ran = {c.variant for c in cells}

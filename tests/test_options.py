@@ -56,14 +56,14 @@ def test_min_effect_zero_is_judged_with_zero_by_the_rounds_and_the_report(
 
 
 def test_one_settings_reader_for_training_and_serving():
-    from tfvariants.options.decision import run_settings
+    from tfvariants.options.decision import Override, run_settings
 
     run = {"options": {"min_effect": 0.0, "confidence": 0.9999}}
     for read in (run_settings,):
         got = read(run)
         assert (got.min_effect, got.confidence) == (0.0, 0.9999)
         assert read({}).min_effect == 0.05 and read({}).confidence == 0.95
-        assert read(run, min_effect=0.1, confidence=0.9).min_effect == 0.1
+        assert read(run, Override(0.1, 0.9)).min_effect == 0.1
 
 
 CONFIDENCES = ["0.5", "0.51", "0.999", "0.9995", "0.9999", "0.99995", "1", "95%", "99.99%"]
@@ -343,3 +343,40 @@ def test_the_report_states_the_equivalence_band_the_run_used(tmp_path, monkeypat
     assert main([*argv, "--quiet-wait", "0"]) == 0
     html = (tmp_path / "r.html").read_text()
     assert '&plusmn;5%, "equivalent" when it lies entirely inside &plusmn;10%' in html
+
+
+def test_serve_keeps_its_equivalence_band_for_the_rounds_and_the_report():
+    # serve took --equivalence-band and dropped it: the run stored no band, so its
+    # rounds and its report judged "equivalent" with the default 5 %.
+    from tfvariants.cli import build_parser
+    from tfvariants.commands.serve_spec import build_serve_spec
+    from tfvariants.options.decision import run_settings
+
+    args = build_parser().parse_args(["serve", "--threads", "1", "--equivalence-band", "10%"])
+    spec, _ = build_serve_spec(args)
+    assert spec.options.equivalence_band == pytest.approx(0.10)
+    assert run_settings(spec.to_json("t")).equivalence_band == pytest.approx(0.10)
+
+
+@pytest.mark.parametrize(
+    ("argv", "field", "value"),
+    [
+        ([], "min_duration_s", 3.0),
+        (["--preset", "study"], "min_duration_s", 10.0),
+        (["--preset", "study", "--min-duration", "2s"], "min_duration_s", 2.0),
+        (["--min-queries", "auto"], "min_queries", None),
+        (["--min-queries", "30"], "min_queries", 30),
+        (["--p99", "0.25s"], "p99_bound_ms", 250.0),
+        (["--server-qps", "12.5"], "server_qps", 12.5),
+        (["--timeout", "60"], "timeout_s", 60.0),
+        (["--encoding", "json"], "encoding", "json"),
+        ([], "max_queries", 100_000),
+    ],
+)
+def test_serve_options_given_else_the_presets_else_declared(argv, field, value):
+    from tfvariants.cli import build_parser
+    from tfvariants.commands.serve_spec import build_serve_spec
+
+    args = build_parser().parse_args(["serve", "--threads", "1", *argv])
+    spec, _ = build_serve_spec(args)
+    assert getattr(spec.options, field) == value

@@ -7,9 +7,11 @@ import resultfactory as rf
 from tfvariants.analyze.cost.catalog import load_catalog
 from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.report.build import assemble
+from tfvariants.analyze.report.settings import ReportSettings
 from tfvariants.analyze.training.analysis import analyze
 from tfvariants.commands.report import write_report
 from tfvariants.errors import UserError
+from tfvariants.options.decision import Override
 from tfvariants.render.html import render_html
 from tfvariants.render.svgchart import Bar, bar_chart
 
@@ -114,7 +116,7 @@ def test_conclusions_only_claim_what_the_data_shows(tmp_path):
     assert "faster than" not in mlp_text.replace("was the fastest", "")
     assert "undecided" in mlp_text and "more repeat" in mlp_text
     # a stricter min_effect or confidence is honoured in the verdicts and the sentences
-    strict = analyze(d, min_effect=0.5)
+    strict = analyze(d, ReportSettings(decision=Override(min_effect=0.5)))
     assert "decided" not in " ".join(strict.workloads[0].conclusions).replace("undecided", "")
     assert strict.settings.min_effect == 0.5 and "50%" in strict.settings.describe()
 
@@ -378,7 +380,7 @@ def test_sections_in_reading_order_and_only_those_with_something_to_say(study, g
     from tfvariants.analyze.report import sections as sec
     from tfvariants.analyze.report.build import build_report
 
-    report = build_report(study, pricing=gce)
+    report = build_report(study, ReportSettings(pricing=gce))
     kinds = [type(s) for s in report.sections]
     assert kinds == [
         sec.TrainingSummary,

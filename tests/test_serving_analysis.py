@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tfvariants.analyze.cost.pricing import parse_pricing_option
+from tfvariants.analyze.report.settings import ReportSettings
 from tfvariants.analyze.serving.analysis import analyze_serving
 from tfvariants.plan.serve import ServeCell, ServeSpec, plan_serve_cells
 from tfvariants.store.result import write_json_atomic
@@ -53,7 +54,9 @@ def test_cost_per_million_and_cheapest_under_bound(tmp_path):
             (ServeCell("pip", 8, "m", "concurrency", "http", 1, r), 90 * jitter, 150),
         ]
     _store(tmp_path, rows)
-    sa = analyze_serving(tmp_path, pricing=parse_pricing_option("gce-2017"), p99_bound_ms=100)
+    sa = analyze_serving(
+        tmp_path, ReportSettings(parse_pricing_option("gce-2017"), p99_bound_ms=100)
+    )
     (rep,) = sa.models
     by = {c.label: c for c in rep.configs}
     t8, t16, http = by["pip@8 inprocess"], by["pip@16 inprocess"], by["pip@8 http"]
@@ -102,7 +105,9 @@ def test_gpu_is_the_baseline_and_failed_cells_do_not_count(tmp_path):
         },
     )
     write_run(tmp_path, new_run(spec, []))
-    sa = analyze_serving(tmp_path, pricing=parse_pricing_option("gce-2017"), p99_bound_ms=100)
+    sa = analyze_serving(
+        tmp_path, ReportSettings(parse_pricing_option("gce-2017"), p99_bound_ms=100)
+    )
     (rep,) = sa.models
     assert rep.baseline.variant == "gpu" and rep.baseline.device == "gpu"
     pip = next(c for c in rep.configs if c.variant == "pip")
@@ -466,13 +471,13 @@ def test_serving_and_training_share_one_baseline_rule(tmp_path):
             for v, t in (("compiled", 2), ("pip", 4))
         ],
     )
-    report = build_report(tmp_path, pricing=parse_pricing_option("gce-2017"))
+    report = build_report(tmp_path, ReportSettings(parse_pricing_option("gce-2017")))
     assert report.training is not None and report.serving is not None
     assert report.training.baseline_label == "pip@4"
     assert report.training.workloads[0].baseline.label == "pip@4"
     (model,) = report.serving.models
     assert model.baseline is not None and model.baseline.label == "pip@4 inprocess"
     # --baseline VARIANT: its most threads with usable values, in both
-    report = build_report(tmp_path, baseline="compiled")
+    report = build_report(tmp_path, ReportSettings(baseline="compiled"))
     assert report.training.baseline_label == "compiled@2"
     assert report.serving.models[0].baseline.label == "compiled@2 inprocess"

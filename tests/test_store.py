@@ -15,6 +15,7 @@ import resultfactory as rf
 from tfvariants.analyze.cost.catalog import load_catalog
 from tfvariants.analyze.cost.pricing import Pricing, parse_pricing_option
 from tfvariants.analyze.report.build import assemble
+from tfvariants.analyze.report.settings import ReportSettings
 from tfvariants.analyze.training.analysis import analyze
 from tfvariants.cli import main
 from tfvariants.commands.report import write_report
@@ -86,7 +87,7 @@ def test_cells_from_an_undeclared_host_are_kept_apart_unless_allowed(tmp_path, c
     assert a.counts["from another host"] == 1 and "1 from another host" in render_html(assemble(a))
     assert OTHER in render_html(assemble(a))
     assert not any(CELL in m for m in (x.message for x in a.warnings if x.kind == "incomplete"))
-    mixed = analyze(d, allow_mixed_hosts=True)
+    mixed = analyze(d, ReportSettings(allow_mixed_hosts=True))
     assert len(mlp_group(mixed, "pip@8").results) == 3
     assert [w.kind for w in mixed.warnings if "host" in w.kind] == ["mixed_hosts"]
     out = str(tmp_path / "o.html")

@@ -241,8 +241,8 @@ def test_a_configuration_with_every_repeat_disturbed_stays_open_not_decided(tmp_
     a, look = _report_and_rounds(folder, run)
     (verdict,) = look.verdicts[0].verdicts.values()
     assert verdict.comparison is None and verdict.open and verdict.rounds == ()
-    cells, why = rounds.NextRoundHook(_spec(run), RULE, baseline=None, min_effect=0.05,
-                                        confidence=0.95)(load_run_dir(folder).parsed)  # fmt: skip
+    hook = rounds.NextRoundHook(_spec(run), RULE, baseline=None)
+    cells, why = hook(load_run_dir(folder).parsed)
     assert {(c.threads, c.repeat) for c in cells} == {(1, 5), (2, 5)}
     assert why.startswith("1 comparison(s) undecided")
     g = next(g for g in a.workloads[0].groups if g.threads == 1)
@@ -262,8 +262,8 @@ def test_every_cell_disturbed_keeps_a_baseline_and_the_comparison_open(tmp_path)
     a, look = _report_and_rounds(folder, run)
     assert look.verdicts[0].baseline == ("mnist_mlp", "a", 2) == a.workloads[0].baseline.key
     assert a.baseline_label == "a@2"
-    cells, why = rounds.NextRoundHook(_spec(run), RULE, baseline=None, min_effect=0.05,
-                                        confidence=0.95)(load_run_dir(folder).parsed)  # fmt: skip
+    hook = rounds.NextRoundHook(_spec(run), RULE, baseline=None)
+    cells, why = hook(load_run_dir(folder).parsed)
     assert len(cells) == 2 and "undecided" in why
     text = " ".join(a.workloads[0].conclusions)
     assert "no successful runs" not in text and "Not compared with a@2: a@1" in text

@@ -77,23 +77,25 @@ def write_report(
     p99_bound_ms: float | None = None,
     disturbed: str | None = None,
 ) -> Report:
-    """The report stage (report, compare and serve end with it): load and analyse
-    ``results_dir`` once (analyze/report/build.py), write the HTML (atomically) and the
-    optional CSV (render/)."""
+    """The report stage (report, compare and serve end with it): its settings made once
+    (analyze/report/settings.py), ``results_dir`` loaded and analysed once with them
+    (analyze/report/build.py), the HTML written (atomically) and the optional CSV
+    (render/). ``min_effect``/``confidence``: the command line's (None: the run's)."""
     from tfvariants.analyze.report.build import build_report
+    from tfvariants.analyze.report.settings import ReportSettings
+    from tfvariants.options.decision import Override
     from tfvariants.render.csvout import write_report_csv
     from tfvariants.render.html import write_html
 
-    report = build_report(
-        results_dir,
+    settings = ReportSettings(
         pricing=pricing,
         baseline=baseline,
-        min_effect=min_effect,
-        confidence=confidence,
+        decision=Override(min_effect, confidence),
         allow_mixed_hosts=allow_mixed_hosts,
         p99_bound_ms=p99_bound_ms,
         disturbed=disturbed,
     )
+    report = build_report(results_dir, settings)
     write_html(report, out)
     if csv_path is not None:
         write_report_csv(report, csv_path)
@@ -107,10 +109,10 @@ def run(args: argparse.Namespace) -> int:
     common.check_report_outputs(out, args.csv, results_dirs=[args.results_dir])
     p99_ms = None
     if args.p99 is not None:
-        from tfvariants.options.argtypes import duration_s
+        from tfvariants.options.argtypes import milliseconds  # as serve's --p99
 
         try:
-            p99_ms = duration_s(args.p99) * 1e3
+            p99_ms = milliseconds(args.p99)
         except argparse.ArgumentTypeError as exc:
             raise UserError(f"--p99: {exc}") from None
     report = write_report(

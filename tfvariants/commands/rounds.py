@@ -126,9 +126,6 @@ def adaptive_hook(
         spec,
         rule,
         baseline=parse_baseline(baseline),
-        min_effect=o.min_effect,
-        confidence=o.confidence,
-        equivalence_band=o.equivalence_band,
         spent_before=spent_before,
     )
     return hook, rule

@@ -18,6 +18,7 @@ from tfvariants.commands.matrix_args import ready_variants
 from tfvariants.commands.outdir import check_writable, out_dir
 from tfvariants.commands.serve_spec import (
     DEFAULTS,
+    PRESET_OPTIONS,
     PRESETS,
     build_serve_spec,
     check_loadgen,
@@ -28,7 +29,7 @@ from tfvariants.commands.serve_spec import with_loadgen as with_loadgen
 from tfvariants.errors import UserError
 from tfvariants.options import declare
 from tfvariants.options.decision import DecisionOptions
-from tfvariants.options.serving import ServingOptions
+from tfvariants.options.serving import COMMAND_LINE, ServingOptions
 from tfvariants.store.runfolder import RunFolder
 
 if TYPE_CHECKING:
@@ -183,38 +184,9 @@ def _add_load_options(p: argparse.ArgumentParser) -> None:
     declare.add_arguments(
         p, DecisionOptions, ("max_repeats", "min_effect", "equivalence_band", "confidence")
     )
-    p.add_argument(
-        "--min-duration",
-        default=None,
-        help=f"LoadGen's and the closed loop's minimum duration (default {d['min_duration']})",
-    )
-    p.add_argument(
-        "--max-duration", default=None, help=f"hard cap per load run (default {d['max_duration']})"
-    )
-    p.add_argument(
-        "--min-queries",
-        default=None,
-        help="minimum queries per load run (default auto: per scenario, what LoadGen's early "
-        "stopping needs: single_stream 64, server 500, concurrency 100, offline 1)",
-    )
-    p.add_argument(
-        "--max-queries", default="100000", help="hard cap on queries per load run (default 100000)"
-    )
-    p.add_argument(
-        "--server-qps",
-        default="10",
-        help="LoadGen Server target QPS (and the search's start; default 10)",
-    )
-    p.add_argument(
-        "--p99",
-        default="100ms",
-        help="latency bound for Server, the QPS search and the cheapest answer (default 100ms)",
-    )
-    p.add_argument(
-        "--search-steps",
-        default="5",
-        help="Server QPS search: at most this many LoadGen runs (default 5)",
-    )
+    # Declared in options/serving.py; --preset may change some defaults (DEFAULTS).
+    preset_words = {name: str(d[name]) for name in PRESET_OPTIONS if name != "min_queries"}
+    declare.add_arguments(p, ServingOptions, COMMAND_LINE, preset_words, parse_later=True)
     p.add_argument(
         "--max-batch-size",
         default=None,
@@ -229,14 +201,6 @@ def _add_load_options(p: argparse.ArgumentParser) -> None:
         help="comma list: how long a batch waits for more requests (TensorFlow Serving's "
         f"batch_timeout_micros; default {d['batch_timeout']})",
     )
-    p.add_argument(
-        "--encoding",
-        choices=("json", "b64"),
-        default=None,
-        help='request body: instances as JSON numbers, or {"b64": PNG} '
-        f"(default {d['encoding']})",
-    )
-    p.add_argument("--timeout", default="1800", help="seconds per cell (default 1800)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -343,9 +307,10 @@ def _run_matrix(
     matrix = Matrix(spec, out)
     before: dict[str, Any] = {}
     if args.resume:
-        from tfvariants.store.rundir import load_run_dir
+        from tfvariants.store.runfile import load_run
 
-        before = load_run_dir(out).run.get("adaptive") or {}
+        # run.json alone: the matrix loads the cells (once) when it resumes
+        before = load_run(out).get("adaptive") or {}
     next_round, rule = None, None
     o = ServingOptions.of(spec.options)
     if o.budget_s:
@@ -403,9 +368,7 @@ def _report(
         pricing=pricing,
         baseline=args.baseline,
         csv_path=args.csv,
-        p99_bound_ms=o.p99_bound_ms,
-        min_effect=o.min_effect,
-        confidence=o.confidence,
+        p99_bound_ms=o.p99_bound_ms,  # the decision settings: the run's, as stored
     ).serving
     for m in serving.models if serving is not None else []:
         for line in m.conclusions[:3]:

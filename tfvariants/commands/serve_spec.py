@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from tfvariants.commands.matrix_args import checked, default_threads, parse_names
 from tfvariants.errors import UserError
-from tfvariants.options import argtypes
-from tfvariants.options.decision import settings
+from tfvariants.options import argtypes, declare
 from tfvariants.options.serving import ServingOptions
 
 if TYPE_CHECKING:
@@ -30,8 +29,8 @@ DEFAULTS: dict[str, str | None] = {
     "encoding": "b64",
     "repeats": "5",
     "budget": "10m",
-    "min_duration": "3s",
-    "max_duration": "60s",
+    "min_duration_s": "3s",
+    "max_duration_s": "60s",
     "min_queries": "auto",
     "max_batch_size": "1",
     "batch_timeout": "2ms",
@@ -49,10 +48,13 @@ PRESETS: dict[str, dict[str, str | None]] = {
         "encoding": "b64",
         "repeats": "5",
         "budget": "off",
-        "min_duration": "10s",
+        "min_duration_s": "10s",
     },
 }
 DEFAULT_SCENARIOS = DEFAULTS["scenarios"]
+# The declared options (options/serving.py) whose defaults a preset may change: their
+# DEFAULTS/PRESETS keys are the declared names, their text parsed as declared.
+PRESET_OPTIONS = ("min_duration_s", "max_duration_s", "min_queries", "encoding")
 
 
 def resolved(args: argparse.Namespace) -> dict[str, Any]:
@@ -73,16 +75,6 @@ def _duration(option: str, text: str) -> float:
 
 def parse_positive(option: str, text: str, hi: int = argtypes.MAX_COUNT) -> int:
     return checked(option, lambda t: argtypes.whole_number(t, 1, hi), text)
-
-
-def parse_rate(option: str, text: str) -> float:
-    value = argtypes.decimal(text)  # finite, ASCII digits: no "nan", "1_0", "٣"
-    if value is None or not 0 < value <= 1e9:
-        raise UserError(
-            f"--{option}: expected a number greater than 0 and at most 1e9, got "
-            f"{argtypes.shown(text)}"
-        )
-    return value
 
 
 def parse_concurrency(text: str) -> list[int]:
@@ -198,20 +190,12 @@ def _axes(
 def _serving_options(
     args: argparse.Namespace, v: dict[str, Any], repeats: int, input_shape: list[int] | None
 ) -> ServingOptions:
-    """What every cell of the run shares, each value checked."""
+    """What every cell of the run shares, each value checked: each declared option given,
+    else the preset's, else as declared (options/serving.py, through declare.resolve)."""
     from tfvariants.analyze.statistics import adaptive
 
-    min_d = _duration("min-duration", str(v["min_duration"]))
-    max_d = _duration("max-duration", str(v["max_duration"]))
-    if min_d > max_d:
-        raise UserError(
-            f"--min-duration {v['min_duration']} is longer than --max-duration {v['max_duration']}"
-        )
-    auto = str(v["min_queries"]).strip().lower() == "auto"
-    min_q = None if auto else parse_positive("min-queries", str(v["min_queries"]))
-    max_q = parse_positive("max-queries", args.max_queries)
-    if min_q is not None and min_q > max_q:
-        raise UserError(f"--min-queries {min_q} is more than --max-queries {max_q}")
+    given = {name: getattr(args, name, None) for name in declare.declared(ServingOptions)}
+    given.update({name: v[name] for name in PRESET_OPTIONS})
     budget_text = str(v["budget"]).strip().lower()
     budget_s = None
     if budget_text not in ("off", "none", "0"):
@@ -221,28 +205,25 @@ def _serving_options(
     max_repeats = args.max_repeats or max(adaptive.DEFAULT_MAX_REPEATS, repeats)
     if max_repeats < repeats:
         raise UserError(f"--max-repeats {max_repeats} is below --repeats {repeats}")
-    decision = settings(None, min_effect=args.min_effect, confidence=args.confidence)
     if str(v["encoding"]) not in ("json", "b64"):
         raise UserError(f"--encoding: expected json or b64, got {v['encoding']!r}")
-    return ServingOptions(
-        min_duration_s=min_d,
-        max_duration_s=max_d,
-        min_queries=min_q,
-        max_queries=max_q,
-        server_qps=parse_rate("server-qps", args.server_qps),
-        p99_bound_ms=_duration("p99", args.p99) * 1e3,
-        search_steps=parse_positive("search-steps", args.search_steps),
-        encoding=str(v["encoding"]),
+    given.update(
         target_url=args.target,
         target_model=args.target_model,
         input_shape=input_shape,
-        timeout_s=checked("timeout", argtypes.positive_float, args.timeout),
         budget_s=budget_s,
         max_repeats=max_repeats,
-        min_effect=decision.min_effect,
-        confidence=decision.confidence,
-        preset=args.preset,
+        order_seed=None,  # drawn by serve (rounds/serving.py order_seed)
     )
+    o = ServingOptions(**declare.resolve(ServingOptions, given, {}, {}))
+    if o.min_duration_s > o.max_duration_s:
+        raise UserError(
+            f"--min-duration {o.min_duration_s:g}s is longer than "
+            f"--max-duration {o.max_duration_s:g}s"
+        )
+    if o.min_queries is not None and o.min_queries > o.max_queries:
+        raise UserError(f"--min-queries {o.min_queries} is more than --max-queries {o.max_queries}")
+    return o
 
 
 # ---- checks of the inputs before the sweep ----

@@ -177,3 +177,23 @@ def duration_s(text: str) -> float:
             f"must be greater than 0 and at most {MAX_TIMEOUT_S:g} s, got {shown(text)}"
         )
     return value
+
+
+def milliseconds(text: str) -> float:
+    """A duration with a unit ('100ms', '0.5s'), in milliseconds (serve's --p99)."""
+    return duration_s(text) * 1e3
+
+
+def rate(text: str) -> float:
+    """Requests per second (serve's --server-qps): finite, above 0, at most 1e9."""
+    value = decimal(text)
+    if value is None or not 0 < value <= 1e9:
+        raise argparse.ArgumentTypeError(
+            f"expected a number greater than 0 and at most 1e9, got {shown(text)}"
+        )
+    return value
+
+
+def count_or_auto(text: str) -> int | None:
+    """A count, or 'auto' (None: the callee picks, e.g. serve's --min-queries)."""
+    return None if str(text).strip().lower() == "auto" else positive_int(text)

@@ -87,34 +87,38 @@ def stored_value(options: Mapping[str, Any], name: str) -> Any:
     return default if problem is not None and problem(value) else value
 
 
+@dataclass(frozen=True)
+class Override:
+    """Decision settings given on a report's command line (None: not given): they win
+    over the run's stored ones. 0 is a value (--min-effect 0), not "not given"."""
+
+    min_effect: float | None = None
+    confidence: float | None = None
+
+
 def settings(
-    options: Mapping[str, Any] | None,
-    looks: Looks = 1,
-    *,
-    min_effect: float | None = None,
-    confidence: float | None = None,
+    options: Mapping[str, Any] | None, looks: Looks = 1, override: Override | None = None
 ) -> Settings:
-    """The decision settings: given (a report's command line), else the run's stored
-    options, else the defaults. 0 is a value (--min-effect 0), not "not given"."""
+    """The decision settings: ``override``'s, else the run's options (stored, or the
+    resolved options of a run being made), else the defaults."""
     from tfvariants.analyze.statistics.decide import Settings
 
     stored = options if isinstance(options, Mapping) else {}
+    given = override or Override()
+
+    def value(name: str) -> float:
+        mine = getattr(given, name)
+        return float(mine if mine is not None else stored_value(stored, name))
+
     band = stored_value(stored, "equivalence_band")
     return Settings(
-        min_effect if min_effect is not None else float(stored_value(stored, "min_effect")),
-        confidence if confidence is not None else float(stored_value(stored, "confidence")),
-        looks,
-        float(band) if band is not None else None,
+        value("min_effect"), value("confidence"), looks, float(band) if band is not None else None
     )
 
 
-def run_settings(
-    run: Mapping[str, Any], min_effect: float | None = None, confidence: float | None = None
-) -> Settings:
+def run_settings(run: Mapping[str, Any], override: Override | None = None) -> Settings:
     """A stored run's decision settings (:func:`settings`), with the looks of its
     stopping rule: what its report decides with, training and serving alike."""
     from tfvariants.analyze.statistics.decide import run_looks
 
-    return settings(
-        run.get("options"), run_looks(run), min_effect=min_effect, confidence=confidence
-    )
+    return settings(run.get("options"), run_looks(run), override)

@@ -57,10 +57,14 @@ def add_arguments(
     cls: type[RunOptionsBase],
     names: tuple[str, ...],
     default_words: Mapping[str, str] | None = None,
+    *,
+    parse_later: bool = False,
 ) -> None:
     """Add the named options of ``cls`` to a parser, each as declared (``default_words``:
     a command's own "(default ...)" per option). The parsed default is None (not given),
-    so that a resume can tell "not given" from a value."""
+    so that a resume can tell "not given" from a value. ``parse_later``: keep the text
+    for :func:`resolve` to parse, so a bad value is told as the command's other checks
+    are (one UserError line) rather than as argparse's usage error."""
     opts = declared(cls)
     for name in names:
         o = opts[name]
@@ -70,7 +74,7 @@ def add_arguments(
         p.add_argument(
             o.flag,
             dest=name,
-            type=o.parse or str,
+            type=str if parse_later else o.parse or str,
             default=None,
             choices=o.choices,
             metavar=o.metavar,

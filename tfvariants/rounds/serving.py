@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.statistics import adaptive
-from tfvariants.analyze.statistics.decide import Settings
+from tfvariants.options.decision import settings
 from tfvariants.options.serving import ServingOptions
 from tfvariants.plan.serve import ServeCell, ServeKey, ServeSpec, plan_serve_cells
 from tfvariants.rounds.decide import Judged, next_round
@@ -43,7 +43,8 @@ def make_next_round(
 
     run = {"variants": list(spec.variants), "variant_info": spec.variant_info}
     o = ServingOptions.of(spec.options)
-    settings = Settings(o.min_effect, o.confidence, rule.looks, o.equivalence_band)
+    # The run's decision settings by the one reader the report uses, at the rule's looks.
+    decision = settings(spec.options, rule.looks)
     bound = o.p99_bound_ms
     planned = plan_serve_cells(spec, range(1))
 
@@ -59,7 +60,7 @@ def make_next_round(
         if look is not None:
             at_look = [r for r in cells if r.round < look]
             reports = model_reports(
-                at_look, run, pricing=pricing, baseline=baseline, bound_ms=bound, settings=settings
+                at_look, run, pricing=pricing, baseline=baseline, bound_ms=bound, settings=decision
             )
             pairs = [(a, b, cmp) for rep in reports for a, b, cmp in watched(rep)]
             undecided = [(a, b) for a, b, cmp in pairs if cmp.verdict == "undecided"]

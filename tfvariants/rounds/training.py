@@ -24,6 +24,7 @@ from tfvariants.analyze.statistics.verdicts import (
     round_values,
     workload_verdicts,
 )
+from tfvariants.options import decision
 from tfvariants.options.training import TrainingOptions
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.spec import MatrixSpec
@@ -99,14 +100,12 @@ class NextRoundHook:
         rule: adaptive.StoppingRule,
         *,
         baseline: Requested | None,
-        min_effect: float,
-        confidence: float,
         spent_before: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
-        equivalence_band: float | None = None,
     ) -> None:
         self.spec, self.rule, self.baseline = spec, rule, baseline
-        self.settings = Settings(min_effect, confidence, rule.looks, equivalence_band)
+        # The run's decision settings by the one reader the report uses, at the rule's looks.
+        self.settings = decision.settings(spec.options, rule.looks)
         configs = spec.configurations()
         self.order = {
             ConfigKey(w, v, t): (spec.workloads.index(w), configs.index((v, t)))

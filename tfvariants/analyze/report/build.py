@@ -3,17 +3,18 @@ records, and the list of sections the renderer lays out (render/ only formats)."
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.report import cautions
 from tfvariants.analyze.report.compiled import preset_stock
 from tfvariants.analyze.report.frame import RunFrame, environments_of, logical_cpus_of
 from tfvariants.analyze.report.sections import Section, sections_of
+from tfvariants.analyze.report.settings import ReportSettings
 from tfvariants.analyze.serving.analysis import analyze_serving_contents
 from tfvariants.analyze.serving.configs import ServingAnalysis
 from tfvariants.analyze.training.analysis import Analysis, analyze_contents
+from tfvariants.options.decision import run_settings
 from tfvariants.store.rundir import load_run_dir
 
 
@@ -28,39 +29,19 @@ class Report:
     sections: tuple[Section, ...]
 
 
-def build_report(
-    results_dir: Path,
-    *,
-    pricing: Pricing | None = None,
-    baseline: str | None = None,
-    min_effect: float | None = None,
-    confidence: float | None = None,
-    allow_mixed_hosts: bool = False,
-    p99_bound_ms: float | None = None,
-    disturbed: str | None = None,
-) -> Report:
-    """Load ``results_dir`` once and analyse its training and serving cells (the
-    baseline: ``baseline``, else a compiled-preset run's stock wheel, else the rule's)."""
-    contents = load_run_dir(Path(results_dir), allow_mixed_hosts=allow_mixed_hosts)
-    baseline = baseline or preset_stock(contents.run)
-    serving = analyze_serving_contents(
-        contents,
-        pricing=pricing,
-        baseline=baseline,
-        p99_bound_ms=p99_bound_ms,
-        min_effect=min_effect,
-        confidence=confidence,
-    )
+def build_report(results_dir: Path, report: ReportSettings | None = None) -> Report:
+    """Load ``results_dir`` once, read its decision settings once (the one reader,
+    options/decision.py), and analyse its training and serving cells with them (the
+    baseline: the report's, else a compiled-preset run's stock wheel, else the rule's)."""
+    report = report or ReportSettings()
+    contents = load_run_dir(Path(results_dir), allow_mixed_hosts=report.allow_mixed_hosts)
+    if not report.baseline and (stock := preset_stock(contents.run)):
+        report = replace(report, baseline=stock)
+    settings = run_settings(contents.run, report.decision)
+    serving = analyze_serving_contents(contents, report, settings)
     training = None
     if serving is None or not serving.only_serving:
-        training = analyze_contents(
-            contents,
-            pricing=pricing,
-            baseline=baseline,
-            min_effect=min_effect,
-            confidence=confidence,
-            disturbed=disturbed,
-        )
+        training = analyze_contents(contents, report, settings)
     return assemble(training, serving)
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from tfvariants.analyze.baseline import parse_baseline
 from tfvariants.analyze.cost.pricing import Pricing
+from tfvariants.analyze.report.settings import ReportSettings
 from tfvariants.analyze.serving.configs import (
     Config,
     ModelReport,
@@ -37,46 +38,30 @@ from tfvariants.store.rundir import RunContents, load_run_dir
 
 
 def analyze_serving(
-    results_dir: Path,
-    *,
-    pricing: Pricing | None = None,
-    baseline: str | None = None,
-    p99_bound_ms: float | None = None,
-    allow_mixed_hosts: bool = False,
-    min_effect: float | None = None,
-    confidence: float | None = None,
+    results_dir: Path, report: ReportSettings | None = None, *, pricing: Pricing | None = None
 ) -> ServingAnalysis | None:
-    """Load a run folder and analyse its serving cells (:func:`analyze_serving_contents`)."""
-    contents = load_run_dir(Path(results_dir), allow_mixed_hosts=allow_mixed_hosts)
-    return analyze_serving_contents(
-        contents,
-        pricing=pricing,
-        baseline=baseline,
-        p99_bound_ms=p99_bound_ms,
-        min_effect=min_effect,
-        confidence=confidence,
-    )
+    """Load a run folder and analyse its serving cells (:func:`analyze_serving_contents`)
+    with ``report``'s settings, or with just a pricing (a test's or a script's question);
+    a report is built by analyze/report/build.py."""
+    report = report or ReportSettings(pricing=pricing)
+    contents = load_run_dir(Path(results_dir), allow_mixed_hosts=report.allow_mixed_hosts)
+    return analyze_serving_contents(contents, report, run_settings(contents.run, report.decision))
 
 
 def analyze_serving_contents(
-    contents: RunContents,
-    *,
-    pricing: Pricing | None = None,
-    baseline: str | None = None,
-    p99_bound_ms: float | None = None,
-    min_effect: float | None = None,
-    confidence: float | None = None,
+    contents: RunContents, report: ReportSettings, settings: Settings
 ) -> ServingAnalysis | None:
-    """A loaded folder's serving cells analysed; None when it holds none."""
+    """A loaded folder's serving cells analysed with the run's decision ``settings``
+    (options/decision.py ``run_settings``, made once); None when it holds none."""
     run = contents.run
     cells = serving(r for _, r in sorted(contents.parsed.items()))
     if not cells:
         return None
     only_serving = len(cells) == len(contents.results)
-    bound = p99_bound_ms or finite_number(get_path(run, "options", "p99_bound_ms")) or 100.0
-    settings = run_settings(run, min_effect, confidence)
+    bound = report.p99_bound_ms or finite_number(get_path(run, "options", "p99_bound_ms")) or 100.0
+    pricing = report.pricing
     reports = model_reports(
-        cells, run, pricing=pricing, baseline=baseline, bound_ms=bound, settings=settings
+        cells, run, pricing=pricing, baseline=report.baseline, bound_ms=bound, settings=settings
     )
     counts: dict[str, int] = {}
     for r in cells:

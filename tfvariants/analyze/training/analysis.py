@@ -19,6 +19,7 @@ from tfvariants.analyze.report.conclusions import conclude
 from tfvariants.analyze.report.coverage import cell_counts, folder_warnings, usable_results
 from tfvariants.analyze.report.frame import RunFrame, environments_of, logical_cpus_of
 from tfvariants.analyze.report.parity import parity
+from tfvariants.analyze.report.settings import ReportSettings
 from tfvariants.analyze.statistics import interference, windows
 from tfvariants.analyze.statistics.decide import Settings
 from tfvariants.analyze.statistics.interference import Interference
@@ -69,24 +70,19 @@ def _order(values: Iterable[str], preferred: object) -> list[str]:
 
 def analyze(
     results_dir: Path,
+    report: ReportSettings | None = None,
     *,
     pricing: Pricing | None = None,
     baseline: str | None = None,
-    min_effect: float | None = None,
-    confidence: float | None = None,
-    allow_mixed_hosts: bool = False,
     disturbed: str | None = None,
 ) -> Analysis:
-    """Load a run folder and analyse its training cells (:func:`analyze_contents`)."""
-    contents = load_run_dir(Path(results_dir), allow_mixed_hosts=allow_mixed_hosts)
-    return analyze_contents(
-        contents,
-        pricing=pricing,
-        baseline=baseline,
-        min_effect=min_effect,
-        confidence=confidence,
-        disturbed=disturbed,
-    )
+    """Load a run folder and analyse its training cells (:func:`analyze_contents`) with
+    ``report``'s settings, or with just a pricing, baseline or disturbed policy (the
+    usual question of a test or a script); a report is built by analyze/report/build.py."""
+    if report is None:
+        report = ReportSettings(pricing=pricing, baseline=baseline, disturbed=disturbed)
+    contents = load_run_dir(Path(results_dir), allow_mixed_hosts=report.allow_mixed_hosts)
+    return analyze_contents(contents, report, run_settings(contents.run, report.decision))
 
 
 @dataclass(frozen=True)
@@ -105,20 +101,13 @@ class _Inputs:
     cpus: int | None
 
 
-def analyze_contents(
-    contents: RunContents,
-    *,
-    pricing: Pricing | None = None,
-    baseline: str | None = None,
-    min_effect: float | None = None,
-    confidence: float | None = None,
-    disturbed: str | None = None,
-) -> Analysis:
+def analyze_contents(contents: RunContents, report: ReportSettings, settings: Settings) -> Analysis:
     """Group a loaded folder's training cells, compute statistics, costs, comparisons and
-    conclusions (serving cells have their own analysis: analyze/serving/).
+    conclusions (serving cells have their own analysis: analyze/serving/), deciding with
+    the run's decision ``settings`` (options/decision.py ``run_settings``, made once).
 
     Disturbed cells (analyze/statistics/interference.py) are used in the verdicts or not as the
-    policy ``disturbed`` says (default: the run's, else "auto"), and counted in
+    policy ``report.disturbed`` says (default: the run's, else "auto"), and counted in
     ``interference``."""
     run = contents.run
     usable_results(contents)  # one line when there is nothing to analyse
@@ -129,15 +118,15 @@ def analyze_contents(
     options = run.get("options")
     opts: dict[str, Any] = options if isinstance(options, dict) else {}
     quiet = interference.summarise(
-        cells, policy=interference.policy_of(opts, disturbed), options=opts
+        cells, policy=interference.policy_of(opts, report.disturbed), options=opts
     )
     inputs = _inputs(
         cells,
         run,
-        pricing,
-        baseline,
+        report.pricing,
+        report.baseline,
         cpus,
-        run_settings(run, min_effect, confidence),
+        settings,
         round_values(cells, include_disturbed=quiet.included),
     )
     all_warnings = _summarise_groups(inputs, quiet.included)
@@ -165,7 +154,7 @@ def analyze_contents(
         run=run,
         workloads=reports,
         baseline_label=baseline_label,
-        pricing=pricing,
+        pricing=report.pricing,
         environments=envs,
         raw_environments=raw_envs,
         warnings=all_warnings,
@@ -222,7 +211,7 @@ def _summarise_groups(inputs: _Inputs, include_disturbed: bool) -> list[cautions
             g,
             inputs.pricing,
             inputs.cpus,
-            inputs.settings.confidence,
+            inputs.settings,
             include_disturbed=include_disturbed,
         )
         out += [w for w in g.warnings if w.kind != "oversubscribed"]

@@ -38,9 +38,10 @@ def summarise_group(
     g: Group,
     pricing: Pricing | None,
     cpus: int | None,
-    confidence: float = stats.CONFIDENCE,
+    settings: Settings,
     include_disturbed: bool = False,
 ) -> None:
+    confidence = settings.confidence  # the intervals' level
     ok = g.ok
     g.oversubscribed = any(r.oversubscribed for r in g.results)
     if g.oversubscribed:
