@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterable
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -140,6 +141,9 @@ def record(
         "why": probed.get("why"),
         "priority": probed.get("priority"),
         "cpu_model": cpu.model_name,
+        # when it was measured (UTC, whole seconds like a cell's started_at): a probe
+        # run by compare ends before the run's first cell starts (benchmarks/peak_aa.py)
+        "probed_at": probed.get("probed_at"),
     }
     if variant.device == "gpu":
         out["theoretical"] = None
@@ -179,11 +183,16 @@ def measure(
         return {**record(cached, variant, plan, topology, cpu), "cached": True}
     log(f"peak probe: {variant.name} at {threads} thread(s) (once per binary and CPU set)")
     probed = (probe or functools.partial(run_probe, priority=priority))(variant, plan)
+    probed = {**probed, "probed_at": _now()}
     if cached is not None:  # a disturbed peak probed again: the better one is the peak
         probed = _better(cached, probed)
     if path is not None and probed.get("measured"):
         write_json_atomic(path, probed)
     return {**record(probed, variant, plan, topology, cpu), "cached": False}
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def _again(cached: dict[str, Any]) -> bool:
