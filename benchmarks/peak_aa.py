@@ -2,6 +2,7 @@
 
     python benchmarks/peak_aa.py [--variant local] [--threads 2] [--workload mnist_cnn]
                                  [--repeats 6] [--out DIR] [--no-peak-first] [--dry-run]
+                                 [--compare-arg=ARG ...]
 
 Runs the same small compare twice: once with the peak probe (its cached peak for this
 variant and thread count removed first, so the probe really runs) and once with
@@ -84,6 +85,7 @@ def compare_command(args: argparse.Namespace, out: Path, peak: bool) -> list[str
         "--output",
         str(out / "report.html"),
     ]
+    command += args.compare_arg or []
     return command if peak else [*command, "--no-peak"]
 
 
@@ -162,6 +164,7 @@ def judge(
             "verdict": c.verdict,
             "covers_1": c.ratio.has_interval and lo <= 1.0 <= hi,
             "within_band": c.ratio.has_interval and 1 / (1 + BAND) <= lo and hi <= 1 + BAND,
+            "reasons": list(c.reasons),  # e.g. too few repeats for an interval
         }
     checks = [v for k, v in out.items() if k in _CHECKS]
     checks += [out["ratio"]["covers_1"]] if "ratio" in out else [False]
@@ -205,11 +208,10 @@ def print_verdict(summary: Mapping[str, Any]) -> None:
     if ratio is None:
         print("no steady step times in one of the runs: no ratio")
     else:
-        span = (
-            "no interval"
-            if ratio["interval"] is None
-            else (f"[{ratio['interval'][0]:.3f}, {ratio['interval'][1]:.3f}]")
-        )
+        lo_hi = ratio["interval"]
+        span = f"[{lo_hi[0]:.3f}, {lo_hi[1]:.3f}]" if lo_hi else "no interval"
+        if not lo_hi and ratio["reasons"]:
+            span += f" ({'; '.join(ratio['reasons'])})"
         print(
             f"steady step time, with / without the probe: {ratio['value']:.3f} {span} "
             f"({ratio['label']}): covers 1: {ratio['covers_1']}; within +/-{BAND:.0%}: "
@@ -225,6 +227,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workload", default="mnist_cnn")
     p.add_argument("--repeats", type=int, default=6)
     p.add_argument("--out", type=Path)
+    p.add_argument(
+        "--compare-arg",
+        action="append",
+        metavar="ARG",
+        help="passed to both compares (repeatable), e.g. --compare-arg=--samples=2000",
+    )
     p.add_argument("--no-peak-first", action="store_true", help="run the --no-peak twin first")
     p.add_argument("--dry-run", action="store_true", help="print the two compares and stop")
     args = p.parse_args(argv)

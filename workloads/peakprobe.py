@@ -95,6 +95,17 @@ def _kernels(tf: Any, device: str) -> dict[str, dict[str, Any]]:
     return out
 
 
+def gpu_name(tf: Any, gpu: Any) -> str | None:
+    """The GPU's model as its driver names it ("Tesla T4", "NVIDIA A100-SXM4-40GB"): the
+    host looks its datasheet peak up by it (tfvariants.variants.peak.gpu)."""
+    try:
+        details = tf.config.experimental.get_device_details(gpu)
+    except (AttributeError, RuntimeError, ValueError):  # an older TF, or no details
+        return None
+    name = details.get("device_name") if isinstance(details, dict) else None
+    return str(name) if name else None
+
+
 def _threads_from_env() -> tuple[int, int]:
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     intra = int(os.environ.get("TF_NUM_INTRAOP_THREADS") or cpus or 1)
@@ -129,7 +140,8 @@ def probe(device: str = "cpu") -> dict[str, Any]:
         kernels = _kernels(tf, "/GPU:0" if device == "gpu" else "/CPU:0")
         # Other processes on these CPUs lower a peak: the host re-probes a disturbed one.
         used = cpuload.usage(before, cpuload.snapshot(), sorted(os.sched_getaffinity(0)))
-        return {"tf": tf.__version__, "kernels": kernels, "others_share": used.get("others_share")}
+        found = {"tf": tf.__version__, "kernels": kernels, "others_share": used.get("others_share")}
+        return {**found, "gpu_name": gpu_name(tf, gpus[0])} if device == "gpu" else found
 
     os.environ.setdefault("ONEDNN_VERBOSE", "1")
     found, text = capture_fd(1, measure)  # oneDNN's verbose lines
@@ -148,6 +160,7 @@ def probe(device: str = "cpu") -> dict[str, Any]:
         "onednn_primitives": verbose.get("primitives"),
         "wall_s": time.perf_counter() - t_start,
         "others_share": found.get("others_share"),
+        "gpu_name": found.get("gpu_name"),
     }
     if kernels:
         best = max(kernels.values(), key=lambda k: k["gflops_per_s"])

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from tfvariants.plan.pinning import PinPlan, plan_pinning
 from tfvariants.plan.topology import Topology, read_topology
 from tfvariants.variants.census import cache_dir, file_hash, known_compiled_for, tensorflow_dir
-from tfvariants.variants.peak import theory
+from tfvariants.variants.peak import gpu, theory
 from workloads import peakprobe
 from workloads.protocol import write_json_atomic
 
@@ -146,13 +146,23 @@ def record(
         "probed_at": probed.get("probed_at"),
     }
     if variant.device == "gpu":
-        out["theoretical"] = None
-        out["theoretical_why"] = "a GPU's theoretical peak is not derived here"
-        return out
+        return {**out, **_gpu_parts(probed)}
     compiled = None if probed.get("onednn_isa") else known_compiled_for(variant)
     level, source = theory.code_level(probed.get("onednn_isa"), dict(variant.env), compiled)
     out["theoretical"] = theory.theoretical(cpu, _cores(plan, topology), level, source).to_json()
     return out
+
+
+def _gpu_parts(probed: dict[str, Any]) -> dict[str, Any]:
+    """A GPU variant's peak: measured on the GPU the probe saw, against its datasheet
+    figure (peak.gpu); with no GPU, "not measured (no GPU)" for both, with the reason."""
+    if not probed.get("measured") and not probed.get("gpu_name"):
+        why = str(probed.get("why") or "")
+        if "no GPU" in why:  # the skip reason or the probe's own: nothing to measure on
+            no_gpu = f"{gpu.NO_GPU}: {why}"
+            return {"why": no_gpu, "theoretical": None, "theoretical_why": gpu.NO_GPU}
+    theo, why = gpu.theoretical(probed.get("gpu_name"))
+    return {"gpu_name": probed.get("gpu_name"), "theoretical": theo, "theoretical_why": why}
 
 
 def measure(
@@ -179,6 +189,8 @@ def measure(
     binary = binary or binary_identity(variant)
     path = cache_path(cache_key(binary, variant, plan, cpu)) if binary else None
     cached = _read(path) if path else None
+    if cached is not None and variant.device == "gpu" and not cached.get("gpu_name"):
+        cached = None  # probed before the probe named its GPU: probed again, for the name
     if cached is not None and not _again(cached):
         return {**record(cached, variant, plan, topology, cpu), "cached": True}
     log(f"peak probe: {variant.name} at {threads} thread(s) (once per binary and CPU set)")
