@@ -110,7 +110,14 @@ def test_the_a_a_fails_a_probe_inside_the_cells():
 
 
 def test_the_two_compares_differ_only_by_no_peak(tmp_path):
-    args = argparse.Namespace(workload="mnist_cnn", threads=2, variant="local", repeats=6)
+    args = argparse.Namespace(
+        workload="mnist_cnn", threads=2, variant="local", repeats=6, compare_arg=None
+    )
     a = peak_aa.compare_command(args, tmp_path / "x", True)
     b = peak_aa.compare_command(args, tmp_path / "x", False)
     assert b == [*a, "--no-peak"] and "--no-probe" not in a
+    args.compare_arg = ["--samples=2000"]
+    assert peak_aa.compare_command(args, tmp_path / "x", False)[-2:] == [
+        "--samples=2000",
+        "--no-peak",
+    ]
