@@ -40,6 +40,7 @@ class Peak:
     # GPU variant on a host without one, "<name>: unknown, not stated" for a GPU the
     # datasheet table does not know
     no_theoretical: str = NOT_MEASURED
+    memory: float | None = None  # GB/s of the probe's in-place add (STREAM's counting)
 
     @property
     def missing(self) -> str:
@@ -131,6 +132,7 @@ def peaks_of(run: Mapping[str, Any]) -> list[Peak]:
                     rec.get("why") if not _num(rec.get("attainable_gflops_per_s")) else None,
                     _share(rec.get("others_share")),
                     str(rec.get("theoretical_why") or NOT_MEASURED),
+                    _num(rec.get("memory_gb_per_s")),
                 )
             )
     return sorted(out, key=lambda p: (p.device, p.threads, p.variant))

@@ -134,6 +134,8 @@ def record(
         "kernels": {k: v.get("gflops_per_s") for k, v in (probed.get("kernels") or {}).items()},
         "onednn_isa": probed.get("onednn_isa"),
         "probe_s": probed.get("wall_s"),
+        # a += b in place on arrays >> the last-level cache (workloads.peakprobe)
+        "memory_gb_per_s": (probed.get("memory") or {}).get("gb_per_s"),
         "others_share": probed.get("others_share"),
         "probes": probed.get("probes", 1),
         # what the probe ran with, read back inside it (the pinning is the cell's)
