@@ -191,8 +191,6 @@ def measure(
     binary = binary or binary_identity(variant)
     path = cache_path(cache_key(binary, variant, plan, cpu)) if binary else None
     cached = _read(path) if path else None
-    if cached is not None and variant.device == "gpu" and not cached.get("gpu_name"):
-        cached = None  # probed before the probe named its GPU: probed again, for the name
     if cached is not None and not _again(cached):
         return {**record(cached, variant, plan, topology, cpu), "cached": True}
     log(f"peak probe: {variant.name} at {threads} thread(s) (once per binary and CPU set)")
