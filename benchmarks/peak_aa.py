@@ -185,11 +185,12 @@ def _s(x: object) -> str:
 
 
 def print_cells(name: str, rows: Sequence[Mapping[str, Any]]) -> None:
-    print(f"{name}: {'import':>8} {'warm-up':>8} {'steady':>8} {'wall':>8} {'step ms':>8}  cell")
+    name = f"{name}:".ljust(21)
+    print(f"{name}{'import':>8} {'warm-up':>8} {'steady':>8} {'wall':>8} {'step ms':>8}  cell")
     for r in rows:
         step = r["step_s"] * 1000 if isinstance(r["step_s"], (int, float)) else None
         times = " ".join(_s(r[k]) for k in ("import_s", "warmup_s", "steady_s", "wall_s"))
-        print(f"{' ' * len(name)}  {times} {_s(step)}  {r['cell']}")
+        print(f"{' ' * len(name)}{times} {_s(step)}  {r['cell']}")
 
 
 def print_verdict(summary: Mapping[str, Any]) -> None:
@@ -257,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     probe = probe_of(root / "with-peak", args.variant, args.threads)
     other = probe_of(root / "no-peak", args.variant, args.threads) is not None
     summary = judge(with_peak, without, probe, other)
-    print_cells("with the probe   ", with_peak)
+    print_cells("with the probe", with_peak)
     print_cells("without (--no-peak)", without)
     print_verdict(summary)
     result = {**summary, "cells": {"with_peak": with_peak, "no_peak": without}}
