@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TFV := $(BIN)/tfvariants
 
-.PHONY: help install compare compare-compiled report bench-decide bench-noise bench-duet build-variant _variant-name test test-fast lint clean bench-serve
+.PHONY: help install compare compare-compiled report bench-decide bench-noise bench-duet bench-peak-aa build-variant _variant-name test test-fast lint clean bench-serve
 
 help:
 	@echo "make install         .venv with tfvariants + TensorFlow (tensorflow-cpu 2.21) + dev tools (EXTRAS=all: every extra)"
@@ -22,6 +22,7 @@ help:
 	@echo "make test            all tests: unit, real TensorFlow, containers, headless browser"
 	@echo "make test-fast       unit tests only"
 	@echo "make lint            ruff + mypy (setup.cfg [mypy]) + hadolint"
+	@echo "make bench-peak-aa   A/A: the same small compare with and without the peak probe (is it out of the timed cells?)"
 	@echo "make bench-serve     the serving harness's own ceiling on this host (no-op model QPS, HTTP overhead)"
 
 # Extras installed by `make install`: TensorFlow and the dev tools by default;
@@ -95,6 +96,11 @@ lint: install
 	$(BIN)/ruff format --check tfvariants workloads tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/hadolint builds/*/Dockerfile
+
+# The same small compare twice, with the peak probe (its cache cleared) and with
+# --no-peak: the cells' times and the ratio of step times (benchmarks/peak_aa.py).
+bench-peak-aa: install
+	PYTHONPATH=. $(BIN)/python benchmarks/peak_aa.py $(BENCH_PEAK_AA_ARGS)
 
 # Not a test: what the serving harness itself can measure here (a few seconds).
 bench-serve: install

@@ -213,7 +213,8 @@ def test_a_gpu_variant_without_a_gpu_is_not_measured(tmp_path, monkeypatch):
         cpu=CPU,
         probe=lambda v, p: pytest.fail("must not probe"),
     )
-    assert got["attainable_gflops_per_s"] is None and got["why"] == "no GPU on this host"
+    assert got["attainable_gflops_per_s"] is None
+    assert got["why"] == "not measured (no GPU): no GPU on this host"
     assert got["theoretical"] is None
 
 

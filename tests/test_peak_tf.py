@@ -19,6 +19,7 @@ def test_local_peak_at_one_thread_then_from_the_cache(tmp_path, monkeypatch, nee
     assert not got["cached"] and len(got["cpus"]) == 1
     assert got["applied"] == {"affinity": got["cpus"], "intra_op": 1, "inter_op": 1}
     assert set(got["kernels"]) >= {"matmul_1024", "conv2d_3x3"}
+    assert got["memory_gb_per_s"] and got["memory_gb_per_s"] > 0.1, got  # the in-place add
     theo = got["theoretical"]
     assert theo["cores"] == 1 and (theo["level"] in LEVELS or theo["level"] is None)
     # well under 10 s on a quiet machine (TensorFlow's import included); a busy one is slower

@@ -22,7 +22,7 @@ from typing import Any
 
 from workloads.envprobe import capture_fd
 
-VERSION = 1
+VERSION = 2  # 2: the memory bandwidth (in-place add) and the GPU's name
 # Matrix sizes: the larger one only when the smaller finishes fast (a slow CPU or an
 # SSE4.1 cap at one thread would spend seconds per product at 2048).
 MATMUL_SIZES = (1024, 2048)
@@ -30,6 +30,10 @@ BIGGER_BELOW_S = 0.05
 # One 3x3 convolution, 64 -> 64 channels on 56x56 (a ResNet stage), batch 8.
 CONV_SHAPE = (8, 56, 56, 64)
 CONV_KERNEL = (3, 3, 64, 64)
+# Memory bandwidth: STREAM's "add" in place (a += b: two arrays read, one written, no
+# new output allocated per call, whose first-touch page faults would be timed too), on
+# arrays 8x the last-level cache (at least 64 MiB, at most 512 MiB each).
+STREAM_MIN_BYTES, STREAM_MAX_BYTES = 64 << 20, 512 << 20
 KERNEL_BUDGET_S = 1.0  # timed repetitions per kernel after the warm-up
 MIN_REPS, MAX_REPS = 3, 12
 
@@ -95,6 +99,56 @@ def _kernels(tf: Any, device: str) -> dict[str, dict[str, Any]]:
     return out
 
 
+def gpu_name(tf: Any, gpu: Any) -> str | None:
+    """The GPU's model as its driver names it ("Tesla T4", "NVIDIA A100-SXM4-40GB"): the
+    host looks its datasheet peak up by it (tfvariants.variants.peak.gpu)."""
+    try:
+        details = tf.config.experimental.get_device_details(gpu)
+    except (AttributeError, RuntimeError, ValueError):  # an older TF, or no details
+        return None
+    name = details.get("device_name") if isinstance(details, dict) else None
+    return str(name) if name else None
+
+
+def llc_bytes(sys_root: str = "/sys") -> int | None:
+    """The largest cache of CPU 0 (its last level), from sysfs; None when unknown."""
+    found: list[int] = []
+    base = os.path.join(sys_root, "devices/system/cpu/cpu0/cache")
+    for index in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+        try:
+            with open(os.path.join(base, index, "size"), encoding="ascii") as fh:
+                text = fh.read().strip()
+        except OSError:
+            continue
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:].upper(), 1)
+        digits = text.rstrip("KMGkmg")
+        if digits.isdigit():
+            found.append(int(digits) * scale)
+    return max(found) if found else None
+
+
+def stream_elements(llc: int | None) -> int:
+    """float32 elements per array: 8x the last-level cache, within the bounds above."""
+    wanted = 8 * llc if llc else STREAM_MIN_BYTES
+    return min(max(wanted, STREAM_MIN_BYTES), STREAM_MAX_BYTES) // 4
+
+
+def _bandwidth(tf: Any, device: str) -> dict[str, Any]:
+    """GB/s of a += b in place (3 x 4 bytes moved per element: STREAM's counting)."""
+    n = stream_elements(llc_bytes() if device == "/CPU:0" else None)
+    with tf.device(device):
+        a = tf.Variable(tf.zeros((n,), dtype=tf.float32))
+        b = tf.ones((n,), dtype=tf.float32)
+
+        def add() -> Any:
+            a.assign_add(b)
+            return a[:1].numpy()  # waits for the update (a GPU runs asynchronously)
+
+        best, reps = best_time(add)
+    moved = 3.0 * 4 * n
+    return {"bytes": moved, "best_s": best, "reps": reps, "gb_per_s": moved / best / 1e9}
+
+
 def _threads_from_env() -> tuple[int, int]:
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     intra = int(os.environ.get("TF_NUM_INTRAOP_THREADS") or cpus or 1)
@@ -126,10 +180,14 @@ def probe(device: str = "cpu") -> dict[str, Any]:
         if device == "gpu" and not gpus:
             return {"tf": tf.__version__, "kernels": None, "why": "no GPU visible to TensorFlow"}
         before = cpuload.snapshot()
-        kernels = _kernels(tf, "/GPU:0" if device == "gpu" else "/CPU:0")
+        on = "/GPU:0" if device == "gpu" else "/CPU:0"
+        kernels = _kernels(tf, on)
+        memory = _bandwidth(tf, on)
         # Other processes on these CPUs lower a peak: the host re-probes a disturbed one.
         used = cpuload.usage(before, cpuload.snapshot(), sorted(os.sched_getaffinity(0)))
-        return {"tf": tf.__version__, "kernels": kernels, "others_share": used.get("others_share")}
+        found = {"tf": tf.__version__, "kernels": kernels, "memory": memory}
+        found["others_share"] = used.get("others_share")
+        return {**found, "gpu_name": gpu_name(tf, gpus[0])} if device == "gpu" else found
 
     os.environ.setdefault("ONEDNN_VERBOSE", "1")
     found, text = capture_fd(1, measure)  # oneDNN's verbose lines
@@ -148,6 +206,8 @@ def probe(device: str = "cpu") -> dict[str, Any]:
         "onednn_primitives": verbose.get("primitives"),
         "wall_s": time.perf_counter() - t_start,
         "others_share": found.get("others_share"),
+        "gpu_name": found.get("gpu_name"),
+        "memory": found.get("memory"),
     }
     if kernels:
         best = max(kernels.values(), key=lambda k: k["gflops_per_s"])

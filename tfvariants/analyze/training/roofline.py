@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from tfvariants.analyze.training.groups import WorkloadReport
 
 NOT_MEASURED = "not measured"
+NO_GPU = "not measured (no GPU)"  # as tfvariants.variants.peak.gpu says it
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,16 @@ class Peak:
     how: str  # where the theoretical figure's parts come from
     why: str | None  # why there is no attainable figure
     busy: float | None = None  # others' share of its CPUs while the probe ran
+    # what the theoretical column says without a figure: "not measured (no GPU)" for a
+    # GPU variant on a host without one, "<name>: unknown, not stated" for a GPU the
+    # datasheet table does not know
+    no_theoretical: str = NOT_MEASURED
+    memory: float | None = None  # GB/s of the probe's in-place add (STREAM's counting)
+
+    @property
+    def missing(self) -> str:
+        """What the attainable column says without a figure."""
+        return NO_GPU if self.device == "gpu" and NO_GPU in (self.why or "") else NOT_MEASURED
 
     @property
     def disturbed(self) -> bool:
@@ -56,6 +67,8 @@ class Share:
     own_attainable: float | None  # its own build's attainable peak
     cpu_attainable: float | None  # the best attainable of any build at these threads
     cpu_theoretical: float | None  # the highest theoretical of any build at these threads
+    device: str = "cpu"  # a GPU configuration against the GPU's peaks
+    note: str | None = None  # why its own build's peak has no figure (the CSV's peak_note)
 
     @property
     def label(self) -> str:
@@ -118,6 +131,8 @@ def peaks_of(run: Mapping[str, Any]) -> list[Peak]:
                     how or str(rec.get("theoretical_why") or NOT_MEASURED),
                     rec.get("why") if not _num(rec.get("attainable_gflops_per_s")) else None,
                     _share(rec.get("others_share")),
+                    str(rec.get("theoretical_why") or NOT_MEASURED),
+                    _num(rec.get("memory_gb_per_s")),
                 )
             )
     return sorted(out, key=lambda p: (p.device, p.threads, p.variant))
@@ -149,9 +164,21 @@ def shares_of(workloads: Iterable[WorkloadReport], peaks: list[Peak]) -> list[Sh
                     own.attainable if own else None,
                     _best(p.attainable for p in same),
                     _best(p.theoretical for p in same),
+                    g.device,
+                    _note(own),
                 )
             )
     return out
+
+
+def _note(peak: Peak | None) -> str | None:
+    """Why a configuration's own peaks lack a figure, in the CSV's words."""
+    if peak is None:
+        return None
+    parts = [] if peak.attainable else [f"attainable {peak.missing}: {peak.why or '?'}"]
+    if not peak.theoretical:
+        parts.append(f"theoretical {peak.no_theoretical}")
+    return "; ".join(parts) or None
 
 
 def _pct(x: float | None) -> str:
@@ -171,7 +198,7 @@ def sentences(shares: list[Share], peaks: list[Peak]) -> list[str]:
         tail = f" and {_pct(theo)} of its theoretical peak" if theo else ""
         out.append(
             f"{workload} at {s.threads} thread(s) ({s.variant}) runs at "
-            f"{_pct(s.of(s.cpu_attainable))} of this CPU's attainable peak "
+            f"{_pct(s.of(s.cpu_attainable))} of this {s.device.upper()}'s attainable peak "
             f"({sig3(s.cpu_attainable or 0)} GFLOP/s, the best dense kernel any build "
             f"reached at {s.threads} thread(s)){tail}: no build whose kernels reach that peak "
             f"can make it more than {sig3(s.headroom or 0)}x faster."
@@ -213,6 +240,7 @@ def csv_columns(roof: Roofline | None) -> dict[tuple[str, str, int], dict[str, A
             "theoretical_gflops_per_s": s.cpu_theoretical,
             "pct_of_attainable": s.of(s.cpu_attainable),
             "pct_of_theoretical": s.of(s.cpu_theoretical),
+            "peak_note": s.note,
         }
     return out
 
@@ -223,6 +251,7 @@ CSV_COLUMNS = [
     "theoretical_gflops_per_s",
     "pct_of_attainable",
     "pct_of_theoretical",
+    "peak_note",
 ]
 
 

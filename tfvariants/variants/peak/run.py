@@ -11,13 +11,14 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterable
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tfvariants.plan.pinning import PinPlan, plan_pinning
 from tfvariants.plan.topology import Topology, read_topology
 from tfvariants.variants.census import cache_dir, file_hash, known_compiled_for, tensorflow_dir
-from tfvariants.variants.peak import theory
+from tfvariants.variants.peak import gpu, theory
 from workloads import peakprobe
 from workloads.protocol import write_json_atomic
 
@@ -133,6 +134,8 @@ def record(
         "kernels": {k: v.get("gflops_per_s") for k, v in (probed.get("kernels") or {}).items()},
         "onednn_isa": probed.get("onednn_isa"),
         "probe_s": probed.get("wall_s"),
+        # a += b in place on arrays >> the last-level cache (workloads.peakprobe)
+        "memory_gb_per_s": (probed.get("memory") or {}).get("gb_per_s"),
         "others_share": probed.get("others_share"),
         "probes": probed.get("probes", 1),
         # what the probe ran with, read back inside it (the pinning is the cell's)
@@ -140,15 +143,28 @@ def record(
         "why": probed.get("why"),
         "priority": probed.get("priority"),
         "cpu_model": cpu.model_name,
+        # when it was measured (UTC, whole seconds like a cell's started_at): a probe
+        # run by compare ends before the run's first cell starts (benchmarks/peak_aa.py)
+        "probed_at": probed.get("probed_at"),
     }
     if variant.device == "gpu":
-        out["theoretical"] = None
-        out["theoretical_why"] = "a GPU's theoretical peak is not derived here"
-        return out
+        return {**out, **_gpu_parts(probed)}
     compiled = None if probed.get("onednn_isa") else known_compiled_for(variant)
     level, source = theory.code_level(probed.get("onednn_isa"), dict(variant.env), compiled)
     out["theoretical"] = theory.theoretical(cpu, _cores(plan, topology), level, source).to_json()
     return out
+
+
+def _gpu_parts(probed: dict[str, Any]) -> dict[str, Any]:
+    """A GPU variant's peak: measured on the GPU the probe saw, against its datasheet
+    figure (peak.gpu); with no GPU, "not measured (no GPU)" for both, with the reason."""
+    if not probed.get("measured") and not probed.get("gpu_name"):
+        why = str(probed.get("why") or "")
+        if "no GPU" in why:  # the skip reason or the probe's own: nothing to measure on
+            no_gpu = f"{gpu.NO_GPU}: {why}"
+            return {"why": no_gpu, "theoretical": None, "theoretical_why": gpu.NO_GPU}
+    theo, why = gpu.theoretical(probed.get("gpu_name"))
+    return {"gpu_name": probed.get("gpu_name"), "theoretical": theo, "theoretical_why": why}
 
 
 def measure(
@@ -179,11 +195,16 @@ def measure(
         return {**record(cached, variant, plan, topology, cpu), "cached": True}
     log(f"peak probe: {variant.name} at {threads} thread(s) (once per binary and CPU set)")
     probed = (probe or functools.partial(run_probe, priority=priority))(variant, plan)
+    probed = {**probed, "probed_at": _now()}
     if cached is not None:  # a disturbed peak probed again: the better one is the peak
         probed = _better(cached, probed)
     if path is not None and probed.get("measured"):
         write_json_atomic(path, probed)
     return {**record(probed, variant, plan, topology, cpu), "cached": False}
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def _again(cached: dict[str, Any]) -> bool:
