@@ -27,8 +27,8 @@ false "different" <= 5 % or the named warning in >= 90 % of runs; the tail: verd
 about typical runs (the report's settings line and its "equivalent" sentences say so)
 and a false "different" <= 5 %; power: a 20 % slowdown at 10 % noise found within 20 repeats in
 >= 90 % of runs (plain, drift); with 5 % outliers "as before" (POWER_BEFORE; also printed:
-the one-look ceiling, the most any stopping rule with this test reaches). ``--only``: some
-scenarios (names or their starts, separated by ";").
+the one-look ceiling, the most any stopping rule reaches). ``--only``: some scenarios
+(names or starts, separated by ";"); column wrong1: false "different" at the first look.
 """
 
 from __future__ import annotations
@@ -122,6 +122,7 @@ class Outcome:
 
 
 Rounds = dict[int, float]
+Check = tuple[str, str, float, str, bool]  # (scenario, what, measured, limit, passed)
 
 
 def judge(
@@ -209,8 +210,9 @@ def score(scn: Scenario, method: str, trials: int, seed: int, rule: adaptive.Sto
     with_iv = [o for o in outs if o.ratio.has_interval]
     missed = sum(not (o.ratio.lo <= scn.truth <= o.ratio.hi) for o in with_iv)
     false_diff = different if scn.aa else different - right
-    wrong = [o for o in outs if o.verdict == "different" and (scn.aa or o.ratio.value <= 1)]
-    at_first = sum(o.repeats == rule.looks[0] for o in wrong)  # truth 1 or > 1 in every scenario
+    # Every truth is 1 or > 1: a wrong "different" says 1 or less.
+    wrong = (o for o in outs if o.verdict == "different" and (scn.aa or o.ratio.value <= 1))
+    at_first = sum(o.repeats == rule.looks[0] for o in wrong)
     # "equivalent" is false when the truth lies outside the band.
     false_eq = equivalent if abs(math.log(scn.truth)) > math.log1p(scn.band) else 0
     return {
@@ -332,9 +334,6 @@ def no_stop_miss(method: str, trials: int, seed: int, rule: adaptive.StoppingRul
     return missed / trials
 
 
-Check = tuple[str, str, float, str, bool]  # (scenario, what, measured, limit, passed)
-
-
 def checks(rows: list[dict], method: str) -> list[Check]:
     """The PASS/FAIL table for one method's rows."""
     out: list[Check] = []
@@ -370,7 +369,7 @@ def power_check(r: dict) -> Check:
 def print_rows(rows: list[dict]) -> None:
     print(
         f"{'scenario':24} {'method':7} {'diff':>6} {'found':>6} {'equiv':>6} {'undec':>6} "
-        f"{'miss':>6} {'warned':>6} {'repeats':>7} {'ratio':>6} {'1st':>6}"
+        f"{'miss':>6} {'warned':>6} {'repeats':>7} {'ratio':>6} {'wrong1':>6}"
     )
     for r in rows:
         found = "" if r["aa"] else f"{r['found']:.1%}"
