@@ -1,6 +1,7 @@
 """Does the verdict deserve belief? Simulated comparisons on a fake runner.
 
     python benchmarks/decide.py [--trials 2000] [--seed 1] [--methods auto,paired,common]
+                                [--only "A/A wander;1.2x, drift"]
 
 A fake runner draws cell times from known distributions and a machine that misbehaves
 in known ways, and the real stopping rule (tfvariants.analyze.statistics.adaptive) and statistics
@@ -25,8 +26,9 @@ typical ratio is 1; false "equivalent" <= 5 % where it is 1.10 (band 5 %); a wan
 false "different" <= 5 % or the named warning in >= 90 % of runs; the tail: verdicts are
 about typical runs (the report's settings line and its "equivalent" sentences say so)
 and a false "different" <= 5 %; power: a 20 % slowdown at 10 % noise found within 20 repeats in
->= 90 % of runs (plain, drift, 5 % outliers; the last is also set against the one-look
-ceiling: the most any stopping rule with this test reaches).
+>= 90 % of runs (plain, drift); with 5 % outliers "as before" (POWER_BEFORE; also printed:
+the one-look ceiling, the most any stopping rule reaches). ``--only``: some scenarios
+(names or starts, separated by ";"); column wrong1: false "different" at the first look.
 """
 
 from __future__ import annotations
@@ -47,6 +49,10 @@ METHODS = ("auto", "paired", "common", "pooled")
 COMPANION = 1.05  # C / B: on the band's edge, undecided for long
 LIMIT = 0.05  # false "different" and false "equivalent", each, over all looks together
 POWER = 0.90
+# 1.2x with 5 % outliers: 87.8 % of 2,000 trials found it with the rule before issue 25; 90 %
+# is at the edge of these rank tests with early looks (docs/compare.md). The issue asks for
+# "power as before": that value less the simulation's 95 % margin at the trials run.
+POWER_BEFORE = {"1.2x, 5% outliers": 0.878}
 
 
 def lognormal(base: float, noise: float) -> Draw:
@@ -116,6 +122,7 @@ class Outcome:
 
 
 Rounds = dict[int, float]
+Check = tuple[str, str, float, str, bool]  # (scenario, what, measured, limit, passed)
 
 
 def judge(
@@ -203,6 +210,9 @@ def score(scn: Scenario, method: str, trials: int, seed: int, rule: adaptive.Sto
     with_iv = [o for o in outs if o.ratio.has_interval]
     missed = sum(not (o.ratio.lo <= scn.truth <= o.ratio.hi) for o in with_iv)
     false_diff = different if scn.aa else different - right
+    # Every truth is 1 or > 1: a wrong "different" says 1 or less.
+    wrong = (o for o in outs if o.verdict == "different" and (scn.aa or o.ratio.value <= 1))
+    at_first = sum(o.repeats == rule.looks[0] for o in wrong)
     # "equivalent" is false when the truth lies outside the band.
     false_eq = equivalent if abs(math.log(scn.truth)) > math.log1p(scn.band) else 0
     return {
@@ -216,6 +226,7 @@ def score(scn: Scenario, method: str, trials: int, seed: int, rule: adaptive.Sto
         "found": right / trials,
         "false_different": false_diff / trials,
         "false_equivalent": false_eq / trials,
+        "false_different_first": at_first / trials,  # of them, at the first look
         "equivalent": equivalent / trials,
         "undecided": 1 - (different + equivalent) / trials,
         "interval_miss": missed / len(with_iv) if with_iv else 0.0,
@@ -323,55 +334,42 @@ def no_stop_miss(method: str, trials: int, seed: int, rule: adaptive.StoppingRul
     return missed / trials
 
 
-def checks(rows: list[dict], method: str) -> list[tuple[str, str, float, str, bool]]:
-    """(scenario, what, measured, limit, passed) for one method's rows."""
-    out = []
+def checks(rows: list[dict], method: str) -> list[Check]:
+    """The PASS/FAIL table for one method's rows."""
+    out: list[Check] = []
     for r in (r for r in rows if r["method"] == method):
-        name = r["name"]
+        name, fd, warned = r["name"], r["false_different"], r["warned"]
         if r["kind"] == "wander":
-            ok = r["false_different"] <= LIMIT or r["warned"] >= POWER
-            out.append(
-                (
-                    name,
-                    "false 'different' (or warned >= 90 %)",
-                    r["false_different"],
-                    f"<= 5 % or warned {r['warned']:.0%}",
-                    ok,
-                )
-            )
+            what, limit = "false 'different' (or warned >= 90 %)", f"<= 5 % or warned {warned:.0%}"
+            out.append((name, what, fd, limit, fd <= LIMIT or warned >= POWER))
             continue
-        if r["aa"] or r["false_different"] > 0:
-            typical = " (typical runs)" if r["kind"] == "tail" else ""
-            out.append(
-                (
-                    name,
-                    "false 'different'" + typical,
-                    r["false_different"],
-                    "<= 5 %",
-                    r["false_different"] <= LIMIT,
-                )
-            )
-        if not r["aa"] and r["name"].startswith("1.1x"):
-            out.append(
-                (
-                    name,
-                    "false 'equivalent'",
-                    r["false_equivalent"],
-                    "<= 5 %",
-                    r["false_equivalent"] <= LIMIT,
-                )
-            )
+        if r["aa"] or fd > 0:
+            what = "false 'different'" + (" (typical runs)" if r["kind"] == "tail" else "")
+            out.append((name, what, fd, "<= 5 %", fd <= LIMIT))
+        if not r["aa"] and name.startswith("1.1x"):
+            fe = r["false_equivalent"]
+            out.append((name, "false 'equivalent'", fe, "<= 5 %", fe <= LIMIT))
         if r["power_check"]:
-            out.append(
-                (name, "found within 20 repeats", r["found"], ">= 90 %", r["found"] >= POWER)
-            )
+            out.append(power_check(r))
     return out
+
+
+def power_check(r: dict) -> Check:
+    """Found within 20 repeats >= 90 %, or where POWER_BEFORE names a reference, not lower
+    than it beyond the simulation's 95 % margin at this trial count."""
+    what = "found within 20 repeats"
+    before = POWER_BEFORE.get(r["name"])
+    if before is None:
+        return r["name"], what, r["found"], ">= 90 %", r["found"] >= POWER
+    floor = before - 1.96 * math.sqrt(before * (1 - before) / r["trials"])
+    limit = f">= {floor * 100:.1f} % (as before: {before * 100:.1f} % less the margin)"
+    return r["name"], what, r["found"], limit, r["found"] >= floor
 
 
 def print_rows(rows: list[dict]) -> None:
     print(
         f"{'scenario':24} {'method':7} {'diff':>6} {'found':>6} {'equiv':>6} {'undec':>6} "
-        f"{'miss':>6} {'warned':>6} {'repeats':>7} {'ratio':>6}"
+        f"{'miss':>6} {'warned':>6} {'repeats':>7} {'ratio':>6} {'wrong1':>6}"
     )
     for r in rows:
         found = "" if r["aa"] else f"{r['found']:.1%}"
@@ -379,8 +377,27 @@ def print_rows(rows: list[dict]) -> None:
         print(
             f"{r['name']:24} {r['method']:7} {r['different']:6.1%} {found:>6} "
             f"{r['equivalent']:6.1%} {r['undecided']:6.1%} {r['interval_miss']:6.2%} "
-            f"{warned:>6} {r['mean_repeats']:7.1f} {r['median_ratio']:6.3f}"
+            f"{warned:>6} {r['mean_repeats']:7.1f} {r['median_ratio']:6.3f} "
+            f"{r['false_different_first']:6.1%}"
         )
+
+
+def _leak_and_ceilings(first: str, trials: int, seed: int, rule: adaptive.StoppingRule) -> None:
+    leak = {m: no_stop_miss(m, trials, seed, rule) for m in ("auto", "paired", "unpaired")}
+    print(
+        "A/A 10 %, every look made, no stopping: some look's interval misses 1 in "
+        + ", ".join(f"{m} {v:.2%}" for m, v in leak.items())
+        + " (label: 95 % over all looks)"
+    )
+    ceilings = [
+        f"{scn.name.split(', ', 1)[-1]} {one_look(scn, first, trials, seed, 20):.1%}"
+        for scn in scenarios()
+        if scn.name.startswith("1.2x") and scn.machine.disturbed == 0
+    ]
+    print(
+        f"{first}: one look after 20 repeats at {stats.CONFIDENCE:.0%} (the most a stopping "
+        f"rule with this test reaches): {', '.join(ceilings)}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -392,10 +409,16 @@ def main(argv: list[str] | None = None) -> int:
         default="auto",
         help=f"comma-separated from {', '.join(METHODS)}; PASS/FAIL is about the first",
     )
+    p.add_argument("--only", default="", help="scenarios: names or their starts, separated by ;")
     args = p.parse_args(argv)
     methods = tuple(m.strip() for m in args.methods.split(",") if m.strip())
     if not methods or any(m not in METHODS for m in methods) or args.trials < 1:
         print(f"decide.py: --methods from {', '.join(METHODS)}; --trials >= 1", file=sys.stderr)
+        return 2
+    names = [scn.name for scn in scenarios()]
+    wanted = [w.strip() for w in args.only.split(";") if w.strip()]
+    if not (only := tuple(n for n in names if any(n.startswith(w) for w in wanted))) and wanted:
+        print(f"decide.py: --only matches no scenario of: {'; '.join(names)}", file=sys.stderr)
         return 2
     rule = adaptive.stopping_rule(stats.DEFAULT_REPEATS)
     print(
@@ -404,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{stats.MIN_EFFECT:.0%}, equivalence band +/-{stats.EQUIVALENCE_BAND:.0%} unless "
         f"named; companion C = {COMPANION}x B; {args.trials} trials per scenario and method"
     )
-    rows = run_all(args.trials, args.seed, methods, rule)
+    rows = run_all(args.trials, args.seed, methods, rule, only)
     print_rows(rows)
     first = methods[0]
     table = checks(rows, first)
@@ -412,25 +435,11 @@ def main(argv: list[str] | None = None) -> int:
     for name, what, value, limit, ok in table:
         # The simulation's own 95 % margin: a rate of exactly 5 % reads 4.0-6.0 % at 2,000.
         margin = 1.96 * math.sqrt(value * (1 - value) / args.trials)
-        verdict = "PASS" if ok else "FAIL"
-        print(f"{verdict}  {name:24} {what:38} {value:8.1%} {margin:5.1%}  {limit}")
-    leak = {
-        m: no_stop_miss(m, args.trials, args.seed, rule) for m in ("auto", "paired", "unpaired")
-    }
-    print(
-        "A/A 10 %, every look made, no stopping: some look's interval misses 1 in "
-        + ", ".join(f"{m} {v:.2%}" for m, v in leak.items())
-        + " (label: 95 % over all looks)"
-    )
-    ceilings = [
-        f"{scn.name.split(', ', 1)[-1]} {one_look(scn, first, args.trials, args.seed, 20):.1%}"
-        for scn in scenarios()
-        if scn.name.startswith("1.2x") and scn.machine.disturbed == 0
-    ]
-    print(
-        f"{first}: one look after 20 repeats at {stats.CONFIDENCE:.0%} (the most a stopping "
-        f"rule with this test reaches): {', '.join(ceilings)}"
-    )
+        print(
+            f"{'PASS' if ok else 'FAIL'}  {name:24} {what:38} {value:8.1%} {margin:5.1%}  {limit}"
+        )
+    if not only:  # neither is about a scenario
+        _leak_and_ceilings(first, args.trials, args.seed, rule)
     ok = all(c[-1] for c in table)
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
