@@ -3,14 +3,12 @@
     python benchmarks/decide.py [--trials 2000] [--seed 1] [--methods auto,paired,common]
                                 [--only "A/A wander;1.2x, drift"]
 
-A fake runner draws cell times from known distributions and a machine that misbehaves
-in known ways, and the real stopping rule (tfvariants.analyze.statistics.adaptive) and statistics
-(tfvariants.analyze.statistics.pairing / stats) decide, with adaptive stopping ON, in interleaved
-rounds. Three configurations run: the baseline B, the configuration under test A, and a
-companion C exactly 5 % slower than B (on the band's edge, so C vs B stays undecided
-and keeps B running after A vs B is decided: the case where drift biased the ratio).
-The report's final A vs B comparison is scored; "over all looks together" holds because
-a run stops at the first look that decides.
+A fake runner draws cell times from known distributions and a misbehaving machine; the
+real stopping rule (analyze/statistics/adaptive.py) and statistics (pairing.py, stats.py)
+decide in interleaved rounds: a baseline B, A under test, and a companion C 5 % slower
+than B (undecided for long, it keeps B running after A vs B is decided: the case where
+drift biased the ratio). The final A vs B comparison is scored; a run stops at the
+first look that decides, so rates are over all looks together.
 
 The machine: log-normal, Student-t (3 degrees of freedom) or bimodal noise per
 configuration; drift (every cell of round r is (1 + drift)^r slower); outliers (a share
@@ -27,7 +25,8 @@ false "different" <= 5 % or the named warning in >= 90 % of runs; the tail: verd
 about typical runs (the report's settings line and its "equivalent" sentences say so)
 and a false "different" <= 5 %; power: a 20 % slowdown at 10 % noise found within 20 repeats in
 >= 90 % of runs (plain, drift); with 5 % outliers "as before" (POWER_BEFORE; also printed:
-the one-look ceiling, the most any stopping rule reaches). ``--only``: some scenarios
+the one-look ceiling, the most any stopping rule reaches); the compiled preset's settings
+(min effect 0, band 10 %): A/A and 1.12x as above, 1.07x settled. ``--only``: some scenarios
 (names or starts, separated by ";"); column wrong1: false "different" at the first look.
 """
 
@@ -38,79 +37,21 @@ import math
 import random
 import statistics
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from decide_scenarios import COMPANION, Scenario, lognormal, scenarios
 
 from tfvariants.analyze.statistics import adaptive, pairing, stats
 from tfvariants.analyze.statistics.looks import Looks, per_look_alpha
 
-Draw = Callable[[random.Random], float]
 METHODS = ("auto", "paired", "common", "pooled")
-COMPANION = 1.05  # C / B: on the band's edge, undecided for long
 LIMIT = 0.05  # false "different" and false "equivalent", each, over all looks together
 POWER = 0.90
 # 1.2x with 5 % outliers: 87.8 % of 2,000 trials found it with the rule before issue 25; 90 %
 # is at the edge of these rank tests with early looks (docs/compare.md). The issue asks for
 # "power as before": that value less the simulation's 95 % margin at the trials run.
 POWER_BEFORE = {"1.2x, 5% outliers": 0.878}
-
-
-def lognormal(base: float, noise: float) -> Draw:
-    return lambda rng: base * math.exp(rng.gauss(0.0, noise))
-
-
-def student_t(base: float, noise: float, df: int = 3) -> Draw:
-    """Log noise of a Student-t with ``df`` degrees of freedom, scaled to sd ``noise``."""
-    scale = noise * math.sqrt((df - 2) / df)
-
-    def draw(rng: random.Random) -> float:
-        chi2 = sum(rng.gauss(0.0, 1.0) ** 2 for _ in range(df))
-        return base * math.exp(scale * rng.gauss(0.0, 1.0) / math.sqrt(chi2 / df))
-
-    return draw
-
-
-def bimodal(base: float, slow: float = 1.85, p_slow: float = 0.4, noise: float = 0.03) -> Draw:
-    return lambda rng: (
-        base * (slow if rng.random() < p_slow else 1.0) * math.exp(rng.gauss(0.0, noise))
-    )
-
-
-def tail(base: float, noise: float, p: float = 0.1, factor: float = 2.0) -> Draw:
-    return lambda rng: base * (factor if rng.random() < p else 1.0) * math.exp(rng.gauss(0, noise))
-
-
-@dataclass(frozen=True)
-class Machine:
-    drift: float = 0.0  # per round, every configuration alike
-    outliers: float = 0.0  # share of cells slowed 1.5-3x
-    disturbed: float = 0.0  # share of rounds in which every cell is slowed by its own 1-2x
-
-    def cell(self, rng: random.Random, rnd: int, disturbed: bool) -> float:
-        f = (1 + self.drift) ** rnd
-        if self.outliers and rng.random() < self.outliers:
-            f *= rng.uniform(1.5, 3.0)
-        if disturbed:
-            f *= rng.uniform(1.0, 2.0)
-        return f
-
-
-@dataclass(frozen=True)
-class Scenario:
-    name: str
-    a: Draw
-    b: Draw
-    truth: float  # the true typical (median) ratio A/B within a round
-    machine: Machine = Machine()
-    power: bool = False  # a power check of the done criteria
-    min_effect: float = stats.MIN_EFFECT
-    band: float = stats.EQUIVALENCE_BAND
-    wander: tuple[float, float] = (0.0, 0.0)  # A's AR(1) log noise: (phi, stationary sd)
-    kind: str = "plain"  # "wander", "tail": their own checks
-
-    @property
-    def aa(self) -> bool:
-        return self.truth == 1.0
 
 
 @dataclass
@@ -237,43 +178,6 @@ def score(scn: Scenario, method: str, trials: int, seed: int, rule: adaptive.Sto
     }
 
 
-def scenarios() -> list[Scenario]:
-    drift, outliers = Machine(drift=0.01), Machine(outliers=0.05)
-    bursts = Machine(disturbed=0.3)
-    ln, t = lognormal, student_t
-    # For a median ratio of exactly 1.2, a multiplicative 1.2 planted on log-normal noise.
-    return [
-        Scenario("A/A log-normal 10%", ln(10, 0.10), ln(10, 0.10), 1.0),
-        Scenario("A/A Student-t 10%", t(10, 0.10), t(10, 0.10), 1.0),
-        Scenario("A/A bimodal 1.85x", bimodal(10), bimodal(10), 1.0),
-        Scenario("A/A log-normal 30%", ln(10, 0.30), ln(10, 0.30), 1.0),
-        Scenario("A/A --min-effect 0", ln(10, 0.10), ln(10, 0.10), 1.0, min_effect=0.0),
-        Scenario("A/A noise 2% vs 50%", ln(10, 0.02), ln(10, 0.50), 1.0),
-        Scenario("A/A drift 1%/round", ln(10, 0.10), ln(10, 0.10), 1.0, drift),
-        Scenario("A/A 5% outliers", ln(10, 0.10), ln(10, 0.10), 1.0, outliers),
-        Scenario("A/A interference", ln(10, 0.10), ln(10, 0.10), 1.0, bursts),
-        Scenario("A/A 4% (this host)", ln(10, 0.04), ln(10, 0.04), 1.0),
-        Scenario(
-            "A/A wander AR(1) 0.5", ln(10, 0), ln(10, 0.10), 1.0, wander=(0.5, 0.10), kind="wander"
-        ),
-        Scenario(
-            "A/A wander AR(1) 0.8", ln(10, 0), ln(10, 0.10), 1.0, wander=(0.8, 0.10), kind="wander"
-        ),
-        Scenario("A/A tail 2x in 10%", tail(10, 0.04), ln(10, 0.04), 1.0, kind="tail"),
-        Scenario("1.1x, 4% noise", ln(11, 0.04), ln(10, 0.04), 1.1),
-        Scenario("1.1x, 10% noise", ln(11, 0.10), ln(10, 0.10), 1.1),
-        Scenario("1.1x, Student-t 4%", t(11, 0.04), t(10, 0.04), 1.1),
-        Scenario("1.1x, noise 2% vs 20%", ln(11, 0.02), ln(10, 0.20), 1.1),
-        Scenario("1.1x, --min-effect 0", ln(11, 0.04), ln(10, 0.04), 1.1, min_effect=0.0),
-        Scenario("1.2x, 10% noise", ln(12, 0.10), ln(10, 0.10), 1.2, power=True),
-        Scenario("1.2x, drift", ln(12, 0.10), ln(10, 0.10), 1.2, drift, True),
-        Scenario("1.2x, 5% outliers", ln(12, 0.10), ln(10, 0.10), 1.2, outliers, True),
-        Scenario("1.2x, interference", ln(12, 0.10), ln(10, 0.10), 1.2, bursts),
-        Scenario("1.3x, drift", ln(13, 0.10), ln(10, 0.10), 1.3, drift),
-        Scenario("2x, bimodal", bimodal(20), bimodal(10), 2.0),
-    ]
-
-
 def run_all(
     trials: int,
     seed: int,
@@ -346,7 +250,7 @@ def checks(rows: list[dict], method: str) -> list[Check]:
         if r["aa"] or fd > 0:
             what = "false 'different'" + (" (typical runs)" if r["kind"] == "tail" else "")
             out.append((name, what, fd, "<= 5 %", fd <= LIMIT))
-        if not r["aa"] and name.startswith("1.1x"):
+        if not r["aa"] and (name.startswith("1.1x") or name.startswith("1.12x")):
             fe = r["false_equivalent"]
             out.append((name, "false 'equivalent'", fe, "<= 5 %", fe <= LIMIT))
         if r["power_check"]:
