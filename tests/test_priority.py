@@ -62,7 +62,7 @@ def run_stub(tmp_path: Path, wanted: str, gate=None) -> dict:
     variant = stub_variant(tmp_path, REPORT)
     cell = Cell(variant="stub", threads=1, workload="mnist_mlp", repeat=0)
     return run_cell(cell, variant, RunOptions(timeout_s=30), RunFolder(tmp_path / "run"),
-                    topology=TOPO, quiet=gate, priority=wanted)  # fmt: skip
+                    topology=TOPO, quiet=gate, priority=wanted).raw  # fmt: skip
 
 
 @pytest.mark.skipif(not AUTOGROUP, reason="this kernel has no autogroup scheduling")
@@ -196,7 +196,7 @@ def test_a_shielded_worker_keeps_its_cpu_from_a_nice_19_job_in_another_session(t
             variant = stub_variant(tmp_path / wanted, SPIN)
             cell = Cell(variant="stub", threads=1, workload="mnist_mlp", repeat=0)
             result = run_cell(cell, variant, RunOptions(timeout_s=60), RunFolder(tmp_path / wanted),
-                              topology=TOPO, priority=wanted)  # fmt: skip
+                              topology=TOPO, priority=wanted).raw  # fmt: skip
             assert result["status"] == "ok", result.get("reason")
             shares[wanted] = result["share"]
     finally:
