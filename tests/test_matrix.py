@@ -146,6 +146,9 @@ def test_runner_exception_becomes_a_failed_cell(tmp_path):
     assert outcome.count("failed") == 1 and outcome.count("ok") == 23
     failed = [r for r in stored_results(out_dir).values() if r["status"] == "failed"]
     assert "runner error: RuntimeError: runner bug" in failed[0]["reason"]
+    assert failed[0]["runner"]["host_id"]  # the Matrix's addition is stored, not added after
+    (cid,) = outcome.reasons
+    assert outcome.reasons[cid].startswith("runner error: RuntimeError")
 
 
 def test_resume_never_overwrites_a_file_it_cannot_read(tmp_path):
