@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # rich.progress is imported only when a bar is shown (start-u
 RunCell = Callable[[CellT, RunFolder], StoredCell]
 # stored results (cell id -> typed result) -> the next round's cells, and why
 NextRound = Callable[[Mapping[str, AnyResult]], tuple[list[CellT], str]]
-Disturbed = Callable[[Mapping[str, Any]], str | None]  # a result -> why it is disturbed, or None
+Disturbed = Callable[[dict], str | None]  # a result -> why it is disturbed, or None
 RETRY_MISSES = 2  # disturbed retries in a row after which disturbed cells are not re-run
 
 
@@ -341,7 +341,9 @@ class Matrix(Generic[CellT]):
                 outcome.reasons[cell.cell_id] = one_line(result.reason)
             if status in ("ok", "failed", "timeout"):
                 eta.record(cell, elapsed)  # skipped cells take no time: don't learn from them
-            why = retry.disturbed(result.raw) if retry is not None and status == "ok" else None
+            # A plain dict: the raw-field readers (store/rawfields.py) descend dicts only.
+            raw = dict(result.raw)
+            why = retry.disturbed(raw) if retry is not None and status == "ok" else None
             display.finish(cell, status, elapsed, result.reason, disturbed=why)
             if retry is not None and status == "ok":
                 retry.observe(cell, why)
