@@ -8,6 +8,7 @@ import resultfactory as rf
 from tfvariants.cli import main
 from tfvariants.commands import compare
 from tfvariants.execute import runner
+from tfvariants.execute.record import StoredCell
 from workloads import registry
 
 
@@ -97,8 +98,9 @@ class FakeRunCell:
             steady_epoch_s=2.0 / cell.threads**self.speedup,
             noise=self.noise,
         )
-        (folder.cells_dir / f"{cell.cell_id}.json").write_text(json.dumps(r))
-        return r
+        path = folder.cells_dir / f"{cell.cell_id}.json"
+        path.write_text(json.dumps(r))
+        return StoredCell.of(cell.cell_id, r, path)
 
 
 def test_quick_compare_end_to_end_with_a_fake_runner(tmp_path, monkeypatch, capsys):
@@ -319,8 +321,9 @@ class VariantSpeedRunCell(FakeRunCell):
         factor = 0.75 if cell.variant == "intel-avx512-2.14" else 1.0
         r = rf.make_result(cell.variant, cell.threads, cell.workload, cell.repeat,
                            steady_epoch_s=2.0 * factor, noise=0.01)  # fmt: skip
-        (folder.cells_dir / f"{cell.cell_id}.json").write_text(json.dumps(r))
-        return r
+        path = folder.cells_dir / f"{cell.cell_id}.json"
+        path.write_text(json.dumps(r))
+        return StoredCell.of(cell.cell_id, r, path)
 
 
 @pytest.mark.parametrize("host", ["avx2", "avx512"])

@@ -89,6 +89,6 @@ def test_gpu_cell_is_skipped_with_the_reason(
 ) -> None:
     monkeypatch.setattr(variants, "_host_has_gpu", lambda: False)
     cell = Cell(variant="gpu", threads=1, workload="mnist_cnn")
-    result = run_cell(cell, variants.BUILTINS["gpu"], RunOptions(), RunFolder(tmp_path))
+    result = run_cell(cell, variants.BUILTINS["gpu"], RunOptions(), RunFolder(tmp_path)).raw
     assert result["status"] == "skipped" and result["reason"] == "no GPU visible on this host"
     assert (tmp_path / "cells" / f"{cell.cell_id}.json").exists()

@@ -10,6 +10,7 @@ from tfvariants.analyze.statistics import interference
 from tfvariants.analyze.statistics.verdicts import round_values
 from tfvariants.execute.matrix import Matrix
 from tfvariants.execute.quiet import SUSTAINED_AFTER, QuietGate, QuietWait, wait_for_quiet
+from tfvariants.execute.record import StoredCell
 from tfvariants.plan.cell import Cell, cell_id, cell_id_of
 from tfvariants.plan.spec import MatrixSpec, plan_cells
 from tfvariants.store.cellresult import parse_training
@@ -238,8 +239,9 @@ def fake_runner(disturbed_ids):
         r = make_result(cell.variant, cell.threads, cell.workload, cell.repeat)
         r["cell"] = cell.to_dict()
         r["cpu"] = {"others_share": 0.5 if cell.cell_id in disturbed_ids else 0.0}
-        (folder.cells_dir / f"{cell.cell_id}.json").write_text(json.dumps(r))
-        return r
+        path = folder.cells_dir / f"{cell.cell_id}.json"
+        path.write_text(json.dumps(r))
+        return StoredCell.of(cell.cell_id, r, path)
 
     return run, calls
 

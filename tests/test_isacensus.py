@@ -260,7 +260,7 @@ def test_a_gated_variant_is_skipped_up_front_listed_so_and_never_launched(
         variant,
         runner.RunOptions(),
         RunFolder(tmp_path / "run"),
-    )
+    ).raw
     assert result["status"] == "skipped" and "AVX512" in result["reason"]
     assert result["runner"]["command"] is None
     assert main(["variants", "--variants-file", str(toml), "--json"]) == 0

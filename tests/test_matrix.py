@@ -1,3 +1,4 @@
+import dataclasses
 import io
 import json
 
@@ -6,6 +7,7 @@ from rich.console import Console
 
 from tfvariants.errors import UserError
 from tfvariants.execute.matrix import EtaModel, Matrix
+from tfvariants.execute.record import StoredCell
 from tfvariants.plan.spec import MatrixSpec, plan_cells
 from tfvariants.store.rundir import load_run_dir
 
@@ -55,8 +57,9 @@ class FakeRunner:
             "reason": "boom" if status == "failed" else None,
             "timing": {"epoch_times_s": [1.0]},
         }
-        (folder.cells_dir / f"{cell.cell_id}.json").write_text(json.dumps(result))
-        return result
+        path = folder.cells_dir / f"{cell.cell_id}.json"
+        path.write_text(json.dumps(result))
+        return StoredCell.of(cell.cell_id, result, path)
 
 
 def test_plan_is_interleaved_rounds():
@@ -126,8 +129,9 @@ def test_skipped_cells_are_done(tmp_path):
             "status": "skipped",
             "reason": "no GPU",
         }
-        (folder.cells_dir / f"{cell.cell_id}.json").write_text(json.dumps(r))
-        return r
+        path = folder.cells_dir / f"{cell.cell_id}.json"
+        path.write_text(json.dumps(r))
+        return StoredCell.of(cell.cell_id, r, path)
 
     out_dir = tmp_path / "run"
     assert Matrix(spec(), out_dir).run(run_cell=skipper).exit_code() == 0
@@ -142,6 +146,9 @@ def test_runner_exception_becomes_a_failed_cell(tmp_path):
     assert outcome.count("failed") == 1 and outcome.count("ok") == 23
     failed = [r for r in stored_results(out_dir).values() if r["status"] == "failed"]
     assert "runner error: RuntimeError: runner bug" in failed[0]["reason"]
+    assert failed[0]["runner"]["host_id"]  # the Matrix's addition is stored, not added after
+    (cid,) = outcome.reasons
+    assert outcome.reasons[cid].startswith("runner error: RuntimeError")
 
 
 def test_resume_never_overwrites_a_file_it_cannot_read(tmp_path):
@@ -269,8 +276,7 @@ def test_a_failed_cells_reason_reaches_the_terminal_without_escapes(tmp_path):
     class Hostile(FakeRunner):
         def __call__(self, cell, folder):
             result = super().__call__(cell, folder)
-            result["reason"] = "boom \x1b[2J\x1b[31mred\nsecond line"
-            return result
+            return dataclasses.replace(result, reason="boom \x1b[2J\x1b[31mred\nsecond line")
 
     buf = io.StringIO()
     console = Console(file=buf, width=200, force_terminal=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import resource
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -58,11 +59,18 @@ def test_autogroup_applies_only_in_the_root_cpu_group(tmp_path, enabled, cgroup,
         assert why  # says why
 
 
-def run_stub(tmp_path: Path, wanted: str, gate=None) -> dict:
+def run_stub(tmp_path: Path, wanted: str, gate=None) -> Mapping:
     variant = stub_variant(tmp_path, REPORT)
     cell = Cell(variant="stub", threads=1, workload="mnist_mlp", repeat=0)
-    return run_cell(cell, variant, RunOptions(timeout_s=30), RunFolder(tmp_path / "run"),
-                    topology=TOPO, quiet=gate, priority=wanted)  # fmt: skip
+    return run_cell(
+        cell,
+        variant,
+        RunOptions(timeout_s=30),
+        RunFolder(tmp_path / "run"),
+        topology=TOPO,
+        quiet=gate,
+        priority=wanted,
+    ).raw
 
 
 @pytest.mark.skipif(not AUTOGROUP, reason="this kernel has no autogroup scheduling")
@@ -195,8 +203,14 @@ def test_a_shielded_worker_keeps_its_cpu_from_a_nice_19_job_in_another_session(t
             (tmp_path / wanted).mkdir()
             variant = stub_variant(tmp_path / wanted, SPIN)
             cell = Cell(variant="stub", threads=1, workload="mnist_mlp", repeat=0)
-            result = run_cell(cell, variant, RunOptions(timeout_s=60), RunFolder(tmp_path / wanted),
-                              topology=TOPO, priority=wanted)  # fmt: skip
+            result = run_cell(
+                cell,
+                variant,
+                RunOptions(timeout_s=60),
+                RunFolder(tmp_path / wanted),
+                topology=TOPO,
+                priority=wanted,
+            ).raw
             assert result["status"] == "ok", result.get("reason")
             shares[wanted] = result["share"]
     finally:

@@ -20,6 +20,7 @@ from test_runner import TOPO, stub_variant
 from tfvariants.cli import main
 from tfvariants.errors import UserError
 from tfvariants.execute import runner
+from tfvariants.execute.record import StoredCell
 from tfvariants.execute.runner import RunOptions, run_cell
 from tfvariants.plan.cell import MAX_ID_BYTES, Cell, cell_id, encode_part, legacy_cell_id
 from tfvariants.plan.serve import ServeCell
@@ -46,8 +47,9 @@ def fake_run_cell(calls: list[str]):
         calls.append(cell.cell_id)
         result = rf.make_result(cell.variant, cell.threads, cell.workload, cell.repeat)
         result["runner"]["host_id"] = host_id()
-        (folder.cells_dir / f"{cell.cell_id}.json").write_text(json.dumps(result))
-        return result
+        path = folder.cells_dir / f"{cell.cell_id}.json"
+        path.write_text(json.dumps(result))
+        return StoredCell.of(cell.cell_id, result, path)
 
     return run
 
@@ -178,7 +180,7 @@ def test_a_symlinked_log_is_replaced_never_written_through(tmp_path):
     cell = Cell(variant="stub", threads=1, workload="mnist_mlp", repeat=0)
     (out / "logs" / f"{cell.cell_id}.log").symlink_to(victim)
     variant = stub_variant(tmp_path, "print('worker output', flush=True)\nwrite_ok()\n")
-    result = run_cell(cell, variant, RunOptions(timeout_s=30), RunFolder(out), topology=TOPO)
+    result = run_cell(cell, variant, RunOptions(timeout_s=30), RunFolder(out), topology=TOPO).raw
     assert result["status"] == "ok"
     assert victim.read_text() == "precious"
     log = out / "logs" / f"{cell.cell_id}.log"
@@ -203,7 +205,7 @@ def test_scratch_is_private_inside_the_run_and_removed(tmp_path):
     variant = stub_variant(tmp_path, body)
     out = tmp_path / "run"
     cell = Cell(variant="stub", threads=1, workload="mnist_mlp", repeat=0)
-    result = run_cell(cell, variant, RunOptions(timeout_s=30), RunFolder(out), topology=TOPO)
+    result = run_cell(cell, variant, RunOptions(timeout_s=30), RunFolder(out), topology=TOPO).raw
     assert result["mode"] == "0o700"
     assert Path(result["scratch"]).parent == out / ".scratch"
     assert not Path(result["scratch"]).exists() and not (out / ".scratch").exists()
@@ -489,8 +491,8 @@ def test_a_failed_cells_reason_never_reaches_the_terminal_raw(tmp_path, monkeypa
     def failing(cell, variant, options, folder, quiet=None, priority="normal"):
         result = host_result(cell.to_dict(), "failed", "\x1b[2Jboom\x1b]0;title\x07")
         result["runner"] = {"host_id": host_id()}
-        folder.write_cell(cell.cell_id, result)
-        return result
+        path = folder.write_cell(cell.cell_id, result)
+        return StoredCell.of(cell.cell_id, result, path)
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(runner, "run_cell", failing)

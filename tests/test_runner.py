@@ -57,8 +57,10 @@ def run(tmp_path, body, timeout=30.0, threads=1, env=None):
     variant = stub_variant(tmp_path, body, env)
     cell = Cell(variant="stub", threads=threads, workload="mnist_mlp", repeat=0)
     out = tmp_path / "run"
-    result = run_cell(cell, variant, RunOptions(timeout_s=timeout), RunFolder(out), topology=TOPO)
-    return result, out / "cells" / f"{cell.cell_id}.json"
+    stored = run_cell(cell, variant, RunOptions(timeout_s=timeout), RunFolder(out), topology=TOPO)
+    path = out / "cells" / f"{cell.cell_id}.json"
+    assert stored.path == path and stored.status == stored.raw["status"]
+    return stored.raw, path
 
 
 def test_ok_result_is_stored_with_runner_info(tmp_path):
@@ -87,6 +89,33 @@ def test_environment_is_an_allowlist_plus_threads(tmp_path, monkeypatch):
 def test_worker_is_pinned_before_it_starts(tmp_path):
     result, _ = run(tmp_path, "write_ok()\n", threads=1)
     assert result["applied"]["affinity"] == [min(os.sched_getaffinity(0))]
+
+
+def test_the_runner_returns_a_typed_record_of_what_it_stored(tmp_path):
+    """run_cell's record: the stored file's status, reason and path, and how the worker ended."""
+    variant = stub_variant(tmp_path, "os.kill(os.getpid(), 9)\n")
+    cell = Cell(variant="stub", threads=1, workload="mnist_mlp", repeat=0)
+    stored = run_cell(
+        cell, variant, RunOptions(timeout_s=30), RunFolder(tmp_path / "r"), topology=TOPO
+    )
+    assert (stored.cell_id, stored.status) == (cell.cell_id, "failed")
+    assert stored.reason == "worker killed by SIGKILL"
+    assert stored.path == tmp_path / "r" / "cells" / f"{cell.cell_id}.json"
+    assert dict(stored.raw) == load_result(stored.path)
+    assert stored.outcome is not None and stored.outcome.exit_code == -9
+    assert not stored.outcome.timed_out
+    with pytest.raises(TypeError):
+        stored.raw["status"] = "ok"  # type: ignore[index]  # read-only: the file is the truth
+
+
+def test_a_skipped_cells_record_has_no_process_outcome(tmp_path, monkeypatch):
+    monkeypatch.setattr(variants_mod, "_host_has_gpu", lambda: False)
+    variant = Variant(name="gpu", kind="local", device="gpu")
+    cell = Cell(variant="gpu", threads=1, workload="mnist_mlp")
+    stored = run_cell(cell, variant, RunOptions(), RunFolder(tmp_path), topology=TOPO)
+    assert stored.status == "skipped" and stored.outcome is None
+    assert stored.reason and "no GPU" in stored.reason
+    assert dict(stored.raw) == load_result(stored.path)
 
 
 def test_sigkill_becomes_a_failed_result(tmp_path):
@@ -158,7 +187,7 @@ def test_worker_reported_failure_keeps_its_reason(tmp_path):
 def test_missing_interpreter(tmp_path):
     variant = Variant(name="stub", kind="venv", python=str(tmp_path / "nope"))
     cell = Cell(variant="stub", threads=1, workload="mnist_mlp")
-    result = run_cell(cell, variant, RunOptions(), RunFolder(tmp_path), topology=TOPO)
+    result = run_cell(cell, variant, RunOptions(), RunFolder(tmp_path), topology=TOPO).raw
     assert result["status"] == "failed" and "cannot start worker" in result["reason"]
 
 
@@ -166,7 +195,7 @@ def test_gpu_variant_without_gpu_is_skipped(tmp_path, monkeypatch):
     monkeypatch.setattr(variants_mod, "_host_has_gpu", lambda: False)
     variant = Variant(name="gpu", kind="local", device="gpu")
     cell = Cell(variant="gpu", threads=1, workload="mnist_mlp")
-    result = run_cell(cell, variant, RunOptions(), RunFolder(tmp_path), topology=TOPO)
+    result = run_cell(cell, variant, RunOptions(), RunFolder(tmp_path), topology=TOPO).raw
     assert result["status"] == "skipped"
     assert "no GPU" in result["reason"]
     assert (
@@ -353,7 +382,7 @@ def test_a_container_engines_helpers_are_its_own(tmp_path, monkeypatch, linger):
     variant = Variant(name="img", kind="image", image="tfvariants/x:1", engine="podman")
     cell = Cell(variant="img", threads=1, workload="mnist_mlp", repeat=0)
     before = {p.pid for p in psutil.Process().children(recursive=True)}
-    result = run_cell(cell, variant, RunOptions(timeout_s=30), RunFolder(tmp_path / "r"))
+    result = run_cell(cell, variant, RunOptions(timeout_s=30), RunFolder(tmp_path / "r")).raw
     helpers = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
     try:
         assert result["status"] == "ok", result.get("reason")

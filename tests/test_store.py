@@ -22,6 +22,7 @@ from tfvariants.commands.report import write_report
 from tfvariants.errors import UserError
 from tfvariants.execute import runner
 from tfvariants.execute.matrix import Matrix
+from tfvariants.execute.record import StoredCell
 from tfvariants.plan.cell import cell_id
 from tfvariants.plan.spec import MatrixSpec
 from tfvariants.render.csvout import CSV_COLUMNS
@@ -164,8 +165,9 @@ def test_compare_resume_leaves_an_unreadable_cell_intact_then_quarantines_it(
         result = on_host(
             rf.make_result(cell.variant, cell.threads, cell.workload, cell.repeat), HERE
         )
-        (folder.cells_dir / f"{cell.cell_id}.json").write_text(json.dumps(result))
-        return result
+        path = folder.cells_dir / f"{cell.cell_id}.json"
+        path.write_text(json.dumps(result))
+        return StoredCell.of(cell.cell_id, result, path)
 
     monkeypatch.setattr(runner, "run_cell", fake_run_cell)
     # --no-probe: the oneDNN probe would start real TensorFlow (refused in the fast suite)

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
     from tfvariants.analyze.cost.pricing import Pricing
     from tfvariants.execute.matrix import Matrix, MatrixOutcome
+    from tfvariants.execute.record import StoredCell
     from tfvariants.plan.cell import Cell
     from tfvariants.plan.spec import MatrixSpec
     from tfvariants.variants.registry import Variant
@@ -266,7 +267,7 @@ def _run_matrix(
     next_round, rule = rounds.adaptive_hook(spec, args.baseline, console, spent_before)
     options_for = cell_options(spec, lambda: getattr(next_round, "window_plan", None))
 
-    def run_one(cell: Cell, folder: RunFolder) -> dict[str, Any]:
+    def run_one(cell: Cell, folder: RunFolder) -> StoredCell:
         return runner.run_cell(
             cell,
             variant_objs[cell.variant],

@@ -129,10 +129,10 @@ def run(args: argparse.Namespace) -> int:
     if console.is_terminal:
         # One redraw a second: the spinner shares the CPUs being measured.
         with console.status(escape(label), refresh_per_second=1, speed=0.1):
-            result = run_cell(cell, variant, options, folder)
+            result = dict(run_cell(cell, variant, options, folder).raw)
     else:
         console.print(label, highlight=False, markup=False)
-        result = run_cell(cell, variant, options, folder)
+        result = dict(run_cell(cell, variant, options, folder).raw)
     if args.json:
         import json
 

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
     from tfvariants.analyze.cost.pricing import Pricing
     from tfvariants.execute.matrix import MatrixOutcome
+    from tfvariants.execute.record import StoredCell
     from tfvariants.plan.serve import ServeSpec
     from tfvariants.variants.registry import Variant
 
@@ -301,7 +302,7 @@ def _run_matrix(
         highlight=False,
     )
 
-    def run_one(cell: ServeCell, folder: RunFolder) -> dict[str, Any]:
+    def run_one(cell: ServeCell, folder: RunFolder) -> StoredCell:
         return run_serve_cell(cell, variant_objs[cell.variant], spec.options, folder)
 
     matrix = Matrix(spec, out)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic
 
 from tfvariants.errors import one_line
+from tfvariants.execute.record import StoredCell
 from tfvariants.plan.task import CellT, MatrixPlan, PlannedCell
 from tfvariants.store.cellresult import AnyResult
 from tfvariants.store.result import host_result
@@ -29,8 +30,8 @@ if TYPE_CHECKING:  # rich.progress is imported only when a bar is shown (start-u
     from rich.console import Console
     from rich.progress import Progress, TaskID
 
-# (cell, run folder) -> the cell's result, already stored (the runner's contract)
-RunCell = Callable[[CellT, RunFolder], dict[str, Any]]
+# (cell, run folder) -> the record of the cell's result, already stored (the runner's contract)
+RunCell = Callable[[CellT, RunFolder], StoredCell]
 # stored results (cell id -> typed result) -> the next round's cells, and why
 NextRound = Callable[[Mapping[str, AnyResult]], tuple[list[CellT], str]]
 Disturbed = Callable[[dict], str | None]  # a result -> why it is disturbed, or None
@@ -210,9 +211,10 @@ class Matrix(Generic[CellT]):
         retry_now: Callable[[], bool] | None = None,
         budget_covers_plan: bool = False,
     ) -> MatrixOutcome:
-        """Run pending cells. ``run_cell(cell, folder)`` returns the result dict and has
-        already stored it as the folder's cells/<cell_id>.json (the runner's contract). Prepares
-        the folder first (see ``prepare``) unless the caller already did.
+        """Run pending cells. ``run_cell(cell, folder)`` returns the record of the result
+        (execute.record.StoredCell) and has already stored it as the folder's
+        cells/<cell_id>.json (the runner's contract). Prepares the folder first (see
+        ``prepare``) unless the caller already did.
 
         ``next_round(stored results)`` (adaptive repeats) returns the cells of one more
         round and why, or no cells and why it stops; ``budget_s`` caps the whole run's
@@ -331,16 +333,18 @@ class Matrix(Generic[CellT]):
             except Exception as exc:  # a runner bug must not stop the matrix
                 result = self._record_crash(cell, exc)
             elapsed = clock() - t0
-            status = str(result.get("status", "failed"))
+            status = result.status
             outcome.ran.append(cell)
             outcome.statuses[cell.cell_id] = status
-            if status != "ok" and result.get("reason"):
+            if status != "ok" and result.reason:
                 # A worker's reason is the workload's text: no escape reaches the terminal.
-                outcome.reasons[cell.cell_id] = one_line(result["reason"])
+                outcome.reasons[cell.cell_id] = one_line(result.reason)
             if status in ("ok", "failed", "timeout"):
                 eta.record(cell, elapsed)  # skipped cells take no time: don't learn from them
-            why = retry.disturbed(result) if retry is not None and status == "ok" else None
-            display.finish(cell, status, elapsed, result.get("reason"), disturbed=why)
+            # A plain dict: the raw-field readers (store/rawfields.py) descend dicts only.
+            raw = dict(result.raw)
+            why = retry.disturbed(raw) if retry is not None and status == "ok" else None
+            display.finish(cell, status, elapsed, result.reason, disturbed=why)
             if retry is not None and status == "ok":
                 retry.observe(cell, why)
             if why:
@@ -358,12 +362,11 @@ class Matrix(Generic[CellT]):
                 else:
                     outcome.retries_left_out += 1
 
-    def _record_crash(self, cell: PlannedCell, exc: Exception) -> dict[str, Any]:
+    def _record_crash(self, cell: PlannedCell, exc: Exception) -> StoredCell:
         reason = f"runner error: {type(exc).__name__}: {exc}"[:300]
         result = host_result(cell.to_dict(), "failed", reason)
-        result["runner"] = {"host_id": host_id()}
-        self.folder.write_cell(cell.cell_id, result)
-        return result
+        result["runner"] = {"host_id": host_id()}  # before it is stored, as the runner does
+        return StoredCell.of(cell.cell_id, result, self.folder.write_cell(cell.cell_id, result))
 
 
 class _Display:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from tfvariants.errors import UserError, one_line
 from tfvariants.execute.matrix import MatrixOutcome, NextRound, _Display, budget_stop
 from tfvariants.execute.ray_node import REAL_INSTANCE_LABEL, run_on_node
+from tfvariants.execute.record import StoredCell
 from tfvariants.execute.runner import KILL_GRACE_S, RunOptions
 from tfvariants.plan.cell import Cell
 
@@ -134,12 +135,12 @@ class RayMatrix:
         self.folder = RunFolder(self.out)
         self.settings = settings
 
-    def _store(self, cell: Cell, result: dict, log: str) -> None:
+    def _store(self, cell: Cell, result: dict, log: str) -> StoredCell:
         log_path = self.folder.write_log(cell.cell_id, log)
         runner = result.get("runner")
         if isinstance(runner, dict):
             runner["log"] = str(log_path)  # the node's scratch copy is gone
-        self.folder.write_cell(cell.cell_id, result)
+        return StoredCell.of(cell.cell_id, result, self.folder.write_cell(cell.cell_id, result))
 
     def run(
         self,
@@ -294,14 +295,13 @@ class RayMatrix:
             result = host_result(cell.to_dict(), "failed", reason)
             result["node"] = {"executor": "ray", "instance": inst}
             log = full
-        self._store(cell, result, log)
-        status = str(result.get("status", "failed"))
+        stored = self._store(cell, result, log)
         outcome.ran.append(cell)
-        outcome.statuses[cell.cell_id] = status
-        if status != "ok" and result.get("reason"):
-            outcome.reasons[cell.cell_id] = one_line(result["reason"])
-        wall = (result.get("runner") or {}).get("wall_s") or 0.0
-        display.finish(cell, status, float(wall), result.get("reason"))
+        outcome.statuses[cell.cell_id] = stored.status
+        if stored.status != "ok" and stored.reason:
+            outcome.reasons[cell.cell_id] = one_line(stored.reason)
+        wall = (stored.raw.get("runner") or {}).get("wall_s") or 0.0
+        display.finish(cell, stored.status, float(wall), stored.reason)
 
     def _check_node_types(
         self,

@@ -113,7 +113,8 @@ def _run_interruptibly(
 
     def target() -> None:
         try:
-            box["result"] = run_cell(cell, variant, options, folder)
+            # The task ships the stored dict home (run_on_node's contract).
+            box["result"] = dict(run_cell(cell, variant, options, folder).raw)
         except BaseException as exc:  # handed to the task thread below
             box["error"] = exc
 

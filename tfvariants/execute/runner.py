@@ -30,6 +30,7 @@ from tfvariants.execute.process import (
     start_pump,
 )
 from tfvariants.execute.quiet import QuietWait
+from tfvariants.execute.record import StoredCell
 from tfvariants.options.cell import CellOptions
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.pinning import PinPlan, plan_pinning
@@ -282,8 +283,8 @@ def run_cell(
     topology: Topology | None = None,
     quiet: QuietGate | None = None,
     priority: str = "normal",
-) -> dict[str, Any]:
-    """Run one training cell in a fresh worker; write and return its result.
+) -> StoredCell:
+    """Run one training cell in a fresh worker; write its result and return the record of it.
 
     The result is stored as ``cells/<cell_id>.json`` of ``folder``, the worker's
     combined log (capped) as ``logs/<cell_id>.log``.
@@ -317,13 +318,15 @@ def run_request(
     keep: Callable[[Path, dict[str, Any]], None] | None = None,
     quiet: QuietGate | None = None,
     priority: str = "normal",
-) -> dict[str, Any]:
+) -> StoredCell:
     """The one life of a cell, whatever it measures: skipped here, or one fresh worker
     (``python -m module``) given ``make_request(result_path)``, and exactly one result
-    stored as ``cells/<cell_id>.json`` of ``folder``. ``keep(scratch, result)`` may copy
-    what the worker left beside its result before the scratch folder goes. ``quiet(cpus)``,
-    when given, waits for the cell's CPUs to be quiet just before the worker starts; what
-    it found is recorded as ``runner.quiet``, and it sees the result after (``observe``).
+    stored as ``cells/<cell_id>.json`` of ``folder``; returned is the record of what was
+    stored, with how the worker's process ended (None when none ran). ``keep(scratch,
+    result)`` may copy what the worker left beside its result before the scratch folder
+    goes. ``quiet(cpus)``, when given, waits for the cell's CPUs to be quiet just before the
+    worker starts; what it found is recorded as ``runner.quiet``, and it sees the result
+    after (``observe``).
     ``priority`` "raised" asks for the worker's session group at the lowest nice permitted
     (tfvariants.execute.priority); what it got is recorded as ``runner.priority``.
     What the cell left running is killed and recorded as ``runner.killed``."""
@@ -339,8 +342,7 @@ def run_request(
             "exit_code": None,
             "host_id": host_id(),
         }
-        folder.write_cell(cid, result)
-        return result
+        return StoredCell.of(cid, result, folder.write_cell(cid, result))
 
     # Private to us (0700): a container's user is ours (see variants.engine.user_flags).
     with folder.scratch(cid) as scratch:
@@ -368,11 +370,11 @@ def run_request(
             print(f"tfvariants: warning: {one_line(warning)}", file=sys.stderr)
         if keep is not None:
             keep(scratch, result)
-        folder.write_cell(cid, result)
+        path = folder.write_cell(cid, result)
         observe = getattr(quiet, "observe", None)
         if observe is not None:
             observe(result)
-        return result
+        return StoredCell.of(cid, result, path, outcome)
 
 
 def judge(

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from tfvariants.execute.record import StoredCell
 from tfvariants.execute.runner import run_request
 from tfvariants.plan.pinning import for_serving, plan_pinning
 from tfvariants.plan.serve import ServeCell
@@ -52,7 +53,7 @@ def run_serve_cell(
     options: Mapping[str, Any],
     folder: RunFolder,
     topology: Topology | None = None,
-) -> dict[str, Any]:
+) -> StoredCell:
     plan = for_serving(plan_pinning(cell.threads, topology or read_topology()))
     req = serve_request(cell, options)
     # A model file goes by its absolute path: a container launcher mounts it from there.
