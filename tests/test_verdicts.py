@@ -309,3 +309,19 @@ def test_sentences_use_the_verdicts_values_when_disturbed_cells_are_included(tmp
     slow = next(g for g in w.groups if g.threads == 1)
     assert len(slow.round_times) == 1
     assert all("undecided" in c for c in w.conclusions if "next best" in c)
+
+
+def test_an_interval_end_that_excludes_1_never_prints_as_1_00() -> None:
+    """A "slower" verdict whose interval starts at 1.003 reads "1.003-1.11x", not
+    "1.00-1.11x" (which would look as if it included 1)."""
+    from tfvariants.analyze.report.conclusions import interval_words
+    from tfvariants.analyze.statistics.stats import Interval
+
+    def words(lo: float, hi: float, invert: bool = False) -> str:
+        return interval_words(Interval(1.05, lo, hi, "paired", 20, 0.985, 5), invert)
+
+    assert words(1.003, 1.11) == "98.5% interval 1.003-1.11x"
+    assert words(0.9, 0.9996) == "98.5% interval 0.900-0.9996x"
+    assert words(0.95, 1.05) == "98.5% interval 0.950-1.05x"  # three digits elsewhere
+    assert words(1.0, 1.2) == "98.5% interval 1.00-1.20x"  # exactly 1 stays 1.00
+    assert words(0.9, 0.997, invert=True) == "98.5% interval 1.003-1.11x"

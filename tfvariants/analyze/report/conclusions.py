@@ -47,7 +47,20 @@ def interval_words(r: stats.Interval, invert: bool = False) -> str:
     if not r.has_interval or r.coverage is None:
         return "no interval"
     lo, hi = (1 / r.hi, 1 / r.lo) if invert else (r.lo, r.hi)
-    return f"{stats.percent(r.coverage)} interval {sig3(lo)}-{sig3(hi)}x"
+    return f"{stats.percent(r.coverage)} interval {_end(lo)}-{_end(hi)}x"
+
+
+def _end(x: float) -> str:
+    """An interval's end in three significant digits, or as many more (up to 5
+    decimals) as it takes not to print as 1.00 when it is not 1: an interval that
+    excludes 1 must not read "1.00-1.11x" beside "slower"."""
+    said = sig3(x)
+    if said != "1.00" or x == 1:
+        return said
+    for decimals in (3, 4, 5):
+        if (more := f"{x:.{decimals}f}") != f"{1:.{decimals}f}":
+            return more
+    return said
 
 
 class Labelled(Protocol):
