@@ -107,3 +107,35 @@ def test_the_band_words_say_what_faster_needs_when_the_preset_has_no_min_effect(
     lines = answer([WorkloadReport("mnist_cnn", [stock, build], baseline=stock)], run, 0.0)
     assert lines is not None
     assert "'Faster' and 'slower' mean the interval excludes 1" in lines[2]
+
+
+def test_a_run_stopped_at_its_last_look_is_not_sent_back_for_more_budget() -> None:
+    """At the planned last look more budget runs no round: the next step is a new run
+    planned with a larger --max-repeats (a resume with one would weaken the confidence)."""
+    run = {
+        **RUN,
+        "adaptive": {
+            "max_repeats": 20,
+            "stopped": "1 comparison(s) still undecided after the maximum of 20 repeats",
+        },
+    }
+    stock = _group("tf-2.14", 100.0, False)
+    build = _group("intel-avx512-2.14", 107.0, False, _cmp("undecided", 1.04, 1.11, 8))
+    lines = answer([WorkloadReport("mnist_cnn", [stock, build], baseline=stock)], run, 0.05)
+    assert lines is not None
+    assert "undecided: a new run with --max-repeats 40 planned from the start" in lines[1]
+    assert "--budget" not in lines[1]
+    # Stopped by the budget (or still running): --resume with more budget is the step.
+    run["adaptive"]["stopped"] = "budget used"  # type: ignore[index]
+    lines = answer([WorkloadReport("mnist_cnn", [stock, build], baseline=stock)], run, 0.05)
+    assert lines is not None and "undecided: --resume" in lines[1]
+
+
+def test_at_last_look_reads_the_stop_the_rounds_record() -> None:
+    from tfvariants.analyze.statistics import adaptive
+    from tfvariants.rounds import decide
+
+    assert adaptive.at_last_look(f"2 comparison(s) {adaptive.AT_LAST_LOOK} 20 repeats")
+    assert not adaptive.at_last_look("every comparison was decided by the look after 10 repeats")
+    assert not adaptive.at_last_look(None) and not adaptive.at_last_look(20)
+    assert "AT_LAST_LOOK" in decide.__dict__  # the rounds word their stop with it

@@ -178,6 +178,9 @@ def record(
             highlight=False,
             markup=False,
         )
+    if adaptive.at_last_look(outcome.stopped):
+        more = 2 * rule.max_repeats
+        console.print(f"  next: {adaptive.LAST_LOOK_NEXT.format(more=more)}", markup=False)
 
 
 def quiet_gate(spec: MatrixSpec) -> QuietGate | None:
@@ -256,10 +259,15 @@ def summary(analysis: RunFrame, out: Path, console: Console) -> None:
         if g.time_cmp is not None and g.time_cmp.verdict == "undecided"
     ]
     if undecided:
+        adaptive_record = analysis.run.get("adaptive") or {}
+        if adaptive.at_last_look(adaptive_record.get("stopped")):  # more budget would not help
+            more = 2 * int(adaptive_record.get("max_repeats") or adaptive.DEFAULT_MAX_REPEATS)
+            step = adaptive.LAST_LOOK_NEXT.format(more=more)
+        else:
+            step = f"continue with: tfvariants compare --resume --out {out} --budget 10m"
         console.print(
             f"  undecided against the baseline: {', '.join(undecided)} (the report says about "
-            f"how many more repeats would decide; continue with: tfvariants compare --resume "
-            f"--out {out} --budget 10m)",
+            f"how many more repeats would decide; {step})",
             highlight=False,
             markup=False,
         )

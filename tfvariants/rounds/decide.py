@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from tfvariants.analyze.statistics.adaptive import StoppingRule
+from tfvariants.analyze.statistics.adaptive import AT_LAST_LOOK, StoppingRule
 from tfvariants.plan.spec import round_order
 
 K = TypeVar("K", bound=Hashable)  # what one configuration's cells share in a round
@@ -50,9 +50,7 @@ def next_round(
     if not n:
         return [], f"every comparison was decided by the look after {at} repeats"
     if judged.rounds >= rule.max_repeats:
-        return [], (
-            f"{n} comparison(s) still undecided after the maximum of {rule.max_repeats} repeats"
-        )
+        return [], (f"{n} comparison(s) {AT_LAST_LOOK} {rule.max_repeats} repeats")
     # An interrupted round is completed before a new one starts.
     gaps = [
         (k, rep)

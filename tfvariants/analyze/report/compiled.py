@@ -17,6 +17,7 @@ from tfvariants.analyze.report import loadlabel
 from tfvariants.analyze.report.conclusions import interval_words
 from tfvariants.analyze.report.fields import get_path
 from tfvariants.analyze.report.format import sig3
+from tfvariants.analyze.statistics import adaptive
 from tfvariants.analyze.statistics.stats import Comparison
 from tfvariants.analyze.training.groups import Group, WorkloadReport
 
@@ -80,9 +81,15 @@ def _round_s(workloads: list[WorkloadReport], names: list[str]) -> float | None:
     return total or None
 
 
-def _next_step(cmp: Comparison, round_s: float | None) -> str:
-    """The single most useful next step of an undecided comparison."""
+def _next_step(cmp: Comparison, round_s: float | None, last_look: int | None = None) -> str:
+    """The single most useful next step of an undecided comparison (``last_look``: the
+    run stopped at its planned last look, which more budget cannot pass)."""
     more = cmp.more_repeats
+    if last_look is not None and more:
+        return (
+            f"a new run with --max-repeats {max(2 * last_look, last_look + more)} planned "
+            f"from the start: about {more} more repeats than this run's last look"
+        )
     if not more:
         return (
             "a quieter machine: at this noise no practical number of repeats would settle it "
@@ -101,7 +108,9 @@ def _edges(cmp: Comparison) -> str:
     return f"{different} or the +/-{cmp.equivalence_band:.0%} band's edge"
 
 
-def _per_workload(g: Group, base: Group, cmp: Comparison, round_s: float | None) -> str:
+def _per_workload(
+    g: Group, base: Group, cmp: Comparison, round_s: float | None, last_look: int | None
+) -> str:
     """One workload's answer for a build: faster/slower by X, equivalent, or undecided
     with the next step."""
     r = cmp.ratio
@@ -122,7 +131,8 @@ def _per_workload(g: Group, base: Group, cmp: Comparison, round_s: float | None)
             f"{interval_words(r)}; typical runs)"
         )
     else:
-        text = f"undecided: {_next_step(cmp, round_s)} (ratio {sig3(r.value)}, {interval_words(r)})"
+        step = _next_step(cmp, round_s, last_look)
+        text = f"undecided: {step} (ratio {sig3(r.value)}, {interval_words(r)})"
     return loadlabel.qualify(text, g, base)
 
 
@@ -140,6 +150,10 @@ def answer(
     builds = [str(b) for b in preset.get("builds") or []]
     info = run.get("variant_info") if isinstance(run.get("variant_info"), dict) else {}
     round_s = _round_s(workloads, [stock, *builds])
+    record = run.get("adaptive") if isinstance(run.get("adaptive"), dict) else {}
+    last_look = None
+    if adaptive.at_last_look((record or {}).get("stopped")):
+        last_look = int((record or {}).get("max_repeats") or adaptive.DEFAULT_MAX_REPEATS)
     answers: dict[str, list[str]] = {b: [] for b in builds}
     verdicts: list[str] = []
     bands: set[float] = set()
@@ -157,7 +171,8 @@ def answer(
                 continue
             verdicts.append(g.time_cmp.verdict)
             bands.add(g.time_cmp.equivalence_band)
-            answers[g.variant].append(f"{wr.name} {_per_workload(g, base, g.time_cmp, round_s)}")
+            said = _per_workload(g, base, g.time_cmp, round_s, last_look)
+            answers[g.variant].append(f"{wr.name} {said}")
     for name, said in answers.items():
         compiled_for = (info or {}).get(name, {}).get("compiled_for")
         built = f" (compiled for {compiled_for})" if compiled_for else ""

@@ -76,3 +76,21 @@ def _paired_first(looks: tuple[int, ...], confidence: float, limit: int) -> int:
     """The fewest rounds (up to ``limit``) for which a paired interval exists at each
     look's level under these looks."""
     return smallest_decidable_n(looks_mod.per_look_alpha(confidence, looks), limit, paired=True)
+
+
+# A run that reached its last look undecided is not helped by more budget: its looks
+# were planned up to --max-repeats. A --resume with a larger --max-repeats adds looks
+# the plan did not have, and the stated confidence no longer holds (docs/compare.md).
+LAST_LOOK_NEXT = (
+    "a new run planned from the start with a larger last look, e.g. --max-repeats {more} "
+    "(and a --budget that fits it); a --resume with a larger --max-repeats adds looks the "
+    "plan did not have and weakens the stated confidence"
+)
+
+
+AT_LAST_LOOK = "still undecided after the maximum of"  # in run.json's adaptive.stopped
+
+
+def at_last_look(stopped: object) -> bool:
+    """The adaptive rounds stopped undecided at the planned last look."""
+    return isinstance(stopped, str) and AT_LAST_LOOK in stopped
