@@ -71,8 +71,16 @@ def give(paths: Sequence[Path], user: User | None) -> None:
 
 
 def preflight(python: str, user: User, cwd: Path, env: Mapping[str, str]) -> str | None:
-    """None when ``user`` can import tfvariants with ``python`` here, else why not."""
-    command, moved = as_user([python, "-c", "import tfvariants"], user, env)
+    """None when ``user`` can import tfvariants with ``python`` here, and that Python can
+    start itself again as the runner starts each worker, else why not. The second check
+    matters: setpriv starts ``python`` before the user's own lookups apply, so a venv
+    whose interpreter lives in a folder the user cannot enter (a root-made venv over
+    /root/.pyenv) passes the first and fails every worker with "Permission denied"."""
+    probe = (
+        "import subprocess, sys, tfvariants; "
+        "subprocess.run([sys.executable, '-c', 'pass'], check=True)"
+    )
+    command, moved = as_user([python, "-c", probe], user, env)
     try:
         done = subprocess.run(
             command, env=moved, cwd=cwd, capture_output=True, text=True, timeout=120

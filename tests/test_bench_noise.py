@@ -3,8 +3,10 @@ the run folder as the report does, and (tf) a tiny run end to end."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -164,6 +166,20 @@ def test_the_compare_really_runs_as_the_user(tmp_path, capsys):
     assert noise_user.preflight("/usr/bin/python3", user, ROOT, env) is None
     why = noise_user.preflight("/usr/bin/python3", user, Path("/"), {"PYTHONPATH": "/none"})
     assert why is not None and why.startswith(f"--user {TEST_USER} cannot run") and "\n" not in why
+    # A Python reached through a folder the user cannot enter (a root-made venv over
+    # /root/.pyenv): setpriv starts it, but it cannot start its workers: refused up front.
+    # (Outside pytest's own tmp folder, which the user cannot enter at all.)
+    open_dir = Path(tempfile.mkdtemp(prefix="tfv-preflight-"))
+    try:
+        open_dir.chmod(0o755)
+        locked = open_dir / "locked"
+        locked.mkdir(mode=0o700)
+        (locked / "python3").symlink_to("/usr/bin/python3")
+        (open_dir / "python3").symlink_to(locked / "python3")
+        why = noise_user.preflight(str(open_dir / "python3"), user, ROOT, env)
+        assert why is not None and "Permission denied" in why, why
+    finally:
+        shutil.rmtree(open_dir)
     out = tmp_path / "bench"
     assert noise.main(["--dry-run", "--user", TEST_USER, "--out", str(out)]) == 0
     lines = capsys.readouterr().out.splitlines()
