@@ -171,8 +171,8 @@ def answer(
                 continue
             verdicts.append(g.time_cmp.verdict)
             bands.add(g.time_cmp.equivalence_band)
-            said = _per_workload(g, base, g.time_cmp, round_s, last_look)
-            answers[g.variant].append(f"{wr.name} {said}")
+            one = _per_workload(g, base, g.time_cmp, round_s, last_look)
+            answers[g.variant].append(f"{wr.name} {one}")
     for name, said in answers.items():
         compiled_for = (info or {}).get(name, {}).get("compiled_for")
         built = f" (compiled for {compiled_for})" if compiled_for else ""
