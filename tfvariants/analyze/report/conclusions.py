@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.report import loadlabel
-from tfvariants.analyze.report.format import dur, money, sig3
+from tfvariants.analyze.report.format import dur, money, ratio_end, sig3
 from tfvariants.analyze.statistics import family, stats
 from tfvariants.analyze.statistics.decide import Settings
 from tfvariants.analyze.statistics.verdicts import statistic
@@ -47,20 +47,7 @@ def interval_words(r: stats.Interval, invert: bool = False) -> str:
     if not r.has_interval or r.coverage is None:
         return "no interval"
     lo, hi = (1 / r.hi, 1 / r.lo) if invert else (r.lo, r.hi)
-    return f"{stats.percent(r.coverage)} interval {_end(lo)}-{_end(hi)}x"
-
-
-def _end(x: float) -> str:
-    """An interval's end in three significant digits, or as many more (up to 5
-    decimals) as it takes not to print as 1.00 when it is not 1: an interval that
-    excludes 1 must not read "1.00-1.11x" beside "slower"."""
-    said = sig3(x)
-    if said != "1.00" or x == 1:
-        return said
-    for decimals in (3, 4, 5):
-        if (more := f"{x:.{decimals}f}") != f"{1:.{decimals}f}":
-            return more
-    return said
+    return f"{stats.percent(r.coverage)} interval {ratio_end(lo)}-{ratio_end(hi)}x"
 
 
 class Labelled(Protocol):

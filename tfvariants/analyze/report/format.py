@@ -116,12 +116,25 @@ def ratio_sub(cmp: stats.Comparison | None) -> str:
     return f"{sig3(r.lo)}-{sig3(r.hi)}, {word}"
 
 
+def ratio_end(x: float) -> str:
+    """An interval's end in three significant digits, or as many more (up to 5
+    decimals) as it takes not to print as 1.00 when it is not 1: an interval that
+    excludes 1 must not read "1.00-1.11x" beside "slower"."""
+    said = sig3(x)
+    if said != "1.00" or x == 1:
+        return said
+    for decimals in (3, 4, 5):
+        if (more := f"{x:.{decimals}f}") != f"{1:.{decimals}f}":
+            return more
+    return said
+
+
 def ratio_interval(cmp: stats.Comparison | None) -> str:
     """The ratio's interval alone, e.g. "0.475-1.50x" ("none" with too few repeats)."""
     if cmp is None or cmp.verdict == "baseline":
         return ""
     r = cmp.ratio
-    return f"{sig3(r.lo)}-{sig3(r.hi)}x" if r.has_interval else "none"
+    return f"{ratio_end(r.lo)}-{ratio_end(r.hi)}x" if r.has_interval else "none"
 
 
 def verdict_word(

@@ -48,10 +48,16 @@ class Settings:
         )
         return (
             f"{self.confidence:.0%} confidence{looks} for each comparison on its own; "
-            f"'different' means by at least {self.min_effect:.0%}, 'equivalent' within "
+            f"'different' means {_different_words(self.min_effect)}, 'equivalent' within "
             f"+/-{self.band:.0%}; verdicts are about typical runs (medians), "
             "not the mean a bill sums"
         )
+
+
+def _different_words(min_effect: float) -> str:
+    """What "different" needs: an effect of at least e, or (e = 0) an interval that
+    excludes 1 ("by at least 0%" would read as no condition at all)."""
+    return f"by at least {min_effect:.0%}" if min_effect > 0 else "the interval excludes 1"
 
 
 def run_looks(run: Mapping) -> Looks:
