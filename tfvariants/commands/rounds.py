@@ -259,10 +259,9 @@ def summary(analysis: RunFrame, out: Path, console: Console) -> None:
         if g.time_cmp is not None and g.time_cmp.verdict == "undecided"
     ]
     if undecided:
-        adaptive_record = analysis.run.get("adaptive") or {}
-        if adaptive.at_last_look(adaptive_record.get("stopped")):  # more budget would not help
-            more = 2 * int(adaptive_record.get("max_repeats") or adaptive.DEFAULT_MAX_REPEATS)
-            step = adaptive.LAST_LOOK_NEXT.format(more=more)
+        stopped = (analysis.run.get("adaptive") or {}).get("stopped")
+        if adaptive.at_last_look(stopped):  # more budget would not help: record() said why
+            step = "the run reached its last look: see 'next' above"
         else:
             step = f"continue with: tfvariants compare --resume --out {out} --budget 10m"
         console.print(
