@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from tfvariants.execute.matrix import MatrixOutcome
     from tfvariants.execute.record import StoredCell
     from tfvariants.plan.serve import ServeSpec
+    from tfvariants.rounds.serving import NextServeRound
     from tfvariants.variants.registry import Variant
 
 
@@ -239,11 +240,16 @@ def run(args: argparse.Namespace) -> int:
     common.check_report_outputs(report_path, args.csv, results_dirs=[out])
     check_loadgen(spec.scenarios, variant_objs)
 
-    from tfvariants.rounds.serving import order_seed
+    from tfvariants.rounds.serving import order_seed, stored_max_repeats
 
     seed = order_seed(out, args.resume)
     if seed is not None:  # absent from a run stored before rounds were shuffled
         spec = dataclasses.replace(spec, options=dataclasses.replace(spec.options, order_seed=seed))
+    last = stored_max_repeats(out, args.resume) if spec.options.max_repeats is None else None
+    if last is not None:  # a resume keeps the last look its run fixed
+        spec = dataclasses.replace(
+            spec, options=dataclasses.replace(spec.options, max_repeats=last)
+        )
     outcome = _run_matrix(args, spec, variant_objs, pricing, out, console)
     if outcome.was_interrupted:
         console.print(
@@ -289,7 +295,6 @@ def _run_matrix(
 ) -> MatrixOutcome:
     """Run the serving cells (adaptive rounds when there is a budget); the MatrixOutcome,
     with its lines said."""
-    from tfvariants.commands import rounds
     from tfvariants.execute.matrix import Matrix
     from tfvariants.execute.serve_runner import run_serve_cell
     from tfvariants.plan.serve import ServeCell
@@ -312,13 +317,10 @@ def _run_matrix(
 
         # run.json alone: the matrix loads the cells (once) when it resumes
         before = load_run(out).get("adaptive") or {}
-    next_round, rule = None, None
+    next_round = None
     o = ServingOptions.of(spec.options)
     if o.budget_s:
-        from tfvariants.rounds.serving import make_next_round
-
-        rule = rounds.stopping_rule(spec, console)
-        next_round = make_next_round(spec, rule, pricing=pricing, baseline=args.baseline)
+        next_round = _next_round_hook(spec, pricing, args.baseline, console)
     outcome = matrix.run(
         run_cell=run_one,
         resume=args.resume,
@@ -328,8 +330,8 @@ def _run_matrix(
         spent_before=float(before.get("spent_s") or 0.0),
         budget_covers_plan=True,  # the default run's promise: an answer within the budget
     )
-    if rule is not None:
-        rounds.record(out, rule, spec, before, outcome, console)
+    if next_round is not None:
+        _record(out, next_round, spec, before, outcome, console)
     console.print(
         f"{outcome.count('ok')} ok, {outcome.count('failed')} failed, "
         f"{outcome.count('timeout')} timed out, {outcome.count('skipped')} skipped of "
@@ -349,6 +351,54 @@ def _run_matrix(
             highlight=False,
         )
     return outcome
+
+
+def _next_round_hook(
+    spec: ServeSpec, pricing: Pricing | None, baseline: str | None, console: Console
+) -> NextServeRound:
+    """The adaptive rounds' hook, its rule said: fixed by --max-repeats, else planned from
+    the budget once the first look's rounds are stored (rounds/serving.py)."""
+    from tfvariants.commands import rounds
+    from tfvariants.rounds.serving import make_next_round
+
+    o = ServingOptions.of(spec.options)
+    if o.max_repeats is not None:
+        rule = rounds.stopping_rule(spec, console)
+        return make_next_round(spec, rule, pricing=pricing, baseline=baseline)
+    console.print(
+        f"adaptive: the first look after {spec.repeats} repeats; the later looks are planned "
+        f"then, before any verdict, from the rounds' measured cost to fill the budget of "
+        f"{(o.budget_s or 0) / 60:.3g} min (--max-repeats fixes them instead)",
+        highlight=False,
+    )
+
+    def say(line: str) -> None:
+        console.print(line, highlight=False, markup=False)
+
+    return make_next_round(spec, None, pricing=pricing, baseline=baseline, say=say)
+
+
+def _record(
+    out: Path,
+    hook: NextServeRound,
+    spec: ServeSpec,
+    before: dict[str, Any],
+    outcome: MatrixOutcome,
+    console: Console,
+) -> None:
+    """run.json's "adaptive" (commands/rounds.py ``record``), with the look plan when the
+    last look followed the budget. A run stopped before its first look has no looks yet."""
+    from tfvariants.analyze.statistics.adaptive import StoppingRule
+    from tfvariants.commands import rounds
+    from tfvariants.store.rundir import update_run
+
+    rule = hook.rule or StoppingRule(spec.repeats, spec.repeats, ())
+    rounds.record(out, rule, spec, before, outcome, console)
+    plan = hook.plan.to_json() if hook.plan is not None else before.get("look_plan")
+    if plan is not None:
+        from tfvariants.store.runfile import load_run
+
+        update_run(out, adaptive={**(load_run(out).get("adaptive") or {}), "look_plan": plan})
 
 
 def _report(

@@ -202,8 +202,12 @@ def _serving_options(
         budget_s = checked("budget", argtypes.duration, budget_text)
     if budget_s is not None and budget_s > 366 * 86400:
         raise UserError(f"--budget: at most a year, got {v['budget']}")
-    max_repeats = args.max_repeats or max(adaptive.DEFAULT_MAX_REPEATS, repeats)
-    if max_repeats < repeats:
+    max_repeats = args.max_repeats
+    if max_repeats is None and budget_s is None:  # exactly --repeats: no look to plan
+        max_repeats = max(adaptive.DEFAULT_MAX_REPEATS, repeats)
+    # else None: the last look is planned from the budget at the first look
+    # (rounds/serving.py)
+    if max_repeats is not None and max_repeats < repeats:
         raise UserError(f"--max-repeats {max_repeats} is below --repeats {repeats}")
     if str(v["encoding"]) not in ("json", "b64"):
         raise UserError(f"--encoding: expected json or b64, got {v['encoding']!r}")

@@ -7,23 +7,90 @@ same comparisons as the report: the serving analysis
 last look, and a configuration runs another round while one of its watched comparisons
 (:func:`tfvariants.analyze.serving.watched`) is undecided. Stateless: everything is
 recomputed from the stored results, so a resumed run continues where it stopped.
+
+Without ``--max-repeats`` the last look follows the budget (issue 25: a fixed last look of
+20 stopped a 1 in flight comparison near the 5 % band undecided after 4.6 min of a 10 min
+budget): once the first look's rounds are stored, and before any of their verdicts is
+computed, the round cost those rounds measured (the median wall time of each cell of a
+round, summed) says how many rounds the budget holds, and the looks are fixed up to that
+count. Only wall times go into it, never a verdict, so the stated confidence holds; the
+same stored cells give the same looks on a resume.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+import statistics
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from tfvariants.analyze.cost.pricing import Pricing
+from tfvariants.analyze.serving.sentences import look_plan_sentence
 from tfvariants.analyze.statistics import adaptive
 from tfvariants.options.decision import settings
 from tfvariants.options.serving import ServingOptions
 from tfvariants.plan.serve import ServeCell, ServeKey, ServeSpec, plan_serve_cells
 from tfvariants.rounds.decide import Judged, next_round
-from tfvariants.store.cellresult import AnyResult, serving
+from tfvariants.store.cellresult import AnyResult, ServeResult, serving
+from tfvariants.store.rawfields import finite_number, get_path
 
-NextServeRound = Callable[[Mapping[str, AnyResult]], tuple[list[ServeCell], str]]
+# A round takes a little more than its cells' wall times (starting each worker, writing
+# its result, the wait for quiet): 13.0-14.2 s per round of two 6.6-7.3 s cells on a quiet
+# 2-core host (issue 25). 10 % more keeps the last look inside the budget.
+ROUND_MARGIN = 1.10
+# The planned last look at most: four looks evenly spaced up to it put the second at
+# repeats + (last - repeats) / 3, and a far second look delays effects the default 20
+# would decide (at 50: the looks after 5, 20, 35, 50).
+MAX_PLANNED_LAST = 50
+
+
+@dataclasses.dataclass(frozen=True)
+class LookPlan:
+    """How the last look was planned from the budget (run.json ``adaptive.look_plan``)."""
+
+    round_s: float  # one round's estimated cost, with the margin
+    budget_s: float
+    last_look: int
+    first_look: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "round_s": round(self.round_s, 1),
+            "budget_s": self.budget_s,
+            "last_look": self.last_look,
+            "first_look": self.first_look,
+            "margin": ROUND_MARGIN,
+            "cap": MAX_PLANNED_LAST,
+        }
+
+    def line(self) -> str:
+        return look_plan_sentence(self.to_json()) or ""
+
+
+def round_cost(cells: Sequence[ServeResult], first_look: int) -> float | None:
+    """One round's cost: the median wall time of each cell of a round (configuration,
+    scenario, concurrency) over the rounds before the first look, summed (None when one
+    of them has no timed successful cell)."""
+    walls: dict[tuple[ServeKey, str, int], list[float]] = {}
+    for r in cells:
+        key = (r.serving_key, r.scenario, r.concurrency)
+        walls.setdefault(key, [])
+        wall = finite_number(get_path(r.raw, "runner", "wall_s"))
+        if r.round < first_look and r.ok and wall is not None and wall > 0:
+            walls[key].append(wall)
+    if not walls or not all(walls.values()):
+        return None
+    return sum(statistics.median(w) for w in walls.values())
+
+
+def plan_last_look(first_look: int, budget_s: float, round_s: float) -> LookPlan:
+    """The last look the budget holds at ``round_s`` per round (with the margin), between
+    the first look and :data:`MAX_PLANNED_LAST`."""
+    per_round = round_s * ROUND_MARGIN
+    fit = int(budget_s // per_round) if per_round > 0 else first_look
+    last = max(first_look, min(MAX_PLANNED_LAST, fit))
+    return LookPlan(per_round, budget_s, last, first_look)
 
 
 def config_key(cell: ServeCell) -> ServeKey:
@@ -31,36 +98,68 @@ def config_key(cell: ServeCell) -> ServeKey:
     return cell.key
 
 
-def make_next_round(
-    spec: ServeSpec,
-    rule: adaptive.StoppingRule,
-    *,
-    pricing: Pricing | None,
-    baseline: str | None,
-) -> NextServeRound:
-    from tfvariants.analyze.serving.analysis import model_reports
-    from tfvariants.analyze.serving.configs import watched
+class NextServeRound:
+    """The Matrix's next-round hook. ``rule``: the stopping rule, or None to plan its
+    last look from the budget at the first look (``plan``/``rule`` then say what was
+    chosen; ``say`` is told once)."""
 
-    run = {"variants": list(spec.variants), "variant_info": spec.variant_info}
-    o = ServingOptions.of(spec.options)
-    # The run's decision settings by the one reader the report uses, at the rule's looks.
-    decision = settings(spec.options, rule.looks)
-    bound = o.p99_bound_ms
-    planned = plan_serve_cells(spec, range(1))
+    def __init__(
+        self,
+        spec: ServeSpec,
+        rule: adaptive.StoppingRule | None,
+        *,
+        pricing: Pricing | None,
+        baseline: str | None,
+        say: Callable[[str], None] | None = None,
+    ) -> None:
+        self.spec, self.rule = spec, rule
+        self.plan: LookPlan | None = None
+        self.pricing, self.baseline, self.say = pricing, baseline, say
+        self.options = ServingOptions.of(spec.options)
+        self.planned = plan_serve_cells(spec, range(1))
 
-    def hook(stored: Mapping[str, AnyResult]) -> tuple[list[ServeCell], str]:
+    def _rule_at(self, cells: Sequence[ServeResult], rounds: int) -> adaptive.StoppingRule | None:
+        """The rule, planned now if it is not yet and the first look's rounds are stored."""
+        if self.rule is not None or rounds < self.spec.repeats:
+            return self.rule
+        o = self.options
+        round_s = round_cost(cells, self.spec.repeats)
+        if round_s is None or not o.budget_s:
+            # nothing timed it (a run stored without wall times): the default last look
+            last = max(adaptive.DEFAULT_MAX_REPEATS, self.spec.repeats)
+        else:
+            self.plan = plan_last_look(self.spec.repeats, o.budget_s, round_s)
+            last = self.plan.last_look
+        self.rule = adaptive.stopping_rule(self.spec.repeats, last, confidence=o.confidence)
+        if self.say is not None:
+            why = f" ({self.plan.line()})" if self.plan is not None else ""
+            self.say(f"adaptive: looks after {', '.join(map(str, self.rule.looks))} repeats{why}")
+        return self.rule
+
+    def __call__(self, stored: Mapping[str, AnyResult]) -> tuple[list[ServeCell], str]:
+        from tfvariants.analyze.serving.analysis import model_reports
+        from tfvariants.analyze.serving.configs import watched
+
         cells = serving(stored.values())
         present: dict[tuple, set[int]] = {}
         for r in cells:
             present.setdefault((r.serving_key, r.scenario, r.concurrency), set()).add(r.round)
         rounds = 1 + max((rep for reps in present.values() for rep in reps), default=-1)
-        looks_done = [n for n in rule.looks if n <= rounds]
+        rule = self._rule_at(cells, rounds)
+        looks_done = [n for n in rule.looks if n <= rounds] if rule is not None else []
         look = looks_done[-1] if looks_done else None
         pairs, undecided = [], []
-        if look is not None:
+        if look is not None and rule is not None:
+            run = {"variants": list(self.spec.variants), "variant_info": self.spec.variant_info}
             at_look = [r for r in cells if r.round < look]
             reports = model_reports(
-                at_look, run, pricing=pricing, baseline=baseline, bound_ms=bound, settings=decision
+                at_look,
+                run,
+                pricing=self.pricing,
+                baseline=self.baseline,
+                bound_ms=self.options.p99_bound_ms,
+                # the run's decision settings by the one reader the report uses
+                settings=settings(self.spec.options, rule.looks),
             )
             pairs = [(a, b, cmp) for rep in reports for a, b, cmp in watched(rep)]
             undecided = [(a, b) for a, b, cmp in pairs if cmp.verdict == "undecided"]
@@ -71,18 +170,32 @@ def make_next_round(
             look,
             len(pairs),
             len(undecided),
-            [c for c in planned if config_key(c) in keys],
-            {c: present.get((config_key(c), c.scenario, c.concurrency), set()) for c in planned},
+            [c for c in self.planned if config_key(c) in keys],
+            {
+                c: present.get((config_key(c), c.scenario, c.concurrency), set())
+                for c in self.planned
+            },
         )
         return next_round(
             judged,
-            rule,
+            # before the first look next_round stops on ``look`` alone
+            rule or adaptive.stopping_rule(self.spec.repeats, self.spec.repeats),
             lambda todo: [dataclasses.replace(c, repeat=rep) for c, rep in todo],
-            o.order_seed,
+            self.options.order_seed,
             nothing_to_judge=f"nothing to compare at the look after {look} repeats",
         )
 
-    return hook
+
+def make_next_round(
+    spec: ServeSpec,
+    rule: adaptive.StoppingRule | None,
+    *,
+    pricing: Pricing | None,
+    baseline: str | None,
+    say: Callable[[str], None] | None = None,
+) -> NextServeRound:
+    """The hook (:class:`NextServeRound`)."""
+    return NextServeRound(spec, rule, pricing=pricing, baseline=baseline, say=say)
 
 
 def order_seed(out: Path, resume: bool) -> int | None:
@@ -98,3 +211,14 @@ def order_seed(out: Path, resume: bool) -> int | None:
         stored = (load_run(out).get("options") or {}).get("order_seed")
         return stored if isinstance(stored, int) and not isinstance(stored, bool) else None
     return new_order_seed()
+
+
+def stored_max_repeats(out: Path, resume: bool) -> int | None:
+    """A resumed run's --max-repeats as stored (None: a new run, or one whose last look is
+    planned from the budget, which the same stored cells plan the same way again)."""
+    if not resume:
+        return None
+    from tfvariants.store.runfile import load_run
+
+    stored = (load_run(out).get("options") or {}).get("max_repeats")
+    return stored if isinstance(stored, int) and not isinstance(stored, bool) else None

@@ -201,6 +201,14 @@ class ServingAnalysis:
     store: RunContents | None = None  # the run folder as loaded, with its named problems
     settings: Settings = field(default_factory=Settings)
 
+    @property
+    def look_plan(self) -> str | None:
+        """How the adaptive rounds' last look was planned from the budget (None: fixed)."""
+        from tfvariants.analyze.serving.sentences import look_plan_sentence
+
+        adaptive = self.run.get("adaptive")
+        return look_plan_sentence(adaptive.get("look_plan")) if isinstance(adaptive, dict) else None
+
 
 def summarise_row(row: Row) -> None:
     ok = row.ok

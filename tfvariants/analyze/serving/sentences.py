@@ -4,12 +4,15 @@ fewest threads, disturbed cells and shared CPUs."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.report.conclusions import phrase
 from tfvariants.analyze.report.format import money, sig3
 from tfvariants.analyze.serving.configs import Config, ModelReport, compare_lower
 from tfvariants.analyze.statistics.decide import Settings
 from tfvariants.store.disturbance import DISTURBED_SHARE
+from tfvariants.store.rawfields import finite_number
 
 
 def conclude_model(
@@ -192,3 +195,19 @@ def _thread_sentences(rep: ModelReport, settings: Settings, within: str) -> None
             else:
                 why = f"{missing} kept no point with {within}"
             rep.conclusions.append(f"Threads: {hi.label} vs {lo.label} not compared: {why}.")
+
+
+def look_plan_sentence(plan: object) -> str | None:
+    """run.json's look plan (``adaptive.look_plan``, rounds/serving.py) in words, for the
+    report and the console (None when the run had none)."""
+    if not isinstance(plan, Mapping):
+        return None
+    round_s, budget_s = finite_number(plan.get("round_s")), finite_number(plan.get("budget_s"))
+    last, first = plan.get("last_look"), plan.get("first_look")
+    if round_s is None or budget_s is None or not isinstance(last, int):
+        return None
+    return (
+        f"the last look ({last} repeats) was planned from the budget: {budget_s / 60:.3g} min "
+        f"at about {round_s:.1f} s per round, measured on the first {first} rounds' wall times "
+        "before any verdict was looked at"
+    )

@@ -1,0 +1,150 @@
+"""serve's adaptive rounds: without --max-repeats the last look follows the budget,
+planned from the first look's round cost (wall times only, never a verdict) and recorded
+in run.json and the report; --max-repeats and a resumed run keep theirs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tfvariants.analyze.cost.pricing import parse_pricing_option
+from tfvariants.analyze.statistics import adaptive
+from tfvariants.plan.serve import ServeCell, ServeSpec
+from tfvariants.analyze.serving.sentences import look_plan_sentence
+from tfvariants.rounds.serving import (
+    MAX_PLANNED_LAST,
+    ROUND_MARGIN,
+    make_next_round,
+    plan_last_look,
+    round_cost,
+)
+from tfvariants.store.cellresult import serving
+from tfvariants.store.result import write_json_atomic
+from tfvariants.store.rundir import load_run_dir, update_run
+from tfvariants.store.runfile import new_run, write_run
+
+
+def _spec(max_repeats: int | None = None, budget_s: float = 600.0) -> ServeSpec:
+    options = {
+        "min_effect": 0.05,
+        "confidence": 0.95,
+        "p99_bound_ms": 100.0,
+        "budget_s": budget_s,
+        "max_repeats": max_repeats,
+    }
+    return ServeSpec(
+        variants=("local",),
+        threads=(1, 2),
+        models=("m",),
+        scenarios=("concurrency",),
+        concurrency=(1,),
+        paths=("http",),
+        repeats=5,
+        options=options,
+        variant_info={"local": {"kind": "local", "device": "cpu"}},
+    )
+
+
+def _store(out: Path, rounds: int, ratio: float, wall_s: float = 6.8) -> None:
+    """``rounds`` rounds of 1 and 2 threads, 1 thread ``ratio`` times faster, noisy
+    enough that 20 rounds of a ratio near 1.08 stay undecided at the 5 % band."""
+    noise = [1.0, 0.93, 1.06, 0.97, 1.04, 0.95, 1.02, 0.99, 1.07, 0.94]
+    for r in range(rounds):
+        for threads, thr in ((1, 55.0 * ratio), (2, 55.0)):
+            cell = ServeCell("local", threads, "m", "concurrency", "http", 1, r)
+            j = noise[(r + 3 * threads) % len(noise)]
+            result = {
+                "schema_version": 1,
+                "kind": "tfvariants.serve_cell",
+                "cell": cell.to_dict(),
+                "status": "ok",
+                "reason": None,
+                "metrics": {"throughput_per_s": thr * j, "p99_ms": 20.0, "validity": None},
+                "placement": {"shared": True, "server_cpus": [0, 1]},
+                "runner": {"wall_s": wall_s + 0.1 * threads},
+            }
+            write_json_atomic(out / "cells" / f"{cell.cell_id}.json", result)
+
+
+def test_the_last_look_holds_the_budget_at_the_measured_round_cost():
+    plan = plan_last_look(5, 600.0, 13.7)
+    assert plan.last_look == int(600 // (13.7 * ROUND_MARGIN)) == 39
+    assert plan_last_look(5, 3600.0, 13.7).last_look == MAX_PLANNED_LAST
+    assert plan_last_look(5, 60.0, 13.7).last_look == 5  # not even the first look fits
+    sentence = look_plan_sentence(plan.to_json())
+    assert sentence is not None and "last look (39 repeats)" in sentence
+    assert "10 min at about 15.1 s per round" in sentence
+    assert look_plan_sentence(None) is None and look_plan_sentence({"round_s": "x"}) is None
+
+
+def test_round_cost_is_the_sum_of_each_cells_median_wall(tmp_path):
+    _store(tmp_path, 5, 1.08)
+    cells = serving(load_run_dir(tmp_path).parsed.values())
+    assert round_cost(cells, 5) == pytest.approx(6.9 + 7.0)
+    assert round_cost(cells, 0) is None  # nothing timed before the look
+
+
+def test_planned_looks_run_past_20_repeats_and_ignore_the_verdicts(tmp_path):
+    said: list[str] = []
+    pricing = parse_pricing_option("gce-2017")
+    hook = make_next_round(_spec(), None, pricing=pricing, baseline=None, say=said.append)
+    _store(tmp_path / "a", 5, 1.08)
+    cells, why = hook(load_run_dir(tmp_path / "a").parsed)
+    assert hook.plan is not None and hook.rule is not None
+    assert hook.plan.last_look == int(600 // (13.9 * ROUND_MARGIN)) == 39
+    assert hook.rule.looks[-1] == 39 and len(said) == 1 and "planned from the budget" in said[0]
+    # the same walls with a clearly decided effect: the same looks (no verdict went in)
+    other = make_next_round(_spec(), None, pricing=pricing, baseline=None)
+    _store(tmp_path / "b", 5, 1.8)
+    other(load_run_dir(tmp_path / "b").parsed)
+    assert other.rule == hook.rule
+    # 20 rounds of an effect near the band's edge, undecided: the old fixed last look of 20
+    # stopped here; the planned one runs another round
+    _store(tmp_path / "c", 20, 1.08)
+    fresh = make_next_round(_spec(), None, pricing=pricing, baseline=None)
+    cells, why = fresh(load_run_dir(tmp_path / "c").parsed)
+    assert fresh.rule == hook.rule  # a resume plans the same looks from the same cells
+    assert "undecided" in why and sorted(c.repeat for c in cells) == [20, 20]
+
+
+def test_max_repeats_fixes_the_looks(tmp_path):
+    rule = adaptive.stopping_rule(5, 20)
+    hook = make_next_round(_spec(20), rule, pricing=None, baseline=None)
+    _store(tmp_path, 20, 1.08)
+    cells, why = hook(load_run_dir(tmp_path).parsed)
+    assert cells == [] and adaptive.AT_LAST_LOOK in why and hook.plan is None
+
+
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        ([], None),  # the budget's default: planned at the first look
+        (["--max-repeats", "30"], 30),
+        (["--budget", "off"], adaptive.DEFAULT_MAX_REPEATS),
+    ],
+)
+def test_serve_leaves_the_last_look_to_the_budget_unless_told(argv, expected):
+    from tfvariants.cli import build_parser
+    from tfvariants.commands.serve_spec import build_serve_spec
+
+    args = build_parser().parse_args(["serve", "--threads", "1,2", *argv])
+    spec, _ = build_serve_spec(args)
+    assert spec.options.max_repeats == expected
+
+
+def test_the_report_states_the_planned_last_look_and_uses_its_looks(tmp_path):
+    from tfvariants.commands.report import write_report
+
+    spec = _spec()
+    _store(tmp_path / "res", 20, 1.08)
+    write_run(tmp_path / "res", new_run(spec, []))
+    hook = make_next_round(spec, None, pricing=None, baseline=None)
+    hook(load_run_dir(tmp_path / "res").parsed)
+    assert hook.rule is not None and hook.plan is not None
+    update_run(tmp_path / "res", adaptive={**hook.rule.to_json(), "look_plan": hook.plan.to_json()})
+    html_path = tmp_path / "rep" / "index.html"
+    analysis = write_report(tmp_path / "res", html_path, pricing=None).serving
+    assert analysis is not None and analysis.settings.looks == hook.rule.looks
+    html = html_path.read_text()
+    assert "Adaptive rounds: the last look (39 repeats) was planned from the budget" in html
