@@ -132,7 +132,7 @@ class NextServeRound:
             last = self.plan.last_look
         self.rule = adaptive.stopping_rule(self.spec.repeats, last, confidence=o.confidence)
         if self.say is not None:
-            why = f" ({self.plan.line()})" if self.plan is not None else ""
+            why = f": {self.plan.line()}" if self.plan is not None else ""
             self.say(f"adaptive: looks after {', '.join(map(str, self.rule.looks))} repeats{why}")
         return self.rule
 
