@@ -148,3 +148,22 @@ def test_the_report_states_the_planned_last_look_and_uses_its_looks(tmp_path):
     assert analysis is not None and analysis.settings.looks == hook.rule.looks
     html = html_path.read_text()
     assert "Adaptive rounds: the last look (39 repeats) was planned from the budget" in html
+
+
+def test_a_run_at_its_last_look_says_a_new_run_decides_not_more_budget(tmp_path):
+    from tfvariants.analyze.serving.analysis import analyze_serving
+
+    rule = adaptive.stopping_rule(5, 20)
+    _store(tmp_path, 20, 1.08)
+    write_run(tmp_path, new_run(_spec(20), []))
+    stopped = f"2 comparison(s) {adaptive.AT_LAST_LOOK} 20 repeats"
+    update_run(tmp_path, adaptive={**rule.to_json(), "stopped": stopped})
+    (rep,) = analyze_serving(tmp_path, pricing=parse_pricing_option("gce-2017")).models
+    (i,) = [n for n, line in enumerate(rep.conclusions) if "planned last look" in line]
+    assert ": undecided (" in rep.conclusions[i - 1]
+    assert "(20 repeats), which more budget cannot pass" in rep.conclusions[i]
+    assert "--max-repeats 40" in rep.conclusions[i]
+    # decided at a look, or stopped by the budget: no such line
+    update_run(tmp_path, adaptive={**rule.to_json(), "stopped": "budget: 590 s spent"})
+    (rep,) = analyze_serving(tmp_path, pricing=parse_pricing_option("gce-2017")).models
+    assert not any("planned last look" in line for line in rep.conclusions)

@@ -27,7 +27,7 @@ from tfvariants.analyze.serving.configs import (
     price_config,
     summarise_row,
 )
-from tfvariants.analyze.serving.sentences import conclude_model
+from tfvariants.analyze.serving.sentences import conclude_model, last_look_sentence
 from tfvariants.analyze.statistics.decide import Settings
 from tfvariants.analyze.statistics.verdicts import Requested, pick_baseline
 from tfvariants.options.decision import run_settings
@@ -122,7 +122,7 @@ def model_reports(
     def rank(c: Config) -> tuple[int, int, str, int, float]:
         return (variants.index(c.variant), c.threads, c.path, c.max_batch_size, c.batch_timeout_ms)
 
-    return [
+    reports = [
         _model_report(
             m,
             sorted((c for c in configs.values() if c.model == m), key=rank),
@@ -134,6 +134,11 @@ def model_reports(
         )
         for m in models
     ]
+    adaptive = run.get("adaptive")
+    if isinstance(adaptive, dict):
+        for rep in reports:
+            last_look_sentence(rep, adaptive)
+    return reports
 
 
 def _pick_baseline(

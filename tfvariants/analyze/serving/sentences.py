@@ -10,6 +10,7 @@ from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.report.conclusions import phrase
 from tfvariants.analyze.report.format import money, sig3
 from tfvariants.analyze.serving.configs import Config, ModelReport, compare_lower
+from tfvariants.analyze.statistics import adaptive as adaptive_rule
 from tfvariants.analyze.statistics.decide import Settings
 from tfvariants.store.disturbance import DISTURBED_SHARE
 from tfvariants.store.rawfields import finite_number
@@ -210,4 +211,21 @@ def look_plan_sentence(plan: object) -> str | None:
         f"the last look ({last} repeats) was planned from the budget: {budget_s / 60:.3g} min "
         f"at about {round_s:.1f} s per round, measured on the first {first} rounds' wall times "
         "before any verdict was looked at"
+    )
+
+
+def last_look_sentence(rep: ModelReport, adaptive: Mapping[str, object]) -> None:
+    """After the last undecided sentence of a run that stopped at its planned last look:
+    its "about N more repeats" needs a new run, not more budget (as compare's closing
+    line and answer box say: tfvariants.analyze.statistics.adaptive)."""
+    if not adaptive_rule.at_last_look(adaptive.get("stopped")):
+        return
+    undecided = [i for i, line in enumerate(rep.conclusions) if ": undecided (" in line]
+    last = adaptive.get("max_repeats")
+    if not undecided or not isinstance(last, int):
+        return
+    rep.conclusions.insert(
+        undecided[-1] + 1,
+        f"This run stopped at its planned last look ({last} repeats), which more budget "
+        f"cannot pass; to decide: {adaptive_rule.LAST_LOOK_NEXT.format(more=2 * last)}.",
     )
