@@ -184,7 +184,11 @@ def _add_load_options(p: argparse.ArgumentParser) -> None:
         "given; off: exactly --repeats)",
     )
     declare.add_arguments(
-        p, DecisionOptions, ("max_repeats", "min_effect", "equivalence_band", "confidence")
+        p,
+        DecisionOptions,
+        ("max_repeats", "min_effect", "equivalence_band", "confidence"),
+        # rounds/serving.py: the last look the budget holds at the first look's round cost
+        {"max_repeats": "the rounds the budget holds at the first look's round cost, at most 50"},
     )
     # Declared in options/serving.py; --preset may change some defaults (DEFAULTS).
     preset_words = {name: str(d[name]) for name in PRESET_OPTIONS if name != "min_queries"}
