@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from tfvariants.analyze.cost.pricing import parse_pricing_option
+from tfvariants.analyze.serving.sentences import look_plan_sentence
 from tfvariants.analyze.statistics import adaptive
 from tfvariants.plan.serve import ServeCell, ServeSpec
-from tfvariants.analyze.serving.sentences import look_plan_sentence
 from tfvariants.rounds.serving import (
     MAX_PLANNED_LAST,
     ROUND_MARGIN,
@@ -83,6 +83,20 @@ def test_round_cost_is_the_sum_of_each_cells_median_wall(tmp_path):
     cells = serving(load_run_dir(tmp_path).parsed.values())
     assert round_cost(cells, 5) == pytest.approx(6.9 + 7.0)
     assert round_cost(cells, 0) is None  # nothing timed before the look
+    # a configuration whose cells failed took their time too
+    for r in range(5):
+        cell = ServeCell("local", 3, "m", "concurrency", "http", 1, r)
+        failed = {
+            "schema_version": 1,
+            "kind": "tfvariants.serve_cell",
+            "cell": cell.to_dict(),
+            "status": "failed",
+            "reason": "server did not start",
+            "runner": {"wall_s": 2.0},
+        }
+        write_json_atomic(tmp_path / "cells" / f"{cell.cell_id}.json", failed)
+    cells = serving(load_run_dir(tmp_path).parsed.values())
+    assert round_cost(cells, 5) == pytest.approx(6.9 + 7.0 + 2.0)
 
 
 def test_planned_looks_run_past_20_repeats_and_ignore_the_verdicts(tmp_path):

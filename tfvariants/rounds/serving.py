@@ -70,16 +70,15 @@ class LookPlan:
 
 def round_cost(cells: Sequence[ServeResult], first_look: int) -> float | None:
     """One round's cost: the median wall time of each cell of a round (configuration,
-    scenario, concurrency) over the rounds before the first look, summed (None when one
-    of them has no timed successful cell)."""
+    scenario, concurrency) over the rounds before the first look, summed. A failed cell
+    took its time too; a cell with no wall time anywhere adds nothing (the margin covers
+    it). None when nothing was timed."""
     walls: dict[tuple[ServeKey, str, int], list[float]] = {}
     for r in cells:
-        key = (r.serving_key, r.scenario, r.concurrency)
-        walls.setdefault(key, [])
         wall = finite_number(get_path(r.raw, "runner", "wall_s"))
-        if r.round < first_look and r.ok and wall is not None and wall > 0:
-            walls[key].append(wall)
-    if not walls or not all(walls.values()):
+        if r.round < first_look and wall is not None and wall > 0:
+            walls.setdefault((r.serving_key, r.scenario, r.concurrency), []).append(wall)
+    if not walls:
         return None
     return sum(statistics.median(w) for w in walls.values())
 
