@@ -209,3 +209,16 @@ def test_run_json_records_the_plan_and_a_run_stopped_before_its_first_look(tmp_p
     record = load_run(tmp_path)["adaptive"]
     assert record["looks"] == [5, 16, 28, 39] and record["look_plan"]["last_look"] == 39
     assert record["spent_s"] == 80.0
+
+
+def test_a_resume_keeps_the_last_look_its_run_fixed(tmp_path):
+    from tfvariants.rounds.serving import stored_max_repeats
+
+    write_run(tmp_path, new_run(_spec(), []))
+    assert stored_max_repeats(tmp_path, resume=True) is None  # before its first look
+    update_run(tmp_path, adaptive={"looks": [5, 16, 28, 39], "look_plan": {"last_look": 39}})
+    # planned from a 10-minute budget: a resume with another --budget keeps 39
+    assert stored_max_repeats(tmp_path, resume=True) == 39
+    assert stored_max_repeats(tmp_path, resume=False) is None
+    write_run(tmp_path, new_run(_spec(20), []))
+    assert stored_max_repeats(tmp_path, resume=True) == 20  # --max-repeats as stored

@@ -213,11 +213,18 @@ def order_seed(out: Path, resume: bool) -> int | None:
 
 
 def stored_max_repeats(out: Path, resume: bool) -> int | None:
-    """A resumed run's --max-repeats as stored (None: a new run, or one whose last look is
-    planned from the budget, which the same stored cells plan the same way again)."""
+    """A resumed run's last look as its run fixed it: --max-repeats as stored, else the
+    last look its budget planned (a resume with another --budget must not move the looks
+    the data were already judged at). None: a new run, or one stopped before its first
+    look, whose look the same stored cells plan again."""
     if not resume:
         return None
     from tfvariants.store.runfile import load_run
 
-    stored = (load_run(out).get("options") or {}).get("max_repeats")
-    return stored if isinstance(stored, int) and not isinstance(stored, bool) else None
+    run = load_run(out)
+    plan = (run.get("adaptive") or {}).get("look_plan")
+    planned = plan.get("last_look") if isinstance(plan, dict) else None
+    for stored in ((run.get("options") or {}).get("max_repeats"), planned):
+        if isinstance(stored, int) and not isinstance(stored, bool):
+            return stored
+    return None
