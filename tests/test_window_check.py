@@ -25,9 +25,9 @@ STEADY = {
 }
 
 
-def _stored(rounds_: int) -> dict:
+def _stored(rounds_: int, steadies: dict[str, list[float]] = STEADY) -> dict:
     stored = {}
-    for w, steady in STEADY.items():
+    for w, steady in steadies.items():
         for r in range(rounds_):
             for t in (1, 2):
                 res = rf.make_result("local", t, w, r, steady_epoch_s=steady[r] * (3 - t))
@@ -57,9 +57,9 @@ def test_a_workload_whose_short_window_cost_more_goes_back_from_the_second_look(
     assert set(plan["back"]) == {"cifar10_cnn"}
     assert plan["back"]["cifar10_cnn"]["from_repeat"] == 7
     assert plan["back"]["cifar10_cnn"]["ratio"] > 1
-    assert "checked at the look after 7 repeats" in plan["reason"]
-    assert "mnist_cnn" in plan["reason"] and "kept" in plan["reason"]
-    assert "cifar10_cnn" in plan["reason"] and "back to 6 s from repeat 7" in plan["reason"]
+    assert "checked per workload" in plan["reason"]
+    assert "mnist_cnn 0." in plan["reason"] and "7 repeats, kept" in plan["reason"]
+    assert "back to 6 s from repeat 7" in plan["reason"]
     # The cells: each workload's first rounds 6 s, then 3 s; cifar10_cnn 6 s again from 7.
     windows = {
         (w, r): run_options_for(spec, w, r, plan).min_steady_s
@@ -74,7 +74,8 @@ def test_the_check_is_the_same_at_later_looks_and_needs_two_cells_a_configuratio
     spec = _spec()
     stored = rf.typed(_stored(7))
     at7 = rounds.plan_window(spec, stored, (5, 7, 10), 7)
-    assert rounds.plan_window(spec, stored, (5, 7, 10), 10) == at7  # same cells, same answer
+    at10 = rounds.plan_window(spec, stored, (5, 7, 10), 10)
+    assert at10["back"] == at7["back"]  # the same cells, the same answer
     assert rounds.plan_window(spec, stored, (5, 7, 10), 5).get("back") is None
     assert rounds.plan_window(spec, stored, (5,), 5).get("back") is None  # one look only
     # One round after the first look: no configuration has two planned cells to vary.
@@ -99,3 +100,18 @@ def test_variance_per_second_pools_configurations_and_takes_the_median_wall() ->
     assert abs(pooled - expected) < 1e-12  # the 2-thread pair adds a degree, no spread
     assert wall == statistics.median(r.wall_s or 0 for r in cells.values())
     assert rounds.variance_per_second([next(iter(cells.values()))]) is None
+
+
+def test_a_workload_kept_at_one_look_is_checked_again_on_more_cells_at_the_next() -> None:
+    spec = _spec()
+    steadies = {
+        "mnist_cnn": [*STEADY["mnist_cnn"], 2.6, 1.5, 2.4],  # rounds 7-9 scatter
+        "cifar10_cnn": [*STEADY["cifar10_cnn"], 2.0, 2.0, 2.0],
+    }
+    stored = rf.typed(_stored(10, steadies))
+    plan = rounds.plan_window(spec, stored, (5, 7, 10), 10)
+    assert plan["back"]["mnist_cnn"]["from_repeat"] == 10  # kept at 7, back from 10
+    assert plan["back"]["cifar10_cnn"]["from_repeat"] == 7
+    assert "mnist_cnn" in plan["reason"] and "back to 6 s from repeat 10" in plan["reason"]
+    assert run_options_for(spec, "mnist_cnn", 9, plan).min_steady_s == 3.0
+    assert run_options_for(spec, "mnist_cnn", 10, plan).min_steady_s == 6.0

@@ -191,10 +191,11 @@ def plan_window(
     current = TrainingOptions.of(spec.options).min_steady_s
     chosen = windows.plan(windows.components(first), current)
     plan = {**chosen.to_json(), "from_repeat": first_look}
-    if chosen.min_steady_s == current or len(looks) < 2 or at_look is None or at_look < looks[1]:
+    reached = [n for n in looks[1:] if at_look is not None and n <= at_look]
+    if chosen.min_steady_s == current or not reached:
         return plan
     usable = [r for r in training(stored.values()) if r.ok and not r.disturbed]
-    back, words = check_plan(usable, spec.workloads, looks[:2], current, chosen.min_steady_s)
+    back, words = check_plan(usable, spec.workloads, [first_look, *reached], current)
     if words:
         plan["reason"] = f"{plan['reason']}; {words}"
     if back:
@@ -225,35 +226,47 @@ def check_plan(
     workloads: Sequence[str],
     looks: Sequence[int],
     previous_s: float,
-    planned_s: float,
 ) -> tuple[dict[str, dict[str, float]], str]:
-    """Per workload, whether the planned window paid: its cells (the rounds between the
-    first two looks) against the first look's, by variance x seconds per cell. The
-    plan assumes the windows of one process independent; a slow phase of a few seconds
-    (cifar10_cnn on a quiet 2-core host: +22 % for 3-5 s in about one cell in five)
-    covers a short window whole, so a window shorter than such phases can cost more
-    than it saves, and only the cells it made can tell. A workload whose planned cells
-    cost more goes back to ``previous_s`` from the second look on. Stateless: the same
-    cells give the same answer at every later look and on a resume."""
-    first, second = looks[0], looks[1]
+    """Per workload, whether the planned window paid: its cells (the rounds from the
+    first look to each later look reached, in ``looks``) against the first look's, by
+    variance x seconds per cell. The plan assumes the windows of one process
+    independent; a slow phase of a few seconds (cifar10_cnn on a quiet 2-core host:
+    +22 % for 3-5 s in about one cell in five) covers a short window whole, so a window
+    shorter than such phases can cost more than it saves, and only the cells it made
+    can tell. A workload whose planned cells cost more at a look goes back to
+    ``previous_s`` from that look on; one that keeps the plan is checked again, on more
+    cells, at the next look. Stateless: the same cells give the same answer at every
+    later look and on a resume."""
+    first = looks[0]
     back: dict[str, dict[str, float]] = {}
     said = []
     for w in workloads:
         before = variance_per_second([r for r in results if r.workload == w and r.round < first])
-        after = variance_per_second(
-            [r for r in results if r.workload == w and first <= r.round < second]
-        )
-        if before is None or after is None or before[0] * before[1] <= 0:
+        if before is None or before[0] * before[1] <= 0:
             continue
-        ratio = after[0] * after[1] / (before[0] * before[1])
-        if ratio > 1:
-            back[w] = {"min_steady_s": previous_s, "from_repeat": second, "ratio": round(ratio, 2)}
-            said.append(f"{w} {ratio:.2f}x, back to {previous_s:g} s from repeat {second}")
-        else:
-            said.append(f"{w} {ratio:.2f}x, kept")
+        last: tuple[int, float] | None = None
+        for look in looks[1:]:
+            after = variance_per_second(
+                [r for r in results if r.workload == w and first <= r.round < look]
+            )
+            if after is None:
+                continue
+            last = look, after[0] * after[1] / (before[0] * before[1])
+            if last[1] > 1:
+                back[w] = {
+                    "min_steady_s": previous_s,
+                    "from_repeat": look,
+                    "ratio": round(last[1], 2),
+                }
+                break
+        if last is None:
+            continue
+        look, ratio = last
+        then = f"back to {previous_s:g} s from repeat {look}" if w in back else "kept"
+        said.append(f"{w} {ratio:.2f}x at the look after {look} repeats, {then}")
     if not said:
         return back, ""
     return back, (
-        f"checked at the look after {second} repeats (variance x seconds per cell, "
-        f"{planned_s:g} s window against {previous_s:g} s): " + "; ".join(said)
+        "checked per workload (variance x seconds per cell, the planned window against "
+        f"{previous_s:g} s): " + "; ".join(said)
     )
