@@ -27,7 +27,10 @@ decided or not and in which direction (1 thread against 2, per workload), when (
 compare time of the look that decided both, from run.json "adaptive.looks_made"), the
 compare's whole wall time, the disturbed cells, the time the cells waited for quiet,
 how many workers ran at raised priority, and the twin's verdict (twin@2 against local@2:
-never "different"). A summary JSON is written beside the runs (OUT/bench-noise.json).
+never "different") with its interval, repeats and "about N more" (how far from
+"equivalent" it stayed), then the steady window the rounds after the first look used
+(the plan and its check). A summary JSON is written beside the runs
+(OUT/bench-noise.json).
 
 The twin's A/A comparison cannot end "different" unless the tool errs, and "equivalent"
 needs an interval inside the 5 % band, so it usually keeps rounds of twin@2 and local@2
@@ -55,7 +58,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from noise_report import comparison_words, share_table
+from noise_report import comparison_words, share_table, twin_words
 from noise_user import User, against_quiet, as_user, find_user, give, preflight
 
 TWIN_TOML = """# An A/A twin: the local variant under another name (changes nothing).
@@ -172,6 +175,10 @@ class RunSummary:
     hog_bursts: int
     comparisons: dict[str, dict[str, Any]] = field(default_factory=dict)  # workload -> 1 vs 2
     twin: dict[str, str] = field(default_factory=dict)  # workload -> twin@2 vs local@2
+    # The twin's interval, repeats and "about N more" per workload: how far from
+    # "equivalent" an undecided twin stayed (issue 25)
+    twin_detail: dict[str, dict[str, Any]] = field(default_factory=dict)
+    window_plan: str | None = None  # the steady window the rounds after the first look used
     cells: int = 0
     disturbed: int = 0
     waited_s: float = 0.0
@@ -220,7 +227,13 @@ class RunSummary:
 
     def line(self) -> str:
         parts = [f"{w}: {comparison_words(c)}" for w, c in sorted(self.comparisons.items())]
-        twin = ", ".join(f"{w} {v}" for w, v in sorted(self.twin.items())) or "n/a"
+        twin = (
+            ", ".join(
+                f"{w} {twin_words(v, self.twin_detail.get(w))}"
+                for w, v in sorted(self.twin.items())
+            )
+            or "n/a"
+        )
         when = (
             f"at the look after {self.decided_after} repeats, {self.decided_at_s / 60:.1f} min"
             if self.decided_at_s is not None
@@ -242,6 +255,7 @@ class RunSummary:
 
 def summarise(out: Path, summary: RunSummary) -> None:
     """Verdicts, disturbed cells and waits from the run folder, as the report reads it."""
+    from tfvariants.analyze.statistics import windows
     from tfvariants.analyze.training.analysis import analyze
 
     analysis = analyze(out, baseline="local@2")
@@ -259,13 +273,21 @@ def summarise(out: Path, summary: RunSummary) -> None:
                 }
             if (g.variant, g.threads) == ("twin", 2):
                 summary.twin[w.name] = g.time_cmp.verdict
+                summary.twin_detail[w.name] = {
+                    "ratio": g.time_cmp.ratio.value,
+                    "interval": [g.time_cmp.ratio.lo, g.time_cmp.ratio.hi],
+                    "repeats": len(g.times),
+                    "more_repeats": g.time_cmp.more_repeats,
+                }
     quiet = analysis.interference
     if quiet is not None:
         summary.cells, summary.disturbed = quiet.cells, len(quiet.disturbed)
         summary.waited_s, summary.not_quiet = quiet.waited_s, quiet.not_quiet
         summary.raised, summary.shielded = quiet.raised, quiet.shielded
     # run.json as the analysis read it (empty without one)
-    looks = (analysis.run.get("adaptive") or {}).get("looks_made") or []
+    adaptive = analysis.run.get("adaptive") or {}
+    summary.window_plan = windows.plan_sentence(adaptive.get("window_plan"))
+    looks = adaptive.get("looks_made") or []
     wanted = [f"{w} local@1 vs local@2" for w in summary.comparisons]
     for look in looks:
         said = [look["verdicts"].get(k) or {} for k in wanted]
@@ -348,6 +370,8 @@ def run_one(
     if quiet is not None and kind != "quiet":
         against_quiet(summary.comparisons, quiet.comparisons)
     print(summary.line(), flush=True)
+    if summary.window_plan:
+        print(f"  {summary.window_plan}", flush=True)
     return summary
 
 

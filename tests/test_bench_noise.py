@@ -72,6 +72,19 @@ def test_summary_reads_verdicts_twin_and_disturbed_cells(tmp_path):
     line = summary.line()
     assert "DECIDED at the look after 10 repeats, 7.0 min" in line and "disturbed 1 of 15" in line
     assert "twin: mnist_cnn" in line and "raised priority 1 of 1 shielded" in line
+    # How far the twin stayed from "equivalent": its interval and repeats (issue 25).
+    detail = summary.twin_detail["mnist_cnn"]
+    assert detail["repeats"] == 5 and detail["interval"][0] <= detail["ratio"]
+    assert "after 5 repeats" in line and f"({detail['interval'][0]:.3f}-" in line
+    assert summary.window_plan is None  # this run planned no window
+
+
+def test_the_twin_in_words_says_how_far_from_equivalent():
+    detail = {"ratio": 1.02, "interval": [0.953, 1.158], "repeats": 7, "more_repeats": 74}
+    said = noise.twin_words("undecided", detail)
+    assert said == "undecided 1.020x (0.953-1.158) after 7 repeats, about 74 more"
+    assert noise.twin_words("equivalent", {**detail, "more_repeats": None}).endswith("7 repeats")
+    assert noise.twin_words("undecided", None) == "undecided"
 
 
 def test_bad_options_exit_2(tmp_path, capsys):
