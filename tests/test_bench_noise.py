@@ -267,3 +267,16 @@ def test_a_tiny_noisy_run_end_to_end(tmp_path):
     assert quiet["hog_bursts"] == 0 and loaded["hog_bursts"] == 1  # the quiet run: no hog
     for summary in (quiet, loaded):
         assert summary["cells"] >= 3 and summary["exit_code"] == 0  # local@1, @2, twin@2
+
+
+def test_the_quiet_scenario_gets_its_targets_ten_minutes_and_the_loaded_ones_eight(
+    tmp_path, capsys
+):
+    out = str(tmp_path / "x")
+    assert noise.main(["--scenarios", "quiet,nice", "--dry-run", "--out", out]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    budgets = {line.split(" run ")[0]: line.split("--budget ")[1].split()[0] for line in lines}
+    # the twin's target is 10 min; a loaded scenario's, and its quiet yardstick's, 8 min
+    assert budgets == {"quiet": "10m", "quiet-nice": "8m", "nice": "8m"}
+    assert noise.main(["--scenarios", "quiet", "--dry-run", "--budget", "5m", "--out", out]) == 0
+    assert "--budget 5m" in capsys.readouterr().out
