@@ -25,6 +25,21 @@ def comparison_words(c: dict[str, Any]) -> str:
     return text
 
 
+def twin_words(verdict: str, detail: dict[str, Any] | None) -> str:
+    """ "undecided 1.02x (0.95-1.16) after 7 repeats, about 74 more": how far the A/A
+    twin stayed from "equivalent" (the verdict alone without its detail)."""
+    if not detail:
+        return verdict
+    text = f"{verdict} {detail['ratio']:.3f}x"
+    lo, hi = detail.get("interval") or (None, None)
+    if lo is not None and hi is not None:
+        text += f" ({lo:.3f}-{hi:.3f})"
+    text += f" after {detail['repeats']} repeats"
+    if detail.get("more_repeats"):
+        text += f", about {detail['more_repeats']} more"
+    return text
+
+
 SHARE_BINS = (0.0, 0.05, 0.10, 0.25, 0.50, 0.75, 1.01)
 
 

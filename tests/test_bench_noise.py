@@ -72,6 +72,19 @@ def test_summary_reads_verdicts_twin_and_disturbed_cells(tmp_path):
     line = summary.line()
     assert "DECIDED at the look after 10 repeats, 7.0 min" in line and "disturbed 1 of 15" in line
     assert "twin: mnist_cnn" in line and "raised priority 1 of 1 shielded" in line
+    # How far the twin stayed from "equivalent": its interval and repeats (issue 25).
+    detail = summary.twin_detail["mnist_cnn"]
+    assert detail["repeats"] == 5 and detail["interval"][0] <= detail["ratio"]
+    assert "after 5 repeats" in line and f"({detail['interval'][0]:.3f}-" in line
+    assert summary.window_plan is None  # this run planned no window
+
+
+def test_the_twin_in_words_says_how_far_from_equivalent():
+    detail = {"ratio": 1.02, "interval": [0.953, 1.158], "repeats": 7, "more_repeats": 74}
+    said = noise.twin_words("undecided", detail)
+    assert said == "undecided 1.020x (0.953-1.158) after 7 repeats, about 74 more"
+    assert noise.twin_words("equivalent", {**detail, "more_repeats": None}).endswith("7 repeats")
+    assert noise.twin_words("undecided", None) == "undecided"
 
 
 def test_bad_options_exit_2(tmp_path, capsys):
@@ -254,3 +267,16 @@ def test_a_tiny_noisy_run_end_to_end(tmp_path):
     assert quiet["hog_bursts"] == 0 and loaded["hog_bursts"] == 1  # the quiet run: no hog
     for summary in (quiet, loaded):
         assert summary["cells"] >= 3 and summary["exit_code"] == 0  # local@1, @2, twin@2
+
+
+def test_the_quiet_scenario_gets_its_targets_ten_minutes_and_the_loaded_ones_eight(
+    tmp_path, capsys
+):
+    out = str(tmp_path / "x")
+    assert noise.main(["--scenarios", "quiet,nice", "--dry-run", "--out", out]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    budgets = {line.split(" run ")[0]: line.split("--budget ")[1].split()[0] for line in lines}
+    # the twin's target is 10 min; a loaded scenario's, and its quiet yardstick's, 8 min
+    assert budgets == {"quiet": "10m", "quiet-nice": "8m", "nice": "8m"}
+    assert noise.main(["--scenarios", "quiet", "--dry-run", "--budget", "5m", "--out", out]) == 0
+    assert "--budget 5m" in capsys.readouterr().out

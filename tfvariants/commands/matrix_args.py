@@ -77,6 +77,9 @@ def run_options_for(
     steady_s = o.min_steady_s
     if window_plan and repeat >= int(window_plan.get("from_repeat", 1 << 30)):
         steady_s = float(window_plan["min_steady_s"])
+        back = (window_plan.get("back") or {}).get(workload)  # the plan did not pay here
+        if back and repeat >= int(back["from_repeat"]):
+            steady_s = float(back["min_steady_s"])
     # Every cell option as the run declares it; the scale and the window of this cell.
     run_options = CellOptions(**{k: getattr(o, k) for k in declare.declared(CellOptions)})
     return dataclasses.replace(

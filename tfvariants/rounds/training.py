@@ -10,8 +10,10 @@ planned looks (tfvariants.analyze.statistics.adaptive), by the same function the
 
 from __future__ import annotations
 
+import math
+import statistics
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +31,7 @@ from tfvariants.options.training import TrainingOptions
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.spec import MatrixSpec
 from tfvariants.rounds.decide import Judged, next_round
-from tfvariants.store.cellresult import AnyResult, ConfigKey, training
+from tfvariants.store.cellresult import AnyResult, CellResult, ConfigKey, training
 
 
 @dataclass(frozen=True)
@@ -126,7 +128,7 @@ class NextRoundHook:
         if at.look is not None:
             self._keep(at)
             if TrainingOptions.of(spec.options).plan_window:
-                self.window_plan = plan_window(spec, stored, rule.looks[0])
+                self.window_plan = plan_window(spec, stored, rule.looks, at.look)
         open_verdicts = [v for wv in at.verdicts for v in wv.open]
         # A preset's explanatory configurations wait while a comparison its answer is
         # about is open: they must not halve the main comparisons' rounds.
@@ -175,12 +177,96 @@ class NextRoundHook:
 
 
 def plan_window(
-    spec: MatrixSpec, stored: Mapping[str, AnyResult], first_look: int
+    spec: MatrixSpec,
+    stored: Mapping[str, AnyResult],
+    looks: Sequence[int],
+    at_look: int | None = None,
 ) -> dict[str, Any]:
     """The steady window of the rounds after the first look, from the undisturbed cells
     before it, the ones verdicts use (recomputed from the same cells on a resume, so it
-    is the same window)."""
+    is the same window); from the second look on (``at_look``), checked per workload
+    against the cells it made (:func:`check_plan`)."""
+    first_look = looks[0]
     first = [r for r in training(stored.values()) if r.round < first_look and not r.disturbed]
     current = TrainingOptions.of(spec.options).min_steady_s
     chosen = windows.plan(windows.components(first), current)
-    return {**chosen.to_json(), "from_repeat": first_look}
+    plan = {**chosen.to_json(), "from_repeat": first_look}
+    reached = [n for n in looks[1:] if at_look is not None and n <= at_look]
+    if chosen.min_steady_s == current or not reached:
+        return plan
+    usable = [r for r in training(stored.values()) if r.ok and not r.disturbed]
+    back, words = check_plan(usable, spec.workloads, [first_look, *reached], current)
+    if words:
+        plan["reason"] = f"{plan['reason']}; {words}"
+    if back:
+        plan["back"] = back
+    return plan
+
+
+def variance_per_second(results: Sequence[CellResult]) -> tuple[float, float] | None:
+    """The variance of a cell's log value (what verdicts compare) within a configuration,
+    pooled, and the median wall time of a cell: their product is what one unit of
+    information costs (Kalibera & Jones' objective). None without two cells of one
+    configuration."""
+    by: dict[ConfigKey, list[float]] = {}
+    walls = [r.wall_s for r in results if r.wall_s is not None and r.wall_s > 0]
+    for r in results:
+        if r.training_time_s is not None and r.training_time_s > 0:
+            by.setdefault(r.key, []).append(math.log(r.training_time_s))
+    groups = [xs for xs in by.values() if len(xs) > 1]
+    df = sum(len(xs) - 1 for xs in groups)
+    if not df or not walls:
+        return None
+    pooled = sum(statistics.variance(xs) * (len(xs) - 1) for xs in groups) / df
+    return pooled, statistics.median(walls)
+
+
+def check_plan(
+    results: Sequence[CellResult],
+    workloads: Sequence[str],
+    looks: Sequence[int],
+    previous_s: float,
+) -> tuple[dict[str, dict[str, float]], str]:
+    """Per workload, whether the planned window paid: its cells (the rounds from the
+    first look to each later look reached, in ``looks``) against the first look's, by
+    variance x seconds per cell. The plan assumes the windows of one process
+    independent; a slow phase of a few seconds (cifar10_cnn on a quiet 2-core host:
+    +22 % for 3-5 s in about one cell in five) covers a short window whole, so a window
+    shorter than such phases can cost more than it saves, and only the cells it made
+    can tell. A workload whose planned cells cost more at a look goes back to
+    ``previous_s`` from that look on; one that keeps the plan is checked again, on more
+    cells, at the next look. Stateless: the same cells give the same answer at every
+    later look and on a resume."""
+    first = looks[0]
+    back: dict[str, dict[str, float]] = {}
+    said = []
+    for w in workloads:
+        before = variance_per_second([r for r in results if r.workload == w and r.round < first])
+        if before is None or before[0] * before[1] <= 0:
+            continue
+        last: tuple[int, float] | None = None
+        for look in looks[1:]:
+            after = variance_per_second(
+                [r for r in results if r.workload == w and first <= r.round < look]
+            )
+            if after is None:
+                continue
+            last = look, after[0] * after[1] / (before[0] * before[1])
+            if last[1] > 1:
+                back[w] = {
+                    "min_steady_s": previous_s,
+                    "from_repeat": look,
+                    "ratio": round(last[1], 2),
+                }
+                break
+        if last is None:
+            continue
+        look, ratio = last
+        then = f"back to {previous_s:g} s from repeat {look}" if w in back else "kept"
+        said.append(f"{w} {ratio:.2f}x at the look after {look} repeats, {then}")
+    if not said:
+        return back, ""
+    return back, (
+        "checked per workload (variance x seconds per cell, the planned window against "
+        f"{previous_s:g} s): " + "; ".join(said)
+    )
