@@ -26,8 +26,11 @@ about typical runs (the report's settings line and its "equivalent" sentences sa
 and a false "different" <= 5 %; power: a 20 % slowdown at 10 % noise found within 20 repeats in
 >= 90 % of runs (plain, drift); with 5 % outliers "as before" (POWER_BEFORE; also printed:
 the one-look ceiling, the most any stopping rule reaches); the compiled preset's settings
-(min effect 0, band 10 %): A/A and 1.12x as above, 1.07x settled. ``--only``: some scenarios
-(names or starts, separated by ";"); column wrong1: false "different" at the first look.
+(min effect 0, band 10 %): A/A and 1.12x as above, 1.07x settled; the warning
+"wandering" on clean A/A runs (iid log-normal, Student-t, bimodal): <= 10 % of runs.
+``--only``: some scenarios (names or starts, separated by ";"); column wrong1: false
+"different" at the first look; column wander: the warning "wandering" in any scenario
+(in all but the wander's own, a false alarm).
 """
 
 from __future__ import annotations
@@ -48,6 +51,10 @@ from tfvariants.analyze.statistics.looks import Looks, per_look_alpha
 METHODS = ("auto", "paired", "common", "pooled")
 LIMIT = 0.05  # false "different" and false "equivalent", each, over all looks together
 POWER = 0.90
+# The warning "wandering" on independent rounds (A/A, iid noise, no drift): a warning that
+# fires on many clean runs says nothing when it fires on a wandering one.
+WANDER_ALARM = 0.10
+CLEAN = ("A/A log-normal 10%", "A/A Student-t 10%", "A/A bimodal 1.85x")
 # 1.2x with 5 % outliers: 87.8 % of 2,000 trials found it with the rule before issue 25; 90 %
 # is at the edge of these rank tests with early looks (docs/compare.md). The issue asks for
 # "power as before": that value less the simulation's 95 % margin at the trials run.
@@ -60,6 +67,7 @@ class Outcome:
     ratio: stats.Interval
     repeats: int
     warned: bool = False  # the named warning of the scenario's kind
+    wandering: bool = False  # the warning "wandering", whatever the scenario (false alarms)
 
 
 Rounds = dict[int, float]
@@ -139,7 +147,8 @@ def run_adaptive(scn: Scenario, method: str, key: str, rule: adaptive.StoppingRu
                 break
     final = judge(method, data["A"], data["B"], rule.looks, scn)
     warned = _warned(scn, final, data["A"], data["B"])
-    return Outcome(final.verdict, final.ratio, len(data["A"]), warned)
+    wandering = any(w.startswith(pairing.WANDERING) for w in final.warnings)
+    return Outcome(final.verdict, final.ratio, len(data["A"]), warned, wandering)
 
 
 def score(scn: Scenario, method: str, trials: int, seed: int, rule: adaptive.StoppingRule) -> dict:
@@ -173,6 +182,7 @@ def score(scn: Scenario, method: str, trials: int, seed: int, rule: adaptive.Sto
         "interval_miss": missed / len(with_iv) if with_iv else 0.0,
         "with_interval": len(with_iv),
         "warned": sum(o.warned for o in outs) / trials,
+        "wandering": sum(o.wandering for o in outs) / trials,
         "mean_repeats": sum(o.repeats for o in outs) / trials,
         "median_ratio": statistics.median(o.ratio.value for o in outs),
     }
@@ -247,6 +257,11 @@ def checks(rows: list[dict], method: str) -> list[Check]:
             what, limit = "false 'different' (or warned >= 90 %)", f"<= 5 % or warned {warned:.0%}"
             out.append((name, what, fd, limit, fd <= LIMIT or warned >= POWER))
             continue
+        if name in CLEAN:
+            fa = r["wandering"]
+            out.append(
+                (name, "'wandering' warned (false alarm)", fa, "<= 10 %", fa <= WANDER_ALARM)
+            )
         if r["aa"] or fd > 0:
             what = "false 'different'" + (" (typical runs)" if r["kind"] == "tail" else "")
             out.append((name, what, fd, "<= 5 %", fd <= LIMIT))
@@ -273,7 +288,7 @@ def power_check(r: dict) -> Check:
 def print_rows(rows: list[dict]) -> None:
     print(
         f"{'scenario':24} {'method':7} {'diff':>6} {'found':>6} {'equiv':>6} {'undec':>6} "
-        f"{'miss':>6} {'warned':>6} {'repeats':>7} {'ratio':>6} {'wrong1':>6}"
+        f"{'miss':>6} {'warned':>6} {'repeats':>7} {'ratio':>6} {'wrong1':>6} {'wander':>6}"
     )
     for r in rows:
         found = "" if r["aa"] else f"{r['found']:.1%}"
@@ -282,7 +297,7 @@ def print_rows(rows: list[dict]) -> None:
             f"{r['name']:24} {r['method']:7} {r['different']:6.1%} {found:>6} "
             f"{r['equivalent']:6.1%} {r['undecided']:6.1%} {r['interval_miss']:6.2%} "
             f"{warned:>6} {r['mean_repeats']:7.1f} {r['median_ratio']:6.3f} "
-            f"{r['false_different_first']:6.1%}"
+            f"{r['false_different_first']:6.1%} {r['wandering']:6.1%}"
         )
 
 

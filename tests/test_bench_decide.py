@@ -36,3 +36,32 @@ def test_only_runs_the_named_scenarios_and_rejects_an_unknown_one(capsys):
     table = [line.split("  ")[0] for line in out.splitlines()[2:] if " auto " in line]
     assert table == ["1.3x, drift", "2x, bimodal"]
     assert "one look after 20" not in out  # the whole-run extras are not about a scenario
+
+
+def _aa_row(name: str, wandering: float) -> dict:
+    return {
+        "name": name,
+        "method": "auto",
+        "kind": "plain",
+        "aa": True,
+        "power_check": False,
+        "false_different": 0.01,
+        "false_equivalent": 0.0,
+        "warned": 0.0,
+        "wandering": wandering,
+    }
+
+
+def test_the_wandering_warning_on_clean_rounds_is_a_false_alarm_held_to_10_percent():
+    """A warning that fires on many independent-round A/A runs tells nothing when it fires:
+    its rate on the clean A/A scenarios is checked, not on drift (where sides do move)."""
+
+    def alarm(name: str, rate: float) -> list[tuple[float, bool]]:
+        table = decide.checks([_aa_row(name, rate)], "auto")
+        return [(value, ok) for _, what, value, _, ok in table if what.startswith("'wandering'")]
+
+    assert alarm("A/A log-normal 10%", 0.04) == [(0.04, True)]
+    assert alarm("A/A Student-t 10%", 0.12) == [(0.12, False)]
+    assert alarm("A/A bimodal 1.85x", 0.10) == [(0.10, True)]
+    assert alarm("A/A drift 1%/round", 0.5) == []  # not a clean scenario: no such check
+    assert set(decide.CLEAN) <= {scn.name for scn in decide.scenarios()}

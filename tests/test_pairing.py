@@ -217,6 +217,9 @@ def test_bench_decide_scores_the_new_scenarios():
     names = ("A/A wander AR(1) 0.8", "A/A tail 2x in 10%", "1.1x, 4% noise")
     rows = {r["name"]: r for r in decide.run_all(trials=60, seed=2, only=names)}
     assert rows["A/A wander AR(1) 0.8"]["warned"] > 0.05  # the widening's warning fires
+    # the column of false alarms counts the same warning, in every scenario
+    assert rows["A/A wander AR(1) 0.8"]["wandering"] == rows["A/A wander AR(1) 0.8"]["warned"]
+    assert 0 <= rows["1.1x, 4% noise"]["wandering"] < 0.2
     assert rows["A/A tail 2x in 10%"]["warned"] > 0.3  # the tail shows in most runs
     assert rows["1.1x, 4% noise"]["false_equivalent"] == 0
     table = {

@@ -24,7 +24,14 @@ intervals assume independent rounds, and a wander of AR(1) 0.5 made false "diffe
 9.6 % (0.8: 31 %). The lag-1 autocorrelation r of the per-round log ratios, in round
 order, flags it from 7 rounds on at r >= WANDER_R; the interval is then widened around
 its estimate by the variance inflation of an AR(1) mean, sqrt((1 + r) / (1 - r)), and
-the comparison carries the named warning ``wandering``.
+the comparison carries the named warning ``wandering``. Why the ratios and not each
+side's own series, where one wandering side shows undiluted: a test that must ignore
+what moves both sides (a drifting machine, which the ratio cancels) can use only the
+ratios, where one side's wander is diluted by the other's noise; at 20 rounds no
+statistic tried on them (lag-1, the sum of 3 lags, a variance ratio, KPSS) flags an
+equal-share AR(1) 0.8 wander in more than half the runs at a 10 % false-alarm level.
+Each side's own lag-1 flags 87 % of them, but also 54 % of runs on a drifting machine
+and 11-14 % of clean ones (docs/compare.md, "what was tried against the wander").
 
 **Tails**: verdicts are about typical runs (Hodges-Lehmann: medians of log ratios), and
 a bill sums every run. A configuration that takes 2x in 10 % of its runs is +10 % on the
