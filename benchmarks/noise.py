@@ -1,7 +1,7 @@
 """Does the quick compare decide on a machine with a noisy neighbour? A real benchmark.
 
     python benchmarks/noise.py [--scenarios bursts,nice] [--runs 1] [--budget DURATION]
-                               [--user NAME [--user-caps sys_nice]] [--no-quiet] [--dry-run]
+        [--user NAME [--user-caps sys_nice]] [--no-quiet | --one-quiet] [--dry-run]
 
 Each run is the built-in quick compare of mnist_cnn and cifar10_cnn at 1 and 2 threads
 plus an A/A twin of `local` at 2 threads (an overlay that changes nothing, against the
@@ -16,10 +16,11 @@ CPUs:
 * quiet: no hog at all, and no second quiet run before it (the A/A twin on a quiet
   machine: it should end "equivalent", issue 25).
 
-Each scenario follows a quiet run (the same compare, no hog; --no-quiet: none), so the
-benchmark says whether each loaded interval covers the quiet ratio, and whether a verdict
-whose interval does not is labelled "under load" (analyze/report/loadlabel.py) rather than a
-plain "decided". --user NAME: each compare as that unprivileged user (noise_user.py).
+Each scenario follows a quiet run (the same compare, no hog; --no-quiet: none; --one-quiet:
+one per run, before all its loaded scenarios), so the benchmark says whether each loaded
+interval covers the quiet ratio, and whether a verdict whose interval does not is
+labelled "under load" (analyze/report/loadlabel.py) rather than a plain "decided".
+--user NAME: each compare as that unprivileged user (noise_user.py).
 
 The hog stops by itself (each process exits after its own time; at most --max-s per
 scenario), and this script stops it as soon as the compare ends. Per run it prints:
@@ -57,6 +58,7 @@ from pathlib import Path
 from typing import Any
 
 from noise_hog import Hog
+from noise_plan import DEFAULT_BUDGET, budget_of, plan, yardstick
 from noise_report import comparison_words, share_table, twin_words
 from noise_user import User, against_quiet, as_user, find_user, give, preflight
 
@@ -216,15 +218,6 @@ def hog_cpus(threads: Sequence[int]) -> list[int]:
 # answer within 8 min (issues 16 and 26); the quiet scenario's, the twin "equivalent"
 # within 10 (issue 25). The quiet run before a loaded scenario is its yardstick and has
 # that scenario's budget.
-BUDGETS = {"quiet": "10m"}
-DEFAULT_BUDGET = "8m"
-
-
-def budget_of(args: argparse.Namespace, name: str) -> str:
-    """The compare's --budget for the run folder ``name`` ("quiet", "quiet-nice", ...)."""
-    return args.budget or BUDGETS.get(name, DEFAULT_BUDGET)
-
-
 def compare_command(
     args: argparse.Namespace, out: Path, twin: Path, run: int, budget: str = DEFAULT_BUDGET
 ) -> list[str]:
@@ -236,17 +229,6 @@ def compare_command(
         "--out", str(out), "--output", str(out / "report.html"),
         "--order-seed", str(args.seed + run),
     ] + args.compare_arg  # fmt: skip
-
-
-def plan(scenarios: Sequence[str], runs: int, quiet: bool) -> list[tuple[str, str, int]]:
-    """(hog kind, folder name, run) in order: each loaded scenario after its quiet run."""
-    out = []
-    for run in range(1, runs + 1):
-        for s in scenarios:
-            if quiet and s != "quiet":
-                out.append(("quiet", f"quiet-{s}", run))
-            out.append((s, s, run))
-    return out
 
 
 def run_one(
@@ -327,6 +309,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--user-caps", default="", help="ambient capabilities for --user, e.g. sys_nice")
     p.add_argument("--no-quiet", action="store_true", help="no quiet run before each scenario")
     p.add_argument(
+        "--one-quiet",
+        action="store_true",
+        help="one quiet run per run, before all its loaded scenarios (not one before each)",
+    )
+    p.add_argument(
         "--dry-run", action="store_true", help="print the runs and their commands; run nothing"
     )
     return p.parse_args(argv)
@@ -373,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out.exists() and any(args.out.iterdir()):
         print(f"noise.py: {args.out} is not empty: choose another --out", file=sys.stderr)
         return 2
-    steps = plan(scenarios, args.runs, not args.no_quiet)
+    steps = plan(scenarios, args.runs, not args.no_quiet, args.one_quiet)
     if args.dry_run:
         for kind, name, run in steps:
             command, _ = as_user(
@@ -398,8 +385,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     summaries: list[RunSummary] = []
     for step in steps:
-        last = summaries[-1] if summaries else None
-        before = last if last is not None and last.scenario.startswith("quiet") else None
+        before = yardstick(summaries) if summaries and summaries[-1].run == step[2] else None
         summaries.append(run_one(args, step, args.out, user, before))
     print("\nsummary:")
     for s in summaries:

@@ -280,3 +280,18 @@ def test_the_quiet_scenario_gets_its_targets_ten_minutes_and_the_loaded_ones_eig
     assert budgets == {"quiet": "10m", "quiet-nice": "8m", "nice": "8m"}
     assert noise.main(["--scenarios", "quiet", "--dry-run", "--budget", "5m", "--out", out]) == 0
     assert "--budget 5m" in capsys.readouterr().out
+
+
+def test_one_quiet_run_per_run_is_the_yardstick_of_all_its_loaded_scenarios() -> None:
+    steps = noise.plan(["bursts", "nice"], 2, True, shared=True)
+    assert steps == [
+        ("quiet", "quiet-loaded", 1), ("bursts", "bursts", 1), ("nice", "nice", 1),
+        ("quiet", "quiet-loaded", 2), ("bursts", "bursts", 2), ("nice", "nice", 2),
+    ]  # fmt: skip
+    # The shared quiet run keeps the loaded runs' budget (not the quiet scenario's 10 m).
+    assert noise.budget_of(noise.parse(["--out", "x"]), "quiet-loaded") == noise.DEFAULT_BUDGET
+    runs = [noise.RunSummary(name, run, "x", 0, 1.0, 0.0, 1) for _, name, run in steps]
+    # The nice run of run 1 is set against run 1's quiet run, not against the bursts run.
+    assert noise.yardstick(runs[:3]) is runs[0]
+    # A run without a quiet run of its own gets none (not the previous run's).
+    assert noise.yardstick([runs[0], noise.RunSummary("bursts", 2, "x", 0, 1.0, 0.0, 1)]) is None
