@@ -256,3 +256,28 @@ def test_the_host_noise_says_from_how_many_repeats_an_equal_pair_is_equivalent()
     assert noise.equivalent_from(None, 5, 0.05, 0.05) is None
     text = noise.HostNoise(0.03, 5, 1.2, equivalent_from=14).sentence()
     assert "equivalent within +/-5% from about 14 repeats per side" in text
+
+
+def test_the_host_noise_names_each_workloads_repeats_when_their_noise_differs():
+    from types import SimpleNamespace
+
+    from tfvariants.analyze.statistics import noise
+
+    rng = random.Random(3)
+    settings = Settings(confidence=0.95, min_effect=0.05, equivalence_band=0.05, looks=4)
+
+    def groups(sd: float) -> list:
+        return [SimpleNamespace(times=[math.exp(rng.gauss(0, sd)) for _ in range(7)])] * 2
+
+    quiet = noise._equivalent_from_groups(groups(0.015), settings)
+    loud = noise._equivalent_from_groups(groups(0.05), settings)
+    assert quiet is not None and (loud is None or loud > quiet)
+    by = {"mnist_cnn": 12, "cifar10_cnn": 31, "lstm": None}
+    text = noise.HostNoise(0.03, 7, 1.2, equivalent_from=12, equivalent_by_workload=by)
+    said = text.sentence()
+    assert "from about 12 for mnist_cnn, 31 for cifar10_cnn, more than" in said
+    assert "for lstm repeats per side (from each workload's own noise)" in said
+    same = noise.HostNoise(
+        0.03, 7, 1.2, equivalent_from=12, equivalent_by_workload={"a": 12, "b": 12}
+    )
+    assert "from about 12 repeats per side." in same.sentence()

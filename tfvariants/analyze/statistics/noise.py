@@ -50,6 +50,10 @@ class HostNoise:
     # About how many repeats per side would call an equal pair "equivalent" (None: unknown)
     equivalent_from: int | None = None
     band: float = stats.EQUIVALENCE_BAND
+    # The same per workload, from its own configurations' noise, when workloads differ:
+    # the pooled figure came from the quietest and the noisiest alike (a quiet 2-core
+    # host: mnist_cnn about 12, cifar10_cnn at 2 threads 2.5x noisier, about 30).
+    equivalent_by_workload: dict[str, int | None] = field(default_factory=dict)
 
     def sentence(self) -> str:
         if self.spread is None:
@@ -63,7 +67,18 @@ class HostNoise:
                 f"; with {self.repeats} repeats per side this run can resolve differences of "
                 f"about {self.resolvable - 1:.0%} or more (smaller ones stay undecided)"
             )
-        if self.equivalent_from is not None:
+        by = self.equivalent_by_workload
+        if len(set(by.values())) > 1:
+            known = sorted((n, w) for w, n in by.items() if n is not None)
+            beyond = sorted(w for w, n in by.items() if n is None)
+            parts = [f"{n} for {w}" for n, w in known]
+            parts += [f"more than {self.repeats + stats.MAX_MORE} for {w}" for w in beyond]
+            text += (
+                f"; two equal configurations would be called equivalent within "
+                f"+/-{self.band:.0%} from about {', '.join(parts)} repeats per side (from "
+                "each workload's own noise)"
+            )
+        elif self.equivalent_from is not None:
             text += (
                 f"; two equal configurations would be called equivalent within "
                 f"+/-{self.band:.0%} from about {self.equivalent_from} repeats per side"
@@ -147,6 +162,12 @@ def host_noise(groups: Sequence[Group], settings: Settings) -> HostNoise:
     )
     noise = HostNoise(spread, n, resolvable, band=settings.band)
     noise.equivalent_from = equivalent_from(resolvable, n, settings.min_effect, settings.band)
+    workloads = sorted({g.workload for g in groups})
+    if len(workloads) > 1:
+        noise.equivalent_by_workload = {
+            w: _equivalent_from_groups([g for g in groups if g.workload == w], settings)
+            for w in workloads
+        }
     for g in groups:
         if g.bimodal:
             noise.bimodal.append(f"{g.workload} {g.label}: {g.bimodal}")
@@ -175,6 +196,23 @@ def host_noise(groups: Sequence[Group], settings: Settings) -> HostNoise:
         noise.warnings.append(busy)
     noise.warnings += comparison_warnings(groups)
     return noise
+
+
+def _equivalent_from_groups(groups: Sequence[Group], settings: Settings) -> int | None:
+    """:func:`equivalent_from` from these groups' own run-to-run noise."""
+    times = [g.times for g in groups if len(g.times) >= 2]
+    residuals = pooled_log_residuals(times)
+    if not residuals:
+        return None
+    n = int(statistics.median(len(t) for t in times))
+    resolvable = resolvable_ratio(
+        residuals,
+        n,
+        min_effect=settings.min_effect,
+        confidence=settings.confidence,
+        looks=settings.looks,
+    )
+    return equivalent_from(resolvable, n, settings.min_effect, settings.band)
 
 
 HINTS = {
