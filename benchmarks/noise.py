@@ -161,6 +161,12 @@ class RunSummary:
         )
 
 
+def _interval(ratio: Any) -> list[float] | None:
+    """A ratio's interval, or None when it has none (too few rounds in common: its lo and
+    hi are then the estimate itself, which read as "1.34-1.34" and "NOT covered")."""
+    return [ratio.lo, ratio.hi] if ratio.has_interval else None
+
+
 def summarise(out: Path, summary: RunSummary) -> None:
     """Verdicts, disturbed cells and waits from the run folder, as the report reads it."""
     from tfvariants.analyze.statistics import windows
@@ -175,7 +181,7 @@ def summarise(out: Path, summary: RunSummary) -> None:
                 summary.comparisons[w.name] = {
                     "verdict": g.time_cmp.verdict,
                     "ratio": g.time_cmp.ratio.value,
-                    "interval": [g.time_cmp.ratio.lo, g.time_cmp.ratio.hi],
+                    "interval": _interval(g.time_cmp.ratio),
                     "repeats": len(g.times),
                     "under_load": g.under_load,  # (rounds from disturbed cells, compared)
                 }
@@ -183,7 +189,7 @@ def summarise(out: Path, summary: RunSummary) -> None:
                 summary.twin[w.name] = g.time_cmp.verdict
                 summary.twin_detail[w.name] = {
                     "ratio": g.time_cmp.ratio.value,
-                    "interval": [g.time_cmp.ratio.lo, g.time_cmp.ratio.hi],
+                    "interval": _interval(g.time_cmp.ratio),
                     "repeats": len(g.times),
                     "more_repeats": g.time_cmp.more_repeats,
                 }

@@ -14,6 +14,8 @@ def comparison_words(c: dict[str, Any]) -> str:
     lo, hi = c.get("interval") or (None, None)
     if lo is not None and hi is not None:
         text += f" ({lo:.2f}-{hi:.2f})"
+    else:
+        text += " (no interval)"
     loaded = c.get("under_load")
     if loaded and loaded[0]:
         text += f" under load {loaded[0]}/{loaded[1]}"

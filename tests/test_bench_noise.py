@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from types import SimpleNamespace
 from pathlib import Path
 
 import pytest
@@ -295,3 +296,17 @@ def test_one_quiet_run_per_run_is_the_yardstick_of_all_its_loaded_scenarios() ->
     assert noise.yardstick(runs[:3]) is runs[0]
     # A run without a quiet run of its own gets none (not the previous run's).
     assert noise.yardstick([runs[0], noise.RunSummary("bursts", 2, "x", 0, 1.0, 0.0, 1)]) is None
+
+
+def test_a_comparison_without_an_interval_is_not_set_against_the_quiet_ratio() -> None:
+    # Five rounds picked paired under load: no paired interval exists yet, and its lo and
+    # hi are the estimate itself ("1.34x (1.34-1.34) ... quiet 1.77x NOT covered" before).
+    c = {"verdict": "undecided", "ratio": 1.34, "interval": None, "under_load": (5, 5)}
+    loaded = {"mnist_cnn": c}
+    noise.against_quiet(loaded, {"mnist_cnn": {"ratio": 1.77}})
+    assert "quiet_ratio" not in loaded["mnist_cnn"]
+    said = noise.comparison_words(loaded["mnist_cnn"])
+    assert said == "undecided 1.34x (no interval) under load 5/5"
+    ratio = SimpleNamespace(value=1.34, lo=1.34, hi=1.34, has_interval=False)
+    assert noise._interval(ratio) is None
+    assert noise._interval(SimpleNamespace(lo=1.2, hi=1.5, has_interval=True)) == [1.2, 1.5]
