@@ -8,8 +8,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from types import SimpleNamespace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from resultfactory import make_result, write_results
