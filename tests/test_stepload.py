@@ -75,6 +75,23 @@ def test_a_short_interval_is_merged_into_the_next_and_a_short_last_into_the_one_
     ivs = s.intervals()
     assert [(iv.start, iv.end) for iv in ivs] == [(0.0, 1.0), (1.0, 2.06)]
     assert ivs[1].share == pytest.approx(0.19, abs=0.02)
+    # the merged interval held steps (its last 50 ms): a steps interval, not a gap
+    assert [iv.label for iv in ivs] == ["steps", "steps"]
+    assert stepload.gap_share(ivs) is None
+
+
+def test_a_merged_interval_is_a_gap_only_when_all_its_parts_were():
+    m = FakeMachine()
+    s = sampler(m)
+    s.begin(0.0)
+    for t, label in ((0.1, "gap"), (0.3, "gap"), (0.4, "steps"), (0.6, "gap"), (0.9, "gap")):
+        m.run(0.1, ours=0.5, others=0.3)
+        s.mark(t, label)
+    assert [(iv.end, iv.label) for iv in s.intervals()] == [
+        (0.3, "gap"),
+        (0.6, "steps"),
+        (0.9, "gap"),
+    ]
 
 
 def test_without_a_readable_proc_stat_there_are_no_intervals():

@@ -15,9 +15,10 @@ gap) has its own share.
 
 /proc/stat counts in clock ticks (usually 1/100 s, per CPU) while getrusage is precise:
 over a very short interval the share is mostly that rounding (one tick of ours read as
-busy makes a 1 ms interval look 90 % others'). An interval shorter than half of
-``SAMPLE_S`` is therefore merged into the next one; only the last reading closes
-whatever is left, merged into the one before it when short.
+busy makes a 1 ms interval look 90 % others'; a quiet 0.15 s interval read 15 %). A
+forced reading less than ``SAMPLE_S`` after the one before is therefore merged into the
+next interval (at 100 ticks/s, 25 ticks per CPU or more: a tick's rounding is 4 %); only
+the last reading closes whatever is left, merged into the one before it when short.
 """
 
 from __future__ import annotations
@@ -114,18 +115,24 @@ class Sampler:
             self._read(now, label)
 
     def intervals(self) -> list[Interval]:
-        """The sampling intervals, consecutive, each at least ``sample_s / 2`` long
-        (except a lone one): a short one is merged into the next."""
+        """The sampling intervals, consecutive, each at least ``sample_s`` long (except a
+        lone one): a short one is merged into the next. A merged interval is a gap only
+        when all its parts were: one holding steps is a steps interval."""
         if not self.available or len(self.readings) < 2:
             return []
         kept = [self.readings[0]]
-        for r in self.readings[1:-1]:
-            if r.t - kept[-1].t >= self.sample_s / 2:
-                kept.append(r)
-        last = self.readings[-1]
-        if len(kept) > 1 and last.t - kept[-1].t < self.sample_s / 2:
-            kept.pop()  # the short rest joins the interval before it
-        kept.append(last)
+        held: set[str] = set()  # the labels of the parts merged so far
+        for r in self.readings[1:]:
+            held.add(r.label)
+            if r.t - kept[-1].t >= self.sample_s or r is self.readings[-1]:
+                label = GAP if held == {GAP} else STEPS
+                kept.append(replace(r, label=label))
+                held = set()
+        last = kept[-1]
+        if len(kept) > 2 and last.t - kept[-2].t < self.sample_s:
+            # the short rest joins the interval before it
+            before = kept.pop(-2)
+            kept[-1] = replace(last, label=GAP if {before.label, last.label} == {GAP} else STEPS)
         return [self._interval(a, b) for a, b in zip(kept, kept[1:], strict=False)]
 
     def _interval(self, a: Reading, b: Reading) -> Interval:
