@@ -94,6 +94,30 @@ def test_a_merged_interval_is_a_gap_only_when_all_its_parts_were():
     ]
 
 
+def test_the_last_steps_before_validation_join_the_steps_and_validation_keeps_its_share():
+    m = FakeMachine()
+    s = sampler(m)
+    s.begin(0.0)
+    m.run(0.3, ours=1.0, others=0.0)
+    s.tick(0.3)
+    m.run(0.1, ours=1.0, others=0.0)
+    s.mark(0.4, stepload.STEPS)  # validation begins 0.1 s after the last tick
+    m.run(2.0, ours=0.5, others=0.5)
+    s.mark(2.4, stepload.GAP)  # the epoch ends
+    m.run(0.05, ours=0.5, others=0.5)
+    s.mark(2.45, stepload.GAP)  # the next epoch's first step begins
+    m.run(0.35, ours=1.0, others=0.0)
+    s.tick(2.8)
+    ivs = s.intervals()
+    assert [(iv.start, iv.end, iv.label) for iv in ivs] == [
+        (0.0, 0.4, "steps"),
+        (0.4, 2.45, "gap"),
+        (2.45, 2.8, "steps"),
+    ]
+    assert ivs[0].share == pytest.approx(0.0, abs=0.03)  # the steps keep their own
+    assert stepload.gap_share(ivs) == pytest.approx(0.5, abs=0.03)
+
+
 def test_without_a_readable_proc_stat_there_are_no_intervals():
     s = stepload.Sampler([0], read_stat=dict, cpu_seconds=lambda: 0.0)
     s.begin(0.0)

@@ -10,16 +10,15 @@ gets the largest share of the intervals it overlaps; the host decides what to do
 
 A reading is one /proc/stat read and one getrusage call (tens of microseconds, at most
 four a second, and outside the steps' times: the timer starts the next step after it); a
-batch end without a reading only compares two clocks. Intervals are also closed at the epoch's phase changes (before
-its first step, before validation, at its end) so that the time between steps (the epoch
-gap) has its own share.
+batch end without a reading only compares two clocks. Intervals are also closed at the
+epoch's phase changes (before its first step, before validation, at its end) so that the
+time between steps (the epoch gap) has its own share.
 
 /proc/stat counts in clock ticks (usually 1/100 s, per CPU) while getrusage is precise:
 over a very short interval the share is mostly that rounding (one tick of ours read as
-busy makes a 1 ms interval look 90 % others'; a quiet 0.15 s interval read 15 %). A
-forced reading less than ``SAMPLE_S`` after the one before is therefore merged into the
-next interval (at 100 ticks/s, 25 ticks per CPU or more: a tick's rounding is 4 %); only
-the last reading closes whatever is left, merged into the one before it when short.
+busy makes a 1 ms interval look 90 % others'; a quiet 0.15 s interval read 15 %). An
+interval shorter than ``SAMPLE_S`` (one a forced reading closed) is therefore merged
+with a neighbour (at 100 ticks/s, 25 ticks per CPU or more: a tick's rounding is 4 %).
 """
 
 from __future__ import annotations
@@ -64,6 +63,19 @@ def pinned_cpus(cpus: Sequence[int]) -> list[int]:
     if cpus:
         return list(cpus)
     return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+
+
+@dataclass(frozen=True)
+class _Part:
+    """Consecutive readings merged into one interval, and what it held."""
+
+    start: Reading
+    end: Reading
+    label: str
+
+    def join(self, later: _Part) -> _Part:
+        label = GAP if self.label == later.label == GAP else STEPS
+        return _Part(self.start, later.end, label)
 
 
 class Sampler:
@@ -117,32 +129,38 @@ class Sampler:
 
     def intervals(self) -> list[Interval]:
         """The sampling intervals, consecutive, each at least ``sample_s`` long (except a
-        lone one): a short one is merged into the next. A merged interval is a gap only
-        when all its parts were: one holding steps is a steps interval."""
+        lone one). A short part joins the interval before it when that held the same (the
+        last steps before validation join the steps before them, so a long validation
+        keeps its own share), else the next one (the rest at the end: the one before). A
+        merged interval is a gap only when all its parts were."""
         if not self.available or len(self.readings) < 2:
             return []
-        kept = [self.readings[0]]
-        held: set[str] = set()  # the labels of the parts merged so far
-        for r in self.readings[1:]:
-            held.add(r.label)
-            if r.t - kept[-1].t >= self.sample_s or r is self.readings[-1]:
-                label = GAP if held == {GAP} else STEPS
-                kept.append(replace(r, label=label))
-                held = set()
-        last = kept[-1]
-        if len(kept) > 2 and last.t - kept[-2].t < self.sample_s:
-            # the short rest joins the interval before it
-            before = kept.pop(-2)
-            kept[-1] = replace(last, label=GAP if {before.label, last.label} == {GAP} else STEPS)
-        return [self._interval(a, b) for a, b in zip(kept, kept[1:], strict=False)]
+        out: list[_Part] = []
+        pending: _Part | None = None  # a short part waiting for the next
+        for a, b in zip(self.readings, self.readings[1:], strict=False):
+            part = _Part(a, b, b.label)
+            if pending is not None:
+                part, pending = pending.join(part), None
+            if part.end.t - part.start.t >= self.sample_s:
+                out.append(part)
+            elif out and out[-1].label == part.label:
+                out[-1] = out[-1].join(part)
+            else:
+                pending = part
+        if pending is not None:
+            if out:
+                out[-1] = out[-1].join(pending)
+            else:
+                out.append(pending)
+        return [self._interval(p.start, p.end, p.label) for p in out]
 
-    def _interval(self, a: Reading, b: Reading) -> Interval:
+    def _interval(self, a: Reading, b: Reading, label: str) -> Interval:
         shares = cpuload.busy_shares(a.stat, b.stat, self.cpus)
         if shares is None:
-            return Interval(a.t, b.t, None, b.label, b.epoch, 0.0, 0.0)
+            return Interval(a.t, b.t, None, label, b.epoch, 0.0, 0.0)
         busy, _steal, total_s = shares
         others = max(busy * total_s - (b.cpu_s - a.cpu_s), 0.0)
-        return Interval(a.t, b.t, others / total_s, b.label, b.epoch, others, total_s)
+        return Interval(a.t, b.t, others / total_s, label, b.epoch, others, total_s)
 
 
 def step_shares(
