@@ -111,11 +111,26 @@ def test_the_last_steps_before_validation_join_the_steps_and_validation_keeps_it
     ivs = s.intervals()
     assert [(iv.start, iv.end, iv.label) for iv in ivs] == [
         (0.0, 0.4, "steps"),
-        (0.4, 2.45, "gap"),
-        (2.45, 2.8, "steps"),
+        (0.4, 2.4, "gap"),
+        (2.4, 2.8, "steps"),  # the start-up joins the next: the gap before is long
     ]
     assert ivs[0].share == pytest.approx(0.0, abs=0.03)  # the steps keep their own
     assert stepload.gap_share(ivs) == pytest.approx(0.5, abs=0.03)
+
+
+def test_epochs_shorter_than_sample_s_do_not_make_one_long_interval():
+    m = FakeMachine()
+    s = sampler(m)
+    s.begin(0.0)
+    t = 0.0
+    for _ in range(20):  # 0.2 s epochs: start-up, steps, validation
+        for seconds, label in ((0.01, stepload.GAP), (0.15, stepload.STEPS), (0.04, "gap")):
+            m.run(seconds, ours=1.0, others=0.0)
+            t += seconds
+            s.mark(t, label)
+    lengths = [iv.end - iv.start for iv in s.intervals()]
+    assert sum(lengths) == pytest.approx(4.0) and len(lengths) >= 5
+    assert all(0.25 <= x < 0.75 for x in lengths)
 
 
 def test_without_a_readable_proc_stat_there_are_no_intervals():

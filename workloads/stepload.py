@@ -73,6 +73,10 @@ class _Part:
     end: Reading
     label: str
 
+    @property
+    def seconds(self) -> float:
+        return self.end.t - self.start.t
+
     def join(self, later: _Part) -> _Part:
         label = GAP if self.label == later.label == GAP else STEPS
         return _Part(self.start, later.end, label)
@@ -129,10 +133,11 @@ class Sampler:
 
     def intervals(self) -> list[Interval]:
         """The sampling intervals, consecutive, each at least ``sample_s`` long (except a
-        lone one). A short part joins the interval before it when that held the same (the
-        last steps before validation join the steps before them, so a long validation
-        keeps its own share), else the next one (the rest at the end: the one before). A
-        merged interval is a gap only when all its parts were."""
+        lone one). A short part joins the interval before it when that held the same and
+        is under ``2 x sample_s`` (the last steps before validation join the steps before
+        them, so a long validation keeps its own share; epochs shorter than ``sample_s``
+        do not make one long interval), else the next one (the rest at the end: the one
+        before). A merged interval is a gap only when all its parts were."""
         if not self.available or len(self.readings) < 2:
             return []
         out: list[_Part] = []
@@ -141,9 +146,9 @@ class Sampler:
             part = _Part(a, b, b.label)
             if pending is not None:
                 part, pending = pending.join(part), None
-            if part.end.t - part.start.t >= self.sample_s:
+            if part.seconds >= self.sample_s:
                 out.append(part)
-            elif out and out[-1].label == part.label:
+            elif out and out[-1].label == part.label and out[-1].seconds < 2 * self.sample_s:
                 out[-1] = out[-1].join(part)
             else:
                 pending = part
