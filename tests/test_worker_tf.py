@@ -84,6 +84,13 @@ def test_steady_window_stops_training_and_projects_the_full_schedule(tmp_path):
     # Each epoch's tf.data iterator is held (workloads.iterhold), one start-up per epoch.
     assert res["applied"]["tf_data_iterators"].startswith("held")
     assert len(t["start_gaps_s"]) == s["ran_epochs"]
+    # which steps others disturbed (workloads.stepload): one share per recorded step
+    assert len(t["step_others_share"]) == len(t["step_times_s"])
+    assert all(x is None or 0 <= x <= 1 for x in t["step_others_share"])
+    clean = t["clean"]
+    assert clean["steady_steps"] == t["steady_steps"] >= clean["clean_steps"]
+    assert (clean["step_mean_s"] is None) == (clean["clean_steps"] == 0)
+    assert clean["limit"] == 0.10 and clean["sample_s"] == 0.25
 
 
 def test_env_probe_in_variant():

@@ -38,7 +38,8 @@ def proc_stat() -> dict[int, list[int]]:
     return out
 
 
-def _cpu_seconds() -> float:
+def cpu_seconds() -> float:
+    """This process's CPU seconds so far (user + system, all its threads)."""
     ru = resource.getrusage(resource.RUSAGE_SELF)
     return ru.ru_utime + ru.ru_stime
 
@@ -63,7 +64,7 @@ def run_delays(task_dir: str = "/proc/self/task") -> dict[str, int] | None:
 def snapshot() -> dict[str, Any]:
     return {
         "wall": time.perf_counter(),
-        "cpu_s": _cpu_seconds(),
+        "cpu_s": cpu_seconds(),
         "stat": proc_stat(),
         "delays": run_delays(),
     }

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from workloads import backends, cpuload, envprobe, iterhold, registry, steady
+from workloads import backends, cpuload, envprobe, iterhold, registry, steady, stepload
 from workloads.protocol import (
     RESULT_KIND,
     SCHEMA_VERSION,
@@ -75,15 +75,18 @@ def peak_rss_bytes() -> int:
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
-def make_timer(keras: Any, stop_when: Any = None) -> Any:
+def make_timer(keras: Any, stop_when: Any = None, sampler: stepload.Sampler | None = None) -> Any:
     class EpochStepTimer(keras.callbacks.Callback):
         """Monotonic wall time of every epoch, its training phase, and every step;
         stops training once ``stop_when(all step times)`` is true (checked every 10
-        steps: the check is O(steps)), but not before the second epoch."""
+        steps: the check is O(steps)), but not before the second epoch. ``sampler``
+        (workloads.stepload) takes its readings at batch ends and phase changes, outside
+        the steps' times."""
 
         def __init__(self) -> None:
             super().__init__()
             self.all_steps: list[float] = []
+            self.spans: list[tuple[float, float]] = []  # each step's (start, end)
             self.stopped_early = False
             self.start_gaps: list[float] = []  # epoch begin -> its first step
             self.epoch_times: list[float] = []
@@ -92,24 +95,40 @@ def make_timer(keras: Any, stop_when: Any = None) -> Any:
             self._epoch_t0 = 0.0
             self._step_t0 = 0.0
             self._last_train_end = 0.0
+            self._next_start = 0.0  # the next step's start: after a reading, if one
+            self._validated = False
+
+        def on_train_begin(self, logs: Any = None) -> None:
+            if sampler is not None:
+                sampler.begin(time.perf_counter())
 
         def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
             self.steps.append([])
+            self._validated = False
+            if sampler is not None:
+                sampler.epoch = epoch
             self._epoch_t0 = self._last_train_end = time.perf_counter()
 
         def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
             self._step_t0 = time.perf_counter()
             if not self.steps[-1]:
                 self.start_gaps.append(self._step_t0 - self._epoch_t0)
+                if sampler is not None:
+                    sampler.mark(self._step_t0, stepload.GAP)  # the epoch's start-up
+                    self._step_t0 = time.perf_counter()
 
         def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
             end = time.perf_counter()
             # A step runs from the previous step's end (so fetching its batch counts);
             # the epoch's first step from its own begin (the epoch's start-up is apart).
-            start = self._last_train_end if self.steps[-1] else self._step_t0
-            self._last_train_end = end
+            start = self._next_start if self.steps[-1] else self._step_t0
+            self._last_train_end = self._next_start = end
             self.steps[-1].append(end - start)
             self.all_steps.append(self.steps[-1][-1])
+            self.spans.append((start, end))
+            if sampler is not None and sampler.tick(end):
+                # The reading's own cost is in no step: cells compare with unsampled ones.
+                self._next_start = time.perf_counter()
             # Never stop in the first epoch: the time between epochs (start-up,
             # validation) is projected from a later one, without the first's tracing.
             in_later_epoch = len(self.steps) >= MIN_EPOCHS
@@ -118,10 +137,19 @@ def make_timer(keras: Any, stop_when: Any = None) -> Any:
                     self.model.stop_training = True
                     self.stopped_early = True
 
+        def on_test_begin(self, logs: Any = None) -> None:
+            # Validation inside fit: the steps before it end an interval of their own.
+            self._validated = True
+            if sampler is not None:
+                sampler.mark(time.perf_counter(), stepload.STEPS)
+
         def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
             end = time.perf_counter()
             self.epoch_times.append(end - self._epoch_t0)
             self.train_times.append(self._last_train_end - self._epoch_t0)
+            if sampler is not None:
+                label = stepload.GAP if self._validated else stepload.STEPS
+                sampler.mark(end, label)
 
     return EpochStepTimer()
 
@@ -168,6 +196,7 @@ class _Fitted:
     timer: Any  # make_timer's callback, after fit
     history: Any  # keras History
     usage: dict[str, Any]  # cpuload.usage over fit
+    sampler: stepload.Sampler  # the readings during fit (which steps others disturbed)
     n_train: int
     batch_size: int
     full_epochs: int
@@ -205,6 +234,7 @@ def run(req: WorkerRequest, result: dict[str, Any]) -> None:
 
     full_samples = spec.get("train_samples") or n_train
     window = steady.Window.of(req)
+    sampler = stepload.Sampler(req.cpus)
     if req.epochs is None:
         # Steady-window mode: stop once the window is met; on a sample of the data, run
         # as many epochs as that takes (the full schedule is projected, not run).
@@ -215,13 +245,13 @@ def run(req: WorkerRequest, result: dict[str, Any]) -> None:
             first = len(timer.steps[0])
             return window.met(steps, first)
 
-        timer = make_timer(keras, stop_when)
+        timer = make_timer(keras, stop_when, sampler)
         tf_module = loaded.extra.get("module") if backend == "tensorflow" else None
         if tf_module is not None:
             iterhold.hold_tf_iterators(tf_module)
             result["applied"]["tf_data_iterators"] = "held until exit (workloads.iterhold)"
     else:
-        timer = make_timer(keras)
+        timer = make_timer(keras, sampler=sampler)
     before = cpuload.snapshot()
     history = model.fit(
         x,
@@ -240,6 +270,7 @@ def run(req: WorkerRequest, result: dict[str, Any]) -> None:
         timer,
         history,
         usage,
+        sampler,
         n_train,
         batch_size,
         full_epochs,
@@ -272,7 +303,8 @@ def _record(req: WorkerRequest, spec: dict[str, Any], fit: _Fitted, result: dict
     epoch_gap_s = (statistics.median(starts) if starts else 0.0) + (
         statistics.median(after[1:] or after) * scale if after else 0.0
     )
-    projection = steady.project(state, full_steps_per_epoch * full_epochs, full_epochs, epoch_gap_s)
+    full_steps = full_steps_per_epoch * full_epochs
+    projection = steady.project(state, full_steps, full_epochs, epoch_gap_s)
 
     flops = None
     flops_fn = getattr(fit.workload, "flops_per_step", None)
@@ -304,6 +336,7 @@ def _record(req: WorkerRequest, spec: dict[str, Any], fit: _Fitted, result: dict
         **fit.seconds,
         "fit_s": fit.usage["wall_s"],
         "total_s": time.perf_counter() - fit.t_start,
+        **_step_load(fit, state, stride, (full_steps, full_epochs, epoch_gap_s)),
     }
     result["cpu"] = fit.usage
     result["schedule"] = {
@@ -320,6 +353,23 @@ def _record(req: WorkerRequest, spec: dict[str, Any], fit: _Fitted, result: dict
     result["metrics"] = _final_metrics(fit.history.history)
     result["chance_accuracy"] = spec.get("chance_accuracy")
     result["status"] = "ok"
+
+
+def _step_load(
+    fit: _Fitted, state: steady.SteadyState, stride: int, schedule: tuple[int, int, float]
+) -> dict[str, Any]:
+    """``step_others_share`` (aligned with ``step_times_s``) and ``clean`` (the steady steps
+    no one else's load disturbed: workloads.stepload); nothing when /proc/stat was
+    unreadable, so the host reads the cell as one without them."""
+    intervals = fit.sampler.intervals()
+    if not intervals:
+        return {}
+    shares = stepload.step_shares(fit.timer.spans, intervals)
+    gap = stepload.gap_share(intervals)
+    return {
+        "step_others_share": [None if x is None else round(x, 3) for x in shares[::stride]],
+        "clean": stepload.clean_timing(state, fit.timer.all_steps, shares, *schedule, gap),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
