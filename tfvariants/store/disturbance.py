@@ -109,6 +109,11 @@ class CleanSteps:
     gap_others_share: float | None  # others' share over the epoch gaps (validation)
     others_share: float | None  # over the whole cell (cpu.others_share)
 
+    def gap_disturbed(self, limit: float) -> bool:
+        """Others used more than ``limit`` of its CPUs over its epoch gaps: no correction
+        (nothing measured the gaps undisturbed), but its flag says so."""
+        return self.gap_others_share is not None and self.gap_others_share > limit
+
     def note(self, limit: float) -> str:
         """The cell's flag: what it was measured on, and a disturbed epoch gap."""
         text = (
@@ -118,7 +123,7 @@ class CleanSteps:
         )
         if self.others_share is not None:
             text += f" (over the whole cell {self.others_share:.0%})"
-        if self.gap_others_share is not None and self.gap_others_share > limit:
+        if self.gap_disturbed(limit):
             text += (
                 f"; its epoch gaps (validation) ran while others used "
                 f"{self.gap_others_share:.0%} of its CPUs, and the projection counts them "
