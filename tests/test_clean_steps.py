@@ -77,6 +77,11 @@ def test_a_half_disturbed_steady_phase_is_measured_on_its_clean_steps():
         "measured on its undisturbed steps only: 100 of 200 steady steps ran while others "
         "used at most 10% of its CPUs (over the whole cell 40%)"
     )
+    # Its windows mix burst and quiet steps: the window plan, which reads within-process
+    # variation from them, does not see them (the windows of a disturbed cell it skips).
+    assert (
+        cell.steady_windows_s == () and parse_training(bursty_result(others=0.05)).steady_windows_s
+    )
     # The one rule says so to every caller: the retry does not run it again.
     assert interference.disturbance(r) is None and result_disturbance(r) is None
 

@@ -368,7 +368,7 @@ def parse_training(
         disturbed=ok and result_disturbance(result, disturbed_share, shielded_share) is not None,
         wall_s=finite_number(get_path(result, "runner", "wall_s")),
         overhead=overhead_split(result) if ok else {},
-        steady_windows_s=_steady_windows(result) if ok else (),
+        steady_windows_s=_steady_windows(result) if ok and not clean else (),  # not: mixed
         raw=result,
         undisturbed_only=clean.note(disturbed_share) if clean else None,
     )
