@@ -4,13 +4,16 @@ part of its time counts as undisturbed, at its clean steps' projection, when the
 record, the disturbed rule is the one it always was."""
 
 import copy
+import io
 import statistics
 
 import pytest
 from resultfactory import make_result, write_results
+from rich.console import Console
 
 from tfvariants.analyze.statistics import interference
 from tfvariants.analyze.statistics.verdicts import round_values
+from tfvariants.commands import rounds
 from tfvariants.store.cellresult import parse_training
 from tfvariants.store.disturbance import result_disturbance, undisturbed_steps
 
@@ -191,3 +194,7 @@ def test_the_report_lists_the_cells_measured_on_their_undisturbed_steps(tmp_path
     assert "3 of 6 cells were measured on their undisturbed steps only" in html
     assert main(["report", str(folder), "-o", str(tmp_path / "r.html")]) == 0
     assert "3 of 6 cells were measured on their undisturbed steps only" in capsys.readouterr().out
+    # compare's closing lines
+    out = io.StringIO()
+    rounds.summary(a, folder, Console(file=out, width=400))
+    assert "3 of 6 cells were measured on their undisturbed steps only" in out.getvalue()
