@@ -76,6 +76,11 @@ def test_a_half_disturbed_steady_phase_is_measured_on_its_clean_steps():
     assert cell.training_time_s == pytest.approx(clean_full)
     assert cell.training_time_s < r["schedule"]["projected_full_s"]  # the bursts left out
     assert cell.steady_step_s == pytest.approx(QUIET_STEP_S)
+    # Its other per-step figures come from the same steps: rates up, times down alike.
+    factor = r["timing"]["steady_step_s"] / QUIET_STEP_S  # all steady steps' mean / clean
+    assert cell.samples_per_s == pytest.approx(r["timing"]["samples_per_s"] * factor)
+    assert cell.gflops_per_s == pytest.approx(r["gflops_per_s"] * factor)
+    assert cell.steady_epoch_s == pytest.approx(r["timing"]["steady_epoch_s"] / factor)
     assert cell.undisturbed_only == (
         "measured on its undisturbed steps only: 100 of 200 steady steps ran while others "
         "used at most 10% of its CPUs (over the whole cell 40%)"
@@ -102,6 +107,11 @@ def test_too_few_clean_steps_leave_the_cell_disturbed_as_before(kw):
     cell = parse_training(r)
     assert cell.disturbed and cell.undisturbed_only is None
     assert cell.training_time_s == r["schedule"]["projected_full_s"]
+    assert (cell.steady_step_s, cell.samples_per_s, cell.gflops_per_s) == (
+        r["timing"]["steady_step_s"],
+        r["timing"]["samples_per_s"],
+        r["gflops_per_s"],
+    )
     assert interference.disturbance(r) == "other processes used 40% of its pinned CPUs (limit 10%)"
 
 

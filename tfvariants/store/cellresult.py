@@ -5,8 +5,7 @@ Every fact a later stage needs about a cell (its configuration key, round, devic
 host, oversubscription, training time, steady window, whether others disturbed it) is
 computed here, from the dict :func:`tfvariants.store.result.validate_result` accepted,
 so analysis, the adaptive rounds, the CSV and the estimate never re-derive it (and so
-can never derive it differently). ``raw`` keeps the whole dict for what is only shown,
-never computed with (the environment table, the serving template's LoadGen details).
+can never derive it differently). ``raw`` keeps the whole dict, for display only.
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ from tfvariants.store.disturbance import (
     SHIELDED_SHARE,
     disturbed_limit,
     result_disturbance,
+    scaled,
     shielded_limit,
     undisturbed_steps,
 )
@@ -336,8 +336,8 @@ def parse_training(
     clean = undisturbed_steps(result, disturbed_share) if ok else None  # its times: clean steps'
     time_s = clean.projected_full_s if clean else _training_time_s(result)
 
-    def timing(name: str) -> float | None:
-        return finite_number(get_path(result, "timing", name)) if ok else None
+    def timing(name: str, power: int = 0) -> float | None:  # power: see scaled()
+        return scaled(clean, finite_number(get_path(result, "timing", name)), power) if ok else None
 
     acc = first_of(result, ("metrics", "val_accuracy"), ("metrics", "accuracy"))
     return CellResult(
@@ -352,11 +352,11 @@ def parse_training(
         oversubscribed=over,
         oversubscription_ratio=ratio,
         training_time_s=time_s if ok else None,
-        steady_epoch_s=timing("steady_epoch_s"),
-        steady_step_s=clean.step_mean_s if clean else timing("steady_step_s"),
+        steady_epoch_s=timing("steady_epoch_s", 1),
+        steady_step_s=timing("steady_step_s", 1),
         warmup_s=_warmup_time_s(result) if ok else None,
-        samples_per_s=timing("samples_per_s"),
-        gflops_per_s=finite_number(result.get("gflops_per_s")) if ok else None,
+        samples_per_s=timing("samples_per_s", -1),
+        gflops_per_s=scaled(clean, finite_number(result.get("gflops_per_s")), -1) if ok else None,
         accuracy=finite_number(acc) if ok else None,
         loss=finite_number(get_path(result, "metrics", "loss")) if ok else None,
         has_metrics=ok and result.get("metrics") is not None,

@@ -108,6 +108,14 @@ class CleanSteps:
     projected_full_s: float  # the full schedule projected from that mean
     gap_others_share: float | None  # others' share over the epoch gaps (validation)
     others_share: float | None  # over the whole cell (cpu.others_share)
+    all_step_mean_s: float | None  # mean of all its steady steps (timing.steady_step_s)
+
+    @property
+    def time_factor(self) -> float:
+        """The clean steps' mean over all steady steps' (1.0 when unknown): the factor to
+        the cell's times per step, the inverse one to its rates (samples/s, GFLOP/s)."""
+        full = self.all_step_mean_s
+        return self.step_mean_s / full if full else 1.0
 
     def gap_disturbed(self, limit: float) -> bool:
         """Others used more than ``limit`` of its CPUs over its epoch gaps: no correction
@@ -130,6 +138,15 @@ class CleanSteps:
                 "as measured"
             )
         return text
+
+
+def scaled(clean: CleanSteps | None, v: float | None, power: int) -> float | None:
+    """A cell's per-step figure from its clean steps: a time per step (power 1, e.g. the
+    steady epoch) x the time factor, a rate (power -1: samples/s, GFLOP/s) / it; as
+    recorded without ``clean`` or for power 0."""
+    if v is None or clean is None:
+        return v
+    return v * clean.time_factor**power
 
 
 def _count(v: object) -> int | None:
@@ -158,6 +175,7 @@ def clean_steps(result: Mapping[str, Any]) -> CleanSteps | None:
         full,
         finite_number(clean.get("gap_others_share")),
         finite_number(get_path(result, "cpu", "others_share")),
+        finite_number(get_path(result, "timing", "steady_step_s")),
     )
 
 
