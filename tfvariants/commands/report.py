@@ -141,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
         for line in w.conclusions:
             print(f"  {line}")
     quiet = training.interference if training is not None else None
-    if quiet is not None and quiet.disturbed:
+    if quiet is not None and (quiet.disturbed or quiet.clean):
         print(quiet.sentence())
     for m in report.serving.models if report.serving is not None else []:
         print(f"serving {m.model}:")

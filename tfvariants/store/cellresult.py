@@ -1,13 +1,11 @@
-"""Typed results: a validated result dict parsed ONCE into an immutable record.
+"""Typed results: a validated result dict parsed ONCE into an immutable record (training
+cells become :class:`CellResult`, serving cells :class:`ServeResult`).
 
 Every fact a later stage needs about a cell (its configuration key, round, device,
 host, oversubscription, training time, steady window, whether others disturbed it) is
 computed here, from the dict :func:`tfvariants.store.result.validate_result` accepted,
 so analysis, the adaptive rounds, the CSV and the estimate never re-derive it (and so
-can never derive it differently). ``raw`` keeps the whole dict for what is only shown,
-never computed with (the environment table, the serving template's LoadGen details).
-
-Training cells become :class:`CellResult`, serving cells :class:`ServeResult`.
+can never derive it differently). ``raw`` keeps the whole dict, for display only.
 """
 
 from __future__ import annotations
@@ -23,7 +21,9 @@ from tfvariants.store.disturbance import (
     SHIELDED_SHARE,
     disturbed_limit,
     result_disturbance,
+    scaled,
     shielded_limit,
+    undisturbed_steps,
 )
 from tfvariants.store.rawfields import finite_number, first_of, get_path
 from workloads.steady import window_means  # stdlib only: the worker's own cut
@@ -200,6 +200,7 @@ class CellResult:
     overhead: Mapping[str, float]
     steady_windows_s: tuple[float, ...]  # mean step time of each steady window (ok only)
     raw: Mapping[str, Any]  # the validated dict: for display only, never recomputed from
+    undisturbed_only: str | None = None  # why its times are its clean steps' (disturbance.py)
 
     @property
     def ok(self) -> bool:
@@ -332,11 +333,11 @@ def parse_training(
     status = str(result["status"])
     ok = status == "ok"
     over, ratio = _oversubscription(result, key.threads, device, run_cpus)
-    others = finite_number(get_path(result, "cpu", "others_share"))
-    steal = finite_number(get_path(result, "cpu", "steal_share"))
+    clean = undisturbed_steps(result, disturbed_share) if ok else None  # its times: clean steps'
+    time_s = clean.projected_full_s if clean else _training_time_s(result)
 
-    def timing(name: str) -> float | None:
-        return finite_number(get_path(result, "timing", name)) if ok else None
+    def timing(name: str, power: int = 0) -> float | None:  # power: see scaled()
+        return scaled(clean, finite_number(get_path(result, "timing", name)), power) if ok else None
 
     acc = first_of(result, ("metrics", "val_accuracy"), ("metrics", "accuracy"))
     return CellResult(
@@ -350,25 +351,26 @@ def parse_training(
         machine_cpus=_machine_cpus(result),
         oversubscribed=over,
         oversubscription_ratio=ratio,
-        training_time_s=_training_time_s(result) if ok else None,
-        steady_epoch_s=timing("steady_epoch_s"),
-        steady_step_s=timing("steady_step_s"),
+        training_time_s=time_s if ok else None,
+        steady_epoch_s=timing("steady_epoch_s", 1),
+        steady_step_s=timing("steady_step_s", 1),
         warmup_s=_warmup_time_s(result) if ok else None,
-        samples_per_s=timing("samples_per_s"),
-        gflops_per_s=finite_number(result.get("gflops_per_s")) if ok else None,
+        samples_per_s=timing("samples_per_s", -1),
+        gflops_per_s=scaled(clean, finite_number(result.get("gflops_per_s")), -1) if ok else None,
         accuracy=finite_number(acc) if ok else None,
         loss=finite_number(get_path(result, "metrics", "loss")) if ok else None,
         has_metrics=ok and result.get("metrics") is not None,
         chance_accuracy=finite_number(result.get("chance_accuracy")),
         peak_rss_bytes=finite_number(get_path(result, "memory", "peak_rss_bytes")),
         utilisation=finite_number(get_path(result, "cpu", "utilisation")),
-        others_share=others,
-        steal_share=steal,
+        others_share=finite_number(get_path(result, "cpu", "others_share")),
+        steal_share=finite_number(get_path(result, "cpu", "steal_share")),
         disturbed=ok and result_disturbance(result, disturbed_share, shielded_share) is not None,
         wall_s=finite_number(get_path(result, "runner", "wall_s")),
         overhead=overhead_split(result) if ok else {},
-        steady_windows_s=_steady_windows(result) if ok else (),
+        steady_windows_s=_steady_windows(result) if ok and not clean else (),  # not: mixed
         raw=result,
+        undisturbed_only=clean.note(disturbed_share) if clean else None,
     )
 
 
@@ -379,8 +381,6 @@ def parse_serving(
     c = result["cell"]
     metrics = result.get("metrics")
     m: Mapping[str, Any] = metrics if isinstance(metrics, dict) else {}
-    others = finite_number(get_path(result, "cpu", "others_share"))
-    steal = finite_number(get_path(result, "cpu", "steal_share"))
     cpus = get_path(result, "placement", "server_cpus")
     return ServeResult(
         variant=str(c["variant"]),
@@ -402,8 +402,8 @@ def parse_serving(
         http_overhead_p50_ms=finite_number(get_path(result, "http_overhead", "p50_ms")),
         shared_cpus=bool(get_path(result, "placement", "shared")),
         server_cpus=tuple(x for x in cpus if isinstance(x, int)) if isinstance(cpus, list) else (),
-        others_share=others,
-        steal_share=steal,
+        others_share=finite_number(get_path(result, "cpu", "others_share")),
+        steal_share=finite_number(get_path(result, "cpu", "steal_share")),
         disturbed=result.get("status") == "ok"
         and result_disturbance(result, disturbed_share) is not None,
         raw=result,

@@ -4,8 +4,10 @@ The rule itself (is this result disturbed, and why) is ONE function,
 :func:`tfvariants.store.disturbance.disturbance`, over what the cell recorded: other
 processes' share of its pinned CPUs and the hypervisor's steal share over its measured
 ``fit`` (warm-up and steady window; workloads/cpuload.py). Parsed results carry it as
-``CellResult.disturbed``; :func:`disturbance` here applies it to a result dict (the
-matrix asks it of a cell that just finished, to run it again).
+``CellResult.disturbed``; a cell disturbed by others for part of its time but measured
+on its undisturbed steps (``CellResult.undisturbed_only``) is not, and is counted apart.
+:func:`disturbance` here applies it to a result dict (the matrix asks it of a cell that
+just finished, to run it again).
 
 A disturbed cell stays on disk and in the report, and `compare` runs it again (a new
 attempt of the same round). The verdicts leave disturbed cells out (policy "exclude"),
@@ -61,6 +63,10 @@ class Interference:
     policy: str = "auto"  # POLICIES
     included: bool = False  # the verdicts use disturbed results (policy, or auto: most were)
     disturbed: list[tuple[str, str]] = field(default_factory=list)  # (cell id, why)
+    # Disturbed by others for part of the cell, measured on its undisturbed steps only
+    # (store/disturbance.py undisturbed_steps): not disturbed. (cell id, its flag)
+    clean: list[tuple[str, str]] = field(default_factory=list)
+    clean_gaps: int = 0  # of those: their epoch gaps ran disturbed (counted as measured)
     cells: int = 0  # successful training cells, every attempt
     waited_s: float = 0.0  # total wait for quiet before cells
     not_quiet: int = 0  # cells that started after the wait ran out, not in quiet
@@ -111,7 +117,7 @@ class Interference:
             text += f", and {self.not_quiet} started without it"
             if self.quiet_wait_s:
                 text += f" (the wait of {self.quiet_wait_s:.0f} s ran out)"
-        text += skipped_waits(self.waits_skipped) + "."
+        text += skipped_waits(self.waits_skipped) + "." + self.clean_sentence()
         if self.never_quiet:
             text += (
                 " This machine was never quiet during the run: no undisturbed result, so no "
@@ -123,6 +129,22 @@ class Interference:
                 "ran out), without the full wait and not run again."
             )
         return text + self.priority_sentence()
+
+    def clean_sentence(self) -> str:
+        """How many cells were measured on their undisturbed steps (empty when none)."""
+        if not self.clean:
+            return ""
+        text = (
+            f" {len(self.clean)} of {self.cells} cells were measured on their undisturbed "
+            "steps only (others used their CPUs for part of the cell): their times are "
+            "projected from those steps, and they count as undisturbed"
+        )
+        if self.clean_gaps:
+            text += (
+                f"; in {self.clean_gaps} of them the epoch gaps (validation) ran while others used "
+                "their CPUs, which the projection counts as measured"
+            )
+        return text + "."
 
     def priority_sentence(self) -> str:
         """What the raised priority did (empty when no cell asked for it)."""
@@ -191,6 +213,10 @@ def summarise(
         if r.disturbed:
             why = disturbance(r.raw, limit, shielded_limit)
             summary.disturbed.append((r.cell_id, why or "disturbed"))
+        elif r.undisturbed_only:
+            summary.clean.append((r.cell_id, r.undisturbed_only))
+            steps = rule.undisturbed_steps(r.raw, limit)
+            summary.clean_gaps += steps is not None and steps.gap_disturbed(limit)
         rounds.setdefault((r.key, r.round), []).append(r)
     summary.unclean_rounds = sum(1 for rs in rounds.values() if all(r.disturbed for r in rs))
     summary.config_rounds = len(rounds)
