@@ -98,7 +98,8 @@ def test_a_half_disturbed_steady_phase_is_measured_on_its_clean_steps():
     "kw",
     [
         {"disturbed_steps": 101},  # under half of its steady steps clean
-        {"disturbed_steps": 10, "steady_steps": 60, "window": (3.0, 60)},  # < min_steady_steps
+        # 50 clean: under half of the 130 steps the window asked for
+        {"disturbed_steps": 10, "steady_steps": 60, "window": (3.0, 130)},
         {"disturbed_steps": 50, "steady_steps": 120, "window": (20.0, 50)},  # 8 s < half of 20
     ],
 )
@@ -113,6 +114,14 @@ def test_too_few_clean_steps_leave_the_cell_disturbed_as_before(kw):
         r["gflops_per_s"],
     )
     assert interference.disturbance(r) == "other processes used 40% of its pinned CPUs (limit 10%)"
+
+
+def test_a_window_that_stopped_at_its_minimum_needs_half_of_it_clean_not_all():
+    # mnist_cnn t1: the window stops at its 50 steps; 30 clean steps of 50 are enough.
+    r = bursty_result(disturbed_steps=20, steady_steps=50, window=(3.0, 50))
+    assert not parse_training(r).disturbed
+    r = bursty_result(disturbed_steps=26, steady_steps=50, window=(3.0, 50))  # 24 clean
+    assert parse_training(r).disturbed
 
 
 def test_results_without_the_record_or_not_disturbed_by_others_are_judged_as_before():
