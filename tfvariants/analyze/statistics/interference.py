@@ -66,6 +66,7 @@ class Interference:
     # Disturbed by others for part of the cell, measured on its undisturbed steps only
     # (store/disturbance.py undisturbed_steps): not disturbed. (cell id, its flag)
     clean: list[tuple[str, str]] = field(default_factory=list)
+    clean_gaps: int = 0  # of those: their epoch gaps ran disturbed (counted as measured)
     cells: int = 0  # successful training cells, every attempt
     waited_s: float = 0.0  # total wait for quiet before cells
     not_quiet: int = 0  # cells that started after the wait ran out, not in quiet
@@ -138,6 +139,11 @@ class Interference:
             "steps only (others used their CPUs for part of the cell): their times are "
             "projected from those steps, and they count as undisturbed"
         )
+        if self.clean_gaps:
+            text += (
+                f"; in {self.clean_gaps} of them the epoch gaps (validation) ran while others used "
+                "their CPUs, which the projection counts as measured"
+            )
         return text + "."
 
     def priority_sentence(self) -> str:
@@ -209,6 +215,8 @@ def summarise(
             summary.disturbed.append((r.cell_id, why or "disturbed"))
         elif r.undisturbed_only:
             summary.clean.append((r.cell_id, r.undisturbed_only))
+            steps = rule.undisturbed_steps(r.raw, limit)
+            summary.clean_gaps += steps is not None and steps.gap_disturbed(limit)
         rounds.setdefault((r.key, r.round), []).append(r)
     summary.unclean_rounds = sum(1 for rs in rounds.values() if all(r.disturbed for r in rs))
     summary.config_rounds = len(rounds)
