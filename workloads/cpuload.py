@@ -89,13 +89,24 @@ def _freq_mhz(cpus: Sequence[int]) -> list[float] | None:
     return out or None
 
 
+def pinned_cpus(cpus: Sequence[int]) -> list[int]:
+    """The CPUs the worker runs on: those asked for, else its affinity."""
+    if cpus:
+        return list(cpus)
+    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+
+
+def others_cpu_s(busy: float, total_s: float, own_cpu_s: float) -> float:
+    """Busy time on our CPUs that was not ours (``busy_shares``' busy share of
+    ``total_s`` CPU-seconds, less this process's own): other processes competing."""
+    return max(busy * total_s - own_cpu_s, 0.0)
+
+
 def usage(before: dict[str, Any], after: dict[str, Any], cpus: Sequence[int]) -> dict[str, Any]:
     """CPU utilisation of this process and the machine's interference between snapshots."""
     wall = after["wall"] - before["wall"]
     cpu_s = after["cpu_s"] - before["cpu_s"]
-    pinned = list(cpus)
-    if not pinned and hasattr(os, "sched_getaffinity"):
-        pinned = sorted(os.sched_getaffinity(0))
+    pinned = pinned_cpus(cpus)
     out: dict[str, Any] = {
         "wall_s": wall,
         "process_cpu_s": cpu_s,
@@ -108,8 +119,7 @@ def usage(before: dict[str, Any], after: dict[str, Any], cpus: Sequence[int]) ->
     if shares is not None:
         busy, steal, total_s = shares
         out["steal_share"] = steal
-        # Busy time on our CPUs that was not ours: other processes competing.
-        out["others_share"] = max(busy * total_s - cpu_s, 0.0) / total_s
+        out["others_share"] = others_cpu_s(busy, total_s, cpu_s) / total_s
     wait = runq_wait_s(before.get("delays"), after.get("delays"))
     if wait is not None and wall > 0 and pinned:
         out["runq_wait_share"] = wait / (wall * len(pinned))

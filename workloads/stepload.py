@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import bisect
 import math
-import os
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -56,13 +55,6 @@ class Interval:
     epoch: int
     others_cpu_s: float  # others' CPU seconds on the pinned CPUs (0 when unreadable)
     total_cpu_s: float  # CPU seconds that elapsed on the pinned CPUs
-
-
-def pinned_cpus(cpus: Sequence[int]) -> list[int]:
-    """The CPUs the worker runs on: those asked for, else its affinity (as cpuload.usage)."""
-    if cpus:
-        return list(cpus)
-    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
 
 
 @dataclass(frozen=True)
@@ -96,7 +88,7 @@ class Sampler:
         read_stat: Callable[[], dict[int, list[int]]] = cpuload.proc_stat,
         cpu_seconds: Callable[[], float] = cpuload.cpu_seconds,
     ) -> None:
-        self.cpus = pinned_cpus(cpus)
+        self.cpus = cpuload.pinned_cpus(cpus)
         self.sample_s = sample_s
         self.epoch = 0
         self.readings: list[Reading] = []
@@ -164,7 +156,7 @@ class Sampler:
         if shares is None:
             return Interval(a.t, b.t, None, label, b.epoch, 0.0, 0.0)
         busy, _steal, total_s = shares
-        others = max(busy * total_s - (b.cpu_s - a.cpu_s), 0.0)
+        others = cpuload.others_cpu_s(busy, total_s, b.cpu_s - a.cpu_s)
         return Interval(a.t, b.t, others / total_s, label, b.epoch, others, total_s)
 
 
