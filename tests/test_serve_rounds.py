@@ -16,7 +16,7 @@ from tfvariants.plan.serve import ServeCell, ServeSpec
 from tfvariants.rounds.serving import (
     MAX_PLANNED_LAST,
     ROUND_MARGIN,
-    make_next_round,
+    NextServeRound,
     plan_last_look,
     round_cost,
 )
@@ -103,21 +103,21 @@ def test_round_cost_is_the_sum_of_each_cells_median_wall(tmp_path):
 def test_planned_looks_run_past_20_repeats_and_ignore_the_verdicts(tmp_path):
     said: list[str] = []
     pricing = parse_pricing_option("gce-2017")
-    hook = make_next_round(_spec(), None, pricing=pricing, baseline=None, say=said.append)
+    hook = NextServeRound(_spec(), None, pricing=pricing, baseline=None, say=said.append)
     _store(tmp_path / "a", 5, 1.08)
     cells, why = hook(load_run_dir(tmp_path / "a").parsed)
     assert hook.plan is not None and hook.rule is not None
     assert hook.plan.last_look == int(600 // (13.9 * ROUND_MARGIN)) == 39
     assert hook.rule.looks[-1] == 39 and len(said) == 1 and "planned from the budget" in said[0]
     # the same walls with a clearly decided effect: the same looks (no verdict went in)
-    other = make_next_round(_spec(), None, pricing=pricing, baseline=None)
+    other = NextServeRound(_spec(), None, pricing=pricing, baseline=None)
     _store(tmp_path / "b", 5, 1.8)
     other(load_run_dir(tmp_path / "b").parsed)
     assert other.rule == hook.rule
     # 20 rounds of an effect near the band's edge, undecided: the old fixed last look of 20
     # stopped here; the planned one runs another round
     _store(tmp_path / "c", 20, 1.08)
-    fresh = make_next_round(_spec(), None, pricing=pricing, baseline=None)
+    fresh = NextServeRound(_spec(), None, pricing=pricing, baseline=None)
     cells, why = fresh(load_run_dir(tmp_path / "c").parsed)
     assert fresh.rule == hook.rule  # a resume plans the same looks from the same cells
     assert "undecided" in why and sorted(c.repeat for c in cells) == [20, 20]
@@ -125,7 +125,7 @@ def test_planned_looks_run_past_20_repeats_and_ignore_the_verdicts(tmp_path):
 
 def test_max_repeats_fixes_the_looks(tmp_path):
     rule = adaptive.stopping_rule(5, 20)
-    hook = make_next_round(_spec(20), rule, pricing=None, baseline=None)
+    hook = NextServeRound(_spec(20), rule, pricing=None, baseline=None)
     _store(tmp_path, 20, 1.08)
     cells, why = hook(load_run_dir(tmp_path).parsed)
     assert cells == [] and adaptive.AT_LAST_LOOK in why and hook.plan is None
@@ -154,7 +154,7 @@ def test_the_report_states_the_planned_last_look_and_uses_its_looks(tmp_path):
     spec = _spec()
     _store(tmp_path / "res", 20, 1.08)
     write_run(tmp_path / "res", new_run(spec, []))
-    hook = make_next_round(spec, None, pricing=None, baseline=None)
+    hook = NextServeRound(spec, None, pricing=None, baseline=None)
     hook(load_run_dir(tmp_path / "res").parsed)
     assert hook.rule is not None and hook.plan is not None
     update_run(tmp_path / "res", adaptive={**hook.rule.to_json(), "look_plan": hook.plan.to_json()})
@@ -194,7 +194,7 @@ def test_run_json_records_the_plan_and_a_run_stopped_before_its_first_look(tmp_p
 
     spec = _spec()
     write_run(tmp_path, new_run(spec, []))
-    hook = make_next_round(spec, None, pricing=None, baseline=None)
+    hook = NextServeRound(spec, None, pricing=None, baseline=None)
     quiet = Console(file=io.StringIO())
     stopped = MatrixOutcome(planned=10, stopped="", spent_s=12.0)
     _record(tmp_path, hook, spec, {}, stopped, quiet)

@@ -307,12 +307,12 @@ def _spec(**kw) -> ServeSpec:
 
 def test_adaptive_rounds_run_the_undecided_configurations_only(tmp_path):
     from tfvariants.analyze.statistics import adaptive
-    from tfvariants.rounds.serving import make_next_round
+    from tfvariants.rounds.serving import NextServeRound
     from tfvariants.store.rundir import load_run_dir
 
     spec = _spec()
     rule = adaptive.stopping_rule(5, 20)
-    nxt = make_next_round(spec, rule, pricing=parse_pricing_option("gce-2017"), baseline=None)
+    nxt = NextServeRound(spec, rule, pricing=parse_pricing_option("gce-2017"), baseline=None)
     # overlapping noisy repeats: undecided at the look after 5, both configurations rerun
     noisy = [0.7, 1.3, 1.0, 0.8, 1.2]
     _with_devices(

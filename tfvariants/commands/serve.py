@@ -363,12 +363,12 @@ def _next_round_hook(
     """The adaptive rounds' hook, its rule said: fixed by --max-repeats, else planned from
     the budget once the first look's rounds are stored (rounds/serving.py)."""
     from tfvariants.commands import rounds
-    from tfvariants.rounds.serving import make_next_round
+    from tfvariants.rounds.serving import NextServeRound
 
     o = ServingOptions.of(spec.options)
     if o.max_repeats is not None:
         rule = rounds.stopping_rule(spec, console)
-        return make_next_round(spec, rule, pricing=pricing, baseline=baseline)
+        return NextServeRound(spec, rule, pricing=pricing, baseline=baseline)
     console.print(
         f"adaptive: the first look after {spec.repeats} repeats; the later looks are planned "
         f"then, before any verdict, from the rounds' measured cost to fill the budget of "
@@ -379,7 +379,7 @@ def _next_round_hook(
     def say(line: str) -> None:
         console.print(line, highlight=False, markup=False)
 
-    return make_next_round(spec, None, pricing=pricing, baseline=baseline, say=say)
+    return NextServeRound(spec, None, pricing=pricing, baseline=baseline, say=say)
 
 
 def _record(

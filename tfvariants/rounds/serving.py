@@ -185,18 +185,6 @@ class NextServeRound:
         )
 
 
-def make_next_round(
-    spec: ServeSpec,
-    rule: adaptive.StoppingRule | None,
-    *,
-    pricing: Pricing | None,
-    baseline: str | None,
-    say: Callable[[str], None] | None = None,
-) -> NextServeRound:
-    """The hook (:class:`NextServeRound`)."""
-    return NextServeRound(spec, rule, pricing=pricing, baseline=baseline, say=say)
-
-
 def order_seed(out: Path, resume: bool) -> int | None:
     """Each round's order seed: a resumed run keeps its own (its cells and their order
     must not change; None for runs stored before serving rounds were shuffled), a new
