@@ -24,6 +24,14 @@ def budget_of(args: argparse.Namespace, name: str) -> str:
     return args.budget or BUDGETS.get(name, DEFAULT_BUDGET)
 
 
+def twin_later(name: str) -> bool:
+    """Whether the twin waits until the 1-vs-2 comparisons are settled (compare --later):
+    in every compare but the quiet scenario's, whose question is the twin itself (issue
+    25); elsewhere the question is 1 vs 2 threads, and the twin's cells in the first
+    look made it a third longer (the 8 min of issue 26 held none under bursts)."""
+    return name != "quiet"
+
+
 def plan(
     scenarios: Sequence[str], runs: int, quiet: bool, shared: bool = False
 ) -> list[tuple[str, str, int]]:

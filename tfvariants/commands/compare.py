@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from tfvariants.commands import common, compare_cluster, presets, rounds
 from tfvariants.commands.compare_spec import build_spec as build_spec
-from tfvariants.commands.compare_spec import check_baseline
+from tfvariants.commands.compare_spec import check_baseline, check_later
 from tfvariants.commands.compare_spec import parse_threads as parse_threads
 from tfvariants.commands.matrix_args import (  # noqa: F401 (quick_scale: the command's API)
     QUICK_SAMPLES,
@@ -166,6 +166,7 @@ def run(args: argparse.Namespace) -> int:
     if preset is not None:
         spec = dataclasses.replace(spec, options=dataclasses.replace(opts, preset=preset))
     check_baseline(args.baseline, spec)
+    check_later(args.baseline, spec)
     firstlook.say(spec, args.out if args.resume else None, args.estimate_from)
     if args.dry_run:
         return compare_cluster.dry_run(args, spec, pricing, Console(soft_wrap=True))

@@ -125,6 +125,38 @@ def gpu_threads(variant: str, pricing: Pricing | None) -> int:
     return found[0].vcpus if found else logical_cpus()
 
 
+def check_later(baseline: str | None, spec: MatrixSpec) -> None:
+    """--later names variants of the matrix other than the baseline's, leaves some to
+    run first, and has a budget's adaptive rounds to run in (one line otherwise)."""
+    from tfvariants.analyze.baseline import parse_baseline
+    from tfvariants.options.training import TrainingOptions
+
+    o = TrainingOptions.of(spec.options)
+    later = list(o.later or ())
+    if not later:
+        return
+    flag = f"--later {','.join(later)}"
+    unknown = [n for n in later if n not in spec.variants]
+    if unknown:
+        raise UserError(
+            f"{flag}: {', '.join(unknown)} not one of --variants ({', '.join(spec.variants)})"
+        )
+    if all(v in later for v in spec.variants):
+        raise UserError(f"{flag}: every variant would wait; nothing would run first")
+    if not o.budget_s:
+        raise UserError(
+            f"{flag} needs a budget (--budget, or --quick): the later variants run in the "
+            "adaptive rounds after the first look"
+        )
+    parsed = parse_baseline(baseline)
+    if parsed is None:
+        raise UserError(
+            f"{flag} needs --baseline (the configuration the later variants are compared with)"
+        )
+    if parsed[0] in later:
+        raise UserError(f"{flag}: the baseline {parsed[0]} cannot wait: every comparison needs it")
+
+
 def check_baseline(baseline: str | None, spec: MatrixSpec) -> None:
     """--baseline names a configuration the matrix runs (one line otherwise)."""
     from tfvariants.analyze.baseline import parse_baseline

@@ -31,6 +31,21 @@ def shown(text: object, limit: int = 40) -> str:
     return r if len(r) <= limit else r[: limit - 4] + "...'"
 
 
+def names(text: str) -> list[str]:
+    """A comma list of names, each once, in the order given."""
+    parts = [p.strip() for p in str(text).split(",")]
+    if not str(text).strip() or any(not p for p in parts):
+        raise argparse.ArgumentTypeError(f"expected a comma list of names, got {shown(text)}")
+    return list(dict.fromkeys(parts))
+
+
+def names_problem(value: object) -> str | None:
+    """A stored list of names that is not one (run.json's check)."""
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        return "expected a list of names"
+    return None
+
+
 def whole_number(text: str, lo: int, hi: int) -> int:
     """``text`` as an int in [lo, hi], written with ASCII digits only."""
     s = str(text).strip()

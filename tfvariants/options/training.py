@@ -89,6 +89,19 @@ class TrainingOptions(CellOptions, DecisionOptions):
         flag="--order-seed",
         parse=argtypes.seed,
     )
+    # Configurations that explain rather than answer (an A/A twin, an ISA cap): with a
+    # budget they must not take rounds from the comparisons the question is about, so
+    # they start only when those are settled, compared on the rounds both sides ran.
+    later: list[str] | None = option(
+        None,
+        "variants whose rounds start only once every other comparison is settled, in the "
+        "budget left (configurations that explain rather than answer; needs a budget)",
+        flag="--later",
+        parse=argtypes.names,
+        problem=argtypes.names_problem,
+        metavar="VARIANTS",
+        omit_none=True,
+    )
     # A window the user chose stays; else the adaptive rounds' window is planned from the
     # first look's variance components (tfvariants.analyze.statistics.windows).
     plan_window: bool = option(False, "plan the later rounds' steady window")
@@ -101,6 +114,7 @@ class TrainingOptions(CellOptions, DecisionOptions):
 # compare's measurement and decision options, in the order --help lists them
 COMPARE_DECISION = (
     "max_repeats",
+    "later",
     "min_steady_s",
     "min_steady_steps",
     "min_effect",

@@ -89,14 +89,18 @@ def logical_cpus() -> int:
 
 def plan_cells(spec: MatrixSpec) -> list[Cell]:
     """All cells in run order: round by round (repeat), every configuration once per
-    round, in the round's own seeded order (the declared order without a seed)."""
+    round, in the round's own seeded order (the declared order without a seed). The
+    ``later`` variants (options) are not planned: the adaptive rounds start them once the
+    other comparisons are settled (rounds/training.py)."""
     seed = spec.options.get("order_seed")
+    later = set(spec.options.get("later") or ())
     cells = []
     for r in range(spec.repeats):
         round_cells = [
             Cell(variant=v, threads=t, workload=w, repeat=r)
             for w in spec.workloads
             for v, t in spec.configurations()
+            if v not in later
         ]
         cells += round_order(round_cells, seed, r)
     return cells

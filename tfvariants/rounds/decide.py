@@ -11,7 +11,7 @@ rounds/serving.py); the decision from it is this module's.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from tfvariants.analyze.statistics.adaptive import AT_LAST_LOOK, StoppingRule
@@ -31,6 +31,9 @@ class Judged(Generic[K]):
     undecided: int  # of them still undecided
     active: Sequence[K]  # both sides of every undecided comparison, in run order
     present: Mapping[K, Collection[int]]  # the rounds with a file, per configuration
+    # The first round of a configuration that started after the others (a ``later`` one):
+    # its missing rounds before it are not gaps, as its comparison uses common rounds only.
+    starts: Mapping[K, int] = field(default_factory=dict)
 
 
 def next_round(
@@ -55,7 +58,7 @@ def next_round(
     gaps = [
         (k, rep)
         for k in judged.active
-        for rep in range(judged.rounds)
+        for rep in range(judged.starts.get(k, 0), judged.rounds)
         if rep not in judged.present.get(k, ())
     ]
     todo = gaps or [(k, judged.rounds) for k in judged.active]

@@ -171,7 +171,8 @@ def announce(spec: MatrixSpec, out: Path | None, estimate_from: Path | None) -> 
         times = default_times(spec.workloads, o.min_steady_s)
     if times is None:
         return None
-    configs = len(spec.configurations())
+    later = set(o.later or ())  # not in the first look: they start once it is settled
+    configs = len([v for v, _ in spec.configurations() if v not in later])
     look = first_look(times, spec.workloads, configs, rounds=rounds, budget_s=o.budget_s)
     return None if look.fits else look.line()
 

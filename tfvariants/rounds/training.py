@@ -119,8 +119,12 @@ class NextRoundHook:
         # The steady window of the rounds after the first look (None: not planned): a
         # value of this run, recorded in run.json "adaptive", never written into the spec.
         self.window_plan: dict[str, Any] | None = None
-        preset = TrainingOptions.of(spec.options).preset or {}
-        self.explanatory = frozenset(preset.get("explanatory") or ())
+        o = TrainingOptions.of(spec.options)
+        preset = o.preset or {}
+        # Explanatory configurations wait while a comparison the question is about is
+        # open; the ``later`` ones (--later) are not even in the first look.
+        self.later = frozenset(o.later or ())
+        self.explanatory = frozenset(preset.get("explanatory") or ()) | self.later
 
     def __call__(self, stored: Mapping[str, AnyResult]) -> tuple[list[Cell], str]:
         spec, rule = self.spec, self.rule
@@ -130,22 +134,24 @@ class NextRoundHook:
             if TrainingOptions.of(spec.options).plan_window:
                 self.window_plan = plan_window(spec, stored, rule.looks, at.look)
         open_verdicts = [v for wv in at.verdicts for v in wv.open]
-        # A preset's explanatory configurations wait while a comparison its answer is
-        # about is open: they must not halve the main comparisons' rounds.
+        # Explanatory configurations (a preset's, --later) wait while a comparison the
+        # answer is about is open: they must not halve the main comparisons' rounds.
         main = [v for v in open_verdicts if v.config.variant not in self.explanatory]
         if main:
             open_verdicts = main
-        # Both sides of every open comparison run again.
-        active = sorted(
-            {k for v in open_verdicts for k in (v.config, v.baseline)}, key=self.order.__getitem__
-        )
+        # Both sides of every open comparison run again, and with the others settled,
+        # each later configuration that has no verdict yet starts beside its baseline.
+        waiting = [] if main else self._not_started(at)
+        sides = {k for v in open_verdicts for k in (v.config, v.baseline)}
+        active = sorted(sides | {k for pair in waiting for k in pair}, key=self.order.__getitem__)
         judged = Judged(
             at.rounds,
             at.look,
-            sum(len(wv.verdicts) for wv in at.verdicts),
-            len(open_verdicts),
+            sum(len(wv.verdicts) for wv in at.verdicts) + len(waiting),
+            len(open_verdicts) + len(waiting),
             active,
             at.present,
+            self._starts(active, at),
         )
         return next_round(
             judged,
@@ -158,6 +164,29 @@ class NextRoundHook:
             nothing_to_judge=f"no comparison to judge at the look after {at.look} repeats (a "
             "baseline and another configuration both need a successful repeat)",
         )
+
+    def _not_started(self, at: Look) -> list[tuple[ConfigKey, ConfigKey]]:
+        """(later configuration, its workload's baseline) for each later configuration
+        without a verdict at this look: none of its cells is usable yet."""
+        return [
+            (k, wv.baseline)
+            for wv in at.verdicts
+            if wv.baseline is not None
+            for k in self.order
+            if k.workload == wv.workload and k.variant in self.later and k not in wv.verdicts
+        ]
+
+    def _starts(self, active: Sequence[ConfigKey], at: Look) -> dict[ConfigKey, int]:
+        """Where each ``later`` configuration's rounds start: its first stored round, or
+        the next round when it has none yet (recomputed from the stored cells, so a
+        resume starts it where it did). The rounds before are not gaps to fill: they
+        would be measured long after the baseline's same rounds, and its comparison
+        uses the rounds both sides ran (pairing.compare_rounds)."""
+        return {
+            k: min(at.present[k], default=at.rounds) if k in at.present else at.rounds
+            for k in active
+            if k.variant in self.later
+        }
 
     def _keep(self, at: Look) -> None:
         if self.looks and self.looks[-1]["after_repeats"] == at.look:

@@ -46,6 +46,7 @@ class HostNoise:
     steal_share: float | None = None
     windows: str | None = None  # within- vs between-process variance of the step time
     window_plan: str | None = None  # the steady window the adaptive rounds chose
+    later: str | None = None  # when the --later variants started, in words
     warnings: list[StatWarning] = field(default_factory=list)
     # About how many repeats per side would call an equal pair "equivalent" (None: unknown)
     equivalent_from: int | None = None

@@ -7,7 +7,7 @@ the run store and nothing else.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -101,6 +101,24 @@ class _Inputs:
     cpus: int | None
 
 
+def later_sentence(later: object, cells: Sequence[CellResult]) -> str | None:
+    """When each --later variant started and how many rounds it ran, or that it never
+    ran (None: the run has none)."""
+    if not isinstance(later, list) or not later:
+        return None
+    said = []
+    for name in later:
+        rounds = sorted({r.round for r in cells if r.variant == name})
+        if not rounds:
+            said.append(f"{name} never ran: the others were not settled before the run stopped")
+        else:
+            said.append(f"{name} from repeat {rounds[0] + 1} on ({len(rounds)} round(s))")
+    return (
+        "Later variants (--later) started once every other comparison was settled, and are "
+        f"compared on the rounds both sides ran: {'; '.join(said)}."
+    )
+
+
 def analyze_contents(contents: RunContents, report: ReportSettings, settings: Settings) -> Analysis:
     """Group a loaded folder's training cells, compute statistics, costs, comparisons and
     conclusions (serving cells have their own analysis: analyze/serving/), deciding with
@@ -138,6 +156,7 @@ def analyze_contents(contents: RunContents, report: ReportSettings, settings: Se
     ]
     noise = host_noise(list(inputs.groups.values()), inputs.settings)
     noise.window_plan = windows.plan_sentence((run.get("adaptive") or {}).get("window_plan"))
+    noise.later = later_sentence(opts.get("later"), cells)
     all_warnings += noise.warnings
     if quiet.disturbed:
         all_warnings.append(
