@@ -288,3 +288,29 @@ def test_a_failed_cells_reason_reaches_the_terminal_without_escapes(tmp_path):
         "\x1b" not in buf.getvalue() and "boom \\x1b[2J\\x1b[31mred\\nsecond line" in buf.getvalue()
     )
     assert outcome.reasons[bad] == "boom \\x1b[2J\\x1b[31mred\\nsecond line"
+
+
+@pytest.mark.parametrize(("seconds", "said"), [(3.0, True), (1.0, False)])
+def test_planned_rounds_that_will_overrun_the_budget_are_said_once_at_their_pace(
+    tmp_path, seconds, said
+):
+    """5 planned rounds of 2 cells: at 3 s a cell they end at 30 s, past a 20 s budget,
+    which the first round's pace tells; at 1 s (10 s) nothing is said."""
+    clock, runner, run_cell = cells_taking(seconds)
+    buf = io.StringIO()
+    console = Console(file=buf, width=400, force_terminal=False)
+    s = spec(variants=("pip",), workloads=("mnist_mlp",), repeats=5)
+    Matrix(s, tmp_path / "run").run(
+        run_cell=run_cell,
+        clock=clock,
+        console=console,
+        next_round=lambda stored: ([], "decided"),
+        budget_s=20.0,
+    )
+    notes = [ln for ln in buf.getvalue().splitlines() if ln.startswith("note: at this run's pace")]
+    if said:
+        assert len(notes) == 1
+        # after the first round (2 cells, 6 s): 6 s + 8 cells x 3 s = 30 s
+        assert "the first look will end after about 30s, past the 20s budget" in notes[0]
+    else:
+        assert notes == []

@@ -71,6 +71,40 @@ class EtaModel:
 
 
 @dataclass
+class _PaceWatch:
+    """Says once, during the planned rounds of a run with a budget and adaptive rounds,
+    that at the pace measured so far they will end past the budget. The estimate said
+    before the run (rounds/firstlook.py) is a quiet machine's; under a load the cells
+    run slower, and nothing can be decided before the planned rounds end (issue 26: an
+    unprivileged compare under bursts took 9.5 min of an 8 min budget, silently)."""
+
+    budget_s: float
+    spent: Callable[[], float]
+    after: int  # cells to finish before the pace says anything (one round)
+    console: Console | None
+    finished: int = 0
+    said: str | None = None
+
+    def check(self, remaining_s: float | None) -> None:
+        self.finished += 1
+        if self.said or self.console is None or self.finished < self.after:
+            return
+        if remaining_s is None:
+            return
+        end = self.spent() + remaining_s
+        if end <= self.budget_s:
+            return
+        self.said = (
+            f"at this run's pace the first look will end after about {_fmt_s(end)}, past the "
+            f"{_fmt_s(self.budget_s)} budget: the run overruns it to reach the first look, "
+            "where the first verdicts come, and no adaptive round follows (the cells run "
+            "slower than planned: the machine is busy); a larger --budget or a quieter "
+            "machine leaves room to decide"
+        )
+        self.console.print(f"note: {self.said}", highlight=False, markup=False)
+
+
+@dataclass
 class _Retry:
     """Re-running disturbed cells, until retries stop paying: after ``RETRY_MISSES``
     retries in a row came out disturbed again, interference outlasts a cell (random
@@ -258,7 +292,12 @@ class Matrix(Generic[CellT]):
         if budget_covers_plan and budget_s is not None:
             deadline = (started + budget_s - spent_before, budget_s)
         with display:
-            self._run_cells(todo, run_cell, outcome, eta, display, clock, retry, deadline)
+            pace = None
+            if next_round is not None and budget_s is not None and deadline is None and todo:
+                per_round = max(1, len(cells) // max(1, self.spec.repeats))
+                pace = _PaceWatch(budget_s, lambda: spent_before + clock() - started,
+                                  per_round, console)  # fmt: skip
+            self._run_cells(todo, run_cell, outcome, eta, display, clock, retry, deadline, pace)
             if next_round is not None:
 
                 def spent() -> float:
@@ -311,6 +350,7 @@ class Matrix(Generic[CellT]):
         clock: Callable[[], float],
         retry: _Retry | None = None,
         deadline: tuple[float, float] | None = None,  # (clock time, budget_s)
+        pace: _PaceWatch | None = None,
     ) -> None:
         todo = list(todo)
         i = 0
@@ -345,6 +385,8 @@ class Matrix(Generic[CellT]):
             raw = dict(result.raw)
             why = retry.disturbed(raw) if retry is not None and status == "ok" else None
             display.finish(cell, status, elapsed, result.reason, disturbed=why)
+            if pace is not None:
+                pace.check(eta.remaining(todo[i:]))
             if retry is not None and status == "ok":
                 retry.observe(cell, why)
             if why:
