@@ -6,7 +6,8 @@ import pytest
 from rich.console import Console
 
 from tfvariants.errors import UserError
-from tfvariants.execute.matrix import EtaModel, Matrix
+from tfvariants.execute.eta import EtaModel
+from tfvariants.execute.matrix import Matrix
 from tfvariants.execute.record import StoredCell
 from tfvariants.plan.spec import MatrixSpec, plan_cells
 from tfvariants.store.rundir import load_run_dir

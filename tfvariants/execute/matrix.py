@@ -3,15 +3,15 @@ and resume (the run folder itself belongs to :mod:`tfvariants.store.rundir`)."""
 
 from __future__ import annotations
 
-import statistics
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic
 
 from tfvariants.errors import one_line
+from tfvariants.execute.eta import EtaModel, PaceWatch, fmt_s
 from tfvariants.execute.record import StoredCell
 from tfvariants.plan.task import CellT, MatrixPlan, PlannedCell
 from tfvariants.store.cellresult import AnyResult
@@ -36,72 +36,6 @@ RunCell = Callable[[CellT, RunFolder], StoredCell]
 NextRound = Callable[[Mapping[str, AnyResult]], tuple[list[CellT], str]]
 Disturbed = Callable[[dict], str | None]  # a result -> why it is disturbed, or None
 RETRY_MISSES = 2  # disturbed retries in a row after which disturbed cells are not re-run
-
-
-class EtaModel:
-    """Learns cell durations as cells finish: per (workload, variant, threads) when seen,
-    else per workload, else the overall mean."""
-
-    def __init__(self) -> None:
-        self._by_config: dict[tuple, list[float]] = {}
-        self._by_workload: dict[str, list[float]] = {}
-        self._all: list[float] = []
-
-    def record(self, cell: PlannedCell, seconds: float) -> None:
-        self._by_config.setdefault((cell.workload, cell.variant, cell.threads), []).append(seconds)
-        self._by_workload.setdefault(cell.workload, []).append(seconds)
-        self._all.append(seconds)
-
-    def estimate(self, cell: PlannedCell) -> float | None:
-        for samples in (
-            self._by_config.get((cell.workload, cell.variant, cell.threads)),
-            self._by_workload.get(cell.workload),
-            self._all,
-        ):
-            if samples:
-                return statistics.median(samples)
-        return None
-
-    def remaining(self, cells: Iterable[PlannedCell]) -> float | None:
-        estimates = [self.estimate(c) for c in cells]
-        known = [e for e in estimates if e is not None]
-        if len(known) < len(estimates):
-            return None
-        return float(sum(known))
-
-
-@dataclass
-class _PaceWatch:
-    """Says once, during the planned rounds of a run with a budget and adaptive rounds,
-    that at the pace measured so far they will end past the budget. The estimate said
-    before the run (rounds/firstlook.py) is a quiet machine's; under a load the cells
-    run slower, and nothing can be decided before the planned rounds end (issue 26: an
-    unprivileged compare under bursts took 9.5 min of an 8 min budget, silently)."""
-
-    budget_s: float
-    spent: Callable[[], float]
-    after: int  # cells to finish before the pace says anything (one round)
-    console: Console | None
-    finished: int = 0
-    said: str | None = None
-
-    def check(self, remaining_s: float | None) -> None:
-        self.finished += 1
-        if self.said or self.console is None or self.finished < self.after:
-            return
-        if remaining_s is None:
-            return
-        end = self.spent() + remaining_s
-        if end <= self.budget_s:
-            return
-        self.said = (
-            f"at this run's pace the first look will end after about {_fmt_s(end)}, past the "
-            f"{_fmt_s(self.budget_s)} budget: the run overruns it to reach the first look, "
-            "where the first verdicts come, and no adaptive round follows (the cells run "
-            "slower than planned: the machine is busy); a larger --budget or a quieter "
-            "machine leaves room to decide"
-        )
-        self.console.print(f"note: {self.said}", highlight=False, markup=False)
 
 
 @dataclass
@@ -133,8 +67,8 @@ def budget_stop(spent_s: float, next_s: float, budget_s: float | None, why: str)
     if budget_s is None or spent_s + next_s <= budget_s:
         return None
     return (
-        f"budget: {_fmt_s(spent_s)} spent, the next round needs about "
-        f"{_fmt_s(next_s)} of the {_fmt_s(budget_s)} budget ({why})"
+        f"budget: {fmt_s(spent_s)} spent, the next round needs about "
+        f"{fmt_s(next_s)} of the {fmt_s(budget_s)} budget ({why})"
     )
 
 
@@ -170,15 +104,6 @@ class MatrixOutcome:
         if self.was_interrupted:
             return 130
         return 1 if self.problems or self.missing else 0
-
-
-def _fmt_s(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    seconds = int(round(seconds))
-    h, rest = divmod(seconds, 3600)
-    m, s = divmod(rest, 60)
-    return f"{h}h{m:02d}m" if h else (f"{m}m{s:02d}s" if m else f"{s}s")
 
 
 class Matrix(Generic[CellT]):
@@ -295,7 +220,7 @@ class Matrix(Generic[CellT]):
             pace = None
             if next_round is not None and budget_s is not None and deadline is None and todo:
                 per_round = max(1, len(cells) // max(1, self.spec.repeats))
-                pace = _PaceWatch(budget_s, lambda: spent_before + clock() - started,
+                pace = PaceWatch(budget_s, lambda: spent_before + clock() - started,
                                   per_round, console)  # fmt: skip
             self._run_cells(todo, run_cell, outcome, eta, display, clock, retry, deadline, pace)
             if next_round is not None:
@@ -350,14 +275,14 @@ class Matrix(Generic[CellT]):
         clock: Callable[[], float],
         retry: _Retry | None = None,
         deadline: tuple[float, float] | None = None,  # (clock time, budget_s)
-        pace: _PaceWatch | None = None,
+        pace: PaceWatch | None = None,
     ) -> None:
         todo = list(todo)
         i = 0
         while i < len(todo):
             cell = todo[i]
             if deadline is not None and clock() + (eta.estimate(cell) or 0.0) > deadline[0]:
-                outcome.stopped = (f"budget: the next cell would overrun the {_fmt_s(deadline[1])} "
+                outcome.stopped = (f"budget: the next cell would overrun the {fmt_s(deadline[1])} "
                                    f"budget ({len(todo) - i} planned cell(s) not run)")  # fmt: skip
                 return
             i += 1
@@ -461,7 +386,7 @@ class _Display:
             from rich.markup import escape
 
             label = escape(f"{cell.workload} {cell.variant}@{cell.threads} r{cell.repeat}")
-            self._update(description=label, eta=_fmt_s(remaining_s))
+            self._update(description=label, eta=fmt_s(remaining_s))
             self.progress.refresh()
 
     def finish(

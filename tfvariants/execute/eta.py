@@ -1,0 +1,88 @@
+"""How long the rest of a run will take, learned from the cells that finished: the
+progress display's ETA, the budget's check before each adaptive round, and the one line
+that says when the planned rounds will overrun the budget at the pace measured."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from rich.console import Console
+
+from tfvariants.plan.task import PlannedCell
+
+
+def fmt_s(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    seconds = int(round(seconds))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}h{m:02d}m" if h else (f"{m}m{s:02d}s" if m else f"{s}s")
+
+
+class EtaModel:
+    """Learns cell durations as cells finish: per (workload, variant, threads) when seen,
+    else per workload, else the overall mean."""
+
+    def __init__(self) -> None:
+        self._by_config: dict[tuple, list[float]] = {}
+        self._by_workload: dict[str, list[float]] = {}
+        self._all: list[float] = []
+
+    def record(self, cell: PlannedCell, seconds: float) -> None:
+        self._by_config.setdefault((cell.workload, cell.variant, cell.threads), []).append(seconds)
+        self._by_workload.setdefault(cell.workload, []).append(seconds)
+        self._all.append(seconds)
+
+    def estimate(self, cell: PlannedCell) -> float | None:
+        for samples in (
+            self._by_config.get((cell.workload, cell.variant, cell.threads)),
+            self._by_workload.get(cell.workload),
+            self._all,
+        ):
+            if samples:
+                return statistics.median(samples)
+        return None
+
+    def remaining(self, cells: Iterable[PlannedCell]) -> float | None:
+        estimates = [self.estimate(c) for c in cells]
+        known = [e for e in estimates if e is not None]
+        if len(known) < len(estimates):
+            return None
+        return float(sum(known))
+
+
+@dataclass
+class PaceWatch:
+    """Says once, during the planned rounds of a run with a budget and adaptive rounds,
+    that at the pace measured so far they will end past the budget. The estimate said
+    before the run (rounds/firstlook.py) is a quiet machine's; under a load the cells
+    run slower, and nothing can be decided before the planned rounds end (issue 26: an
+    unprivileged compare under bursts took 9.5 min of an 8 min budget, silently)."""
+
+    budget_s: float
+    spent: Callable[[], float]
+    after: int  # cells to finish before the pace says anything (one round)
+    console: Console | None
+    finished: int = 0
+    said: str | None = None
+
+    def check(self, remaining_s: float | None) -> None:
+        self.finished += 1
+        if self.said or self.console is None or self.finished < self.after:
+            return
+        if remaining_s is None:
+            return
+        end = self.spent() + remaining_s
+        if end <= self.budget_s:
+            return
+        self.said = (
+            f"at this run's pace the first look will end after about {fmt_s(end)}, past the "
+            f"{fmt_s(self.budget_s)} budget: the run overruns it to reach the first look, "
+            "where the first verdicts come, and no adaptive round follows (the cells run "
+            "slower than planned: the machine is busy); a larger --budget or a quieter "
+            "machine leaves room to decide"
+        )
+        self.console.print(f"note: {self.said}", highlight=False, markup=False)
