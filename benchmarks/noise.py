@@ -189,7 +189,7 @@ def summarise(out: Path, summary: RunSummary) -> None:
                     "ratio": g.time_cmp.ratio.value,
                     "interval": _interval(g.time_cmp.ratio),
                     "repeats": len(g.times),
-                    "under_load": g.under_load,  # (rounds from disturbed cells, compared)
+                    "under_load": g.under_load,  # (rounds from disturbed or busy cells, compared)
                 }
             if (g.variant, g.threads) == ("twin", 2):
                 summary.twin[w.name] = g.time_cmp.verdict

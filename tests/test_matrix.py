@@ -296,7 +296,7 @@ def test_planned_rounds_that_will_overrun_the_budget_are_said_once_at_their_pace
     tmp_path, seconds, said
 ):
     """5 planned rounds of 2 cells: at 3 s a cell they end at 30 s, past a 20 s budget,
-    which the first round's pace tells; at 1 s (10 s) nothing is said."""
+    which the first two rounds' pace tells; at 1 s (10 s) nothing is said."""
     clock, runner, run_cell = cells_taking(seconds)
     buf = io.StringIO()
     console = Console(file=buf, width=400, force_terminal=False)
@@ -311,7 +311,7 @@ def test_planned_rounds_that_will_overrun_the_budget_are_said_once_at_their_pace
     notes = [ln for ln in buf.getvalue().splitlines() if ln.startswith("note: at this run's pace")]
     if said:
         assert len(notes) == 1
-        # after the first round (2 cells, 6 s): 6 s + 8 cells x 3 s = 30 s
+        # after two rounds (4 cells, 12 s): 12 s + 6 cells x 3 s = 30 s
         assert "the first look will end after about 30s, past the 20s budget" in notes[0]
     else:
         assert notes == []

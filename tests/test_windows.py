@@ -78,3 +78,17 @@ def test_plan_sentence_reads_what_run_json_recorded():
     text = windows.plan_sentence(recorded)
     assert text.startswith("Steady window: 10 s per cell up to the first look, then 3 s")
     assert windows.plan_sentence(None) is None and windows.plan_sentence({}) is None
+
+
+def test_a_plan_needs_enough_cells_and_never_more_than_doubles_the_window():
+    # 3 configurations x 2 cells (under bursts, all the first look had with windows):
+    # 3 degrees of freedom for the process variance, too few to plan on.
+    few = [cell(t, r, [0.1 * (1 + 0.05 * r), 0.1, 0.11]) for t in (1, 2, 4) for r in range(2)]
+    assert windows.components(few) is None
+    assert "too few cells" in windows.plan(None, 6.0).reason
+    assert windows.components(two_level(0.02, 0.05, n=5)) is not None  # 2 x 4 = 8
+    # A process variance at the estimator's floor: K* infinite, the window doubles.
+    comp = windows.Components(0.0063, 0.0, 5, 20, 3, fixed_s=4.5, window_s=1.2)
+    assert comp.optimal_windows() == math.inf
+    assert windows.plan(comp, 6.0).min_steady_s == 12.0  # not MAX_WINDOW_S (60 s)
+    assert windows.plan(comp, 40.0).min_steady_s == windows.MAX_WINDOW_S

@@ -64,7 +64,7 @@ class PaceWatch:
 
     budget_s: float
     spent: Callable[[], float]
-    after: int  # cells to finish before the pace says anything (one round)
+    after: int  # cells to finish before the pace says anything (two rounds)
     console: Console | None
     finished: int = 0
     said: str | None = None

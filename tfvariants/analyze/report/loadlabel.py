@@ -13,41 +13,39 @@ applied: the verdict stands for what was measured, and is labelled.
 
 A round counts as under load for a configuration when the value the verdicts used for
 it came from a disturbed cell (only possible when the run's policy uses disturbed
-cells: every attempt of that round was disturbed, analyze/statistics/verdicts.py round_values).
+cells: every attempt of that round was disturbed, analyze/statistics/verdicts.py
+round_values), or from a *busy* one: a multi-thread cell at raised priority whose CPUs
+others filled to 25 % or more. The rule does not call that disturbed (the worker takes
+its CPUs back when it wants them), yet such cells stepped up to 1.27x slow: as root
+under a sustained `nice 19` hog, cifar10_cnn's 2-thread cells had others at 22-28 % of
+their CPUs and stepped x1.27, and the verdict said 1.24x (1.19-1.29) against the quiet
+1.43-1.58x (analyze/statistics/noise.py SHIELDED_BUSY_SHARE, docs/compare.md).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
+
+from tfvariants.analyze.statistics.noise import busy_at_raised_priority
 
 if TYPE_CHECKING:
     from tfvariants.analyze.training.groups import Group
+    from tfvariants.store.cellresult import CellResult
 
 QUIET_MAY_DIFFER = "on a quiet machine the ratio may differ"
 
 
-class Disturbable(Protocol):
-    """One attempt of a configuration in a round (store/cellresult.py CellResult)."""
-
-    @property
-    def ok(self) -> bool: ...
-
-    @property
-    def round(self) -> int: ...
-
-    @property
-    def disturbed(self) -> bool: ...
-
-
-def loaded_rounds(results: Iterable[Disturbable], used: Iterable[int]) -> set[int]:
-    """Of the rounds ``used`` in verdicts, those whose every successful attempt was
-    disturbed (so the value used came from a disturbed cell)."""
-    attempts: dict[int, list[bool]] = {}
-    for r in results:
-        if r.ok:
-            attempts.setdefault(r.round, []).append(r.disturbed)
-    return {k for k in used if attempts.get(k) and all(attempts[k])}
+def loaded_rounds(results: Iterable[CellResult], used: Iterable[int]) -> set[int]:
+    """Of the rounds ``used`` in verdicts, those whose value came from a cell under load:
+    the attempt the verdicts use (the first undisturbed one, else the first: the order
+    of round_values) was disturbed, or busy at raised priority."""
+    first: dict[int, CellResult] = {}
+    for r in sorted((r for r in results if r.ok), key=lambda r: (r.disturbed, r.attempt)):
+        first.setdefault(r.round, r)
+    return {
+        k for k in used if k in first and (first[k].disturbed or busy_at_raised_priority(first[k]))
+    }
 
 
 def under_load(a: object, b: object) -> tuple[int, int] | None:
@@ -71,7 +69,7 @@ def note(loaded: tuple[int, int] | None) -> str:
     if loaded is None or not loaded[0]:
         return ""
     k, n = loaded
-    return f"under load: {k} of {n} rounds from disturbed cells; {QUIET_MAY_DIFFER}"
+    return f"under load: {k} of {n} rounds from disturbed or busy cells; {QUIET_MAY_DIFFER}"
 
 
 def qualify(text: str, a: object, b: object) -> str:

@@ -21,6 +21,7 @@ from tfvariants.store.disturbance import worker_shielded
 
 if TYPE_CHECKING:
     from tfvariants.analyze.training.groups import Group
+    from tfvariants.store.cellresult import CellResult
 
 NOISY_SHARE = 0.10  # other processes or steal above this share of the pinned CPUs
 # A multi-thread worker at raised priority still lost speed when other processes filled
@@ -237,6 +238,19 @@ def comparison_warnings(groups: Sequence[Group]) -> list[StatWarning]:
     ]
 
 
+def busy_at_raised_priority(r: CellResult) -> bool:
+    """An undisturbed multi-thread cell at raised priority whose CPUs others filled to
+    SHIELDED_BUSY_SHARE or more: not disturbed by the rule, yet measured up to 1.27x
+    slow (see there). Its verdicts are labelled "under load" (analyze/report/loadlabel.py)."""
+    return (
+        r.threads >= 2
+        and not r.disturbed
+        and worker_shielded(r.raw)
+        and r.others_share is not None
+        and r.others_share >= SHIELDED_BUSY_SHARE
+    )
+
+
 def shielded_busy(groups: Sequence[Group]) -> StatWarning | None:
     """The undisturbed multi-thread cells at raised priority whose CPUs others filled to
     SHIELDED_BUSY_SHARE or more: their times may be high, unflagged (see there)."""
@@ -244,14 +258,7 @@ def shielded_busy(groups: Sequence[Group]) -> StatWarning | None:
     for g in groups:
         if g.threads < 2:
             continue
-        busy = [
-            r
-            for r in g.ok
-            if not r.disturbed
-            and worker_shielded(r.raw)
-            and r.others_share is not None
-            and r.others_share >= SHIELDED_BUSY_SHARE
-        ]
+        busy = [r for r in g.ok if busy_at_raised_priority(r)]
         if busy:
             hit.append(f"{g.workload} {g.label} ({len(busy)} of {len(g.ok)} cells)")
     if not hit:
@@ -260,8 +267,8 @@ def shielded_busy(groups: Sequence[Group]) -> StatWarning | None:
         "shielded_busy",
         f"Other processes filled {SHIELDED_BUSY_SHARE:.0%} or more of the CPUs of "
         f"multi-thread cells that ran at raised priority: {', '.join(hit)}. Such cells "
-        "were measured up to 1.24x slower than on quiet CPUs without being flagged as "
+        "were measured up to 1.27x slower than on quiet CPUs without being flagged as "
         'disturbed (docs/compare.md, "Interference"), so their times may be high and '
-        "the speed-up from more threads understated",
+        'the speed-up from more threads understated; verdicts on them say "under load"',
         "run again when the machine is quieter to confirm these configurations",
     )

@@ -37,6 +37,19 @@ from tfvariants.store.rawfields import finite_number
 # The window the host may choose, in seconds of steady steps per cell.
 MIN_WINDOW_S = 3.0
 MAX_WINDOW_S = 60.0
+# The process-to-process variance needs this many degrees of freedom (cells beyond one
+# per configuration) before it plans anything. A variance from 3 is known only within a
+# factor of 0.32-14 (95 %), from 8 within 0.46-3.7. Why: an unprivileged quick compare
+# under bursts kept 6 cells with windows of 3 configurations for its first look (the
+# rest were disturbed, or measured on their clean steps, which carry no windows); the
+# process variance came out 0, the plan chose 60 s windows (10x), and the next round of
+# 2 cells took 140 s of an 8-minute budget.
+MIN_BETWEEN_DF = 8
+# A plan may at most double the window. A process variance estimated at 0 (the
+# estimator's floor: MSB - MSW/k cut at 0) makes K* infinite, and one round of 10x
+# windows can spend the rest of a budget before the next look's check
+# (rounds/training.py check_plan) could revert it.
+MAX_GROWTH = 2.0
 
 
 @dataclass(frozen=True)
@@ -112,7 +125,7 @@ def components(results: Iterable[CellResult]) -> Components | None:
         cell_means = [statistics.fmean(c) for c in group]
         between_ss += statistics.variance(cell_means) * (len(group) - 1)
         between_df += len(group) - 1
-    if not between_df or not fixed or not window_s:
+    if between_df < MIN_BETWEEN_DF or not fixed or not window_s:
         return None
     sigma2_between = max(between_ss / between_df - sigma2_window / k, 0.0)
     return Components(
@@ -154,10 +167,17 @@ def plan(
     max_s: float = MAX_WINDOW_S,
 ) -> WindowPlan:
     """The steady window (seconds) for the next rounds; ``current_s`` when the first
-    rounds cannot tell where the variance is."""
+    rounds cannot tell where the variance is. At most MAX_GROWTH times ``current_s``."""
     if comp is None:
-        return WindowPlan(current_s, current_s, "too few cells to split the variance: kept", None)
+        return WindowPlan(
+            current_s,
+            current_s,
+            f"too few cells to split the variance (the process variance needs "
+            f"{MIN_BETWEEN_DF} degrees of freedom): kept",
+            None,
+        )
     k = comp.optimal_windows()
+    max_s = min(max_s, max(MAX_GROWTH * current_s, min_s))
     seconds = min(max(k * comp.window_s, min_s), max_s) if math.isfinite(k) else max_s
     seconds = round(seconds, 1)
     costs = (

@@ -52,7 +52,7 @@ class Group:
     time_cmp: stats.Comparison | None = None
     cost_cmp: stats.Comparison | None = None
     verdict: Verdict | None = None  # the time comparison with the rounds it used
-    under_load: tuple[int, int] | None = None  # its rounds from disturbed cells (loadlabel)
+    under_load: tuple[int, int] | None = None  # its rounds from disturbed or busy cells (loadlabel)
     cost_rounds: int = 0  # rounds the cost comparison used
     is_baseline: bool = False
     warnings: list[cautions.StatWarning] = field(default_factory=list)
