@@ -241,3 +241,14 @@ def test_a_compare_runs_the_later_twin_after_the_threads_are_settled(
     html = (tmp_path / "rep/index.html").read_text()
     assert "Later variants (--later) started once every other comparison was settled" in html
     assert f"twin from repeat 6 on ({len(twin_rounds)} round(s))" in html
+    assert "planned cells have no result" not in html  # its first rounds were never planned
+
+
+def test_a_later_variant_is_not_a_planned_cell_the_report_calls_missing() -> None:
+    from tfvariants.analyze.report.coverage import planned_ids
+
+    run = {"variants": ["local", "twin"], "threads": [1, 2], "workloads": ["w"], "repeats": 5}
+    assert len(planned_ids(run)) == 20
+    run["options"] = {"later": ["twin"]}
+    ids = planned_ids(run)
+    assert len(ids) == 10 and not any("__twin__" in i for i in ids)

@@ -33,11 +33,14 @@ def usable_results(contents: RunContents) -> list[dict[str, Any]]:
 def planned_ids(run: dict[str, Any]) -> list[str]:
     """Cell ids the run's matrix (run.json) planned; empty without run.json. A variant
     fixed to one thread count (``--variants twin@2``: run.json "fixed_threads") was
-    planned at that count only."""
+    planned at that count only; a ``--later`` one (options.later) was not planned at all
+    (the adaptive rounds start it: plan/spec.py plan_cells)."""
     fixed = run.get("fixed_threads") or {}
+    later = (run.get("options") or {}).get("later") or ()
     return [
         cell_id(v, t, w, r)
         for v in run.get("variants", [])
+        if v not in later
         for t in ((fixed[v],) if v in fixed else run.get("threads", []))
         for w in run.get("workloads", [])
         for r in range(run.get("repeats", 0))
