@@ -69,6 +69,20 @@ class PaceWatch:
     finished: int = 0
     said: str | None = None
 
+    @classmethod
+    def of_plan(
+        cls,
+        cells: int,
+        repeats: int,
+        budget_s: float,
+        spent: Callable[[], float],
+        console: Console | None,
+    ) -> PaceWatch:
+        """The watch of ``cells`` planned cells in ``repeats`` rounds. It speaks after two
+        rounds: one round's pace holds the first cell's wait for quiet and the retries of
+        a burst (under bursts one round said 8m48s for a first look that ended at 6m12s)."""
+        return cls(budget_s, spent, 2 * max(1, cells // max(1, repeats)), console)
+
     def check(self, remaining_s: float | None) -> None:
         self.finished += 1
         if self.said or self.console is None or self.finished < self.after:

@@ -219,12 +219,8 @@ class Matrix(Generic[CellT]):
         with display:
             pace = None
             if next_round is not None and budget_s is not None and deadline is None and todo:
-                # After two rounds: one round's pace holds the first cell's wait for
-                # quiet and the retries of a burst (under bursts it said 8m48s for a
-                # first look that ended at 6m12s).
-                two_rounds = 2 * max(1, len(cells) // max(1, self.spec.repeats))
-                pace = PaceWatch(budget_s, lambda: spent_before + clock() - started,
-                                  two_rounds, console)  # fmt: skip
+                spent = lambda: spent_before + clock() - started  # noqa: E731
+                pace = PaceWatch.of_plan(len(cells), self.spec.repeats, budget_s, spent, console)
             self._run_cells(todo, run_cell, outcome, eta, display, clock, retry, deadline, pace)
             if next_round is not None:
 
