@@ -4,13 +4,18 @@
 from resultfactory import make_result, write_results
 
 
-def loaded_run(tmp_path, disturbed_rounds):
-    """mnist_cnn at 1 and 2 threads, 5 rounds; the cells of these rounds disturbed."""
-    results = [
+def two_thread_counts():
+    """mnist_cnn at 1 and 2 threads, 5 rounds, 2 threads clearly faster."""
+    return [
         make_result("local", t, "mnist_cnn", r, steady_epoch_s=2.0 * (3 - t), noise=0.02)
         for t in (1, 2)
         for r in range(5)
     ]
+
+
+def loaded_run(tmp_path, disturbed_rounds):
+    """mnist_cnn at 1 and 2 threads, 5 rounds; the cells of these rounds disturbed."""
+    results = two_thread_counts()
     for res in results:
         shares = 0.6 if res["cell"]["repeat"] in disturbed_rounds else 0.0
         res["cpu"] = {"others_share": shares, "steal_share": 0.0}
@@ -60,11 +65,7 @@ def test_a_verdict_on_busy_cells_at_raised_priority_says_under_load(tmp_path):
     from tfvariants.analyze.training.analysis import analyze
 
     def run(folder, share):
-        results = [
-            make_result("local", t, "mnist_cnn", r, steady_epoch_s=2.0 * (3 - t), noise=0.02)
-            for t in (1, 2)
-            for r in range(5)
-        ]
+        results = two_thread_counts()
         for res in results:
             t = res["cell"]["threads"]
             res["cpu"] = {"others_share": share if t == 2 else 0.0, "steal_share": 0.0,
