@@ -263,11 +263,14 @@ def test_a_tiny_noisy_run_end_to_end(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "quiet-nice run 1:" in proc.stdout and "\nnice run 1:" in proc.stdout
     assert "twin:" in proc.stdout and "left unlabelled in" in proc.stdout
+    assert "--later twin" in proc.stdout  # outside the quiet scenario the twin waits
     quiet, loaded = json.loads((out / "bench-noise.json").read_text())
     assert (quiet["scenario"], loaded["scenario"]) == ("quiet-nice", "nice")
     assert quiet["hog_bursts"] == 0 and loaded["hog_bursts"] == 1  # the quiet run: no hog
     for summary in (quiet, loaded):
-        assert summary["cells"] >= 3 and summary["exit_code"] == 0  # local@1, @2, twin@2
+        # local@1 and local@2: the twin runs --later, after a first look that this run's
+        # single repeat never gets past
+        assert summary["cells"] >= 2 and summary["exit_code"] == 0
 
 
 def test_the_quiet_scenario_gets_its_targets_ten_minutes_and_the_loaded_ones_eight(
