@@ -199,6 +199,9 @@ class Matrix(Generic[CellT]):
         eta = EtaModel()
         started = clock()
 
+        def spent() -> float:  # this run's time so far, an interrupted one's included
+            return spent_before + clock() - started
+
         def next_attempt(cell: Any) -> Any:
             # Only cells that have attempts (training cells) run again.
             attempt = getattr(cell, "attempt", None)
@@ -206,8 +209,7 @@ class Matrix(Generic[CellT]):
                 return None
             if retry_now is not None and not retry_now():
                 return None
-            spent = spent_before + clock() - started
-            if budget_s is not None and spent + (eta.estimate(cell) or 0.0) > budget_s:
+            if budget_s is not None and spent() + (eta.estimate(cell) or 0.0) > budget_s:
                 return None
             return replace(cell, attempt=attempt + 1)
 
@@ -219,17 +221,12 @@ class Matrix(Generic[CellT]):
         with display:
             pace = None
             if next_round is not None and budget_s is not None and deadline is None and todo:
-                spent = lambda: spent_before + clock() - started  # noqa: E731
                 pace = PaceWatch.of_plan(len(cells), self.spec.repeats, budget_s, spent, console)
             self._run_cells(todo, run_cell, outcome, eta, display, clock, retry, deadline, pace)
             if next_round is not None:
-
-                def spent() -> float:
-                    return spent_before + clock() - started
-
                 rounds = (next_round, spent, budget_s, allow_mixed_hosts)
                 self._adaptive_rounds(rounds, run_cell, outcome, eta, display, clock, retry)
-        outcome.spent_s = spent_before + clock() - started
+        outcome.spent_s = spent()
         return outcome
 
     def _adaptive_rounds(
