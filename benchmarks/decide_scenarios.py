@@ -101,6 +101,8 @@ def scenarios() -> list[Scenario]:
             for phi in (0.5, 0.8)
         ),
         Scenario("A/A tail 2x in 10%", tail(10, 0.04), ln(10, 0.04), 1.0, kind="tail"),
+        # On the band's edge: false "equivalent" at its most likely (bands.py)
+        Scenario("1.05x 4%, band edge", ln(10.5, 0.04), ln(10, 0.04), 1.05),
         Scenario("1.1x, 4% noise", ln(11, 0.04), ln(10, 0.04), 1.1),
         Scenario("1.1x, 10% noise", ln(11, 0.10), ln(10, 0.10), 1.1),
         Scenario("1.1x, Student-t 4%", t(11, 0.04), t(10, 0.04), 1.1),
@@ -110,6 +112,7 @@ def scenarios() -> list[Scenario]:
         Scenario("A/A 4%, preset compiled", ln(10, 0.04), ln(10, 0.04), 1.0, **COMPILED),
         Scenario("1.07x 4%, preset compiled", ln(10.7, 0.04), ln(10, 0.04), 1.07, **COMPILED),
         Scenario("1.07x 4%, min effect 5%", ln(10.7, 0.04), ln(10, 0.04), 1.07, band=0.10),
+        Scenario("1.1x 4%, compiled edge", ln(11, 0.04), ln(10, 0.04), 1.1, **COMPILED),
         Scenario("1.12x 4%, preset compiled", ln(11.2, 0.04), ln(10, 0.04), 1.12, **COMPILED),
         Scenario("1.2x, 10% noise", ln(12, 0.10), ln(10, 0.10), 1.2, power=True),
         Scenario("1.2x, drift", ln(12, 0.10), ln(10, 0.10), 1.2, drift, True),

@@ -45,6 +45,7 @@ def _aa_row(name: str, wandering: float) -> dict:
         "kind": "plain",
         "aa": True,
         "power_check": False,
+        "outside_band": False,
         "false_different": 0.01,
         "false_equivalent": 0.0,
         "warned": 0.0,
@@ -65,3 +66,19 @@ def test_the_wandering_warning_on_clean_rounds_is_a_false_alarm_held_to_10_perce
     assert alarm("A/A bimodal 1.85x", 0.10) == [(0.10, True)]
     assert alarm("A/A drift 1%/round", 0.5) == []  # not a clean scenario: no such check
     assert set(decide.CLEAN) <= {scn.name for scn in decide.scenarios()}
+
+
+def test_false_equivalent_is_checked_on_the_bands_edge_and_beyond_it():
+    """The two one-sided tests err most with the truth on the band's edge: those
+    scenarios are scored and checked, a truth inside the band is not."""
+    by_name = {scn.name: scn for scn in decide.scenarios()}
+    assert decide.outside_band(by_name["1.05x 4%, band edge"])
+    assert decide.outside_band(by_name["1.1x 4%, compiled edge"])  # +/-10 %
+    assert decide.outside_band(by_name["1.1x, 4% noise"])
+    assert not decide.outside_band(by_name["1.07x 4%, preset compiled"])
+    assert not decide.outside_band(by_name["A/A 4% (this host)"])
+    row = {**_aa_row("1.05x 4%, band edge", 0.0), "aa": False, "outside_band": True}
+    table = decide.checks([{**row, "false_equivalent": 0.06}], "auto")
+    assert [(what, ok) for _, what, _, _, ok in table if "equivalent" in what] == [
+        ("false 'equivalent'", False)
+    ]

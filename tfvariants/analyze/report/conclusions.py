@@ -43,11 +43,13 @@ def _cost(g: Group) -> float:
 
 
 def interval_words(r: stats.Interval, invert: bool = False) -> str:
-    """ "95.2% interval 2.10-2.52x" (the achieved coverage of the ratio interval)."""
+    """ "95.2% interval 2.10-2.52x" (the achieved coverage of the ratio interval); for
+    "equivalent"'s narrower one "96.8% interval of the two one-sided tests ..."."""
     if not r.has_interval or r.coverage is None:
         return "no interval"
     lo, hi = (1 / r.hi, 1 / r.lo) if invert else (r.lo, r.hi)
-    return f"{stats.percent(r.coverage)} interval {ratio_end(lo)}-{ratio_end(hi)}x"
+    what = "interval of the two one-sided tests" if r.one_sided else "interval"
+    return f"{stats.percent(r.coverage)} {what} {ratio_end(lo)}-{ratio_end(hi)}x"
 
 
 class Labelled(Protocol):

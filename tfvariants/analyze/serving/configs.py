@@ -266,9 +266,7 @@ def as_throughput(cmp: stats.Comparison | None) -> stats.Comparison | None:
     if cmp is None:
         return None
     r = cmp.ratio
-    inv = stats.Interval(
-        1 / r.value, 1 / r.hi, 1 / r.lo, r.method, r.n, r.coverage, r.looks, r.together
-    )
+    inv = replace(r, value=1 / r.value, lo=1 / r.hi, hi=1 / r.lo)
     return replace(cmp, ratio=inv)  # the bands and named warnings stay with the verdict
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
+from tfvariants.analyze.statistics import bands, stats
 from tfvariants.analyze.statistics import looks as looks_mod
-from tfvariants.analyze.statistics import stats
 from tfvariants.analyze.statistics.looks import Looks
 
 
@@ -39,6 +39,17 @@ class Settings:
         """The level of each displayed ratio interval."""
         return 1 - looks_mod.per_look_alpha(self.confidence, self.looks)
 
+    @property
+    def eq_level(self) -> float:
+        """The level of the interval "equivalent" is judged on (two one-sided tests:
+        analyze/statistics/bands.py)."""
+        return 1 - bands.equivalence_alpha(self.confidence, self.looks)
+
+    @property
+    def narrowing(self) -> float:
+        """ "equivalent"'s interval's width over "different"'s (normal limit)."""
+        return bands.equivalence_narrowing(self.confidence, self.looks)
+
     def describe(self) -> str:
         looks = (
             f" over all {self.k} looks together ({stats.percent(self.level)} each, "
@@ -49,8 +60,9 @@ class Settings:
         return (
             f"{self.confidence:.0%} confidence{looks} for each comparison on its own; "
             f"'different' means {_different_words(self.min_effect)}, 'equivalent' within "
-            f"+/-{self.band:.0%}; verdicts are about typical runs (medians), "
-            "not the mean a bill sums"
+            f"+/-{self.band:.0%} (two one-sided tests, each at {self.confidence:.0%}: "
+            f"a {stats.percent(self.eq_level)} interval{' each look' if self.k > 1 else ''}); "
+            "verdicts are about typical runs (medians), not the mean a bill sums"
         )
 
 

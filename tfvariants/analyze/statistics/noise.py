@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 from tfvariants.analyze.report.cautions import StatWarning
 from tfvariants.analyze.report.fields import median_of
+from tfvariants.analyze.statistics import bands, ranktests, stats, windows
 from tfvariants.analyze.statistics import looks as looks_mod
-from tfvariants.analyze.statistics import ranktests, stats, windows
 from tfvariants.analyze.statistics.decide import Settings
 from tfvariants.analyze.statistics.looks import Looks
 from tfvariants.store.disturbance import worker_shielded
@@ -74,7 +74,7 @@ class HostNoise:
             known = sorted((n, w) for w, n in by.items() if n is not None)
             beyond = sorted(w for w, n in by.items() if n is None)
             parts = [f"{n} for {w}" for n, w in known]
-            parts += [f"more than {self.repeats + stats.MAX_MORE} for {w}" for w in beyond]
+            parts += [f"more than {self.repeats + bands.MAX_MORE} for {w}" for w in beyond]
             text += (
                 f"; two equal configurations would be called equivalent within "
                 f"+/-{self.band:.0%} from about {', '.join(parts)} repeats per side (from "
@@ -131,19 +131,23 @@ def resolvable_ratio(
     return (1 + min_effect) * stats.exp_or_inf(statistics.median(halves))
 
 
-def equivalent_from(resolvable: float | None, n: int, effect: float, band: float) -> int | None:
+def equivalent_from(
+    resolvable: float | None, n: int, effect: float, band: float, narrow: float = 1.0
+) -> int | None:
     """Repeats per side at which the typical interval of an equal pair (its half-width h
     at n repeats, from :func:`resolvable_ratio` with min effect ``effect``, narrowing like
-    1/sqrt(n)) fits inside +/-band; None without an estimate or beyond stats.MAX_MORE."""
+    1/sqrt(n)) fits inside +/-band; None without an estimate or beyond bands.MAX_MORE.
+    ``narrow``: "equivalent"'s interval's width over "different"'s
+    (bands.equivalence_narrowing)."""
     if resolvable is None or n < 1 or not math.isfinite(resolvable):
         return None
-    half = math.log(resolvable) - math.log1p(effect)
+    half = (math.log(resolvable) - math.log1p(effect)) * narrow
     if half <= 0:
         return n
     # "Equivalent" needs |estimate| + half-width inside the band, and an equal pair's
     # typical |estimate| is about EQUAL_SHIFT of the half-width.
     need = math.ceil(n * ((1 + EQUAL_SHIFT) * half / math.log1p(band)) ** 2)
-    return max(need, n) if need <= n + stats.MAX_MORE else None
+    return max(need, n) if need <= n + bands.MAX_MORE else None
 
 
 def host_noise(groups: Sequence[Group], settings: Settings) -> HostNoise:
@@ -163,7 +167,9 @@ def host_noise(groups: Sequence[Group], settings: Settings) -> HostNoise:
         else None
     )
     noise = HostNoise(spread, n, resolvable, band=settings.band)
-    noise.equivalent_from = equivalent_from(resolvable, n, settings.min_effect, settings.band)
+    noise.equivalent_from = equivalent_from(
+        resolvable, n, settings.min_effect, settings.band, settings.narrowing
+    )
     workloads = sorted({g.workload for g in groups})
     if len(workloads) > 1:
         noise.equivalent_by_workload = {
@@ -214,7 +220,7 @@ def _equivalent_from_groups(groups: Sequence[Group], settings: Settings) -> int 
         confidence=settings.confidence,
         looks=settings.looks,
     )
-    return equivalent_from(resolvable, n, settings.min_effect, settings.band)
+    return equivalent_from(resolvable, n, settings.min_effect, settings.band, settings.narrowing)
 
 
 HINTS = {

@@ -48,8 +48,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from tfvariants.analyze.statistics import bands, ranktests, stats
 from tfvariants.analyze.statistics import looks as looks_mod
-from tfvariants.analyze.statistics import ranktests, stats
 from tfvariants.analyze.statistics.looks import Looks
 
 # Pair by round when one side's log spread is this many times the other's: Mann-Whitney
@@ -191,20 +191,22 @@ def compare_rounds(
     if method == "auto":
         method = choose_method(lo_other, lo_base, min_n)
     d = [x - y for x, y in zip(lo_other, lo_base, strict=True)]
-    if method == "unpaired":
-        if len(rounds) < 2:
-            return stats.single(lo_other, lo_base, k, min_n, min_effect, band)
-        e = stats.two_sample_estimate(lo_other, lo_base, alpha, k)
-    elif len(rounds) < 2:
+    if len(rounds) < 2:
         return stats.single(lo_other, lo_base, k, min_n, min_effect, band)
-    else:
-        e = _paired_estimate(d, alpha, k, min_n)
+
+    def estimate(a: float) -> stats.Estimate:
+        if method == "unpaired":
+            return stats.two_sample_estimate(lo_other, lo_base, a, k)
+        return _paired_estimate(d, a, k, stats.smallest_decidable_n(a, paired=True))
+
+    # "different"'s interval, and the two one-sided tests' one for "equivalent" (bands.py)
+    e, eq = estimate(alpha), estimate(bands.equivalence_alpha(confidence, looks))
     r = lag1(d)
     wander = r is not None and r >= WANDER_R
     if wander:
         assert r is not None
-        e = _widened(e, r)
-    c = stats.labelled(stats.verdict_of(e, min_effect, band), confidence)
+        e, eq = _widened(e, r), _widened(eq, r)
+    c = stats.labelled(stats.verdict_of(e, min_effect, band, eq), confidence)
     warnings = [w for w in (tail_warning(base, other, band),) if w]
     if wander:
         warnings.insert(

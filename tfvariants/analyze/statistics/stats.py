@@ -37,8 +37,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from tfvariants.analyze.statistics import bands, ranktests
 from tfvariants.analyze.statistics import looks as looks_mod
-from tfvariants.analyze.statistics import ranktests
 from tfvariants.analyze.statistics.looks import Looks
 from tfvariants.options.decision import (  # declared with the options
     CONFIDENCE,
@@ -49,8 +49,6 @@ from tfvariants.options.decision import (  # declared with the options
 MIN_REPEATS = 4  # smallest n per side for which a 95 % one-look ratio interval exists
 DEFAULT_REPEATS = 5  # the default: decidable at the default looks (2/252 < 0.0162, per look)
 VERDICTS = ("different", "equivalent", "undecided", "baseline")
-MAX_MORE = 500  # "about N more repeats" above this is reported as not practical
-BAND_TOLERANCE = 1e-9  # on the log scale: log(63) - log(60) and log(1.05) differ by 1e-16
 
 
 def percent(p: float) -> str:
@@ -94,6 +92,9 @@ class Interval:
     coverage: float | None = None  # the interval's actual coverage (None: no interval)
     looks: int = 1
     together: float | None = None  # with looks > 1: the level all looks hold together
+    # "equivalent"'s interval (bands.py): each end a one-sided bound holding with the
+    # run's confidence, the interval two-sided at 2 * confidence - 1
+    one_sided: bool = False
 
     @property
     def has_interval(self) -> bool:
@@ -119,10 +120,14 @@ class Interval:
             return (
                 "ratio of medians; approximate interval (both intervals combined on the log scale)"
             )
-        looks = ""
-        if self.looks > 1 and self.coverage is not None and self.together is not None:
-            # What holds for the one interval a run stops at is the together level.
-            looks = f" per look ({percent(self.together)} over all {self.looks} looks together)"
+        # What holds for the one interval a run stops at is the together level.
+        together = self.together if self.looks > 1 and self.coverage is not None else None
+        held = together if together is not None else self.coverage
+        words = [f"{percent(together)} over all {self.looks} looks together"] if together else []
+        if self.one_sided and held is not None:
+            words.append(f"each end alone {percent((1 + held) / 2)}")
+        looks = f"{' per look' if together else ''} ({'; '.join(words)})" if words else ""
+        looks += ": the two one-sided tests of 'equivalent'" if self.one_sided else ""
         base, widened = self.method.removesuffix("-widened"), self.method.endswith("-widened")
         approx = ", normal approximation" if base.endswith("approx") else ""
         approx += ", widened for rounds that wander" if widened else ""
@@ -185,10 +190,12 @@ def check_settings(
 
 
 def labelled(c: Comparison, confidence: float) -> Comparison:
-    """The ratio labelled with the level its looks hold together."""
+    """The ratio labelled with the level its looks hold together (for "equivalent"'s
+    interval, two-sided: bands.equivalence_confidence)."""
     if c.ratio.looks <= 1:
         return c
-    return replace(c, ratio=replace(c.ratio, together=confidence))
+    together = bands.equivalence_confidence(confidence) if c.ratio.one_sided else confidence
+    return replace(c, ratio=replace(c.ratio, together=together))
 
 
 def moses_rank(n: int, m: int, alpha: float) -> int:
@@ -292,26 +299,6 @@ def smallest_decidable_n(alpha: float, limit: int = 60, *, paired: bool = False)
     return limit
 
 
-def _more_repeats(
-    est: float, half: float | None, n: int, bands: tuple[float, float], min_n: int
-) -> int | None:
-    """About how many more repeats per side would decide (interval width ~ 1/sqrt(n)).
-    ``half`` is the interval's half-width on the log scale (measured, or guessed from the
-    spread when there is no interval yet); ``bands``: "different"'s and "equivalent"'s
-    edges on the log scale; None when nothing can be said."""
-    if half is None or not math.isfinite(half) or half <= 0:
-        return min_n - n if n < min_n else None
-    effect, equal = bands
-    # The nearer decision: beyond "different"'s edge, or inside "equivalent"'s band.
-    target = max(abs(est) - effect, equal - abs(est))
-    # Beyond MAX_MORE the answer is "not practical": the estimate sits close to the band's
-    # edge for this much noise.
-    if target <= 0 or n * (half / target) ** 2 > n + MAX_MORE:
-        return None
-    need = max(math.ceil(n * (half / target) ** 2), min_n)
-    return max(need - n, 1)
-
-
 @dataclass(frozen=True)
 class Estimate:
     """A shift on the log scale with its interval, before the verdict."""
@@ -328,24 +315,32 @@ class Estimate:
     too_few: str  # the sentence when there is no interval
 
 
-def verdict_of(e: Estimate, min_effect: float, equivalence_band: float) -> Comparison:
-    """The verdict from one interval: "different" outside [-log(1+e), log(1+e)] (e =
-    ``min_effect``), "equivalent" inside [-log(1+B), log(1+B)] (B = ``equivalence_band``).
-    With B <= e the two cannot both hold; with B > e "different" is checked first."""
+def verdict_of(
+    e: Estimate, min_effect: float, equivalence_band: float, eq: Estimate | None = None
+) -> Comparison:
+    """The verdict: "different" when ``e``'s interval lies outside [-log(1+e), log(1+e)]
+    (e = ``min_effect``), "equivalent" when ``eq``'s (the two one-sided tests' interval
+    of the same estimate, bands.py; default ``e``) lies inside [-log(1+B), log(1+B)]
+    (B = ``equivalence_band``). With B > e both may hold: "different" is checked first."""
     effect, equal = math.log1p(min_effect), math.log1p(equivalence_band)
-    tol = BAND_TOLERANCE
+    eq = eq or e
     r = exp_or_inf(e.est)
-    bands = (min_effect, equivalence_band)
+    cut = (min_effect, equivalence_band)
+    if eq.lo is not None and eq.hi is not None and bands.inside(eq.lo, eq.hi, equal):
+        if e.lo is None or e.hi is None or not bands.beyond(e.lo, e.hi, effect):
+            lo, hi = exp_or_inf(eq.lo), exp_or_inf(eq.hi)
+            ratio = Interval(
+                r, lo, hi, eq.method, eq.n, eq.coverage, eq.looks, one_sided=eq is not e
+            )
+            return Comparison(ratio, "equivalent", (), None, *cut)
+    halves = (_half(e), _half(eq))
     if e.lo is None or e.hi is None:
         ratio = Interval(r, r, r, e.method, e.n, None, e.looks)
-        more = _more_repeats(e.est, e.guess_half, e.n, (effect, equal), e.min_n)
-        return Comparison(ratio, "undecided", (e.too_few,), more, *bands)
+        more = bands.more_repeats(e.est, halves, e.n, (effect, equal), e.min_n)
+        return Comparison(ratio, "undecided", (e.too_few,), more, *cut)
     ratio = Interval(r, exp_or_inf(e.lo), exp_or_inf(e.hi), e.method, e.n, e.coverage, e.looks)
-    # Closed band with a tolerance: floating point must not split ties at its edge.
-    if e.lo > effect + tol or e.hi < -effect - tol:
-        return Comparison(ratio, "different", (), None, *bands)
-    if -equal - tol <= e.lo and e.hi <= equal + tol:
-        return Comparison(ratio, "equivalent", (), None, *bands)
+    if bands.beyond(e.lo, e.hi, effect):
+        return Comparison(ratio, "different", (), None, *cut)
     if e.lo > 0 or e.hi < 0:
         why = f"the difference is real but may be smaller than {min_effect:.0%}"
     else:
@@ -353,8 +348,13 @@ def verdict_of(e: Estimate, min_effect: float, equivalence_band: float) -> Compa
             f"the interval reaches beyond +/-{equivalence_band:.0%} and does not "
             f"exclude a difference under {min_effect:.0%}"
         )
-    more = _more_repeats(e.est, (e.hi - e.lo) / 2, e.n, (effect, equal), e.min_n)
-    return Comparison(ratio, "undecided", (why,), more, *bands)
+    more = bands.more_repeats(e.est, halves, e.n, (effect, equal), e.min_n)
+    return Comparison(ratio, "undecided", (why,), more, *cut)
+
+
+def _half(e: Estimate) -> float | None:
+    """The interval's half-width on the log scale, or the guessed one without it."""
+    return (e.hi - e.lo) / 2 if e.lo is not None and e.hi is not None else e.guess_half
 
 
 def single(
@@ -415,14 +415,14 @@ def compare(
 ) -> Comparison:
     """Compare repeats a and b of a lower-is-better quantity (times, costs): a / b.
 
-    Interval and verdict come from the same Hodges-Lehmann / Mann-Whitney interval of
-    log(a) - log(b) at each look's level (tfvariants.analyze.statistics.looks; ``looks``: K, or the
-    planned repeat counts). It assumes both
-    sides have the same shape of noise; with very unequal noise (2 % against 50 %) it
-    calls identical medians "different" a little more often than its label says, and with
-    drift it compares whatever rounds each side ran. Repeats from the same rounds should
-    use :func:`tfvariants.analyze.statistics.pairing.compare_rounds` instead. ``equivalence_band``:
-    the band "equivalent" is judged against (default: ``min_effect``)."""
+    Interval and verdict come from the Hodges-Lehmann / Mann-Whitney interval of
+    log(a) - log(b) at each look's level (looks.py; ``looks``: K, or the planned repeat
+    counts), "equivalent" from its two one-sided tests' interval (bands.py). It assumes
+    both sides have the same shape of noise: with very unequal noise (2 % against 50 %)
+    it calls identical medians "different" a little more often than its label says, and
+    with drift it compares whatever rounds each side ran. Repeats from the same rounds
+    should use :func:`tfvariants.analyze.statistics.pairing.compare_rounds` instead.
+    ``equivalence_band``: the band "equivalent" is judged against (default: ``min_effect``)."""
     alpha = check_settings(min_effect, confidence, looks, equivalence_band)
     band = min_effect if equivalence_band is None else equivalence_band
     k = looks_mod.count(looks)
@@ -432,7 +432,8 @@ def compare(
     if len(la) < 2 or len(lb) < 2:
         return single(la, lb, k, smallest_decidable_n(alpha), min_effect, band)
     e = two_sample_estimate(la, lb, alpha, k)
-    return labelled(verdict_of(e, min_effect, band), confidence)
+    eq = two_sample_estimate(la, lb, bands.equivalence_alpha(confidence, looks), k)
+    return labelled(verdict_of(e, min_effect, band, eq), confidence)
 
 
 def ratio_interval(a: Interval, b: Interval) -> Interval:
