@@ -90,3 +90,15 @@ def test_the_settings_line_states_the_equivalence_level() -> None:
     level = stats.percent(Settings(looks=LOOKS).eq_level)
     assert f"two one-sided tests, each at 95%: a {level} interval each look" in words
     assert "98.4% each" in words
+
+
+def test_undecided_with_no_minimum_effect_says_the_interval_includes_1() -> None:
+    # The compiled preset (min effect 0): "does not exclude a difference under 0%" said
+    # nothing; the interval includes 1.
+    e = estimate(math.log(0.85), math.log(1.07))
+    c = stats.verdict_of(e, 0.0, 0.10, estimate(math.log(0.88), math.log(1.05)))
+    assert c.verdict == "undecided"
+    assert c.reasons == (
+        "the interval reaches beyond +/-10% and does not exclude 1 (no difference)",
+    )
+    assert "does not exclude a difference under 5%" in stats.verdict_of(e, 0.05, 0.10).reasons[0]

@@ -343,11 +343,9 @@ def verdict_of(
         return Comparison(ratio, "different", (), None, *cut)
     if e.lo > 0 or e.hi < 0:
         why = f"the difference is real but may be smaller than {min_effect:.0%}"
-    else:
-        why = (
-            f"the interval reaches beyond +/-{equivalence_band:.0%} and does not "
-            f"exclude a difference under {min_effect:.0%}"
-        )
+    else:  # with no minimum effect "a difference under 0%" would mean nothing
+        under = f"a difference under {min_effect:.0%}" if min_effect else "1 (no difference)"
+        why = f"the interval reaches beyond +/-{equivalence_band:.0%} and does not exclude {under}"
     more = bands.more_repeats(e.est, halves, e.n, (effect, equal), e.min_n)
     return Comparison(ratio, "undecided", (why,), more, *cut)
 
