@@ -102,3 +102,14 @@ def test_undecided_with_no_minimum_effect_says_the_interval_includes_1() -> None
         "the interval reaches beyond +/-10% and does not exclude 1 (no difference)",
     )
     assert "does not exclude a difference under 5%" in stats.verdict_of(e, 0.05, 0.10).reasons[0]
+
+
+def test_the_noise_paragraphs_equivalence_estimate_uses_the_narrower_interval() -> None:
+    from tfvariants.analyze.statistics import noise
+
+    settings = Settings(looks=LOOKS)
+    old = noise.equivalent_from(1.12, 5, 0.05, 0.05)
+    new = noise.equivalent_from(1.12, 5, 0.05, 0.05, settings.narrowing)
+    assert old is not None and new is not None
+    # The width ratio squared: about 0.77 of the repeats at the default looks.
+    assert new < old and new == pytest.approx(old * settings.narrowing**2, rel=0.1)
