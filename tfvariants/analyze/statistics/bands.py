@@ -47,7 +47,7 @@ def equivalence_alpha(confidence: float, looks: Looks = 1) -> float:
 
 def equivalence_narrowing(confidence: float, looks: Looks = 1) -> float:
     """How much narrower "equivalent"'s interval is than "different"'s (normal limit):
-    0.90 at the default looks and 95 %."""
+    0.88 at the default looks and 95 %, 0.84 at one look."""
     z = NormalDist().inv_cdf
     a, a_eq = looks_mod.per_look_alpha(confidence, looks), equivalence_alpha(confidence, looks)
     return z(1 - a_eq / 2) / z(1 - a / 2)
@@ -78,13 +78,13 @@ def more_repeats(
     ``bands``: their edges on the log scale. The nearer of the two decisions counts. None
     when nothing can be said, or when the estimate sits so close to an edge for this
     much noise that more than MAX_MORE would be needed ("not practical")."""
-    usable = [h for h in halves if h is not None and math.isfinite(h) and h > 0]
-    if not usable:
+    usable = [h if h is not None and math.isfinite(h) and h > 0 else None for h in halves]
+    if not any(usable):
         return min_n - n if n < min_n else None
     est = abs(est)
     needs = []
-    for half, target in zip(halves, (est - bands[0], bands[1] - est), strict=True):
-        if half is None or not math.isfinite(half) or half <= 0 or target <= 0:
+    for half, target in zip(usable, (est - bands[0], bands[1] - est), strict=True):
+        if half is None or target <= 0:
             continue
         need = n * (half / target) ** 2
         if need <= n + MAX_MORE:
