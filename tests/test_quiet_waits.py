@@ -133,3 +133,65 @@ def test_a_compare_with_a_budget_bounds_its_waits_by_their_share():
     options = {"quiet_wait_s": 30.0, "quiet_share": 0.1, "budget_s": 600.0}
     assert quiet_gate(matrix_spec(**options)).allowance_s == 600.0 * BUDGET_SHARE
     assert quiet_gate(matrix_spec(**{**options, "budget_s": None})).allowance_s is None
+
+
+def stepped_cell(others: float, tail: list[float], *, step_s: float = 0.1, gap=None, stride=1):
+    """A clean-looking result whose sampled steps end with ``tail`` (others' shares)."""
+    shares = [0.0] * 20 + tail
+    raw = cell(others)
+    raw["timing"] = {
+        "step_times_s": [step_s] * len(shares),
+        "step_others_share": shares,
+        "step_sample_stride": stride,
+        "clean": {"gap_others_share": gap},
+    }
+    return raw
+
+
+def test_a_cell_that_ended_quiet_starts_the_next_without_a_wait():
+    load = FakeLoad(wait_s=1.0)
+    gate = gate_for(load, budget_s=None)
+    assert gate([0]).waited_s == 1.0 and len(load.asked) == 1  # nothing known yet: waits
+    gate.observe(stepped_cell(0.02, [0.04] * 10))  # its last second: 4 %
+    first = gate([0])
+    assert first.ended_quiet and first.waited_s == 0.0 and first.quiet is True
+    assert first.others_share == pytest.approx(0.04) and len(load.asked) == 1
+    assert first.to_json()["ended_quiet"] is True
+    for busy in (
+        stepped_cell(0.05, [0.5] * 10),  # clean over the cell, busy at its end
+        stepped_cell(0.30, [0.0] * 10),  # quiet at its end, disturbed over the cell
+        stepped_cell(0.02, [0.0] * 10, gap=0.4),  # its epoch gaps (validation) were busy
+        stepped_cell(0.02, [0.0] * 10, step_s=0.01),  # 0.3 s of steps: no last second
+        cell(0.0),  # no per-step shares (serving, /proc/stat unreadable)
+        {"status": "failed"},
+    ):
+        gate.observe(busy)
+        assert not gate([0]).ended_quiet
+    assert len(load.asked) == 7  # each of them waited
+
+
+def test_the_last_second_counts_each_sampled_step_for_its_stride():
+    from tfvariants.execute.quiet import ended_quiet
+
+    # 2 sampled steps of 0.1 s, each standing for 5: the last second is the last 2 samples
+    raw = stepped_cell(0.0, [0.3, 0.0], stride=5)
+    assert ended_quiet(raw, 0.2) == pytest.approx(0.15)
+    assert ended_quiet(raw, 0.1) is None  # 15 % over the last second: busy
+    raw["timing"]["step_others_share"][-1] = None  # a step the sampler missed
+    assert ended_quiet(raw, 0.5) is None
+
+
+def test_the_summary_counts_the_cells_started_after_a_quiet_end():
+    from resultfactory import make_result
+
+    from tfvariants.store.cellresult import parse_training
+
+    def one(r: int, ended: bool) -> object:
+        raw = make_result(repeat=r)
+        waited = 0.0 if ended else 1.0
+        raw["runner"] = {"quiet": {"waited_s": waited, "quiet": True, "ended_quiet": ended}}
+        return parse_training(raw)
+
+    text = interference.summarise([one(0, False), one(1, True), one(2, True)]).sentence()
+    assert "the cells waited 1 s for quiet in all; 2 cell(s) started without a wait, as the" in text
+    assert "before them was undisturbed and its own last second quiet." in text

@@ -16,6 +16,17 @@ next cell starts without waiting (``shielded``; nothing is measured before it). 
 cell's own measurement stays the judge: one disturbed or unshielded cell, and the
 waits are back.
 
+A cell that came out undisturbed and whose own last second was quiet (its worker's
+per-step measurement of others' share, ``timing.step_others_share``, and its epoch gaps'
+``timing.clean.gap_others_share``, both at most the limit) already measured what a
+wait would: the next cell starts without one (``ended_quiet``; the share recorded is
+that last second's). The wait would measure the second after it, but the gap between
+two cells is a fraction of a second, and the next cell measures itself. An unprivileged
+run on a quiet 2-core host waited 73 s for its 74 cells (1 s each, 9 % of a cell's
+10-12 s) and found quiet every time (issue 25); a disturbed cell, or one whose end was
+busy, and the waits are back. Results without per-step shares (serving, an unreadable
+/proc/stat) always wait.
+
 Waits must pay for themselves. Under random bursts every wait finds a quiet gap, yet
 the cell after it overlaps the next burst: an unprivileged run under bursts waited 218 s
 (38 % of its 10-minute budget) for 26 disturbed cells of 26. So the waits of a run with
@@ -42,6 +53,33 @@ UNPAID_AFTER = 3  # waits in a row followed by a disturbed cell: waiting is not 
 SKIPPED = ("share", "unpaid")  # why a cell started without a wait
 
 
+def ended_quiet(result: Mapping[str, Any], limit: float, tail_s: float = WINDOW_S) -> float | None:
+    """Others' share over a cell's last ``tail_s`` of steps (the mean of its sampled steps'
+    shares, by time), when it and its epoch gaps' share are at most ``limit``; else None
+    (busy, or not measured)."""
+    timing = result.get("timing")
+    if result.get("status") != "ok" or not isinstance(timing, Mapping):
+        return None
+    times, shares = timing.get("step_times_s"), timing.get("step_others_share")
+    stride = timing.get("step_sample_stride") or 1
+    if not isinstance(times, list) or not isinstance(shares, list) or len(times) != len(shares):
+        return None
+    clean = timing.get("clean")
+    gap = clean.get("gap_others_share") if isinstance(clean, Mapping) else None
+    if isinstance(gap, (int, float)) and gap > limit:
+        return None
+    covered = weighted = 0.0
+    for t, share in zip(reversed(times), reversed(shares), strict=True):
+        if not isinstance(t, (int, float)) or not isinstance(share, (int, float)) or t <= 0:
+            return None  # a step the sampler missed: the tail is not known
+        covered += t * stride
+        weighted += share * t * stride
+        if covered >= tail_s - 1e-9:  # ten steps of 0.1 s sum to just under 1
+            share_s = weighted / covered
+            return share_s if share_s <= limit else None
+    return None  # fewer steps than the tail: not enough to go on
+
+
 @dataclass(frozen=True)
 class QuietWait:
     waited_s: float  # from the first reading to the cell's start
@@ -53,6 +91,7 @@ class QuietWait:
     shielded: bool = False  # not waited: the last cell's raised priority kept it clean
     skipped: str | None = None  # not waited: SKIPPED (the waits' share used, or unpaid)
     allowance_s: float | None = None  # the run's most for all waits (budget x share)
+    ended_quiet: bool = False  # not waited: the last cell was clean and ended quiet
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -117,6 +156,7 @@ class QuietGate:
         self._disturbed = disturbed  # the run's rule (interference.disturbance)
         self.misses = 0  # waits in a row that ran out
         self.shielded = False  # the last cell ran shielded and came out undisturbed
+        self.tail_share: float | None = None  # the last cell was clean, its end this quiet
         if not 0 <= budget_share < 1:
             raise ValueError(f"budget_share {budget_share}: expected at least 0 and under 1")
         self.allowance_s = budget_s * budget_share if budget_s else None
@@ -140,6 +180,7 @@ class QuietGate:
         measured = result.get("status") == "ok" and isinstance(others, (int, float))
         clean = measured and self._disturbed is not None and self._disturbed(result) is None
         self.shielded = bool(worker_shielded(result) and clean)
+        self.tail_share = ended_quiet(result, self.limit) if clean else None
         if self._waited and measured and self._disturbed is not None:
             self.unpaid = 0 if clean else self.unpaid + 1
         self._waited = False
@@ -169,6 +210,7 @@ class QuietGate:
         sustained: bool = False,
         shielded: bool = False,
         skipped: str | None = None,
+        ended: bool = False,
     ) -> QuietWait:
         return QuietWait(
             waited_s,
@@ -180,11 +222,15 @@ class QuietGate:
             shielded,
             skipped,
             self.allowance_s,
+            ended,
         )
 
     def __call__(self, cpus: Sequence[int]) -> QuietWait:
         if self.shielded:
             return self._record(0.0, None, None, shielded=True)
+        if self.tail_share is not None:  # measured at the last cell's end: quiet
+            self.misses = 0
+            return self._record(0.0, self.tail_share, True, ended=True)
         left = self._left_s()
         skipped = self._skip(left)
         if skipped is not None:

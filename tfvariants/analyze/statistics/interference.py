@@ -78,6 +78,7 @@ class Interference:
     shielded: int = 0  # of those: raised, and other sessions compete by weight against it
     unshielded_why: str | None = None  # why the first unshielded one was not
     started_shielded: int = 0  # cells started without a wait: the one before ran shielded
+    started_after_quiet: int = 0  # without a wait: the one before was clean, ended quiet
     grants: set[str] = field(default_factory=set)  # what workers got, "nice -10 by rlimit_nice"
     advice: str | None = None  # how to get more (execute/priority.py Priority.advice)
     waits_skipped: dict[str, int] = field(default_factory=dict)  # why not waited -> cells
@@ -117,6 +118,11 @@ class Interference:
             text += f", and {self.not_quiet} started without it"
             if self.quiet_wait_s:
                 text += f" (the wait of {self.quiet_wait_s:.0f} s ran out)"
+        if self.started_after_quiet:
+            text += (
+                f"; {self.started_after_quiet} cell(s) started without a wait, as the cell "
+                "before them was undisturbed and its own last second quiet"
+            )
         text += skipped_waits(self.waits_skipped) + "." + self.clean_sentence()
         if self.never_quiet:
             text += (
@@ -196,6 +202,8 @@ def summarise(
             summary.sustained += 1
         if r.get("runner", "quiet", "shielded") is True:
             summary.started_shielded += 1
+        if r.get("runner", "quiet", "ended_quiet") is True:
+            summary.started_after_quiet += 1
         skipped = r.get("runner", "quiet", "skipped")
         if isinstance(skipped, str):
             summary.waits_skipped[skipped] = summary.waits_skipped.get(skipped, 0) + 1
