@@ -177,6 +177,10 @@ def test_the_last_second_counts_each_sampled_step_for_its_stride():
     raw = stepped_cell(0.0, [0.3, 0.0], stride=5)
     assert ended_quiet(raw, 0.2) == pytest.approx(0.15)
     assert ended_quiet(raw, 0.1) is None  # 15 % over the last second: busy
+    for stride in ("5", 0, None, True):  # not a worker's stride: no evidence
+        raw["timing"]["step_sample_stride"] = stride
+        assert ended_quiet(raw, 0.5) is None
+    raw["timing"]["step_sample_stride"] = 5
     raw["timing"]["step_others_share"][-1] = None  # a step the sampler missed
     assert ended_quiet(raw, 0.5) is None
 

@@ -61,9 +61,11 @@ def ended_quiet(result: Mapping[str, Any], limit: float, tail_s: float = WINDOW_
     if result.get("status") != "ok" or not isinstance(timing, Mapping):
         return None
     times, shares = timing.get("step_times_s"), timing.get("step_others_share")
-    stride = timing.get("step_sample_stride") or 1
+    stride = timing.get("step_sample_stride", 1)
     if not isinstance(times, list) or not isinstance(shares, list) or len(times) != len(shares):
         return None
+    if not isinstance(stride, int) or isinstance(stride, bool) or stride < 1:
+        return None  # not what a worker writes: no evidence, so wait
     clean = timing.get("clean")
     gap = clean.get("gap_others_share") if isinstance(clean, Mapping) else None
     if isinstance(gap, (int, float)) and gap > limit:
