@@ -168,6 +168,9 @@ def test_a_cell_that_ended_quiet_starts_the_next_without_a_wait():
         gate.observe(busy)
         assert not gate([0]).ended_quiet
     assert len(load.asked) == 7  # each of them waited
+    gate.observe(stepped_cell(0.02, [0.0] * 10))
+    load.now += 10.0  # a look's analysis, or a build, between the two cells
+    assert not gate([0]).ended_quiet and len(load.asked) == 8  # too old: waits
 
 
 def test_the_last_second_counts_each_sampled_step_for_its_stride():

@@ -21,7 +21,9 @@ per-step measurement of others' share, ``timing.step_others_share``, and its epo
 ``timing.clean.gap_others_share``, both at most the limit) already measured what a
 wait would: the next cell starts without one (``ended_quiet``; the share recorded is
 that last second's). The wait would measure the second after it, but the gap between
-two cells is a fraction of a second, and the next cell measures itself. An unprivileged
+two cells is a fraction of a second (the rule holds only within ``FRESH_S`` of the
+cell's end: a look's analysis or a build in between and the wait is back), and the
+next cell measures itself. An unprivileged
 run on a quiet 2-core host waited 73 s for its 74 cells (1 s each, 9 % of a cell's
 10-12 s) and found quiet every time (issue 25); a disturbed cell, or one whose end was
 busy, and the waits are back. Results without per-step shares (serving, an unreadable
@@ -51,6 +53,9 @@ SUSTAINED_AFTER = 3  # waits in a row that ran out: the load is sustained
 BUDGET_SHARE = 0.10  # the most of a run's --budget its waits for quiet may take
 UNPAID_AFTER = 3  # waits in a row followed by a disturbed cell: waiting is not paying
 SKIPPED = ("share", "unpaid")  # why a cell started without a wait
+# How old a cell's quiet end may be to stand for a wait: between two cells the host
+# takes 0.06-0.5 s (writing the result, starting the next worker).
+FRESH_S = 2.0
 
 
 def ended_quiet(result: Mapping[str, Any], limit: float, tail_s: float = WINDOW_S) -> float | None:
@@ -159,6 +164,7 @@ class QuietGate:
         self.misses = 0  # waits in a row that ran out
         self.shielded = False  # the last cell ran shielded and came out undisturbed
         self.tail_share: float | None = None  # the last cell was clean, its end this quiet
+        self._ended_at = 0.0  # when the last cell was observed (the gate's clock)
         if not 0 <= budget_share < 1:
             raise ValueError(f"budget_share {budget_share}: expected at least 0 and under 1")
         self.allowance_s = budget_s * budget_share if budget_s else None
@@ -183,6 +189,7 @@ class QuietGate:
         clean = measured and self._disturbed is not None and self._disturbed(result) is None
         self.shielded = bool(worker_shielded(result) and clean)
         self.tail_share = ended_quiet(result, self.limit) if clean else None
+        self._ended_at = self._clock()
         if self._waited and measured and self._disturbed is not None:
             self.unpaid = 0 if clean else self.unpaid + 1
         self._waited = False
@@ -230,7 +237,8 @@ class QuietGate:
     def __call__(self, cpus: Sequence[int]) -> QuietWait:
         if self.shielded:
             return self._record(0.0, None, None, shielded=True)
-        if self.tail_share is not None:  # measured at the last cell's end: quiet
+        fresh = self._clock() - self._ended_at <= FRESH_S
+        if self.tail_share is not None and fresh:  # measured at the last cell's end: quiet
             self.misses = 0
             return self._record(0.0, self.tail_share, True, ended=True)
         left = self._left_s()
