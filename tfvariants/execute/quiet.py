@@ -46,6 +46,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from tfvariants.store.disturbance import worker_shielded
+from tfvariants.store.rawfields import finite_number, get_path
 from workloads import cpuload
 
 WINDOW_S = 1.0  # the "last second" the share is measured over
@@ -62,22 +63,24 @@ def ended_quiet(result: Mapping[str, Any], limit: float, tail_s: float = WINDOW_
     """Others' share over a cell's last ``tail_s`` of steps (the mean of its sampled steps'
     shares, by time), when it and its epoch gaps' share are at most ``limit``; else None
     (busy, or not measured)."""
+    times = get_path(result, "timing", "step_times_s")
+    shares = get_path(result, "timing", "step_others_share")
     timing = result.get("timing")
-    if result.get("status") != "ok" or not isinstance(timing, Mapping):
+    # Results from before the sampling have no stride (1); a null one is no evidence.
+    stride = timing.get("step_sample_stride", 1) if isinstance(timing, Mapping) else None
+    if result.get("status") != "ok" or not isinstance(times, list) or not isinstance(shares, list):
         return None
-    times, shares = timing.get("step_times_s"), timing.get("step_others_share")
-    stride = timing.get("step_sample_stride", 1)
-    if not isinstance(times, list) or not isinstance(shares, list) or len(times) != len(shares):
+    if len(times) != len(shares):
         return None
     if not isinstance(stride, int) or isinstance(stride, bool) or stride < 1:
         return None  # not what a worker writes: no evidence, so wait
-    clean = timing.get("clean")
-    gap = clean.get("gap_others_share") if isinstance(clean, Mapping) else None
-    if isinstance(gap, (int, float)) and gap > limit:
+    gap = finite_number(get_path(result, "timing", "clean", "gap_others_share"))
+    if gap is not None and gap > limit:
         return None
     covered = weighted = 0.0
-    for t, share in zip(reversed(times), reversed(shares), strict=True):
-        if not isinstance(t, (int, float)) or not isinstance(share, (int, float)) or t <= 0:
+    for raw_t, raw_share in zip(reversed(times), reversed(shares), strict=True):
+        t, share = finite_number(raw_t), finite_number(raw_share)
+        if t is None or share is None or t <= 0:
             return None  # a step the sampler missed: the tail is not known
         covered += t * stride
         weighted += share * t * stride
