@@ -6,13 +6,14 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TFV := $(BIN)/tfvariants
 
-.PHONY: help install compare compare-compiled report bench-decide bench-noise bench-duet bench-peak-aa build-variant _variant-name test test-fast lint clean bench-serve
+.PHONY: help install compare compare-compiled report bench-decide bench-wander-bounds bench-noise bench-duet bench-peak-aa build-variant _variant-name test test-fast lint clean bench-serve
 
 help:
 	@echo "make install         .venv with tfvariants + TensorFlow (tensorflow-cpu 2.21) + dev tools (EXTRAS=all: every extra)"
 	@echo "make compare         install if needed, run the built-in quick compare (mnist_cnn, cifar10_cnn; ~10 min budget), write an HTML report"
 	@echo "make compare-compiled  is TensorFlow compiled for this CPU faster? stock 2.14 vs the compiled builds this CPU can run (compare --preset compiled)"
 	@echo "make bench-decide    simulated false-positive rate and power of the verdicts (fake runner)"
+	@echo "make bench-wander-bounds  what any rule reaches against a configuration that wanders on its own (~2.5 min)"
 	@echo "make bench-noise     the quick compare (+ an A/A twin) under a CPU hog: bursts, then nice 19, each after a quiet run (~60 min; BENCH_NOISE_ARGS=\"--scenarios quiet --runs 3\": the quiet A/A twin alone)"
 	@echo "make bench-duet     does duet measurement (A and B at once on two CPUs) narrow the interval? 1 thread, A/A (~8 min)"
 	@echo "make build-variant NAME=tf-2.18   environment of a requirement-spec variant (cached)"
@@ -58,6 +59,10 @@ compare-compiled: install
 
 bench-decide: install
 	PYTHONPATH=. $(BIN)/python benchmarks/decide.py --trials 2000
+
+# The widening and warning bounds behind bench-decide's wander check (docs/compare.md).
+bench-wander-bounds: install
+	PYTHONPATH=. $(BIN)/python benchmarks/wander_bounds.py --trials 1000
 
 # Real cells under a bounded CPU hog on the same CPUs (benchmarks/noise.py): random
 # bursts at normal priority, then a sustained nice-19 load. BENCH_NOISE_ARGS adds

@@ -63,6 +63,9 @@ CLEAN = ("A/A log-normal 10%", "A/A Student-t 10%", "A/A bimodal 1.85x")
 POWER_BEFORE = {"1.2x, 5% outliers": 0.878}
 
 
+Rounds = dict[int, float]
+
+
 @dataclass
 class Outcome:
     verdict: str
@@ -70,9 +73,9 @@ class Outcome:
     repeats: int
     warned: bool = False  # the named warning of the scenario's kind
     wandering: bool = False  # the warning "wandering", whatever the scenario (false alarms)
+    series: dict[str, Rounds] = field(default_factory=dict)  # every side's values by round
 
 
-Rounds = dict[int, float]
 Check = tuple[str, str, float, str, bool]  # (scenario, what, measured, limit, passed)
 
 
@@ -150,7 +153,7 @@ def run_adaptive(scn: Scenario, method: str, key: str, rule: adaptive.StoppingRu
     final = judge(method, data["A"], data["B"], rule.looks, scn)
     warned = _warned(scn, final, data["A"], data["B"])
     wandering = any(w.startswith(pairing.WANDERING) for w in final.warnings)
-    return Outcome(final.verdict, final.ratio, len(data["A"]), warned, wandering)
+    return Outcome(final.verdict, final.ratio, len(data["A"]), warned, wandering, data)
 
 
 def outside_band(scn: Scenario) -> bool:
