@@ -126,3 +126,41 @@ def test_report_tables_fit_at_1300_and_key_columns_at_800(tmp_path):
         if t["cls"] in ("verdicts", "summary"):
             assert t["scroll"] <= t["client"], ("800 px", t)
     assert narrow["page"]["scroll"] <= narrow["page"]["client"]
+
+
+@pytest.mark.browser
+def test_beside_other_runs_fits_at_1300_and_the_page_at_800(tmp_path):
+    """The section that sets this run beside the other runs of its comparisons (one row
+    per run and comparison, real-length folder names) does not scroll at 1300 px."""
+    require_chromium()
+    results, run = rf.study_like_results(repeats=6)
+    run["hosts"] = [{"host_id": "5bce98f73f3e", "kind": "local", "label": "local (2 CPUs)"}]
+    here = rf.write_results(tmp_path / "quick-20261126-065727", results, run)
+    # the earlier run: every compiled cell 1.3x as slow, so the two runs disagree
+    slower = [
+        rf.make_result(
+            "compiled",
+            c["threads"],
+            c["workload"],
+            c["repeat"],
+            steady_epoch_s=(3.2 if c["threads"] == 8 else 2.4)
+            * (3.0 if c["workload"] == "mnist_cnn" else 1.0)
+            * 1.3,
+            noise=0.03,
+        )
+        if (c := r["cell"])["variant"] == "compiled" and r["status"] == "ok"
+        else r
+        for r in results
+    ]
+    earlier = {**run, "started_at": "2026-11-21T21:00:00+00:00"}
+    rf.write_results(tmp_path / "quick-20261126-041655", slower, earlier)
+    html = tmp_path / "index.html"
+    write_report(here, html, pricing=Pricing(load_catalog("gce-2017")))
+    assert 'id="other-runs"' in html.read_text() and "disagrees" in html.read_text()
+    wide = _measure(html, 1300, tmp_path)
+    beside = [t for t in wide["tables"] if t["head"] == "workload"]
+    assert beside, wide["tables"]
+    for t in beside:
+        assert t["scroll"] <= t["client"], ("1300 px", t)
+    narrow = _measure(html, 800, tmp_path)
+    assert narrow["page"]["scroll"] <= narrow["page"]["client"]

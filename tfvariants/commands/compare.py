@@ -328,20 +328,23 @@ def _report(
     )
 
     rounds.print_disturbed(outcome, console)
-    analysis = write_report(
+    report = write_report(
         out,
         report_path,
         pricing=pricing,
         baseline=args.baseline,
         csv_path=args.csv,
         allow_mixed_hosts=args.allow_mixed_hosts,
-    ).frame
+    )
+    analysis = report.frame
     print_store_warnings(analysis)
     console.print(f"report: {report_path}", highlight=False, markup=False)
     if args.csv:
         console.print(f"csv: {args.csv}", highlight=False, markup=False)
     rounds.summary(analysis, out, console)
     print_compiled_answer(analysis)
+    if report.other_runs is not None:
+        console.print(report.other_runs.sentence(), highlight=False, markup=False)
     if outcome.problems:
         console.print(
             f"[red]{len(outcome.problems)} cell(s) failed or timed out[/]; rerun them with: "

@@ -140,6 +140,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"{w.name}:")  # the sentences do not all name their workload
         for line in w.conclusions:
             print(f"  {line}")
+    if report.other_runs is not None:
+        print(report.other_runs.sentence())
     quiet = training.interference if training is not None else None
     if quiet is not None and (quiet.disturbed or quiet.clean):
         print(quiet.sentence())

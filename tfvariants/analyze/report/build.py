@@ -9,6 +9,7 @@ from pathlib import Path
 from tfvariants.analyze.report import cautions
 from tfvariants.analyze.report.compiled import preset_stock
 from tfvariants.analyze.report.frame import RunFrame, environments_of, logical_cpus_of
+from tfvariants.analyze.report.otherruns import OtherRuns, other_runs
 from tfvariants.analyze.report.sections import Section, sections_of
 from tfvariants.analyze.report.settings import ReportSettings
 from tfvariants.analyze.serving.analysis import analyze_serving_contents
@@ -27,6 +28,7 @@ class Report:
     training: Analysis | None
     serving: ServingAnalysis | None
     sections: tuple[Section, ...]
+    other_runs: OtherRuns | None = None  # this run beside the other runs of its comparisons
 
 
 def build_report(results_dir: Path, report: ReportSettings | None = None) -> Report:
@@ -42,11 +44,17 @@ def build_report(results_dir: Path, report: ReportSettings | None = None) -> Rep
     training = None
     if serving is None or not serving.only_serving:
         training = analyze_contents(contents, report, settings)
-    return assemble(training, serving)
+    other = other_runs(training, report) if training is not None else None
+    return assemble(training, serving, other)
 
 
-def assemble(training: Analysis | None, serving: ServingAnalysis | None = None) -> Report:
-    """The report of analyses already made (one of them at least)."""
+def assemble(
+    training: Analysis | None,
+    serving: ServingAnalysis | None = None,
+    other: OtherRuns | None = None,
+) -> Report:
+    """The report of analyses already made (one of them at least); ``other``: this run
+    beside the other runs of its comparisons (analyze/report/otherruns.py)."""
     frame: RunFrame
     if training is not None:
         frame = training
@@ -54,7 +62,7 @@ def assemble(training: Analysis | None, serving: ServingAnalysis | None = None) 
         frame = serving_frame(serving)
     else:
         raise ValueError("a report needs a training or a serving analysis")
-    return Report(frame, training, serving, sections_of(frame, training, serving))
+    return Report(frame, training, serving, sections_of(frame, training, serving, other), other)
 
 
 def serving_frame(sa: ServingAnalysis) -> RunFrame:

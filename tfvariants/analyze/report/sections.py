@@ -16,6 +16,7 @@ from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.report.cautions import StatWarning
 from tfvariants.analyze.report.compiled import answer
 from tfvariants.analyze.report.frame import RunFrame
+from tfvariants.analyze.report.otherruns import OtherRuns
 from tfvariants.analyze.report.provenance import WhereRan, where_ran
 from tfvariants.analyze.serving.configs import ServingAnalysis
 from tfvariants.analyze.training.analysis import Analysis
@@ -103,17 +104,22 @@ Section = (
     | Serving
     | Environments
     | Prices
+    | OtherRuns
 )
 
 
 def sections_of(
-    frame: RunFrame, training: Analysis | None, serving: ServingAnalysis | None
+    frame: RunFrame,
+    training: Analysis | None,
+    serving: ServingAnalysis | None,
+    other: OtherRuns | None = None,
 ) -> tuple[Section, ...]:
     """The report's sections in reading order; one with nothing to say is left out."""
     workloads = training.workloads if training is not None else []
     out: list[Section | None] = [
         _compiled(training),
         TrainingSummary(tuple(workloads)) if workloads else None,
+        other,
         Warnings(tuple(frame.warnings)) if frame.warnings else None,
         *(Workload(w, i) for i, w in enumerate(workloads, 1)),
         _roofline(training),
