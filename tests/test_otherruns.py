@@ -28,6 +28,7 @@ def _run(
     quick: bool = True,
     repeats: int = 8,
     noise: float = 0.02,
+    preset: bool = False,
 ) -> Path:
     """A run folder: "compiled" at ``speed`` x "pip" (2 threads, mnist_cnn), decided by
     its own settings (min effect 5 %, band 5 %)."""
@@ -57,6 +58,8 @@ def _run(
         "logical_cpus": 2,
         "hosts": [{"host_id": host, "kind": "local", "label": "local (2 CPUs)"}],
     }
+    if preset:  # as --preset compiled records it: "compiled" is the build, "pip" the stock
+        run["options"]["preset"] = {"name": "compiled", "stock": "pip", "builds": ["compiled"]}
     return rf.write_results(parent / name, results, run)
 
 
@@ -150,3 +153,20 @@ def test_report_prints_the_sentence(tmp_path, capsys):
     assert main(["report", str(here), "-o", str(tmp_path / "out" / "r.html")]) == 0
     out = capsys.readouterr().out
     assert "Beside 1 other run(s)" in out and "disagree" in out
+
+
+def test_a_compiled_preset_answer_box_carries_the_other_runs_sentence(tmp_path):
+    """The headline question's answer is one run's; beside other runs it says so there,
+    before the study's note (which stays last)."""
+    here = _run(tmp_path, "b", 1.0, started="2026-11-26T07:00:00+00:00", preset=True)
+    _run(tmp_path, "a", 0.7, started="2026-11-26T06:00:00+00:00", preset=True)
+    report = build_report(here)
+    (box,) = [s for s in report.sections if s.template == "compiled.html"]
+    assert report.other_runs is not None
+    assert box.lines[-2] == report.other_runs.sentence()
+    assert "2017 study" in box.lines[-1]
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    only = _run(alone, "c", 1.0, started="2026-11-26T07:00:00+00:00", preset=True)
+    (box,) = [s for s in build_report(only).sections if s.template == "compiled.html"]
+    assert not any(line.startswith("Beside") for line in box.lines)

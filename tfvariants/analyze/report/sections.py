@@ -117,7 +117,7 @@ def sections_of(
     """The report's sections in reading order; one with nothing to say is left out."""
     workloads = training.workloads if training is not None else []
     out: list[Section | None] = [
-        _compiled(training),
+        _compiled(training, other),
         TrainingSummary(tuple(workloads)) if workloads else None,
         other,
         Warnings(tuple(frame.warnings)) if frame.warnings else None,
@@ -136,10 +136,15 @@ def _roofline(training: Analysis | None) -> Roofline | None:
     return Roofline(roof) if roof is not None else None
 
 
-def _compiled(training: Analysis | None) -> CompiledAnswer | None:
+def _compiled(training: Analysis | None, other: OtherRuns | None) -> CompiledAnswer | None:
+    """The answer box; beside other runs of the same comparisons, their sentence too
+    (before the study's note, which stays last): one run's answer to a few-percent
+    question is not the host's."""
     if training is None:
         return None
     lines = answer(training.workloads, training.run, training.settings.min_effect)
+    if lines and other is not None:
+        lines = [*lines[:-1], other.sentence(), lines[-1]]
     return CompiledAnswer(tuple(lines)) if lines else None
 
 
