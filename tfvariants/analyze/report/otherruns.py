@@ -40,7 +40,6 @@ from tfvariants.store.rundir import load_run_dir
 from tfvariants.store.runfolder import StoreError
 
 MAX_READ = 12  # run folders analysed at most (the most recent first): a report stays quick
-MAX_SHOWN = 6  # other runs shown per comparison
 SCALE_KEYS = ("quick", "data")  # options that change what a cell measures
 
 
@@ -154,7 +153,7 @@ class OtherRuns:
 def describe(r: Reading) -> str:
     """A reading as the report's sentences say it: "1.05x faster (1.01-1.11x)" (the
     interval turned with the word), "equivalent 0.999 (0.921-1.08x)" (the time ratio)."""
-    return f"{r.word} {r.span}" if r.verdict == "different" else f"{r.verdict} {r.span}"
+    return f"{r.word} {r.span}".strip()
 
 
 def readings(analysis: Analysis, run: str, started_at: str, this: bool) -> dict[tuple, Reading]:
@@ -249,9 +248,7 @@ def other_runs(analysis: Analysis, report: ReportSettings) -> OtherRuns | None:
         if common:
             runs.append(folder.name)
     comparisons = tuple(
-        Across(k[0], k[1], k[2], (mine[k], *others[:MAX_SHOWN]))
-        for k, others in by_key.items()
-        if others
+        Across(k[0], k[1], k[2], (mine[k], *others)) for k, others in by_key.items() if others
     )
     if not comparisons:
         return None
