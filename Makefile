@@ -13,7 +13,7 @@ help:
 	@echo "make compare         install if needed, run the built-in quick compare (mnist_cnn, cifar10_cnn; ~10 min budget), write an HTML report"
 	@echo "make compare-compiled  is TensorFlow compiled for this CPU faster? stock 2.14 vs the compiled builds this CPU can run (compare --preset compiled)"
 	@echo "make bench-decide    simulated false-positive rate and power of the verdicts (fake runner)"
-	@echo "make bench-wander-bounds  what any rule reaches against a configuration that wanders on its own (~2.5 min)"
+	@echo "make bench-wander-bounds  what widening and warnings reach against a configuration that wanders on its own (~2.5 min)"
 	@echo "make bench-noise     the quick compare (+ an A/A twin) under a CPU hog: bursts, then nice 19, each after a quiet run (~60 min; BENCH_NOISE_ARGS=\"--scenarios quiet --runs 3\": the quiet A/A twin alone)"
 	@echo "make bench-duet     does duet measurement (A and B at once on two CPUs) narrow the interval? 1 thread, A/A (~8 min)"
 	@echo "make build-variant NAME=tf-2.18   environment of a requirement-spec variant (cached)"

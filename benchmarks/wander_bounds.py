@@ -1,4 +1,4 @@
-"""What can any rule reach against a configuration that wanders on its own? (issue 25)
+"""What widening and warnings reach against a configuration that wanders on its own (issue 25)
 
     python benchmarks/wander_bounds.py [--trials 1000] [--seed 1] [--factors 1,1.1,1.2,1.3,1.5,2]
 
@@ -6,7 +6,7 @@
 rounds, benchmarks/decide_scenarios.py) against "false 'different' <= 5 %, or a named
 warning in >= 90 % of those runs", and the 1.2x power scenarios against ">= 90 % found
 within 20 repeats" (outliers: "as before"). Today's rule fails the first at AR(1) 0.8.
-This script measures two bounds that any rule within the 20-repeat cap runs into, on the
+This script measures two bounds a rule within the 20-repeat cap runs into, on the
 same fake runner and the same draws as `make bench-decide`:
 
 * **Widening** (what a rule must do wherever it cannot tell a wander from independent
@@ -25,7 +25,7 @@ same fake runner and the same draws as `make bench-decide`:
   where the per-round ratio cancels what moves both sides and no warning is deserved.
 
 Prints one table per bound; exits 0 (a measurement, not a check). docs/compare.md,
-"What any rule can reach against the wander", records a run.
+"What widening and warnings can reach against the wander", records a run.
 """
 
 from __future__ import annotations
