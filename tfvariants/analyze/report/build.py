@@ -3,11 +3,11 @@ records, and the list of sections the renderer lays out (render/ only formats)."
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from tfvariants.analyze.report import cautions
-from tfvariants.analyze.report.compiled import preset_stock
+from tfvariants.analyze.report.compiled import with_preset_baseline
 from tfvariants.analyze.report.frame import RunFrame, environments_of, logical_cpus_of
 from tfvariants.analyze.report.otherruns import OtherRuns, other_runs
 from tfvariants.analyze.report.sections import Section, sections_of
@@ -37,8 +37,7 @@ def build_report(results_dir: Path, report: ReportSettings | None = None) -> Rep
     baseline: the report's, else a compiled-preset run's stock wheel, else the rule's)."""
     report = report or ReportSettings()
     contents = load_run_dir(Path(results_dir), allow_mixed_hosts=report.allow_mixed_hosts)
-    if not report.baseline and (stock := preset_stock(contents.run)):
-        report = replace(report, baseline=stock)
+    report = with_preset_baseline(report, contents.run)
     settings = run_settings(contents.run, report.decision)
     serving = analyze_serving_contents(contents, report, settings)
     training = None

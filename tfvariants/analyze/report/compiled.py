@@ -11,12 +11,14 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from tfvariants.analyze.report import loadlabel
 from tfvariants.analyze.report.conclusions import interval_words
 from tfvariants.analyze.report.fields import get_path
 from tfvariants.analyze.report.format import sig3
+from tfvariants.analyze.report.settings import ReportSettings
 from tfvariants.analyze.statistics import adaptive
 from tfvariants.analyze.statistics.stats import Comparison
 from tfvariants.analyze.training.groups import Group, WorkloadReport
@@ -35,6 +37,14 @@ def preset_stock(run: Mapping[str, Any]) -> str | None:
     options = run.get("options")
     preset = options.get("preset") if isinstance(options, dict) else None
     return str(preset["stock"]) if isinstance(preset, dict) and preset.get("stock") else None
+
+
+def with_preset_baseline(report: ReportSettings, run: Mapping[str, Any]) -> ReportSettings:
+    """``report`` with its baseline: the one given, else a compiled-preset run's stock
+    wheel (the one rule every report of a run folder reads it by)."""
+    if not report.baseline and (stock := preset_stock(run)):
+        return replace(report, baseline=stock)
+    return report
 
 
 def _cpu_words(workloads: list[WorkloadReport]) -> str:

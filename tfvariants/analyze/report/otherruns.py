@@ -25,17 +25,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from tfvariants.analyze.report.compiled import preset_stock
+from tfvariants.analyze.report.compiled import with_preset_baseline
 from tfvariants.analyze.report.format import ratio_end, sig3
 from tfvariants.analyze.report.settings import ReportSettings
 from tfvariants.analyze.statistics import stats
 from tfvariants.analyze.training.analysis import Analysis, analyze_contents
 from tfvariants.errors import UserError
-from tfvariants.options.decision import Override, run_settings
+from tfvariants.options.decision import run_settings
 from tfvariants.store.rundir import load_run_dir
 from tfvariants.store.runfolder import StoreError
 
@@ -216,9 +216,8 @@ def _analyse(folder: Path, report: ReportSettings) -> Analysis | None:
     """The other run as its own report reads it (its decision settings), or None."""
     try:
         contents = load_run_dir(folder)
-        if not report.baseline and (stock := preset_stock(contents.run)):
-            report = replace(report, baseline=stock)
-        return analyze_contents(contents, report, run_settings(contents.run, Override()))
+        report = with_preset_baseline(report, contents.run)
+        return analyze_contents(contents, report, run_settings(contents.run, report.decision))
     except (StoreError, UserError, OSError, ValueError):
         return None  # another run's problem: its own report names it
 
