@@ -12,8 +12,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tfvariants.commands import common, compare_cluster, presets, rounds
+from tfvariants.commands.compare_spec import (
+    add_duet_option,
+    check_baseline,
+    check_duet,
+    check_later,
+)
 from tfvariants.commands.compare_spec import build_spec as build_spec
-from tfvariants.commands.compare_spec import check_baseline, check_later
 from tfvariants.commands.compare_spec import parse_threads as parse_threads
 from tfvariants.commands.matrix_args import (  # noqa: F401 (quick_scale: the command's API)
     QUICK_SAMPLES,
@@ -37,12 +42,19 @@ from tfvariants.rounds import firstlook
 from tfvariants.store.runfolder import RunFolder
 
 if TYPE_CHECKING:
+    import threading
+    from collections.abc import Sequence
+
     from rich.console import Console
 
     from tfvariants.analyze.cost.pricing import Pricing
+    from tfvariants.execute.duet import Duet
     from tfvariants.execute.matrix import Matrix, MatrixOutcome
+    from tfvariants.execute.quiet import QuietGate, QuietWait
     from tfvariants.execute.record import StoredCell
+    from tfvariants.execute.runner import RunOptions
     from tfvariants.plan.cell import Cell
+    from tfvariants.plan.pinning import PinPlan
     from tfvariants.plan.spec import MatrixSpec
     from tfvariants.variants.registry import Variant
 
@@ -82,6 +94,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="skip the peak probe (attainable GFLOP/s per variant and thread count)",
     )
+    add_duet_option(p)
     p.add_argument("--workloads", default=None, help="'all' (default) or a comma list")
     p.add_argument(
         "--trust-workloads",
@@ -167,6 +180,7 @@ def run(args: argparse.Namespace) -> int:
         spec = dataclasses.replace(spec, options=dataclasses.replace(opts, preset=preset))
     check_baseline(args.baseline, spec)
     check_later(args.baseline, spec)
+    check_duet(spec, variant_objs, args.executor)
     firstlook.say(spec, args.out if args.resume else None, args.estimate_from)
     if args.dry_run:
         return compare_cluster.dry_run(args, spec, pricing, Console(soft_wrap=True))
@@ -278,6 +292,7 @@ def _run_matrix(
             priority=opts.priority,
         )
 
+    duet = _duet(spec, variant_objs, options_for, quiet_gate, console) if opts.duet else None
     if args.executor == "ray":
         outcome = compare_cluster.run_on_ray(
             args,
@@ -299,6 +314,7 @@ def _run_matrix(
                 next_round=next_round,
                 budget_s=opts.budget_s,
                 spent_before=spent_before,
+                duet=duet,
                 **rounds.retry_options(spec, quiet_gate),
             )
         except StoreError:
@@ -308,6 +324,44 @@ def _run_matrix(
         rounds.record(out, rule, spec, before, outcome, console, next_round)
     rounds.print_outcome(outcome, console)
     return outcome
+
+
+def _duet(
+    spec: MatrixSpec,
+    variant_objs: dict[str, Variant],
+    options_for: Callable[[Cell], RunOptions],
+    gate: QuietGate | None,
+    console: Console,
+) -> Duet[Cell]:
+    """The run's duet (check_duet has found that it fits), said on the console."""
+    from tfvariants.analyze.statistics import interference
+    from tfvariants.execute import runner
+    from tfvariants.execute.duet import Duet
+    from tfvariants.plan.duet import duet_plans
+    from tfvariants.plan.topology import format_cpu_list, read_topology
+
+    plans = duet_plans(spec.configurations()[0][1], read_topology())
+    assert not isinstance(plans, str), plans  # check_duet ran before anything
+    priority = TrainingOptions.of(spec.options).priority
+
+    def run_on(
+        cell: Cell,
+        folder: RunFolder,
+        plan: PinPlan,
+        quiet: Callable[[Sequence[int]], QuietWait] | None,
+        stop: threading.Event | None,
+    ) -> StoredCell:
+        return runner.run_cell(cell, variant_objs[cell.variant], options_for(cell), folder,
+                               quiet=quiet, priority=priority, plan=plan, stop=stop)  # fmt: skip
+
+    a, b = (format_cpu_list(p.cpus) for p in plans.both())
+    console.print(
+        f"duet: two cells of a round at once, on CPUs {a} and {b} (swapped every other "
+        "round); a side whose cell ends first runs fillers until the other's ends",
+        highlight=False,
+        markup=False,
+    )
+    return Duet(plans, run_on, gate, interference.rule_of(spec.options))
 
 
 def _report(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tfvariants.analyze.statistics.stats import DEFAULT_REPEATS
@@ -174,3 +174,35 @@ def check_baseline(baseline: str | None, spec: MatrixSpec) -> None:
         if parsed[0] in spec.fixed_threads:
             raise UserError(f"--baseline {baseline}: {parsed[0]} runs at {counts[0]} threads only")
         raise UserError(f"--baseline {baseline}: {parsed[1]} is not one of --threads")
+
+
+def check_duet(spec: MatrixSpec, variants: Mapping[str, Variant], executor: str) -> None:
+    """--duet fits this plan on this host (one line otherwise, before anything is built
+    or written): one thread count, host-pinned variants, twice the CPUs on separate cores."""
+    from tfvariants.options.training import TrainingOptions
+    from tfvariants.plan.duet import duet_problem
+    from tfvariants.plan.topology import read_topology
+
+    if not TrainingOptions.of(spec.options).duet:
+        return
+    configs = spec.configurations()
+    why = duet_problem(
+        [t for _, t in configs],
+        len(configs),
+        {name: v.pins_on_host() for name, v in variants.items()},
+        read_topology(),
+        executor=executor,
+    )
+    if why:
+        raise UserError(why)
+
+
+def add_duet_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--duet",
+        action="store_true",
+        help="duet measurement: run two cells of a round at once on disjoint CPUs (one "
+        "thread count; needs twice its CPUs on separate cores), so interference hits both "
+        "sides of a comparison alike; ratios, not absolute times, are its answer "
+        "(docs/compare.md)",
+    )

@@ -84,6 +84,12 @@ def training_options(
     window = QUICK_WINDOW if quick else FULL_WINDOW
     given = {n: getattr(args, n, None) for n in declare.declared(TrainingOptions)}
     given.update(quick=quick, budget_s=args.budget, per_workload=per_workload)
+    duet = bool(getattr(args, "duet", False))
+    if duet and sopts and not sopts.get("duet"):
+        raise UserError(
+            "--duet: this run's cells were measured one at a time; a resume cannot change that"
+        )
+    given["duet"] = duet or None
     fallback = {
         "min_steady_s": window[0],
         "min_steady_steps": window[1],

@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic
 
 from tfvariants.errors import one_line
+from tfvariants.execute.duet import Duet, partner
 from tfvariants.execute.eta import EtaModel, PaceWatch, fmt_s
+from tfvariants.execute.progress import Display
 from tfvariants.execute.record import StoredCell
 from tfvariants.plan.task import CellT, MatrixPlan, PlannedCell
 from tfvariants.store.cellresult import AnyResult
@@ -26,9 +28,8 @@ from tfvariants.store.rundir import (
 from tfvariants.store.runfolder import RunFolder
 from workloads.envprobe import host_id
 
-if TYPE_CHECKING:  # rich.progress is imported only when a bar is shown (start-up time)
+if TYPE_CHECKING:
     from rich.console import Console
-    from rich.progress import Progress, TaskID
 
 # (cell, run folder) -> the record of the cell's result, already stored (the runner's contract)
 RunCell = Callable[[CellT, RunFolder], StoredCell]
@@ -114,6 +115,7 @@ class Matrix(Generic[CellT]):
         self.spec = spec
         self.out = Path(out)
         self.folder = RunFolder(self.out)
+        self._duet: Duet[CellT] | None = None  # set by run(duet=...)
         self._prepared: tuple[dict[str, dict], list[str]] | None = None
 
     def prepare(
@@ -169,6 +171,7 @@ class Matrix(Generic[CellT]):
         retries: int = 0,
         retry_now: Callable[[], bool] | None = None,
         budget_covers_plan: bool = False,
+        duet: Duet[CellT] | None = None,
     ) -> MatrixOutcome:
         """Run pending cells. ``run_cell(cell, folder)`` returns the record of the result
         (execute.record.StoredCell) and has already stored it as the folder's
@@ -184,7 +187,9 @@ class Matrix(Generic[CellT]):
         times, only while the budget allows and ``retry_now()`` (e.g. not under a
         sustained load, where the next attempt would be disturbed too).
         With ``budget_covers_plan`` the planned cells are held to the budget too: no cell
-        starts whose estimated time would overrun it (the rest stay pending for --resume)."""
+        starts whose estimated time would overrun it (the rest stay pending for --resume).
+        ``duet`` runs two cells of a round at once (execute/duet.py, ``compare --duet``)."""
+        self._duet = duet
         if self._prepared is None:
             self.prepare(resume=resume, allow_mixed_hosts=allow_mixed_hosts,
                          quarantine=quarantine, hosts=hosts)  # fmt: skip
@@ -214,7 +219,7 @@ class Matrix(Generic[CellT]):
             return replace(cell, attempt=attempt + 1)
 
         retry = _Retry(disturbed, next_attempt) if disturbed is not None else None
-        display = _Display(console, total=len(cells), done=len(cells) - len(todo))
+        display = Display(console, total=len(cells), done=len(cells) - len(todo))
         deadline = None
         if budget_covers_plan and budget_s is not None:
             deadline = (started + budget_s - spent_before, budget_s)
@@ -235,7 +240,7 @@ class Matrix(Generic[CellT]):
         run_cell: RunCell[CellT],
         outcome: MatrixOutcome,
         eta: EtaModel,
-        display: _Display,
+        display: Display,
         clock: Callable[[], float],
         retry: _Retry | None,
     ) -> None:
@@ -267,7 +272,7 @@ class Matrix(Generic[CellT]):
         run_cell: RunCell[CellT],
         outcome: MatrixOutcome,
         eta: EtaModel,
-        display: _Display,
+        display: Display,
         clock: Callable[[], float],
         retry: _Retry | None = None,
         deadline: tuple[float, float] | None = None,  # (clock time, budget_s)
@@ -277,135 +282,105 @@ class Matrix(Generic[CellT]):
         i = 0
         while i < len(todo):
             cell = todo[i]
-            if deadline is not None and clock() + (eta.estimate(cell) or 0.0) > deadline[0]:
+            # A duet runs a partner of the same round beside it (execute/duet.py).
+            j = partner(todo, i) if self._duet is not None else None
+            slot = [cell] if j is None else [cell, todo.pop(j)]
+            need = sum(eta.estimate(c) or 0.0 for c in slot)
+            if deadline is not None and clock() + need > deadline[0]:
                 outcome.stopped = (f"budget: the next cell would overrun the {fmt_s(deadline[1])} "
                                    f"budget ({len(todo) - i} planned cell(s) not run)")  # fmt: skip
                 return
             i += 1
-            display.start(cell, eta.remaining(todo[i - 1 :]))
+            beside = slot[1] if len(slot) > 1 else None
+            rest = eta.remaining(todo[i - 1 :])
+            if rest is not None and beside is not None:
+                rest += eta.estimate(beside) or 0.0
+            display.start(cell, rest, beside)
             t0 = clock()
             try:
-                result = run_cell(cell, self.folder)
+                results = self._run_slot(slot, run_cell)
             except KeyboardInterrupt:
-                # The cell in flight is not recorded: resume reruns it.
+                # The cells in flight are not recorded: resume reruns them.
                 outcome.was_interrupted = True
                 outcome.interrupted = cell
                 return
-            except Exception as exc:  # a runner bug must not stop the matrix
-                result = self._record_crash(cell, exc)
-            elapsed = clock() - t0
-            status = result.status
-            outcome.ran.append(cell)
-            outcome.statuses[cell.cell_id] = status
-            if status != "ok" and result.reason:
-                # A worker's reason is the workload's text: no escape reaches the terminal.
-                outcome.reasons[cell.cell_id] = one_line(result.reason)
-            if status in ("ok", "failed", "timeout"):
-                eta.record(cell, elapsed)  # skipped cells take no time: don't learn from them
-            # A plain dict: the raw-field readers (store/rawfields.py) descend dicts only.
-            raw = dict(result.raw)
-            why = retry.disturbed(raw) if retry is not None and status == "ok" else None
-            display.finish(cell, status, elapsed, result.reason, disturbed=why)
+            # Each cell of a pair is charged half the slot: the ETA sums cells.
+            share = (clock() - t0) / len(slot)
+            agains = [self._finish(c, r, share, outcome, eta, display, retry)
+                      for c, r in zip(slot, results, strict=True)]  # fmt: skip
             if pace is not None:
                 pace.check(eta.remaining(todo[i:]))
-            if retry is not None and status == "ok":
-                retry.observe(cell, why)
-            if why:
-                outcome.disturbed[cell.cell_id] = why
-                again = retry.again(cell) if retry is not None else None
-                if again is not None and retry is not None and retry.given_up:
-                    again = None
-                    outcome.retries_stopped += 1
+            for again in reversed(agains):
                 if again is not None:
                     # Same round, next attempt, right away: it stays beside its round.
                     todo.insert(i, again)
-                    outcome.retried += 1
-                    outcome.planned += 1
-                    display.add(1)
-                else:
-                    outcome.retries_left_out += 1
+
+    def _run_slot(self, slot: list[CellT], run_cell: RunCell[CellT]) -> list[StoredCell]:
+        """The slot's cells run (one, or a duet's two at once): their stored records (a
+        runner bug is recorded as the cell's failure; a Ctrl-C propagates)."""
+        if self._duet is None:
+            try:
+                return [run_cell(slot[0], self.folder)]
+            except KeyboardInterrupt:
+                raise
+            except Exception as exc:  # a runner bug must not stop the matrix
+                return [self._record_crash(slot[0], exc)]
+        got = self._duet.run(slot[0], slot[1] if len(slot) > 1 else None, self.folder)
+        out = []
+        for c in slot:
+            r = got.stored.get(c.cell_id)
+            if isinstance(r, KeyboardInterrupt):
+                raise KeyboardInterrupt
+            if not isinstance(r, StoredCell):
+                r = self._record_crash(
+                    c, r if isinstance(r, Exception) else RuntimeError("no result")
+                )
+            out.append(r)
+        return out
+
+    def _finish(
+        self,
+        cell: CellT,
+        result: StoredCell,
+        elapsed: float,
+        outcome: MatrixOutcome,
+        eta: EtaModel,
+        display: Display,
+        retry: _Retry | None,
+    ) -> CellT | None:
+        """A finished cell counted, shown and judged; its next attempt when it was
+        disturbed and may run again (None otherwise)."""
+        status = result.status
+        outcome.ran.append(cell)
+        outcome.statuses[cell.cell_id] = status
+        if status != "ok" and result.reason:
+            # A worker's reason is the workload's text: no escape reaches the terminal.
+            outcome.reasons[cell.cell_id] = one_line(result.reason)
+        if status in ("ok", "failed", "timeout"):
+            eta.record(cell, elapsed)  # skipped cells take no time: don't learn from them
+        # A plain dict: the raw-field readers (store/rawfields.py) descend dicts only.
+        raw = dict(result.raw)
+        why = retry.disturbed(raw) if retry is not None and status == "ok" else None
+        display.finish(cell, status, elapsed, result.reason, disturbed=why)
+        if retry is not None and status == "ok":
+            retry.observe(cell, why)
+        if not why:
+            return None
+        outcome.disturbed[cell.cell_id] = why
+        again = retry.again(cell) if retry is not None else None
+        if again is not None and retry is not None and retry.given_up:
+            again = None
+            outcome.retries_stopped += 1
+        if again is None:
+            outcome.retries_left_out += 1
+            return None
+        outcome.retried += 1
+        outcome.planned += 1
+        display.add(1)
+        return again
 
     def _record_crash(self, cell: PlannedCell, exc: Exception) -> StoredCell:
         reason = f"runner error: {type(exc).__name__}: {exc}"[:300]
         result = host_result(cell.to_dict(), "failed", reason)
         result["runner"] = {"host_id": host_id()}  # before it is stored, as the runner does
         return StoredCell.of(cell.cell_id, result, self.folder.write_cell(cell.cell_id, result))
-
-
-class _Display:
-    """Rich progress: current cell, done/total, ETA learned from finished cells; plus one
-    line per finished cell so logs (CI, non-terminals) show the run too."""
-
-    def __init__(self, console: Console | None, total: int, done: int) -> None:
-        self.total, self.done = total, done
-        self.console = console
-        self.progress: Progress | None = None
-        self.task: TaskID | None = None
-
-    def __enter__(self) -> _Display:
-        if self.console is None:
-            return self
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-        self.progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("ETA {task.fields[eta]}"),
-            console=self.console,
-            transient=True,
-            # The host shares the CPUs being measured: redraw rarely (rich's default of
-            # 10/s cost a visible share of a core), and not at all without a terminal.
-            refresh_per_second=1,
-            auto_refresh=bool(getattr(self.console, "is_terminal", False)),
-        )
-        self.progress.__enter__()
-        self.task = self.progress.add_task(
-            "starting", total=self.total, completed=self.done, eta="?"
-        )
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.progress is not None:
-            self.progress.__exit__(None, None, None)
-
-    def _update(self, **fields: Any) -> None:
-        if self.progress is not None and self.task is not None:
-            self.progress.update(self.task, **fields)
-
-    def add(self, cells: int) -> None:
-        self.total += cells
-        self._update(total=self.total)
-
-    def start(self, cell: PlannedCell, remaining_s: float | None) -> None:
-        if self.progress is not None:
-            from rich.markup import escape
-
-            label = escape(f"{cell.workload} {cell.variant}@{cell.threads} r{cell.repeat}")
-            self._update(description=label, eta=fmt_s(remaining_s))
-            self.progress.refresh()
-
-    def finish(
-        self,
-        cell: PlannedCell,
-        status: str,
-        elapsed: float,
-        reason: object,
-        disturbed: str | None = None,
-    ) -> None:
-        self.done += 1
-        if self.progress is None:
-            return
-        mark = {"ok": "[green]ok[/]", "skipped": "[yellow]skipped[/]"}.get(
-            status, f"[red]{status}[/]"
-        )
-        if disturbed:
-            mark, reason = "[yellow]disturbed[/]", disturbed
-        why = f" - {one_line(reason)}" if (status != "ok" or disturbed) and reason else ""
-        from rich.markup import escape
-
-        self.progress.console.print(
-            f"{mark} {escape(cell.cell_id)} [dim]{elapsed:.1f}s[/]{escape(why)}", highlight=False
-        )
-        self._update(completed=self.done)
-        self.progress.refresh()

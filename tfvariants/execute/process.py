@@ -13,9 +13,11 @@ daemon or a double-forked child leaves the group altogether. After the worker en
 - processes carrying the cell's token in their environment (``TFV_CELL_TOKEN``, set in
   the worker's env and inherited): the fallback where the subreaper is not available.
 
-It assumes one cell at a time per host process (the matrix's and a Ray task's way):
-a process the host started during the cell, other than the worker, would count as
-the cell's.
+Cells in flight in one host process at once (``compare --duet`` runs two) register
+their token and process group (``_LIVE``): one cell's sweep leaves the other's group and
+token-carrying processes alone, and a worker's start and a sweep never overlap
+(``SPAWN_LOCK``: a child between fork and exec has neither its own group nor the token
+yet). Any other process the host started during the cell would count as the cell's.
 
 The log: the worker writes into a pipe, and a reader thread keeps the first
 ``LOG_HEAD_BYTES`` and the last ``LOG_TAIL_BYTES`` of it, with a line saying how much
@@ -48,6 +50,29 @@ _PR_SET_CHILD_SUBREAPER = 36
 _SWEEPS = 5  # rounds of find-and-kill (a leftover may fork while it is being killed)
 _REAP_S = 2.0  # how long a SIGKILLed leftover gets to disappear
 ENGINE_GRACE_S = 10.0  # how long a container engine's helpers get to end after its client
+# The cells in flight in this process: token -> their worker's process group (None until
+# it started). Guarded by SPAWN_LOCK, which a worker's start and a sweep both hold.
+_LIVE: dict[str, int | None] = {}
+SPAWN_LOCK = threading.RLock()
+# Set by a Ctrl-C that reached the main thread while cells ran on others (a duet): no
+# worker starts any more, and one that ends is treated as interrupted, not judged.
+_INTERRUPTED = threading.Event()
+
+
+def interrupt_live() -> list[int]:
+    """Mark the cells in flight interrupted; their workers' process groups (to stop)."""
+    with SPAWN_LOCK:
+        _INTERRUPTED.set()
+        return [g for g in _LIVE.values() if g is not None]
+
+
+def interrupted() -> bool:
+    return _INTERRUPTED.is_set()
+
+
+def clear_interrupt() -> None:
+    """Before cells start again (a new pair; tests)."""
+    _INTERRUPTED.clear()
 
 
 @dataclass(frozen=True)
@@ -199,9 +224,35 @@ class Ownership:
         self.token = uuid.uuid4().hex
         self._me = psutil.Process()
         self._before = {p.pid for p in self._children()}
+        with SPAWN_LOCK:
+            _LIVE[self.token] = None
 
     def env(self) -> dict[str, str]:
         return {CELL_TOKEN_ENV: self.token}
+
+    def spawned(self, pgid: int) -> None:
+        """The worker started, leading group ``pgid`` (call with SPAWN_LOCK held)."""
+        _LIVE[self.token] = pgid
+
+    def close(self) -> None:
+        """The cell is over: its group and token are no longer another cell's to spare."""
+        with SPAWN_LOCK:
+            _LIVE.pop(self.token, None)
+
+    def _others(self) -> tuple[set[int], set[str]]:
+        """The groups and tokens of the other cells in flight in this process."""
+        others = {t: g for t, g in _LIVE.items() if t != self.token}
+        return {g for g in others.values() if g is not None}, set(others)
+
+    def _another_cells(self, proc: psutil.Process, groups: set[int], tokens: set[str]) -> bool:
+        if not (groups or tokens):
+            return False
+        try:
+            if os.getpgid(proc.pid) in groups:
+                return True
+            return proc.environ().get(CELL_TOKEN_ENV) in tokens
+        except (psutil.Error, OSError):
+            return False
 
     def _children(self) -> list[psutil.Process]:
         try:
@@ -214,8 +265,10 @@ class Ownership:
 
     def _find(self, pgid: int | None, escaped: bool) -> dict[int, tuple[psutil.Process, str]]:
         found: dict[int, tuple[psutil.Process, str]] = {}
+        groups, tokens = self._others()
         for proc in self._new_children() if escaped else []:
-            found[proc.pid] = (proc, "escaped")
+            if not self._another_cells(proc, groups, tokens):
+                found[proc.pid] = (proc, "escaped")
         for proc in psutil.process_iter():
             if proc.pid in (os.getpid(), 0, 1):
                 continue
@@ -240,6 +293,13 @@ class Ownership:
         the container (removed by name); what the client left on the host is the
         engine's own (podman's conmon and cleanup, a rootless pause process): given
         ``ENGINE_GRACE_S`` to end, reaped, never killed; only the client's group is."""
+        try:
+            with SPAWN_LOCK:
+                return self._sweep(pgid, engine)
+        finally:
+            self.close()
+
+    def _sweep(self, pgid: int | None, engine: bool) -> tuple[Leftover, ...]:
         if engine:
             _reap(self._new_children(), ENGINE_GRACE_S)
         killed: dict[int, Leftover] = {}

@@ -26,7 +26,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from tfvariants.errors import UserError, one_line
-from tfvariants.execute.matrix import MatrixOutcome, NextRound, _Display, budget_stop
+from tfvariants.execute.matrix import MatrixOutcome, NextRound, budget_stop
+from tfvariants.execute.progress import Display
 from tfvariants.execute.ray_node import REAL_INSTANCE_LABEL, run_on_node
 from tfvariants.execute.record import StoredCell
 from tfvariants.execute.runner import KILL_GRACE_S, RunOptions
@@ -248,7 +249,7 @@ class RayMatrix:
             )
             pending[ref] = (cell, inst)
         waiting_since: dict[str, float] = {}
-        display = _Display(console, total=outcome.planned, done=outcome.planned - len(todo))
+        display = Display(console, total=outcome.planned, done=outcome.planned - len(todo))
         with display:
             if todo:
                 display.start(todo[0], None)
@@ -272,7 +273,7 @@ class RayMatrix:
         cell: Cell,
         inst: str,
         outcome: MatrixOutcome,
-        display: _Display,
+        display: Display,
     ) -> None:
         try:
             payload = ray.get(ref)
@@ -309,7 +310,7 @@ class RayMatrix:
         pending: dict[Any, tuple[Cell, str]],
         waiting_since: dict[str, float],
         outcome: MatrixOutcome,
-        display: _Display,
+        display: Display,
     ) -> None:
         """Cells whose instance type no live node offers wait up to node_wait_s (an
         autoscaler may be starting one), then fail with that reason."""

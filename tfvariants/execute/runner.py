@@ -22,11 +22,14 @@ from typing import IO, Any
 from tfvariants.errors import one_line
 from tfvariants.execute import priority as prio
 from tfvariants.execute.containers import remove_container
+from tfvariants.execute.judge import judge
 from tfvariants.execute.process import (
+    SPAWN_LOCK,
     CappedLog,
     Leftover,
     Ownership,
     ProcessOutcome,
+    interrupted,
     start_pump,
 )
 from tfvariants.execute.quiet import QuietWait
@@ -37,10 +40,7 @@ from tfvariants.plan.pinning import PinPlan, plan_pinning
 from tfvariants.plan.task import PlannedCell
 from tfvariants.plan.topology import Topology, read_topology
 from tfvariants.store.result import (
-    ResultError,
     host_result,
-    load_result,
-    stderr_tail,
 )
 from tfvariants.store.runfolder import RunFolder
 from tfvariants.variants import Variant, skip_reason
@@ -106,13 +106,6 @@ def _autogroup_applies() -> str | None:
     return prio.autogroup_applies()
 
 
-def _signal_name(code: int) -> str:
-    try:
-        return signal.Signals(-code).name
-    except ValueError:
-        return f"signal {-code}"
-
-
 def stop_groups(pgids: Sequence[int], ended: Callable[[float], bool]) -> None:
     """The one SIGTERM -> SIGKILL escalation (a timeout, Ctrl-C or SIGTERM, Ray's
     cancel): SIGTERM to each worker's process group (each leads its own session), and
@@ -148,7 +141,9 @@ def _die_with_parent() -> None:
         pass  # not Linux: best effort
 
 
-def _wait_blocking(proc: subprocess.Popen[bytes], timeout_s: float) -> tuple[int | None, bool]:
+def _wait_blocking(
+    proc: subprocess.Popen[bytes], timeout_s: float, stop: threading.Event | None = None
+) -> tuple[int | None, bool]:
     """Wait for the worker without polling; stop its group if it outlives the timeout.
 
     ``Popen.wait(timeout=...)`` polls every few milliseconds, which on a 2-core host
@@ -166,6 +161,13 @@ def _wait_blocking(proc: subprocess.Popen[bytes], timeout_s: float) -> tuple[int
     timer = threading.Timer(timeout_s, on_timeout)
     timer.daemon = True
     timer.start()
+    if stop is not None:  # a duet's filler: stopped as soon as its partner's cell ended
+
+        def on_stop() -> None:
+            if stop.wait(timeout_s) and not finished.is_set():
+                stop_groups([proc.pid], finished.wait)
+
+        threading.Thread(target=on_stop, name="worker-stop", daemon=True).start()
     try:
         code = proc.wait()
     finally:
@@ -185,10 +187,13 @@ class Launch:
     on_host: bool = True  # False: a container engine pins and prioritises
 
 
-def watch(launch: Launch, timeout_s: float, sink: IO[bytes]) -> ProcessOutcome:
-    """Start the worker in its own session, wait for it (or its timeout), and leave
-    nothing it started running; its output goes to ``sink``, capped (process.CappedLog).
-    A KeyboardInterrupt propagates after the worker's group and leftovers are gone."""
+def watch(
+    launch: Launch, timeout_s: float, sink: IO[bytes], stop: threading.Event | None = None
+) -> ProcessOutcome:
+    """Start the worker in its own session, wait for it (or its timeout, or ``stop``), and
+    leave nothing it started running; its output goes to ``sink``, capped
+    (process.CappedLog). A KeyboardInterrupt propagates after the worker's group and
+    leftovers are gone."""
     raise_it = launch.priority == "raised" and launch.on_host
     lowest = prio.granted().nice if raise_it else 0  # read here: preexec runs in the child
     # Where a cgroup v2 CPU controller decides: the worker's own cgroup, weighted, if allowed.
@@ -208,18 +213,25 @@ def watch(launch: Launch, timeout_s: float, sink: IO[bytes]) -> ProcessOutcome:
     log = CappedLog(sink)
     started = time.monotonic()
     try:
-        proc = subprocess.Popen(
-            launch.command,
-            env={**launch.env, **owned.env()},
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # own process group: a timeout kills it all
-            preexec_fn=preexec,
-        )
-    except OSError as exc:
+        with SPAWN_LOCK:  # no other cell's sweep runs while this one forks and execs
+            if interrupted():  # a Ctrl-C reached the main thread (a duet's other cell)
+                raise KeyboardInterrupt
+            proc = subprocess.Popen(
+                launch.command,
+                env={**launch.env, **owned.env()},
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # own process group: a timeout kills it all
+                preexec_fn=preexec,
+            )
+            owned.spawned(proc.pid)
+    except BaseException as exc:
+        owned.close()
         if group is not None:
             group.remove()
+        if not isinstance(exc, OSError):
+            raise
         reason = f"cannot start worker: {exc.strerror}: {launch.command[0]}"
         return ProcessOutcome(launch.command, None, 0.0, start_error=reason)
     assert proc.stdout is not None
@@ -231,7 +243,9 @@ def watch(launch: Launch, timeout_s: float, sink: IO[bytes]) -> ProcessOutcome:
         else prio.container(launch.priority)
     )
     try:
-        code, timed_out = _wait_blocking(proc, timeout_s)
+        code, timed_out = _wait_blocking(proc, timeout_s, stop)
+        if interrupted():  # stopped by a Ctrl-C on the main thread: not a result
+            raise KeyboardInterrupt
     except KeyboardInterrupt:
         stop_groups([proc.pid], lambda wait_s: _exited(proc, wait_s))
         _after(launch, proc, owned, log, pump)
@@ -283,13 +297,18 @@ def run_cell(
     topology: Topology | None = None,
     quiet: QuietGate | None = None,
     priority: str = "normal",
+    *,
+    plan: PinPlan | None = None,
+    stop: threading.Event | None = None,
 ) -> StoredCell:
     """Run one training cell in a fresh worker; write its result and return the record of it.
 
     The result is stored as ``cells/<cell_id>.json`` of ``folder``, the worker's
-    combined log (capped) as ``logs/<cell_id>.log``.
+    combined log (capped) as ``logs/<cell_id>.log``. ``plan``: its CPUs and pools (a
+    duet's second side; default the usual plan on ``topology``); ``stop``: when set, the
+    worker is stopped (a duet's filler).
     """
-    plan = plan_pinning(cell.threads, topology or read_topology())
+    plan = plan or plan_pinning(cell.threads, topology or read_topology())
     config = asdict(options)
     config["keras_options"] = dict(variant.keras)
     return run_request(
@@ -302,6 +321,7 @@ def run_cell(
         timeout_s=options.timeout_s,
         quiet=quiet,
         priority=priority,
+        stop=stop,
     )
 
 
@@ -318,6 +338,7 @@ def run_request(
     keep: Callable[[Path, dict[str, Any]], None] | None = None,
     quiet: QuietGate | None = None,
     priority: str = "normal",
+    stop: threading.Event | None = None,
 ) -> StoredCell:
     """The one life of a cell, whatever it measures: skipped here, or one fresh worker
     (``python -m module``) given ``make_request(result_path)``, and exactly one result
@@ -354,7 +375,7 @@ def run_request(
         launch = Launch(command, env, tuple(plan.cpus) if on_host else (), priority, on_host)
         waited = quiet(plan.cpus) if quiet is not None else None
         with folder.log_file(cid) as log:
-            outcome = watch(launch, timeout_s, log)
+            outcome = watch(launch, timeout_s, log, stop)
         result = judge(cell, variant, outcome, scratch / "result.json", config, plan, timeout_s)
         result["runner"] = {
             "host_id": host_id(),  # the worker's own may be a container's
@@ -375,53 +396,3 @@ def run_request(
         if observe is not None:
             observe(result)
         return StoredCell.of(cid, result, path, outcome)
-
-
-def judge(
-    cell: PlannedCell,
-    variant: Variant,
-    outcome: ProcessOutcome,
-    result_file: Path,
-    config: dict[str, Any],
-    plan: PinPlan,
-    timeout_s: float,
-) -> dict[str, Any]:
-    """The cell's result from what the worker wrote and how its process ended; the log
-    is never parsed (only its last lines go into a failure's ``stderr_tail``)."""
-
-    def failed(status: str, reason: str) -> dict[str, Any]:
-        requested = plan.to_dict()
-        return host_result(
-            cell.to_dict(), status, reason, stderr=outcome.tail, config=config, requested=requested
-        )
-
-    code = outcome.exit_code
-    if outcome.start_error is not None:
-        return failed("failed", outcome.start_error)
-    if outcome.timed_out:
-        return failed("timeout", f"no result within the {timeout_s:g} s timeout")
-    if code is not None and code == -signal.SIGILL:
-        # The up-front gate missed it (an image, or a kernel only some ops reach).
-        return failed(
-            "failed",
-            (
-                "worker killed by SIGILL: the variant's binary used an instruction this CPU "
-                f"lacks (`tfvariants variants census {variant.name} --full` counts them); "
-                "rerunning will not help"
-            ),
-        )
-    if code is not None and code < 0:
-        return failed("failed", f"worker killed by {_signal_name(code)}")
-    if not result_file.exists():
-        return failed("failed", f"worker exited with code {code} and wrote no result file")
-    try:
-        result = load_result(result_file)
-    except ResultError as exc:
-        return failed("failed", f"invalid result file: {exc}".replace(str(result_file), "result"))
-    if result.get("cell") != cell.to_dict():
-        return failed("failed", "result file is for a different cell")
-    if result["status"] != "ok":
-        result["stderr_tail"] = stderr_tail(outcome.tail)
-    elif code != 0:
-        return failed("failed", f"worker wrote a result but exited with code {code}")
-    return result

@@ -102,6 +102,9 @@ class TrainingOptions(CellOptions, DecisionOptions):
         metavar="VARIANTS",
         omit_none=True,
     )
+    # Duet measurement (execute/duet.py): two cells of a round at once on disjoint CPUs.
+    # Stored, and kept by a resume: a run's cells are all measured one way.
+    duet: bool = option(False, "two cells of a round at once on disjoint CPUs (--duet)")
     # A window the user chose stays; else the adaptive rounds' window is planned from the
     # first look's variance components (tfvariants.analyze.statistics.windows).
     plan_window: bool = option(False, "plan the later rounds' steady window")

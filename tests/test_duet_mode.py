@@ -1,0 +1,322 @@
+"""compare --duet: where it fits (plan/duet.py), how slots are formed and run
+(execute/duet.py), and two real workers at once under one host process: neither
+cell's clean-up takes the other's worker, fillers keep a side busy until the other's
+cell ends, and a Ctrl-C stops both and stores nothing."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from test_runner import TOPO, stub_variant
+
+from tfvariants.errors import UserError
+from tfvariants.execute import process
+from tfvariants.execute.duet import Duet, partner
+from tfvariants.execute.record import StoredCell
+from tfvariants.execute.runner import RunOptions, run_cell
+from tfvariants.plan.cell import Cell
+from tfvariants.plan.duet import DuetPlans, duet_plans, duet_problem
+from tfvariants.plan.pinning import plan_pinning
+from tfvariants.plan.topology import LogicalCpu, Topology
+from tfvariants.store.runfolder import RunFolder
+
+
+def topo(cores: int, smt: int = 1) -> Topology:
+    """``cores`` cores of ``smt`` siblings each (CPU ids sibling-major, as Linux numbers)."""
+    return Topology(
+        tuple(LogicalCpu(s * cores + c, c, 0, 0) for c in range(cores) for s in range(smt))
+    )
+
+
+# ---- where it fits ----
+
+
+def test_two_single_cpu_cores_fit_one_thread_a_side_only():
+    plans = duet_plans(1, topo(2))
+    assert isinstance(plans, DuetPlans)
+    assert plans.first.cpus == (0,) and plans.second.cpus == (1,)
+    assert plans.cpus() == (0, 1)
+    why = duet_plans(2, topo(2))
+    assert isinstance(why, str) and "need 4 CPUs on separate cores" in why
+
+
+def test_the_second_side_never_takes_a_sibling_of_the_first():
+    # 2 cores x 2 siblings: a 2-thread side takes a whole core, the other the other core.
+    plans = duet_plans(2, topo(2, smt=2))
+    assert isinstance(plans, DuetPlans)
+    first, second = set(plans.first.cpus), set(plans.second.cpus)
+    assert first == {0, 2} and second == {1, 3}
+    # 1 thread: the other side goes to the other core, not to CPU 0's sibling (2).
+    one = duet_plans(1, topo(2, smt=2))
+    assert isinstance(one, DuetPlans) and one.second.cpus == (1,)
+    # One core with two siblings: no second core, no duet.
+    assert isinstance(duet_plans(1, topo(1, smt=2)), str)
+
+
+def test_the_first_side_is_the_plan_a_lone_cell_gets():
+    t = topo(4, smt=2)
+    plans = duet_plans(2, t)
+    assert isinstance(plans, DuetPlans) and plans.first == plan_pinning(2, t)
+
+
+@pytest.mark.parametrize(
+    ("threads", "configs", "pinned", "executor", "words"),
+    [
+        ([1, 2], 4, {"local": True}, "local", "needs one thread count (the plan has 1, 2)"),
+        ([1], 1, {"local": True}, "local", "at least two configurations"),
+        ([1, 1], 2, {"local": True, "pip": False}, "local", "pip run(s) in a container"),
+        ([1, 1], 2, {"local": True}, "ray", "this host's executor only"),
+        ([2, 2], 2, {"local": True}, "local", "need 4 CPUs on separate cores"),
+    ],
+)
+def test_what_does_not_fit_is_said_in_one_line(threads, configs, pinned, executor, words):
+    why = duet_problem(threads, configs, pinned, topo(2), executor=executor)
+    assert why is not None and why.startswith("--duet: ") and words in why
+    assert "\n" not in why
+
+
+def test_a_plan_that_fits_has_no_problem():
+    assert duet_problem([1, 1, 1], 3, {"a": True, "b": True}, topo(2)) is None
+
+
+# ---- slots ----
+
+
+@dataclass(frozen=True)
+class C:
+    variant: str
+    workload: str
+    repeat: int
+
+    @property
+    def cell_id(self) -> str:
+        return f"{self.workload}__{self.variant}__r{self.repeat}"
+
+
+def test_partner_is_the_same_rounds_same_workload_first():
+    todo = [C("a", "w1", 0), C("a", "w2", 0), C("b", "w1", 0), C("b", "w2", 0), C("a", "w1", 1)]
+    assert partner(todo, 0) == 2  # w1 with w1, skipping w2
+    assert partner(todo, 1) == 3
+    # No cell of the same workload left in the round: another workload's, same round.
+    assert partner([C("a", "w1", 0), C("b", "w2", 0)], 0) == 1
+    # Never a cell of another round: a lone cell runs beside fillers.
+    assert partner([C("a", "w1", 0), C("b", "w1", 1)], 0) is None
+    assert partner([C("a", "w1", 0)], 0) is None
+
+
+class FakeRun:
+    """run_on that records what ran where; a cell takes ``took[variant]`` seconds, a
+    filler until it is stopped (or ``filler_s``)."""
+
+    def __init__(self, took: dict[str, float], filler_s: float = 5.0, fail: str = "") -> None:
+        self.took, self.filler_s, self.fail = took, filler_s, fail
+        self.lock = threading.Lock()
+        self.events: list[tuple[str, str, tuple[int, ...], float, float]] = []
+        self.t0 = time.monotonic()
+
+    def __call__(self, cell, folder, plan, quiet, stop):
+        kind = "filler" if stop is not None else "cell"
+        start = time.monotonic() - self.t0
+        if quiet is not None:
+            quiet(plan.cpus)
+        if stop is not None:
+            stop.wait(self.filler_s)
+        else:
+            time.sleep(self.took[cell.variant])
+        end = time.monotonic() - self.t0
+        with self.lock:
+            self.events.append((kind, cell.variant, plan.cpus, start, end))
+        status = "failed" if kind == "cell" and cell.variant == self.fail else "ok"
+        raw = {"status": status, "reason": "x" if status != "ok" else None}
+        if kind == "cell":
+            path = folder.write_cell(cell.cell_id, raw)
+            return StoredCell.of(cell.cell_id, raw, path)
+        return StoredCell.of(cell.cell_id, raw, Path(folder.root) / "f.json")
+
+
+def _plans() -> DuetPlans:
+    plans = duet_plans(1, topo(2))
+    assert isinstance(plans, DuetPlans)
+    return plans
+
+
+def test_a_pair_runs_at_once_and_the_faster_side_is_kept_busy(tmp_path):
+    run = FakeRun({"a": 0.2, "b": 0.6})
+    out = Duet(_plans(), run).run(C("b", "w", 0), C("a", "w", 0), RunFolder(tmp_path))
+    assert set(out.stored) == {"w__a__r0", "w__b__r0"}
+    cells = {e[1]: e for e in run.events if e[0] == "cell"}
+    # Both started together (not one after the other).
+    assert abs(cells["a"][3] - cells["b"][3]) < 0.15
+    # a ended first: its side ran a filler of a on a's CPU until b's cell ended.
+    fillers = [e for e in run.events if e[0] == "filler"]
+    assert fillers and all(f[1] == "a" and f[2] == cells["a"][2] for f in fillers)
+    assert fillers[-1][4] >= cells["b"][4] - 0.05
+    assert out.fillers == len(fillers)
+    # In cell-id order a, b: round 0 puts a on the first plan's CPU.
+    assert cells["a"][2] == (0,) and cells["b"][2] == (1,)
+
+
+def test_the_sides_swap_cpus_every_other_round(tmp_path):
+    run = FakeRun({"a": 0.05, "b": 0.05})
+    Duet(_plans(), run).run(C("a", "w", 1), C("b", "w", 1), RunFolder(tmp_path))
+    cells = {e[1]: e[2] for e in run.events if e[0] == "cell"}
+    assert cells == {"a": (1,), "b": (0,)}
+
+
+def test_a_lone_cell_runs_beside_fillers_from_the_start(tmp_path):
+    run = FakeRun({"a": 0.4})
+    out = Duet(_plans(), run).run(C("a", "w", 0), None, RunFolder(tmp_path))
+    assert list(out.stored) == ["w__a__r0"]
+    cell = next(e for e in run.events if e[0] == "cell")
+    fillers = [e for e in run.events if e[0] == "filler"]
+    assert fillers and fillers[0][3] < 0.15 and fillers[0][2] != cell[2]
+    assert fillers[-1][4] >= cell[4] - 0.05
+
+
+def test_a_failed_cell_is_a_result_and_its_runner_error_is_handed_back(tmp_path):
+    run = FakeRun({"a": 0.05, "b": 0.05}, fail="a")
+    out = Duet(_plans(), run).run(C("a", "w", 0), C("b", "w", 0), RunFolder(tmp_path))
+    assert out.stored["w__a__r0"].status == "failed"
+
+    def broken(cell, folder, plan, quiet, stop):
+        if cell.variant == "a" and stop is None:
+            raise RuntimeError("runner bug")
+        return run(cell, folder, plan, quiet, stop)
+
+    out = Duet(_plans(), broken).run(C("a", "w", 1), C("b", "w", 1), RunFolder(tmp_path))
+    assert isinstance(out.stored["w__a__r1"], RuntimeError)
+    assert out.stored["w__b__r1"].status == "ok"
+
+
+class Gate:
+    """A quiet gate that records its calls and what it observed."""
+
+    limit = 0.05
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[int, ...]] = []
+        self.seen: list[str] = []
+
+    def __call__(self, cpus):
+        self.calls.append(tuple(cpus))
+        return "waited"
+
+    def observe(self, result):
+        self.seen.append(result["tag"])
+
+
+def test_one_wait_per_slot_on_both_sets_and_the_disturbed_cell_alone_is_observed(tmp_path):
+    gate = Gate()
+    given: list[object] = []
+
+    def run_on(cell, folder, plan, quiet, stop):
+        if stop is not None:
+            stop.wait(2)
+            return StoredCell.of("f", {"status": "ok"}, tmp_path / "f")
+        given.append(quiet(plan.cpus))
+        raw = {"status": "ok", "tag": cell.variant}
+        return StoredCell.of(cell.cell_id, raw, folder.write_cell(cell.cell_id, raw))
+
+    duet = Duet(_plans(), run_on, gate, disturbed=lambda r: "busy" if r["tag"] == "b" else None)
+    duet.run(C("a", "w", 0), C("b", "w", 0), RunFolder(tmp_path))
+    assert gate.calls == [(0, 1)]  # once, on both CPU sets
+    assert given == ["waited", "waited"]  # each cell records the slot's wait
+    assert gate.seen == ["b"]  # the disturbed one: the wait did not pay
+
+
+# ---- real workers, one host process ----
+
+SLEEPER = """
+import signal
+time.sleep(float(os.environ.get("STUB_SLEEP", "1")))
+write_ok({"pid": os.getpid(), "pgid": os.getpgid(0)})
+"""
+
+
+def _real_run_on(variant):
+    def run_on(cell, folder, plan, quiet, stop):
+        return run_cell(
+            cell, variant, RunOptions(timeout_s=30), folder, topology=TOPO, plan=plan, stop=stop
+        )
+
+    return run_on
+
+
+def _cpus() -> DuetPlans:
+    plans = duet_plans(1, TOPO)
+    if isinstance(plans, str):
+        pytest.skip(plans)
+    return plans
+
+
+def test_two_real_workers_at_once_neither_sweep_kills_the_other(tmp_path):
+    variant = stub_variant(tmp_path, SLEEPER, env={"STUB_SLEEP": "1.5"})
+    a = Cell("stub", 1, "mnist_mlp", 0)
+    b = Cell("stub", 1, "mnist_cnn", 0)  # another workload: another cell id
+    started = time.monotonic()
+    out = Duet(_cpus(), _real_run_on(variant)).run(a, b, RunFolder(tmp_path / "run"))
+    wall = time.monotonic() - started
+    for cell in (a, b):
+        got = out.stored[cell.cell_id]
+        assert isinstance(got, StoredCell) and got.status == "ok", got
+        assert not got.raw["runner"].get("killed")  # nothing of the other's was swept
+    # Each worker pinned to its side's CPU.
+    seen = {tuple(out.stored[c.cell_id].raw["applied"]["affinity"]) for c in (a, b)}
+    assert seen == {(0,), (1,)}
+    assert wall < 2 * 1.5 + 2.0  # at once, not one after the other (with start-up slack)
+    assert process._LIVE == {}  # nothing left registered
+
+
+def test_a_filler_is_stopped_when_the_other_cell_ends(tmp_path):
+    quick = stub_variant(tmp_path, SLEEPER, env={"STUB_SLEEP": "0.2"})
+    slow_dir = tmp_path / "slow"
+    slow_dir.mkdir()
+    slow = stub_variant(slow_dir, SLEEPER, env={"STUB_SLEEP": "2.5"})
+    variants = {"mnist_mlp": quick, "mnist_cnn": slow}
+
+    def run_on(cell, folder, plan, quiet, stop):
+        return run_cell(cell, variants[cell.workload], RunOptions(timeout_s=30), folder,
+                        topology=TOPO, plan=plan, stop=stop)  # fmt: skip
+
+    a, b = Cell("stub", 1, "mnist_mlp", 0), Cell("stub", 1, "mnist_cnn", 0)
+    started = time.monotonic()
+    out = Duet(_cpus(), run_on).run(a, b, RunFolder(tmp_path / "run"))
+    wall = time.monotonic() - started
+    assert out.fillers >= 2  # the quick side ran fillers of itself, one after another
+    assert out.stored[b.cell_id].status == "ok"
+    # The last filler was stopped as b ended, not left to run out its own time.
+    assert wall < 2.5 + 2.0
+    assert process._LIVE == {}
+
+
+def test_ctrl_c_stops_both_workers_and_stores_nothing(tmp_path):
+    variant = stub_variant(tmp_path, SLEEPER, env={"STUB_SLEEP": "20"})
+    a, b = Cell("stub", 1, "mnist_mlp", 0), Cell("stub", 1, "mnist_cnn", 0)
+    folder = RunFolder(tmp_path / "run")
+    timer = threading.Timer(1.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        Duet(_cpus(), _real_run_on(variant)).run(a, b, folder)
+    assert time.monotonic() - started < 15  # stopped, not waited out
+    cells = tmp_path / "run" / "cells"
+    assert not cells.exists() or list(cells.iterdir()) == []
+    assert process._LIVE == {}
+    process.clear_interrupt()
+
+
+def test_resume_cannot_switch_duet_on(tmp_path):
+    import argparse
+
+    from tfvariants.commands import rounds
+
+    args = argparse.Namespace(quick=True, budget=None, duet=True, min_steady_s=None,
+                              data_dir=None)  # fmt: skip
+    with pytest.raises(UserError, match="measured one at a time"):
+        rounds.training_options(args, {"options": {"quick": True}}, repeats=5)
