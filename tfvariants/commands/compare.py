@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import sys
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -17,6 +18,7 @@ from tfvariants.commands.compare_spec import (
     check_baseline,
     check_duet,
     check_later,
+    duet_line,
 )
 from tfvariants.commands.compare_spec import build_spec as build_spec
 from tfvariants.commands.compare_spec import parse_threads as parse_threads
@@ -183,6 +185,8 @@ def run(args: argparse.Namespace) -> int:
     check_duet(spec, variant_objs, args.executor)
     firstlook.say(spec, args.out if args.resume else None, args.estimate_from)
     if args.dry_run:
+        if opts.duet:
+            print(duet_line(spec), file=sys.stderr)
         return compare_cluster.dry_run(args, spec, pricing, Console(soft_wrap=True))
     if args.executor == "ray":
         compare_cluster.placement(spec, pricing)  # a cell with no node type: stop now
@@ -338,7 +342,7 @@ def _duet(
     from tfvariants.execute import runner
     from tfvariants.execute.duet import Duet
     from tfvariants.plan.duet import duet_plans
-    from tfvariants.plan.topology import format_cpu_list, read_topology
+    from tfvariants.plan.topology import read_topology
 
     plans = duet_plans(spec.configurations()[0][1], read_topology())
     assert not isinstance(plans, str), plans  # check_duet ran before anything
@@ -354,13 +358,7 @@ def _duet(
         return runner.run_cell(cell, variant_objs[cell.variant], options_for(cell), folder,
                                quiet=quiet, priority=priority, plan=plan, stop=stop)  # fmt: skip
 
-    a, b = (format_cpu_list(p.cpus) for p in plans.both())
-    console.print(
-        f"duet: two cells of a round at once, on CPUs {a} and {b} (swapped every other "
-        "round); a side whose cell ends first runs fillers until the other's ends",
-        highlight=False,
-        markup=False,
-    )
+    console.print(duet_line(plans), highlight=False, markup=False)
     return Duet(plans, run_on, gate, interference.rule_of(spec.options))
 
 

@@ -14,6 +14,7 @@ from tfvariants.commands import rounds
 from tfvariants.commands.matrix_args import checked, default_threads, parse_names, quick_scale
 from tfvariants.errors import UserError
 from tfvariants.options import argtypes
+from tfvariants.plan.duet import DuetPlans
 from tfvariants.plan.spec import MatrixSpec
 
 if TYPE_CHECKING:
@@ -205,4 +206,23 @@ def add_duet_option(p: argparse.ArgumentParser) -> None:
         "thread count; needs twice its CPUs on separate cores), so interference hits both "
         "sides of a comparison alike; ratios, not absolute times, are its answer "
         "(docs/compare.md)",
+    )
+
+
+def duet_line(plan: MatrixSpec | DuetPlans) -> str:
+    """The one line that says how a duet run will measure (its dry run's too)."""
+    from tfvariants.plan.duet import duet_plans
+    from tfvariants.plan.topology import format_cpu_list, read_topology
+
+    plans = (
+        plan
+        if isinstance(plan, DuetPlans)
+        else duet_plans(plan.configurations()[0][1], read_topology())
+    )
+    if isinstance(plans, str):  # check_duet refuses such a plan before this is said
+        return f"duet: does not fit: {plans}"
+    a, b = (format_cpu_list(p.cpus) for p in plans.both())
+    return (
+        f"duet: two cells of a round at once, on CPUs {a} and {b} (swapped every other "
+        "round); a side whose cell ends first runs fillers until the other's ends"
     )

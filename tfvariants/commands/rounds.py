@@ -255,6 +255,8 @@ def summary(analysis: RunFrame, out: Path, console: Console) -> None:
         # report (a "shielded busy" speed-up may be understated).
         for caution in analysis.noise.warnings:
             console.print(f"  caution: {caution.message}", highlight=False, markup=False)
+        if analysis.noise.duet:
+            console.print(f"  {analysis.noise.duet}", highlight=False, markup=False)
     quiet = getattr(analysis, "interference", None)
     if quiet is not None and quiet.cells:
         console.print(f"  {quiet.sentence()}", highlight=False, markup=False)

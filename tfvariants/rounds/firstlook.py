@@ -18,7 +18,7 @@ from __future__ import annotations
 import statistics
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tfvariants.options.training import TrainingOptions
@@ -173,7 +173,10 @@ def announce(spec: MatrixSpec, out: Path | None, estimate_from: Path | None) -> 
         return None
     later = set(o.later or ())  # not in the first look: they start once it is settled
     configs = len([v for v, _ in spec.configurations() if v not in later])
-    look = first_look(times, spec.workloads, configs, rounds=rounds, budget_s=o.budget_s)
+    # A duet runs a round's cells two at a time: its slots take about a cell each.
+    slots = -(-configs // 2) if o.duet else configs
+    look = first_look(times, spec.workloads, slots, rounds=rounds, budget_s=o.budget_s)
+    look = replace(look, cells=rounds * configs * len(spec.workloads))
     return None if look.fits else look.line()
 
 

@@ -48,6 +48,7 @@ class HostNoise:
     windows: str | None = None  # within- vs between-process variance of the step time
     window_plan: str | None = None  # the steady window the adaptive rounds chose
     later: str | None = None  # when the --later variants started, in words
+    duet: str | None = None  # how a duet run (--duet) measured, in words
     warnings: list[StatWarning] = field(default_factory=list)
     # About how many repeats per side would call an equal pair "equivalent" (None: unknown)
     equivalent_from: int | None = None

@@ -119,6 +119,20 @@ def later_sentence(later: object, cells: Sequence[CellResult]) -> str | None:
     )
 
 
+def duet_sentence(duet: object) -> str | None:
+    """What a duet run's numbers mean (None: not a duet run)."""
+    if duet is not True:
+        return None
+    return (
+        "Measured as a duet (--duet): each round's cells ran two at a time on disjoint "
+        "CPUs, so interference from the rest of the machine reached both sides of a pair "
+        "alike, and the per-round ratios cancel it; a side whose cell ended first ran "
+        "unmeasured fillers until the other's ended. Each cell shared the caches and the "
+        "memory bus with its neighbour, so the absolute times and costs may be longer than "
+        "a lone run's: the ratios are this run's answer."
+    )
+
+
 def analyze_contents(contents: RunContents, report: ReportSettings, settings: Settings) -> Analysis:
     """Group a loaded folder's training cells, compute statistics, costs, comparisons and
     conclusions (serving cells have their own analysis: analyze/serving/), deciding with
@@ -157,6 +171,7 @@ def analyze_contents(contents: RunContents, report: ReportSettings, settings: Se
     noise = host_noise(list(inputs.groups.values()), inputs.settings)
     noise.window_plan = windows.plan_sentence((run.get("adaptive") or {}).get("window_plan"))
     noise.later = later_sentence(opts.get("later"), cells)
+    noise.duet = duet_sentence(opts.get("duet"))
     all_warnings += noise.warnings
     if quiet.disturbed:
         all_warnings.append(
