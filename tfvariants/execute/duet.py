@@ -114,9 +114,7 @@ class Duet(Generic[CellT]):
                 )
                 for me, other in (sides, sides[::-1])
             ]
-            for t in threads:
-                t.start()
-            self._join(threads)
+            self._start_and_join(threads)
         out = SlotResult(fillers=sum(s.fillers for s in sides))
         for side in sides:
             if side.cell is not None and side.result is not None:
@@ -153,21 +151,27 @@ class Duet(Generic[CellT]):
                 break  # it failed on its own: another would too
 
     @staticmethod
-    def _join(threads: list[threading.Thread]) -> None:
+    def _start_and_join(threads: list[threading.Thread]) -> None:
+        """Start the sides and wait for both; a Ctrl-C meanwhile (even between the two
+        starts) stops what runs and waits for the sides to end before it propagates."""
         try:
+            for t in threads:
+                t.start()
             for t in threads:
                 while t.is_alive():
                     t.join(JOIN_S)
         except KeyboardInterrupt:
             from tfvariants.execute.runner import stop_groups
 
+            started = [t for t in threads if t.ident is not None]
+
             def ended(wait_s: float) -> bool:
-                for t in threads:
+                for t in started:
                     t.join(wait_s)
-                return not any(t.is_alive() for t in threads)
+                return not any(t.is_alive() for t in started)
 
             stop_groups(interrupt_live(), ended)
-            for t in threads:
+            for t in started:
                 t.join()
             raise
 

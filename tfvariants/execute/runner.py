@@ -352,7 +352,8 @@ def run_request(
     (tfvariants.execute.priority); what it got is recorded as ``runner.priority``.
     What the cell left running is killed and recorded as ``runner.killed``."""
     cid = cell.cell_id
-    reason = skip_reason(variant)
+    with SPAWN_LOCK:  # a venv's readiness runs its interpreter: not during another's sweep
+        reason = skip_reason(variant)
     if reason:
         result = host_result(
             cell.to_dict(), "skipped", reason, config=config, requested=plan.to_dict()
@@ -368,9 +369,12 @@ def run_request(
     # Private to us (0700): a container's user is ours (see variants.engine.user_flags).
     with folder.scratch(cid) as scratch:
         request = make_request(scratch / "result.json")
-        command, env = variant.launch(
-            request, worker_env(variant, plan), plan.cpus, scratch, module=module
-        )
+        # A launch may run a helper process: never while another cell in flight (a
+        # duet's) sweeps, which would take it for that cell's leftover.
+        with SPAWN_LOCK:
+            command, env = variant.launch(
+                request, worker_env(variant, plan), plan.cpus, scratch, module=module
+            )
         on_host = variant.pins_on_host()
         launch = Launch(command, env, tuple(plan.cpus) if on_host else (), priority, on_host)
         waited = quiet(plan.cpus) if quiet is not None else None
