@@ -115,3 +115,23 @@ def test_a_resume_keeps_duet_and_cannot_switch_it_on(tmp_path, monkeypatch, caps
     assert main([*base, "--duet", "--out", "results/d"]) == 0
     run = json.loads((tmp_path / "results/d/run.json").read_text())
     assert run["options"]["duet"] is True
+
+
+def test_an_odd_round_leaves_one_cell_beside_fillers(tmp_path, monkeypatch, capsys, two_cores):
+    monkeypatch.chdir(tmp_path)
+    fake = DuetFake()
+    monkeypatch.setattr(runner, "run_cell", fake)
+    argv = ["compare", "--quick", "--duet", "--threads", "1", "--variants",
+            "local,onednn-off,onednn-on", "--workloads", "mnist_mlp", "--out", "results/d",
+            "--no-probe", "--repeats", "5"]  # fmt: skip
+    assert main(argv) in (0, 1)
+    ran = [cid for cid, *_ in fake.cells]
+    assert len(ran) == len(set(ran)) >= 15  # every cell once (3 configurations x 5)
+    # Per round two cells overlapped and one ran alone beside fillers: 5 rounds, 5 lone.
+    assert fake.fillers >= 5
+    for r in range(5):
+        spans = [(s, e) for cid, _, s, e in fake.cells if cid.endswith(f"__r{r}")]
+        overlapping = sum(
+            1 for i, a in enumerate(spans) for b in spans[i + 1 :] if a[0] < b[1] and b[0] < a[1]
+        )
+        assert overlapping == 1  # one pair per round; the third cell had fillers

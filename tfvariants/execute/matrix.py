@@ -304,9 +304,8 @@ class Matrix(Generic[CellT]):
                 outcome.was_interrupted = True
                 outcome.interrupted = cell
                 return
-            # Each cell of a pair is charged half the slot: the ETA sums cells.
-            share = (clock() - t0) / len(slot)
-            agains = [self._finish(c, r, share, outcome, eta, display, retry)
+            wall = clock() - t0  # shown per cell; each of a pair is charged half to the ETA
+            agains = [self._finish(c, r, (wall, wall / len(slot)), outcome, eta, display, retry)
                       for c, r in zip(slot, results, strict=True)]  # fmt: skip
             if pace is not None:
                 pace.check(eta.remaining(todo[i:]))
@@ -342,7 +341,7 @@ class Matrix(Generic[CellT]):
         self,
         cell: CellT,
         result: StoredCell,
-        elapsed: float,
+        elapsed: tuple[float, float],  # the slot's wall time, the cell's share of it
         outcome: MatrixOutcome,
         eta: EtaModel,
         display: Display,
@@ -357,11 +356,11 @@ class Matrix(Generic[CellT]):
             # A worker's reason is the workload's text: no escape reaches the terminal.
             outcome.reasons[cell.cell_id] = one_line(result.reason)
         if status in ("ok", "failed", "timeout"):
-            eta.record(cell, elapsed)  # skipped cells take no time: don't learn from them
+            eta.record(cell, elapsed[1])  # skipped cells take no time: don't learn from them
         # A plain dict: the raw-field readers (store/rawfields.py) descend dicts only.
         raw = dict(result.raw)
         why = retry.disturbed(raw) if retry is not None and status == "ok" else None
-        display.finish(cell, status, elapsed, result.reason, disturbed=why)
+        display.finish(cell, status, elapsed[0], result.reason, disturbed=why)
         if retry is not None and status == "ok":
             retry.observe(cell, why)
         if not why:
