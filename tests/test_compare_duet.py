@@ -98,6 +98,7 @@ def test_duet_compare_runs_pairs_at_once_and_says_so(tmp_path, monkeypatch, caps
     assert "Measured as a duet (--duet)" in err  # the console summary says what it means
     html = (tmp_path / "reports/d/index.html").read_text()
     assert "Measured as a duet (--duet)" in html
+    assert "Two cells ran at a time (--duet)" in html  # what a repeat costs, said so
     assert "onednn-off@1" in html
     assert "local@1 was 1.30x faster than onednn-off@1" in err  # the pairs' ratio, decided
 

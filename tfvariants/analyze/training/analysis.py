@@ -99,6 +99,7 @@ class _Inputs:
     requested: Requested | None
     pricing: Pricing | None
     cpus: int | None
+    duet: bool = False  # cells ran two at a time (--duet)
 
 
 def later_sentence(later: object, cells: Sequence[CellResult]) -> str | None:
@@ -230,9 +231,9 @@ def _inputs(
         if any(r.oversubscribed for r in g.results)
     }
     devices = {r.variant: r.device for r in cells}
-    return _Inputs(
-        groups, variants, devices, over, times, measured(cells), settings, requested, pricing, cpus
-    )
+    duet = (run.get("options") or {}).get("duet") is True
+    return _Inputs(groups, variants, devices, over, times, measured(cells), settings, requested,
+                   pricing, cpus, duet)  # fmt: skip
 
 
 def _summarise_groups(inputs: _Inputs, include_disturbed: bool) -> list[cautions.StatWarning]:
@@ -289,7 +290,7 @@ def _workload_report(
             )
         )
     conclude(wr, baseline_label, inputs.cpus, inputs.pricing, inputs.settings)
-    if cost := repeatcost.sentence(w, wgroups):  # what the budget buys a repeat of
+    if cost := repeatcost.sentence(w, wgroups, duet=inputs.duet):  # what a repeat costs
         wr.conclusions.append(cost)
     # The workload's own baseline, as its ratios use (the header's may not have run it).
     base_variant = found.baseline.variant if found.baseline else baseline_label.split("@")[0]

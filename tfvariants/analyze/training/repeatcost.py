@@ -15,9 +15,10 @@ PARTS = ("import", "build", "warm-up", "steady", "between epochs", "other")
 WORDS = {"build": "data + model", "other": "the rest (process start, probes, writing)"}
 
 
-def sentence(workload: str, groups: Sequence[Group]) -> str | None:
+def sentence(workload: str, groups: Sequence[Group], *, duet: bool = False) -> str | None:
     """One sentence: the mean wall time of a successful repeat of this workload, and the
-    mean of each part over the repeats that recorded it (None without wall times)."""
+    mean of each part over the repeats that recorded it (None without wall times).
+    ``duet``: the cells ran two at a time, so a round took about half their sum."""
     cells = [r for g in groups for r in g.ok if r.wall_s is not None and r.wall_s > 0]
     if not cells:
         return None
@@ -31,7 +32,13 @@ def sentence(workload: str, groups: Sequence[Group]) -> str | None:
         share = f" ({mean / wall:.0%})" if part == "steady" else ""
         said.append(f"{WORDS.get(part, part)} {mean:.1f} s{share}")
     where = f": {', '.join(said)}" if said else ""
+    two = (
+        " Two cells ran at a time (--duet), so a round of the comparisons took about half "
+        "the sum of its cells' times."
+        if duet
+        else ""
+    )
     return (
         f"{workload}: a repeat (one cell) took {wall:.1f} s of wall time on average over "
-        f"{len(cells)} successful cells{where}."
+        f"{len(cells)} successful cells{where}.{two}"
     )
