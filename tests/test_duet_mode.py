@@ -18,6 +18,7 @@ from test_runner import TOPO, stub_variant
 from tfvariants.errors import UserError
 from tfvariants.execute import process
 from tfvariants.execute.duet import Duet, partner
+from tfvariants.execute.quiet import QuietWait
 from tfvariants.execute.record import StoredCell
 from tfvariants.execute.runner import RunOptions, run_cell
 from tfvariants.plan.cell import Cell
@@ -205,7 +206,7 @@ class Gate:
 
     def __call__(self, cpus):
         self.calls.append(tuple(cpus))
-        return "waited"
+        return QuietWait(3.0, 0.01, True, 0.05, 30.0)
 
     def observe(self, result):
         self.seen.append(result["tag"])
@@ -226,7 +227,9 @@ def test_one_wait_per_slot_on_both_sets_and_the_disturbed_cell_alone_is_observed
     duet = Duet(_plans(), run_on, gate, disturbed=lambda r: "busy" if r["tag"] == "b" else None)
     duet.run(C("a", "w", 0), C("b", "w", 0), RunFolder(tmp_path))
     assert gate.calls == [(0, 1)]  # once, on both CPU sets
-    assert given == ["waited", "waited"]  # each cell records the slot's wait
+    # Each cell records what the slot's wait found; its seconds are counted once.
+    assert sorted(w.waited_s for w in given) == [0.0, 3.0]
+    assert all(w.quiet and w.others_share == 0.01 for w in given)
     assert gate.seen == ["b"]  # the disturbed one: the wait did not pay
 
 

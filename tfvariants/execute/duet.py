@@ -24,7 +24,7 @@ from __future__ import annotations
 import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Generic
 
@@ -105,14 +105,19 @@ class Duet(Generic[CellT]):
         process.clear_interrupt()
         sides = self.sides(first, second)
         waited = self.gate(self.plans.cpus()) if self.gate is not None else None
-        given = None if waited is None else (lambda cpus: waited)
+        # Each cell records what the slot's one wait found; the seconds go to the first
+        # only, so the report's "waited ... in all" counts the wait once.
+        given: list[QuietFn | None] = [None, None]
+        if waited is not None:
+            again = replace(waited, waited_s=0.0)
+            given = [lambda cpus: waited, lambda cpus: again]
         with tempfile.TemporaryDirectory(prefix="tfv-duet-") as scratch:
             fillers = Path(scratch)
             threads = [
                 threading.Thread(
-                    target=self._side, args=(me, other, folder, fillers, given), daemon=True
+                    target=self._side, args=(me, other, folder, fillers, wait), daemon=True
                 )
-                for me, other in (sides, sides[::-1])
+                for (me, other), wait in zip((sides, sides[::-1]), given, strict=True)
             ]
             self._start_and_join(threads)
         out = SlotResult(fillers=sum(s.fillers for s in sides))
