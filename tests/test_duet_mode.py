@@ -195,6 +195,17 @@ def test_a_failed_cell_is_a_result_and_its_runner_error_is_handed_back(tmp_path)
     assert out.stored["w__b__r1"].status == "ok"
 
 
+def test_a_side_whose_cell_cannot_run_keeps_the_other_company_with_its_cell(tmp_path):
+    run = FakeRun({"a": 0.01, "b": 0.5}, fail="a")  # a fails at once (as a skipped cell)
+    out = Duet(_plans(), run).run(C("a", "w", 0), C("b", "w", 0), RunFolder(tmp_path))
+    assert out.stored["w__a__r0"].status == "failed"
+    b = next(e for e in run.events if e[0] == "cell" and e[1] == "b")
+    fillers = [e for e in run.events if e[0] == "filler"]
+    # The failed side ran b's cell as its filler, on its own CPU, until b ended.
+    assert fillers and all(f[1] == "b" and f[2] != b[2] for f in fillers)
+    assert fillers[-1][4] >= b[4] - 0.05
+
+
 class Gate:
     """A quiet gate that records its calls and what it observed."""
 

@@ -142,18 +142,20 @@ class Duet(Generic[CellT]):
             me.result = exc
         finally:
             me.done.set()
-        # Keep this side's CPUs as busy as a cell keeps them until the other ends.
-        filler = me.cell if me.cell is not None else other.cell
-        while filler is not None and not other.done.is_set() and not process.interrupted():
+        # Keep this side's CPUs as busy as a cell keeps them until the other ends: with
+        # its own cell again, or, where that cannot run (skipped, failed), the other's.
+        ran = isinstance(me.result, StoredCell) and me.result.status == "ok"
+        fills = [c for c in (me.cell if ran else None, other.cell) if c is not None]
+        while fills and not other.done.is_set() and not process.interrupted():
             me.fillers += 1
             # A folder each: a finished result is never written over.
             where = RunFolder(fillers / f"{id(me)}-{me.fillers}")
             try:
-                got = self.run_on(filler, where, me.plan, None, other.done)
+                got = self.run_on(fills[0], where, me.plan, None, other.done)
             except BaseException:  # noqa: BLE001 (a filler's result is never used)
                 break
             if got.status != "ok" and not other.done.is_set():
-                break  # it failed on its own: another would too
+                fills.pop(0)  # it failed on its own: so would it again
 
     @staticmethod
     def _start_and_join(threads: list[threading.Thread]) -> None:
