@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -71,7 +72,8 @@ class SlotResult:
 class _Side(Generic[CellT]):
     cell: CellT | None  # None: this side only runs fillers beside the other's cell
     plan: PinPlan
-    done: threading.Event = field(default_factory=threading.Event)
+    done: threading.Event = field(default_factory=threading.Event)  # its cell has ended
+    over: threading.Event = field(default_factory=threading.Event)  # its fillers too
     result: StoredCell | BaseException | None = None
     fillers: int = 0
 
@@ -119,7 +121,7 @@ class Duet(Generic[CellT]):
                 )
                 for (me, other), wait in zip((sides, sides[::-1]), given, strict=True)
             ]
-            self._start_and_join(threads)
+            self._start_and_wait(threads, sides)
         out = SlotResult(fillers=sum(s.fillers for s in sides))
         for side in sides:
             if side.cell is not None and side.result is not None:
@@ -128,6 +130,19 @@ class Duet(Generic[CellT]):
         return out
 
     def _side(
+        self,
+        me: _Side[CellT],
+        other: _Side[CellT],
+        folder: RunFolder,
+        fillers: Path,
+        given: QuietFn | None,
+    ) -> None:
+        try:
+            self._cell_then_fillers(me, other, folder, fillers, given)
+        finally:
+            me.over.set()  # what the main thread waits for (see _start_and_wait)
+
+    def _cell_then_fillers(
         self,
         me: _Side[CellT],
         other: _Side[CellT],
@@ -158,28 +173,30 @@ class Duet(Generic[CellT]):
                 fills.pop(0)  # it failed on its own: so would it again
 
     @staticmethod
-    def _start_and_join(threads: list[threading.Thread]) -> None:
+    def _start_and_wait(threads: list[threading.Thread], sides: Sequence[_Side[CellT]]) -> None:
         """Start the sides and wait for both; a Ctrl-C meanwhile (even between the two
-        starts) stops what runs and waits for the sides to end before it propagates."""
+        starts) stops what runs and waits for the sides to end before it propagates.
+        The wait is on each side's own event, not Thread.join: a join that a Ctrl-C
+        interrupted can later return while its thread still runs (CPython 3.11)."""
+
+        def ended(wait_s: float) -> bool:
+            deadline = time.monotonic() + wait_s
+            for side, t in zip(sides, threads, strict=True):
+                if t.ident is not None:  # started
+                    side.over.wait(max(0.0, deadline - time.monotonic()))
+            return all(s.over.is_set() for s, t in zip(sides, threads, strict=True) if t.ident)
+
         try:
             for t in threads:
                 t.start()
-            for t in threads:
-                while t.is_alive():
-                    t.join(JOIN_S)
+            while not ended(JOIN_S):
+                pass
         except KeyboardInterrupt:
             from tfvariants.execute.runner import stop_groups
 
-            started = [t for t in threads if t.ident is not None]
-
-            def ended(wait_s: float) -> bool:
-                for t in started:
-                    t.join(wait_s)
-                return not any(t.is_alive() for t in started)
-
             stop_groups(interrupt_live(), ended)
-            for t in started:
-                t.join()
+            while not ended(JOIN_S):
+                pass
             raise
 
     def _observe(self, results: list[StoredCell]) -> None:
