@@ -7,8 +7,8 @@ for its whole life, on the other CPU set (plan/duet.py):
 - two cells of the same round share a slot, the same workload's first where it can
   (``partner``): a comparison's two sides then meet the same interference;
 - when one side's cell ends first (a faster build, a failure), that side runs *fillers*
-  until the other ends: the same cell again, into a throwaway folder, stopped the moment
-  the other side's cell has ended. Without them the slower side would finish its window
+  until the other ends: the same cell again (the other side's, where its own cannot
+  run), into a throwaway folder, stopped the moment the other side's cell has ended. Without them the slower side would finish its window
   alone, faster than it would beside a neighbour, and the ratio would lean towards 1;
 - a cell left without a partner (an odd round) runs beside fillers from the start.
 
@@ -38,7 +38,7 @@ from tfvariants.plan.pinning import PinPlan
 from tfvariants.plan.task import CellT, PlannedCell
 from tfvariants.store.runfolder import RunFolder
 
-JOIN_S = 0.5  # the main thread's join step: a Ctrl-C is seen within it
+JOIN_S = 0.5  # the main thread's wait step: a Ctrl-C is seen within it
 
 
 QuietFn = Callable[[Sequence[int]], QuietWait]
