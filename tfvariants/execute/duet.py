@@ -8,8 +8,9 @@ for its whole life, on the other CPU set (plan/duet.py):
   (``partner``): a comparison's two sides then meet the same interference;
 - when one side's cell ends first (a faster build, a failure), that side runs *fillers*
   until the other ends: the same cell again (the other side's, where its own cannot
-  run), into a throwaway folder, stopped the moment the other side's cell has ended. Without them the slower side would finish its window
-  alone, faster than it would beside a neighbour, and the ratio would lean towards 1;
+  run), into a throwaway folder, stopped the moment the other side's cell has ended.
+  Without them the slower side would finish its window alone, faster than it would
+  beside a neighbour, and the ratio would lean towards 1;
 - a cell left without a partner (an odd round) runs beside fillers from the start.
 
 The CPU sets swap with the round's parity, so a faster set favours neither side. The
