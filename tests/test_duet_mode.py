@@ -22,7 +22,7 @@ from tfvariants.execute.quiet import QuietWait
 from tfvariants.execute.record import StoredCell
 from tfvariants.execute.runner import RunOptions, run_cell
 from tfvariants.plan.cell import Cell
-from tfvariants.plan.duet import DuetPlans, duet_plans, duet_problem
+from tfvariants.plan.duet import DuetPlans, duet_fit, duet_plans
 from tfvariants.plan.pinning import plan_pinning
 from tfvariants.plan.topology import LogicalCpu, Topology
 from tfvariants.store.runfolder import RunFolder
@@ -77,13 +77,14 @@ def test_the_first_side_is_the_plan_a_lone_cell_gets():
     ],
 )
 def test_what_does_not_fit_is_said_in_one_line(threads, configs, pinned, executor, words):
-    why = duet_problem(threads, configs, pinned, topo(2), executor=executor)
-    assert why is not None and why.startswith("--duet: ") and words in why
+    why = duet_fit(threads, configs, pinned, topo(2), executor=executor)
+    assert isinstance(why, str) and why.startswith("--duet: ") and words in why
     assert "\n" not in why
 
 
 def test_a_plan_that_fits_has_no_problem():
-    assert duet_problem([1, 1, 1], 3, {"a": True, "b": True}, topo(2)) is None
+    fit = duet_fit([1, 1, 1], 3, {"a": True, "b": True}, topo(2))
+    assert isinstance(fit, DuetPlans) and fit == duet_plans(1, topo(2))
 
 
 # ---- slots ----

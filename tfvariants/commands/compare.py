@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from tfvariants.execute.record import StoredCell
     from tfvariants.execute.runner import RunOptions
     from tfvariants.plan.cell import Cell
+    from tfvariants.plan.duet import DuetPlans
     from tfvariants.plan.pinning import PinPlan
     from tfvariants.plan.spec import MatrixSpec
     from tfvariants.variants.registry import Variant
@@ -182,11 +183,11 @@ def run(args: argparse.Namespace) -> int:
         spec = dataclasses.replace(spec, options=dataclasses.replace(opts, preset=preset))
     check_baseline(args.baseline, spec)
     check_later(args.baseline, spec)
-    check_duet(spec, variant_objs, args.executor)
+    duet_at = check_duet(spec, variant_objs, args.executor)
     firstlook.say(spec, args.out if args.resume else None, args.estimate_from)
     if args.dry_run:
-        if opts.duet:
-            print(duet_line(spec), file=sys.stderr)
+        if duet_at is not None:
+            print(duet_line(duet_at), file=sys.stderr)
         return compare_cluster.dry_run(args, spec, pricing, Console(soft_wrap=True))
     if args.executor == "ray":
         compare_cluster.placement(spec, pricing)  # a cell with no node type: stop now
@@ -213,7 +214,9 @@ def run(args: argparse.Namespace) -> int:
                 allow_mixed_hosts=args.allow_mixed_hosts,
             )
 
-    outcome = _run_matrix(args, spec, variant_objs, pricing, out, stored, console, report_stored)
+    outcome = _run_matrix(
+        args, spec, variant_objs, pricing, out, stored, console, report_stored, duet_at
+    )
     if outcome.was_interrupted:
         console.print(
             f"interrupted during {outcome.interrupted.cell_id if outcome.interrupted else '?'}: "
@@ -269,6 +272,7 @@ def _run_matrix(
     stored: dict[str, Any] | None,
     console: Console,
     report_stored: Callable[[], None],
+    duet_at: DuetPlans | None = None,
 ) -> MatrixOutcome:
     """Prepare the run folder, probe the variants, run the cells (locally or on Ray, with
     the adaptive rounds when there is a budget); the MatrixOutcome, with its lines said.
@@ -296,7 +300,9 @@ def _run_matrix(
             priority=opts.priority,
         )
 
-    duet = _duet(spec, variant_objs, options_for, quiet_gate, console) if opts.duet else None
+    duet = None
+    if duet_at is not None:
+        duet = _duet(duet_at, spec, variant_objs, options_for, quiet_gate, console)
     if args.executor == "ray":
         outcome = compare_cluster.run_on_ray(
             args,
@@ -331,21 +337,18 @@ def _run_matrix(
 
 
 def _duet(
+    plans: DuetPlans,
     spec: MatrixSpec,
     variant_objs: dict[str, Variant],
     options_for: Callable[[Cell], RunOptions],
     gate: QuietGate | None,
     console: Console,
 ) -> Duet[Cell]:
-    """The run's duet (check_duet has found that it fits), said on the console."""
+    """The run's duet on the plans check_duet found, said on the console."""
     from tfvariants.analyze.statistics import interference
     from tfvariants.execute import runner
     from tfvariants.execute.duet import Duet
-    from tfvariants.plan.duet import duet_plans
-    from tfvariants.plan.topology import read_topology
 
-    plans = duet_plans(spec.configurations()[0][1], read_topology())
-    assert not isinstance(plans, str), plans  # check_duet ran before anything
     priority = TrainingOptions.of(spec.options).priority
 
     def run_on(

@@ -177,25 +177,29 @@ def check_baseline(baseline: str | None, spec: MatrixSpec) -> None:
         raise UserError(f"--baseline {baseline}: {parsed[1]} is not one of --threads")
 
 
-def check_duet(spec: MatrixSpec, variants: Mapping[str, Variant], executor: str) -> None:
+def check_duet(
+    spec: MatrixSpec, variants: Mapping[str, Variant], executor: str
+) -> DuetPlans | None:
     """--duet fits this plan on this host (one line otherwise, before anything is built
-    or written): one thread count, host-pinned variants, twice the CPUs on separate cores."""
+    or written): one thread count, host-pinned variants, twice the CPUs on separate cores.
+    The two sides' plans (None: not a duet run), worked out once for the run."""
     from tfvariants.options.training import TrainingOptions
-    from tfvariants.plan.duet import duet_problem
+    from tfvariants.plan.duet import duet_fit
     from tfvariants.plan.topology import read_topology
 
     if not TrainingOptions.of(spec.options).duet:
-        return
+        return None
     configs = spec.configurations()
-    why = duet_problem(
+    fit = duet_fit(
         [t for _, t in configs],
         len(configs),
         {name: v.pins_on_host() for name, v in variants.items()},
         read_topology(),
         executor=executor,
     )
-    if why:
-        raise UserError(why)
+    if isinstance(fit, str):
+        raise UserError(fit)
+    return fit
 
 
 def add_duet_option(p: argparse.ArgumentParser) -> None:
@@ -209,18 +213,10 @@ def add_duet_option(p: argparse.ArgumentParser) -> None:
     )
 
 
-def duet_line(plan: MatrixSpec | DuetPlans) -> str:
+def duet_line(plans: DuetPlans) -> str:
     """The one line that says how a duet run will measure (its dry run's too)."""
-    from tfvariants.plan.duet import duet_plans
-    from tfvariants.plan.topology import format_cpu_list, read_topology
+    from tfvariants.plan.topology import format_cpu_list
 
-    plans = (
-        plan
-        if isinstance(plan, DuetPlans)
-        else duet_plans(plan.configurations()[0][1], read_topology())
-    )
-    if isinstance(plans, str):  # check_duet refuses such a plan before this is said
-        return f"duet: does not fit: {plans}"
     a, b = (format_cpu_list(p.cpus) for p in plans.both())
     return (
         f"duet: two cells of a round at once, on CPUs {a} and {b} (swapped every other "

@@ -138,19 +138,14 @@ class Duet(Generic[CellT]):
         fillers: Path,
         given: QuietFn | None,
     ) -> None:
+        """One side's thread: its cell (if any), then fillers until the other's ends."""
         try:
-            self._cell_then_fillers(me, other, folder, fillers, given)
+            self._own_cell(me, folder, given)
+            self._fill(me, other, fillers)
         finally:
             me.over.set()  # what the main thread waits for (see _start_and_wait)
 
-    def _cell_then_fillers(
-        self,
-        me: _Side[CellT],
-        other: _Side[CellT],
-        folder: RunFolder,
-        fillers: Path,
-        given: QuietFn | None,
-    ) -> None:
+    def _own_cell(self, me: _Side[CellT], folder: RunFolder, given: QuietFn | None) -> None:
         try:
             if me.cell is not None:
                 me.result = self.run_on(me.cell, folder, me.plan, given, None)
@@ -158,8 +153,10 @@ class Duet(Generic[CellT]):
             me.result = exc
         finally:
             me.done.set()
-        # Keep this side's CPUs as busy as a cell keeps them until the other ends: with
-        # its own cell again, or, where that cannot run (skipped, failed), the other's.
+
+    def _fill(self, me: _Side[CellT], other: _Side[CellT], fillers: Path) -> None:
+        """Keep this side's CPUs as busy as a cell keeps them until the other ends: with
+        its own cell again, or, where that cannot run (skipped, failed), the other's."""
         ran = isinstance(me.result, StoredCell) and me.result.status == "ok"
         fills = [c for c in (me.cell if ran else None, other.cell) if c is not None]
         while fills and not other.done.is_set() and not process.interrupted():

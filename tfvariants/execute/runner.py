@@ -39,9 +39,7 @@ from tfvariants.plan.cell import Cell
 from tfvariants.plan.pinning import PinPlan, plan_pinning
 from tfvariants.plan.task import PlannedCell
 from tfvariants.plan.topology import Topology, read_topology
-from tfvariants.store.result import (
-    host_result,
-)
+from tfvariants.store.result import host_result
 from tfvariants.store.runfolder import RunFolder
 from tfvariants.variants import Variant, skip_reason
 from workloads.envprobe import host_id

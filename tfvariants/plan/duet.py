@@ -49,29 +49,30 @@ def duet_plans(threads: int, topology: Topology) -> DuetPlans | str:
     return DuetPlans(first, plan_pinning(threads, rest))
 
 
-def duet_problem(
+def duet_fit(
     threads: Sequence[int],
     configurations: int,
     host_pinned: Mapping[str, bool],
     topology: Topology,
     *,
     executor: str = "local",
-) -> str | None:
-    """Why ``compare --duet`` cannot run this plan (one line), or None.
+) -> DuetPlans | str:
+    """The two sides' plans for ``compare --duet`` on this plan, or why it cannot run
+    (one line, "--duet: ...").
 
     ``configurations``: the plan's configurations per workload (each round's cells of a
     workload); ``host_pinned``: variant name -> whether it is pinned on the host."""
-    why = _problem(threads, configurations, host_pinned, topology, executor)
-    return None if why is None else f"--duet: {why}"
+    fit = _fit(threads, configurations, host_pinned, topology, executor)
+    return f"--duet: {fit}" if isinstance(fit, str) else fit
 
 
-def _problem(
+def _fit(
     threads: Sequence[int],
     configurations: int,
     host_pinned: Mapping[str, bool],
     topology: Topology,
     executor: str,
-) -> str | None:
+) -> DuetPlans | str:
     if executor != "local":
         return "runs on this host's executor only (each Ray task is one cell)"
     counts = sorted(set(threads))
@@ -90,5 +91,4 @@ def _problem(
             f"needs variants pinned on this host; {', '.join(contained)} run(s) in a container, "
             "whose engine's helpers one cell's clean-up would take for the other's"
         )
-    plans = duet_plans(counts[0], topology)
-    return plans if isinstance(plans, str) else None
+    return duet_plans(counts[0], topology)
