@@ -60,7 +60,7 @@ compare-compiled: install
 bench-decide: install
 	PYTHONPATH=. $(BIN)/python benchmarks/decide.py --trials 2000
 
-# The widening and warning bounds behind bench-decide's wander check (docs/compare.md).
+# The widening and warning bounds behind bench-decide's AR(1) 0.8 stress row (docs/compare.md).
 bench-wander-bounds: install
 	PYTHONPATH=. $(BIN)/python benchmarks/wander_bounds.py --trials 1000
 
