@@ -13,6 +13,7 @@ from tfvariants.analyze.statistics import adaptive
 from tfvariants.analyze.statistics.decide import Settings
 from tfvariants.analyze.statistics.verdicts import round_values, workload_verdicts
 from tfvariants.analyze.training.analysis import analyze
+from tfvariants.options.interference import DISTURBED_SHARE
 from tfvariants.plan.spec import MatrixSpec
 from tfvariants.render.csvout import csv_rows
 from tfvariants.render.html import render_html
@@ -23,7 +24,6 @@ from tfvariants.store.cellresult import (
     parse_results,
     parse_training,
 )
-from tfvariants.store.disturbance import DISTURBED_SHARE
 from tfvariants.store.rundir import load_run_dir
 
 RULE = adaptive.stopping_rule(5, 20)  # looks after 5, 7, 10, 15, 20 repeats

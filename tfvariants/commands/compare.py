@@ -38,8 +38,8 @@ from tfvariants.commands.variant_probe import probe_variants, store_variant_info
 from tfvariants.errors import UserError
 from tfvariants.options import argtypes, declare
 from tfvariants.options.cell import SCALE
+from tfvariants.options.limits import MAX_THREADS
 from tfvariants.options.training import TrainingOptions
-from tfvariants.plan.cell import MAX_THREADS
 from tfvariants.rounds import firstlook
 from tfvariants.store.runfolder import RunFolder
 

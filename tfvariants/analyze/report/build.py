@@ -14,8 +14,8 @@ from tfvariants.analyze.report.sections import Section, sections_of
 from tfvariants.analyze.report.settings import ReportSettings
 from tfvariants.analyze.serving.analysis import analyze_serving_contents
 from tfvariants.analyze.serving.configs import ServingAnalysis
+from tfvariants.analyze.statistics.decide import run_settings
 from tfvariants.analyze.training.analysis import Analysis, analyze_contents
-from tfvariants.options.decision import run_settings
 from tfvariants.store.rundir import load_run_dir
 
 

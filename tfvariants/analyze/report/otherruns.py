@@ -33,9 +33,9 @@ from tfvariants.analyze.report.compiled import with_preset_baseline
 from tfvariants.analyze.report.format import ratio_end, sig3
 from tfvariants.analyze.report.settings import ReportSettings
 from tfvariants.analyze.statistics import stats
+from tfvariants.analyze.statistics.decide import run_settings
 from tfvariants.analyze.training.analysis import Analysis, analyze_contents
 from tfvariants.errors import UserError
-from tfvariants.options.decision import run_settings
 from tfvariants.store.rundir import load_run_dir
 from tfvariants.store.runfolder import StoreError
 
