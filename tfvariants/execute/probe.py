@@ -21,10 +21,10 @@ from typing import Any
 
 from tfvariants.errors import UserError, one_line
 from tfvariants.execute import runner
+from tfvariants.execute.launchable import Launchable
 from tfvariants.execute.process import ProcessOutcome
 from tfvariants.plan.pinning import PinPlan, plan_pinning
 from tfvariants.plan.topology import read_topology
-from tfvariants.variants import Variant
 from workloads.protocol import WorkerRequest
 
 PROBE_TIMEOUT_S = 300.0
@@ -34,7 +34,7 @@ PEAK_TIMEOUT_S = 120.0
 
 
 def _launch(
-    variant: Variant,
+    variant: Launchable,
     plan: PinPlan,
     module: str,
     scratch: Path,
@@ -60,7 +60,7 @@ def _launch(
 
 
 def run_probe(
-    variant: Variant, module: str = "workloads.envprobe", timeout_s: float = PROBE_TIMEOUT_S
+    variant: Launchable, module: str = "workloads.envprobe", timeout_s: float = PROBE_TIMEOUT_S
 ) -> dict[str, Any]:
     """What ``module`` reports from inside ``variant`` (its JSON result); the backend
     never loads in this process. A probe that cannot start, times out or writes no
@@ -82,7 +82,7 @@ def run_probe(
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _read(variant: Variant, outcome: ProcessOutcome, result: Path) -> dict[str, Any]:
+def _read(variant: Launchable, outcome: ProcessOutcome, result: Path) -> dict[str, Any]:
     if outcome.start_error is not None:
         raise UserError(f"variant '{variant.name}': {outcome.start_error}")
     if outcome.timed_out:
@@ -105,7 +105,7 @@ def _read(variant: Variant, outcome: ProcessOutcome, result: Path) -> dict[str, 
     return data
 
 
-def peak_probe(variant: Variant, plan: PinPlan, priority: str = "normal") -> dict[str, Any]:
+def peak_probe(variant: Launchable, plan: PinPlan, priority: str = "normal") -> dict[str, Any]:
     """workloads.peakprobe in a fresh process of the variant, pinned like a cell of
     ``plan``, at the run's ``priority`` (execute.priority: a probe at normal priority
     beside raised cells would lose its CPUs to the load they are shielded from, and read
