@@ -382,8 +382,8 @@ def test_report_warns_when_others_filled_shielded_multi_thread_cells(tmp_path):
     """Undisturbed 2-thread cells at raised priority with others at 25 % or more of their
     CPUs: measured slower, unflagged, so the report says so; 1-thread cells, quieter
     cells and cells at normal priority (judged disturbed instead) do not trigger it."""
-    from tfvariants.analyze.statistics.noise import SHIELDED_BUSY_SHARE
     from tfvariants.analyze.training.analysis import analyze
+    from tfvariants.analyze.training.noise import SHIELDED_BUSY_SHARE
 
     def cells(others: float, shielded: bool) -> list[dict]:
         out = []

@@ -366,7 +366,7 @@ def test_a_container_engines_helpers_are_its_own(tmp_path, monkeypatch, linger):
     neither killed nor reported; the workload ran in the container, removed by name."""
     import psutil
 
-    from tfvariants.execute import process, runner
+    from tfvariants.execute import process
     from tfvariants.variants import engine as engines
 
     bin_dir = tmp_path / "bin"

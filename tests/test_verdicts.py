@@ -314,8 +314,8 @@ def test_sentences_use_the_verdicts_values_when_disturbed_cells_are_included(tmp
 def test_an_interval_end_that_excludes_1_never_prints_as_1_00() -> None:
     """A "slower" verdict whose interval starts at 1.003 reads "1.003-1.11x", not
     "1.00-1.11x" (which would look as if it included 1)."""
-    from tfvariants.analyze.report.conclusions import interval_words
     from tfvariants.analyze.statistics.stats import Interval
+    from tfvariants.analyze.training.conclusions import interval_words
 
     def words(lo: float, hi: float, invert: bool = False) -> str:
         return interval_words(Interval(1.05, lo, hi, "paired", 20, 0.985, 5), invert)

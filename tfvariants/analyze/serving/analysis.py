@@ -16,7 +16,6 @@ from pathlib import Path
 
 from tfvariants.analyze.baseline import parse_baseline
 from tfvariants.analyze.cost.pricing import Pricing
-from tfvariants.analyze.report.settings import ReportSettings
 from tfvariants.analyze.serving.configs import (
     Config,
     ModelReport,
@@ -28,6 +27,7 @@ from tfvariants.analyze.serving.configs import (
     summarise_row,
 )
 from tfvariants.analyze.serving.sentences import conclude_model, last_look_sentence
+from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.analyze.statistics.decide import Settings, run_settings
 from tfvariants.analyze.statistics.verdicts import Requested, pick_baseline
 from tfvariants.plan.serve import ServeKey

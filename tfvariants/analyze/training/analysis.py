@@ -14,16 +14,14 @@ from typing import Any
 
 from tfvariants.analyze.baseline import parse_baseline
 from tfvariants.analyze.cost.pricing import Pricing
-from tfvariants.analyze.report import cautions, loadlabel
-from tfvariants.analyze.report.conclusions import conclude
-from tfvariants.analyze.report.coverage import cell_counts, folder_warnings, usable_results
-from tfvariants.analyze.report.frame import RunFrame, environments_of, logical_cpus_of
-from tfvariants.analyze.report.parity import parity
-from tfvariants.analyze.report.settings import ReportSettings
+from tfvariants.analyze.shared import cautions
+from tfvariants.analyze.shared.coverage import cell_counts, folder_warnings, usable_results
+from tfvariants.analyze.shared.frame import RunFrame, environments_of, logical_cpus_of
+from tfvariants.analyze.shared.parity import parity
+from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.analyze.statistics import interference, windows
 from tfvariants.analyze.statistics.decide import Settings, run_settings
 from tfvariants.analyze.statistics.interference import Interference
-from tfvariants.analyze.statistics.noise import HostNoise, host_noise
 from tfvariants.analyze.statistics.verdicts import (
     Requested,
     RoundValues,
@@ -32,8 +30,10 @@ from tfvariants.analyze.statistics.verdicts import (
     round_values,
     workload_verdicts,
 )
-from tfvariants.analyze.training import repeatcost
+from tfvariants.analyze.training import loadlabel, repeatcost
+from tfvariants.analyze.training.conclusions import conclude
 from tfvariants.analyze.training.groups import Group, WorkloadReport
+from tfvariants.analyze.training.noise import HostNoise, host_noise
 from tfvariants.analyze.training.summary import apply_verdicts, summarise_group
 from tfvariants.errors import UserError
 from tfvariants.store.cellresult import CellResult, ConfigKey
