@@ -102,14 +102,14 @@ def census_file(path: Path, log: Log = lambda _m: None) -> dict[str, Any]:
 def tensorflow_dir(variant: Variant) -> Path | None:
     """The tensorflow package folder a variant imports (looked up, never imported);
     None for other backends, images, or when it cannot be found."""
-    if variant.backend != "tensorflow" or variant.kind == "image":
+    if variant.backend != "tensorflow":
         return None
     code = (
         "import importlib.util as u; s = u.find_spec('tensorflow'); "
         "print(s.submodule_search_locations[0] if s and s.submodule_search_locations else '')"
     )
     try:
-        python = variant.interpreter()
+        python = variant.interpreter()  # an image's kind has none: ValueError
         proc = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60)
     except (OSError, ValueError, subprocess.TimeoutExpired):
         return None

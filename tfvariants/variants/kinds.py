@@ -64,6 +64,9 @@ class Kind:
 
     name: ClassVar[str] = ""
     pins_on_host: ClassVar[bool] = True  # host affinity; containers use --cpuset-cpus
+    takes_engine: ClassVar[bool] = False  # a container engine runs it: --engine applies
+    buildable: ClassVar[bool] = False  # tfvariants builds it from requirement specs
+    this_interpreter: ClassVar[bool] = False  # runs in the interpreter tfvariants runs in
 
     def check(self, table: Mapping[str, Any], bad: Bad) -> dict[str, Any]:
         """Validate this kind's own TOML fields; return Variant keyword arguments."""
@@ -122,6 +125,14 @@ def get_kind(name: str) -> Kind:
         raise UserError(f"unknown variant kind {name!r}") from None
 
 
+def _required(table: Mapping[str, Any], bad: Bad, field: str, kind: type, why: str) -> Any:
+    """A kind's required field: of type ``kind`` and not empty, or ``bad(field, why)``."""
+    value = table.get(field)
+    if not isinstance(value, kind) or not value:
+        raise bad(field, why)
+    return value
+
+
 def _backend_module(variant: Variant) -> tuple[str, str]:
     return BACKENDS[variant.backend]
 
@@ -139,6 +150,7 @@ def _find_in(python: str, module: str) -> tuple[bool | None, str]:
 @register
 class LocalKind(Kind):
     name = "local"
+    this_interpreter = True
 
     def interpreter(self, variant: Variant) -> str:
         return sys.executable
@@ -155,9 +167,9 @@ class VenvKind(Kind):
     name = "venv"
 
     def check(self, table: Mapping[str, Any], bad: Bad) -> dict[str, Any]:
-        python = table.get("python")
-        if not isinstance(python, str) or not python:
-            raise bad("python", "is required for kind venv (path to the interpreter)")
+        python = _required(
+            table, bad, "python", str, "is required for kind venv (path to the interpreter)"
+        )
         return {"python": os.path.expanduser(python)}
 
     def interpreter(self, variant: Variant) -> str:
@@ -183,11 +195,11 @@ class RequirementsKind(Kind):
     """An environment built by tfvariants from requirement specs, cached by their hash."""
 
     name = "requirements"
+    buildable = True
 
     def check(self, table: Mapping[str, Any], bad: Bad) -> dict[str, Any]:
-        specs = table.get("requirements")
-        if not isinstance(specs, list) or not specs:
-            raise bad("requirements", "is required for kind requirements (a list of specs)")
+        why = "is required for kind requirements (a list of specs)"
+        specs = _required(table, bad, "requirements", list, why)
         for spec in specs:
             problem = envbuild.spec_problem(spec)
             if problem:
@@ -232,11 +244,10 @@ class RequirementsKind(Kind):
 class ImageKind(Kind):
     name = "image"
     pins_on_host = False
+    takes_engine = True
 
     def check(self, table: Mapping[str, Any], bad: Bad) -> dict[str, Any]:
-        image = table.get("image")
-        if not isinstance(image, str) or not image:
-            raise bad("image", "is required for kind image")
+        image = _required(table, bad, "image", str, "is required for kind image")
         return {"image": image}
 
     def where(self, variant: Variant) -> str:
