@@ -15,7 +15,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import workloads
 from tfvariants.errors import UserError
@@ -125,7 +125,10 @@ def get_kind(name: str) -> Kind:
         raise UserError(f"unknown variant kind {name!r}") from None
 
 
-def _required(table: Mapping[str, Any], bad: Bad, field: str, kind: type, why: str) -> Any:
+T = TypeVar("T")
+
+
+def _required(table: Mapping[str, Any], bad: Bad, field: str, kind: type[T], why: str) -> T:
     """A kind's required field: of type ``kind`` and not empty, or ``bad(field, why)``."""
     value = table.get(field)
     if not isinstance(value, kind) or not value:
