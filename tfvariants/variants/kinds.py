@@ -15,7 +15,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar
 
 import workloads
 from tfvariants.errors import UserError
@@ -59,6 +59,16 @@ _ENGINE_CLIENT_ENV = (
 Bad = Callable[[str, str], UserError]
 
 
+class Launching(NamedTuple):
+    """What one launch of a worker needs beside its variant."""
+
+    request: WorkerRequest
+    env: dict[str, str]  # the worker's environment
+    cpus: tuple[int, ...]  # the CPUs it is pinned to
+    scratch_dir: Path  # holds the request's result path
+    module: str  # run as ``python -m module``
+
+
 class Kind:
     """The interface every kind implements. Subclasses set ``name``."""
 
@@ -94,19 +104,11 @@ class Kind:
     def where(self, variant: Variant) -> str:
         return self.interpreter(variant)
 
-    def launch(
-        self,
-        variant: Variant,
-        request: WorkerRequest,
-        env: dict[str, str],
-        cpus: tuple[int, ...],
-        scratch_dir: Path,
-        module: str,
-    ) -> tuple[list[str], dict[str, str]]:
+    def launch(self, variant: Variant, how: Launching) -> tuple[list[str], dict[str, str]]:
         """``python -m module`` with the request (a probe's is ``--result`` alone)."""
-        env = dict(env)
+        env = dict(how.env)
         env["PYTHONPATH"] = WORKLOADS_PARENT
-        return [self.interpreter(variant), "-m", module, *request.to_argv()], env
+        return [self.interpreter(variant), "-m", how.module, *how.request.to_argv()], env
 
 
 KIND_REGISTRY: dict[str, Kind] = {}
@@ -264,16 +266,9 @@ class ImageKind(Kind):
             return False, f"not built: {variant.build}" if variant.build else "image not present"
         return True, f"image present ({engine})"
 
-    def launch(
-        self,
-        variant: Variant,
-        request: WorkerRequest,
-        env: dict[str, str],
-        cpus: tuple[int, ...],
-        scratch_dir: Path,
-        module: str,
-    ) -> tuple[list[str], dict[str, str]]:
+    def launch(self, variant: Variant, how: Launching) -> tuple[list[str], dict[str, str]]:
         assert variant.image
+        request, env, cpus, scratch_dir, module = how
         engine = engines.require_engine(variant.engine)
         if not engines.image_exists(engine, variant.image):
             raise UserError(

@@ -21,7 +21,7 @@ from typing import Any
 from tfvariants.errors import UserError
 from tfvariants.store.inputs import VARIANTS_FILE_BYTES, InputError, read_input
 from tfvariants.variants import engine as engines
-from tfvariants.variants.kinds import BACKENDS, KIND_REGISTRY, Kind, get_kind
+from tfvariants.variants.kinds import BACKENDS, KIND_REGISTRY, Kind, Launching, get_kind
 from tfvariants.variants.recipes import BUILTIN_TABLES
 from workloads.protocol import WorkerRequest
 
@@ -95,7 +95,7 @@ class Variant:
         variant with ``request`` (whose result path is inside ``scratch_dir``): a
         training or serving worker, or a probe (``WorkerRequest.probe``: ``module
         --result PATH``, workloads.envprobe)."""
-        return self.kind_impl.launch(self, request, env, cpus, scratch_dir, module)
+        return self.kind_impl.launch(self, Launching(request, env, cpus, scratch_dir, module))
 
     def where(self) -> str:
         """The interpreter, environment or image this variant runs in, for display."""
