@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast
 
+from tfvariants.options.interference import DISTURBED_SHARE, SHIELDED_SHARE
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.serve import DEFAULT_BATCH_TIMEOUT_MS, ServeCell, ServeKey
 from tfvariants.store.celltimes import (
@@ -24,8 +25,6 @@ from tfvariants.store.celltimes import (
     warmup_time_s,
 )
 from tfvariants.store.disturbance import (
-    DISTURBED_SHARE,
-    SHIELDED_SHARE,
     disturbed_limit,
     result_disturbance,
     scaled,
