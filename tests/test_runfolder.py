@@ -43,7 +43,7 @@ def build_model(keras, *, compile_options):
 def fake_run_cell(calls: list[str]):
     """A runner that stores an ok result where the real one would, without a worker."""
 
-    def run(cell, variant, options, folder, quiet=None, priority="normal"):
+    def run(cell, variant, options, folder, at=None):
         calls.append(cell.cell_id)
         result = rf.make_result(cell.variant, cell.threads, cell.workload, cell.repeat)
         result["runner"]["host_id"] = host_id()
@@ -488,7 +488,7 @@ def test_a_resume_shows_workload_files_and_asks_before_running_them(tmp_path, mo
 def test_a_failed_cells_reason_never_reaches_the_terminal_raw(tmp_path, monkeypatch, capsys):
     from tfvariants.store.result import host_result
 
-    def failing(cell, variant, options, folder, quiet=None, priority="normal"):
+    def failing(cell, variant, options, folder, at=None):
         result = host_result(cell.to_dict(), "failed", "\x1b[2Jboom\x1b]0;title\x07")
         result["runner"] = {"host_id": host_id()}
         path = folder.write_cell(cell.cell_id, result)

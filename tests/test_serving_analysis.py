@@ -157,9 +157,8 @@ def test_serving_only_report_renders_escaped(tmp_path):
 
     d = _serving_run(tmp_path / "res")
     html_path = tmp_path / "rep" / "index.html"
-    write_report(
-        d, html_path, pricing=parse_pricing_option("gce-2017"), csv_path=tmp_path / "s.csv"
-    )
+    settings = ReportSettings(pricing=parse_pricing_option("gce-2017"))
+    write_report(d, html_path, settings, csv_path=tmp_path / "s.csv")
     html = html_path.read_text()
     assert "Which TensorFlow build serves fastest and cheapest?" in html
     assert "m: throughput vs requests in flight" in html and html.count("<svg") == 1
@@ -179,7 +178,7 @@ def test_serving_report_in_headless_chromium(tmp_path):
     require_chromium()
     d = _serving_run(tmp_path / "res")
     html = tmp_path / "index.html"
-    write_report(d, html, pricing=parse_pricing_option("gce-2017"))
+    write_report(d, html, ReportSettings(pricing=parse_pricing_option("gce-2017")))
     common = [CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
     dom = subprocess.run(
         [*common, "--dump-dom", html.as_uri()],

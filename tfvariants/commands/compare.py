@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from tfvariants.analyze.cost.pricing import Pricing
+    from tfvariants.analyze.report.settings import ReportSettings
     from tfvariants.execute.duet import Duet
     from tfvariants.execute.matrix import Matrix, MatrixOutcome
     from tfvariants.execute.quiet import QuietGate, QuietWait
@@ -205,14 +206,7 @@ def run(args: argparse.Namespace) -> int:
     def report_stored() -> None:
         """After a store error mid-run (e.g. a full disk): what was stored, if it fits."""
         with contextlib.suppress(UserError):
-            write_report(
-                out,
-                report_path,
-                pricing=pricing,
-                baseline=args.baseline,
-                csv_path=args.csv,
-                allow_mixed_hosts=args.allow_mixed_hosts,
-            )
+            write_report(out, report_path, _settings(args, pricing), csv_path=args.csv)
 
     outcome = _run_matrix(
         args, spec, variant_objs, pricing, out, stored, console, report_stored, duet_at
@@ -290,15 +284,10 @@ def _run_matrix(
     next_round, rule = rounds.adaptive_hook(spec, args.baseline, console, spent_before)
     options_for = cell_options(spec, lambda: getattr(next_round, "window_plan", None))
 
+    at = runner.Conditions(quiet=quiet_gate, priority=opts.priority)
+
     def run_one(cell: Cell, folder: RunFolder) -> StoredCell:
-        return runner.run_cell(
-            cell,
-            variant_objs[cell.variant],
-            options_for(cell),
-            folder,
-            quiet=quiet_gate,
-            priority=opts.priority,
-        )
+        return runner.run_cell(cell, variant_objs[cell.variant], options_for(cell), folder, at=at)
 
     duet = None
     if duet_at is not None:
@@ -358,11 +347,21 @@ def _duet(
         quiet: Callable[[Sequence[int]], QuietWait] | None,
         stop: threading.Event | None,
     ) -> StoredCell:
+        at = runner.Conditions(quiet=quiet, priority=priority, stop=stop)
         return runner.run_cell(cell, variant_objs[cell.variant], options_for(cell), folder,
-                               quiet=quiet, priority=priority, plan=plan, stop=stop)  # fmt: skip
+                               at=at, plan=plan)  # fmt: skip
 
     console.print(duet_line(plans), highlight=False, markup=False)
     return Duet(plans, run_on, gate, interference.rule_of(spec.options))
+
+
+def _settings(args: argparse.Namespace, pricing: Pricing | None) -> ReportSettings:
+    """The report's settings: the command line's; the decision settings the run's."""
+    from tfvariants.analyze.report.settings import ReportSettings
+
+    return ReportSettings(
+        pricing=pricing, baseline=args.baseline, allow_mixed_hosts=args.allow_mixed_hosts
+    )
 
 
 def _report(
@@ -383,14 +382,7 @@ def _report(
     )
 
     rounds.print_disturbed(outcome, console)
-    report = write_report(
-        out,
-        report_path,
-        pricing=pricing,
-        baseline=args.baseline,
-        csv_path=args.csv,
-        allow_mixed_hosts=args.allow_mixed_hosts,
-    )
+    report = write_report(out, report_path, _settings(args, pricing), csv_path=args.csv)
     analysis = report.frame
     print_store_warnings(analysis)
     console.print(f"report: {report_path}", highlight=False, markup=False)

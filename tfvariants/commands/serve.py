@@ -414,17 +414,13 @@ def _report(
     console: Console,
 ) -> None:
     """The report, with each model's first conclusions on the console."""
+    from tfvariants.analyze.report.settings import ReportSettings
     from tfvariants.commands.report import write_report
 
     o = ServingOptions.of(spec.options)
-    serving = write_report(
-        out,
-        report_path,
-        pricing=pricing,
-        baseline=args.baseline,
-        csv_path=args.csv,
-        p99_bound_ms=o.p99_bound_ms,  # the decision settings: the run's, as stored
-    ).serving
+    # The decision settings: the run's, as stored.
+    settings = ReportSettings(pricing=pricing, baseline=args.baseline, p99_bound_ms=o.p99_bound_ms)
+    serving = write_report(out, report_path, settings, csv_path=args.csv).serving
     for m in serving.models if serving is not None else []:
         for line in m.conclusions[:3]:
             console.print(f"  {line}", highlight=False, markup=False)
