@@ -407,8 +407,7 @@ def group_members(pgid: int) -> list[int]:
 
 
 def test_the_ray_driver_stores_cells_and_logs_through_the_run_folder(tmp_path):
-    from tfvariants.execute.ray_executor import RayMatrix
-    from tfvariants.plan.spec import MatrixSpec
+    from tfvariants.execute.ray_executor import RaySettings, RayWaves
 
     victim = tmp_path / "victim.txt"
     victim.write_text("precious")
@@ -416,7 +415,7 @@ def test_the_ray_driver_stores_cells_and_logs_through_the_run_folder(tmp_path):
     cell = Cell("local", 1, "mnist_mlp", 0)
     (out / "logs").mkdir(parents=True)
     (out / "logs" / f"{cell.cell_id}.log").symlink_to(victim)
-    m = RayMatrix(MatrixSpec(("local",), (1,), ("mnist_mlp",), 1, {}), out, None)  # type: ignore[arg-type]
+    m = RayWaves(out, RaySettings(), {}, {}, lambda c: None)  # type: ignore[arg-type,return-value]
     m._store(cell, rf.make_result("local", 1, "mnist_mlp", 0), "the node's log")
     assert victim.read_text() == "precious"
     assert (out / "logs" / f"{cell.cell_id}.log").read_text() == "the node's log"

@@ -300,6 +300,7 @@ def _run_matrix(
     """Run the serving cells (adaptive rounds when there is a budget); the MatrixOutcome,
     with its lines said."""
     from tfvariants.execute.matrix import Matrix
+    from tfvariants.execute.policy import Policy
     from tfvariants.execute.serve_runner import run_serve_cell
     from tfvariants.plan.serve import ServeCell
 
@@ -325,15 +326,13 @@ def _run_matrix(
     o = ServingOptions.of(spec.options)
     if o.budget_s:
         next_round = _next_round_hook(spec, pricing, args.baseline, console)
-    outcome = matrix.run(
-        run_cell=run_one,
-        resume=args.resume,
-        console=console,
-        next_round=next_round,
-        budget_s=o.budget_s,
-        spent_before=float(before.get("spent_s") or 0.0),
+    policy = Policy(
+        next_round,
+        o.budget_s,
+        float(before.get("spent_s") or 0.0),
         budget_covers_plan=True,  # the default run's promise: an answer within the budget
     )
+    outcome = matrix.run(run_one, policy=policy, resume=args.resume, console=console)
     if next_round is not None:
         _record(out, next_round, spec, before, outcome, console)
     console.print(
