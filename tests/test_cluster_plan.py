@@ -321,7 +321,7 @@ def test_2017_speeds_at_todays_prices(tmp_path, capsys, monkeypatch):
 
 
 def test_report_and_csv_show_the_catalogs_tier_word(tmp_path):
-    from tfvariants.analyze.report.settings import ReportSettings
+    from tfvariants.analyze.shared.settings import ReportSettings
     from tfvariants.commands.report import write_report
 
     runs = [make_result("local", 8, "mnist_mlp", r) for r in range(2)]

@@ -38,8 +38,8 @@ from tfvariants.commands.variant_probe import probe_variants, store_variant_info
 from tfvariants.errors import UserError
 from tfvariants.options import argtypes, declare
 from tfvariants.options.cell import SCALE
+from tfvariants.options.limits import MAX_THREADS
 from tfvariants.options.training import TrainingOptions
-from tfvariants.plan.cell import MAX_THREADS
 from tfvariants.rounds import firstlook
 from tfvariants.store.runfolder import RunFolder
 
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
     from tfvariants.analyze.cost.pricing import Pricing
     from tfvariants.analyze.report.build import Report
-    from tfvariants.analyze.report.settings import ReportSettings
+    from tfvariants.analyze.shared.settings import ReportSettings
     from tfvariants.execute.duet import Duet
     from tfvariants.execute.executors import Executor
     from tfvariants.execute.matrix import Matrix, MatrixOutcome
@@ -153,9 +153,13 @@ def measure_peaks(
 ) -> None:
     """Each configuration's attainable and theoretical peak, into run.json (before its
     first timed cell, at the cells' priority; tfvariants.variants.peak)."""
+    from functools import partial
+
+    from tfvariants.execute.probe import peak_probe
     from tfvariants.variants.peak import measure_all, store_peaks
 
-    store_peaks(out, measure_all(variant_objs, configs, priority=priority))
+    probe = partial(peak_probe, priority=priority)
+    store_peaks(out, measure_all(variant_objs, configs, probe))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -369,7 +373,7 @@ class _ReportTo:
 
 def _settings(args: argparse.Namespace, pricing: Pricing | None) -> ReportSettings:
     """The report's settings: the command line's; the decision settings the run's."""
-    from tfvariants.analyze.report.settings import ReportSettings
+    from tfvariants.analyze.shared.settings import ReportSettings
 
     return ReportSettings(
         pricing=pricing, baseline=args.baseline, allow_mixed_hosts=args.allow_mixed_hosts

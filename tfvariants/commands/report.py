@@ -14,8 +14,8 @@ from tfvariants.options.decision import DecisionOptions
 
 if TYPE_CHECKING:  # the analysis is imported only when a report is made (start-up time)
     from tfvariants.analyze.report.build import Report
-    from tfvariants.analyze.report.frame import RunFrame
-    from tfvariants.analyze.report.settings import ReportSettings
+    from tfvariants.analyze.shared.frame import RunFrame
+    from tfvariants.analyze.shared.settings import ReportSettings
 
 # Warnings that change what the figures mean: always printed, not only in the HTML.
 LOUD_KINDS = ("unreadable", "duplicate", "foreign_host", "mixed_hosts", "incomplete", "no_price")
@@ -72,11 +72,11 @@ def write_report(
     csv_path: Path | None = None,
 ) -> Report:
     """The report stage (report, compare and serve end with it): ``results_dir`` loaded
-    and analysed once with the report's ``settings`` (analyze/report/settings.py, made
+    and analysed once with the report's ``settings`` (analyze/shared/settings.py, made
     once by the command; None: all the run's own), the HTML written (atomically) and the
     optional CSV (render/)."""
     from tfvariants.analyze.report.build import build_report
-    from tfvariants.analyze.report.settings import ReportSettings
+    from tfvariants.analyze.shared.settings import ReportSettings
     from tfvariants.render.csvout import write_report_csv
     from tfvariants.render.html import write_html
 
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
             p99_ms = milliseconds(args.p99)
         except argparse.ArgumentTypeError as exc:
             raise UserError(f"--p99: {exc}") from None
-    from tfvariants.analyze.report.settings import ReportSettings
+    from tfvariants.analyze.shared.settings import ReportSettings
     from tfvariants.options.decision import Override
 
     settings = ReportSettings(

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from tfvariants.analyze.statistics import adaptive, interference
 from tfvariants.errors import UserError
-from tfvariants.execute.priority import PRIORITIES
 from tfvariants.options import argtypes, declare
 from tfvariants.options.decision import DecisionOptions
+from tfvariants.options.interference import PRIORITIES
 from tfvariants.options.training import COMPARE_DECISION, INTERFERENCE, TrainingOptions
 from tfvariants.plan.spec import MatrixSpec
 from tfvariants.plan.task import MatrixPlan, PlannedCell
@@ -22,7 +22,7 @@ from tfvariants.rounds.training import NextRoundHook
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from tfvariants.analyze.report.frame import RunFrame
+    from tfvariants.analyze.shared.frame import RunFrame
     from tfvariants.execute.matrix import MatrixOutcome
     from tfvariants.execute.quiet import QuietGate
 

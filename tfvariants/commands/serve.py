@@ -413,7 +413,7 @@ def _report(
     console: Console,
 ) -> None:
     """The report, with each model's first conclusions on the console."""
-    from tfvariants.analyze.report.settings import ReportSettings
+    from tfvariants.analyze.shared.settings import ReportSettings
     from tfvariants.commands.report import write_report
 
     o = ServingOptions.of(spec.options)

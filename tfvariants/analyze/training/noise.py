@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from tfvariants.analyze.report.cautions import StatWarning
-from tfvariants.analyze.report.fields import median_of
+from tfvariants.analyze.shared.cautions import StatWarning
+from tfvariants.analyze.shared.fields import median_of
 from tfvariants.analyze.statistics import bands, ranktests, stats, windows
 from tfvariants.analyze.statistics import looks as looks_mod
 from tfvariants.analyze.statistics.decide import Settings
@@ -248,7 +248,7 @@ def comparison_warnings(groups: Sequence[Group]) -> list[StatWarning]:
 def busy_at_raised_priority(r: CellResult) -> bool:
     """An undisturbed multi-thread cell at raised priority whose CPUs others filled to
     SHIELDED_BUSY_SHARE or more: not disturbed by the rule, yet measured up to 1.27x
-    slow (see there). Its verdicts are labelled "under load" (analyze/report/loadlabel.py)."""
+    slow (see there). Its verdicts are labelled "under load" (analyze/training/loadlabel.py)."""
     return (
         r.threads >= 2
         and not r.disturbed
