@@ -34,7 +34,7 @@ from tfvariants.commands.matrix_args import (  # noqa: F401 (quick_scale: the co
     workload_spec,
 )
 from tfvariants.commands.outdir import check_writable, out_dir
-from tfvariants.commands.variant_probe import probe_variants, store_variant_info
+from tfvariants.commands.variant_probe import probe_variants
 from tfvariants.errors import UserError
 from tfvariants.options import argtypes, declare
 from tfvariants.options.cell import SCALE
@@ -42,6 +42,7 @@ from tfvariants.options.limits import MAX_THREADS
 from tfvariants.options.training import TrainingOptions
 from tfvariants.rounds import firstlook
 from tfvariants.store.runfolder import RunFolder
+from tfvariants.store.runrecord import store_variant_info
 
 if TYPE_CHECKING:
     import threading

@@ -393,15 +393,13 @@ def _record(
     last look followed the budget. A run stopped before its first look has no looks yet."""
     from tfvariants.analyze.statistics.adaptive import StoppingRule
     from tfvariants.commands import rounds
-    from tfvariants.store.rundir import update_run
+    from tfvariants.store.runrecord import update_adaptive
 
     rule = hook.rule or StoppingRule(spec.repeats, spec.repeats, ())
     rounds.record(out, rule, spec, before, outcome, console)
     plan = hook.plan.to_json() if hook.plan is not None else before.get("look_plan")
     if plan is not None:
-        from tfvariants.store.runfile import load_run
-
-        update_run(out, adaptive={**(load_run(out).get("adaptive") or {}), "look_plan": plan})
+        update_adaptive(out, look_plan=plan)
 
 
 def _report(
