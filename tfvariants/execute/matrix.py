@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic
+from typing import TYPE_CHECKING, Any, Generic, cast
 
 from tfvariants.errors import one_line
 from tfvariants.execute.eta import EtaModel, PaceWatch, fmt_s
@@ -175,7 +175,7 @@ class _Loop(Generic[CellT]):
     def spent(self) -> float:  # this run's time so far, an interrupted one's included
         return self.policy.spent_before + self.clock() - self.started
 
-    def _next_attempt(self, cell: Any) -> Any:
+    def _next_attempt(self, cell: CellT) -> CellT | None:
         # Only cells that have attempts (training cells) run again.
         p = self.policy
         attempt = getattr(cell, "attempt", None)
@@ -185,7 +185,8 @@ class _Loop(Generic[CellT]):
             return None
         if p.budget_s is not None and self.spent() + (self.eta.estimate(cell) or 0.0) > p.budget_s:
             return None
-        return replace(cell, attempt=attempt + 1)
+        again: CellT = replace(cast(Any, cell), attempt=attempt + 1)  # a dataclass with attempts
+        return again
 
     def planned(self, todo: list[CellT], planned: int) -> None:
         """The planned cells: held to the budget when it covers the plan, else watched

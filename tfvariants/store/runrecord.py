@@ -6,7 +6,6 @@ so commands never read-modify-write run.json themselves."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from tfvariants.store.runfile import load_run, write_run
 
@@ -21,7 +20,7 @@ def store_variant_info(out: Path, info: dict[str, dict]) -> None:
         write_run(out, {**record, "variant_info": merged})
 
 
-def update_adaptive(out: Path, **fields: Any) -> None:
+def update_adaptive(out: Path, **fields: object) -> None:
     """Add or replace fields of run.json's "adaptive" record, keeping the others."""
     record = load_run(out)
     write_run(out, {**record, "adaptive": {**(record.get("adaptive") or {}), **fields}})
