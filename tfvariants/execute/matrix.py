@@ -141,10 +141,9 @@ class Matrix(Generic[CellT]):
         for c in cells:
             if c.cell_id in stored and c not in todo:
                 outcome.statuses[c.cell_id] = stored[c.cell_id].get("status", "?")
-        loop = _Loop(self, executor, policy or Policy(), outcome, console)
         display = Display(console, total=len(cells), done=len(cells) - len(todo))
+        loop = _Loop(self, executor, policy or Policy(), outcome, display)
         with display, executor:
-            loop.display = display
             loop.planned(todo, len(cells))
             if loop.policy.next_round is not None:
                 loop.adaptive_rounds()
@@ -162,14 +161,13 @@ class _Loop(Generic[CellT]):
         executor: Executor[CellT],
         policy: Policy[CellT],
         outcome: MatrixOutcome,
-        console: Console | None,
+        display: Display,
     ) -> None:
         self.matrix, self.executor, self.policy = matrix, executor, policy
-        self.outcome, self.console = outcome, console
+        self.outcome, self.display = outcome, display
         self.eta = EtaModel()
         self.clock = policy.clock
         self.started = self.clock()
-        self.display = Display(None, 0, 0)  # the run's, set once it is shown
         self.retry = Retry(policy.disturbed, self._next_attempt) if policy.disturbed else None
 
     def spent(self) -> float:  # this run's time so far, an interrupted one's included
@@ -198,7 +196,8 @@ class _Loop(Generic[CellT]):
         pace = None
         if p.next_round is not None and p.budget_s is not None and deadline is None and todo:
             repeats = self.matrix.spec.repeats
-            pace = PaceWatch.of_plan(planned, repeats, p.budget_s, self.spent, self.console)
+            console = self.display.console
+            pace = PaceWatch.of_plan(planned, repeats, p.budget_s, self.spent, console)
         self.cells(todo, deadline, pace)
 
     def adaptive_rounds(self) -> None:
