@@ -420,7 +420,7 @@ def test_serving_costs_are_in_the_catalogs_currency(tmp_path):
     text = (CATALOG_DIR / "gce-2017.toml").read_text()
     eur.write_text(text.replace('currency = "USD"', 'currency = "EUR"'))
     html_path = tmp_path / "index.html"
-    sa = write_report(d, html_path, pricing=parse_pricing_option(str(eur))).serving
+    sa = write_report(d, html_path, ReportSettings(pricing=parse_pricing_option(str(eur)))).serving
     html = html_path.read_text()
     assert "EUR per million predictions" in html and not re.search(r"\$\s?\d", html)
     assert any(re.search(r"[\d.]+ EUR per million", c) for m in sa.models for c in m.conclusions)
