@@ -318,3 +318,70 @@ def test_planned_rounds_that_will_overrun_the_budget_are_said_once_at_their_pace
         assert "the first look will end after about 30s, past the 20s budget" in notes[0]
     else:
         assert notes == []
+
+
+class Waves:
+    """An executor that takes the rest of a round at once (as RayWaves does), each cell
+    timed where it ran; interrupted after ``interrupt_after`` cells of a wave."""
+
+    width = 0
+    round_fields = {"wave": "test"}
+    all_hosts = True
+
+    def __init__(self, runner, interrupt_after=None):
+        self.runner, self.interrupt_after, self.waves = runner, interrupt_after, []
+        self.entered = self.exited = 0
+
+    def __enter__(self):
+        self.entered += 1
+        return self
+
+    def __exit__(self, *exc):
+        self.exited += 1
+
+    def take(self, todo, i):
+        slot = todo[i:]
+        del todo[i + 1 :]
+        return slot
+
+    def estimate(self, cells, eta):
+        return 0.0
+
+    def submit(self, cells, folder):
+        from tfvariants.execute.executors import Finished
+
+        self.waves.append([c.cell_id for c in cells])
+        for n, cell in enumerate(cells):
+            if n == self.interrupt_after:
+                raise KeyboardInterrupt
+            yield Finished(cell, self.runner(cell, folder), 2.5)
+
+
+def test_the_one_loop_runs_a_wave_executor_its_rounds_recorded_as_its_own(tmp_path):
+    from tfvariants.plan.cell import Cell
+
+    runner = FakeRunner()
+    asked = []
+
+    def next_round(stored):
+        asked.append(len(stored))
+        if len(asked) > 1:
+            return [], "decided"
+        return [Cell("pip", 1, "mnist_mlp", 2), Cell("pip", 2, "mnist_mlp", 2)], "undecided"
+
+    waves = Waves(runner)
+    s = spec(variants=("pip",), workloads=("mnist_mlp",), repeats=2)
+    out = Matrix(s, tmp_path / "run").run(executor=waves, policy=Policy(next_round, 100.0))
+    assert [len(w) for w in waves.waves] == [4, 2] and (waves.entered, waves.exited) == (1, 1)
+    assert asked == [4, 6] and out.stopped == "decided" and out.planned == 6
+    assert [(r["repeat"], r["cells"], r["wave"]) for r in out.rounds] == [(2, 2, "test")]
+    assert out.exit_code() == 0 and len(runner.calls) == 6
+
+
+def test_an_interrupted_wave_names_its_first_cell_not_stored(tmp_path):
+    runner = FakeRunner()
+    s = spec(variants=("pip",), workloads=("mnist_mlp",), repeats=2)
+    out = Matrix(s, tmp_path / "run").run(executor=Waves(runner, interrupt_after=1))
+    assert out.was_interrupted and out.exit_code() == 130
+    assert len(out.ran) == 1 and out.interrupted is not None
+    assert out.interrupted.cell_id == plan_cells(s)[1].cell_id
