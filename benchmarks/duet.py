@@ -53,7 +53,7 @@ from typing import Any
 
 from tfvariants.analyze.statistics import pairing
 from tfvariants.errors import UserError
-from tfvariants.execute.runner import RunOptions, run_request, worker_request
+from tfvariants.execute.runner import RunOptions, WorkerJob, run_request, worker_request
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.pinning import PinPlan, inter_op_threads, plan_pinning
 from tfvariants.plan.topology import Topology, read_topology
@@ -177,15 +177,12 @@ def run_cell(spec: Mapping[str, Any]) -> int:
     options = RunOptions(**spec["options"])
     cell = Cell(str(spec["variant"]), 1, str(spec["workload"]), int(spec["round"]))
     plan = one_cpu(int(spec["cpu"]))
-    run_request(
-        cell,
-        variant,
-        plan,
+    job = WorkerJob(
         lambda path: worker_request(cell, plan, options, variant, path),
-        folder=RunFolder(spec["folder"]),
         config={**spec["options"], "keras_options": dict(variant.keras)},
         timeout_s=options.timeout_s,
     )
+    run_request(cell, variant, plan, job, folder=RunFolder(spec["folder"]))
     return 0
 
 

@@ -321,13 +321,14 @@ def test_2017_speeds_at_todays_prices(tmp_path, capsys, monkeypatch):
 
 
 def test_report_and_csv_show_the_catalogs_tier_word(tmp_path):
+    from tfvariants.analyze.shared.settings import ReportSettings
     from tfvariants.commands.report import write_report
 
     runs = [make_result("local", 8, "mnist_mlp", r) for r in range(2)]
     write_results(tmp_path / "r", runs)
     report, csv_path = tmp_path / "rep.html", tmp_path / "cells.csv"
-    write_report(tmp_path / "r", report, pricing=parse_pricing_option("gce-2026"),
-                 csv_path=csv_path)  # fmt: skip
+    settings = ReportSettings(pricing=parse_pricing_option("gce-2026"))
+    write_report(tmp_path / "r", report, settings, csv_path=csv_path)
     html = report.read_text()
     assert "gce-2026 (spot, as of 2026-11)" in html
     assert "spot price as of 2026-11" in html

@@ -86,3 +86,29 @@ def test_the_any_scan_sees_parameters_returns_and_star_args():
         "def g(x: list[Any]) -> dict[str, Any]: ...\n"
     )
     assert bare_any(tree) == ["f(a)", "f(d)", "f(c)", "f(e)", "f -> Any"]
+
+
+MAX_PARAMETERS = 8  # issue 40: more describe an object (a policy, a launch) not yet named
+
+
+def many_parameters(tree: ast.AST) -> list[str]:
+    """Each function with more than MAX_PARAMETERS parameters (positional-only, ordinary
+    and keyword-only; a leading self or cls not counted)."""
+    out = []
+    for f in _functions(tree):
+        a = f.args
+        names = [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+        if names and names[0] in ("self", "cls"):
+            names = names[1:]
+        if len(names) > MAX_PARAMETERS:
+            out.append(f"{f.name}:{f.lineno} ({len(names)})")
+    return out
+
+
+def test_no_function_has_more_than_8_parameters():
+    found = [
+        f"{path.relative_to(ROOT)} {where}"
+        for path in _sources("tfvariants", "workloads")
+        for where in many_parameters(ast.parse(path.read_text(encoding="utf-8")))
+    ]
+    assert found == []

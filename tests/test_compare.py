@@ -83,9 +83,9 @@ class FakeRunCell:
         self.speedup, self.noise = speedup, noise
         self.priorities = []
 
-    def __call__(self, cell, variant, options, folder, quiet=None, priority="normal"):
+    def __call__(self, cell, variant, options, folder, at=None):
         self.calls.append((cell.cell_id, options))
-        self.priorities.append(priority)
+        self.priorities.append(at.priority if at is not None else "normal")
         if self.interrupt_at and len(self.calls) == self.interrupt_at:
             raise KeyboardInterrupt
         status = "failed" if cell.cell_id in self.fail else "ok"
@@ -316,7 +316,7 @@ def test_next_round_uses_the_reports_baseline_which_is_never_oversubscribed_by_c
 class VariantSpeedRunCell(FakeRunCell):
     """Times that depend on the variant: the AVX-512 build 25 % faster, the rest equal."""
 
-    def __call__(self, cell, variant, options, folder, quiet=None, priority="normal"):
+    def __call__(self, cell, variant, options, folder, at=None):
         self.calls.append((cell.cell_id, options))
         factor = 0.75 if cell.variant == "intel-avx512-2.14" else 1.0
         r = rf.make_result(cell.variant, cell.threads, cell.workload, cell.repeat,

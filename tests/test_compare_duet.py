@@ -30,8 +30,8 @@ class DuetFake:
         self.fillers = 0
         self.slower, self.ratio = slower, ratio
 
-    def __call__(self, cell, variant, options, folder, quiet=None, priority="normal", *,
-                 plan=None, stop=None):  # fmt: skip
+    def __call__(self, cell, variant, options, folder, at=None, *, plan=None):
+        stop = at.stop if at is not None else None
         if stop is not None:
             with self.lock:
                 self.fillers += 1

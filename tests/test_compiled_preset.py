@@ -134,7 +134,7 @@ class _Stopped(Exception):
 def _stop(*args: Any, **kwargs: Any) -> None:
     from tfvariants.execute.matrix import Matrix
 
-    spec, out = args[1], args[4]
+    spec, out = args[1], args[3]
     Matrix(spec, out).prepare()
     raise _Stopped
 

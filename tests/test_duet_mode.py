@@ -20,7 +20,7 @@ from tfvariants.execute import process
 from tfvariants.execute.duet import Duet, partner
 from tfvariants.execute.quiet import QuietWait
 from tfvariants.execute.record import StoredCell
-from tfvariants.execute.runner import RunOptions, run_cell
+from tfvariants.execute.runner import Conditions, RunOptions, run_cell
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.duet import DuetPlans, duet_fit, duet_plans
 from tfvariants.plan.pinning import plan_pinning
@@ -262,7 +262,7 @@ LONG_S = 60.0  # a worker that would outlast any test: stopping it is what is ch
 def _real_run_on(variant):
     def run_on(cell, folder, plan, quiet, stop):
         return run_cell(
-            cell, variant, RunOptions(timeout_s=30), folder, topology=TOPO, plan=plan, stop=stop
+            cell, variant, RunOptions(timeout_s=30), folder, TOPO, Conditions(stop=stop), plan=plan
         )
 
     return run_on
@@ -304,7 +304,7 @@ def test_a_filler_is_stopped_when_the_other_cell_ends(tmp_path):
 
     def run_on(cell, folder, plan, quiet, stop):
         return run_cell(cell, variants[cell.workload], RunOptions(timeout_s=30), folder,
-                        topology=TOPO, plan=plan, stop=stop)  # fmt: skip
+                        TOPO, Conditions(stop=stop), plan=plan)  # fmt: skip
 
     a, b = Cell("stub", 1, "mnist_mlp", 0), Cell("stub", 1, "mnist_cnn", 0)
     started = time.monotonic()

@@ -35,7 +35,8 @@ def _command(tmp_path: Path, **overrides):
         workloads_dir=tmp_path / "workloads",
     )  # fmt: skip
     kwargs.update(overrides)
-    return engine.container_command(**kwargs)
+    box = {k: kwargs.pop(k) for k in [*kwargs] if k in engine.Container.__dataclass_fields__}
+    return engine.container_command(engine.Container(**box), **kwargs)
 
 
 def _pairs(cmd: list[str], flag: str) -> list[str]:

@@ -9,6 +9,7 @@ from resultfactory import make_result, write_results
 from tfvariants.analyze.statistics import interference
 from tfvariants.analyze.statistics.verdicts import round_values
 from tfvariants.execute.matrix import Matrix
+from tfvariants.execute.policy import Policy
 from tfvariants.execute.quiet import SUSTAINED_AFTER, QuietGate, QuietWait, wait_for_quiet
 from tfvariants.execute.record import StoredCell
 from tfvariants.options.interference import DISTURBED_SHARE
@@ -257,7 +258,7 @@ def test_a_disturbed_cell_runs_again_as_its_next_attempt_within_the_retries(tmp_
         }
     )
     outcome = Matrix(matrix_spec(), tmp_path / "run").run(
-        run_cell=run, disturbed=interference.disturbance, retries=2
+        run_cell=run, policy=Policy(disturbed=interference.disturbance, retries=2)
     )
     assert (
         calls.index("mnist_cnn__local__t1__r0__a1") == calls.index("mnist_cnn__local__t1__r0") + 1
@@ -273,13 +274,14 @@ def test_no_retry_beyond_the_budget_or_under_a_sustained_load(tmp_path):
     run, calls = fake_runner({"mnist_cnn__local__t1__r0"})
     ticks = iter(range(0, 10_000, 100))
     Matrix(matrix_spec(), tmp_path / "a").run(
-        run_cell=run, disturbed=interference.disturbance, retries=2, budget_s=150,
-        clock=lambda: float(next(ticks)),
+        run_cell=run, policy=Policy(disturbed=interference.disturbance, retries=2, budget_s=150,
+                                    clock=lambda: float(next(ticks))),
     )  # fmt: skip
     assert not [c for c in calls if "__a" in c]
     run, calls = fake_runner({"mnist_cnn__local__t1__r0"})
     Matrix(matrix_spec(), tmp_path / "b").run(
-        run_cell=run, disturbed=interference.disturbance, retries=2, retry_now=lambda: False
+        run_cell=run,
+        policy=Policy(disturbed=interference.disturbance, retries=2, retry_now=lambda: False),
     )
     assert not [c for c in calls if "__a" in c]
 
@@ -294,7 +296,7 @@ def test_retries_stop_while_they_keep_coming_out_disturbed_and_resume_after_a_qu
     every |= {f"{c}__a{a}" for c in every for a in (1, 2)}
     run, calls = fake_runner(every - quiet)
     outcome = Matrix(spec, tmp_path / "run").run(
-        run_cell=run, disturbed=interference.disturbance, retries=2
+        run_cell=run, policy=Policy(disturbed=interference.disturbance, retries=2)
     )
     retried = [c for c in calls if "__a" in c]
     # The first disturbed cell's two retries were disturbed again: retries stop ...

@@ -8,6 +8,7 @@ from rich.console import Console
 from tfvariants.errors import UserError
 from tfvariants.execute.eta import EtaModel
 from tfvariants.execute.matrix import Matrix
+from tfvariants.execute.policy import Policy
 from tfvariants.execute.record import StoredCell
 from tfvariants.plan.spec import MatrixSpec, plan_cells
 from tfvariants.store.rundir import load_run_dir
@@ -161,7 +162,9 @@ def test_resume_never_overwrites_a_file_it_cannot_read(tmp_path):
         Matrix(spec(), out_dir).run(run_cell=FakeRunner(), resume=True)
     assert bad.read_text() == "{not json"
     again = FakeRunner()  # --quarantine moves it aside (bytes kept), then reruns the cell
-    outcome = Matrix(spec(), out_dir).run(run_cell=again, resume=True, quarantine=True)
+    matrix = Matrix(spec(), out_dir)
+    matrix.prepare(resume=True, quarantine=True)
+    outcome = matrix.run(run_cell=again)
     assert again.calls == ["mnist_mlp__pip__t1__r0"]
     assert (out_dir / "quarantine" / bad.name).read_text() == "{not json"
     assert "quarantine" in outcome.quarantined[0] and "corrupt JSON" in outcome.quarantined[0]
@@ -245,7 +248,7 @@ def test_adaptive_rounds_stop_before_the_budget_is_exceeded(tmp_path):
 
     s = spec(variants=("pip",), workloads=("mnist_mlp",), repeats=2)
     out = Matrix(s, tmp_path / "run").run(
-        run_cell=run_cell, clock=clock, next_round=next_round, budget_s=20.0
+        run_cell=run_cell, policy=Policy(next_round, 20.0, clock=clock)
     )
     # 4 planned cells = 12 s; a round of 2 cells (6 s) fits once (18 s); the next would not
     assert len(runner.calls) == 6 and [r["repeat"] for r in out.rounds] == [2]
@@ -258,7 +261,7 @@ def test_a_budget_that_covers_the_plan_stops_planned_cells_too(tmp_path):
 
     s = spec(variants=("pip",), workloads=("mnist_mlp",), repeats=3)  # 6 cells, 18 s
     out = Matrix(s, tmp_path / "run").run(
-        run_cell=run_cell, clock=clock, budget_s=10.0, budget_covers_plan=True
+        run_cell=run_cell, policy=Policy(budget_s=10.0, budget_covers_plan=True, clock=clock)
     )
     # 3 cells = 9 s; the 4th would end at 12 s, past the 10 s budget: not started
     assert len(runner.calls) == 3 and out.missing == 3 and out.exit_code() == 1
@@ -267,7 +270,9 @@ def test_a_budget_that_covers_the_plan_stops_planned_cells_too(tmp_path):
         == "budget: the next cell would overrun the 10s budget (3 planned cell(s) not run)"
     )
     # without it, the planned cells all run whatever the budget (compare's rule)
-    out = Matrix(s, tmp_path / "run2").run(run_cell=run_cell, clock=clock, budget_s=10.0)
+    out = Matrix(s, tmp_path / "run2").run(
+        run_cell=run_cell, policy=Policy(budget_s=10.0, clock=clock)
+    )
     assert out.missing == 0
 
 
@@ -303,10 +308,8 @@ def test_planned_rounds_that_will_overrun_the_budget_are_said_once_at_their_pace
     s = spec(variants=("pip",), workloads=("mnist_mlp",), repeats=5)
     Matrix(s, tmp_path / "run").run(
         run_cell=run_cell,
-        clock=clock,
         console=console,
-        next_round=lambda stored: ([], "decided"),
-        budget_s=20.0,
+        policy=Policy(lambda stored: ([], "decided"), 20.0, clock=clock),
     )
     notes = [ln for ln in buf.getvalue().splitlines() if ln.startswith("note: at this run's pace")]
     if said:
@@ -315,3 +318,70 @@ def test_planned_rounds_that_will_overrun_the_budget_are_said_once_at_their_pace
         assert "the first look will end after about 30s, past the 20s budget" in notes[0]
     else:
         assert notes == []
+
+
+class Waves:
+    """An executor that takes the rest of a round at once (as RayWaves does), each cell
+    timed where it ran; interrupted after ``interrupt_after`` cells of a wave."""
+
+    width = 0
+    round_fields = {"wave": "test"}
+    all_hosts = True
+
+    def __init__(self, runner, interrupt_after=None):
+        self.runner, self.interrupt_after, self.waves = runner, interrupt_after, []
+        self.entered = self.exited = 0
+
+    def __enter__(self):
+        self.entered += 1
+        return self
+
+    def __exit__(self, *exc):
+        self.exited += 1
+
+    def take(self, todo, i):
+        slot = todo[i:]
+        del todo[i + 1 :]
+        return slot
+
+    def estimate(self, cells, eta):
+        return 0.0
+
+    def submit(self, cells, folder):
+        from tfvariants.execute.executors import Finished
+
+        self.waves.append([c.cell_id for c in cells])
+        for n, cell in enumerate(cells):
+            if n == self.interrupt_after:
+                raise KeyboardInterrupt
+            yield Finished(cell, self.runner(cell, folder), 2.5)
+
+
+def test_the_one_loop_runs_a_wave_executor_its_rounds_recorded_as_its_own(tmp_path):
+    from tfvariants.plan.cell import Cell
+
+    runner = FakeRunner()
+    asked = []
+
+    def next_round(stored):
+        asked.append(len(stored))
+        if len(asked) > 1:
+            return [], "decided"
+        return [Cell("pip", 1, "mnist_mlp", 2), Cell("pip", 2, "mnist_mlp", 2)], "undecided"
+
+    waves = Waves(runner)
+    s = spec(variants=("pip",), workloads=("mnist_mlp",), repeats=2)
+    out = Matrix(s, tmp_path / "run").run(executor=waves, policy=Policy(next_round, 100.0))
+    assert [len(w) for w in waves.waves] == [4, 2] and (waves.entered, waves.exited) == (1, 1)
+    assert asked == [4, 6] and out.stopped == "decided" and out.planned == 6
+    assert [(r["repeat"], r["cells"], r["wave"]) for r in out.rounds] == [(2, 2, "test")]
+    assert out.exit_code() == 0 and len(runner.calls) == 6
+
+
+def test_an_interrupted_wave_names_its_first_cell_not_stored(tmp_path):
+    runner = FakeRunner()
+    s = spec(variants=("pip",), workloads=("mnist_mlp",), repeats=2)
+    out = Matrix(s, tmp_path / "run").run(executor=Waves(runner, interrupt_after=1))
+    assert out.was_interrupted and out.exit_code() == 130
+    assert len(out.ran) == 1 and out.interrupted is not None
+    assert out.interrupted.cell_id == plan_cells(s)[1].cell_id

@@ -112,18 +112,15 @@ def test_ray_cells_after_the_first_look_measure_the_planned_window(monkeypatch):
     plan = {"min_steady_s": 3.0, "from_repeat": 5, "reason": "test"}
     captured = {}
 
-    class FakeRayMatrix:
-        def __init__(self, spec, out, settings):  # type: ignore[no-untyped-def]
-            pass
+    class FakeRayWaves:
+        def __init__(self, out, settings, placement, variants, options_for):  # type: ignore[no-untyped-def]
+            captured["options_for"] = options_for
 
-        def run(self, **kwargs):  # type: ignore[no-untyped-def]
-            captured.update(kwargs)
-
-    monkeypatch.setattr(ray_executor, "RayMatrix", FakeRayMatrix)
+    monkeypatch.setattr(ray_executor, "RayWaves", FakeRayWaves)
     monkeypatch.setattr(compare_cluster, "placement", lambda spec, pricing: {})
     args = argparse.Namespace(node_wait=None, ray_address=None)
     options_for = matrix_args.cell_options(spec, lambda: plan)
-    compare_cluster.run_on_ray(args, spec, {}, None, None, _Quiet(), options_for=options_for)
+    compare_cluster.ray_waves(args, spec, {}, None, None, _Quiet(), options_for)
     given = captured["options_for"]
     assert given(Cell("local", 1, "mnist_mlp", 4)).min_steady_s == 10.0
     assert given(Cell("local", 1, "mnist_mlp", 5)).min_steady_s == 3.0

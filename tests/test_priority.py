@@ -14,7 +14,7 @@ from test_runner import TOPO, stub_variant
 from tfvariants.analyze.statistics import interference
 from tfvariants.execute import priority
 from tfvariants.execute.quiet import QuietGate, QuietWait
-from tfvariants.execute.runner import RunOptions, run_cell
+from tfvariants.execute.runner import Conditions, RunOptions, run_cell
 from tfvariants.plan.cell import Cell
 from tfvariants.store.runfolder import RunFolder
 
@@ -68,8 +68,7 @@ def run_stub(tmp_path: Path, wanted: str, gate=None) -> Mapping:
         RunOptions(timeout_s=30),
         RunFolder(tmp_path / "run"),
         topology=TOPO,
-        quiet=gate,
-        priority=wanted,
+        at=Conditions(quiet=gate, priority=wanted),
     ).raw
 
 
@@ -209,7 +208,7 @@ def test_a_shielded_worker_keeps_its_cpu_from_a_nice_19_job_in_another_session(t
                 RunOptions(timeout_s=60),
                 RunFolder(tmp_path / wanted),
                 topology=TOPO,
-                priority=wanted,
+                at=Conditions(priority=wanted),
             ).raw
             assert result["status"] == "ok", result.get("reason")
             shares[wanted] = result["share"]

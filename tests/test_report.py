@@ -153,7 +153,7 @@ def test_bad_inputs_are_one_line_user_errors(tmp_path, study):
 
 def test_html_is_one_self_contained_file(study, gce, tmp_path):
     out = tmp_path / "r" / "index.html"
-    write_report(study, out, pricing=gce)
+    write_report(study, out, ReportSettings(pricing=gce))
     html = out.read_text()
     assert html.count("<svg") == 4  # time + cost chart per workload
     assert "stroke-dasharray" in html  # the dotted line at 1.0
@@ -200,7 +200,7 @@ def test_svg_chart_escapes_and_marks_missing_bars():
 
 def test_csv_has_one_row_per_cell(study, gce, tmp_path):
     out = tmp_path / "cells.csv"
-    write_report(study, tmp_path / "r.html", pricing=gce, csv_path=out)
+    write_report(study, tmp_path / "r.html", ReportSettings(pricing=gce), csv_path=out)
     rows = list(csv.DictReader(out.open()))
     assert len(rows) == 36
     row = next(r for r in rows if r["cell_id"] == "mnist_mlp__pip__t8__r0")
@@ -232,7 +232,7 @@ def test_csv_carries_ratios_intervals_and_verdicts(tmp_path, gce):
     results, run = rf.study_like_results(repeats=5)
     d = rf.write_results(tmp_path / "res", results, run)
     out = tmp_path / "cells.csv"
-    a = write_report(d, tmp_path / "r.html", pricing=gce, csv_path=out).frame
+    a = write_report(d, tmp_path / "r.html", ReportSettings(pricing=gce), csv_path=out).frame
     rows = list(csv.DictReader(out.open()))
     row = next(r for r in rows if r["cell_id"] == "mnist_mlp__compiled__t16__r0")
     g = group(a.workloads[0], "compiled@16")

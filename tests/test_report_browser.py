@@ -13,6 +13,7 @@ import resultfactory as rf
 
 from tfvariants.analyze.cost.catalog import load_catalog
 from tfvariants.analyze.cost.pricing import Pricing
+from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.commands.report import write_report
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -46,7 +47,7 @@ def test_report_renders_in_headless_chromium(tmp_path):
     results.append(bad)
     d = rf.write_results(tmp_path / "res", results, run)
     html = tmp_path / "index.html"
-    write_report(d, html, pricing=Pricing(load_catalog("gce-2017")))
+    write_report(d, html, ReportSettings(pricing=Pricing(load_catalog("gce-2017"))))
     png = tmp_path / "shot.png"
     common = [CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
     subprocess.run(
@@ -110,7 +111,7 @@ def test_report_tables_fit_at_1300_and_key_columns_at_800(tmp_path):
     results, run = rf.study_like_results()
     d = rf.write_results(tmp_path / "res", results, run)
     html = tmp_path / "index.html"
-    write_report(d, html, pricing=Pricing(load_catalog("gce-2017")))
+    write_report(d, html, ReportSettings(pricing=Pricing(load_catalog("gce-2017"))))
     text = html.read_text()
     # The verdict table leads each workload, before its measurements.
     assert text.index('class="verdicts"') < text.index("Measurements of mnist_mlp")
@@ -155,7 +156,7 @@ def test_beside_other_runs_fits_at_1300_and_the_page_at_800(tmp_path):
     earlier = {**run, "started_at": "2026-11-21T21:00:00+00:00"}
     rf.write_results(tmp_path / "quick-20261126-041655", slower, earlier)
     html = tmp_path / "index.html"
-    write_report(here, html, pricing=Pricing(load_catalog("gce-2017")))
+    write_report(here, html, ReportSettings(pricing=Pricing(load_catalog("gce-2017"))))
     assert 'id="other-runs"' in html.read_text() and "disagrees" in html.read_text()
     wide = _measure(html, 1300, tmp_path)
     beside = [t for t in wide["tables"] if t["head"] == "workload"]

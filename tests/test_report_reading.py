@@ -11,6 +11,7 @@ import resultfactory as rf
 
 from tfvariants.analyze.cost.catalog import load_catalog
 from tfvariants.analyze.cost.pricing import Pricing
+from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.cli import main
 from tfvariants.commands.report import write_report
 
@@ -32,7 +33,7 @@ def _summary(html: str) -> str:
 
 def test_summary_names_the_workload_of_every_sentence(study, tmp_path, gce):
     out = tmp_path / "r.html"
-    a = write_report(study, out, pricing=gce).frame
+    a = write_report(study, out, ReportSettings(pricing=gce)).frame
     summary = _summary(out.read_text())
     # "GPU vs the fastest CPU configuration" is said once per workload, under its name
     heads = [m.start() for m in re.finditer(r'<h3 class="summary-workload">', summary)]
@@ -84,7 +85,7 @@ def test_serving_costs_keep_their_interval_and_sentences_their_label(tmp_path, c
     d = _serving(tmp_path / "res")
     out = tmp_path / "r.html"
     assert main(["report", str(d), "-o", str(out)]) == 0
-    a = write_report(d, out, pricing=Pricing(load_catalog("gce-2017")))
+    a = write_report(d, out, ReportSettings(pricing=Pricing(load_catalog("gce-2017"))))
     (m,) = a.serving.models
     by = {c.label: c for c in m.configs}
     pip, comp = by["pip@2 inprocess"], by["compiled@2 inprocess"]
@@ -193,7 +194,7 @@ def test_steady_step_of_seconds_reads_in_ms_without_exponent(tmp_path):
 
 def test_failed_hint_names_the_cell_file_and_footnote_explains_coverage(study, tmp_path, gce):
     out = tmp_path / "r.html"
-    a = write_report(study, out, pricing=gce).frame
+    a = write_report(study, out, ReportSettings(pricing=gce)).frame
     (failed,) = [w for w in a.warnings if w.kind == "failed"]
     name = re.search(r"cells/(\S+\.json)", failed.hint).group(1)
     assert (study / "cells" / name).is_file() and "<run>" not in failed.hint
@@ -255,7 +256,7 @@ def test_not_practical_names_noise_as_well_as_closeness():
 def test_serving_chart_marks_points_over_the_p99_bound(tmp_path):
     d = _serving(tmp_path / "res")  # 1 in flight p99 40 ms, 4 in flight p99 90 ms
     out = tmp_path / "r.html"
-    write_report(d, out, pricing=Pricing(load_catalog("gce-2017")), p99_bound_ms=50)
+    write_report(d, out, ReportSettings(pricing=Pricing(load_catalog("gce-2017")), p99_bound_ms=50))
     html = out.read_text()
     hollow = re.findall(r'fill="#fff" stroke="[^"]+" stroke-width="1.5"><title>([^<]+)<', html)
     assert len(hollow) == 2 and all(

@@ -43,7 +43,7 @@ def build_model(keras, *, compile_options):
 def fake_run_cell(calls: list[str]):
     """A runner that stores an ok result where the real one would, without a worker."""
 
-    def run(cell, variant, options, folder, quiet=None, priority="normal"):
+    def run(cell, variant, options, folder, at=None):
         calls.append(cell.cell_id)
         result = rf.make_result(cell.variant, cell.threads, cell.workload, cell.repeat)
         result["runner"]["host_id"] = host_id()
@@ -407,8 +407,7 @@ def group_members(pgid: int) -> list[int]:
 
 
 def test_the_ray_driver_stores_cells_and_logs_through_the_run_folder(tmp_path):
-    from tfvariants.execute.ray_executor import RayMatrix
-    from tfvariants.plan.spec import MatrixSpec
+    from tfvariants.execute.ray_executor import RaySettings, RayWaves
 
     victim = tmp_path / "victim.txt"
     victim.write_text("precious")
@@ -416,7 +415,7 @@ def test_the_ray_driver_stores_cells_and_logs_through_the_run_folder(tmp_path):
     cell = Cell("local", 1, "mnist_mlp", 0)
     (out / "logs").mkdir(parents=True)
     (out / "logs" / f"{cell.cell_id}.log").symlink_to(victim)
-    m = RayMatrix(MatrixSpec(("local",), (1,), ("mnist_mlp",), 1, {}), out, None)  # type: ignore[arg-type]
+    m = RayWaves(out, RaySettings(), {}, {}, lambda c: None)  # type: ignore[arg-type,return-value]
     m._store(cell, rf.make_result("local", 1, "mnist_mlp", 0), "the node's log")
     assert victim.read_text() == "precious"
     assert (out / "logs" / f"{cell.cell_id}.log").read_text() == "the node's log"
@@ -488,7 +487,7 @@ def test_a_resume_shows_workload_files_and_asks_before_running_them(tmp_path, mo
 def test_a_failed_cells_reason_never_reaches_the_terminal_raw(tmp_path, monkeypatch, capsys):
     from tfvariants.store.result import host_result
 
-    def failing(cell, variant, options, folder, quiet=None, priority="normal"):
+    def failing(cell, variant, options, folder, at=None):
         result = host_result(cell.to_dict(), "failed", "\x1b[2Jboom\x1b]0;title\x07")
         result["runner"] = {"host_id": host_id()}
         path = folder.write_cell(cell.cell_id, result)

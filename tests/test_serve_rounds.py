@@ -159,7 +159,7 @@ def test_the_report_states_the_planned_last_look_and_uses_its_looks(tmp_path):
     assert hook.rule is not None and hook.plan is not None
     update_run(tmp_path / "res", adaptive={**hook.rule.to_json(), "look_plan": hook.plan.to_json()})
     html_path = tmp_path / "rep" / "index.html"
-    analysis = write_report(tmp_path / "res", html_path, pricing=None).serving
+    analysis = write_report(tmp_path / "res", html_path).serving
     assert analysis is not None and analysis.settings.looks == hook.rule.looks
     html = html_path.read_text()
     assert "Adaptive rounds: the last look (39 repeats) was planned from the budget" in html

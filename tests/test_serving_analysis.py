@@ -157,9 +157,8 @@ def test_serving_only_report_renders_escaped(tmp_path):
 
     d = _serving_run(tmp_path / "res")
     html_path = tmp_path / "rep" / "index.html"
-    write_report(
-        d, html_path, pricing=parse_pricing_option("gce-2017"), csv_path=tmp_path / "s.csv"
-    )
+    settings = ReportSettings(pricing=parse_pricing_option("gce-2017"))
+    write_report(d, html_path, settings, csv_path=tmp_path / "s.csv")
     html = html_path.read_text()
     assert "Which TensorFlow build serves fastest and cheapest?" in html
     assert "m: throughput vs requests in flight" in html and html.count("<svg") == 1
@@ -179,7 +178,7 @@ def test_serving_report_in_headless_chromium(tmp_path):
     require_chromium()
     d = _serving_run(tmp_path / "res")
     html = tmp_path / "index.html"
-    write_report(d, html, pricing=parse_pricing_option("gce-2017"))
+    write_report(d, html, ReportSettings(pricing=parse_pricing_option("gce-2017")))
     common = [CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
     dom = subprocess.run(
         [*common, "--dump-dom", html.as_uri()],
@@ -421,7 +420,7 @@ def test_serving_costs_are_in_the_catalogs_currency(tmp_path):
     text = (CATALOG_DIR / "gce-2017.toml").read_text()
     eur.write_text(text.replace('currency = "USD"', 'currency = "EUR"'))
     html_path = tmp_path / "index.html"
-    sa = write_report(d, html_path, pricing=parse_pricing_option(str(eur))).serving
+    sa = write_report(d, html_path, ReportSettings(pricing=parse_pricing_option(str(eur)))).serving
     html = html_path.read_text()
     assert "EUR per million predictions" in html and not re.search(r"\$\s?\d", html)
     assert any(re.search(r"[\d.]+ EUR per million", c) for m in sa.models for c in m.conclusions)

@@ -159,7 +159,7 @@ def test_clean_projection_uses_the_clean_steady_steps_only():
     shares: list[float | None] = [0.0, 0.0, 0.02, 0.05, 0.5, 0.5, None, 0.1]
     state = steady.analyse(steps)
     assert state.warmup_steps == 1
-    clean = stepload.clean_timing(state, steps, shares, 100, 2, 0.5, None)
+    clean = stepload.clean_timing(state, steps, shares, (100, 2, 0.5), None)
     # steady steps 0.2 0.1 0.1 0.3 0.3 0.1 0.1: clean at <= 0.10 are 0.2 0.1 0.1 and 0.1
     assert clean["steady_steps"] == 7 and clean["clean_steps"] == 4
     assert clean["step_mean_s"] == pytest.approx(0.125)
@@ -167,7 +167,7 @@ def test_clean_projection_uses_the_clean_steady_steps_only():
     full = steady.project(state, 100, 2, 0.5)["projected_full_s"]
     assert clean["projected_full_s"] < full  # the burst's steps are left out
     assert clean["limit"] == 0.10 and clean["sample_s"] == 0.25
-    none = stepload.clean_timing(state, steps, [0.9] * 8, 100, 2, 0.5, 0.3)
+    none = stepload.clean_timing(state, steps, [0.9] * 8, (100, 2, 0.5), 0.3)
     assert none["clean_steps"] == 0 and none["step_mean_s"] is None
     assert none["projected_full_s"] is None and none["gap_others_share"] == 0.3
 

@@ -160,7 +160,7 @@ def test_compare_resume_leaves_an_unreadable_cell_intact_then_quarantines_it(
     monkeypatch.chdir(tmp_path)
     calls = []
 
-    def fake_run_cell(cell, variant, options, folder, quiet=None, priority="normal"):
+    def fake_run_cell(cell, variant, options, folder, at=None):
         calls.append(cell.cell_id)
         result = on_host(
             rf.make_result(cell.variant, cell.threads, cell.workload, cell.repeat), HERE

@@ -60,7 +60,7 @@ def stub_cells(tmp_path, monkeypatch):
     variant = stub_variant(tmp_path, "write_ok()\n")
     real = runner.run_cell
 
-    def run(cell, _variant, options, cells_dir, quiet=None, priority="normal"):
+    def run(cell, _variant, options, cells_dir, at=None):
         return real(cell, variant, options, cells_dir, topology=TOPO)
 
     monkeypatch.setattr(runner, "run_cell", run)

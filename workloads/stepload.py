@@ -191,16 +191,15 @@ def clean_timing(
     state: steady.SteadyState,
     steps: Sequence[float],
     shares: Sequence[float | None],
-    full_steps: int,
-    full_epochs: int,
-    epoch_gap_s: float,
+    schedule: tuple[int, int, float],
     gap_others: float | None,
     limit: float = CLEAN_LIMIT,
     sample_s: float = SAMPLE_S,
 ) -> dict[str, Any]:
     """The result's ``timing.clean``: the steady steps whose share is at most ``limit``,
     their mean, and the projection (steady.project) with that mean in place of the
-    steady mean (warm-up and epoch gap as measured)."""
+    steady mean (warm-up and epoch gap as measured) over the full ``schedule`` (steps
+    per epoch, epochs, epoch gap in seconds)."""
     steady_shares = shares[state.warmup_steps :]
     clean = [
         s
@@ -211,7 +210,7 @@ def clean_timing(
     projected = None
     if mean is not None:
         basis = replace(state, step_mean_s=mean, step_ci_s=None)
-        projected = steady.project(basis, full_steps, full_epochs, epoch_gap_s)["projected_full_s"]
+        projected = steady.project(basis, *schedule)["projected_full_s"]
     return {
         "limit": limit,
         "sample_s": sample_s,

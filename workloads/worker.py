@@ -368,7 +368,7 @@ def _step_load(
     gap = stepload.gap_share(intervals)
     return {
         "step_others_share": [None if x is None else round(x, 3) for x in shares[::stride]],
-        "clean": stepload.clean_timing(state, fit.timer.all_steps, shares, *schedule, gap),
+        "clean": stepload.clean_timing(state, fit.timer.all_steps, shares, schedule, gap),
     }
 
 

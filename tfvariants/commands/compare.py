@@ -34,7 +34,7 @@ from tfvariants.commands.matrix_args import (  # noqa: F401 (quick_scale: the co
     workload_spec,
 )
 from tfvariants.commands.outdir import check_writable, out_dir
-from tfvariants.commands.variant_probe import probe_variants, store_variant_info
+from tfvariants.commands.variant_probe import probe_variants
 from tfvariants.errors import UserError
 from tfvariants.options import argtypes, declare
 from tfvariants.options.cell import SCALE
@@ -42,6 +42,7 @@ from tfvariants.options.limits import MAX_THREADS
 from tfvariants.options.training import TrainingOptions
 from tfvariants.rounds import firstlook
 from tfvariants.store.runfolder import RunFolder
+from tfvariants.store.runrecord import store_variant_info
 
 if TYPE_CHECKING:
     import threading
@@ -50,7 +51,10 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from tfvariants.analyze.cost.pricing import Pricing
+    from tfvariants.analyze.report.build import Report
+    from tfvariants.analyze.shared.settings import ReportSettings
     from tfvariants.execute.duet import Duet
+    from tfvariants.execute.executors import Executor
     from tfvariants.execute.matrix import Matrix, MatrixOutcome
     from tfvariants.execute.quiet import QuietGate, QuietWait
     from tfvariants.execute.record import StoredCell
@@ -162,7 +166,6 @@ def measure_peaks(
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from tfvariants.commands.report import write_report
     from tfvariants.store import workloadfiles
     from tfvariants.store.runfile import load_run
 
@@ -206,21 +209,8 @@ def run(args: argparse.Namespace) -> int:
         variant_objs = ready_variants(variant_objs, args.engine)
     console = Console(stderr=True, soft_wrap=True)
 
-    def report_stored() -> None:
-        """After a store error mid-run (e.g. a full disk): what was stored, if it fits."""
-        with contextlib.suppress(UserError):
-            write_report(
-                out,
-                report_path,
-                pricing=pricing,
-                baseline=args.baseline,
-                csv_path=args.csv,
-                allow_mixed_hosts=args.allow_mixed_hosts,
-            )
-
-    outcome = _run_matrix(
-        args, spec, variant_objs, pricing, out, stored, console, report_stored, duet_at
-    )
+    report_to = _ReportTo(report_path, _settings(args, pricing), args.csv)
+    outcome = _run_matrix(args, spec, variant_objs, out, stored, console, report_to, duet_at)
     if outcome.was_interrupted:
         console.print(
             f"interrupted during {outcome.interrupted.cell_id if outcome.interrupted else '?'}: "
@@ -230,7 +220,7 @@ def run(args: argparse.Namespace) -> int:
             markup=False,
         )
         return 130
-    _report(args, out, report_path, pricing, outcome, console)
+    _report(out, report_to, outcome, console)
     return outcome.exit_code()
 
 
@@ -271,73 +261,66 @@ def _run_matrix(
     args: argparse.Namespace,
     spec: MatrixSpec,
     variant_objs: dict[str, Variant],
-    pricing: Pricing | None,
     out: Path,
     stored: dict[str, Any] | None,
     console: Console,
-    report_stored: Callable[[], None],
+    report_to: _ReportTo,
     duet_at: DuetPlans | None = None,
 ) -> MatrixOutcome:
-    """Prepare the run folder, probe the variants, run the cells (locally or on Ray, with
-    the adaptive rounds when there is a budget); the MatrixOutcome, with its lines said.
-    A store error while the cells run (not while the folder is checked) renders what was
-    stored first (``report_stored``)."""
-    from tfvariants.execute import runner
+    """Prepare the run folder, probe the variants, run the cells (one loop, on this host
+    one by one or in duets, or on Ray in waves, with the adaptive rounds when there is a
+    budget); the MatrixOutcome, with its lines said. A store error while the cells run
+    (not while the folder is checked) renders what was stored first (``report_to``)."""
+    from tfvariants.execute.policy import Policy
     from tfvariants.store.runfolder import StoreError
 
     matrix = _prepare(args, spec, variant_objs, out, console)
     opts = TrainingOptions.of(spec.options)
     quiet_gate = rounds.quiet_gate(spec)
-    # One stopping rule for both executors; on Ray each round is a wave of tasks.
+    # One policy (one stopping rule) for every executor; on Ray each round is a wave.
     before = (stored or {}).get("adaptive") or {}
     spent_before = float(before.get("spent_s") or 0.0)
     next_round, rule = rounds.adaptive_hook(spec, args.baseline, console, spent_before)
     options_for = cell_options(spec, lambda: getattr(next_round, "window_plan", None))
-
-    def run_one(cell: Cell, folder: RunFolder) -> StoredCell:
-        return runner.run_cell(
-            cell,
-            variant_objs[cell.variant],
-            options_for(cell),
-            folder,
-            quiet=quiet_gate,
-            priority=opts.priority,
-        )
-
-    duet = None
-    if duet_at is not None:
-        duet = _duet(duet_at, spec, variant_objs, options_for, quiet_gate, console)
-    if args.executor == "ray":
-        outcome = compare_cluster.run_on_ray(
-            args,
-            spec,
-            variant_objs,
-            pricing,
-            out,
-            console,
-            next_round,
-            spent_before,
-            options_for=options_for,
+    policy: Policy[Cell] = Policy(next_round, opts.budget_s, spent_before)
+    if args.executor == "ray":  # disturbed cells are judged on this host's CPUs only
+        executor: Executor[Cell] = compare_cluster.ray_waves(
+            args, spec, variant_objs, report_to.settings.pricing, out, console, options_for
         )
     else:
-        try:
-            outcome = matrix.run(
-                run_cell=run_one,
-                resume=args.resume,
-                console=console,
-                next_round=next_round,
-                budget_s=opts.budget_s,
-                spent_before=spent_before,
-                duet=duet,
-                **rounds.retry_options(spec, quiet_gate),
-            )
-        except StoreError:
-            report_stored()
-            raise
+        policy = dataclasses.replace(policy, **rounds.retry_options(spec, quiet_gate))
+        executor = _local(spec, variant_objs, options_for, quiet_gate, console, duet_at)
+    try:
+        outcome = matrix.run(executor=executor, policy=policy, console=console)
+    except StoreError:
+        report_to.write_quietly(out)
+        raise
     if rule is not None:
         rounds.record(out, rule, spec, before, outcome, console, next_round)
     rounds.print_outcome(outcome, console)
     return outcome
+
+
+def _local(
+    spec: MatrixSpec,
+    variant_objs: dict[str, Variant],
+    options_for: Callable[[Cell], RunOptions],
+    gate: QuietGate | None,
+    console: Console,
+    duet_at: DuetPlans | None,
+) -> Executor[Cell]:
+    """This host's executor: cells one by one, or in duets on the plans check_duet found."""
+    from tfvariants.execute import runner
+    from tfvariants.execute.executors import Sequential
+
+    if duet_at is not None:
+        return _duet(duet_at, spec, variant_objs, options_for, gate, console)
+    at = runner.Conditions(quiet=gate, priority=TrainingOptions.of(spec.options).priority)
+
+    def run_one(cell: Cell, folder: RunFolder) -> StoredCell:
+        return runner.run_cell(cell, variant_objs[cell.variant], options_for(cell), folder, at=at)
+
+    return Sequential(run_one)
 
 
 def _duet(
@@ -362,44 +345,55 @@ def _duet(
         quiet: Callable[[Sequence[int]], QuietWait] | None,
         stop: threading.Event | None,
     ) -> StoredCell:
+        at = runner.Conditions(quiet=quiet, priority=priority, stop=stop)
         return runner.run_cell(cell, variant_objs[cell.variant], options_for(cell), folder,
-                               quiet=quiet, priority=priority, plan=plan, stop=stop)  # fmt: skip
+                               at=at, plan=plan)  # fmt: skip
 
     console.print(duet_line(plans), highlight=False, markup=False)
     return Duet(plans, run_on, gate, interference.rule_of(spec.options))
 
 
-def _report(
-    args: argparse.Namespace,
-    out: Path,
-    report_path: Path,
-    pricing: Pricing | None,
-    outcome: MatrixOutcome,
-    console: Console,
-) -> None:
+@dataclasses.dataclass(frozen=True)
+class _ReportTo:
+    """Where the run's report goes (HTML, optional CSV) and the settings it is made with."""
+
+    path: Path
+    settings: ReportSettings
+    csv: Path | None
+
+    def write(self, out: Path) -> Report:
+        from tfvariants.commands.report import write_report
+
+        return write_report(out, self.path, self.settings, csv_path=self.csv)
+
+    def write_quietly(self, out: Path) -> None:
+        """After a store error mid-run (e.g. a full disk): what was stored, if it fits."""
+        with contextlib.suppress(UserError):
+            self.write(out)
+
+
+def _settings(args: argparse.Namespace, pricing: Pricing | None) -> ReportSettings:
+    """The report's settings: the command line's; the decision settings the run's."""
+    from tfvariants.analyze.shared.settings import ReportSettings
+
+    return ReportSettings(
+        pricing=pricing, baseline=args.baseline, allow_mixed_hosts=args.allow_mixed_hosts
+    )
+
+
+def _report(out: Path, report_to: _ReportTo, outcome: MatrixOutcome, console: Console) -> None:
     """The report of the whole run folder, and its first lines on the console."""
     from rich.markup import escape
 
-    from tfvariants.commands.report import (
-        print_compiled_answer,
-        print_store_warnings,
-        write_report,
-    )
+    from tfvariants.commands.report import print_compiled_answer, print_store_warnings
 
     rounds.print_disturbed(outcome, console)
-    report = write_report(
-        out,
-        report_path,
-        pricing=pricing,
-        baseline=args.baseline,
-        csv_path=args.csv,
-        allow_mixed_hosts=args.allow_mixed_hosts,
-    )
+    report = report_to.write(out)
     analysis = report.frame
     print_store_warnings(analysis)
-    console.print(f"report: {report_path}", highlight=False, markup=False)
-    if args.csv:
-        console.print(f"csv: {args.csv}", highlight=False, markup=False)
+    console.print(f"report: {report_to.path}", highlight=False, markup=False)
+    if report_to.csv:
+        console.print(f"csv: {report_to.csv}", highlight=False, markup=False)
     rounds.summary(analysis, out, console)
     print_compiled_answer(analysis)
     if report.other_runs is not None:

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 from tfvariants.analyze.cost import dryrun
 from tfvariants.analyze.cost.dryrun import STUDY as STUDY  # presets reads it here
 from tfvariants.errors import UserError
-from tfvariants.options.decision import DecisionOptions
 from tfvariants.render.dryrun import print_dry_run
 
 if TYPE_CHECKING:
@@ -20,11 +19,10 @@ if TYPE_CHECKING:
     from tfvariants.analyze.cost.dryrun import Placement
     from tfvariants.analyze.cost.estimate import CellShape
     from tfvariants.analyze.cost.pricing import Pricing
-    from tfvariants.execute.matrix import MatrixOutcome
+    from tfvariants.execute.ray_executor import RayWaves
     from tfvariants.execute.runner import RunOptions
     from tfvariants.plan.cell import Cell
     from tfvariants.plan.spec import MatrixSpec
-    from tfvariants.rounds.training import NextRoundHook
     from tfvariants.variants.registry import Variant
 
 
@@ -136,23 +134,19 @@ def dry_run(
     return 0
 
 
-def run_on_ray(
+def ray_waves(
     args: argparse.Namespace,
     spec: MatrixSpec,
     variant_objs: dict[str, Variant],
     pricing: Pricing | None,
     out: Path,
     console: Console,
-    next_round: NextRoundHook | None = None,
-    spent_before: float = 0.0,
-    *,
     options_for: Callable[[Cell], RunOptions],
-) -> MatrixOutcome:
-    """Run the matrix on the cluster (adaptive rounds as waves when ``next_round`` is
-    given), each cell with ``options_for(cell)`` (matrix_args.cell_options, as a local
-    run's); returns the MatrixOutcome."""
+) -> RayWaves:
+    """The matrix loop's Ray executor for this run (each cell with ``options_for(cell)``,
+    matrix_args.cell_options, as a local run's), its node types said on the console."""
     from tfvariants.commands.matrix_args import checked
-    from tfvariants.execute.ray_executor import DEFAULT_NODE_WAIT_S, RayMatrix, RaySettings
+    from tfvariants.execute.ray_executor import DEFAULT_NODE_WAIT_S, RaySettings, RayWaves
     from tfvariants.options import argtypes
 
     node_wait = (
@@ -171,12 +165,4 @@ def run_on_ray(
         + f" (a cell waits up to {node_wait:g} s for a node of its type)",
         highlight=False,
     )
-    return RayMatrix(spec, out, settings).run(
-        variants=variant_objs,
-        options_for=options_for,
-        placement=placed,
-        console=console,
-        next_round=next_round,
-        budget_s=DecisionOptions.of(spec.options).budget_s,
-        spent_before=spent_before,
-    )
+    return RayWaves(out, settings, placed, variant_objs, options_for)

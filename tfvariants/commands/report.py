@@ -13,9 +13,9 @@ from tfvariants.options import declare
 from tfvariants.options.decision import DecisionOptions
 
 if TYPE_CHECKING:  # the analysis is imported only when a report is made (start-up time)
-    from tfvariants.analyze.cost.pricing import Pricing
     from tfvariants.analyze.report.build import Report
     from tfvariants.analyze.shared.frame import RunFrame
+    from tfvariants.analyze.shared.settings import ReportSettings
 
 # Warnings that change what the figures mean: always printed, not only in the HTML.
 LOUD_KINDS = ("unreadable", "duplicate", "foreign_host", "mixed_hosts", "incomplete", "no_price")
@@ -67,35 +67,20 @@ def print_store_warnings(analysis: RunFrame) -> None:
 def write_report(
     results_dir: Path,
     out: Path,
+    settings: ReportSettings | None = None,
     *,
     csv_path: Path | None = None,
-    pricing: Pricing | None = None,
-    baseline: str | None = None,
-    min_effect: float | None = None,
-    confidence: float | None = None,
-    allow_mixed_hosts: bool = False,
-    p99_bound_ms: float | None = None,
-    disturbed: str | None = None,
 ) -> Report:
-    """The report stage (report, compare and serve end with it): its settings made once
-    (analyze/shared/settings.py), ``results_dir`` loaded and analysed once with them
-    (analyze/report/build.py), the HTML written (atomically) and the optional CSV
-    (render/). ``min_effect``/``confidence``: the command line's (None: the run's)."""
+    """The report stage (report, compare and serve end with it): ``results_dir`` loaded
+    and analysed once with the report's ``settings`` (analyze/shared/settings.py, made
+    once by the command; None: all the run's own), the HTML written (atomically) and the
+    optional CSV (render/)."""
     from tfvariants.analyze.report.build import build_report
     from tfvariants.analyze.shared.settings import ReportSettings
-    from tfvariants.options.decision import Override
     from tfvariants.render.csvout import write_report_csv
     from tfvariants.render.html import write_html
 
-    settings = ReportSettings(
-        pricing=pricing,
-        baseline=baseline,
-        decision=Override(min_effect, confidence),
-        allow_mixed_hosts=allow_mixed_hosts,
-        p99_bound_ms=p99_bound_ms,
-        disturbed=disturbed,
-    )
-    report = build_report(results_dir, settings)
+    report = build_report(results_dir, settings or ReportSettings())
     write_html(report, out)
     if csv_path is not None:
         write_report_csv(report, csv_path)
@@ -115,18 +100,19 @@ def run(args: argparse.Namespace) -> int:
             p99_ms = milliseconds(args.p99)
         except argparse.ArgumentTypeError as exc:
             raise UserError(f"--p99: {exc}") from None
-    report = write_report(
-        args.results_dir,
-        out,
-        csv_path=args.csv,
+    from tfvariants.analyze.shared.settings import ReportSettings
+    from tfvariants.options.decision import Override
+
+    settings = ReportSettings(
         pricing=common.pricing_from(args),
         baseline=args.baseline,
+        # The decision settings given here win over the run's (None: the run's).
+        decision=Override(args.min_effect, args.confidence),
         allow_mixed_hosts=args.allow_mixed_hosts,
         p99_bound_ms=p99_ms,
-        min_effect=args.min_effect,
-        confidence=args.confidence,
         disturbed=args.disturbed_policy,
     )
+    report = write_report(args.results_dir, out, settings, csv_path=args.csv)
     print_store_warnings(report.frame)
     print(f"report: {out}")
     training = report.training

@@ -206,8 +206,9 @@ def quiet_gate(spec: MatrixSpec) -> QuietGate | None:
 
 
 def retry_options(spec: MatrixSpec, gate: QuietGate | None = None) -> dict[str, Any]:
-    """Matrix.run's disturbed-cell settings: the one classification, the retry count, and
-    no retries while the gate finds the load sustained (they would be disturbed too)."""
+    """The loop policy's disturbed-cell settings (execute.policy.Policy): the one
+    classification, the retry count, and no retries while the gate finds the load
+    sustained (they would be disturbed too)."""
     return {
         "disturbed": interference.rule_of(spec.options),
         "retries": TrainingOptions.of(spec.options).disturbed_retries or 0,
@@ -217,7 +218,7 @@ def retry_options(spec: MatrixSpec, gate: QuietGate | None = None) -> dict[str, 
 
 def print_disturbed(outcome: MatrixOutcome, console: Console) -> None:
     """How many cells run now were disturbed, what was run again, and what was not."""
-    from tfvariants.execute.matrix import RETRY_MISSES
+    from tfvariants.execute.policy import RETRY_MISSES
 
     if not outcome.disturbed:
         return

@@ -300,6 +300,7 @@ def _run_matrix(
     """Run the serving cells (adaptive rounds when there is a budget); the MatrixOutcome,
     with its lines said."""
     from tfvariants.execute.matrix import Matrix
+    from tfvariants.execute.policy import Policy
     from tfvariants.execute.serve_runner import run_serve_cell
     from tfvariants.plan.serve import ServeCell
 
@@ -325,15 +326,13 @@ def _run_matrix(
     o = ServingOptions.of(spec.options)
     if o.budget_s:
         next_round = _next_round_hook(spec, pricing, args.baseline, console)
-    outcome = matrix.run(
-        run_cell=run_one,
-        resume=args.resume,
-        console=console,
-        next_round=next_round,
-        budget_s=o.budget_s,
-        spent_before=float(before.get("spent_s") or 0.0),
+    policy = Policy(
+        next_round,
+        o.budget_s,
+        float(before.get("spent_s") or 0.0),
         budget_covers_plan=True,  # the default run's promise: an answer within the budget
     )
+    outcome = matrix.run(run_one, policy=policy, resume=args.resume, console=console)
     if next_round is not None:
         _record(out, next_round, spec, before, outcome, console)
     console.print(
@@ -394,15 +393,13 @@ def _record(
     last look followed the budget. A run stopped before its first look has no looks yet."""
     from tfvariants.analyze.statistics.adaptive import StoppingRule
     from tfvariants.commands import rounds
-    from tfvariants.store.rundir import update_run
+    from tfvariants.store.runrecord import update_adaptive
 
     rule = hook.rule or StoppingRule(spec.repeats, spec.repeats, ())
     rounds.record(out, rule, spec, before, outcome, console)
     plan = hook.plan.to_json() if hook.plan is not None else before.get("look_plan")
     if plan is not None:
-        from tfvariants.store.runfile import load_run
-
-        update_run(out, adaptive={**(load_run(out).get("adaptive") or {}), "look_plan": plan})
+        update_adaptive(out, look_plan=plan)
 
 
 def _report(
@@ -414,17 +411,13 @@ def _report(
     console: Console,
 ) -> None:
     """The report, with each model's first conclusions on the console."""
+    from tfvariants.analyze.shared.settings import ReportSettings
     from tfvariants.commands.report import write_report
 
     o = ServingOptions.of(spec.options)
-    serving = write_report(
-        out,
-        report_path,
-        pricing=pricing,
-        baseline=args.baseline,
-        csv_path=args.csv,
-        p99_bound_ms=o.p99_bound_ms,  # the decision settings: the run's, as stored
-    ).serving
+    # The decision settings: the run's, as stored.
+    settings = ReportSettings(pricing=pricing, baseline=args.baseline, p99_bound_ms=o.p99_bound_ms)
+    serving = write_report(out, report_path, settings, csv_path=args.csv).serving
     for m in serving.models if serving is not None else []:
         for line in m.conclusions[:3]:
             console.print(f"  {line}", highlight=False, markup=False)

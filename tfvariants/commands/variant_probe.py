@@ -5,25 +5,12 @@ probe; stored in run.json's variant_info."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tfvariants.errors import UserError
 
 if TYPE_CHECKING:
     from tfvariants.variants.registry import Variant
-
-
-def store_variant_info(out: Path, info: dict[str, dict]) -> None:
-    """Add what the probe found to run.json's variant_info (a resume keeps what a
-    variant's first probe stored and adds only what is new)."""
-    from tfvariants.store.runfile import load_run, write_run
-
-    record = load_run(out)
-    stored = record.get("variant_info") or {}
-    merged = {name: {**entry, **stored.get(name, {})} for name, entry in info.items()}
-    if merged != stored:
-        write_run(out, {**record, "variant_info": merged})
 
 
 def compiled_for(variant: Variant, *, count: bool) -> str | None:

@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any, Generic
 
 from tfvariants.execute import process
+from tfvariants.execute.eta import EtaModel
+from tfvariants.execute.executors import Finished, Results, record_crash
 from tfvariants.execute.process import interrupt_live
 from tfvariants.execute.quiet import QuietGate, QuietWait, ended_quiet
 from tfvariants.execute.record import StoredCell
@@ -80,7 +82,12 @@ class _Side(Generic[CellT]):
 
 
 class Duet(Generic[CellT]):
-    """Runs slots of two cells on a run's two plans (``run_on`` runs one cell)."""
+    """Runs slots of two cells on a run's two plans (``run_on`` runs one cell): the
+    matrix loop's duet executor (execute/executors.py)."""
+
+    width = 2
+    round_fields: Mapping[str, Any] = {}
+    all_hosts = False
 
     def __init__(
         self,
@@ -90,6 +97,36 @@ class Duet(Generic[CellT]):
         disturbed: Callable[[Mapping[str, Any]], str | None] | None = None,
     ) -> None:
         self.plans, self.run_on, self.gate, self.disturbed = plans, run_on, gate, disturbed
+
+    def __enter__(self) -> Duet[CellT]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def take(self, todo: list[CellT], i: int) -> list[CellT]:
+        """``todo[i]`` and its partner of the same round (taken out of ``todo``), or
+        ``todo[i]`` alone beside fillers."""
+        j = partner(todo, i)
+        return [todo[i]] if j is None else [todo[i], todo.pop(j)]
+
+    def estimate(self, cells: Sequence[CellT], eta: EtaModel) -> float:
+        return eta.remaining(cells) or 0.0
+
+    def submit(self, cells: Sequence[CellT], folder: RunFolder) -> Results[CellT]:
+        """The slot's one or two cells at once; their records once both have ended (a
+        runner bug is the cell's failure; a Ctrl-C propagates, nothing stored)."""
+        got = self.run(cells[0], cells[1] if len(cells) > 1 else None, folder)
+        out = []
+        for c in cells:
+            r = got.stored.get(c.cell_id)
+            if isinstance(r, KeyboardInterrupt):
+                raise KeyboardInterrupt
+            if not isinstance(r, StoredCell):
+                crash = r if isinstance(r, Exception) else RuntimeError("no result")
+                r = record_crash(c, crash, folder)
+            out.append(Finished(c, r))
+        yield from out
 
     def sides(self, first: CellT, second: CellT | None) -> tuple[_Side[CellT], _Side[CellT]]:
         """The two sides: in cell-id order (a comparison's two configurations always in

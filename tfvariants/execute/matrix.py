@@ -1,23 +1,23 @@
-"""Running the matrix: planned cells one after another, with progress, ETA, interrupt
-and resume (the run folder itself belongs to :mod:`tfvariants.store.rundir`)."""
+"""Running the matrix: the one round loop (the planned cells, then adaptive rounds while
+the policy allows), with progress, ETA, interrupt and resume, over an executor strategy
+(execute/executors.py: sequential, duet or Ray waves). The run folder itself belongs to
+:mod:`tfvariants.store.rundir`."""
 
 from __future__ import annotations
 
 import sys
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
+from contextlib import closing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic
+from typing import TYPE_CHECKING, Any, Generic, cast
 
 from tfvariants.errors import one_line
-from tfvariants.execute.duet import Duet, partner
 from tfvariants.execute.eta import EtaModel, PaceWatch, fmt_s
+from tfvariants.execute.executors import Executor, Finished, RunCell, Sequential
+from tfvariants.execute.policy import Policy, Retry, budget_stop
 from tfvariants.execute.progress import Display
-from tfvariants.execute.record import StoredCell
 from tfvariants.plan.task import CellT, MatrixPlan, PlannedCell
-from tfvariants.store.cellresult import AnyResult
-from tfvariants.store.result import host_result
 from tfvariants.store.rundir import (
     check_resume,
     load_run_dir,
@@ -26,51 +26,9 @@ from tfvariants.store.rundir import (
     quarantine_unreadable,
 )
 from tfvariants.store.runfolder import RunFolder
-from workloads.envprobe import host_id
 
 if TYPE_CHECKING:
     from rich.console import Console
-
-# (cell, run folder) -> the record of the cell's result, already stored (the runner's contract)
-RunCell = Callable[[CellT, RunFolder], StoredCell]
-# stored results (cell id -> typed result) -> the next round's cells, and why
-NextRound = Callable[[Mapping[str, AnyResult]], tuple[list[CellT], str]]
-Disturbed = Callable[[dict], str | None]  # a result -> why it is disturbed, or None
-RETRY_MISSES = 2  # disturbed retries in a row after which disturbed cells are not re-run
-
-
-@dataclass
-class _Retry:
-    """Re-running disturbed cells, until retries stop paying: after ``RETRY_MISSES``
-    retries in a row came out disturbed again, interference outlasts a cell (random
-    bursts leave quiet gaps, so the quiet gate never finds the load sustained, yet
-    every 10-30 s cell overlaps one): retrying only multiplies the cost. Any cell that
-    runs undisturbed turns retries back on."""
-
-    disturbed: Disturbed  # result -> why it is disturbed, or None
-    again: Callable[[Any], Any]  # a disturbed cell -> its next attempt, or None (not now)
-    misses: int = 0  # retries in a row that were disturbed again
-
-    def observe(self, cell: PlannedCell, why: str | None) -> None:
-        if not why:
-            self.misses = 0
-        elif (getattr(cell, "attempt", 0) or 0) > 0:
-            self.misses += 1
-
-    @property
-    def given_up(self) -> bool:
-        return self.misses >= RETRY_MISSES
-
-
-def budget_stop(spent_s: float, next_s: float, budget_s: float | None, why: str) -> str | None:
-    """Why the next adaptive round may not start (it would overrun the budget), or None;
-    the local matrix and the Ray executor stop on the same rule."""
-    if budget_s is None or spent_s + next_s <= budget_s:
-        return None
-    return (
-        f"budget: {fmt_s(spent_s)} spent, the next round needs about "
-        f"{fmt_s(next_s)} of the {fmt_s(budget_s)} budget ({why})"
-    )
 
 
 @dataclass
@@ -115,7 +73,7 @@ class Matrix(Generic[CellT]):
         self.spec = spec
         self.out = Path(out)
         self.folder = RunFolder(self.out)
-        self._duet: Duet[CellT] | None = None  # set by run(duet=...)
+        self.allow_mixed_hosts = False  # as prepared: the adaptive rounds load alike
         self._prepared: tuple[dict[str, dict], list[str]] | None = None
 
     def prepare(
@@ -133,6 +91,7 @@ class Matrix(Generic[CellT]):
         Takes the folder's lock first (held until the command ends, see
         tfvariants.store.lock): a second run on it is refused before anything is read."""
         folder = RunFolder(self.out)
+        self.allow_mixed_hosts = allow_mixed_hosts
         held = folder.holds_lock()
         for line in folder.lock():
             print(f"tfvariants: warning: {line}", file=sys.stderr)
@@ -141,8 +100,9 @@ class Matrix(Generic[CellT]):
             contents = load_run_dir(self.out, allow_mixed_hosts=allow_mixed_hosts)
             if resume:
                 check_resume(contents, quarantine=quarantine)
-            prepare_run_dir(self.out, self.spec, resume=resume, hosts=hosts,
-                            allow_mixed_hosts=allow_mixed_hosts)  # fmt: skip
+            prepare_run_dir(
+                self.out, self.spec, resume=resume, hosts=hosts, allow_mixed_hosts=allow_mixed_hosts
+            )
         except BaseException:
             if not held:
                 folder.unlock()  # refused: leave the folder as it was (or absent)
@@ -156,43 +116,23 @@ class Matrix(Generic[CellT]):
 
     def run(
         self,
+        run_cell: RunCell[CellT] | None = None,
         *,
-        run_cell: RunCell[CellT],
+        executor: Executor[CellT] | None = None,
+        policy: Policy[CellT] | None = None,
         resume: bool = False,
         console: Console | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        allow_mixed_hosts: bool = False,
-        quarantine: bool = False,
-        hosts: list[dict[str, Any]] | None = None,
-        next_round: NextRound[CellT] | None = None,
-        budget_s: float | None = None,
-        spent_before: float = 0.0,
-        disturbed: Disturbed | None = None,
-        retries: int = 0,
-        retry_now: Callable[[], bool] | None = None,
-        budget_covers_plan: bool = False,
-        duet: Duet[CellT] | None = None,
     ) -> MatrixOutcome:
-        """Run pending cells. ``run_cell(cell, folder)`` returns the record of the result
-        (execute.record.StoredCell) and has already stored it as the folder's
-        cells/<cell_id>.json (the runner's contract). Prepares the folder first (see
-        ``prepare``) unless the caller already did.
-
-        ``next_round(stored results)`` (adaptive repeats) returns the cells of one more
-        round and why, or no cells and why it stops; ``budget_s`` caps the whole run's
-        time (``spent_before``: time an interrupted run already used).
-
-        ``disturbed(result)`` says why a finished cell was disturbed (or None): such a
-        cell is kept and run again at once as its next attempt, at most ``retries``
-        times, only while the budget allows and ``retry_now()`` (e.g. not under a
-        sustained load, where the next attempt would be disturbed too).
-        With ``budget_covers_plan`` the planned cells are held to the budget too: no cell
-        starts whose estimated time would overrun it (the rest stay pending for --resume).
-        ``duet`` runs two cells of a round at once (execute/duet.py, ``compare --duet``)."""
-        self._duet = duet
+        """Run the pending cells, then the adaptive rounds the ``policy`` allows, on
+        ``executor`` (default: ``Sequential(run_cell)``). ``run_cell(cell, folder)``
+        returns the record of the result (execute.record.StoredCell) and has already
+        stored it as the folder's cells/<cell_id>.json (the runner's contract). Prepares
+        the folder first (see ``prepare``) unless the caller already did."""
+        if executor is None:
+            assert run_cell is not None, "a run_cell or an executor"
+            executor = Sequential(run_cell)
         if self._prepared is None:
-            self.prepare(resume=resume, allow_mixed_hosts=allow_mixed_hosts,
-                         quarantine=quarantine, hosts=hosts)  # fmt: skip
+            self.prepare(resume=resume)
         assert self._prepared is not None
         stored, moved = self._prepared
         cells = list(self.spec.cells())
@@ -201,112 +141,116 @@ class Matrix(Generic[CellT]):
         for c in cells:
             if c.cell_id in stored and c not in todo:
                 outcome.statuses[c.cell_id] = stored[c.cell_id].get("status", "?")
-        eta = EtaModel()
-        started = clock()
-
-        def spent() -> float:  # this run's time so far, an interrupted one's included
-            return spent_before + clock() - started
-
-        def next_attempt(cell: Any) -> Any:
-            # Only cells that have attempts (training cells) run again.
-            attempt = getattr(cell, "attempt", None)
-            if not isinstance(attempt, int) or attempt >= retries:
-                return None
-            if retry_now is not None and not retry_now():
-                return None
-            if budget_s is not None and spent() + (eta.estimate(cell) or 0.0) > budget_s:
-                return None
-            return replace(cell, attempt=attempt + 1)
-
-        retry = _Retry(disturbed, next_attempt) if disturbed is not None else None
         display = Display(console, total=len(cells), done=len(cells) - len(todo))
-        deadline = None
-        if budget_covers_plan and budget_s is not None:
-            deadline = (started + budget_s - spent_before, budget_s)
-        with display:
-            pace = None
-            if next_round is not None and budget_s is not None and deadline is None and todo:
-                pace = PaceWatch.of_plan(len(cells), self.spec.repeats, budget_s, spent, console)
-            self._run_cells(todo, run_cell, outcome, eta, display, clock, retry, deadline, pace)
-            if next_round is not None:
-                rounds = (next_round, spent, budget_s, allow_mixed_hosts)
-                self._adaptive_rounds(rounds, run_cell, outcome, eta, display, clock, retry)
-        outcome.spent_s = spent()
+        loop = _Loop(self, executor, policy or Policy(), outcome, display)
+        with display, executor:
+            loop.planned(todo, len(cells))
+            if loop.policy.next_round is not None:
+                loop.adaptive_rounds()
+        outcome.spent_s = loop.spent()
         return outcome
 
-    def _adaptive_rounds(
+
+class _Loop(Generic[CellT]):
+    """One run of the round loop: its policy and executor, what it learned (ETA,
+    retries) and the outcome it fills."""
+
+    def __init__(
         self,
-        rounds: tuple[NextRound[CellT], Callable[[], float], float | None, bool],
-        run_cell: RunCell[CellT],
+        matrix: Matrix[CellT],
+        executor: Executor[CellT],
+        policy: Policy[CellT],
         outcome: MatrixOutcome,
-        eta: EtaModel,
         display: Display,
-        clock: Callable[[], float],
-        retry: _Retry | None,
     ) -> None:
+        self.matrix, self.executor, self.policy = matrix, executor, policy
+        self.outcome, self.display = outcome, display
+        self.eta = EtaModel()
+        self.clock = policy.clock
+        self.started = self.clock()
+        self.retry = Retry(policy.disturbed, self._next_attempt) if policy.disturbed else None
+
+    def spent(self) -> float:  # this run's time so far, an interrupted one's included
+        return self.policy.spent_before + self.clock() - self.started
+
+    def _next_attempt(self, cell: CellT) -> CellT | None:
+        # Only cells that have attempts (training cells) run again.
+        p = self.policy
+        attempt = getattr(cell, "attempt", None)
+        if not isinstance(attempt, int) or attempt >= p.retries:
+            return None
+        if p.retry_now is not None and not p.retry_now():
+            return None
+        if p.budget_s is not None and self.spent() + (self.eta.estimate(cell) or 0.0) > p.budget_s:
+            return None
+        again: CellT = replace(cast(Any, cell), attempt=attempt + 1)  # a dataclass with attempts
+        return again
+
+    def planned(self, todo: list[CellT], planned: int) -> None:
+        """The planned cells: held to the budget when it covers the plan, else watched
+        for a pace that would overrun it before the first look."""
+        p = self.policy
+        deadline = None
+        if p.budget_covers_plan and p.budget_s is not None:
+            deadline = (self.started + p.budget_s - p.spent_before, p.budget_s)
+        pace = None
+        if p.next_round is not None and p.budget_s is not None and deadline is None and todo:
+            repeats = self.matrix.spec.repeats
+            console = self.display.console
+            pace = PaceWatch.of_plan(planned, repeats, p.budget_s, self.spent, console)
+        self.cells(todo, deadline, pace)
+
+    def adaptive_rounds(self) -> None:
         """Ask ``next_round`` which cells the next round needs until the answer is none,
-        or the budget (``spent()`` so far + the round's estimate) would be exceeded.
-        ``rounds``: (next_round, spent, budget_s, allow_mixed_hosts)."""
-        next_round, spent, budget_s, allow_mixed_hosts = rounds
+        or the budget (``spent()`` so far + the executor's estimate of the round) would
+        be exceeded."""
+        p, outcome, out = self.policy, self.outcome, self.matrix.out
+        assert p.next_round is not None
+        mixed = self.matrix.allow_mixed_hosts or self.executor.all_hosts
         while not outcome.was_interrupted and not outcome.stopped:
-            more, why = next_round(
-                load_run_dir(self.out, allow_mixed_hosts=allow_mixed_hosts).parsed
-            )
+            stored = load_run_dir(out, allow_mixed_hosts=mixed)
+            more, why = p.next_round(stored.parsed)
             if not more:
                 outcome.stopped = why
                 break
-            over = budget_stop(spent(), eta.remaining(more) or 0.0, budget_s, why)
+            estimate = self.executor.estimate(more, self.eta)
+            over = budget_stop(self.spent(), estimate, p.budget_s, why)
             if over:
                 outcome.stopped = over
                 break
             outcome.planned += len(more)
-            display.add(len(more))
-            t0 = clock()
-            self._run_cells(more, run_cell, outcome, eta, display, clock, retry)
+            self.display.add(len(more))
+            t0 = self.clock()
+            self.cells(more)
             outcome.rounds.append({"repeat": more[0].repeat, "cells": len(more),
-                                   "seconds": round(clock() - t0, 1)})  # fmt: skip
+                                   "seconds": round(self.clock() - t0, 1),
+                                   **self.executor.round_fields})  # fmt: skip
 
-    def _run_cells(
+    def cells(
         self,
         todo: Sequence[CellT],
-        run_cell: RunCell[CellT],
-        outcome: MatrixOutcome,
-        eta: EtaModel,
-        display: Display,
-        clock: Callable[[], float],
-        retry: _Retry | None = None,
         deadline: tuple[float, float] | None = None,  # (clock time, budget_s)
         pace: PaceWatch | None = None,
     ) -> None:
-        todo = list(todo)
+        """A round's cells, slot by slot; a disturbed cell's next attempt right after."""
+        todo, outcome, eta, width = list(todo), self.outcome, self.eta, self.executor.width
         i = 0
         while i < len(todo):
             cell = todo[i]
-            # A duet runs a partner of the same round beside it (execute/duet.py).
-            j = partner(todo, i) if self._duet is not None else None
-            slot = [cell] if j is None else [cell, todo.pop(j)]
+            slot = self.executor.take(todo, i)
             need = sum(eta.estimate(c) or 0.0 for c in slot)
-            if deadline is not None and clock() + need > deadline[0]:
+            if deadline is not None and self.clock() + need > deadline[0]:
                 outcome.stopped = (f"budget: the next cell would overrun the {fmt_s(deadline[1])} "
                                    f"budget ({len(todo) - i} planned cell(s) not run)")  # fmt: skip
                 return
             i += 1
-            beside = slot[1] if len(slot) > 1 else None
-            rest = eta.remaining(todo[i - 1 :])
-            if rest is not None and beside is not None:
-                rest += eta.estimate(beside) or 0.0
-            display.start(cell, rest, beside)
-            t0 = clock()
-            try:
-                results = self._run_slot(slot, run_cell)
-            except KeyboardInterrupt:
-                # The cells in flight are not recorded: resume reruns them.
-                outcome.was_interrupted = True
-                outcome.interrupted = cell
-                return
-            wall = clock() - t0  # shown per cell; each of a pair is charged half to the ETA
-            agains = [self._finish(c, r, (wall, wall / len(slot)), outcome, eta, display, retry)
-                      for c, r in zip(slot, results, strict=True)]  # fmt: skip
+            rest = eta.remaining(todo[i - 1 :]) if width else None  # a wave: timed on its nodes
+            if rest is not None:
+                rest += sum(eta.estimate(c) or 0.0 for c in slot[1:])
+            self.display.start(cell, rest, slot[1] if width == 2 and len(slot) > 1 else None)
+            agains = self._slot(slot)
+            if agains is None:
+                return  # interrupted
             if pace is not None:
                 pace.check(eta.remaining(todo[i:]))
             for again in reversed(agains):
@@ -314,53 +258,44 @@ class Matrix(Generic[CellT]):
                     # Same round, next attempt, right away: it stays beside its round.
                     todo.insert(i, again)
 
-    def _run_slot(self, slot: list[CellT], run_cell: RunCell[CellT]) -> list[StoredCell]:
-        """The slot's cells run (one, or a duet's two at once): their stored records (a
-        runner bug is recorded as the cell's failure; a Ctrl-C propagates)."""
-        if self._duet is None:
-            try:
-                return [run_cell(slot[0], self.folder)]
-            except KeyboardInterrupt:
-                raise
-            except Exception as exc:  # a runner bug must not stop the matrix
-                return [self._record_crash(slot[0], exc)]
-        got = self._duet.run(slot[0], slot[1] if len(slot) > 1 else None, self.folder)
-        out = []
-        for c in slot:
-            r = got.stored.get(c.cell_id)
-            if isinstance(r, KeyboardInterrupt):
-                raise KeyboardInterrupt
-            if not isinstance(r, StoredCell):
-                r = self._record_crash(
-                    c, r if isinstance(r, Exception) else RuntimeError("no result")
-                )
-            out.append(r)
-        return out
+    def _slot(self, slot: list[CellT]) -> list[CellT | None] | None:
+        """The slot submitted and each cell finished as it ends; the next attempts of
+        its disturbed cells; None when a Ctrl-C stopped it (the cells in flight are not
+        recorded: resume reruns them)."""
+        t0 = self.clock()
+        wall: float | None = None
+        agains: list[CellT | None] = []
+        ended: set[str] = set()
+        try:
+            with closing(self.executor.submit(slot, self.matrix.folder)) as results:
+                for f in results:
+                    if f.wall_s is None and wall is None:
+                        wall = self.clock() - t0  # shown per cell; each of a pair charged half
+                    ended.add(f.cell.cell_id)
+                    agains.append(self._finish(f, wall or 0.0, len(slot)))
+        except KeyboardInterrupt:
+            self.outcome.was_interrupted = True
+            self.outcome.interrupted = next((c for c in slot if c.cell_id not in ended), None)
+            return None
+        return agains
 
-    def _finish(
-        self,
-        cell: CellT,
-        result: StoredCell,
-        elapsed: tuple[float, float],  # the slot's wall time, the cell's share of it
-        outcome: MatrixOutcome,
-        eta: EtaModel,
-        display: Display,
-        retry: _Retry | None,
-    ) -> CellT | None:
+    def _finish(self, f: Finished[CellT], wall: float, width: int) -> CellT | None:
         """A finished cell counted, shown and judged; its next attempt when it was
         disturbed and may run again (None otherwise)."""
+        cell, result, outcome, retry = f.cell, f.stored, self.outcome, self.retry
         status = result.status
         outcome.ran.append(cell)
         outcome.statuses[cell.cell_id] = status
         if status != "ok" and result.reason:
             # A worker's reason is the workload's text: no escape reaches the terminal.
             outcome.reasons[cell.cell_id] = one_line(result.reason)
-        if status in ("ok", "failed", "timeout"):
-            eta.record(cell, elapsed[1])  # skipped cells take no time: don't learn from them
+        if f.wall_s is None and status in ("ok", "failed", "timeout"):
+            self.eta.record(cell, wall / width)  # skipped cells take no time: don't learn
         # A plain dict: the raw-field readers (store/rawfields.py) descend dicts only.
         raw = dict(result.raw)
         why = retry.disturbed(raw) if retry is not None and status == "ok" else None
-        display.finish(cell, status, elapsed[0], result.reason, disturbed=why)
+        shown = wall if f.wall_s is None else f.wall_s
+        self.display.finish(cell, status, shown, result.reason, disturbed=why)
         if retry is not None and status == "ok":
             retry.observe(cell, why)
         if not why:
@@ -375,11 +310,5 @@ class Matrix(Generic[CellT]):
             return None
         outcome.retried += 1
         outcome.planned += 1
-        display.add(1)
+        self.display.add(1)
         return again
-
-    def _record_crash(self, cell: PlannedCell, exc: Exception) -> StoredCell:
-        reason = f"runner error: {type(exc).__name__}: {exc}"[:300]
-        result = host_result(cell.to_dict(), "failed", reason)
-        result["runner"] = {"host_id": host_id()}  # before it is stored, as the runner does
-        return StoredCell.of(cell.cell_id, result, self.folder.write_cell(cell.cell_id, result))

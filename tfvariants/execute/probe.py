@@ -16,6 +16,7 @@ import signal
 import sys
 import tempfile
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,30 +34,32 @@ PEAK_MODULE = "workloads.peakprobe"
 PEAK_TIMEOUT_S = 120.0
 
 
-def _launch(
-    variant: Launchable,
-    plan: PinPlan,
-    module: str,
-    scratch: Path,
-    *,
-    timeout_s: float,
-    refused: str,
-    env: Mapping[str, str] | None = None,
-    pinned: bool = False,
-    priority: str = "normal",
-) -> ProcessOutcome:
-    """``module`` run in ``variant`` with ``plan``'s thread pools, its result asked at
-    ``scratch``/result.json; ``pinned``: on ``plan``'s CPUs (a host-pinned variant), at
-    ``priority``. ``refused`` names the probe when the fast tests' guard refuses it."""
+@dataclass(frozen=True)
+class _Probe:
+    """Which probe runs and how: its ``module``, time limit, the name the fast tests'
+    guard refuses it by, extra environment, and whether it is ``pinned`` on the plan's
+    CPUs (a host-pinned variant) at ``priority``."""
+
+    module: str
+    timeout_s: float
+    refused: str
+    env: Mapping[str, str] = field(default_factory=dict)
+    pinned: bool = False
+    priority: str = "normal"
+
+
+def _launch(variant: Launchable, plan: PinPlan, probe: _Probe, scratch: Path) -> ProcessOutcome:
+    """``probe`` run in ``variant`` with ``plan``'s thread pools, its result asked at
+    ``scratch``/result.json."""
     request = WorkerRequest.probe(str(scratch / "result.json"))
-    worker_env = {**runner.worker_env(variant, plan), **(env or {})}
-    command, cmd_env = variant.launch(request, worker_env, plan.cpus, scratch, module=module)
+    worker_env = {**runner.worker_env(variant, plan), **probe.env}
+    command, cmd_env = variant.launch(request, worker_env, plan.cpus, scratch, module=probe.module)
     if os.environ.get("TFV_NO_REAL_WORKERS") == "1":  # the fast tests' guard (conftest)
-        raise RuntimeError(f"TFV_NO_REAL_WORKERS=1: refusing to probe {refused}")
+        raise RuntimeError(f"TFV_NO_REAL_WORKERS=1: refusing to probe {probe.refused}")
     on_host = variant.pins_on_host()
-    cpus = plan.cpus if pinned and on_host else ()
-    launch = runner.Launch(command, cmd_env, cpus=cpus, priority=priority, on_host=on_host)
-    return runner.watch(launch, timeout_s, io.BytesIO())
+    cpus = plan.cpus if probe.pinned and on_host else ()
+    launch = runner.Launch(command, cmd_env, cpus=cpus, priority=probe.priority, on_host=on_host)
+    return runner.watch(launch, probe.timeout_s, io.BytesIO())
 
 
 def run_probe(
@@ -73,7 +76,7 @@ def run_probe(
         refused = (
             f"{variant.name} (real TensorFlow): mark the test @pytest.mark.tf or fake the probe"
         )
-        outcome = _launch(variant, plan, module, scratch, timeout_s=timeout_s, refused=refused)
+        outcome = _launch(variant, plan, _Probe(module, timeout_s, refused), scratch)
         warning = outcome.warning(f"probe of {variant.name}")
         if warning:
             print(f"tfvariants: warning: {one_line(warning)}", file=sys.stderr)
@@ -112,17 +115,15 @@ def peak_probe(variant: Launchable, plan: PinPlan, priority: str = "normal") -> 
     a lower peak). What it measured, or ``{"measured": False, "why": ...}``
     (tfvariants.variants.peak caches and records it)."""
     with tempfile.TemporaryDirectory(prefix="tfv-peak-") as scratch:
-        outcome = _launch(
-            variant,
-            plan,
+        probe = _Probe(
             PEAK_MODULE,
-            Path(scratch),
-            timeout_s=PEAK_TIMEOUT_S,
+            PEAK_TIMEOUT_S,
             refused=f"{variant.name}'s peak",
             env={"TFV_PEAK_DEVICE": variant.device},
             pinned=True,
             priority=priority,
         )
+        outcome = _launch(variant, plan, probe, Path(scratch))
         if outcome.start_error is not None:
             return {"measured": False, "why": f"cannot start the peak probe: {outcome.start_error}"}
         if outcome.timed_out:

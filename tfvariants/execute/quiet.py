@@ -142,7 +142,7 @@ def wait_for_quiet(
 
 
 class QuietGate:
-    """The run's wait for quiet before each cell (``runner.run_request``'s ``quiet``):
+    """The run's wait for quiet before each cell (``runner.Conditions``' ``quiet``):
     bounded per cell, shortened to one window while the load is sustained, bounded in all
     by ``budget_share`` of the time since the gate was made and of ``budget_s`` (when the
     run has a budget), and stopped once

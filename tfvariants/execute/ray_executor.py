@@ -8,10 +8,10 @@ run folder exactly like local cells (``cells/<cell_id>.json``, ``logs/<cell_id>.
 Node loss, task failure and missing node types become results with reasons; Ctrl-C
 cancels what is in flight (those cells are not recorded: --resume reruns them).
 
-With --budget, adaptive repeats run as waves: after the planned cells, the same
-``next_round`` hook local runs use (rounds/training.NextRoundHook: one stopping rule)
-says which cells one more round needs; each round is submitted as one wave of Ray tasks
-(in parallel across the nodes) while the time spent plus the wave's estimate fits the
+This is an executor of the one matrix loop (execute/matrix.py, execute/executors.py):
+with --budget, adaptive repeats run as waves, the same ``next_round`` hook and budget
+rule as local runs deciding; each round is submitted as one wave of Ray tasks (in
+parallel across the nodes) while the time spent plus the wave's estimate fits the
 budget.
 """
 
@@ -19,25 +19,20 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from tfvariants.errors import UserError, one_line
-from tfvariants.execute.matrix import MatrixOutcome, NextRound, budget_stop
-from tfvariants.execute.progress import Display
+from tfvariants.errors import UserError
+from tfvariants.execute.executors import Finished, Results
 from tfvariants.execute.ray_node import REAL_INSTANCE_LABEL, run_on_node
 from tfvariants.execute.record import StoredCell
 from tfvariants.execute.runner import KILL_GRACE_S, RunOptions
 from tfvariants.plan.cell import Cell
-
-if TYPE_CHECKING:
-    from rich.console import Console
-from tfvariants.plan.spec import MatrixSpec, plan_cells
 from tfvariants.store.result import host_result
-from tfvariants.store.rundir import load_run_dir, pending_cells
+from tfvariants.store.rundir import load_run_dir
 from tfvariants.store.runfolder import RunFolder
 from tfvariants.store.runhosts import declare_hosts, ray_node_entry
 
@@ -127,14 +122,43 @@ def _error_reason(exc: BaseException, instance: str) -> tuple[str, str]:
     return why, full
 
 
-class RayMatrix:
-    """Runs a MatrixSpec's pending cells on a Ray cluster into results/<run>/."""
+class RayWaves:
+    """The matrix loop's Ray executor (execute/executors.py): a round's pending cells
+    submitted as one wave of Ray tasks, each on a node of the instance type
+    ``placement`` maps its (variant, threads) to, stored in ``out`` as they end. The
+    folder must be prepared (Matrix.prepare: run.json, resume checks)."""
 
-    def __init__(self, spec: MatrixSpec, out: Path, settings: RaySettings) -> None:
-        self.spec = spec
+    width = 0  # the rest of the round at once
+    round_fields: Mapping[str, Any] = {"wave": "ray"}
+    all_hosts = True  # nodes are declared as they join
+
+    def __init__(
+        self,
+        out: Path,
+        settings: RaySettings,
+        placement: dict[tuple[str, int], str],
+        variants: dict[str, Any],
+        options_for: Callable[[Cell], RunOptions],
+    ) -> None:
         self.out = Path(out)
         self.folder = RunFolder(self.out)
-        self.settings = settings
+        self.settings, self.placement = settings, placement
+        self.variants, self.options_for = variants, options_for
+        self.ray: ModuleType | None = None
+
+    def __enter__(self) -> RayWaves:
+        self.ray = _import_ray()
+        _connect(self.ray, self.settings.address, self.folder.write_driver_log("ray-driver.log"))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.ray is not None:
+            self.ray.shutdown()
+
+    def take(self, todo: list[Cell], i: int) -> list[Cell]:
+        slot = todo[i:]
+        del todo[i + 1 :]
+        return slot
 
     def _store(self, cell: Cell, result: dict, log: str) -> StoredCell:
         log_path = self.folder.write_log(cell.cell_id, log)
@@ -143,64 +167,7 @@ class RayMatrix:
             runner["log"] = str(log_path)  # the node's scratch copy is gone
         return StoredCell.of(cell.cell_id, result, self.folder.write_cell(cell.cell_id, result))
 
-    def run(
-        self,
-        *,
-        variants: dict[str, Any],
-        options_for: Callable[[Cell], RunOptions],
-        placement: dict[tuple[str, int], str],
-        console: Console | None = None,
-        next_round: NextRound[Cell] | None = None,
-        budget_s: float | None = None,
-        spent_before: float = 0.0,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> MatrixOutcome:
-        """``placement`` maps (variant, threads) to the catalog instance whose nodes run
-        those cells. The folder must be prepared (Matrix.prepare: run.json, resume checks).
-        ``next_round``/``budget_s``/``spent_before``: adaptive rounds as in Matrix.run,
-        each round one wave of tasks."""
-        ray = _import_ray()
-        started = clock()
-        cells = plan_cells(self.spec)
-        stored = load_run_dir(self.out, allow_mixed_hosts=True).results
-        todo = pending_cells(cells, stored)
-        outcome = MatrixOutcome(planned=len(cells))
-        for c in cells:
-            if c.cell_id in stored and c not in todo:
-                outcome.statuses[c.cell_id] = stored[c.cell_id].get("status", "?")
-        instances = {placement[(c.variant, c.threads)] for c in todo}
-        _connect(ray, self.settings.address, self.folder.write_driver_log("ray-driver.log"))
-        try:
-            self._run_todo(ray, todo, variants, options_for, placement, instances, outcome, console)
-            while next_round is not None and not outcome.was_interrupted:
-                more, why = next_round(load_run_dir(self.out, allow_mixed_hosts=True).parsed)
-                if not more:
-                    outcome.stopped = why
-                    break
-                spent = spent_before + clock() - started
-                estimate = self._wave_estimate(more, placement)
-                over = budget_stop(spent, estimate, budget_s, why)
-                if over:
-                    outcome.stopped = over
-                    break
-                outcome.planned += len(more)
-                t0 = clock()
-                wave = {placement[(c.variant, c.threads)] for c in more}
-                self._run_todo(ray, more, variants, options_for, placement, wave, outcome, console)
-                outcome.rounds.append(
-                    {
-                        "repeat": more[0].repeat,
-                        "cells": len(more),
-                        "seconds": round(clock() - t0, 1),
-                        "wave": "ray",
-                    }
-                )
-        finally:
-            ray.shutdown()
-        outcome.spent_s = spent_before + clock() - started
-        return outcome
-
-    def _wave_estimate(self, cells: list[Cell], placement: dict[tuple[str, int], str]) -> float:
+    def estimate(self, cells: Sequence[Cell], eta: object) -> float:
         """A wave's wall time, as if one node per type: per type, the sum of its cells'
         last measured wall times (the median of the configuration's stored cells); the
         slowest type decides. Unknown configurations count as the slowest known cell."""
@@ -221,60 +188,42 @@ class RayMatrix:
         fallback = max(typical.values(), default=0.0)
         per_type: dict[str, float] = {}
         for c in cells:
-            inst = placement[(c.variant, c.threads)]
+            inst = self.placement[(c.variant, c.threads)]
             per_type[inst] = per_type.get(inst, 0.0) + typical.get(
                 (c.workload, c.variant, c.threads), fallback
             )
         return max(per_type.values(), default=0.0)
 
-    def _run_todo(
-        self,
-        ray: ModuleType,
-        todo: list[Cell],
-        variants: dict[str, Any],
-        options_for: Callable[[Cell], RunOptions],
-        placement: dict[tuple[str, int], str],
-        instances: set[str],
-        outcome: MatrixOutcome,
-        console: Console | None,
-    ) -> None:
+    def submit(self, cells: Sequence[Cell], folder: RunFolder) -> Results[Cell]:
+        """One wave: every cell a retry-free task (a rerun after node loss is the user's
+        --resume); each stored as it ends. A Ctrl-C (or the loop leaving early) cancels
+        what is in flight."""
+        ray = self.ray
+        assert ray is not None, "entered first"
+        instances = {self.placement[(c.variant, c.threads)] for c in cells}
         declare_hosts(self.out, _node_entries(_alive_nodes(ray), instances))
-        # One retry-free task per cell: a rerun after node loss is the user's --resume.
         task = ray.remote(num_cpus=0, max_retries=0)(run_on_node)
         pending: dict[Any, tuple[Cell, str]] = {}
-        for cell in todo:
-            inst = placement[(cell.variant, cell.threads)]
+        for cell in cells:
+            inst = self.placement[(cell.variant, cell.threads)]
             ref = task.options(resources={inst: 1}, name=f"tfvariants {cell.cell_id}").remote(
-                cell, variants[cell.variant], options_for(cell), inst
+                cell, self.variants[cell.variant], self.options_for(cell), inst
             )
             pending[ref] = (cell, inst)
         waiting_since: dict[str, float] = {}
-        display = Display(console, total=outcome.planned, done=outcome.planned - len(todo))
-        with display:
-            if todo:
-                display.start(todo[0], None)
-            try:
-                while pending:
-                    ready, _ = ray.wait(list(pending), num_returns=1, timeout=POLL_S)
-                    for ref in ready:
-                        cell, inst = pending.pop(ref)
-                        self._finish(ray, ref, cell, inst, outcome, display)
-                    if not ready:
-                        self._check_node_types(ray, pending, waiting_since, outcome, display)
-            except KeyboardInterrupt:
-                outcome.was_interrupted = True
-                outcome.interrupted = next(iter(pending.values()))[0] if pending else None
-                self._cancel(ray, pending)
+        try:
+            while pending:
+                ready, _ = ray.wait(list(pending), num_returns=1, timeout=POLL_S)
+                for ref in ready:
+                    cell, inst = pending.pop(ref)
+                    yield self._finish(ray, ref, cell, inst)
+                if not ready:
+                    yield from self._check_node_types(ray, pending, waiting_since)
+        except (KeyboardInterrupt, GeneratorExit):
+            self._cancel(ray, pending)
+            raise
 
-    def _finish(
-        self,
-        ray: ModuleType,
-        ref: object,
-        cell: Cell,
-        inst: str,
-        outcome: MatrixOutcome,
-        display: Display,
-    ) -> None:
+    def _finish(self, ray: ModuleType, ref: object, cell: Cell, inst: str) -> Finished[Cell]:
         try:
             payload = ray.get(ref)
             result, log = payload["result"], payload.get("log", "")
@@ -297,21 +246,15 @@ class RayMatrix:
             result["node"] = {"executor": "ray", "instance": inst}
             log = full
         stored = self._store(cell, result, log)
-        outcome.ran.append(cell)
-        outcome.statuses[cell.cell_id] = stored.status
-        if stored.status != "ok" and stored.reason:
-            outcome.reasons[cell.cell_id] = one_line(stored.reason)
         wall = (stored.raw.get("runner") or {}).get("wall_s") or 0.0
-        display.finish(cell, stored.status, float(wall), stored.reason)
+        return Finished(cell, stored, float(wall))
 
     def _check_node_types(
         self,
         ray: ModuleType,
         pending: dict[Any, tuple[Cell, str]],
         waiting_since: dict[str, float],
-        outcome: MatrixOutcome,
-        display: Display,
-    ) -> None:
+    ) -> Results[Cell]:
         """Cells whose instance type no live node offers wait up to node_wait_s (an
         autoscaler may be starting one), then fail with that reason."""
         offered: set[str] = set()
@@ -336,11 +279,7 @@ class RayMatrix:
                 pending.pop(ref)
                 result = host_result(cell.to_dict(), "failed", reason)
                 result["node"] = {"executor": "ray", "instance": inst}
-                self._store(cell, result, reason + "\n")
-                outcome.ran.append(cell)
-                outcome.statuses[cell.cell_id] = "failed"
-                outcome.reasons[cell.cell_id] = reason
-                display.finish(cell, "failed", 0.0, reason)
+                yield Finished(cell, self._store(cell, result, reason + "\n"), 0.0)
 
     def _cancel(self, ray: ModuleType, pending: dict[Any, tuple[Cell, str]]) -> None:
         """Ctrl-C: ask every task to stop (the node stops its worker), then force."""

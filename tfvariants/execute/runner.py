@@ -287,68 +287,76 @@ def _after(
     return tuple(killed)
 
 
+@dataclass(frozen=True)
+class Conditions:
+    """How this host runs a cell's worker, whatever the cell measures: the wait for its
+    CPUs to be quiet just before it starts (recorded as ``runner.quiet``; the gate sees
+    the result after), its priority ("raised": the session group at the lowest nice
+    permitted, recorded as ``runner.priority``) and the event that stops it early (a
+    duet's filler, once its partner's cell has ended)."""
+
+    quiet: QuietGate | None = None
+    priority: str = "normal"
+    stop: threading.Event | None = None
+
+
+@dataclass(frozen=True)
+class WorkerJob:
+    """What one cell's worker is given and what is kept of it (the task's part of a
+    cell's life): ``make_request(result_path)`` is its request, ``python -m module`` the
+    worker, ``config`` what its result records, ``timeout_s`` its limit; ``keep(scratch,
+    result)`` may copy what the worker left beside its result before the scratch goes."""
+
+    make_request: Callable[[Path], WorkerRequest]
+    config: dict[str, Any]
+    timeout_s: float
+    module: str = "workloads.worker"
+    keep: Callable[[Path, dict[str, Any]], None] | None = None
+
+
 def run_cell(
     cell: Cell,
     variant: Launchable,
     options: RunOptions,
     folder: RunFolder,
     topology: Topology | None = None,
-    quiet: QuietGate | None = None,
-    priority: str = "normal",
+    at: Conditions = Conditions(),
     *,
     plan: PinPlan | None = None,
-    stop: threading.Event | None = None,
 ) -> StoredCell:
     """Run one training cell in a fresh worker; write its result and return the record of it.
 
     The result is stored as ``cells/<cell_id>.json`` of ``folder``, the worker's
     combined log (capped) as ``logs/<cell_id>.log``. ``plan``: its CPUs and pools (a
-    duet's second side; default the usual plan on ``topology``); ``stop``: when set, the
-    worker is stopped (a duet's filler).
+    duet's second side; default the usual plan on ``topology``); ``at``: its wait for
+    quiet, priority and stop (Conditions).
     """
-    plan = plan or plan_pinning(cell.threads, topology or read_topology())
+    pinned = plan or plan_pinning(cell.threads, topology or read_topology())
     config = asdict(options)
     config["keras_options"] = dict(variant.keras)
-    return run_request(
-        cell,
-        variant,
-        plan,
-        lambda result_path: worker_request(cell, plan, options, variant, result_path),
-        folder=folder,
-        config=config,
-        timeout_s=options.timeout_s,
-        quiet=quiet,
-        priority=priority,
-        stop=stop,
-    )
+
+    def make_request(result_path: Path) -> WorkerRequest:
+        return worker_request(cell, pinned, options, variant, result_path)
+
+    job = WorkerJob(make_request, config, options.timeout_s)
+    return run_request(cell, variant, pinned, job, folder=folder, at=at)
 
 
 def run_request(
     cell: PlannedCell,
     variant: Launchable,
     plan: PinPlan,
-    make_request: Callable[[Path], WorkerRequest],
+    job: WorkerJob,
     *,
     folder: RunFolder,
-    config: dict[str, Any],
-    timeout_s: float,
-    module: str = "workloads.worker",
-    keep: Callable[[Path, dict[str, Any]], None] | None = None,
-    quiet: QuietGate | None = None,
-    priority: str = "normal",
-    stop: threading.Event | None = None,
+    at: Conditions = Conditions(),
 ) -> StoredCell:
     """The one life of a cell, whatever it measures: skipped here, or one fresh worker
-    (``python -m module``) given ``make_request(result_path)``, and exactly one result
-    stored as ``cells/<cell_id>.json`` of ``folder``; returned is the record of what was
-    stored, with how the worker's process ended (None when none ran). ``keep(scratch,
-    result)`` may copy what the worker left beside its result before the scratch folder
-    goes. ``quiet(cpus)``, when given, waits for the cell's CPUs to be quiet just before the
-    worker starts; what it found is recorded as ``runner.quiet``, and it sees the result
-    after (``observe``).
-    ``priority`` "raised" asks for the worker's session group at the lowest nice permitted
-    (tfvariants.execute.priority); what it got is recorded as ``runner.priority``.
+    (``job``: its request, module and limit) on ``plan`` under the conditions ``at``, and
+    exactly one result stored as ``cells/<cell_id>.json`` of ``folder``; returned is the
+    record of what was stored, with how the worker's process ended (None when none ran).
     What the cell left running is killed and recorded as ``runner.killed``."""
+    config, timeout_s, quiet = job.config, job.timeout_s, at.quiet
     cid = cell.cell_id
     with SPAWN_LOCK:  # a venv's readiness runs its interpreter: not during another's sweep
         reason = variant.skip_reason()
@@ -366,18 +374,19 @@ def run_request(
 
     # Private to us (0700): a container's user is ours (see variants.engine.user_flags).
     with folder.scratch(cid) as scratch:
-        request = make_request(scratch / "result.json")
+        request = job.make_request(scratch / "result.json")
         # A launch may run a helper process: never while another cell in flight (a
         # duet's) sweeps, which would take it for that cell's leftover.
         with SPAWN_LOCK:
             command, env = variant.launch(
-                request, worker_env(variant, plan), plan.cpus, scratch, module=module
+                request, worker_env(variant, plan), plan.cpus, scratch, module=job.module
             )
         on_host = variant.pins_on_host()
-        launch = Launch(command, env, tuple(plan.cpus) if on_host else (), priority, on_host)
+        cpus = tuple(plan.cpus) if on_host else ()
+        launch = Launch(command, env, cpus, at.priority, on_host)
         waited = quiet(plan.cpus) if quiet is not None else None
         with folder.log_file(cid) as log:
-            outcome = watch(launch, timeout_s, log, stop)
+            outcome = watch(launch, timeout_s, log, at.stop)
         result = judge(cell, variant, outcome, scratch / "result.json", config, plan, timeout_s)
         result["runner"] = {
             "host_id": host_id(),  # the worker's own may be a container's
@@ -391,8 +400,8 @@ def run_request(
         warning = outcome.warning(cid)
         if warning:
             print(f"tfvariants: warning: {one_line(warning)}", file=sys.stderr)
-        if keep is not None:
-            keep(scratch, result)
+        if job.keep is not None:
+            job.keep(scratch, result)
         path = folder.write_cell(cid, result)
         observe = getattr(quiet, "observe", None)
         if observe is not None:

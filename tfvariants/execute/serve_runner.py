@@ -15,7 +15,7 @@ from typing import Any
 
 from tfvariants.execute.launchable import Launchable
 from tfvariants.execute.record import StoredCell
-from tfvariants.execute.runner import run_request
+from tfvariants.execute.runner import WorkerJob, run_request
 from tfvariants.plan.pinning import for_serving, plan_pinning
 from tfvariants.plan.serve import ServeCell
 from tfvariants.plan.topology import Topology, read_topology
@@ -77,17 +77,9 @@ def run_serve_cell(
         if kept:
             result["artifacts"] = kept
 
-    return run_request(
-        cell,
-        variant,
-        plan,
-        make_request,
-        folder=folder,
-        config=req.to_dict(),
-        timeout_s=float(options.get("timeout_s", 1800.0)),
-        module=SERVING_MODULE,
-        keep=keep,
-    )
+    timeout_s = float(options.get("timeout_s", 1800.0))
+    job = WorkerJob(make_request, req.to_dict(), timeout_s, SERVING_MODULE, keep)
+    return run_request(cell, variant, plan, job, folder=folder)
 
 
 def _artifacts(scratch: Path) -> dict[str, Path]:

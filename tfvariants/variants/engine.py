@@ -162,29 +162,39 @@ def container_request(
     return inner, mounts
 
 
+@dataclasses.dataclass(frozen=True)
+class Container:
+    """The container a worker process runs in, whatever cell it runs: the engine and
+    image, the workloads folder mounted into it, what runs (``module``: the worker, or
+    workloads.envprobe), the device it may use, its name (so a container left behind by a
+    killed client can be found) and ``extra_mounts``, (host, container) pairs mounted
+    read-only."""
+
+    engine: str
+    image: str
+    workloads_dir: str | os.PathLike[str]
+    module: str = "workloads.worker"
+    device: str = "cpu"
+    name: str | None = None
+    extra_mounts: Sequence[tuple[str, str]] = ()
+
+
 def container_command(
-    engine: str,
-    image: str,
+    box: Container,
     request: WorkerRequest,
     env: Mapping[str, str],
     cpus: Sequence[int],
     scratch_dir: str | os.PathLike[str],
-    workloads_dir: str | os.PathLike[str],
-    extra_mounts: Sequence[tuple[str, str]] = (),
-    device: str = "cpu",
-    name: str | None = None,
-    module: str = "workloads.worker",
 ) -> list[str]:
-    """The full ``<engine> run`` command for one worker process.
+    """The full ``<engine> run`` command for one worker process in ``box``.
 
     ``request`` is the worker's request with host paths: its result (inside
     ``scratch_dir``), and optionally a workload file and a data folder, which are mounted
     read-only and rewritten to their container paths (a probe's is its result alone:
-    ``module --result /out/result.json``).
-    ``extra_mounts`` are (host, container) pairs, mounted read-only. ``env`` is the
-    worker's environment; host-only variables (PATH, HOME, ...) are replaced by the
-    image's own. ``module`` is what runs (the worker, or workloads.envprobe).
+    ``module --result /out/result.json``). ``env`` is the worker's environment; host-only
+    variables (PATH, HOME, ...) are replaced by the image's own.
     """
+    engine = box.engine
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}")
     if not cpus:
@@ -192,25 +202,25 @@ def container_command(
     scratch = Path(scratch_dir).resolve()
     inner, mounts = container_request(request, scratch)
     argv = inner.to_argv()
-    mounts = [(str(Path(workloads_dir).resolve()), CONTAINER_WORKLOADS), *mounts]
-    mounts += [(str(Path(host).resolve()), target) for host, target in extra_mounts]
+    mounts = [(str(Path(box.workloads_dir).resolve()), CONTAINER_WORKLOADS), *mounts]
+    mounts += [(str(Path(host).resolve()), target) for host, target in box.extra_mounts]
 
     cmd = [engine, "run", "--rm"]
-    if name:
-        cmd += ["--name", name]
+    if box.name:
+        cmd += ["--name", box.name]
     cmd += ["--network", "none", "--cpuset-cpus", ",".join(str(cpu) for cpu in cpus)]
     cmd += ["--security-opt", "no-new-privileges", "--cap-drop", "all", "--read-only"]
     cmd += ["--tmpfs", "/tmp", *user_flags(engine), "--workdir", CONTAINER_ROOT]
     for host, target in mounts:
         cmd += ["-v", f"{host}:{target}:ro"]
     cmd += ["-v", f"{scratch}:{CONTAINER_OUT}:rw"]
-    if device == "gpu":
+    if box.device == "gpu":
         cmd += gpu_flags(engine)
     container_env = {k: v for k, v in env.items() if k not in _HOST_ONLY_ENV}
     container_env.update(_CONTAINER_ENV)
     for key in sorted(container_env):
         cmd += ["-e", f"{key}={container_env[key]}"]
-    cmd += [image, "python", "-m", module, *argv]
+    cmd += [box.image, "python", "-m", box.module, *argv]
     return cmd
 
 

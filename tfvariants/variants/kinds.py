@@ -274,20 +274,17 @@ class ImageKind(Kind):
             raise UserError(
                 engines.missing_image_message(variant.name, variant.image, variant.build)
             )
-        command = engines.container_command(
+        box = engines.Container(
             engine,
             variant.image,
-            request,
-            env,
-            cpus,
-            scratch_dir,
             Path(WORKLOADS_PARENT) / "workloads",
+            module=module,
             device=variant.device,
             # Named, so a container left behind by a killed client can be found.
             # (Engines allow [A-Za-z0-9_.-]: an overlay's '+' is replaced.)
             name="tfvariants-"
             + re.sub(r"[^A-Za-z0-9_.-]", "-", Path(scratch_dir).name.lstrip(".")),
-            module=module,
         )
+        command = engines.container_command(box, request, env, cpus, scratch_dir)
         client_env = {k: os.environ[k] for k in _ENGINE_CLIENT_ENV if k in os.environ}
         return command, client_env

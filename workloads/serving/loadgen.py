@@ -14,6 +14,7 @@ import os
 import queue
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -82,27 +83,30 @@ class _SUT:
             t.join(30)
 
 
+@dataclass(frozen=True)
+class RunSettings:
+    """One LoadGen run's test settings and the SUT's shape (``workers`` threads, batches
+    of up to ``max_batch``). ``offline_qps``: Offline's expected rate (it sends that
+    times the minimum duration in samples); default twice what ``workers`` x
+    ``max_batch`` at the expected latency would do."""
+
+    samples: int
+    min_duration_s: float
+    max_duration_s: float
+    min_queries: int
+    max_queries: int
+    expected_latency_s: float
+    server_qps: float = 10.0
+    p99_bound_ms: float = 100.0
+    workers: int = 1
+    max_batch: int = 1
+    offline_qps: float | None = None
+
+
 def run_one(
-    scenario: str,
-    infer: Callable[[list[int]], None],
-    out_dir: str | Path,
-    *,
-    samples: int,
-    min_duration_s: float,
-    max_duration_s: float,
-    min_queries: int,
-    max_queries: int,
-    expected_latency_s: float,
-    server_qps: float = 10.0,
-    p99_bound_ms: float = 100.0,
-    workers: int = 1,
-    max_batch: int = 1,
-    offline_qps: float | None = None,
+    scenario: str, infer: Callable[[list[int]], None], out_dir: str | Path, run: RunSettings
 ) -> dict[str, Any]:
-    """One LoadGen run; returns the detail log's headline plus the SUT's errors.
-    ``offline_qps``: Offline's expected rate (it sends that times the minimum duration
-    in samples); default twice what ``workers`` x ``max_batch`` at the expected
-    latency would do."""
+    """One LoadGen run; returns the detail log's headline plus the SUT's errors."""
     import mlperf_loadgen as lg
 
     out = Path(out_dir)
@@ -110,17 +114,17 @@ def run_one(
     ts = lg.TestSettings()
     ts.scenario = getattr(lg.TestScenario, _SCENARIO_NAMES[scenario])
     ts.mode = lg.TestMode.PerformanceOnly
-    ts.min_duration_ms = int(min_duration_s * 1000)
-    ts.max_duration_ms = int(max_duration_s * 1000)
-    ts.min_query_count = int(min_queries)
-    ts.max_query_count = int(max_queries)
-    expected_qps = max(workers * max_batch / max(expected_latency_s, 1e-6), 0.1)
-    ts.single_stream_expected_latency_ns = int(expected_latency_s * 1e9)
+    ts.min_duration_ms = int(run.min_duration_s * 1000)
+    ts.max_duration_ms = int(run.max_duration_s * 1000)
+    ts.min_query_count = int(run.min_queries)
+    ts.max_query_count = int(run.max_queries)
+    expected_qps = max(run.workers * run.max_batch / max(run.expected_latency_s, 1e-6), 0.1)
+    ts.single_stream_expected_latency_ns = int(run.expected_latency_s * 1e9)
     # Offline sends ONE query of expected_qps x min duration samples: overestimate, so a
     # model faster than its warm-up suggested still fills the minimum duration.
-    ts.offline_expected_qps = offline_qps if offline_qps else expected_qps * 2
-    ts.server_target_qps = float(server_qps)
-    ts.server_target_latency_ns = int(p99_bound_ms * 1e6)
+    ts.offline_expected_qps = run.offline_qps if run.offline_qps else expected_qps * 2
+    ts.server_target_qps = float(run.server_qps)
+    ts.server_target_latency_ns = int(run.p99_bound_ms * 1e6)
     ts.server_target_latency_percentile = 0.99
     log_out = lg.LogOutputSettings()
     log_out.outdir = str(out)
@@ -129,9 +133,9 @@ def run_one(
     log_settings.log_output = log_out
     log_settings.enable_trace = False
 
-    sut_impl = _SUT(lg, infer, workers, max_batch)
+    sut_impl = _SUT(lg, infer, run.workers, run.max_batch)
     sut = lg.ConstructSUT(sut_impl.issue, sut_impl.flush)
-    qsl = lg.ConstructQSL(samples, samples, lambda s: None, lambda s: None)
+    qsl = lg.ConstructQSL(run.samples, run.samples, lambda s: None, lambda s: None)
     try:
         lg.StartTestWithLogSettings(sut, qsl, ts, log_settings)
     finally:
@@ -147,7 +151,7 @@ def run_one(
     result = mllog.headline(mllog.parse_detail_log(detail))
     result["errors"] = len(sut_impl.errors)
     result["error_examples"] = sorted(set(sut_impl.errors))[:3]
-    result["target_qps"] = float(server_qps) if scenario == "server" else None
+    result["target_qps"] = float(run.server_qps) if scenario == "server" else None
     return result
 
 

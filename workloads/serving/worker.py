@@ -16,6 +16,7 @@ import json
 import os
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -327,7 +328,7 @@ def _loadgen(
     # workers do not make it 8x faster; expect the single-request rate (per batch),
     # not twice that of 8 workers (which queued minutes of JSON requests).
     offline_qps = batch / single_s * OFFLINE_HTTP_SLACK if req.path != "inprocess" else None
-    common: dict[str, Any] = dict(
+    common = loadgen.RunSettings(
         samples=samples,
         min_queries=req.min_queries,
         max_queries=req.max_queries,
@@ -342,7 +343,7 @@ def _loadgen(
     lg_dir = folder / "artifacts" / "loadgen"
     if req.scenario == "server_search":
         search = loadgen.search_server_qps(
-            lambda qps, sub: loadgen.run_one("server", infer, sub, server_qps=qps, **common),
+            lambda qps, sub: loadgen.run_one("server", infer, sub, replace(common, server_qps=qps)),
             lg_dir,
             start_qps=req.server_qps,
             p99_bound_ms=req.p99_bound_ms,
@@ -354,7 +355,9 @@ def _loadgen(
         errors = sum(s["errors"] for s in search["steps"])
         examples = [e for s in search["steps"] for e in s["error_examples"]][:3]
     else:
-        head = loadgen.run_one(req.scenario, infer, lg_dir, server_qps=req.server_qps, **common)
+        head = loadgen.run_one(
+            req.scenario, infer, lg_dir, replace(common, server_qps=req.server_qps)
+        )
         log_dir, errors, examples = "loadgen", head["errors"], head["error_examples"]
     result["loadgen"] = {**head, "log_dir": log_dir}
     result["metrics"] = {
