@@ -397,8 +397,8 @@ def _report(
     if args.csv:
         console.print(f"csv: {args.csv}", highlight=False, markup=False)
     rounds.summary(analysis, out, console)
-    print_compiled_answer(analysis)
-    if report.other_runs is not None:
+    print_compiled_answer(report)
+    if report.other_runs is not None and not report.compiled:  # else in the answer
         console.print(report.other_runs.sentence(), highlight=False, markup=False)
     if outcome.problems:
         console.print(

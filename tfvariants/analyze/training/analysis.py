@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tfvariants.analyze.baseline import parse_baseline
-from tfvariants.analyze.cost.pricing import Pricing
+from tfvariants.analyze.cost.pricing import CellCost, Pricing
 from tfvariants.analyze.report import cautions, loadlabel
 from tfvariants.analyze.report.conclusions import conclude
 from tfvariants.analyze.report.coverage import cell_counts, folder_warnings, usable_results
@@ -51,6 +51,7 @@ class Analysis(RunFrame):
     noise: HostNoise | None = None
     devices: dict[str, str] = field(default_factory=dict)  # variant -> cpu|gpu (billing)
     interference: Interference | None = None  # disturbed cells and waits for quiet
+    cell_costs: Mapping[str, CellCost] = field(default_factory=dict)  # by cell id (the CSV's)
 
     @property
     def rounds_compared(self) -> tuple[int, int] | None:
@@ -202,7 +203,20 @@ def analyze_contents(contents: RunContents, report: ReportSettings, settings: Se
         devices=inputs.devices,
         store=contents,
         interference=quiet,
+        cell_costs=cell_costs(cells, report.pricing),
     )
+
+
+def cell_costs(cells: Iterable[CellResult], pricing: Pricing | None) -> dict[str, CellCost]:
+    """Each timed cell's cost at its own training time (None: no prices)."""
+    out: dict[str, CellCost] = {}
+    if pricing is None:
+        return out
+    for r in cells:
+        t = r.training_time_s
+        if t and (cost := pricing.cost(r.variant, r.threads, t, r.device)) is not None:
+            out[r.cell_id] = cost
+    return out
 
 
 def _inputs(
