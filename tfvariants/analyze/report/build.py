@@ -9,6 +9,7 @@ from pathlib import Path
 from tfvariants.analyze.report import cautions
 from tfvariants.analyze.report.compiled import answer, with_preset_baseline
 from tfvariants.analyze.report.frame import RunFrame, environments_of, logical_cpus_of
+from tfvariants.analyze.report.header import header_of
 from tfvariants.analyze.report.otherruns import OtherRuns, other_runs
 from tfvariants.analyze.report.sections import Section, Shared, sections_of
 from tfvariants.analyze.report.settings import ReportSettings
@@ -114,4 +115,5 @@ def serving_frame(sa: ServingAnalysis) -> RunFrame:
         logical_cpus=logical_cpus_of(sa.run),
         variants=list(dict.fromkeys(r.variant for r in sa.cells)),
         store=sa.store,
+        header=header_of(sa.run),
     )

@@ -17,6 +17,7 @@ from typing import Any
 from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.report import cautions
 from tfvariants.analyze.report.fields import environment_summary, flatten
+from tfvariants.analyze.report.header import Header
 from tfvariants.store.cellresult import AnyResult
 from tfvariants.store.rundir import RunContents
 
@@ -37,6 +38,7 @@ class RunFrame:
     )
     variants: list[str] = field(default_factory=list)  # in display order
     store: RunContents | None = None  # the run folder as loaded, with its named problems
+    header: Header = field(default_factory=Header)  # typed from ``run`` (header_of)
 
 
 def environments_of(

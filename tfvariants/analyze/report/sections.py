@@ -16,6 +16,7 @@ from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.report.cautions import StatWarning
 from tfvariants.analyze.report.frame import RunFrame
 from tfvariants.analyze.report.otherruns import OtherRuns
+from tfvariants.analyze.report.probes import VariantProbe, probes_of
 from tfvariants.analyze.report.provenance import WhereRan, where_ran
 from tfvariants.analyze.serving.configs import ServingAnalysis
 from tfvariants.analyze.training.analysis import Analysis
@@ -67,7 +68,7 @@ class VariantProbes:
     """What each variant's probe found on this host (backend, oneDNN, no-op settings)."""
 
     template: ClassVar[str] = "variants.html"
-    variant_info: Mapping[str, Mapping[str, Any]]
+    probes: tuple[VariantProbe, ...]
 
 
 @dataclass(frozen=True)
@@ -141,6 +142,5 @@ def sections_of(
 
 
 def _variant_probes(run: Mapping[str, Any]) -> VariantProbes | None:
-    info = run.get("variant_info") or {}
-    probed = {v: i for v, i in info.items() if isinstance(i, dict) and "backend" in i}
-    return VariantProbes(info) if probed else None
+    probes = probes_of(run.get("variant_info"))
+    return VariantProbes(probes) if probes else None

@@ -18,6 +18,7 @@ from tfvariants.analyze.report import cautions, loadlabel
 from tfvariants.analyze.report.conclusions import conclude
 from tfvariants.analyze.report.coverage import cell_counts, folder_warnings, usable_results
 from tfvariants.analyze.report.frame import RunFrame, environments_of, logical_cpus_of
+from tfvariants.analyze.report.header import header_of
 from tfvariants.analyze.report.parity import parity
 from tfvariants.analyze.report.settings import ReportSettings
 from tfvariants.analyze.statistics import interference, windows
@@ -204,6 +205,7 @@ def analyze_contents(contents: RunContents, report: ReportSettings, settings: Se
         store=contents,
         interference=quiet,
         cell_costs=cell_costs(cells, report.pricing),
+        header=header_of(run),
     )
 
 
