@@ -8,7 +8,7 @@ the run store and nothing else.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -164,17 +164,20 @@ def analyze_contents(contents: RunContents, report: ReportSettings, settings: Se
         settings,
         round_values(cells, include_disturbed=quiet.included),
     )
-    all_warnings = _summarise_groups(inputs, quiet.included)
+    inputs, all_warnings = _summarise_groups(inputs, quiet.included)
     all_warnings[:0] = folder_warnings(contents)
     baseline_label = run_baseline_label(inputs)
     reports = [
         _workload_report(w, inputs, baseline_label, all_warnings)
         for w in _order((k.workload for k in inputs.groups), run.get("workloads"))
     ]
-    noise = host_noise(list(inputs.groups.values()), inputs.settings)
-    noise.window_plan = windows.plan_sentence((run.get("adaptive") or {}).get("window_plan"))
-    noise.later = later_sentence(opts.get("later"), cells)
-    noise.duet = duet_sentence(opts.get("duet"))
+    judged = {g.key: g for wr in reports for g in wr.groups}  # with their verdicts
+    noise = replace(
+        host_noise([judged[k] for k in inputs.groups], inputs.settings),
+        window_plan=windows.plan_sentence((run.get("adaptive") or {}).get("window_plan")),
+        later=later_sentence(opts.get("later"), cells),
+        duet=duet_sentence(opts.get("duet")),
+    )
     all_warnings += noise.warnings
     if quiet.disturbed:
         all_warnings.append(
@@ -230,9 +233,10 @@ def _inputs(
     settings: Settings,
     times: Mapping[ConfigKey, RoundValues],
 ) -> _Inputs:
-    groups: dict[ConfigKey, Group] = {}
+    by_key: dict[ConfigKey, list[CellResult]] = {}
     for r in cells:
-        groups.setdefault(r.key, Group(*r.key, device=r.device)).results.append(r)
+        by_key.setdefault(r.key, []).append(r)
+    groups = {k: Group(*k, device=rs[0].device, results=rs) for k, rs in by_key.items()}
     variants = _order((k.variant for k in groups), run.get("variants"))
     requested = parse_baseline(baseline)
     if requested is not None and requested[0] not in variants:
@@ -252,26 +256,28 @@ def _inputs(
                    pricing, cpus, duet)  # fmt: skip
 
 
-def _summarise_groups(inputs: _Inputs, include_disturbed: bool) -> list[cautions.StatWarning]:
-    """Every group's figures and cautions; one oversubscription line per thread count
-    (not one per cell: the same fact repeated drowns the rest)."""
+def _summarise_groups(
+    inputs: _Inputs, include_disturbed: bool
+) -> tuple[_Inputs, list[cautions.StatWarning]]:
+    """Every group's figures and cautions (the inputs with their groups summarised); one
+    oversubscription line per thread count (not one per cell: the same fact repeated
+    drowns the rest)."""
+    groups = {
+        k: summarise_group(
+            g, inputs.pricing, inputs.cpus, inputs.settings, include_disturbed=include_disturbed
+        )
+        for k, g in inputs.groups.items()
+    }
     out: list[cautions.StatWarning] = []
     over_threads: dict[int, list[str]] = {}
-    for g in inputs.groups.values():
-        summarise_group(
-            g,
-            inputs.pricing,
-            inputs.cpus,
-            inputs.settings,
-            include_disturbed=include_disturbed,
-        )
+    for g in groups.values():
         out += [w for w in g.warnings if w.kind != "oversubscribed"]
         if g.oversubscribed:
             over_threads.setdefault(g.threads, []).append(g.label)
     for threads, labels in sorted(over_threads.items()):
         configs = ", ".join(dict.fromkeys(labels))
         out.insert(0, cautions.oversubscribed_warning(configs, threads, inputs.cpus or 0))
-    return out
+    return replace(inputs, groups=groups), out
 
 
 def _workload_report(
@@ -294,10 +300,12 @@ def _workload_report(
         requested=inputs.requested,
         ran=inputs.ran,
     )
-    wr = WorkloadReport(w, wgroups, inputs.groups.get(found.baseline) if found.baseline else None)
-    apply_verdicts(wr, found.verdicts, inputs.settings)
-    loadlabel.mark(wgroups, wr.baseline)  # verdicts that rest on disturbed cells
-    if wr.baseline is None or wr.baseline.time is None:
+    base = inputs.groups.get(found.baseline) if found.baseline else None
+    judged = apply_verdicts(wgroups, base, found.verdicts, inputs.settings)
+    base = _same(wgroups, judged, base)
+    marked = loadlabel.mark(judged, base)  # verdicts that rest on disturbed cells
+    base = _same(judged, marked, base)
+    if base is None or base.time is None:
         warnings.append(
             cautions.StatWarning(
                 "no_baseline",
@@ -305,13 +313,22 @@ def _workload_report(
                 "pick another --baseline (VARIANT@THREADS) or --resume the failed cells",
             )
         )
-    conclude(wr, baseline_label, inputs.cpus, inputs.pricing, inputs.settings)
-    if cost := repeatcost.sentence(w, wgroups, duet=inputs.duet):  # what a repeat costs
-        wr.conclusions.append(cost)
+    wr = conclude(
+        WorkloadReport(w, marked, base),
+        baseline_label,
+        inputs.cpus,
+        inputs.pricing,
+        inputs.settings,
+    )
+    cost = repeatcost.sentence(w, marked, duet=inputs.duet)  # what a repeat costs
     # The workload's own baseline, as its ratios use (the header's may not have run it).
     base_variant = found.baseline.variant if found.baseline else baseline_label.split("@")[0]
-    wr.parity_baseline = base_variant
-    wr.parity = parity(wgroups, base_variant)
+    wr = replace(
+        wr,
+        conclusions=[*wr.conclusions, cost] if cost else wr.conclusions,
+        parity_baseline=base_variant,
+        parity=parity(marked, base_variant),
+    )
     for row in wr.parity:
         if row.outlier:
             warnings.append(
@@ -324,6 +341,11 @@ def _workload_report(
                 )
             )
     return wr
+
+
+def _same(old: list[Group], new: list[Group], group: Group | None) -> Group | None:
+    """``group`` (one of ``old``, or None) as it is in ``new``, the same list remade."""
+    return next((n for o, n in zip(old, new, strict=True) if o is group), None)
 
 
 def run_baseline_label(inputs: _Inputs) -> str:
