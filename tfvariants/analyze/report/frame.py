@@ -22,7 +22,7 @@ from tfvariants.store.cellresult import AnyResult
 from tfvariants.store.rundir import RunContents
 
 
-@dataclass(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class RunFrame:
     results_dir: str
     run: dict[str, Any]

@@ -42,7 +42,7 @@ from tfvariants.store.cellresult import CellResult, ConfigKey
 from tfvariants.store.rundir import RunContents, load_run_dir
 
 
-@dataclass(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class Analysis(RunFrame):
     """A run folder's training cells, analysed (its serving cells: ``serving``)."""
 
