@@ -310,15 +310,13 @@ def test_store_peaks_keeps_other_thread_counts_on_resume(tmp_path):
 
 
 def test_the_compiled_answer_gives_each_builds_headroom(tmp_path):
-    from tfvariants.analyze.report.compiled import answer
-    from tfvariants.analyze.training.analysis import analyze
+    from tfvariants.analyze.report.build import build_report
 
     folder = _run_with_peaks(tmp_path)
     run = json.loads((folder / "run.json").read_text())
     run["options"] = {"preset": {"name": "compiled", "stock": "local", "builds": ["isa-sse41"]}}
     (folder / "run.json").write_text(json.dumps(run))
-    a = analyze(folder)
-    lines = answer(a.workloads, a.run, a.settings.min_effect) or []
+    lines = build_report(folder).compiled
     # isa-sse41@1: 18.4 of the CPU's 92 GFLOP/s (20 %), 46 % of its own 40: 5.00x
     assert (
         "Headroom: mnist_cnn on isa-sse41@1 ran at 20 % of this CPU's attainable peak "

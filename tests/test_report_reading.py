@@ -292,21 +292,20 @@ def test_fastest_and_its_ratio_come_from_one_estimator():
     from tfvariants.analyze.training.conclusions import conclude
     from tfvariants.analyze.training.groups import Group, WorkloadReport
 
-    def group(variant: str, times: list[float]) -> Group:
+    def group(variant: str, times: list[float], cmp: stats.Comparison) -> Group:
         m = median(times)
-        return Group(
-            "mnist_cnn", variant, 2, time=stats.Interval(m, m, m, "exact", len(times)), times=times
-        )
+        iv = stats.Interval(m, m, m, "exact", len(times))
+        return Group("mnist_cnn", variant, 2, time=iv, times=times, time_cmp=cmp)
 
-    stock = group("tf-2.14", [1.0, 1.0, 1.0, 3.0, 3.0])
-    intel = group("intel-2.14", [1.1, 1.1, 1.1, 0.5, 0.5])
-    assert stock.time.value < intel.time.value  # by median the baseline leads
-    intel.time_cmp = stats.compare(intel.times, stock.times, min_effect=0.05)
+    stock_times, intel_times = [1.0, 1.0, 1.0, 3.0, 3.0], [1.1, 1.1, 1.1, 0.5, 0.5]
     one = stats.Interval(1.0, 1.0, 1.0, "exact", 5)
-    stock.time_cmp = stats.Comparison(one, "baseline", min_effect=0.05)
+    stock = group("tf-2.14", stock_times, stats.Comparison(one, "baseline", min_effect=0.05))
+    intel = group(
+        "intel-2.14", intel_times, stats.compare(intel_times, stock_times, min_effect=0.05)
+    )
+    assert stock.time.value < intel.time.value  # by median the baseline leads
     assert intel.time_cmp.ratio.value < 1  # ... by the ratio the other does
-    wr = WorkloadReport("mnist_cnn", [stock, intel], baseline=stock)
-    conclude(wr, "tf-2.14@2", 2, None)
+    wr = conclude(WorkloadReport("mnist_cnn", [stock, intel], baseline=stock), "tf-2.14@2", 2, None)
     assert wr.fastest is intel
     text = " ".join(wr.conclusions)
     assert "the baseline tf-2.14@2 had the shortest" not in text

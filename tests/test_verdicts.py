@@ -132,7 +132,7 @@ def test_verdicts_compare_common_rounds_only(tmp_path):
     assert b1.rounds_compared == 5 and b1.time_cmp.verdict == "equivalent"
     html = render_html(assemble(a))
     assert "on the rounds both ran" in html and "5-10 common round(s) per comparison" in html
-    rows = {r["cell_id"]: r for r in csv_rows(a)}
+    rows = {r["cell_id"]: r for r in csv_rows(assemble(a))}
     assert rows["mnist_cnn__b__t1__r5"]["disturbed"] is True
     assert rows["mnist_cnn__b__t1__r0"]["time_rounds"] == 5
 

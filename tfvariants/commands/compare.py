@@ -395,8 +395,8 @@ def _report(out: Path, report_to: _ReportTo, outcome: MatrixOutcome, console: Co
     if report_to.csv:
         console.print(f"csv: {report_to.csv}", highlight=False, markup=False)
     rounds.summary(analysis, out, console)
-    print_compiled_answer(analysis)
-    if report.other_runs is not None:
+    print_compiled_answer(report)
+    if report.other_runs is not None and not report.compiled:  # else in the answer
         console.print(report.other_runs.sentence(), highlight=False, markup=False)
     if outcome.problems:
         console.print(

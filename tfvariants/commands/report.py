@@ -121,12 +121,12 @@ def run(args: argparse.Namespace) -> int:
         if not rows and args.csv.is_file():  # a serving-only run: the CSV holds serving cells
             rows = max(len(args.csv.read_text(encoding="utf-8").splitlines()) - 1, 0)
         print(f"csv: {args.csv} ({rows} rows)")
-    print_compiled_answer(report.frame)
+    print_compiled_answer(report)
     for w in training.workloads if training is not None else []:
         print(f"{w.name}:")  # the sentences do not all name their workload
         for line in w.conclusions:
             print(f"  {line}")
-    if report.other_runs is not None:
+    if report.other_runs is not None and not report.compiled:  # else in the answer
         print(report.other_runs.sentence())
     quiet = training.interference if training is not None else None
     if quiet is not None and (quiet.disturbed or quiet.clean):
@@ -138,13 +138,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def print_compiled_answer(analysis: RunFrame) -> None:
-    """A compiled-preset run opens with its answer for this CPU (analyze/report/compiled.py)."""
-    from tfvariants.analyze.report.compiled import answer
-    from tfvariants.analyze.training.analysis import Analysis
-
-    if not isinstance(analysis, Analysis):  # a serving-only run
-        return
-    lines = answer(analysis.workloads, analysis.run, analysis.settings.min_effect)
-    for i, line in enumerate(lines or []):
+def print_compiled_answer(report: Report) -> None:
+    """A compiled-preset run opens with its answer for this CPU: the report's one answer,
+    as its HTML shows it (analyze/report/build.py)."""
+    for i, line in enumerate(report.compiled):
         print(line if i == 0 else f"  {line}")

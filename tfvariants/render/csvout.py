@@ -97,14 +97,19 @@ def _config_columns(analysis: Analysis) -> dict[ConfigKey, dict[str, Any]]:
     return out
 
 
-def csv_rows(analysis: Analysis) -> list[dict[str, Any]]:
+def csv_rows(report: Report) -> list[dict[str, Any]]:
+    """One row per training cell, from the report's facts (its costs and roofline:
+    computed once, in analyze/)."""
+    analysis = report.training
+    if analysis is None:
+        return []
     rows = []
     pricing = analysis.pricing
     configs = _config_columns(analysis)
-    peaks = roofline.csv_columns(roofline.roofline(analysis.workloads, analysis.run))
+    peaks = roofline.csv_columns(report.roofline)
     for r in analysis.cells:
         t = r.training_time_s
-        cost = pricing.cost(r.variant, r.threads, t, r.device) if (pricing and t) else None
+        cost = analysis.cell_costs.get(r.cell_id)
         sched = r.get("schedule") or {}
         ci = r.get("schedule", "projected_full_ci_s")
         lo, hi = ci if isinstance(ci, list) and len(ci) == 2 else (None, None)
@@ -162,11 +167,11 @@ def _cell_text(value: object) -> object:
     return value
 
 
-def write_csv(analysis: Analysis, path: Path) -> Path:
+def write_csv(report: Report, path: Path) -> Path:
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS)
     writer.writeheader()
-    for row in csv_rows(analysis):
+    for row in csv_rows(report):
         writer.writerow({k: _cell_text(v) for k, v in row.items()})
     write_text_atomic(Path(path), buf.getvalue())
     return Path(path)
@@ -216,7 +221,7 @@ def write_report_csv(report: Report, path: Path) -> None:
     training cells, else beside it as ``<stem>-serving<suffix>``."""
     training = report.training.workloads if report.training is not None else []
     if report.training is not None and training:
-        write_csv(report.training, path)
+        write_csv(report, path)
     if report.serving is not None:
         path = Path(path)
         serving_path = path.with_name(f"{path.stem}-serving{path.suffix}") if training else path

@@ -12,7 +12,7 @@ import csv
 import io
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
 
@@ -34,7 +34,7 @@ SIMPLE_HEADER = ("instance", "vcpus", "gpu", "on_demand", "spot", "region", "dat
 _GPU = re.compile(r"^(?:(\d+)\s*x\s*)?([A-Za-z0-9][\w.-]*)$")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Row:
     instance: str
     vcpus: int
@@ -46,7 +46,7 @@ class Row:
     note: str = ""
 
 
-@dataclass
+@dataclass(frozen=True)
 class Imported:
     rows: list[Row]
     warnings: list[str]
@@ -78,13 +78,15 @@ def _name(text: str, where: str) -> str:
     return text
 
 
-def _check_spot(row: Row, warnings: list[str]) -> None:
+def _check_spot(row: Row, warnings: list[str]) -> Row:
+    """The row, without a spot price above its on-demand one (said in ``warnings``)."""
     if row.spot is not None and row.on_demand is not None and row.spot > row.on_demand:
         warnings.append(
             f"{row.instance}: spot {row.spot:g} above on-demand {row.on_demand:g}: spot dropped"
         )
-        row.note = (row.note + f"; spot {row.spot:g} > on-demand dropped").lstrip("; ")
-        row.spot = None
+        note = (row.note + f"; spot {row.spot:g} > on-demand dropped").lstrip("; ")
+        return replace(row, note=note, spot=None)
+    return row
 
 
 def read_csv(path: Path, *, region: str | None, as_of: str, match: list[str]) -> Imported:
@@ -162,8 +164,7 @@ def _skypilot(
             as_of,
             note,
         )
-        _check_spot(row, warnings)
-        rows.append(row)
+        rows.append(_check_spot(row, warnings))
     if skipped_accel:
         warnings.append(
             f"{skipped_accel} accelerator-only row(s) skipped (GCE prices GPUs apart from "
@@ -213,8 +214,7 @@ def _simple(
             spot,
             when,
         )
-        _check_spot(row, warnings)
-        rows.append(row)
+        rows.append(_check_spot(row, warnings))
     if not rows:
         raise UserError(f"{path}: no rows{' for region ' + region if region else ''}")
     return Imported(rows, warnings)

@@ -36,7 +36,7 @@ class CellCost:
     tier_word: str = ""  # the tier in the catalog's own word (spot, preemptible, on-demand)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Pricing:
     """A catalog plus the selection (date, tier) and the cell -> instance mapping.
 
@@ -53,7 +53,7 @@ class Pricing:
     families: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        self.tier = normalize_tier(self.tier)
+        object.__setattr__(self, "tier", normalize_tier(self.tier))  # the one spelling
         if self.tier is not None and self.tier not in TIERS:
             raise UserError(
                 f"unknown price tier {self.tier!r}: expected spot (= preemptible) or on_demand"

@@ -6,29 +6,47 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfvariants.analyze.report.compiled import with_preset_baseline
+from tfvariants.analyze.report.compiled import answer, with_preset_baseline
 from tfvariants.analyze.report.otherruns import OtherRuns, other_runs
-from tfvariants.analyze.report.sections import Section, sections_of
+from tfvariants.analyze.report.sections import Section, Shared, sections_of
 from tfvariants.analyze.serving.analysis import analyze_serving_contents
 from tfvariants.analyze.serving.configs import ServingAnalysis
 from tfvariants.analyze.shared import cautions
 from tfvariants.analyze.shared.frame import RunFrame, environments_of, logical_cpus_of
+from tfvariants.analyze.shared.header import header_of
 from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.analyze.statistics.decide import run_settings
 from tfvariants.analyze.training.analysis import Analysis, analyze_contents
+from tfvariants.analyze.training.roofline import Roofline, roofline
 from tfvariants.store.rundir import load_run_dir
 
 
 @dataclass(frozen=True)
 class Report:
     """Everything one report shows. ``frame`` is the header's facts: the training
-    analysis itself, or for a run with serving cells only a plain RunFrame."""
+    analysis itself, or for a run with serving cells only a plain RunFrame; ``shared``
+    the facts more than one output reads (roofline, compiled answer, other runs),
+    computed once here: the HTML, the CSV and the terminal read them."""
 
     frame: RunFrame
     training: Analysis | None
     serving: ServingAnalysis | None
     sections: tuple[Section, ...]
-    other_runs: OtherRuns | None = None  # this run beside the other runs of its comparisons
+    shared: Shared = Shared()
+
+    @property
+    def other_runs(self) -> OtherRuns | None:
+        """This run beside the other runs of its comparisons."""
+        return self.shared.other_runs
+
+    @property
+    def roofline(self) -> Roofline | None:
+        return self.shared.roofline
+
+    @property
+    def compiled(self) -> tuple[str, ...]:
+        """A compiled-preset run's answer, as the HTML and the terminal show it."""
+        return self.shared.compiled
 
 
 def build_report(results_dir: Path, report: ReportSettings | None = None) -> Report:
@@ -61,7 +79,22 @@ def assemble(
         frame = serving_frame(serving)
     else:
         raise ValueError("a report needs a training or a serving analysis")
-    return Report(frame, training, serving, sections_of(frame, training, serving, other), other)
+    shared = shared_facts(training, other)
+    return Report(frame, training, serving, sections_of(frame, training, serving, shared), shared)
+
+
+def shared_facts(training: Analysis | None, other: OtherRuns | None) -> Shared:
+    """The roofline (once: the section, the CSV and the compiled answer's headroom read
+    it) and the compiled answer: beside other runs of the same comparisons, their
+    sentence too (before the study's note, which stays last): one run's answer to a
+    few-percent question is not the host's."""
+    if training is None:
+        return Shared(other_runs=other)
+    roof = roofline(training.workloads, training.run)
+    lines = answer(training.workloads, training.run, training.settings.min_effect, roof) or []
+    if lines and other is not None:
+        lines = [*lines[:-1], other.sentence(), lines[-1]]
+    return Shared(roof, tuple(lines), other)
 
 
 def serving_frame(sa: ServingAnalysis) -> RunFrame:
@@ -82,4 +115,5 @@ def serving_frame(sa: ServingAnalysis) -> RunFrame:
         logical_cpus=logical_cpus_of(sa.run),
         variants=list(dict.fromkeys(r.variant for r in sa.cells)),
         store=sa.store,
+        header=header_of(sa.run),
     )

@@ -22,6 +22,7 @@ from tfvariants.analyze.statistics.stats import Comparison
 from tfvariants.analyze.training import loadlabel
 from tfvariants.analyze.training.conclusions import interval_words
 from tfvariants.analyze.training.groups import Group, WorkloadReport
+from tfvariants.analyze.training.roofline import Roofline, headroom
 
 PRESET = "compiled"
 STUDY = (
@@ -147,7 +148,10 @@ def _per_workload(
 
 
 def answer(
-    workloads: list[WorkloadReport], run: dict[str, Any], min_effect: float
+    workloads: list[WorkloadReport],
+    run: dict[str, Any],
+    min_effect: float,
+    roof: Roofline | None = None,
 ) -> list[str] | None:
     """The opening sentences of a compiled-preset run (None for any other run): a head,
     ONE line per compiled build (each workload: faster by X, equivalent within the band,
@@ -196,9 +200,8 @@ def answer(
     if band is not None:
         lines.append(_band_words(band, preset))
     head = _head(_cpu_words(workloads), stock, verdicts, band if band is not None else min_effect)
-    from tfvariants.analyze.training.roofline import headroom  # each build's distance to the peak
-
-    return [head, *lines, *headroom(workloads, run, [stock, *builds]), STUDY]
+    # each build's distance to the peak, from the report's one roofline
+    return [head, *lines, *headroom(roof, [stock, *builds]), STUDY]
 
 
 def _head(cpu: str, stock: str, verdicts: list[str], band: float) -> str:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from tfvariants.analyze.training.groups import WorkloadReport
 
 
-@dataclass
+@dataclass(frozen=True)
 class WhereRan:
     configuration: str  # variant@threads
     instances: list[str] = field(default_factory=list)  # node types
@@ -32,30 +32,30 @@ class WhereRan:
 
 def where_ran(workloads: Sequence[WorkloadReport]) -> list[WhereRan]:
     """One row per configuration that ran on Ray nodes (empty for a local run)."""
-    rows: dict[str, WhereRan] = {}
+    nodes: dict[str, list[dict]] = {}  # configuration -> its cells' Ray node records
     for w in workloads:
         for g in w.groups:
             for r in g.results:
                 node = r.raw.get("node")
-                if not isinstance(node, dict) or node.get("executor") != "ray":
-                    continue
-                row = rows.setdefault(g.label, WhereRan(g.label))
-                inst = str(node.get("instance") or "?")
-                if inst not in row.instances:
-                    row.instances.append(inst)
-                if "real_instance" not in node and "simulated" not in node:
-                    continue  # a cell that never reached a node (e.g. no node of its type)
-                if node.get("real_instance") is True:
-                    row.real += 1
-                else:
-                    row.simulated += 1
-                if node.get("node_id"):
-                    row.nodes.add(str(node["node_id"]))
-                if node.get("cpu_model"):
-                    row.cpu_models.add(str(node["cpu_model"]))
+                if isinstance(node, dict) and node.get("executor") == "ray":
+                    nodes.setdefault(g.label, []).append(node)
+    rows = [_where(label, ns) for label, ns in nodes.items()]
 
     def order(row: WhereRan) -> tuple[str, int]:
         variant, _, threads = row.configuration.rpartition("@")
         return variant, int(threads) if threads.isdigit() else 0
 
-    return sorted(rows.values(), key=order)
+    return sorted(rows, key=order)
+
+
+def _where(label: str, nodes: list[dict]) -> WhereRan:
+    # a cell that never reached a node (e.g. no node of its type) names only its type
+    reached = [n for n in nodes if "real_instance" in n or "simulated" in n]
+    return WhereRan(
+        label,
+        instances=list(dict.fromkeys(str(n.get("instance") or "?") for n in nodes)),
+        real=sum(1 for n in reached if n.get("real_instance") is True),
+        simulated=sum(1 for n in reached if n.get("real_instance") is not True),
+        nodes={str(n["node_id"]) for n in reached if n.get("node_id")},
+        cpu_models={str(n["cpu_model"]) for n in reached if n.get("cpu_model")},
+    )

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tfvariants.analyze.cost.pricing import Pricing
-from tfvariants.analyze.report.compiled import answer
 from tfvariants.analyze.report.otherruns import OtherRuns
+from tfvariants.analyze.report.probes import VariantProbe, probes_of
 from tfvariants.analyze.report.provenance import WhereRan, where_ran
 from tfvariants.analyze.serving.configs import ServingAnalysis
 from tfvariants.analyze.shared.cautions import StatWarning
@@ -22,7 +22,6 @@ from tfvariants.analyze.shared.frame import RunFrame
 from tfvariants.analyze.training.analysis import Analysis
 from tfvariants.analyze.training.groups import WorkloadReport
 from tfvariants.analyze.training.roofline import Roofline as RooflineAnalysis
-from tfvariants.analyze.training.roofline import roofline
 
 
 @dataclass(frozen=True)
@@ -69,7 +68,7 @@ class VariantProbes:
     """What each variant's probe found on this host (backend, oneDNN, no-op settings)."""
 
     template: ClassVar[str] = "variants.html"
-    variant_info: Mapping[str, Mapping[str, Any]]
+    probes: tuple[VariantProbe, ...]
 
 
 @dataclass(frozen=True)
@@ -94,6 +93,16 @@ class Prices:
     pricing: Pricing
 
 
+@dataclass(frozen=True)
+class Shared:
+    """The facts more than one output reads, computed once per report
+    (analyze/report/build.py): the sections, the CSV and the terminal read these."""
+
+    roofline: RooflineAnalysis | None = None
+    compiled: tuple[str, ...] = ()  # a compiled-preset run's answer, () for any other
+    other_runs: OtherRuns | None = None
+
+
 Section = (
     CompiledAnswer
     | TrainingSummary
@@ -112,17 +121,18 @@ def sections_of(
     frame: RunFrame,
     training: Analysis | None,
     serving: ServingAnalysis | None,
-    other: OtherRuns | None = None,
+    shared: Shared,
 ) -> tuple[Section, ...]:
-    """The report's sections in reading order; one with nothing to say is left out."""
+    """The report's sections in reading order, from the facts computed once
+    (``shared``); one with nothing to say is left out."""
     workloads = training.workloads if training is not None else []
     out: list[Section | None] = [
-        _compiled(training, other),
+        CompiledAnswer(shared.compiled) if shared.compiled else None,
         TrainingSummary(tuple(workloads)) if workloads else None,
-        other,
+        shared.other_runs,
         Warnings(tuple(frame.warnings)) if frame.warnings else None,
         *(Workload(w, i) for i, w in enumerate(workloads, 1)),
-        _roofline(training),
+        Roofline(shared.roofline) if shared.roofline is not None else None,
         _variant_probes(frame.run),
         Serving(serving) if serving is not None else None,
         Environments(tuple(where_ran(workloads)), frame.environments, frame.raw_environments),
@@ -131,24 +141,6 @@ def sections_of(
     return tuple(s for s in out if s is not None)
 
 
-def _roofline(training: Analysis | None) -> Roofline | None:
-    roof = roofline(training.workloads, training.run) if training is not None else None
-    return Roofline(roof) if roof is not None else None
-
-
-def _compiled(training: Analysis | None, other: OtherRuns | None) -> CompiledAnswer | None:
-    """The answer box; beside other runs of the same comparisons, their sentence too
-    (before the study's note, which stays last): one run's answer to a few-percent
-    question is not the host's."""
-    if training is None:
-        return None
-    lines = answer(training.workloads, training.run, training.settings.min_effect)
-    if lines and other is not None:
-        lines = [*lines[:-1], other.sentence(), lines[-1]]
-    return CompiledAnswer(tuple(lines)) if lines else None
-
-
 def _variant_probes(run: Mapping[str, Any]) -> VariantProbes | None:
-    info = run.get("variant_info") or {}
-    probed = {v: i for v, i in info.items() if isinstance(i, dict) and "backend" in i}
-    return VariantProbes(info) if probed else None
+    probes = probes_of(run.get("variant_info"))
+    return VariantProbes(probes) if probes else None

@@ -12,6 +12,7 @@ rounds of ``serve --budget`` run :func:`model_reports` and ask
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from tfvariants.analyze.baseline import parse_baseline
@@ -19,7 +20,6 @@ from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.serving.configs import (
     Config,
     ModelReport,
-    Row,
     ServingAnalysis,
     compare_lower,
     operating_point,
@@ -90,29 +90,10 @@ def model_reports(
 ) -> list[ModelReport]:
     """Configurations, operating points, costs and every comparison, per model: the one
     analysis the report shows and the adaptive rounds judge by."""
-    configs: dict[ServeKey, Config] = {}
-    for r in cells:
-        key = r.serving_key
-        cfg = configs.setdefault(key, Config(key, device=r.device))
-        row = cfg.row(r.scenario, r.concurrency)
-        if row is None:
-            row = Row(r.scenario, r.concurrency)
-            cfg.rows.append(row)
-        row.results.append(r)
-        if r.shared_cpus and r.path != "inprocess":  # in-process always does
-            cpus = ",".join(str(x) for x in r.server_cpus)
-            cfg.shared_cpus = f"server and load generator share CPUs {cpus}"
-        if r.oversubscribed:
-            cfg.oversubscribed = True
-    for cfg in configs.values():
-        order = ("single_stream", "server", "server_search", "offline", "concurrency")
-        cfg.rows.sort(
-            key=lambda x: (order.index(x.scenario) if x.scenario in order else 9, x.concurrency)
-        )
-        for row in cfg.rows:
-            summarise_row(row)
-        operating_point(cfg, bound_ms)
-        price_config(cfg, pricing)
+    configs = {
+        key: price_config(operating_point(_config(key, results), bound_ms), pricing)
+        for key, results in _by_config(cells).items()
+    }
 
     variants = list(dict.fromkeys([*(run.get("variants") or []), *(k.variant for k in configs)]))
     models = list(dict.fromkeys(k.model for k in configs))
@@ -135,9 +116,46 @@ def model_reports(
     ]
     adaptive = run.get("adaptive")
     if isinstance(adaptive, dict):
-        for rep in reports:
-            last_look_sentence(rep, adaptive)
+        reports = [
+            replace(rep, conclusions=last_look_sentence(rep.conclusions, adaptive))
+            for rep in reports
+        ]
     return reports
+
+
+def _by_config(cells: list[ServeResult]) -> dict[ServeKey, list[ServeResult]]:
+    out: dict[ServeKey, list[ServeResult]] = {}
+    for r in cells:
+        out.setdefault(r.serving_key, []).append(r)
+    return out
+
+
+_SCENARIOS = ("single_stream", "server", "server_search", "offline", "concurrency")
+
+
+def _config(key: ServeKey, results: list[ServeResult]) -> Config:
+    """One configuration's rows (each summarised), in the scenarios' order."""
+    by_row: dict[tuple[str, int], list[ServeResult]] = {}
+    shared = None
+    for r in results:
+        by_row.setdefault((r.scenario, r.concurrency), []).append(r)
+        if r.shared_cpus and r.path != "inprocess":  # in-process always does
+            cpus = ",".join(str(x) for x in r.server_cpus)
+            shared = f"server and load generator share CPUs {cpus}"
+    rows = sorted(
+        (summarise_row(sc, n, rs) for (sc, n), rs in by_row.items()),
+        key=lambda x: (
+            _SCENARIOS.index(x.scenario) if x.scenario in _SCENARIOS else 9,
+            x.concurrency,
+        ),
+    )
+    return Config(
+        key,
+        device=results[0].device,
+        rows=rows,
+        shared_cpus=shared,
+        oversubscribed=any(r.oversubscribed for r in results),
+    )
 
 
 def _pick_baseline(
@@ -177,24 +195,40 @@ def _pick_baseline(
     )
 
 
-def _compare_to_baseline(cfgs: list[Config], baseline: Config, settings: Settings) -> None:
-    for c in cfgs:
-        if c is baseline:
-            continue
-        for row in c.rows:
-            b = baseline.row(row.scenario, row.concurrency)
-            if b is None:
-                continue
-            row.throughput_cmp = compare_lower(
-                row.seconds_per_prediction(), b.seconds_per_prediction(), settings
+def _compare_to_baseline(cfgs: list[Config], baseline: Config, settings: Settings) -> list[Config]:
+    """The configurations, each with its comparisons to the baseline (marked as such)."""
+    return [
+        replace(c, is_baseline=True) if c is baseline else _compared(c, baseline, settings)
+        for c in cfgs
+    ]
+
+
+def _compared(c: Config, baseline: Config, settings: Settings) -> Config:
+    rows = []
+    for row in c.rows:
+        b = baseline.row(row.scenario, row.concurrency)
+        if b is not None:
+            row = replace(
+                row,
+                throughput_cmp=compare_lower(
+                    row.seconds_per_prediction(), b.seconds_per_prediction(), settings
+                ),
+                p99_cmp=compare_lower(row.p99_by_round(), b.p99_by_round(), settings)
+                if row.scenario not in ("offline", "server_search")  # no latency to speak of
+                else None,
             )
-            if row.scenario not in ("offline", "server_search"):  # no latency to speak of
-                row.p99_cmp = compare_lower(row.p99_by_round(), b.p99_by_round(), settings)
-        c.throughput_cmp = compare_lower(
-            c.operating_seconds(), baseline.operating_seconds(), settings
-        )
-        c.cost_cmp = compare_lower(c.costs, baseline.costs, settings)
-        c.cost_ratio = c.cost_cmp.ratio if c.cost_cmp is not None else None
+        rows.append(row)
+    cost_cmp = compare_lower(c.costs, baseline.costs, settings)
+    return replace(
+        c,
+        rows=rows,
+        operating_row=next(
+            (n for o, n in zip(c.rows, rows, strict=True) if o is c.operating_row), None
+        ),
+        throughput_cmp=compare_lower(c.operating_seconds(), baseline.operating_seconds(), settings),
+        cost_cmp=cost_cmp,
+        cost_ratio=cost_cmp.ratio if cost_cmp is not None else None,
+    )
 
 
 def _model_report(
@@ -208,8 +242,9 @@ def _model_report(
 ) -> ModelReport:
     baseline = _pick_baseline(cfgs, base, variants)
     if baseline is not None:
-        baseline.is_baseline = True
-        _compare_to_baseline(cfgs, baseline, settings)
+        compared = _compare_to_baseline(cfgs, baseline, settings)
+        baseline = next(n for o, n in zip(cfgs, compared, strict=True) if o is baseline)
+        cfgs = compared
     # cheapest first (a stable sort: the first listed wins a tie)
     priced = sorted(
         ((c, iv) for c in cfgs if (iv := c.cost_per_million) is not None), key=lambda m: m[1].value
@@ -217,10 +252,13 @@ def _model_report(
     met = [c for c, _ in priced]
     rep = ModelReport(model, cfgs, baseline, met[0] if met else None)
     if len(met) > 1:
-        rep.runner_up = met[1]
-        cmp = rep.cheapest_cmp = compare_lower(met[0].costs, met[1].costs, settings)
-        rep.cheapest_decided = (
-            cmp is not None and cmp.verdict == "different" and cmp.direction == "lower"
+        cmp = compare_lower(met[0].costs, met[1].costs, settings)
+        rep = replace(
+            rep,
+            runner_up=met[1],
+            cheapest_cmp=cmp,
+            cheapest_decided=cmp is not None
+            and cmp.verdict == "different"
+            and cmp.direction == "lower",
         )
-    conclude_model(rep, bound, pricing, settings)
-    return rep
+    return replace(rep, conclusions=conclude_model(rep, bound, pricing, settings))

@@ -57,7 +57,7 @@ def compare_lower(
     return statistic(b, a, settings)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Row:
     """All repeats of one (configuration, scenario, concurrency): the percentile table."""
 
@@ -101,7 +101,7 @@ class Row:
         return sorted({str(r.reason) for r in self.results if not r.ok})
 
 
-@dataclass
+@dataclass(frozen=True)
 class Config:
     """All rows of one serving configuration (plan/serve.py ``ServeKey``)."""
 
@@ -173,7 +173,7 @@ class Config:
         )
 
 
-@dataclass
+@dataclass(frozen=True)
 class ModelReport:
     model: str
     configs: list[Config]
@@ -188,7 +188,7 @@ class ModelReport:
         return sorted({c.max_batch_size for c in self.configs})
 
 
-@dataclass
+@dataclass(frozen=True)
 class ServingAnalysis:
     results_dir: str
     run: dict
@@ -210,19 +210,27 @@ class ServingAnalysis:
         return look_plan_sentence(adaptive.get("look_plan")) if isinstance(adaptive, dict) else None
 
 
-def summarise_row(row: Row) -> None:
-    ok = row.ok
-    row.throughput = _interval(r.throughput_per_s for r in ok)
-    row.percentiles = {k: _median(r.percentiles_ms.get(k) for r in ok) for k in PCTS}
-    row.validity = [r.validity for r in ok if r.validity]
-    row.overhead_p50_ms = _median(r.http_overhead_p50_ms for r in ok)
-    if row.scenario == "server_search":
-        row.max_qps = _interval(r.max_qps_under_bound for r in ok)
+def summarise_row(scenario: str, concurrency: int, results: list[ServeResult]) -> Row:
+    """One (configuration, scenario, concurrency)'s repeats and their medians."""
+    ok = [r for r in results if r.ok]
+    return Row(
+        scenario,
+        concurrency,
+        results,
+        throughput=_interval(r.throughput_per_s for r in ok),
+        percentiles={k: _median(r.percentiles_ms.get(k) for r in ok) for k in PCTS},
+        validity=[r.validity for r in ok if r.validity],
+        overhead_p50_ms=_median(r.http_overhead_p50_ms for r in ok),
+        max_qps=_interval(r.max_qps_under_bound for r in ok)
+        if scenario == "server_search"
+        else None,
+    )
 
 
-def operating_point(cfg: Config, bound_ms: float) -> None:
-    """The highest throughput whose p99 met the bound: a concurrency point (median p99
-    over repeats) or the Server QPS search; Offline has no latency and never counts."""
+def operating_point(cfg: Config, bound_ms: float) -> Config:
+    """``cfg`` with the highest throughput whose p99 met the bound: a concurrency point
+    (median p99 over repeats) or the Server QPS search; Offline has no latency and never
+    counts."""
     best: tuple[stats.Interval, str, Row] | None = None
     for row in cfg.rows:
         if row.scenario == "concurrency" and row.throughput is not None:
@@ -233,30 +241,41 @@ def operating_point(cfg: Config, bound_ms: float) -> None:
         elif row.scenario == "server_search" and row.max_qps is not None:
             cand = (row.max_qps, "LoadGen Server QPS search", row)
             best = cand if best is None or cand[0].value > best[0].value else best
-    if best is not None:
-        cfg.throughput_under_bound, cfg.operating, cfg.operating_row = best
+    if best is None:
+        return cfg
+    iv, operating, row = best
+    return replace(cfg, throughput_under_bound=iv, operating=operating, operating_row=row)
 
 
-def price_config(cfg: Config, pricing: Pricing | None) -> None:
+def price_config(cfg: Config, pricing: Pricing | None) -> Config:
+    """``cfg`` with its instance, price and cost per million predictions (none: as it is)."""
     iv = cfg.throughput_under_bound
     if pricing is None or iv is None:
-        return
+        return cfg
     found = pricing.instance_for(cfg.variant, cfg.threads, cfg.device)
     sel = pricing.catalog.price(found[0], as_of=pricing.as_of, tier=pricing.tier) if found else None
     if found is None or sel is None:
-        return
-    cfg.instance, cfg.per_hour = found[0].name, sel.per_hour
+        return cfg
 
     def per_million(qps: float) -> float:
         return sel.per_hour / (qps * 3600) * 1e6 if qps > 0 else float("inf")
 
-    cfg.costs = {k: sel.per_hour / 3600 * 1e6 * s for k, s in cfg.operating_seconds().items()}
-
-    # Cost falls as throughput rises: the interval's ends swap.
-    # The coverage carries over: without it the interval reads as none (and the ratio to
-    # the baseline as a zero-width "1.17-1.17").
-    cfg.cost_per_million = stats.Interval(
-        per_million(iv.value), per_million(iv.hi), per_million(iv.lo), iv.method, iv.n, iv.coverage
+    return replace(
+        cfg,
+        instance=found[0].name,
+        per_hour=sel.per_hour,
+        costs={k: sel.per_hour / 3600 * 1e6 * s for k, s in cfg.operating_seconds().items()},
+        # Cost falls as throughput rises: the interval's ends swap.
+        # The coverage carries over: without it the interval reads as none (and the ratio
+        # to the baseline as a zero-width "1.17-1.17").
+        cost_per_million=stats.Interval(
+            per_million(iv.value),
+            per_million(iv.hi),
+            per_million(iv.lo),
+            iv.method,
+            iv.n,
+            iv.coverage,
+        ),
     )
 
 

@@ -18,24 +18,28 @@ from tfvariants.store.rawfields import finite_number
 
 def conclude_model(
     rep: ModelReport, bound: float, pricing: Pricing | None, settings: Settings
-) -> None:
-    """Every sentence of one model's report, in reading order, onto ``rep.conclusions``."""
+) -> list[str]:
+    """Every sentence of one model's report, in reading order."""
     within = f"p99 within {bound:g} ms"
-    _cheapest_sentence(rep, within, pricing)
-    _gpu_sentences(rep, settings, within)
-    _thread_sentences(rep, settings, within)
-    _disturbed_sentence(rep)
-    _shared_sentences(rep)
+    lines: list[str] = []
+    _cheapest_sentence(rep, within, pricing, lines)
+    _gpu_sentences(rep, settings, within, lines)
+    _thread_sentences(rep, settings, within, lines)
+    _disturbed_sentence(rep, lines)
+    _shared_sentences(rep, lines)
+    return lines
 
 
-def _cheapest_sentence(rep: ModelReport, within: str, pricing: Pricing | None) -> None:
+def _cheapest_sentence(
+    rep: ModelReport, within: str, pricing: Pricing | None, lines: list[str]
+) -> None:
     model, c = rep.model, rep.cheapest
     iv = c.cost_per_million if c is not None else None
     if c is None or iv is None:
         if pricing is None:
-            rep.conclusions.append(f"{model}: no prices given, so no cost per million predictions.")
+            lines.append(f"{model}: no prices given, so no cost per million predictions.")
         else:
-            rep.conclusions.append(
+            lines.append(
                 f"{model}: no configuration kept {within} (or none could be priced): try fewer "
                 "requests in flight, more threads, batching, a larger --p99, or (over HTTP) "
                 "the b64 encoding."
@@ -59,7 +63,7 @@ def _cheapest_sentence(rep: ModelReport, within: str, pricing: Pricing | None) -
     )
     nxt, cmp = rep.runner_up, rep.cheapest_cmp
     if nxt is None:
-        rep.conclusions.append(
+        lines.append(
             f"{model}: {c.label} is the only configuration that served it with {within}: {facts}."
         )
         return
@@ -76,10 +80,10 @@ def _cheapest_sentence(rep: ModelReport, within: str, pricing: Pricing | None) -
             f"{c.label} had the lowest median cost with {within}, but it is not "
             f"decided against the next cheapest"
         )
-    rep.conclusions.append(f"{model}: {lead}: {facts}; against the next cheapest: {against}.")
+    lines.append(f"{model}: {lead}: {facts}; against the next cheapest: {against}.")
 
 
-def _disturbed_sentence(rep: ModelReport) -> None:
+def _disturbed_sentence(rep: ModelReport, lines: list[str]) -> None:
     ok = [r for c in rep.configs for row in c.rows for r in row.ok]
     disturbed = [r for r in ok if r.disturbed]
     if not disturbed:
@@ -92,20 +96,20 @@ def _disturbed_sentence(rep: ModelReport) -> None:
         if f"{shares[0]:.0%}" == f"{shares[-1]:.0%}"
         else f"{shares[0]:.0%}-{shares[-1]:.0%}"
     )
-    rep.conclusions.append(
+    lines.append(
         f"{len(disturbed)} of {len(ok)} successful cells were disturbed (other processes "
         f"used {span} of their CPUs during the load; the limit is {DISTURBED_SHARE:.0%}): "
         "they are in the tables and left out of every comparison, as in training."
     )
 
 
-def _shared_sentences(rep: ModelReport) -> None:
+def _shared_sentences(rep: ModelReport, lines: list[str]) -> None:
     shared: dict[str, list[str]] = {}  # every such configuration, not only the first
     for c in rep.configs:
         if c.shared_cpus:
             shared.setdefault(c.shared_cpus, []).append(c.label)
     for where, labels in shared.items():
-        rep.conclusions.append(
+        lines.append(
             f"{', '.join(labels)}: {where}, so the client's work is counted against the model "
             "(on a machine this small, expect lower throughput than a separate client would see)."
         )
@@ -120,7 +124,7 @@ def _cost_value(c: Config) -> float:
     return c.cost_per_million.value if c.cost_per_million is not None else float("inf")
 
 
-def _gpu_sentences(rep: ModelReport, settings: Settings, within: str) -> None:
+def _gpu_sentences(rep: ModelReport, settings: Settings, within: str, lines: list[str]) -> None:
     """How much faster (and cheaper) the GPU serves, right after the cheapest: against
     the fastest and the cheapest CPU configuration, each at its own operating point."""
     gpus = [c for c in rep.configs if c.device == "gpu"]
@@ -131,9 +135,7 @@ def _gpu_sentences(rep: ModelReport, settings: Settings, within: str) -> None:
     if not gpu_ok:
         ran = any(r.ok for c in gpus for row in c.rows for r in row.results)
         why = "none met the bound" if ran else "none ran (skipped: no GPU on this host?)"
-        rep.conclusions.append(
-            f"GPU: {', '.join(c.label for c in gpus)}: {why}, so the GPU is not compared."
-        )
+        lines.append(f"GPU: {', '.join(c.label for c in gpus)}: {why}, so the GPU is not compared.")
         return
     if not cpus:
         return
@@ -153,12 +155,12 @@ def _gpu_sentences(rep: ModelReport, settings: Settings, within: str) -> None:
                 + phrase(gpu, cheap, cc, "cost")
             )
     if parts:
-        rep.conclusions.insert(
+        lines.insert(
             1, f"GPU vs the fastest CPU configuration ({fastest.label}): " + "; ".join(parts) + "."
         )
 
 
-def _thread_sentences(rep: ModelReport, settings: Settings, within: str) -> None:
+def _thread_sentences(rep: ModelReport, settings: Settings, within: str, lines: list[str]) -> None:
     """Most vs fewest threads per variant, path and batching, at each one's operating
     point (what a run at 1..CPUs threads answers)."""
     groups: dict[tuple, list[Config]] = {}
@@ -170,7 +172,7 @@ def _thread_sentences(rep: ModelReport, settings: Settings, within: str) -> None
         lo, hi = min(cs, key=lambda c: c.threads), max(cs, key=lambda c: c.threads)
         cmp = compare_lower(hi.operating_seconds(), lo.operating_seconds(), settings)
         if cmp is not None:
-            rep.conclusions.append(f"Threads ({within}): {phrase(hi, lo, cmp, 'time')}.")
+            lines.append(f"Threads ({within}): {phrase(hi, lo, cmp, 'time')}.")
             continue
         # No operating point on one side: the throughput at the most requests in
         # flight both ran, said to be outside the bound.
@@ -185,7 +187,7 @@ def _thread_sentences(rep: ModelReport, settings: Settings, within: str) -> None
         missing = " and ".join(c.label for c in (hi, lo) if c.operating_row is None)
         if found:
             n, at_n = found[-1]
-            rep.conclusions.append(
+            lines.append(
                 f"Threads (at {n} in flight; {missing} kept no point with "
                 f"{within}): {phrase(hi, lo, at_n, 'time')}."
             )
@@ -195,7 +197,7 @@ def _thread_sentences(rep: ModelReport, settings: Settings, within: str) -> None
                 why = "no round with undisturbed repeats on both sides (below)"
             else:
                 why = f"{missing} kept no point with {within}"
-            rep.conclusions.append(f"Threads: {hi.label} vs {lo.label} not compared: {why}.")
+            lines.append(f"Threads: {hi.label} vs {lo.label} not compared: {why}.")
 
 
 def look_plan_sentence(plan: object) -> str | None:
@@ -214,18 +216,20 @@ def look_plan_sentence(plan: object) -> str | None:
     )
 
 
-def last_look_sentence(rep: ModelReport, adaptive: Mapping[str, object]) -> None:
-    """After the last undecided sentence of a run that stopped at its planned last look:
-    its "about N more repeats" needs a new run, not more budget (as compare's closing
-    line and answer box say: tfvariants.analyze.statistics.adaptive)."""
+def last_look_sentence(lines: list[str], adaptive: Mapping[str, object]) -> list[str]:
+    """A model's sentences with one more after the last undecided one of a run that
+    stopped at its planned last look: its "about N more repeats" needs a new run, not
+    more budget (as compare's closing line and answer box say:
+    tfvariants.analyze.statistics.adaptive)."""
     if not adaptive_rule.at_last_look(adaptive.get("stopped")):
-        return
-    undecided = [i for i, line in enumerate(rep.conclusions) if ": undecided (" in line]
+        return lines
+    undecided = [i for i, line in enumerate(lines) if ": undecided (" in line]
     last = adaptive.get("max_repeats")
     if not undecided or not isinstance(last, int):
-        return
-    rep.conclusions.insert(
-        undecided[-1] + 1,
+        return lines
+    at = undecided[-1] + 1
+    said = (
         f"This run stopped at its planned last look ({last} repeats), which more budget "
-        f"cannot pass; to decide: {adaptive_rule.LAST_LOOK_NEXT.format(more=2 * last)}.",
+        f"cannot pass; to decide: {adaptive_rule.LAST_LOOK_NEXT.format(more=2 * last)}."
     )
+    return [*lines[:at], said, *lines[at:]]

@@ -17,11 +17,12 @@ from typing import Any
 from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.shared import cautions
 from tfvariants.analyze.shared.fields import environment_summary, flatten
+from tfvariants.analyze.shared.header import Header
 from tfvariants.store.cellresult import AnyResult
 from tfvariants.store.rundir import RunContents
 
 
-@dataclass(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class RunFrame:
     results_dir: str
     run: dict[str, Any]
@@ -37,6 +38,7 @@ class RunFrame:
     )
     variants: list[str] = field(default_factory=list)  # in display order
     store: RunContents | None = None  # the run folder as loaded, with its named problems
+    header: Header = field(default_factory=Header)  # typed from ``run`` (header_of)
 
 
 def environments_of(

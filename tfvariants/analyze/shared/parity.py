@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from tfvariants.store.cellresult import CellResult
@@ -27,7 +27,7 @@ ACC_FLOOR = 0.05  # absolute accuracy
 LOSS_FLOOR = 0.15  # relative to the baseline's median loss
 
 
-@dataclass
+@dataclass(frozen=True)
 class Metric:
     """One metric of one variant: its repeats against the baseline's."""
 
@@ -40,7 +40,7 @@ class Metric:
     better: bool = False  # better than the baseline beyond the tolerance
 
 
-@dataclass
+@dataclass(frozen=True)
 class VariantParity:
     variant: str
     n: int
@@ -109,39 +109,53 @@ def parity(groups: Iterable[Repeats], baseline_variant: str | None) -> list[Vari
         return rows
     acc_sd = _pooled_sd([r.accuracy for r in rows])
     loss_sd = _pooled_sd([r.loss for r in rows])
-    for row in rows:
-        if row is base or not row.n:
-            continue
-        _judge(row.accuracy, base.accuracy, max(SPREAD_K * acc_sd, ACC_FLOOR), +1)
-        if base.loss.median is not None:
-            floor = LOSS_FLOOR * abs(base.loss.median)
-            _judge(row.loss, base.loss, max(SPREAD_K * loss_sd, floor), -1)
-        for name, metric, ref, fmt in (
-            ("accuracy", row.accuracy, base.accuracy, ".3f"),
-            ("loss", row.loss, base.loss, ".4g"),
-        ):
-            if metric.outlier or metric.better:
-                text = (
-                    f"{name} {metric.median:{fmt}} vs {ref.median:{fmt}} "
-                    f"(tolerance ±{metric.tolerance:{'.3f' if name == 'accuracy' else '.3g'}})"
-                )
-                (row.flags if metric.outlier else row.notes).append(
-                    text if metric.outlier else text + ": better than the baseline"
-                )
-        if row.diverged and not base.diverged:
-            row.flags.append(f"{row.diverged} of {row.n} repeats diverged (loss not finite)")
-        at_chance, base_acc, acc = row.chance, base.accuracy.median, row.accuracy.median
-        if at_chance is not None and base_acc is not None and base_acc > at_chance + ACC_FLOOR:
-            if acc is not None and acc <= at_chance + 0.01:
-                row.flags.append(f"accuracy at chance ({at_chance:.2f})")
-    return rows
+    return [
+        row if row is base or not row.n else _judged(row, base, acc_sd, loss_sd) for row in rows
+    ]
 
 
-def _judge(metric: Metric, base: Metric, tolerance: float, higher_is_better: int) -> None:
+def _judged(
+    row: VariantParity, base: VariantParity, acc_sd: float, loss_sd: float
+) -> VariantParity:
+    """``row`` judged against the baseline's: its metrics' deltas, flags and notes."""
+    accuracy = _judge(row.accuracy, base.accuracy, max(SPREAD_K * acc_sd, ACC_FLOOR), +1)
+    loss = row.loss
+    if base.loss.median is not None:
+        floor = LOSS_FLOOR * abs(base.loss.median)
+        loss = _judge(row.loss, base.loss, max(SPREAD_K * loss_sd, floor), -1)
+    flags: list[str] = []
+    notes: list[str] = []
+    for name, metric, ref, fmt in (
+        ("accuracy", accuracy, base.accuracy, ".3f"),
+        ("loss", loss, base.loss, ".4g"),
+    ):
+        if metric.outlier or metric.better:
+            text = (
+                f"{name} {metric.median:{fmt}} vs {ref.median:{fmt}} "
+                f"(tolerance ±{metric.tolerance:{'.3f' if name == 'accuracy' else '.3g'}})"
+            )
+            (flags if metric.outlier else notes).append(
+                text if metric.outlier else text + ": better than the baseline"
+            )
+    if row.diverged and not base.diverged:
+        flags.append(f"{row.diverged} of {row.n} repeats diverged (loss not finite)")
+    at_chance, base_acc, acc = row.chance, base.accuracy.median, accuracy.median
+    if at_chance is not None and base_acc is not None and base_acc > at_chance + ACC_FLOOR:
+        if acc is not None and acc <= at_chance + 0.01:
+            flags.append(f"accuracy at chance ({at_chance:.2f})")
+    return replace(row, accuracy=accuracy, loss=loss, flags=flags, notes=notes)
+
+
+def _judge(metric: Metric, base: Metric, tolerance: float, higher_is_better: int) -> Metric:
     if metric.median is None or base.median is None:
-        return
-    metric.delta = metric.median - base.median
-    metric.tolerance = tolerance
-    if abs(metric.delta) > tolerance:
-        improved = metric.delta * higher_is_better > 0
-        metric.better, metric.outlier = improved, not improved
+        return metric
+    delta = metric.median - base.median
+    improved = delta * higher_is_better > 0
+    beyond = abs(delta) > tolerance
+    return replace(
+        metric,
+        delta=delta,
+        tolerance=tolerance,
+        better=beyond and improved,
+        outlier=beyond and not improved,
+    )

@@ -45,7 +45,7 @@ def disturbance(
     return rule.result_disturbance(result, limit, shielded_limit)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Interference:
     """What interference did to a run: the disturbed cells (kept apart from the verdicts
     unless used), and how long the cells waited for quiet."""
@@ -183,48 +183,86 @@ def summarise(
     options = options or {}
     limit = rule.disturbed_limit({"options": options})
     shielded_limit = rule.shielded_limit({"options": options})
-    summary = Interference(limit=limit, policy=policy, shielded_limit=shielded_limit)
-    summary.quiet_wait_s = finite_number(options.get("quiet_wait_s"))
+    results = list(results)
+    ok = [r for r in results if r.ok]
     rounds: dict[tuple[Any, int], list[CellResult]] = {}
-    for r in results:
-        summary.waited_s += finite_number(r.get("runner", "quiet", "waited_s")) or 0.0
-        if r.get("runner", "quiet", "quiet") is False:
-            summary.not_quiet += 1
-        if r.get("runner", "quiet", "sustained") is True:
-            summary.sustained += 1
-        if r.get("runner", "quiet", "shielded") is True:
-            summary.started_shielded += 1
-        if r.get("runner", "quiet", "ended_quiet") is True:
-            summary.started_after_quiet += 1
-        skipped = r.get("runner", "quiet", "skipped")
-        if isinstance(skipped, str):
-            summary.waits_skipped[skipped] = summary.waits_skipped.get(skipped, 0) + 1
-        if r.get("runner", "priority", "requested") == "raised":
-            summary.raised += 1
-            note_grant(summary, r.raw)
-            if rule.worker_shielded(r.raw):
-                summary.shielded += 1
-            elif summary.unshielded_why is None:
-                why = r.get("runner", "priority", "why")
-                summary.unshielded_why = str(why) if why else "not recorded"
-        if not r.ok:
-            continue
-        summary.cells += 1
-        if r.disturbed:
-            why = disturbance(r.raw, limit, shielded_limit)
-            summary.disturbed.append((r.cell_id, why or "disturbed"))
-        elif r.undisturbed_only:
-            summary.clean.append((r.cell_id, r.undisturbed_only))
-            steps = rule.undisturbed_steps(r.raw, limit)
-            summary.clean_gaps += steps is not None and steps.gap_disturbed(limit)
+    for r in ok:
         rounds.setdefault((r.key, r.round), []).append(r)
-    summary.unclean_rounds = sum(1 for rs in rounds.values() if all(r.disturbed for r in rs))
-    summary.config_rounds = len(rounds)
-    # auto: most configuration-rounds have no undisturbed attempt -> the load was normal.
-    summary.included = policy == "include" or (
-        policy == "auto" and 2 * summary.unclean_rounds > len(rounds)
+    unclean = sum(1 for rs in rounds.values() if all(r.disturbed for r in rs))
+    clean = [r for r in ok if not r.disturbed and r.undisturbed_only]
+    return Interference(
+        limit=limit,
+        policy=policy,
+        shielded_limit=shielded_limit,
+        # auto: most configuration-rounds have no undisturbed attempt -> the load was normal.
+        included=policy == "include" or (policy == "auto" and 2 * unclean > len(rounds)),
+        disturbed=[
+            (r.cell_id, disturbance(r.raw, limit, shielded_limit) or "disturbed")
+            for r in ok
+            if r.disturbed
+        ],
+        clean=[(r.cell_id, str(r.undisturbed_only)) for r in clean],
+        clean_gaps=sum(
+            1
+            for r in clean
+            if (steps := rule.undisturbed_steps(r.raw, limit)) is not None
+            and steps.gap_disturbed(limit)
+        ),
+        cells=len(ok),
+        unclean_rounds=unclean,
+        config_rounds=len(rounds),
+        quiet_wait_s=finite_number(options.get("quiet_wait_s")),
+        **_waits(results),
+        **_priorities(results),
     )
-    return summary
+
+
+def _waits(results: list[CellResult]) -> dict[str, Any]:
+    """How the cells waited for quiet (execute/quiet.py's record of each)."""
+    skipped: dict[str, int] = {}
+    for r in results:
+        why = r.get("runner", "quiet", "skipped")
+        if isinstance(why, str):
+            skipped[why] = skipped.get(why, 0) + 1
+
+    def count(key: str, value: bool) -> int:
+        return sum(1 for r in results if r.get("runner", "quiet", key) is value)
+
+    return {
+        "waited_s": sum(
+            finite_number(r.get("runner", "quiet", "waited_s")) or 0.0 for r in results
+        ),
+        "not_quiet": count("quiet", False),
+        "sustained": count("sustained", True),
+        "started_shielded": count("shielded", True),
+        "started_after_quiet": count("ended_quiet", True),
+        "waits_skipped": skipped,
+    }
+
+
+def _priorities(results: list[CellResult]) -> dict[str, Any]:
+    """The raised workers: how many were shielded, why the first other was not, what
+    they got and the first advice on how to get more."""
+    raised = [r for r in results if r.get("runner", "priority", "requested") == "raised"]
+    unshielded = [r for r in raised if not rule.worker_shielded(r.raw)]
+    why = unshielded[0].get("runner", "priority", "why") if unshielded else None
+    grants: set[str] = set()
+    advice: list[str] = []
+    for r in raised:
+        got = get_path(r.raw, "runner", "priority")
+        if not isinstance(got, Mapping):
+            continue
+        if got.get("shielded") is True and isinstance(got.get("value"), int):
+            grants.add(f"nice {got['value']} by {got.get('mechanism')}")
+        if isinstance(got.get("advice"), str):
+            advice.append(got["advice"])
+    return {
+        "raised": len(raised),
+        "shielded": len(raised) - len(unshielded),
+        "unshielded_why": (str(why) if why else "not recorded") if unshielded else None,
+        "grants": grants,
+        "advice": advice[0] if advice else None,
+    }
 
 
 def policy_of(options: Mapping[str, Any], given: str | None = None) -> str:
@@ -243,17 +281,6 @@ def rule_of(options: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], str | N
     limit = limit_of(options)
     shielded = rule.shielded_limit({"options": options})
     return lambda result: disturbance(result, limit, shielded)
-
-
-def note_grant(summary: Interference, raw: Mapping[str, Any]) -> None:
-    """What a raised worker got, and the first advice on how to get more."""
-    got = get_path(raw, "runner", "priority")
-    if not isinstance(got, Mapping):
-        return
-    if got.get("shielded") is True and isinstance(got.get("value"), int):
-        summary.grants.add(f"nice {got['value']} by {got.get('mechanism')}")
-    if summary.advice is None and isinstance(got.get("advice"), str):
-        summary.advice = got["advice"]
 
 
 def skipped_waits(skipped: Mapping[str, int]) -> str:

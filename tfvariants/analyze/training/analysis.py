@@ -8,15 +8,16 @@ the run store and nothing else.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from tfvariants.analyze.baseline import parse_baseline
-from tfvariants.analyze.cost.pricing import Pricing
+from tfvariants.analyze.cost.pricing import CellCost, Pricing
 from tfvariants.analyze.shared import cautions
 from tfvariants.analyze.shared.coverage import cell_counts, folder_warnings, usable_results
 from tfvariants.analyze.shared.frame import RunFrame, environments_of, logical_cpus_of
+from tfvariants.analyze.shared.header import header_of
 from tfvariants.analyze.shared.parity import parity
 from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.analyze.statistics import interference, windows
@@ -40,7 +41,7 @@ from tfvariants.store.cellresult import CellResult, ConfigKey
 from tfvariants.store.rundir import RunContents, load_run_dir
 
 
-@dataclass(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class Analysis(RunFrame):
     """A run folder's training cells, analysed (its serving cells: ``serving``)."""
 
@@ -50,6 +51,7 @@ class Analysis(RunFrame):
     noise: HostNoise | None = None
     devices: dict[str, str] = field(default_factory=dict)  # variant -> cpu|gpu (billing)
     interference: Interference | None = None  # disturbed cells and waits for quiet
+    cell_costs: Mapping[str, CellCost] = field(default_factory=dict)  # by cell id (the CSV's)
 
     @property
     def rounds_compared(self) -> tuple[int, int] | None:
@@ -161,17 +163,20 @@ def analyze_contents(contents: RunContents, report: ReportSettings, settings: Se
         settings,
         round_values(cells, include_disturbed=quiet.included),
     )
-    all_warnings = _summarise_groups(inputs, quiet.included)
+    inputs, all_warnings = _summarise_groups(inputs, quiet.included)
     all_warnings[:0] = folder_warnings(contents)
     baseline_label = run_baseline_label(inputs)
     reports = [
         _workload_report(w, inputs, baseline_label, all_warnings)
         for w in _order((k.workload for k in inputs.groups), run.get("workloads"))
     ]
-    noise = host_noise(list(inputs.groups.values()), inputs.settings)
-    noise.window_plan = windows.plan_sentence((run.get("adaptive") or {}).get("window_plan"))
-    noise.later = later_sentence(opts.get("later"), cells)
-    noise.duet = duet_sentence(opts.get("duet"))
+    judged = {g.key: g for wr in reports for g in wr.groups}  # with their verdicts
+    noise = replace(
+        host_noise([judged[k] for k in inputs.groups], inputs.settings),
+        window_plan=windows.plan_sentence((run.get("adaptive") or {}).get("window_plan")),
+        later=later_sentence(opts.get("later"), cells),
+        duet=duet_sentence(opts.get("duet")),
+    )
     all_warnings += noise.warnings
     if quiet.disturbed:
         all_warnings.append(
@@ -201,7 +206,21 @@ def analyze_contents(contents: RunContents, report: ReportSettings, settings: Se
         devices=inputs.devices,
         store=contents,
         interference=quiet,
+        cell_costs=cell_costs(cells, report.pricing),
+        header=header_of(run),
     )
+
+
+def cell_costs(cells: Iterable[CellResult], pricing: Pricing | None) -> dict[str, CellCost]:
+    """Each timed cell's cost at its own training time (None: no prices)."""
+    out: dict[str, CellCost] = {}
+    if pricing is None:
+        return out
+    for r in cells:
+        t = r.training_time_s
+        if t and (cost := pricing.cost(r.variant, r.threads, t, r.device)) is not None:
+            out[r.cell_id] = cost
+    return out
 
 
 def _inputs(
@@ -213,9 +232,10 @@ def _inputs(
     settings: Settings,
     times: Mapping[ConfigKey, RoundValues],
 ) -> _Inputs:
-    groups: dict[ConfigKey, Group] = {}
+    by_key: dict[ConfigKey, list[CellResult]] = {}
     for r in cells:
-        groups.setdefault(r.key, Group(*r.key, device=r.device)).results.append(r)
+        by_key.setdefault(r.key, []).append(r)
+    groups = {k: Group(*k, device=rs[0].device, results=rs) for k, rs in by_key.items()}
     variants = _order((k.variant for k in groups), run.get("variants"))
     requested = parse_baseline(baseline)
     if requested is not None and requested[0] not in variants:
@@ -235,26 +255,28 @@ def _inputs(
                    pricing, cpus, duet)  # fmt: skip
 
 
-def _summarise_groups(inputs: _Inputs, include_disturbed: bool) -> list[cautions.StatWarning]:
-    """Every group's figures and cautions; one oversubscription line per thread count
-    (not one per cell: the same fact repeated drowns the rest)."""
+def _summarise_groups(
+    inputs: _Inputs, include_disturbed: bool
+) -> tuple[_Inputs, list[cautions.StatWarning]]:
+    """Every group's figures and cautions (the inputs with their groups summarised); one
+    oversubscription line per thread count (not one per cell: the same fact repeated
+    drowns the rest)."""
+    groups = {
+        k: summarise_group(
+            g, inputs.pricing, inputs.cpus, inputs.settings, include_disturbed=include_disturbed
+        )
+        for k, g in inputs.groups.items()
+    }
     out: list[cautions.StatWarning] = []
     over_threads: dict[int, list[str]] = {}
-    for g in inputs.groups.values():
-        summarise_group(
-            g,
-            inputs.pricing,
-            inputs.cpus,
-            inputs.settings,
-            include_disturbed=include_disturbed,
-        )
+    for g in groups.values():
         out += [w for w in g.warnings if w.kind != "oversubscribed"]
         if g.oversubscribed:
             over_threads.setdefault(g.threads, []).append(g.label)
     for threads, labels in sorted(over_threads.items()):
         configs = ", ".join(dict.fromkeys(labels))
         out.insert(0, cautions.oversubscribed_warning(configs, threads, inputs.cpus or 0))
-    return out
+    return replace(inputs, groups=groups), out
 
 
 def _workload_report(
@@ -277,10 +299,12 @@ def _workload_report(
         requested=inputs.requested,
         ran=inputs.ran,
     )
-    wr = WorkloadReport(w, wgroups, inputs.groups.get(found.baseline) if found.baseline else None)
-    apply_verdicts(wr, found.verdicts, inputs.settings)
-    loadlabel.mark(wgroups, wr.baseline)  # verdicts that rest on disturbed cells
-    if wr.baseline is None or wr.baseline.time is None:
+    base = inputs.groups.get(found.baseline) if found.baseline else None
+    judged = apply_verdicts(wgroups, base, found.verdicts, inputs.settings)
+    base = _same(wgroups, judged, base)
+    marked = loadlabel.mark(judged, base)  # verdicts that rest on disturbed cells
+    base = _same(judged, marked, base)
+    if base is None or base.time is None:
         warnings.append(
             cautions.StatWarning(
                 "no_baseline",
@@ -288,13 +312,22 @@ def _workload_report(
                 "pick another --baseline (VARIANT@THREADS) or --resume the failed cells",
             )
         )
-    conclude(wr, baseline_label, inputs.cpus, inputs.pricing, inputs.settings)
-    if cost := repeatcost.sentence(w, wgroups, duet=inputs.duet):  # what a repeat costs
-        wr.conclusions.append(cost)
+    wr = conclude(
+        WorkloadReport(w, marked, base),
+        baseline_label,
+        inputs.cpus,
+        inputs.pricing,
+        inputs.settings,
+    )
+    cost = repeatcost.sentence(w, marked, duet=inputs.duet)  # what a repeat costs
     # The workload's own baseline, as its ratios use (the header's may not have run it).
     base_variant = found.baseline.variant if found.baseline else baseline_label.split("@")[0]
-    wr.parity_baseline = base_variant
-    wr.parity = parity(wgroups, base_variant)
+    wr = replace(
+        wr,
+        conclusions=[*wr.conclusions, cost] if cost else wr.conclusions,
+        parity_baseline=base_variant,
+        parity=parity(marked, base_variant),
+    )
     for row in wr.parity:
         if row.outlier:
             warnings.append(
@@ -307,6 +340,11 @@ def _workload_report(
                 )
             )
     return wr
+
+
+def _same(old: list[Group], new: list[Group], group: Group | None) -> Group | None:
+    """``group`` (one of ``old``, or None) as it is in ``new``, the same list remade."""
+    return next((n for o, n in zip(old, new, strict=True) if o is group), None)
 
 
 def run_baseline_label(inputs: _Inputs) -> str:

@@ -5,6 +5,7 @@ against the baseline, thread scaling, the cheapest, and what stayed undecided.""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
 from tfvariants.analyze.cost.pricing import Pricing
@@ -127,7 +128,7 @@ def _tiers(a: Group, b: Group) -> str:
     return f" (prices of different tiers: {a.label} {ta}, {b.label} {tb})"
 
 
-def _gpu_first(wr: WorkloadReport, with_time: list[Group], settings: Settings) -> set[frozenset]:
+def _gpu_first(with_time: list[Group], settings: Settings, lines: list[str]) -> set[frozenset]:
     said: set[frozenset] = set()
     gpus = [g for g in with_time if g.device == "gpu"]
     cpus = [g for g in with_time if g.device != "gpu"]
@@ -151,7 +152,7 @@ def _gpu_first(wr: WorkloadReport, with_time: list[Group], settings: Settings) -
         c = _cmp(gpu, cpu, settings, "cost")
         if c is not None:
             parts.append(phrase(gpu, cpu, c, "cost") + _tiers(gpu, cpu))
-        wr.conclusions.append(f"GPU vs {label} ({cpu.label}): " + "; ".join(parts) + ".")
+        lines.append(f"GPU vs {label} ({cpu.label}): " + "; ".join(parts) + ".")
     return said
 
 
@@ -161,20 +162,24 @@ def conclude(
     cpus: int | None,
     pricing: Pricing | None,
     settings: Settings | None = None,
-) -> None:
-    """The workload's fastest, cheapest and Pareto front, and its sentences in reading
+) -> WorkloadReport:
+    """``wr`` with its fastest, cheapest and Pareto front, and its sentences in reading
     order: the GPU first, then the fastest, threads, the cheapest, what is undecided."""
     settings = settings or Settings()
     with_time = [g for g in wr.groups if g.time is not None]
     if not with_time:
-        wr.conclusions.append(
-            f"{wr.name}: no configuration finished successfully, so there is nothing to compare."
+        return replace(
+            wr,
+            conclusions=[
+                f"{wr.name}: no configuration finished successfully, so there is nothing "
+                "to compare."
+            ],
         )
-        return
     b = wr.baseline if wr.baseline is not None and wr.baseline.time is not None else None
-    _rank(wr, with_time, b, settings)
-    said = _gpu_first(wr, with_time, settings)
-    _fastest_sentences(wr, with_time, b, baseline_label, cpus, settings, said)
+    wr = _rank(wr, with_time, b, settings)
+    lines: list[str] = []
+    said = _gpu_first(with_time, settings, lines)
+    _fastest_sentences(wr, with_time, b, baseline_label, cpus, settings, said, lines)
     # Thread scaling per variant: most vs fewest threads (what a 2-core --quick run answers).
     for v in dict.fromkeys(g.variant for g in with_time):
         vg = sorted((g for g in with_time if g.variant == v), key=lambda g: g.threads)
@@ -182,29 +187,36 @@ def conclude(
             hi, lo = vg[-1], vg[0]
             cmp = _cmp(hi, lo, settings, "time")
             if cmp is not None and frozenset((hi.label, lo.label)) not in said:
-                wr.conclusions.append(f"Threads: {phrase(hi, lo, cmp)}.")
+                lines.append(f"Threads: {phrase(hi, lo, cmp)}.")
                 said.add(frozenset((hi.label, lo.label)))
     if wr.cheapest is not None and pricing is not None:
-        _cheapest_sentence(wr, wr.cheapest, b, pricing, settings)
-    _open_sentences(wr, with_time, b, said)
+        lines.append(_cheapest_sentence(wr, wr.cheapest, b, pricing, settings))
+    lines += _open_sentences(wr, with_time, b, said)
+    return replace(wr, conclusions=lines)
 
 
-def _rank(wr: WorkloadReport, with_time: list[Group], b: Group | None, settings: Settings) -> None:
-    """The fastest, the cheapest, the time-cost Pareto front, and whether each lead is
-    decided against the next."""
-    wr.fastest = min(with_time, key=lambda g: _speed(g, b))
+def _rank(
+    wr: WorkloadReport, with_time: list[Group], b: Group | None, settings: Settings
+) -> WorkloadReport:
+    """``wr`` with its fastest, cheapest, time-cost Pareto front, and whether each lead
+    is decided against the next."""
+    fastest = min(with_time, key=lambda g: _speed(g, b))
     costed = [g for g in with_time if g.cost is not None]
-    if costed:
-        wr.cheapest = min(costed, key=_cost)
-        points = [(g, _time(g), _cost(g)) for g in costed]
-        wr.pareto = [
-            g
-            for g, t, c in points
-            if not any(ht <= t and hc <= c and (ht < t or hc < c) for _h, ht, hc in points)
-        ]
-    wr.fastest_decided = _leads(wr.fastest, with_time, settings, "time", b)
-    if wr.cheapest is not None:
-        wr.cheapest_decided = _leads(wr.cheapest, costed, settings, "cost")
+    cheapest = min(costed, key=_cost) if costed else None
+    points = [(g, _time(g), _cost(g)) for g in costed]
+    pareto = [
+        g
+        for g, t, c in points
+        if not any(ht <= t and hc <= c and (ht < t or hc < c) for _h, ht, hc in points)
+    ]
+    return replace(
+        wr,
+        fastest=fastest,
+        cheapest=cheapest,
+        pareto=pareto,
+        fastest_decided=_leads(fastest, with_time, settings, "time", b),
+        cheapest_decided=cheapest is not None and _leads(cheapest, costed, settings, "cost"),
+    )
 
 
 def _fastest_sentences(
@@ -215,13 +227,14 @@ def _fastest_sentences(
     cpus: int | None,
     settings: Settings,
     said: set[frozenset],
+    lines: list[str],
 ) -> None:
     host = f"On {cpus} logical CPUs" if cpus else "On this host"
     f = wr.fastest
     assert f is not None  # ranked among groups with a time
     if b is None:
         fastest = "was the fastest" if wr.fastest_decided else "had the shortest estimated time"
-        wr.conclusions.append(
+        lines.append(
             f"{host}, {f.label} {fastest} for {wr.name} ({dur(_time(f))} for the full "
             f"schedule); the baseline {baseline_label} has no successful runs, so no "
             "comparison is claimed."
@@ -240,10 +253,10 @@ def _fastest_sentences(
             lead = f"the baseline {b.label} had the shortest estimated time for {wr.name}"
         said_lead = f"{host}, {lead} ({dur(_time(b))} for the full schedule)"
         # "fastest" rests on the comparison with the runner-up: labelled as it is
-        wr.conclusions.append(loadlabel.qualify(said_lead, b, runner_up) + ".")
+        lines.append(loadlabel.qualify(said_lead, b, runner_up) + ".")
         pair = frozenset((b.label, runner_up.label)) if runner_up is not None else None
         if runner_up is not None and cmp is not None and pair not in said:
-            wr.conclusions.append(f"Against the next best: {phrase(b, runner_up, cmp)}.")
+            lines.append(f"Against the next best: {phrase(b, runner_up, cmp)}.")
             said.add(frozenset((runner_up.label, b.label)))
     elif f.time_cmp is not None and frozenset((f.label, b.label)) not in said:
         # Name it: after "a and b were equivalent", "it" could be either.
@@ -252,13 +265,13 @@ def _fastest_sentences(
             if wr.fastest_decided
             else f"{f.label} had the shortest estimated time, not decided against every other"
         )
-        wr.conclusions.append(f"{host}, for {wr.name}, {phrase(f, b, f.time_cmp)}; {rank}.")
+        lines.append(f"{host}, for {wr.name}, {phrase(f, b, f.time_cmp)}; {rank}.")
         said.add(frozenset((f.label, b.label)))
 
 
 def _cheapest_sentence(
     wr: WorkloadReport, c: Group, b: Group | None, pricing: Pricing, settings: Settings
-) -> None:
+) -> str:
     assert c.cost is not None  # the cheapest is chosen among the groups with a cost
     amount = money(c.cost.cost, pricing.catalog.currency)
     text = f"Cheapest: {c.label} at {amount} per full training run on {c.cost.instance}"
@@ -275,13 +288,14 @@ def _cheapest_sentence(
         parts.append(f"against the next cheapest: {phrase(c, nxt, cc, 'cost')}{_tiers(c, nxt)}")
     if parts:
         text += f" ({'; '.join(parts)})"
-    wr.conclusions.append(text + ".")
+    return text + "."
 
 
 def _open_sentences(
     wr: WorkloadReport, with_time: list[Group], b: Group | None, said: set[frozenset]
-) -> None:
+) -> list[str]:
     """What stays undecided or uncompared, and the oversubscription caution."""
+    lines: list[str] = []
     undecided = [
         (g, tc)
         for g in with_time
@@ -297,17 +311,18 @@ def _open_sentences(
             else f"{g.label} (no practical number of repeats would likely decide it)"
             for g, tc in undecided
         ]
-        wr.conclusions.append(f"Still undecided against {b.label}: {'; '.join(parts)}.")
+        lines.append(f"Still undecided against {b.label}: {'; '.join(parts)}.")
     apart = [g.label for g in with_time if g.verdict is not None and g.verdict.comparison is None]
     if apart and b is not None:
-        wr.conclusions.append(
+        lines.append(
             f"Not compared with {b.label}: {', '.join(apart)} (no round in which both ran "
             "undisturbed: other processes were using their CPUs; run again on a quieter machine "
             "or --resume with a --budget)."
         )
     flagged = [g.label for g in (wr.fastest, wr.cheapest) if g is not None and g.oversubscribed]
     if flagged:
-        wr.conclusions.append(
+        lines.append(
             f"Caution: {', '.join(dict.fromkeys(flagged))} ran with more threads than this host "
             "has CPUs: these numbers do not show how a machine with that many vCPUs behaves."
         )
+    return lines

@@ -30,7 +30,7 @@ class Measurements:
     overhead: Mapping[str, float] = field(default_factory=dict)  # import/build/warm-up/steady, s
 
 
-@dataclass
+@dataclass(frozen=True)
 class Group:
     """All repeats of one (workload, variant, threads)."""
 
@@ -115,7 +115,7 @@ class Group:
         return out
 
 
-@dataclass
+@dataclass(frozen=True)
 class WorkloadReport:
     name: str
     groups: list[Group]

@@ -25,6 +25,7 @@ their CPUs and stepped x1.27, and the verdict said 1.24x (1.19-1.29) against the
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from tfvariants.analyze.training.noise import busy_at_raised_priority
@@ -91,9 +92,14 @@ def word(verdict_word: str, loaded: tuple[int, int] | None) -> str:
     return f"{verdict_word} under load"
 
 
-def mark(groups: Iterable[Group], baseline: Group | None) -> None:
-    """Each group's comparison with its workload's baseline: ``under_load``."""
-    for g in groups:
-        g.under_load = (
-            under_load(g, baseline) if baseline is not None and g is not baseline else None
+def mark(groups: Iterable[Group], baseline: Group | None) -> list[Group]:
+    """The groups, each with its comparison with its workload's baseline: ``under_load``."""
+    return [
+        replace(
+            g,
+            under_load=under_load(g, baseline)
+            if baseline is not None and g is not baseline
+            else None,
         )
+        for g in groups
+    ]

@@ -37,7 +37,7 @@ SHIELDED_BUSY_SHARE = 0.25
 EQUAL_SHIFT = 0.28
 
 
-@dataclass
+@dataclass(frozen=True)
 class HostNoise:
     spread: float | None  # typical run-to-run variation of one configuration (MAD of log)
     repeats: int  # typical successful repeats per configuration
@@ -167,31 +167,27 @@ def host_noise(groups: Sequence[Group], settings: Settings) -> HostNoise:
         if residuals
         else None
     )
-    noise = HostNoise(spread, n, resolvable, band=settings.band)
-    noise.equivalent_from = equivalent_from(
-        resolvable, n, settings.min_effect, settings.band, settings.narrowing
-    )
     workloads = sorted({g.workload for g in groups})
-    if len(workloads) > 1:
-        noise.equivalent_by_workload = {
+    by_workload = (
+        {
             w: _equivalent_from_groups([g for g in groups if g.workload == w], settings)
             for w in workloads
         }
-    for g in groups:
-        if g.bimodal:
-            noise.bimodal.append(f"{g.workload} {g.label}: {g.bimodal}")
+        if len(workloads) > 1
+        else {}
+    )
     ok = [r for g in groups for r in g.ok]
     comp = windows.components(ok)
-    noise.windows = comp.sentence() if comp else None
-    noise.others_share = median_of(r.others_share for r in ok)
-    noise.steal_share = median_of(r.steal_share for r in ok)
+    others_share = median_of(r.others_share for r in ok)
+    steal_share = median_of(r.steal_share for r in ok)
     parts = []
-    if noise.others_share is not None and noise.others_share >= NOISY_SHARE:
-        parts.append(f"other processes used {noise.others_share:.0%}")
-    if noise.steal_share is not None and noise.steal_share >= NOISY_SHARE:
-        parts.append(f"the hypervisor stole {noise.steal_share:.0%}")
+    if others_share is not None and others_share >= NOISY_SHARE:
+        parts.append(f"other processes used {others_share:.0%}")
+    if steal_share is not None and steal_share >= NOISY_SHARE:
+        parts.append(f"the hypervisor stole {steal_share:.0%}")
+    warnings = []
     if parts:
-        noise.warnings.append(
+        warnings.append(
             StatWarning(
                 "noisy_host",
                 "The machine was busy during the cells: "
@@ -202,9 +198,23 @@ def host_noise(groups: Sequence[Group], settings: Settings) -> HostNoise:
         )
     busy = shielded_busy(groups)
     if busy is not None:
-        noise.warnings.append(busy)
-    noise.warnings += comparison_warnings(groups)
-    return noise
+        warnings.append(busy)
+    warnings += comparison_warnings(groups)
+    return HostNoise(
+        spread,
+        n,
+        resolvable,
+        band=settings.band,
+        equivalent_from=equivalent_from(
+            resolvable, n, settings.min_effect, settings.band, settings.narrowing
+        ),
+        equivalent_by_workload=by_workload,
+        bimodal=[f"{g.workload} {g.label}: {g.bimodal}" for g in groups if g.bimodal],
+        windows=comp.sentence() if comp else None,
+        others_share=others_share,
+        steal_share=steal_share,
+        warnings=warnings,
+    )
 
 
 def _equivalent_from_groups(groups: Sequence[Group], settings: Settings) -> int | None:

@@ -255,11 +255,9 @@ CSV_COLUMNS = [
 ]
 
 
-def headroom(
-    workloads: list[WorkloadReport], run: Mapping[str, Any], variants: Iterable[str]
-) -> list[str]:
-    """For the compiled answer: how much faster each build could have run each workload."""
-    roof = roofline(workloads, run)
+def headroom(roof: Roofline | None, variants: Iterable[str]) -> list[str]:
+    """For the compiled answer: how much faster each build could have run each workload
+    (``roof``: the report's one roofline)."""
     if roof is None:
         return []
     wanted = set(variants)

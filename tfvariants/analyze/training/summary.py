@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
 
 from tfvariants.analyze.cost.billing import no_price_reason
 from tfvariants.analyze.cost.pricing import Pricing
@@ -14,7 +16,7 @@ from tfvariants.analyze.shared.fields import median_of
 from tfvariants.analyze.statistics import stats
 from tfvariants.analyze.statistics.decide import Settings
 from tfvariants.analyze.statistics.verdicts import Verdict, round_values, statistic
-from tfvariants.analyze.training.groups import Group, Measurements, WorkloadReport
+from tfvariants.analyze.training.groups import Group, Measurements
 from tfvariants.store.cellresult import CellResult, ConfigKey
 
 
@@ -40,95 +42,142 @@ def summarise_group(
     cpus: int | None,
     settings: Settings,
     include_disturbed: bool = False,
-) -> None:
+) -> Group:
+    """``g`` (its key and repeats) with its figures and cautions."""
     confidence = settings.confidence  # the intervals' level
     ok = g.ok
-    g.oversubscribed = any(r.oversubscribed for r in g.results)
-    if g.oversubscribed:
-        g.oversubscription_ratio = max(r.oversubscription_ratio for r in g.results)
+    oversubscribed = any(r.oversubscribed for r in g.results)
+    ratio = max(r.oversubscription_ratio for r in g.results) if oversubscribed else 1.0
     label = f"{g.workload} {g.label}"
-    if g.oversubscribed:
-        g.warnings.append(
-            cautions.oversubscribed_warning(
-                label, g.threads, cpus or int(g.threads / g.oversubscription_ratio)
-            )
+    warnings: list[cautions.StatWarning] = []
+    if oversubscribed:
+        warnings.append(
+            cautions.oversubscribed_warning(label, g.threads, cpus or int(g.threads / ratio))
         )
-    for status in ("failed", "timeout"):
-        if g.n(status):
-            g.warnings.append(
-                cautions.StatWarning(
-                    status,
-                    f"{label}: {g.n(status)} of {len(g.results)} repeats {status} "
-                    f"({'; '.join(g.reasons)[:200]})",
-                    # the file to open, not a placeholder path
-                    "read stderr_tail in the run folder's "
-                    f"cells/{first_cell_id(g.results, status)}.json, fix, then rerun with --resume",
-                )
-            )
+    warnings += _status_warnings(g, label)
+    times = [r.training_time_s for r in ok if r.training_time_s]
+    # What comparisons use: the same usable values as the verdicts' (disturbed attempts
+    # too when the run's policy includes them), or the sentences and the table disagree.
+    round_times = round_values(g.results, include_disturbed=include_disturbed).get(g.key, {})
+    figures: dict[str, Any] = {}
+    if times:
+        time = stats.median_interval(times, confidence)
+        warnings += [_explain_spread(w, ok) for w in cautions.stability_warnings(label, times)]
+        figures = {
+            "time": time,
+            "measured": measure(ok, confidence),
+            "bimodal": cautions.bimodal(times),
+            **_costs(g, time.value, times, round_times, pricing, confidence, warnings),
+        }
+    return replace(
+        g,
+        oversubscribed=oversubscribed,
+        oversubscription_ratio=ratio,
+        times=times,
+        round_times=round_times,
+        warnings=warnings,
+        **figures,
+    )
+
+
+def _status_warnings(g: Group, label: str) -> list[cautions.StatWarning]:
+    """A caution per failed, timed-out or skipped status among the repeats."""
+    out = [
+        cautions.StatWarning(
+            status,
+            f"{label}: {g.n(status)} of {len(g.results)} repeats {status} "
+            f"({'; '.join(g.reasons)[:200]})",
+            # the file to open, not a placeholder path
+            "read stderr_tail in the run folder's "
+            f"cells/{first_cell_id(g.results, status)}.json, fix, then rerun with --resume",
+        )
+        for status in ("failed", "timeout")
+        if g.n(status)
+    ]
     if g.n("skipped"):
-        g.warnings.append(
+        out.append(
             cautions.StatWarning(
                 "skipped",
                 f"{label} was skipped: {'; '.join(g.reasons)[:200]}",
                 "run it on a host that has what it needs",
             )
         )
-    g.times = [r.training_time_s for r in ok if r.training_time_s]
-    # What comparisons use: the same usable values as the verdicts' (disturbed attempts
-    # too when the run's policy includes them), or the sentences and the table disagree.
-    g.round_times = round_values(g.results, include_disturbed=include_disturbed).get(g.key, {})
-    if not g.times:
-        return
-    g.time = stats.median_interval(g.times, confidence)
-    g.measured = measure(ok, confidence)
-    g.bimodal = cautions.bimodal(g.times)
-    g.warnings += [_explain_spread(w, ok) for w in cautions.stability_warnings(label, g.times)]
-    if pricing is not None:
-        g.cost = pricing.cost(g.variant, g.threads, g.time.value, g.device)
-        if g.cost is None:
-            g.warnings.append(
-                cautions.StatWarning(
-                    "no_price",
-                    f"{label}: no cost: {no_price_reason(pricing, g.variant, g.threads, g.device)}",
-                    "choose another price date (--pricing NAME@YYYY-MM) or catalog, or map "
-                    "the cell with --instance VARIANT[@THREADS]=INSTANCE",
-                )
+    return out
+
+
+def _costs(
+    g: Group,
+    median_s: float,
+    times: list[float],
+    round_times: Mapping[int, float],
+    pricing: Pricing | None,
+    confidence: float,
+    warnings: list[cautions.StatWarning],
+) -> dict[str, Any]:
+    """The group's cost at its median time, per repeat and per round (no prices: none;
+    no price for this cell: a caution appended to ``warnings``)."""
+    if pricing is None:
+        return {}
+    cost = pricing.cost(g.variant, g.threads, median_s, g.device)
+    if cost is None:
+        warnings.append(
+            cautions.StatWarning(
+                "no_price",
+                f"{g.workload} {g.label}: no cost: "
+                f"{no_price_reason(pricing, g.variant, g.threads, g.device)}",
+                "choose another price date (--pricing NAME@YYYY-MM) or catalog, or map "
+                "the cell with --instance VARIANT[@THREADS]=INSTANCE",
             )
-        else:
-            per_s = g.cost.per_hour / 3600
-            bill = pricing.catalog.billing.billed_seconds
-            g.costs = [per_s * bill(t) for t in g.times]
-            g.cost_iv = stats.median_interval(g.costs, confidence)
-            # per round, as the verdicts use them: the rounds' usable values
-            g.round_costs = {rnd: per_s * bill(t) for rnd, t in g.round_times.items()}
+        )
+        return {}
+    per_s = cost.per_hour / 3600
+    bill = pricing.catalog.billing.billed_seconds
+    costs = [per_s * bill(t) for t in times]
+    return {
+        "cost": cost,
+        "costs": costs,
+        "cost_iv": stats.median_interval(costs, confidence),
+        # per round, as the verdicts use them: the rounds' usable values
+        "round_costs": {rnd: per_s * bill(t) for rnd, t in round_times.items()},
+    }
 
 
 def apply_verdicts(
-    wr: WorkloadReport, verdicts: Mapping[ConfigKey, Verdict], settings: Settings
-) -> None:
-    """The time verdicts (from the one comparison) onto the groups, and the costs
-    through the same statistic on the same common rounds."""
-    b = wr.baseline
+    groups: list[Group],
+    baseline: Group | None,
+    verdicts: Mapping[ConfigKey, Verdict],
+    settings: Settings,
+) -> list[Group]:
+    """The groups with the time verdicts (from the one comparison), and the costs
+    through the same statistic on the same common rounds (``baseline``: one of
+    ``groups``, marked as the baseline)."""
+    b = baseline
     if b is None or not b.times:
-        return
-    b.is_baseline = True
+        return list(groups)
     one = stats.Interval(1.0, 1.0, 1.0, "exact", len(b.times))
-    b.time_cmp = stats.Comparison(one, "baseline", min_effect=settings.min_effect)
-    if b.costs:
-        b.cost_cmp = stats.Comparison(one, "baseline", min_effect=settings.min_effect)
-    base_costs = b.round_costs
-    for g in wr.groups:
+    same = stats.Comparison(one, "baseline", min_effect=settings.min_effect)
+    out = []
+    for g in groups:
         v = verdicts.get(g.key)
-        if g is b or v is None:
-            continue
-        g.verdict, g.time_cmp = v, v.comparison
-        costs = g.round_costs
-        common = set(costs) & set(base_costs)
-        # A free instance has no ratio.
-        if common and min([costs[i] for i in common] + [base_costs[i] for i in common]) > 0:
-            # Costs per repeat through the same statistic as times: one machinery.
-            g.cost_cmp = statistic(base_costs, costs, settings)
-            g.cost_rounds = len(common)
+        if g is b:
+            out.append(
+                replace(g, is_baseline=True, time_cmp=same, cost_cmp=same if g.costs else None)
+            )
+        elif v is None:
+            out.append(g)
+        else:
+            out.append(replace(g, verdict=v, time_cmp=v.comparison, **_cost_cmp(g, b, settings)))
+    return out
+
+
+def _cost_cmp(g: Group, b: Group, settings: Settings) -> dict[str, Any]:
+    """g's cost against the baseline's on their common rounds (a free instance: none)."""
+    costs, base_costs = g.round_costs, b.round_costs
+    common = set(costs) & set(base_costs)
+    if common and min([costs[i] for i in common] + [base_costs[i] for i in common]) > 0:
+        # Costs per repeat through the same statistic as times: one machinery.
+        return {"cost_cmp": statistic(base_costs, costs, settings), "cost_rounds": len(common)}
+    return {}
 
 
 def measure(ok: list[CellResult], confidence: float) -> Measurements:
