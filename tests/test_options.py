@@ -382,3 +382,38 @@ def test_serve_options_given_else_the_presets_else_declared(argv, field, value):
     args = build_parser().parse_args(["serve", "--threads", "1", *argv])
     spec, _ = build_serve_spec(args)
     assert getattr(spec.options, field) == value
+
+
+def test_the_serving_request_defaults_are_the_serving_options():
+    """The host is the source: it sends every serving option the worker's request
+    declares, and the request's own defaults (a worker started by hand) agree with the
+    options' declared ones and with `serve`'s quick-scale texts (issue 40: they had
+    drifted to 10 s vs 3 s and json vs b64)."""
+    import dataclasses
+
+    from tfvariants.commands.serve_spec import DEFAULTS, PRESET_OPTIONS
+    from tfvariants.execute.serve_runner import serve_request
+    from tfvariants.options import declare
+    from tfvariants.options.serving import ServingOptions
+    from tfvariants.plan.serve import ServeCell
+    from workloads.serving.request import MIN_QUERIES, ServeRequest
+
+    options = ServingOptions()
+    request = {f.name: f.default for f in dataclasses.fields(ServeRequest)}
+    shared = [name for name in declare.declared(ServingOptions) if name in request]
+    assert {"min_duration_s", "encoding", "max_queries"} <= set(shared)
+    for name in shared:
+        mine = getattr(options, name)
+        if name == "min_queries":  # None: the scenario's own; the closed loop's is the default
+            assert mine is None and request[name] == MIN_QUERIES["concurrency"]
+        else:
+            assert request[name] == mine, name
+    # `serve`'s quick-scale texts parse to the declared defaults.
+    texts = {name: DEFAULTS[name] for name in PRESET_OPTIONS}
+    assert declare.resolve(ServingOptions, texts, {}, {}) == declare.resolve(
+        ServingOptions, {}, {}, {}
+    )
+    # Every shared value goes to the worker explicitly: none is left to its defaults.
+    sent = ServingOptions(min_duration_s=7.0, encoding="json", min_queries=9, max_queries=99)
+    req = serve_request(ServeCell("local", 1, "noop", "concurrency", "http"), sent)
+    assert all(getattr(req, name) == getattr(sent, name) for name in shared)
