@@ -417,3 +417,48 @@ def test_the_serving_request_defaults_are_the_serving_options():
     sent = ServingOptions(min_duration_s=7.0, encoding="json", min_queries=9, max_queries=99)
     req = serve_request(ServeCell("local", 1, "noop", "concurrency", "http"), sent)
     assert all(getattr(req, name) == getattr(sent, name) for name in shared)
+
+
+def test_every_stored_option_has_a_bound_and_the_loader_checks_every_class():
+    """One policy for every stored option (issue 40): each declared option kept in
+    run.json has a bound, and the loader refuses a value out of it naming the field,
+    for the options of the run's task (training: cell, decision and training options;
+    serving: decision and serving options)."""
+    from tfvariants.errors import UserError
+    from tfvariants.options import declare
+    from tfvariants.options.cell import CellOptions
+    from tfvariants.options.decision import DecisionOptions
+    from tfvariants.options.serving import ServingOptions
+    from tfvariants.options.training import TrainingOptions
+    from tfvariants.store.runfile import RUN_KIND, RUN_SCHEMA_VERSION, validate_run
+
+    for cls in (CellOptions, DecisionOptions, TrainingOptions, ServingOptions):
+        unbound = [n for n, o in declare.declared(cls).items() if o.stored and o.bound() is None]
+        assert unbound == [], (cls.__name__, unbound)
+
+    def run(task: str | None, **options: object) -> dict:
+        return {
+            "schema_version": RUN_SCHEMA_VERSION,
+            "kind": RUN_KIND,
+            **({"task": task} if task else {}),
+            "variants": ["local"],
+            "workloads": ["w"],
+            "threads": [1],
+            "repeats": 1,
+            "options": options,
+            "hosts": [],
+        }
+
+    assert validate_run(run("serve", **ServingOptions().record()), "run.json")
+    assert validate_run(run(None, **TrainingOptions().record()), "run.json")
+    for task, name, value in [
+        ("serve", "min_duration_s", -1),
+        ("serve", "encoding", "png"),
+        ("serve", "search_steps", 0),
+        ("serve", "confidence", 5),
+        (None, "disturbed_share", 5),
+        (None, "confidence", 5),
+        (None, "duet", "yes"),
+    ]:
+        with pytest.raises(UserError, match=rf"run.json: field 'options\.{name}': expected "):
+            validate_run(run(task, **{name: value}), "run.json")

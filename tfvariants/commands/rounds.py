@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from tfvariants.analyze.statistics import adaptive, interference
 from tfvariants.errors import UserError
-from tfvariants.execute.priority import PRIORITIES
 from tfvariants.options import argtypes, declare
 from tfvariants.options.decision import DecisionOptions
 from tfvariants.options.training import COMPARE_DECISION, INTERFERENCE, TrainingOptions
@@ -109,10 +108,6 @@ def training_options(
         from tfvariants.plan.spec import new_order_seed
 
         values["order_seed"] = new_order_seed()
-    if values["priority"] not in PRIORITIES:
-        raise UserError(
-            f"run.json: options.priority {values['priority']!r} is not raised or normal"
-        )
     if values["max_repeats"] < repeats:
         raise UserError(f"--max-repeats {values['max_repeats']} is below --repeats {repeats}")
     return TrainingOptions(**values)

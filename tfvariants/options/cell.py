@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tfvariants.options import argtypes
+from tfvariants.options import argtypes, bounds
 from tfvariants.options.declare import RunOptionsBase, option
 from tfvariants.plan import limits
 
@@ -68,7 +68,9 @@ class CellOptions(RunOptionsBase):
         identity=True,
         default_words="synthetic",
     )
-    data_dir: str | None = option(None, "cache folder for real data sets", flag="--data-dir")
+    data_dir: str | None = option(
+        None, "cache folder for real data sets", flag="--data-dir", problem=bounds.text
+    )
     timeout_s: float = option(
         1800.0,
         "seconds per cell",
@@ -121,7 +123,7 @@ class CellOptions(RunOptionsBase):
         default_words="none: the warm-up rule alone",
     )
     # The quick scale: each workload's quick_samples (compare's per_workload scale).
-    quick: bool = option(False, "quick scale", identity=True)
+    quick: bool = option(False, "quick scale", problem=bounds.flag, identity=True)
 
 
 # The cell options compare lists among its scale options (its steady window and timeout

@@ -35,6 +35,13 @@ class Option:
     metavar: str | None = None
     default_words: str = ""  # the help's "(default ...)"; a command may say its own
 
+    def bound(self) -> Callable[[Any], str | None] | None:
+        """The check of a stored value: the declared ``problem``, else the ``choices``."""
+        if self.problem is not None or self.choices is None:
+            return self.problem
+        choices = self.choices
+        return lambda value: None if value in choices else f"one of {', '.join(choices)}"
+
 
 def option(default: T, help: str, **declared: Any) -> T:
     """A field of an options class: its default and its :class:`Option` declaration."""
@@ -155,10 +162,12 @@ def resolve(
 def stored_problems(
     cls: type[RunOptionsBase], options: Mapping[str, Any]
 ) -> Iterator[tuple[str, str, Any]]:
-    """(name, what was expected, value) for each stored value outside its bounds."""
+    """(name, what was expected, value) for each stored value outside its bounds (None:
+    not set, never out of bounds)."""
     for name, o in declared(cls).items():
         value = options.get(name)
-        if value is not None and o.problem is not None:
-            problem = o.problem(value)
+        bound = o.bound()
+        if value is not None and bound is not None:
+            problem = bound(value)
             if problem:
                 yield name, problem, value

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tfvariants.options import argtypes
+from tfvariants.options import argtypes, bounds
 from tfvariants.options.decision import DecisionOptions
 from tfvariants.options.declare import option
 from tfvariants.plan import limits
+
+_DURATION = bounds.number(0, limits.MAX_SECONDS, above_lo=True)  # argtypes.duration_s's range
+_COUNT = bounds.whole(1, limits.MAX_COUNT)
 
 # What a serving resume may change (plan/serve.py ServeSpec.identity).
 RESUMABLE = ("timeout_s", "budget_s", "max_repeats")
@@ -45,6 +48,7 @@ class ServingOptions(DecisionOptions):
         "LoadGen's and the closed loop's minimum duration",
         flag="--min-duration",
         parse=argtypes.duration_s,
+        problem=_DURATION,
         metavar="DURATION",
     )
     max_duration_s: float = option(
@@ -52,6 +56,7 @@ class ServingOptions(DecisionOptions):
         "hard cap per load run",
         flag="--max-duration",
         parse=argtypes.duration_s,
+        problem=_DURATION,
         metavar="DURATION",
     )
     min_queries: int | None = option(
@@ -59,6 +64,7 @@ class ServingOptions(DecisionOptions):
         "minimum queries per load run",
         flag="--min-queries",
         parse=argtypes.count_or_auto,
+        problem=_COUNT,
         metavar="N|auto",
         default_words="auto: per scenario, what LoadGen's early stopping needs: "
         "single_stream 64, server 500, concurrency 100, offline 1",
@@ -68,6 +74,7 @@ class ServingOptions(DecisionOptions):
         "hard cap on queries per load run",
         flag="--max-queries",
         parse=argtypes.positive_int,
+        problem=_COUNT,
         metavar="N",
         default_words="100000",
     )
@@ -76,6 +83,7 @@ class ServingOptions(DecisionOptions):
         "LoadGen Server target QPS (and the search's start)",
         flag="--server-qps",
         parse=argtypes.rate,
+        problem=bounds.number(0, 1e9, above_lo=True),
         metavar="QPS",
         default_words="10",
     )
@@ -84,6 +92,7 @@ class ServingOptions(DecisionOptions):
         "latency bound for Server, the QPS search and the cheapest answer",
         flag="--p99",
         parse=argtypes.milliseconds,
+        problem=bounds.number(0, limits.MAX_SECONDS * 1e3, above_lo=True),
         metavar="DURATION",
         default_words="100ms",
     )
@@ -92,6 +101,7 @@ class ServingOptions(DecisionOptions):
         "Server QPS search: at most this many LoadGen runs",
         flag="--search-steps",
         parse=argtypes.positive_int,
+        problem=_COUNT,
         metavar="N",
         default_words="5",
     )
@@ -101,9 +111,13 @@ class ServingOptions(DecisionOptions):
         flag="--encoding",
         choices=("json", "b64"),
     )
-    target_url: str | None = option(None, "an external server to measure instead")
-    target_model: str | None = option(None, "the model's name on the target")
-    input_shape: list[int] | None = option(None, "with a target: one instance's shape")
+    target_url: str | None = option(
+        None, "an external server to measure instead", problem=bounds.text
+    )
+    target_model: str | None = option(None, "the model's name on the target", problem=bounds.text)
+    input_shape: list[int] | None = option(
+        None, "with a target: one instance's shape", problem=bounds.shape
+    )
     timeout_s: float = option(
         1800.0,
         "seconds per cell",
@@ -113,6 +127,11 @@ class ServingOptions(DecisionOptions):
         metavar="SECONDS",
         default_words="1800",
     )
-    preset: str | None = option(None, "serve --preset")
+    preset: str | None = option(None, "serve --preset", problem=bounds.text)
     # Absent from runs stored before serving rounds were shuffled: kept absent.
-    order_seed: int | None = option(None, "each round's order seed", omit_none=True)
+    order_seed: int | None = option(
+        None,
+        "each round's order seed",
+        problem=bounds.whole(0, limits.MAX_SEED),
+        omit_none=True,
+    )

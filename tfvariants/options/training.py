@@ -13,7 +13,7 @@ from typing import Any
 from tfvariants.analyze.statistics import interference
 from tfvariants.execute.priority import DEFAULT as PRIORITY_DEFAULT
 from tfvariants.execute.priority import PRIORITIES
-from tfvariants.options import argtypes
+from tfvariants.options import argtypes, bounds
 from tfvariants.options.cell import CellOptions
 from tfvariants.options.decision import DecisionOptions
 from tfvariants.options.declare import option
@@ -21,6 +21,9 @@ from tfvariants.options.declare import option
 
 def _pct(share: float) -> str:
     return f"{share * 100:.0f}%%"
+
+
+_SHARE = bounds.number(0, 1, below_hi=True)  # argtypes.fraction's range
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,7 @@ class TrainingOptions(CellOptions, DecisionOptions):
         "this share of its CPUs over the last second",
         flag="--quiet-share",
         parse=argtypes.fraction,
+        problem=_SHARE,
         default_words=_pct(interference.QUIET_SHARE),
     )
     quiet_wait_s: float = option(
@@ -40,6 +44,7 @@ class TrainingOptions(CellOptions, DecisionOptions):
         "the longest wait for quiet before a cell; then it runs anyway, and says so",
         flag="--quiet-wait",
         parse=argtypes.wait,
+        problem=bounds.number(0, 3600),
         metavar="DURATION",
         default_words=f"{interference.QUIET_WAIT_S:g}s; 0: do not wait",
     )
@@ -49,6 +54,7 @@ class TrainingOptions(CellOptions, DecisionOptions):
         "above this is disturbed: kept, listed, left out of the verdicts, and run again",
         flag="--disturbed-share",
         parse=argtypes.fraction,
+        problem=_SHARE,
         default_words=_pct(interference.DISTURBED_SHARE),
     )
     shielded_share: float = option(
@@ -58,6 +64,7 @@ class TrainingOptions(CellOptions, DecisionOptions):
         "this share of the time",
         flag="--shielded-share",
         parse=argtypes.fraction,
+        problem=_SHARE,
         default_words=_pct(interference.SHIELDED_SHARE),
     )
     disturbed_retries: int = option(
@@ -65,6 +72,7 @@ class TrainingOptions(CellOptions, DecisionOptions):
         "attempts after a disturbed one, per cell, within the budget",
         flag="--disturbed-retries",
         parse=argtypes.retries,
+        problem=bounds.whole(0, 10),
         default_words=str(interference.DISTURBED_RETRIES),
     )
     disturbed_policy: str = option(
@@ -88,6 +96,7 @@ class TrainingOptions(CellOptions, DecisionOptions):
         "run and stored in run.json; a resume keeps it)",
         flag="--order-seed",
         parse=argtypes.seed,
+        problem=bounds.whole(0, argtypes.MAX_SEED),
     )
     # Configurations that explain rather than answer (an A/A twin, an ISA cap): with a
     # budget they must not take rounds from the comparisons the question is about, so
@@ -104,14 +113,18 @@ class TrainingOptions(CellOptions, DecisionOptions):
     )
     # Duet measurement (execute/duet.py): two cells of a round at once on disjoint CPUs.
     # Stored, and kept by a resume: a run's cells are all measured one way.
-    duet: bool = option(False, "two cells of a round at once on disjoint CPUs (--duet)")
+    duet: bool = option(
+        False, "two cells of a round at once on disjoint CPUs (--duet)", problem=bounds.flag
+    )
     # A window the user chose stays; else the adaptive rounds' window is planned from the
     # first look's variance components (tfvariants.analyze.statistics.windows).
-    plan_window: bool = option(False, "plan the later rounds' steady window")
+    plan_window: bool = option(False, "plan the later rounds' steady window", problem=bounds.flag)
     per_workload: dict[str, dict[str, int]] | None = option(
-        None, "each workload's quick scale", omit_none=True
+        None, "each workload's quick scale", problem=bounds.record, omit_none=True
     )
-    preset: dict[str, Any] | None = option(None, "the preset the run started with", omit_none=True)
+    preset: dict[str, Any] | None = option(
+        None, "the preset the run started with", problem=bounds.record, omit_none=True
+    )
 
 
 # compare's measurement and decision options, in the order --help lists them
