@@ -13,14 +13,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tfvariants.commands import common, compare_cluster, presets, rounds
+from tfvariants.commands.compare_spec import build_spec as build_spec
 from tfvariants.commands.compare_spec import (
-    add_duet_option,
     check_baseline,
     check_duet,
     check_later,
     duet_line,
 )
-from tfvariants.commands.compare_spec import build_spec as build_spec
 from tfvariants.commands.compare_spec import parse_threads as parse_threads
 from tfvariants.commands.matrix_args import (  # noqa: F401 (quick_scale: the command's API)
     QUICK_SAMPLES,
@@ -97,7 +96,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="skip the peak probe (attainable GFLOP/s per variant and thread count)",
     )
-    add_duet_option(p)
+    declare.add_arguments(p, TrainingOptions, ("duet",))
     p.add_argument("--workloads", default=None, help="'all' (default) or a comma list")
     p.add_argument(
         "--trust-workloads",

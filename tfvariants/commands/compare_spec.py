@@ -202,17 +202,6 @@ def check_duet(
     return fit
 
 
-def add_duet_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--duet",
-        action="store_true",
-        help="duet measurement: run two cells of a round at once on disjoint CPUs (one "
-        "thread count; needs twice its CPUs on separate cores), so interference hits both "
-        "sides of a comparison alike; ratios, not absolute times, are its answer "
-        "(docs/compare.md)",
-    )
-
-
 def duet_line(plans: DuetPlans) -> str:
     """The one line that says how a duet run will measure (its dry run's too)."""
     from tfvariants.plan.topology import format_cpu_list

@@ -99,8 +99,8 @@ def apply(args: argparse.Namespace) -> dict[str, Any] | None:
         args.baseline = COMPILED_STOCK
     if args.epochs is None and args.samples is None:
         args.quick = True
-        if args.budget is None:
-            args.budget = BUDGET_S
+        if args.budget_s is None:
+            args.budget_s = BUDGET_S
     if getattr(args, "equivalence_band", None) is None:
         args.equivalence_band = BAND
     if getattr(args, "min_effect", None) is None:
@@ -179,7 +179,7 @@ def _explanatory_that_fit(args: argparse.Namespace, main: int) -> tuple[list[str
     from tfvariants.commands.rounds import QUICK_BUDGET_S, QUICK_WINDOW
     from tfvariants.rounds import firstlook
 
-    budget = args.budget or (QUICK_BUDGET_S if args.quick else None)
+    budget = args.budget_s or (QUICK_BUDGET_S if args.quick else None)
     if budget is None:
         return list(EXPLANATORY), None  # no budget: every round runs whatever it takes
     if args.workloads == "all":

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from tfvariants.analyze.statistics import adaptive, interference
 from tfvariants.errors import UserError
-from tfvariants.options import argtypes, declare
+from tfvariants.options import declare
 from tfvariants.options.decision import DecisionOptions
 from tfvariants.options.training import COMPARE_DECISION, INTERFERENCE, TrainingOptions
 from tfvariants.plan.spec import MatrixSpec
@@ -36,19 +36,10 @@ FULL_WINDOW = (10.0, 100)
 
 def add_options(p: argparse.ArgumentParser) -> None:
     """compare's measurement and decision options (declared in options/training.py)."""
-    p.add_argument(
-        "--budget",
-        type=argtypes.duration,
-        default=None,
-        metavar="DURATION",
-        help="adaptive repeats: after --repeats rounds, keep running rounds of the "
-        "undecided comparisons until decided, --max-repeats, or this much time for "
-        "the whole run (e.g. 10m; default with --quick: 10m)",
-    )
     declare.add_arguments(
         p,
         TrainingOptions,
-        COMPARE_DECISION,
+        ("budget_s", *COMPARE_DECISION),
         default_words={
             "min_steady_s": "10, also with --quick; not given, the adaptive rounds after the first "
             "look measure a window planned from the first rounds",
@@ -82,7 +73,7 @@ def training_options(
     quick = bool(args.quick or sopts.get("quick"))
     window = QUICK_WINDOW if quick else FULL_WINDOW
     given = {n: getattr(args, n, None) for n in declare.declared(TrainingOptions)}
-    given.update(quick=quick, budget_s=args.budget, per_workload=per_workload)
+    given.update(quick=quick, per_workload=per_workload)
     duet = bool(getattr(args, "duet", False))
     if duet and sopts and not sopts.get("duet"):
         raise UserError(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tfvariants.options import argtypes, bounds
+from tfvariants.options import argtypes, bounds, shared
 from tfvariants.options.declare import RunOptionsBase, option
 from tfvariants.plan import limits
 
@@ -71,15 +71,7 @@ class CellOptions(RunOptionsBase):
     data_dir: str | None = option(
         None, "cache folder for real data sets", flag="--data-dir", problem=bounds.text
     )
-    timeout_s: float = option(
-        1800.0,
-        "seconds per cell",
-        flag="--timeout",
-        metavar="SECONDS",
-        parse=argtypes.positive_float,
-        problem=limits.seconds_problem,
-        default_words="1800",
-    )
+    timeout_s: float = shared.timeout()
     seed: int = option(
         0,
         "the data's and the model's seed",

@@ -69,10 +69,13 @@ class DecisionOptions(RunOptionsBase):
     )
     budget_s: float | None = option(
         None,
-        "the adaptive rounds' time budget, seconds",
+        "adaptive repeats: after --repeats rounds, keep running rounds of the "
+        "undecided comparisons until decided, --max-repeats, or this much time for "
+        "the whole run (e.g. 10m; default with --quick: 10m)",
         flag="--budget",
         parse=argtypes.duration,
         problem=limits.seconds_problem,
+        metavar="DURATION",
     )
 
 

@@ -34,6 +34,7 @@ class Option:
     choices: tuple[str, ...] | None = None
     metavar: str | None = None
     default_words: str = ""  # the help's "(default ...)"; a command may say its own
+    switch: bool = False  # a flag that takes no value (given: True)
 
     def bound(self) -> Callable[[Any], str | None] | None:
         """The check of a stored value: the declared ``problem``, else the ``choices``."""
@@ -78,6 +79,9 @@ def add_arguments(
         assert o.flag is not None, f"{name} is not a command-line option"
         words = (default_words or {}).get(name, o.default_words)
         text = f"{o.help} (default {words})" if words else o.help
+        if o.switch:  # not given: None, like every option (a resume tells the two apart)
+            p.add_argument(o.flag, dest=name, action="store_const", const=True, help=text)
+            continue
         p.add_argument(
             o.flag,
             dest=name,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tfvariants.options import argtypes, bounds
+from tfvariants.options import argtypes, bounds, shared
 from tfvariants.options.decision import DecisionOptions
 from tfvariants.options.declare import option
 from tfvariants.plan import limits
@@ -118,20 +118,6 @@ class ServingOptions(DecisionOptions):
     input_shape: list[int] | None = option(
         None, "with a target: one instance's shape", problem=bounds.shape
     )
-    timeout_s: float = option(
-        1800.0,
-        "seconds per cell",
-        flag="--timeout",
-        parse=argtypes.positive_float,
-        problem=limits.seconds_problem,
-        metavar="SECONDS",
-        default_words="1800",
-    )
+    timeout_s: float = shared.timeout()
     preset: str | None = option(None, "serve --preset", problem=bounds.text)
-    # Absent from runs stored before serving rounds were shuffled: kept absent.
-    order_seed: int | None = option(
-        None,
-        "each round's order seed",
-        problem=bounds.whole(0, limits.MAX_SEED),
-        omit_none=True,
-    )
+    order_seed: int | None = shared.order_seed()

@@ -13,7 +13,7 @@ from typing import Any
 from tfvariants.analyze.statistics import interference
 from tfvariants.execute.priority import DEFAULT as PRIORITY_DEFAULT
 from tfvariants.execute.priority import PRIORITIES
-from tfvariants.options import argtypes, bounds
+from tfvariants.options import argtypes, bounds, shared
 from tfvariants.options.cell import CellOptions
 from tfvariants.options.decision import DecisionOptions
 from tfvariants.options.declare import option
@@ -90,14 +90,7 @@ class TrainingOptions(CellOptions, DecisionOptions):
         flag="--priority",
         choices=PRIORITIES,
     )
-    order_seed: int | None = option(
-        None,
-        "seed of each round's random order of configurations (default: drawn for a new "
-        "run and stored in run.json; a resume keeps it)",
-        flag="--order-seed",
-        parse=argtypes.seed,
-        problem=bounds.whole(0, argtypes.MAX_SEED),
-    )
+    order_seed: int | None = shared.order_seed()
     # Configurations that explain rather than answer (an A/A twin, an ISA cap): with a
     # budget they must not take rounds from the comparisons the question is about, so
     # they start only when those are settled, compared on the rounds both sides ran.
@@ -114,7 +107,14 @@ class TrainingOptions(CellOptions, DecisionOptions):
     # Duet measurement (execute/duet.py): two cells of a round at once on disjoint CPUs.
     # Stored, and kept by a resume: a run's cells are all measured one way.
     duet: bool = option(
-        False, "two cells of a round at once on disjoint CPUs (--duet)", problem=bounds.flag
+        False,
+        "duet measurement: run two cells of a round at once on disjoint CPUs (one "
+        "thread count; needs twice its CPUs on separate cores), so interference hits both "
+        "sides of a comparison alike; ratios, not absolute times, are its answer "
+        "(docs/compare.md)",
+        flag="--duet",
+        switch=True,
+        problem=bounds.flag,
     )
     # A window the user chose stays; else the adaptive rounds' window is planned from the
     # first look's variance components (tfvariants.analyze.statistics.windows).
