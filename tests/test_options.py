@@ -462,3 +462,18 @@ def test_every_stored_option_has_a_bound_and_the_loader_checks_every_class():
     ]:
         with pytest.raises(UserError, match=rf"run.json: field 'options\.{name}': expected "):
             validate_run(run(task, **{name: value}), "run.json")
+
+
+def test_a_preset_is_a_layer_of_resolve_below_the_given_and_the_stored_values():
+    """given > stored > preset > default (issue 40): a preset no longer rewrites the
+    command line, so what was given stays told apart from what the preset chose."""
+    from tfvariants.options import declare
+    from tfvariants.options.decision import DecisionOptions
+
+    layer = {"min_effect": 0.0, "equivalence_band": 0.1, "budget_s": 900.0}
+    got = declare.resolve(
+        DecisionOptions, {"min_effect": "3%"}, {"equivalence_band": 0.2}, {}, layer
+    )
+    assert (got["min_effect"], got["equivalence_band"], got["budget_s"]) == (0.03, 0.2, 900.0)
+    assert got["confidence"] == DecisionOptions.confidence  # the declared default
+    assert declare.resolve(DecisionOptions, {}, {}, {}, None)["min_effect"] == 0.05

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import sys
 from collections.abc import Callable
 from datetime import datetime
@@ -173,13 +172,11 @@ def run(args: argparse.Namespace) -> int:
             named = (args.workloads or "").split(",")
             workloadfiles.check_resume(stored, named=named, trusted=args.trust_workloads)
     # Before the pricing: a preset may name the catalog. A resume keeps the preset its
-    # run was started with (the report opens with it).
-    preset = presets.apply(args) or ((stored or {}).get("options") or {}).get("preset")
+    # run was started with (the report opens with it): the stored options' layer wins.
+    preset = presets.apply(args)
     pricing = common.pricing_from(args)
-    spec, variant_objs = build_spec(args, stored, pricing)
+    spec, variant_objs = build_spec(args, stored, pricing, preset)
     opts = TrainingOptions.of(spec.options)
-    if preset is not None:
-        spec = dataclasses.replace(spec, options=dataclasses.replace(opts, preset=preset))
     check_baseline(args.baseline, spec)
     check_later(args.baseline, spec)
     duet_at = check_duet(spec, variant_objs, args.executor)

@@ -6,6 +6,7 @@ the closing summary."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -66,14 +67,18 @@ def training_options(
     *,
     repeats: int,
     per_workload: dict[str, dict[str, int]] | None = None,
+    preset: Mapping[str, Any] | None = None,
 ) -> TrainingOptions:
-    """The run's options: given, else the stored run's (a resume), else the defaults
-    (the steady window and the budget depend on --quick)."""
+    """The run's options: given, else the stored run's (a resume), else the ``preset``
+    layer's (commands/presets.py ``apply``), else the defaults (the steady window and the
+    budget depend on --quick)."""
     sopts = stored.get("options") or {}
-    quick = bool(args.quick or sopts.get("quick"))
+    layer = preset or {}
+    quick = bool(args.quick or sopts.get("quick") or layer.get("quick"))
     window = QUICK_WINDOW if quick else FULL_WINDOW
     given = {n: getattr(args, n, None) for n in declare.declared(TrainingOptions)}
-    given.update(quick=quick, per_workload=per_workload)
+    # (--preset names a preset; the options hold its record: the layer's or the stored one)
+    given.update(quick=quick, per_workload=per_workload, preset=None)
     duet = bool(getattr(args, "duet", False))
     if duet and sopts and not sopts.get("duet"):
         raise UserError(
@@ -89,7 +94,12 @@ def training_options(
         # the first look's variance components (tfvariants.analyze.statistics.windows).
         "plan_window": args.min_steady_s is None,
     }
-    values = declare.resolve(TrainingOptions, given, sopts, fallback)
+    values = declare.resolve(TrainingOptions, given, sopts, fallback, layer)
+    if layer.get("preset") is not None:  # a new preset run: the settings it resolved
+        from tfvariants.commands.presets import with_settings
+
+        band, effect = values["equivalence_band"], values["min_effect"]
+        values["preset"] = with_settings(values["preset"], band, effect)
     # Where this host caches data and how long a cell may take: this command's, never
     # the stored run's.
     values["data_dir"] = args.data_dir

@@ -3,8 +3,8 @@ task: training.py, serving.py), with everything the rest of the code needs to kn
 about it in the field's metadata.
 
 From that one declaration come the command-line option (``add_arguments``), the value
-a command uses (``resolve``: given on the command line, else the stored run's, else
-the default), the run.json ``options`` record (``record``) and the check of a stored
+a command uses (``resolve``: given on the command line, else the stored run's, else a
+preset's, else the default), the run.json ``options`` record (``record``) and the check of a stored
 value against its bounds (``stored_problems``, called by store/runfile.py).
 """
 
@@ -140,10 +140,12 @@ def resolve(
     given: Mapping[str, Any],
     stored: Mapping[str, Any],
     fallback: Mapping[str, Any],
+    preset: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Each option's value: given on the command line (text is parsed as declared: a
     value from a test or a preset may be text), else the stored run's (a resume), else
-    ``fallback`` (a default that depends on other options), else the declared default."""
+    the ``preset``'s (a command's --preset: its own defaults), else ``fallback`` (a
+    default that depends on other options), else the declared default."""
     from tfvariants.errors import UserError
 
     out: dict[str, Any] = {}
@@ -157,6 +159,8 @@ def resolve(
                 raise UserError(f"{o.flag}: {exc}") from None
         if value is None:
             value = stored.get(f.name)
+        if value is None and preset is not None:
+            value = preset.get(f.name)
         if value is None:
             value = fallback.get(f.name, f.default)
         out[f.name] = value
