@@ -5,14 +5,12 @@ record are one."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from tfvariants.options import argtypes, bounds
 from tfvariants.options.declare import option
 from tfvariants.plan import limits
 
 
-def timeout() -> Any:
+def timeout() -> float:
     """``timeout_s``: seconds per cell; a resume may change it (this command's)."""
     return option(
         1800.0,
@@ -25,10 +23,10 @@ def timeout() -> Any:
     )
 
 
-def order_seed() -> Any:
+def order_seed() -> int | None:
     """``order_seed``: drawn for a new run and stored, kept by a resume. Left out of the
     record while unset: runs stored before serving rounds were shuffled have none."""
-    return option(
+    field: int | None = option(
         None,
         "seed of each round's random order of configurations (default: drawn for a new "
         "run and stored in run.json; a resume keeps it)",
@@ -37,3 +35,4 @@ def order_seed() -> Any:
         problem=bounds.whole(0, limits.MAX_SEED),
         omit_none=True,
     )
+    return field
