@@ -22,7 +22,7 @@ from tfvariants.rounds.training import NextRoundHook
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from tfvariants.analyze.report.frame import RunFrame
+    from tfvariants.analyze.shared.frame import RunFrame
     from tfvariants.execute.matrix import MatrixOutcome
     from tfvariants.execute.quiet import QuietGate
 

@@ -127,7 +127,7 @@ def build_serve_spec(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
         else default_threads(logical_cpus())
     )
     variants = parse_names("variants", args.variants)
-    # The bound run.json's "repeats" is checked against (plan/limits.py), before anything
+    # The bound run.json's "repeats" is checked against (options/limits.py), before anything
     # is written.
     repeats = checked("repeats", argtypes.repeats, str(v["repeats"]))
     options = _serving_options(args, v, repeats, input_shape)

@@ -1,5 +1,5 @@
 """The stored bounds of the declared options that have none of their own in
-plan/limits.py (or in their ``choices``): each ``Option.problem`` says what a value in
+options/limits.py (or in their ``choices``): each ``Option.problem`` says what a value in
 run.json must be (what the command line's parser gives), so that the run.json loader
 refuses every stored option out of bounds the same way: one line naming the field.
 

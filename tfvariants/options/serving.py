@@ -15,10 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tfvariants.options import argtypes, bounds, shared
+from tfvariants.options import argtypes, bounds, limits, shared
 from tfvariants.options.decision import DecisionOptions
 from tfvariants.options.declare import option
-from tfvariants.plan import limits
 
 _DURATION = bounds.number(0, limits.MAX_SECONDS, above_lo=True)  # argtypes.duration_s's range
 _COUNT = bounds.whole(1, limits.MAX_COUNT)

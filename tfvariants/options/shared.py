@@ -5,9 +5,8 @@ record are one."""
 
 from __future__ import annotations
 
-from tfvariants.options import argtypes, bounds
+from tfvariants.options import argtypes, bounds, limits
 from tfvariants.options.declare import option
-from tfvariants.plan import limits
 
 
 def timeout() -> float:

@@ -9,9 +9,9 @@ from typing import Any, TypeGuard
 
 from tfvariants.errors import UserError
 from tfvariants.options.declare import RunOptionsBase, stored_problems
+from tfvariants.options.limits import MAX_THREADS
 from tfvariants.options.serving import ServingOptions
 from tfvariants.options.training import TrainingOptions
-from tfvariants.plan.cell import MAX_THREADS
 from tfvariants.plan.spec import MAX_REPEATS, logical_cpus
 from tfvariants.plan.task import MatrixPlan, PlannedCell
 from tfvariants.store import workloadfiles

@@ -30,12 +30,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from tfvariants.analyze.report.compiled import with_preset_baseline
-from tfvariants.analyze.report.format import ratio_end, sig3
-from tfvariants.analyze.report.settings import ReportSettings
+from tfvariants.analyze.shared.format import ratio_end, sig3
+from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.analyze.statistics import stats
+from tfvariants.analyze.statistics.decide import run_settings
 from tfvariants.analyze.training.analysis import Analysis, analyze_contents
 from tfvariants.errors import UserError
-from tfvariants.options.decision import run_settings
 from tfvariants.store.rundir import load_run_dir
 from tfvariants.store.runfolder import StoreError
 

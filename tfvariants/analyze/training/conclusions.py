@@ -1,0 +1,313 @@
+"""The report's sentences, most important first: with a GPU, the GPU against the fastest
+and the cheapest CPU configuration (time and cost); then the fastest configuration
+against the baseline, thread scaling, the cheapest, and what stayed undecided."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
+
+from tfvariants.analyze.cost.pricing import Pricing
+from tfvariants.analyze.shared.format import dur, money, ratio_end, sig3
+from tfvariants.analyze.statistics import family, stats
+from tfvariants.analyze.statistics.decide import Settings
+from tfvariants.analyze.statistics.verdicts import statistic
+from tfvariants.analyze.training import loadlabel
+
+if TYPE_CHECKING:
+    from tfvariants.analyze.training.groups import Group, WorkloadReport
+
+
+def _time(g: Group) -> float:
+    """The group's time; only for groups filtered to have one."""
+    if g.time is None:
+        raise ValueError(f"{g.label}: no time")
+    return g.time.value
+
+
+def _speed(g: Group, b: Group | None) -> float:
+    """The time a configuration is ranked by: the baseline's median times the
+    Hodges-Lehmann ratio the sentences quote, so "fastest" and its ratio come from one
+    estimator (a ranking by median could name the baseline fastest while the ratio
+    favoured the other); the median when there is no ratio to the baseline."""
+    if b is not None and b.time is not None and g.time_cmp is not None:
+        return g.time_cmp.ratio.value * b.time.value
+    return _time(g)
+
+
+def _cost(g: Group) -> float:
+    """The group's cost; only for groups filtered to have one."""
+    if g.cost is None:
+        raise ValueError(f"{g.label}: no cost")
+    return g.cost.cost
+
+
+def interval_words(r: stats.Interval, invert: bool = False) -> str:
+    """ "95.2% interval 2.10-2.52x" (the achieved coverage of the ratio interval); for
+    "equivalent"'s narrower one "96.8% interval of the two one-sided tests ..."."""
+    if not r.has_interval or r.coverage is None:
+        return "no interval"
+    lo, hi = (1 / r.hi, 1 / r.lo) if invert else (r.lo, r.hi)
+    what = "interval of the two one-sided tests" if r.one_sided else "interval"
+    return f"{stats.percent(r.coverage)} {what} {ratio_end(lo)}-{ratio_end(hi)}x"
+
+
+class Labelled(Protocol):
+    """What a sentence names: a training Group or a serving Config."""
+
+    @property
+    def label(self) -> str: ...
+
+
+def phrase(a: Labelled, b: Labelled, cmp: stats.Comparison, what: str = "time") -> str:
+    """a versus b in words, from the comparison's one interval and verdict, saying so
+    when it rests on disturbed cells (analyze/training/loadlabel.py)."""
+    return loadlabel.qualify(_phrase(a, b, cmp, what), a, b)
+
+
+def _phrase(a: Labelled, b: Labelled, cmp: stats.Comparison, what: str) -> str:
+    r = cmp.ratio
+    low, high = ("faster", "slower") if what == "time" else ("cheaper", "more expensive")
+    if cmp.verdict == "different":
+        if r.value < 1:
+            words = interval_words(r, True)
+            return f"{a.label} was {sig3(1 / r.value)}x {low} than {b.label} ({words}, decided)"
+        return (
+            f"{a.label} was {sig3(r.value)}x {high} than {b.label} ({interval_words(r)}, decided)"
+        )
+    if cmp.verdict == "equivalent":
+        return (
+            f"{a.label} and {b.label} were equivalent in {what} ({what} ratio {sig3(r.value)}, "
+            f"{interval_words(r)} lies within +/-{cmp.equivalence_band:.0%}; typical runs)"
+        )
+    more = (
+        f"about {cmp.more_repeats} more repeat(s) per side would likely decide it"
+        if cmp.more_repeats
+        else "no practical number of repeats would likely decide it (the ratio is too close "
+        f"to the {cmp.min_effect:.0%} threshold for this much noise)"
+    )
+    why = "; ".join(cmp.reasons)
+    return (
+        f"{a.label} vs {b.label}: undecided ({what} ratio {sig3(r.value)}, {interval_words(r)}; "
+        f"{why}; {more})"
+    )
+
+
+def _cmp(a: Group, b: Group, settings: Settings, what: str) -> stats.Comparison | None:
+    """a against b through the one statistic (analyze/statistics/verdicts.py), on the rounds both
+    have usable (undisturbed) repeats in; None without a common round or with a free
+    instance."""
+    xa, xb = (a.round_times, b.round_times) if what == "time" else (a.round_costs, b.round_costs)
+    common = set(xa) & set(xb)
+    if not common or min([xa[i] for i in common] + [xb[i] for i in common]) <= 0:
+        return None
+    return statistic(xb, xa, settings)
+
+
+def _leads(
+    g: Group, groups: list[Group], settings: Settings, what: str, b: Group | None = None
+) -> bool:
+    """g's lead over every other is decided at the family's level (family.lead: the
+    ranking as a whole holds with the stated confidence)."""
+    rest = [h for h in groups if h is not g]
+    if not rest:
+        return False
+    of: Callable[[Group], dict[int, float]] = (
+        (lambda h: h.round_times) if what == "time" else (lambda h: h.round_costs)
+    )
+    return family.lead(of(g), {h.label: of(h) for h in rest}, settings).decided
+
+
+def _tiers(a: Group, b: Group) -> str:
+    """Say so when a cost comparison mixes price tiers (gce-2017: on-demand K80 vs
+    preemptible CPUs, as the study did): the ratio is partly the tier's."""
+    if a.cost is None or b.cost is None or a.cost.tier == b.cost.tier:
+        return ""
+    ta, tb = (c.tier_word or c.tier.replace("_", "-") for c in (a.cost, b.cost))
+    return f" (prices of different tiers: {a.label} {ta}, {b.label} {tb})"
+
+
+def _gpu_first(wr: WorkloadReport, with_time: list[Group], settings: Settings) -> set[frozenset]:
+    said: set[frozenset] = set()
+    gpus = [g for g in with_time if g.device == "gpu"]
+    cpus = [g for g in with_time if g.device != "gpu"]
+    if not gpus or not cpus:
+        return said
+    gpu = min(gpus, key=_time)
+    fastest = min(cpus, key=_time)
+    costed = [g for g in cpus if g.cost is not None]
+    cheapest = min(costed, key=_cost) if costed else None
+    for label, cpu in (
+        ("the fastest CPU configuration", fastest),
+        ("the cheapest CPU configuration", cheapest),
+    ):
+        if cpu is None or frozenset((gpu.label, cpu.label)) in said:
+            continue
+        said.add(frozenset((gpu.label, cpu.label)))
+        parts = []
+        t = _cmp(gpu, cpu, settings, "time")
+        if t is not None:
+            parts.append(phrase(gpu, cpu, t, "time"))
+        c = _cmp(gpu, cpu, settings, "cost")
+        if c is not None:
+            parts.append(phrase(gpu, cpu, c, "cost") + _tiers(gpu, cpu))
+        wr.conclusions.append(f"GPU vs {label} ({cpu.label}): " + "; ".join(parts) + ".")
+    return said
+
+
+def conclude(
+    wr: WorkloadReport,
+    baseline_label: str,
+    cpus: int | None,
+    pricing: Pricing | None,
+    settings: Settings | None = None,
+) -> None:
+    """The workload's fastest, cheapest and Pareto front, and its sentences in reading
+    order: the GPU first, then the fastest, threads, the cheapest, what is undecided."""
+    settings = settings or Settings()
+    with_time = [g for g in wr.groups if g.time is not None]
+    if not with_time:
+        wr.conclusions.append(
+            f"{wr.name}: no configuration finished successfully, so there is nothing to compare."
+        )
+        return
+    b = wr.baseline if wr.baseline is not None and wr.baseline.time is not None else None
+    _rank(wr, with_time, b, settings)
+    said = _gpu_first(wr, with_time, settings)
+    _fastest_sentences(wr, with_time, b, baseline_label, cpus, settings, said)
+    # Thread scaling per variant: most vs fewest threads (what a 2-core --quick run answers).
+    for v in dict.fromkeys(g.variant for g in with_time):
+        vg = sorted((g for g in with_time if g.variant == v), key=lambda g: g.threads)
+        if len(vg) >= 2:
+            hi, lo = vg[-1], vg[0]
+            cmp = _cmp(hi, lo, settings, "time")
+            if cmp is not None and frozenset((hi.label, lo.label)) not in said:
+                wr.conclusions.append(f"Threads: {phrase(hi, lo, cmp)}.")
+                said.add(frozenset((hi.label, lo.label)))
+    if wr.cheapest is not None and pricing is not None:
+        _cheapest_sentence(wr, wr.cheapest, b, pricing, settings)
+    _open_sentences(wr, with_time, b, said)
+
+
+def _rank(wr: WorkloadReport, with_time: list[Group], b: Group | None, settings: Settings) -> None:
+    """The fastest, the cheapest, the time-cost Pareto front, and whether each lead is
+    decided against the next."""
+    wr.fastest = min(with_time, key=lambda g: _speed(g, b))
+    costed = [g for g in with_time if g.cost is not None]
+    if costed:
+        wr.cheapest = min(costed, key=_cost)
+        points = [(g, _time(g), _cost(g)) for g in costed]
+        wr.pareto = [
+            g
+            for g, t, c in points
+            if not any(ht <= t and hc <= c and (ht < t or hc < c) for _h, ht, hc in points)
+        ]
+    wr.fastest_decided = _leads(wr.fastest, with_time, settings, "time", b)
+    if wr.cheapest is not None:
+        wr.cheapest_decided = _leads(wr.cheapest, costed, settings, "cost")
+
+
+def _fastest_sentences(
+    wr: WorkloadReport,
+    with_time: list[Group],
+    b: Group | None,
+    baseline_label: str,
+    cpus: int | None,
+    settings: Settings,
+    said: set[frozenset],
+) -> None:
+    host = f"On {cpus} logical CPUs" if cpus else "On this host"
+    f = wr.fastest
+    assert f is not None  # ranked among groups with a time
+    if b is None:
+        fastest = "was the fastest" if wr.fastest_decided else "had the shortest estimated time"
+        wr.conclusions.append(
+            f"{host}, {f.label} {fastest} for {wr.name} ({dur(_time(f))} for the full "
+            f"schedule); the baseline {baseline_label} has no successful runs, so no "
+            "comparison is claimed."
+        )
+    elif f is b:
+        others = [g for g in with_time if g is not b]
+        runner_up = min(others, key=lambda g: _speed(g, b)) if others else None
+        cmp = _cmp(b, runner_up, settings, "time") if runner_up is not None else None
+        # "Fastest" only when the comparison with the next best decided it; otherwise the
+        # estimate is shortest and the next sentence says why that is not (yet) a claim.
+        if runner_up is None:
+            lead = f"only the baseline {b.label} ran successfully for {wr.name}"
+        elif cmp is not None and cmp.verdict == "different" and cmp.direction == "lower":
+            lead = f"the baseline {b.label} was the fastest for {wr.name}"
+        else:
+            lead = f"the baseline {b.label} had the shortest estimated time for {wr.name}"
+        said_lead = f"{host}, {lead} ({dur(_time(b))} for the full schedule)"
+        # "fastest" rests on the comparison with the runner-up: labelled as it is
+        wr.conclusions.append(loadlabel.qualify(said_lead, b, runner_up) + ".")
+        pair = frozenset((b.label, runner_up.label)) if runner_up is not None else None
+        if runner_up is not None and cmp is not None and pair not in said:
+            wr.conclusions.append(f"Against the next best: {phrase(b, runner_up, cmp)}.")
+            said.add(frozenset((runner_up.label, b.label)))
+    elif f.time_cmp is not None and frozenset((f.label, b.label)) not in said:
+        # Name it: after "a and b were equivalent", "it" could be either.
+        rank = (
+            f"{f.label} was the fastest configuration"
+            if wr.fastest_decided
+            else f"{f.label} had the shortest estimated time, not decided against every other"
+        )
+        wr.conclusions.append(f"{host}, for {wr.name}, {phrase(f, b, f.time_cmp)}; {rank}.")
+        said.add(frozenset((f.label, b.label)))
+
+
+def _cheapest_sentence(
+    wr: WorkloadReport, c: Group, b: Group | None, pricing: Pricing, settings: Settings
+) -> None:
+    assert c.cost is not None  # the cheapest is chosen among the groups with a cost
+    amount = money(c.cost.cost, pricing.catalog.currency)
+    text = f"Cheapest: {c.label} at {amount} per full training run on {c.cost.instance}"
+    parts = []
+    if c.cost_cmp is not None and b is not None and c is not b and c.cost_cmp.verdict != "baseline":
+        parts.append(phrase(c, b, c.cost_cmp, "cost") + _tiers(c, b))
+    # "Cheapest" claims a lead over the next cheapest: say whether that is decided.
+    rest = [g for g in wr.groups if g.time is not None and g.cost is not None and g is not c]
+    nxt = min(rest, key=_cost) if rest else None
+    cc = _cmp(c, nxt, settings, "cost") if nxt is not None and nxt is not b else None
+    if nxt is not None and nxt is b and not parts:
+        cc = _cmp(c, nxt, settings, "cost")
+    if nxt is not None and cc is not None:
+        parts.append(f"against the next cheapest: {phrase(c, nxt, cc, 'cost')}{_tiers(c, nxt)}")
+    if parts:
+        text += f" ({'; '.join(parts)})"
+    wr.conclusions.append(text + ".")
+
+
+def _open_sentences(
+    wr: WorkloadReport, with_time: list[Group], b: Group | None, said: set[frozenset]
+) -> None:
+    """What stays undecided or uncompared, and the oversubscription caution."""
+    undecided = [
+        (g, tc)
+        for g in with_time
+        if (tc := g.time_cmp) is not None
+        and tc.verdict == "undecided"
+        and b is not None
+        and frozenset((g.label, b.label)) not in said  # not repeated if a sentence said it
+    ]
+    if undecided and b is not None:
+        parts = [
+            f"{g.label} (about {tc.more_repeats} more repeat(s) per side would likely decide it)"
+            if tc.more_repeats
+            else f"{g.label} (no practical number of repeats would likely decide it)"
+            for g, tc in undecided
+        ]
+        wr.conclusions.append(f"Still undecided against {b.label}: {'; '.join(parts)}.")
+    apart = [g.label for g in with_time if g.verdict is not None and g.verdict.comparison is None]
+    if apart and b is not None:
+        wr.conclusions.append(
+            f"Not compared with {b.label}: {', '.join(apart)} (no round in which both ran "
+            "undisturbed: other processes were using their CPUs; run again on a quieter machine "
+            "or --resume with a --budget)."
+        )
+    flagged = [g.label for g in (wr.fastest, wr.cheapest) if g is not None and g.oversubscribed]
+    if flagged:
+        wr.conclusions.append(
+            f"Caution: {', '.join(dict.fromkeys(flagged))} ran with more threads than this host "
+            "has CPUs: these numbers do not show how a machine with that many vCPUs behaves."
+        )
