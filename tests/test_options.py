@@ -478,3 +478,24 @@ def test_a_preset_is_a_layer_of_resolve_below_the_given_and_the_stored_values():
     assert (got["min_effect"], got["equivalence_band"], got["budget_s"]) == (0.03, 0.2, 900.0)
     assert got["confidence"] == DecisionOptions.confidence  # the declared default
     assert declare.resolve(DecisionOptions, {}, {}, {}, None)["min_effect"] == 0.05
+
+
+def test_what_a_resume_does_with_an_option_is_said_in_its_declaration():
+    """One way (issue 40): ``resume=`` in the declaration. A training resume checks the
+    cell options declared SAME; a serving resume may change only those declared
+    CHANGEABLE or THIS_COMMAND; a THIS_COMMAND value is never the stored run's."""
+    from tfvariants.options import declare
+    from tfvariants.options.cell import CellOptions
+    from tfvariants.options.serving import RESUMABLE
+    from tfvariants.options.training import TrainingOptions
+
+    same = [n for n, o in declare.declared(CellOptions).items() if o.resume == declare.SAME]
+    assert same == [
+        "epochs", "samples", "steps_per_epoch", "data", "seed",
+        "min_steady_s", "min_steady_steps", "warmup_max_s", "quick",
+    ]  # fmt: skip
+    assert set(RESUMABLE) == {"timeout_s", "budget_s", "max_repeats"}
+    stored = {"timeout_s": 60.0, "data_dir": "/elsewhere", "seed": 7, "budget_s": 300.0}
+    got = declare.resolve(TrainingOptions, {}, stored, {})
+    assert (got["timeout_s"], got["data_dir"]) == (1800.0, None)  # this command's
+    assert (got["seed"], got["budget_s"]) == (7, 300.0)  # kept

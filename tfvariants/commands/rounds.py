@@ -100,11 +100,6 @@ def training_options(
 
         band, effect = values["equivalence_band"], values["min_effect"]
         values["preset"] = with_settings(values["preset"], band, effect)
-    # Where this host caches data and how long a cell may take: this command's, never
-    # the stored run's.
-    values["data_dir"] = args.data_dir
-    if given["timeout_s"] is None:
-        values["timeout_s"] = TrainingOptions.timeout_s
     if values["order_seed"] is None:
         from tfvariants.plan.spec import new_order_seed
 

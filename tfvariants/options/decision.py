@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tfvariants.options import argtypes, limits
-from tfvariants.options.declare import RunOptionsBase, option
+from tfvariants.options.declare import CHANGEABLE, RunOptionsBase, option
 from tfvariants.options.limits import MAX_REPEATS
 
 # The defaults every statistic falls back to (analyze/statistics/stats.py takes them from here).
@@ -60,6 +60,7 @@ class DecisionOptions(RunOptionsBase):
         flag="--max-repeats",
         parse=argtypes.repeats,
         problem=repeats_problem,
+        resume=CHANGEABLE,
         default_words="20",
     )
     budget_s: float | None = option(
@@ -71,6 +72,7 @@ class DecisionOptions(RunOptionsBase):
         parse=argtypes.duration,
         problem=limits.seconds_problem,
         metavar="DURATION",
+        resume=CHANGEABLE,
     )
 
 

@@ -17,6 +17,13 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+# What a resume does with an option (``Option.resume``), said once, in its declaration:
+SAME = "same"  # part of what a cell measures: a resume must not change it (checked)
+KEPT = "kept"  # the stored value, unless given again (a serving resume: given the same)
+CHANGEABLE = "changeable"  # a resume may give a new value (the budget, the last look)
+THIS_COMMAND = "this command"  # the resuming command's own value, never the stored one
+RESUMES = (SAME, KEPT, CHANGEABLE, THIS_COMMAND)
 OptionsT = TypeVar("OptionsT", bound="RunOptionsBase")
 
 
@@ -28,13 +35,16 @@ class Option:
     flag: str | None = None  # the command-line flag; None: derived, never typed
     parse: Callable[[str], Any] | None = None  # command-line text -> value (argtypes)
     problem: Callable[[Any], str | None] | None = None  # a stored value out of bounds?
-    identity: bool = False  # part of what a cell measures: a resume must not change it
+    resume: str = KEPT  # what a resume does with it (RESUMES)
     stored: bool = True  # kept in run.json's "options"
     omit_none: bool = False  # left out of the record while None (as older runs wrote it)
     choices: tuple[str, ...] | None = None
     metavar: str | None = None
     default_words: str = ""  # the help's "(default ...)"; a command may say its own
     switch: bool = False  # a flag that takes no value (given: True)
+
+    def __post_init__(self) -> None:
+        assert self.resume in RESUMES, self.resume
 
     def bound(self) -> Callable[[Any], str | None] | None:
         """The check of a stored value: the declared ``problem``, else the ``choices``."""
@@ -110,7 +120,7 @@ class RunOptionsBase(Mapping[str, Any]):
 
     def identity(self) -> dict[str, Any]:
         """The options a resume must not change."""
-        return {n: getattr(self, n) for n, o in declared(type(self)).items() if o.identity}
+        return {n: getattr(self, n) for n, o in declared(type(self)).items() if o.resume == SAME}
 
     def __getitem__(self, key: str) -> Any:
         o = declared(type(self)).get(key)
@@ -143,9 +153,10 @@ def resolve(
     preset: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Each option's value: given on the command line (text is parsed as declared: a
-    value from a test or a preset may be text), else the stored run's (a resume), else
-    the ``preset``'s (a command's --preset: its own defaults), else ``fallback`` (a
-    default that depends on other options), else the declared default."""
+    value from a test or a preset may be text), else the stored run's (a resume; not
+    for an option declared ``THIS_COMMAND``), else the ``preset``'s (a command's
+    --preset: its own defaults), else ``fallback`` (a default that depends on other
+    options), else the declared default."""
     from tfvariants.errors import UserError
 
     out: dict[str, Any] = {}
@@ -157,7 +168,7 @@ def resolve(
                 value = o.parse(value)
             except argparse.ArgumentTypeError as exc:
                 raise UserError(f"{o.flag}: {exc}") from None
-        if value is None:
+        if value is None and o.resume != THIS_COMMAND:
             value = stored.get(f.name)
         if value is None and preset is not None:
             value = preset.get(f.name)

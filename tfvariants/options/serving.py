@@ -7,8 +7,10 @@ commands/serve_spec.py), a few defaults from ``--preset`` (commands/serve_spec.p
 ``DEFAULTS``/``PRESETS``); the decision options are the shared declarations
 (decision.py). The serving request (workloads/serving/request.py
 ``ServeRequest``) takes every field declared here under the same name
-(execute/serve_runner.py ``serve_request``). A resume may change only the timeout and
-the adaptive budget (``RESUMABLE``): every other option is part of the run's identity.
+(execute/serve_runner.py ``serve_request``). A resume may change only the options
+declared changeable or the command's own (``RESUMABLE``: the timeout and the adaptive
+budget and last look); it takes the same arguments, so every other option is part of
+the run's identity.
 """
 
 from __future__ import annotations
@@ -17,13 +19,11 @@ from dataclasses import dataclass
 
 from tfvariants.options import argtypes, bounds, limits, shared
 from tfvariants.options.decision import DecisionOptions
-from tfvariants.options.declare import option
+from tfvariants.options.declare import CHANGEABLE, THIS_COMMAND, declared, option
 
 _DURATION = bounds.number(0, limits.MAX_SECONDS, above_lo=True)  # argtypes.duration_s's range
 _COUNT = bounds.whole(1, limits.MAX_COUNT)
 
-# What a serving resume may change (plan/serve.py ServeSpec.identity).
-RESUMABLE = ("timeout_s", "budget_s", "max_repeats")
 # serve's command-line options declared here, in the order --help lists them
 COMMAND_LINE = (
     "min_duration_s",
@@ -120,3 +120,9 @@ class ServingOptions(DecisionOptions):
     timeout_s: float = shared.timeout()
     preset: str | None = option(None, "serve --preset", problem=bounds.text)
     order_seed: int | None = shared.order_seed()
+
+
+# What a serving resume may change (plan/serve.py ServeSpec.identity), as declared.
+RESUMABLE = tuple(
+    n for n, o in declared(ServingOptions).items() if o.resume in (CHANGEABLE, THIS_COMMAND)
+)

@@ -6,11 +6,11 @@ record are one."""
 from __future__ import annotations
 
 from tfvariants.options import argtypes, bounds, limits
-from tfvariants.options.declare import option
+from tfvariants.options.declare import THIS_COMMAND, option
 
 
 def timeout() -> float:
-    """``timeout_s``: seconds per cell; a resume may change it (this command's)."""
+    """``timeout_s``: seconds per cell: the resuming command's, never the stored run's."""
     return option(
         1800.0,
         "seconds per cell",
@@ -19,6 +19,7 @@ def timeout() -> float:
         parse=argtypes.positive_float,
         problem=limits.seconds_problem,
         default_words="1800",
+        resume=THIS_COMMAND,
     )
 
 
