@@ -30,7 +30,7 @@ QUICK_BUDGET_S = 600.0  # --quick without --budget: 10 minutes
 # --quick steady window up to the first look: seconds, steps. 6 s: about half of a quick
 # cell's wall time once its fixed costs (import, trace, warm-up, epoch boundaries: ~5-6 s
 # on 2 quiet cores) are paid, and still about twice the window the first look's variance
-# split chose on quiet cores (K* = 1.6 windows of 2 s: docs/compare.md).
+# split chose on quiet cores (K* = 1.6 windows of 2 s: docs/methods.md).
 QUICK_WINDOW = (6.0, 50)
 FULL_WINDOW = (10.0, 100)
 
@@ -52,7 +52,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
 
 
 def add_interference_options(p: argparse.ArgumentParser) -> None:
-    """Waiting for quiet, and what counts as a disturbed cell (docs/compare.md)."""
+    """Waiting for quiet, and what counts as a disturbed cell (docs/methods.md)."""
     declare.add_arguments(p, TrainingOptions, INTERFERENCE)
     add_disturbed_policy(p)
 

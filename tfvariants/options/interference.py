@@ -14,7 +14,7 @@ QUIET_WAIT_S = 30.0
 # A cell whose CPUs other processes (or the hypervisor) used more than this share of
 # the time is *disturbed*: kept and shown, run again, left out of verdicts by default
 # (tfvariants/analyze/statistics/interference.py). Quiet rounds had 0.00-0.09 and agreed; the
-# measurement behind the figure is in docs/compare.md, "Interference". A run may set
+# measurement behind the figure is in docs/methods.md, "Interference". A run may set
 # its own (run.json options.disturbed_share, --disturbed-share).
 DISTURBED_SHARE = 0.10
 # A worker at raised priority (tfvariants.execute.priority, "shielded") takes its CPU
@@ -27,7 +27,7 @@ DISTURBED_SHARE = 0.10
 # (six runs, every cell shielded) 2-thread cells at 10-25 % others' share stepped
 # x1.02-1.03 against under 5 %, but cifar10_cnn at 25-50 % x1.11 (n = 49): this limit
 # does not flag those, nor does any other measurement; the report warns instead
-# (analyze/training/noise.py SHIELDED_BUSY_SHARE; docs/compare.md, "Interference").
+# (analyze/training/noise.py SHIELDED_BUSY_SHARE; docs/methods.md, "Interference").
 # A competitor at equal priority should take about half of a contested CPU, a wait
 # share near 50 % (reasoned, not measured). So a shielded cell is disturbed when its
 # wait share is above this limit (options.shielded_share, --shielded-share); steal is

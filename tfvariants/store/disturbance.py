@@ -72,7 +72,7 @@ def result_disturbance(
 # counts as measured on those steps when they are at least CLEAN_SHARE of its steady
 # steps and of its window's min_steady_steps, and span at least CLEAN_SHARE of its
 # window's min_steady_s: enough steps to stand for the cell on their own. Why, and the
-# offline figures: docs/compare.md, "Interference".
+# offline figures: docs/measurements.md, "Interference and priority".
 CLEAN_SHARE = 0.5
 
 

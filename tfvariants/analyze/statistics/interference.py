@@ -15,7 +15,7 @@ or use them ("include"); the default, "auto", leaves them out unless more than h
 the configuration-rounds have no undisturbed attempt: then the load was the machine's
 normal state, not an exception, and leaving them out would leave the verdicts to a few
 lucky cells (the randomised order spreads a sustained load over every configuration
-alike). The limits were measured on this project's machines: docs/compare.md,
+alike). The limits were measured on this project's machines: docs/methods.md,
 "Interference".
 """
 

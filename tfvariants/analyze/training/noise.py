@@ -28,7 +28,7 @@ NOISY_SHARE = 0.10  # other processes or steal above this share of the pinned CP
 # the idle time of its CPUs, and nothing it measures flags that (its run-queue wait stays
 # low): cifar10_cnn at 2 threads stepped x1.11 (six `make bench-noise` runs, n = 49) and
 # x1.24 (one run, n = 21) with others at 25-50 % of its CPUs, x1.02-1.09 at 10-25 %
-# (docs/compare.md, "Interference"). From this share on the report says so.
+# (docs/methods.md, "Interference"). From this share on the report says so.
 SHIELDED_BUSY_SHARE = 0.25
 # The median |Z| of a normal, 0.67, over a look's z of about 2.4: an equal pair's typical
 # estimate as a share of its interval's half-width. With it, 4.3 % noise says about 13
@@ -275,7 +275,7 @@ def shielded_busy(groups: Sequence[Group]) -> StatWarning | None:
         f"Other processes filled {SHIELDED_BUSY_SHARE:.0%} or more of the CPUs of "
         f"multi-thread cells that ran at raised priority: {', '.join(hit)}. Such cells "
         "were measured up to 1.27x slower than on quiet CPUs without being flagged as "
-        'disturbed (docs/compare.md, "Interference"), so their times may be high and '
+        'disturbed (docs/methods.md, "Interference"), so their times may be high and '
         'the speed-up from more threads understated; verdicts on them say "under load"',
         "run again when the machine is quieter to confirm these configurations",
     )
