@@ -799,6 +799,38 @@ CASES = [
         E,
         "at most 0.9999",
     ),
+    # issue 40: every stored option has a bound, refused the same way (a hand-edited
+    # disturbed share was silently replaced by the default while a confidence was refused)
+    (
+        "run-json-disturbed-share-5",
+        run_options_with(disturbed_share=5),
+        REPORT,
+        E,
+        "options.disturbed_share",
+    ),
+    (
+        "run-json-quiet-wait-negative",
+        run_options_with(quiet_wait_s=-1),
+        REPORT,
+        E,
+        "options.quiet_wait_s",
+    ),
+    ("run-json-priority-unknown", run_options_with(priority="fast"), RESUME, E, "options.priority"),
+    (
+        "run-json-disturbed-policy-unknown",
+        run_options_with(disturbed_policy="x"),
+        REPORT,
+        E,
+        "options.disturbed_policy",
+    ),
+    ("run-json-quick-text", run_options_with(quick="yes"), RESUME, E, "options.quick"),
+    (
+        "run-json-order-seed-negative",
+        run_options_with(order_seed=-3),
+        RESUME,
+        E,
+        "options.order_seed",
+    ),
     # issue 15: run.json's decision settings are checked on load, before any cell runs
     ("run-json-confidence-1.5", run_options_with(confidence=1.5), REPORT, E, "options.confidence"),
     (

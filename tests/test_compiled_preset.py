@@ -127,6 +127,53 @@ def test_the_answer_box_names_the_explanatory_configurations_left_out() -> None:
     assert lines is not None and f"The run {note}." in lines
 
 
+def _preset_run(folder: Path) -> Path:
+    """A stored compiled-preset run as compare records it: no minimum effect, a 10 %
+    band; "compiled" 1.4x faster than the stock "pip"."""
+    import resultfactory as rf
+
+    results = [
+        rf.make_result(v, 2, "mnist_cnn", r, steady_epoch_s=2.0 * s, noise=0.02)
+        for r in range(8)
+        for v, s in (("pip", 1.0), ("compiled", 0.7))
+    ]
+    preset = {"name": "compiled", "stock": "pip", "builds": ["compiled"], "skipped": {}}
+    run = {
+        "schema_version": 1,
+        "kind": "tfvariants.run",
+        "variants": ["pip", "compiled"],
+        "threads": [2],
+        "workloads": ["mnist_cnn"],
+        "repeats": 8,
+        "options": {
+            "quick": True,
+            "min_effect": 0.0,
+            "equivalence_band": 0.10,
+            "preset": {**preset, "explanatory": [], "band": 0.10, "min_effect": 0.0},
+        },
+        "variant_info": {"pip": {"kind": "venv"}, "compiled": {"kind": "venv"}},
+        "logical_cpus": 2,
+        "hosts": [{"host_id": "h1", "kind": "local", "label": "local (2 CPUs)"}],
+    }
+    written: Path = rf.write_results(folder, results, run)
+    return written
+
+
+@pytest.mark.parametrize(("given", "no_minimum"), [([], True), (["--min-effect", "5%"], False)])
+def test_the_answer_states_the_minimum_effect_its_verdicts_were_judged_at(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], given: list[str], no_minimum: bool
+) -> None:
+    """A report's --min-effect wins over the run's and the preset's: the answer's words
+    ("no minimum effect") and its verdicts come from the same value (issue 40)."""
+    run = _preset_run(tmp_path / "run")
+    html = tmp_path / "r.html"
+    assert main(["report", str(run), *given, "-o", str(html)]) == 0
+    out = capsys.readouterr().out
+    assert "compiled: mnist_cnn faster by" in out
+    assert ("excludes 1 (no minimum effect)" in out) == no_minimum
+    assert ("excludes 1 (no minimum effect)" in html.read_text()) == no_minimum
+
+
 class _Stopped(Exception):
     pass
 

@@ -338,7 +338,7 @@ def test_resume_cannot_switch_duet_on(tmp_path):
 
     from tfvariants.commands import rounds
 
-    args = argparse.Namespace(quick=True, budget=None, duet=True, min_steady_s=None,
+    args = argparse.Namespace(quick=True, budget_s=None, duet=True, min_steady_s=None,
                               data_dir=None)  # fmt: skip
     with pytest.raises(UserError, match="measured one at a time"):
         rounds.training_options(args, {"options": {"quick": True}}, repeats=5)

@@ -380,3 +380,119 @@ def test_serve_options_given_else_the_presets_else_declared(argv, field, value):
     args = build_parser().parse_args(["serve", "--threads", "1", *argv])
     spec, _ = build_serve_spec(args)
     assert getattr(spec.options, field) == value
+
+
+def test_the_serving_request_defaults_are_the_serving_options():
+    """The host is the source: it sends every serving option the worker's request
+    declares, and the request's own defaults (a worker started by hand) agree with the
+    options' declared ones and with `serve`'s quick-scale texts (issue 40: they had
+    drifted to 10 s vs 3 s and json vs b64)."""
+    import dataclasses
+
+    from tfvariants.commands.serve_spec import DEFAULTS, PRESET_OPTIONS
+    from tfvariants.execute.serve_runner import serve_request
+    from tfvariants.options import declare
+    from tfvariants.options.serving import ServingOptions
+    from tfvariants.plan.serve import ServeCell
+    from workloads.serving.request import MIN_QUERIES, ServeRequest
+
+    options = ServingOptions()
+    request = {f.name: f.default for f in dataclasses.fields(ServeRequest)}
+    shared = [name for name in declare.declared(ServingOptions) if name in request]
+    assert {"min_duration_s", "encoding", "max_queries"} <= set(shared)
+    for name in shared:
+        mine = getattr(options, name)
+        if name == "min_queries":  # None: the scenario's own; the closed loop's is the default
+            assert mine is None and request[name] == MIN_QUERIES["concurrency"]
+        else:
+            assert request[name] == mine, name
+    # `serve`'s quick-scale texts parse to the declared defaults.
+    texts = {name: DEFAULTS[name] for name in PRESET_OPTIONS}
+    assert declare.resolve(ServingOptions, texts, {}, {}) == declare.resolve(
+        ServingOptions, {}, {}, {}
+    )
+    # Every shared value goes to the worker explicitly: none is left to its defaults.
+    sent = ServingOptions(min_duration_s=7.0, encoding="json", min_queries=9, max_queries=99)
+    req = serve_request(ServeCell("local", 1, "noop", "concurrency", "http"), sent)
+    assert all(getattr(req, name) == getattr(sent, name) for name in shared)
+
+
+def test_every_stored_option_has_a_bound_and_the_loader_checks_every_class():
+    """One policy for every stored option (issue 40): each declared option kept in
+    run.json has a bound, and the loader refuses a value out of it naming the field,
+    for the options of the run's task (training: cell, decision and training options;
+    serving: decision and serving options)."""
+    from tfvariants.errors import UserError
+    from tfvariants.options import declare
+    from tfvariants.options.cell import CellOptions
+    from tfvariants.options.decision import DecisionOptions
+    from tfvariants.options.serving import ServingOptions
+    from tfvariants.options.training import TrainingOptions
+    from tfvariants.store.runfile import RUN_KIND, RUN_SCHEMA_VERSION, validate_run
+
+    for cls in (CellOptions, DecisionOptions, TrainingOptions, ServingOptions):
+        unbound = [n for n, o in declare.declared(cls).items() if o.stored and o.bound() is None]
+        assert unbound == [], (cls.__name__, unbound)
+
+    def run(task: str | None, **options: object) -> dict:
+        return {
+            "schema_version": RUN_SCHEMA_VERSION,
+            "kind": RUN_KIND,
+            **({"task": task} if task else {}),
+            "variants": ["local"],
+            "workloads": ["w"],
+            "threads": [1],
+            "repeats": 1,
+            "options": options,
+            "hosts": [],
+        }
+
+    assert validate_run(run("serve", **ServingOptions().record()), "run.json")
+    assert validate_run(run(None, **TrainingOptions().record()), "run.json")
+    for task, name, value in [
+        ("serve", "min_duration_s", -1),
+        ("serve", "encoding", "png"),
+        ("serve", "search_steps", 0),
+        ("serve", "confidence", 5),
+        (None, "disturbed_share", 5),
+        (None, "confidence", 5),
+        (None, "duet", "yes"),
+    ]:
+        with pytest.raises(UserError, match=rf"run.json: field 'options\.{name}': expected "):
+            validate_run(run(task, **{name: value}), "run.json")
+
+
+def test_a_preset_is_a_layer_of_resolve_below_the_given_and_the_stored_values():
+    """given > stored > preset > default (issue 40): a preset no longer rewrites the
+    command line, so what was given stays told apart from what the preset chose."""
+    from tfvariants.options import declare
+    from tfvariants.options.decision import DecisionOptions
+
+    layer = {"min_effect": 0.0, "equivalence_band": 0.1, "budget_s": 900.0}
+    got = declare.resolve(
+        DecisionOptions, {"min_effect": "3%"}, {"equivalence_band": 0.2}, {}, layer
+    )
+    assert (got["min_effect"], got["equivalence_band"], got["budget_s"]) == (0.03, 0.2, 900.0)
+    assert got["confidence"] == DecisionOptions.confidence  # the declared default
+    assert declare.resolve(DecisionOptions, {}, {}, {}, None)["min_effect"] == 0.05
+
+
+def test_what_a_resume_does_with_an_option_is_said_in_its_declaration():
+    """One way (issue 40): ``resume=`` in the declaration. A training resume checks the
+    cell options declared SAME; a serving resume may change only those declared
+    CHANGEABLE or THIS_COMMAND; a THIS_COMMAND value is never the stored run's."""
+    from tfvariants.options import declare
+    from tfvariants.options.cell import CellOptions
+    from tfvariants.options.serving import RESUMABLE
+    from tfvariants.options.training import TrainingOptions
+
+    same = [n for n, o in declare.declared(CellOptions).items() if o.resume == declare.SAME]
+    assert same == [
+        "epochs", "samples", "steps_per_epoch", "data", "seed",
+        "min_steady_s", "min_steady_steps", "warmup_max_s", "quick",
+    ]  # fmt: skip
+    assert set(RESUMABLE) == {"timeout_s", "budget_s", "max_repeats"}
+    stored = {"timeout_s": 60.0, "data_dir": "/elsewhere", "seed": 7, "budget_s": 300.0}
+    got = declare.resolve(TrainingOptions, {}, stored, {})
+    assert (got["timeout_s"], got["data_dir"]) == (1800.0, None)  # this command's
+    assert (got["seed"], got["budget_s"]) == (7, 300.0)  # kept

@@ -60,6 +60,8 @@ def _closed_port() -> int:
         (["--batch-timeout", "5"], "--batch-timeout: expected a duration with a unit"),
         (["--budget", "soon"], "--budget: expected a duration"),
         (["--max-repeats", "3"], "--max-repeats 3 is below --repeats 5"),
+        # run.json's own bound (options/limits.py), said before anything is written
+        (["--repeats", "10001"], "--repeats: expected a whole number from 1 to 10000, got 10001"),
         (["--dry-run", "--pricing", "none"], "--dry-run needs --pricing"),
         (["--estimate-from", "x"], "--estimate-from is for --dry-run"),
         (["--resume"], "--resume: r/run.json not found"),

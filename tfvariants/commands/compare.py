@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import sys
 from collections.abc import Callable
 from datetime import datetime
@@ -13,14 +12,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tfvariants.commands import common, compare_cluster, presets, rounds
+from tfvariants.commands.compare_spec import build_spec as build_spec
 from tfvariants.commands.compare_spec import (
-    add_duet_option,
     check_baseline,
     check_duet,
     check_later,
     duet_line,
 )
-from tfvariants.commands.compare_spec import build_spec as build_spec
 from tfvariants.commands.compare_spec import parse_threads as parse_threads
 from tfvariants.commands.matrix_args import (  # noqa: F401 (quick_scale: the command's API)
     QUICK_SAMPLES,
@@ -101,7 +99,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="skip the peak probe (attainable GFLOP/s per variant and thread count)",
     )
-    add_duet_option(p)
+    declare.add_arguments(p, TrainingOptions, ("duet",))
     p.add_argument("--workloads", default=None, help="'all' (default) or a comma list")
     p.add_argument(
         "--trust-workloads",
@@ -181,13 +179,11 @@ def run(args: argparse.Namespace) -> int:
             named = (args.workloads or "").split(",")
             workloadfiles.check_resume(stored, named=named, trusted=args.trust_workloads)
     # Before the pricing: a preset may name the catalog. A resume keeps the preset its
-    # run was started with (the report opens with it).
-    preset = presets.apply(args) or ((stored or {}).get("options") or {}).get("preset")
+    # run was started with (the report opens with it): the stored options' layer wins.
+    preset = presets.apply(args)
     pricing = common.pricing_from(args)
-    spec, variant_objs = build_spec(args, stored, pricing)
+    spec, variant_objs = build_spec(args, stored, pricing, preset)
     opts = TrainingOptions.of(spec.options)
-    if preset is not None:
-        spec = dataclasses.replace(spec, options=dataclasses.replace(opts, preset=preset))
     check_baseline(args.baseline, spec)
     check_later(args.baseline, spec)
     duet_at = check_duet(spec, variant_objs, args.executor)

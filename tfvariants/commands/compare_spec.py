@@ -40,10 +40,14 @@ def _available_workloads() -> list[str]:
 
 
 def build_spec(
-    args: argparse.Namespace, stored: dict[str, Any] | None = None, pricing: Pricing | None = None
+    args: argparse.Namespace,
+    stored: dict[str, Any] | None = None,
+    pricing: Pricing | None = None,
+    preset: Mapping[str, Any] | None = None,
 ) -> tuple[MatrixSpec, dict[str, Variant]]:
     """MatrixSpec + the variant objects, from args (missing args taken from a stored run
-    when resuming); ``pricing`` gives a GPU variant its instance's vCPU count."""
+    when resuming); ``pricing`` gives a GPU variant its instance's vCPU count; ``preset``:
+    a preset's layer of the options (commands/presets.py ``apply``)."""
     from tfvariants.plan.spec import logical_cpus
     from tfvariants.variants import get_variants
 
@@ -85,9 +89,11 @@ def build_spec(
         raise UserError("no workloads available")
 
     repeats = given_or_stored("repeats", args.repeats, argtypes.repeats, DEFAULT_REPEATS)
-    quick = bool(args.quick or sopts.get("quick"))
+    quick = bool(args.quick or sopts.get("quick") or (preset or {}).get("quick"))
     per_workload = {w: quick_scale(w) for w in workloads} if quick else None
-    options = rounds.training_options(args, stored, repeats=repeats, per_workload=per_workload)
+    options = rounds.training_options(
+        args, stored, repeats=repeats, per_workload=per_workload, preset=preset
+    )
     variant_objs = get_variants(variants, args.variants_file)
     info = {v: {"kind": o.kind, "device": o.device} for v, o in variant_objs.items()}
     # A resume keeps the stored thread counts of fixed-thread variants.
@@ -200,17 +206,6 @@ def check_duet(
     if isinstance(fit, str):
         raise UserError(fit)
     return fit
-
-
-def add_duet_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--duet",
-        action="store_true",
-        help="duet measurement: run two cells of a round at once on disjoint CPUs (one "
-        "thread count; needs twice its CPUs on separate cores), so interference hits both "
-        "sides of a comparison alike; ratios, not absolute times, are its answer "
-        "(docs/compare.md)",
-    )
 
 
 def duet_line(plans: DuetPlans) -> str:

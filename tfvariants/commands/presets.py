@@ -81,13 +81,16 @@ def add_option(p: argparse.ArgumentParser) -> None:
 
 
 def apply(args: argparse.Namespace) -> dict[str, Any] | None:
-    """Fill the options the user left out; return what the run records about the preset
-    (None without one). Builds the recipes' environments first (the ISA gate needs them),
-    except in a dry run, which builds and downloads nothing: it says what it would build."""
+    """The preset's layer of the run options (declare.resolve: given > stored > preset >
+    default), with ``preset``, what the run records about it (None without one, or on a
+    resume: the run keeps its stored options). Fills the matrix the user left out
+    (workloads, threads, baseline, variants). Builds the recipes' environments first
+    (the ISA gate needs them), except in a dry run, which builds and downloads nothing:
+    it says what it would build."""
     if args.preset is None or args.resume:
         return None
     if args.preset == STUDY:
-        return _study(args)
+        return {"preset": _study(args)}
     from tfvariants.plan.spec import logical_cpus
 
     runnable, skipped = _builds(args)
@@ -97,29 +100,32 @@ def apply(args: argparse.Namespace) -> dict[str, Any] | None:
         args.threads = [logical_cpus()]
     if args.baseline is None:
         args.baseline = COMPILED_STOCK
+    layer: dict[str, Any] = {"equivalence_band": BAND, "min_effect": MIN_EFFECT}
     if args.epochs is None and args.samples is None:
-        args.quick = True
-        if args.budget is None:
-            args.budget = BUDGET_S
-    if getattr(args, "equivalence_band", None) is None:
-        args.equivalence_band = BAND
-    if getattr(args, "min_effect", None) is None:
-        args.min_effect = MIN_EFFECT
+        layer.update(quick=True, budget_s=BUDGET_S)
     explanatory: list[str] = []
     left_out = None
     if args.variants is None:
-        explanatory, left_out = _explanatory_that_fit(args, len(runnable))
+        explanatory, left_out = _explanatory_that_fit(args, len(runnable), layer)
         args.variants = ",".join([*runnable, *explanatory])
-    return {
+    # (its "band" and "min_effect": the values the run resolved, added by with_settings)
+    layer["preset"] = {
         "name": PRESET,
         "stock": COMPILED_STOCK,
         "builds": [b for b in COMPILED_BUILDS if b not in skipped],
         "skipped": skipped,
         "explanatory": explanatory,
         **({"left_out": left_out} if left_out else {}),
-        "band": args.equivalence_band,
-        "min_effect": args.min_effect,
     }
+    return layer
+
+
+def with_settings(record: dict[str, Any], band: float | None, min_effect: float) -> dict[str, Any]:
+    """A new compiled-preset run's record with the band and minimum effect it resolved
+    (given, else the preset's): what its answer box states."""
+    if record.get("name") != PRESET:
+        return record
+    return {**record, "band": band, "min_effect": min_effect}
 
 
 def _builds(args: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
@@ -169,7 +175,9 @@ def _would_build(variant: Variant) -> str:
     )
 
 
-def _explanatory_that_fit(args: argparse.Namespace, main: int) -> tuple[list[str], str | None]:
+def _explanatory_that_fit(
+    args: argparse.Namespace, main: int, layer: dict[str, Any]
+) -> tuple[list[str], str | None]:
     """The explanatory configurations whose first look still fits half the budget beside
     the main comparisons' (the answer box is about the main ones: they must not wait
     for the budget's end); what is left out, or a first look that cannot fit, is said in
@@ -179,7 +187,8 @@ def _explanatory_that_fit(args: argparse.Namespace, main: int) -> tuple[list[str
     from tfvariants.commands.rounds import QUICK_BUDGET_S, QUICK_WINDOW
     from tfvariants.rounds import firstlook
 
-    budget = args.budget or (QUICK_BUDGET_S if args.quick else None)
+    quick = args.quick or layer.get("quick", False)
+    budget = args.budget_s or layer.get("budget_s") or (QUICK_BUDGET_S if quick else None)
     if budget is None:
         return list(EXPLANATORY), None  # no budget: every round runs whatever it takes
     if args.workloads == "all":

@@ -6,14 +6,14 @@ the closing summary."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tfvariants.analyze.statistics import adaptive, interference
 from tfvariants.errors import UserError
-from tfvariants.options import argtypes, declare
+from tfvariants.options import declare
 from tfvariants.options.decision import DecisionOptions
-from tfvariants.options.interference import PRIORITIES
 from tfvariants.options.training import COMPARE_DECISION, INTERFERENCE, TrainingOptions
 from tfvariants.plan.spec import MatrixSpec
 from tfvariants.plan.task import MatrixPlan, PlannedCell
@@ -37,19 +37,10 @@ FULL_WINDOW = (10.0, 100)
 
 def add_options(p: argparse.ArgumentParser) -> None:
     """compare's measurement and decision options (declared in options/training.py)."""
-    p.add_argument(
-        "--budget",
-        type=argtypes.duration,
-        default=None,
-        metavar="DURATION",
-        help="adaptive repeats: after --repeats rounds, keep running rounds of the "
-        "undecided comparisons until decided, --max-repeats, or this much time for "
-        "the whole run (e.g. 10m; default with --quick: 10m)",
-    )
     declare.add_arguments(
         p,
         TrainingOptions,
-        COMPARE_DECISION,
+        ("budget_s", *COMPARE_DECISION),
         default_words={
             "min_steady_s": "10, also with --quick; not given, the adaptive rounds after the first "
             "look measure a window planned from the first rounds",
@@ -76,14 +67,18 @@ def training_options(
     *,
     repeats: int,
     per_workload: dict[str, dict[str, int]] | None = None,
+    preset: Mapping[str, Any] | None = None,
 ) -> TrainingOptions:
-    """The run's options: given, else the stored run's (a resume), else the defaults
-    (the steady window and the budget depend on --quick)."""
+    """The run's options: given, else the stored run's (a resume), else the ``preset``
+    layer's (commands/presets.py ``apply``), else the defaults (the steady window and the
+    budget depend on --quick)."""
     sopts = stored.get("options") or {}
-    quick = bool(args.quick or sopts.get("quick"))
+    layer = preset or {}
+    quick = bool(args.quick or sopts.get("quick") or layer.get("quick"))
     window = QUICK_WINDOW if quick else FULL_WINDOW
     given = {n: getattr(args, n, None) for n in declare.declared(TrainingOptions)}
-    given.update(quick=quick, budget_s=args.budget, per_workload=per_workload)
+    # (--preset names a preset; the options hold its record: the layer's or the stored one)
+    given.update(quick=quick, per_workload=per_workload, preset=None)
     duet = bool(getattr(args, "duet", False))
     if duet and sopts and not sopts.get("duet"):
         raise UserError(
@@ -99,20 +94,16 @@ def training_options(
         # the first look's variance components (tfvariants.analyze.statistics.windows).
         "plan_window": args.min_steady_s is None,
     }
-    values = declare.resolve(TrainingOptions, given, sopts, fallback)
-    # Where this host caches data and how long a cell may take: this command's, never
-    # the stored run's.
-    values["data_dir"] = args.data_dir
-    if given["timeout_s"] is None:
-        values["timeout_s"] = TrainingOptions.timeout_s
+    values = declare.resolve(TrainingOptions, given, sopts, fallback, layer)
+    if layer.get("preset") is not None:  # a new preset run: the settings it resolved
+        from tfvariants.commands.presets import with_settings
+
+        band, effect = values["equivalence_band"], values["min_effect"]
+        values["preset"] = with_settings(values["preset"], band, effect)
     if values["order_seed"] is None:
         from tfvariants.plan.spec import new_order_seed
 
         values["order_seed"] = new_order_seed()
-    if values["priority"] not in PRIORITIES:
-        raise UserError(
-            f"run.json: options.priority {values['priority']!r} is not raised or normal"
-        )
     if values["max_repeats"] < repeats:
         raise UserError(f"--max-repeats {values['max_repeats']} is below --repeats {repeats}")
     return TrainingOptions(**values)

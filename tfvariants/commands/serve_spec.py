@@ -127,7 +127,9 @@ def build_serve_spec(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
         else default_threads(logical_cpus())
     )
     variants = parse_names("variants", args.variants)
-    repeats = parse_positive("repeats", str(v["repeats"]))
+    # The bound run.json's "repeats" is checked against (options/limits.py), before anything
+    # is written.
+    repeats = checked("repeats", argtypes.repeats, str(v["repeats"]))
     options = _serving_options(args, v, repeats, input_shape)
     batching = parse_batching(str(v["max_batch_size"]), str(v["batch_timeout"]))
     variant_objs = get_variants(variants, args.variants_file)

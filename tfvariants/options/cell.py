@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tfvariants.options import argtypes, limits
-from tfvariants.options.declare import RunOptionsBase, option
+from tfvariants.options import argtypes, bounds, limits, shared
+from tfvariants.options.declare import SAME, THIS_COMMAND, RunOptionsBase, option
 
 
 def _whole(lo: int, hi: int, null: bool = True) -> Callable[[object], str | None]:
@@ -40,7 +40,7 @@ class CellOptions(RunOptionsBase):
         flag="--epochs",
         parse=argtypes.positive_int,
         problem=_COUNT,
-        identity=True,
+        resume=SAME,
     )
     samples: int | None = option(
         None,
@@ -48,7 +48,7 @@ class CellOptions(RunOptionsBase):
         flag="--samples",
         parse=argtypes.positive_int,
         problem=_COUNT,
-        identity=True,
+        resume=SAME,
     )
     steps_per_epoch: int | None = option(
         None,
@@ -56,7 +56,7 @@ class CellOptions(RunOptionsBase):
         flag="--steps-per-epoch",
         parse=argtypes.positive_int,
         problem=_COUNT,
-        identity=True,
+        resume=SAME,
     )
     data: str = option(
         "synthetic",
@@ -64,26 +64,25 @@ class CellOptions(RunOptionsBase):
         flag="--data",
         choices=("synthetic", "real"),
         problem=_data_problem,
-        identity=True,
+        resume=SAME,
         default_words="synthetic",
     )
-    data_dir: str | None = option(None, "cache folder for real data sets", flag="--data-dir")
-    timeout_s: float = option(
-        1800.0,
-        "seconds per cell",
-        flag="--timeout",
-        metavar="SECONDS",
-        parse=argtypes.positive_float,
-        problem=limits.seconds_problem,
-        default_words="1800",
+    # Where this host caches data: the resuming command's, never the stored run's.
+    data_dir: str | None = option(
+        None,
+        "cache folder for real data sets",
+        flag="--data-dir",
+        problem=bounds.text,
+        resume=THIS_COMMAND,
     )
+    timeout_s: float = shared.timeout()
     seed: int = option(
         0,
         "the data's and the model's seed",
         flag="--seed",
         parse=argtypes.seed,
         problem=_whole(0, limits.MAX_SEED, null=False),
-        identity=True,
+        resume=SAME,
         default_words="0",
     )
     # The steady window (workloads.steady): without epochs, training stops once this
@@ -94,7 +93,7 @@ class CellOptions(RunOptionsBase):
         flag="--min-steady-s",
         parse=argtypes.positive_float,
         problem=limits.seconds_problem,
-        identity=True,
+        resume=SAME,
         default_words="10",
     )
     min_steady_steps: int = option(
@@ -103,7 +102,7 @@ class CellOptions(RunOptionsBase):
         flag="--min-steady-steps",
         parse=argtypes.positive_int,
         problem=_whole(1, limits.MAX_COUNT, null=False),
-        identity=True,
+        resume=SAME,
         default_words="100",
     )
     warmup_max_s: float | None = option(
@@ -114,13 +113,13 @@ class CellOptions(RunOptionsBase):
         flag="--warmup-max",
         parse=argtypes.duration,
         problem=limits.seconds_problem,
-        identity=True,
+        resume=SAME,
         omit_none=True,
         metavar="DURATION",
         default_words="none: the warm-up rule alone",
     )
     # The quick scale: each workload's quick_samples (compare's per_workload scale).
-    quick: bool = option(False, "quick scale", identity=True)
+    quick: bool = option(False, "quick scale", problem=bounds.flag, resume=SAME)
 
 
 # The cell options compare lists among its scale options (its steady window and timeout

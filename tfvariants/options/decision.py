@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tfvariants.options import argtypes, limits
-from tfvariants.options.declare import RunOptionsBase, option
+from tfvariants.options.declare import CHANGEABLE, RunOptionsBase, option
 from tfvariants.options.limits import MAX_REPEATS
 
 # The defaults every statistic falls back to (analyze/statistics/stats.py takes them from here).
@@ -60,14 +60,19 @@ class DecisionOptions(RunOptionsBase):
         flag="--max-repeats",
         parse=argtypes.repeats,
         problem=repeats_problem,
+        resume=CHANGEABLE,
         default_words="20",
     )
     budget_s: float | None = option(
         None,
-        "the adaptive rounds' time budget, seconds",
+        "adaptive repeats: after --repeats rounds, keep running rounds of the "
+        "undecided comparisons until decided, --max-repeats, or this much time for "
+        "the whole run (e.g. 10m; default with --quick: 10m)",
         flag="--budget",
         parse=argtypes.duration,
         problem=limits.seconds_problem,
+        metavar="DURATION",
+        resume=CHANGEABLE,
     )
 
 

@@ -3,8 +3,8 @@ task: training.py, serving.py), with everything the rest of the code needs to kn
 about it in the field's metadata.
 
 From that one declaration come the command-line option (``add_arguments``), the value
-a command uses (``resolve``: given on the command line, else the stored run's, else
-the default), the run.json ``options`` record (``record``) and the check of a stored
+a command uses (``resolve``: given on the command line, else the stored run's, else a
+preset's, else the default), the run.json ``options`` record (``record``) and the check of a stored
 value against its bounds (``stored_problems``, called by store/runfile.py).
 """
 
@@ -17,6 +17,13 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+# What a resume does with an option (``Option.resume``), said once, in its declaration:
+SAME = "same"  # part of what a cell measures: a resume must not change it (checked)
+KEPT = "kept"  # the stored value, unless given again (a serving resume: given the same)
+CHANGEABLE = "changeable"  # a resume may give a new value (the budget, the last look)
+THIS_COMMAND = "this command"  # the resuming command's own value, never the stored one
+RESUMES = (SAME, KEPT, CHANGEABLE, THIS_COMMAND)
 OptionsT = TypeVar("OptionsT", bound="RunOptionsBase")
 
 
@@ -28,12 +35,23 @@ class Option:
     flag: str | None = None  # the command-line flag; None: derived, never typed
     parse: Callable[[str], Any] | None = None  # command-line text -> value (argtypes)
     problem: Callable[[Any], str | None] | None = None  # a stored value out of bounds?
-    identity: bool = False  # part of what a cell measures: a resume must not change it
+    resume: str = KEPT  # what a resume does with it (RESUMES)
     stored: bool = True  # kept in run.json's "options"
     omit_none: bool = False  # left out of the record while None (as older runs wrote it)
     choices: tuple[str, ...] | None = None
     metavar: str | None = None
     default_words: str = ""  # the help's "(default ...)"; a command may say its own
+    switch: bool = False  # a flag that takes no value (given: True)
+
+    def __post_init__(self) -> None:
+        assert self.resume in RESUMES, self.resume
+
+    def bound(self) -> Callable[[Any], str | None] | None:
+        """The check of a stored value: the declared ``problem``, else the ``choices``."""
+        if self.problem is not None or self.choices is None:
+            return self.problem
+        choices = self.choices
+        return lambda value: None if value in choices else f"one of {', '.join(choices)}"
 
 
 def option(default: T, help: str, **declared: Any) -> T:
@@ -71,6 +89,9 @@ def add_arguments(
         assert o.flag is not None, f"{name} is not a command-line option"
         words = (default_words or {}).get(name, o.default_words)
         text = f"{o.help} (default {words})" if words else o.help
+        if o.switch:  # not given: None, like every option (a resume tells the two apart)
+            p.add_argument(o.flag, dest=name, action="store_const", const=True, help=text)
+            continue
         p.add_argument(
             o.flag,
             dest=name,
@@ -99,7 +120,7 @@ class RunOptionsBase(Mapping[str, Any]):
 
     def identity(self) -> dict[str, Any]:
         """The options a resume must not change."""
-        return {n: getattr(self, n) for n, o in declared(type(self)).items() if o.identity}
+        return {n: getattr(self, n) for n, o in declared(type(self)).items() if o.resume == SAME}
 
     def __getitem__(self, key: str) -> Any:
         o = declared(type(self)).get(key)
@@ -129,10 +150,13 @@ def resolve(
     given: Mapping[str, Any],
     stored: Mapping[str, Any],
     fallback: Mapping[str, Any],
+    preset: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Each option's value: given on the command line (text is parsed as declared: a
-    value from a test or a preset may be text), else the stored run's (a resume), else
-    ``fallback`` (a default that depends on other options), else the declared default."""
+    value from a test or a preset may be text), else the stored run's (a resume; not
+    for an option declared ``THIS_COMMAND``), else the ``preset``'s (a command's
+    --preset: its own defaults), else ``fallback`` (a default that depends on other
+    options), else the declared default."""
     from tfvariants.errors import UserError
 
     out: dict[str, Any] = {}
@@ -144,8 +168,10 @@ def resolve(
                 value = o.parse(value)
             except argparse.ArgumentTypeError as exc:
                 raise UserError(f"{o.flag}: {exc}") from None
-        if value is None:
+        if value is None and o.resume != THIS_COMMAND:
             value = stored.get(f.name)
+        if value is None and preset is not None:
+            value = preset.get(f.name)
         if value is None:
             value = fallback.get(f.name, f.default)
         out[f.name] = value
@@ -155,10 +181,12 @@ def resolve(
 def stored_problems(
     cls: type[RunOptionsBase], options: Mapping[str, Any]
 ) -> Iterator[tuple[str, str, Any]]:
-    """(name, what was expected, value) for each stored value outside its bounds."""
+    """(name, what was expected, value) for each stored value outside its bounds (None:
+    not set, never out of bounds)."""
     for name, o in declared(cls).items():
         value = options.get(name)
-        if value is not None and o.problem is not None:
-            problem = o.problem(value)
+        bound = o.bound()
+        if value is not None and bound is not None:
+            problem = bound(value)
             if problem:
                 yield name, problem, value

@@ -7,20 +7,23 @@ commands/serve_spec.py), a few defaults from ``--preset`` (commands/serve_spec.p
 ``DEFAULTS``/``PRESETS``); the decision options are the shared declarations
 (decision.py). The serving request (workloads/serving/request.py
 ``ServeRequest``) takes every field declared here under the same name
-(execute/serve_runner.py ``serve_request``). A resume may change only the timeout and
-the adaptive budget (``RESUMABLE``): every other option is part of the run's identity.
+(execute/serve_runner.py ``serve_request``). A resume may change only the options
+declared changeable or the command's own (``RESUMABLE``: the timeout and the adaptive
+budget and last look); it takes the same arguments, so every other option is part of
+the run's identity.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tfvariants.options import argtypes, limits
+from tfvariants.options import argtypes, bounds, limits, shared
 from tfvariants.options.decision import DecisionOptions
-from tfvariants.options.declare import option
+from tfvariants.options.declare import CHANGEABLE, THIS_COMMAND, declared, option
 
-# What a serving resume may change (plan/serve.py ServeSpec.identity).
-RESUMABLE = ("timeout_s", "budget_s", "max_repeats")
+_DURATION = bounds.number(0, limits.MAX_SECONDS, above_lo=True)  # argtypes.duration_s's range
+_COUNT = bounds.whole(1, limits.MAX_COUNT)
+
 # serve's command-line options declared here, in the order --help lists them
 COMMAND_LINE = (
     "min_duration_s",
@@ -44,6 +47,7 @@ class ServingOptions(DecisionOptions):
         "LoadGen's and the closed loop's minimum duration",
         flag="--min-duration",
         parse=argtypes.duration_s,
+        problem=_DURATION,
         metavar="DURATION",
     )
     max_duration_s: float = option(
@@ -51,6 +55,7 @@ class ServingOptions(DecisionOptions):
         "hard cap per load run",
         flag="--max-duration",
         parse=argtypes.duration_s,
+        problem=_DURATION,
         metavar="DURATION",
     )
     min_queries: int | None = option(
@@ -58,6 +63,7 @@ class ServingOptions(DecisionOptions):
         "minimum queries per load run",
         flag="--min-queries",
         parse=argtypes.count_or_auto,
+        problem=_COUNT,
         metavar="N|auto",
         default_words="auto: per scenario, what LoadGen's early stopping needs: "
         "single_stream 64, server 500, concurrency 100, offline 1",
@@ -67,6 +73,7 @@ class ServingOptions(DecisionOptions):
         "hard cap on queries per load run",
         flag="--max-queries",
         parse=argtypes.positive_int,
+        problem=_COUNT,
         metavar="N",
         default_words="100000",
     )
@@ -75,6 +82,7 @@ class ServingOptions(DecisionOptions):
         "LoadGen Server target QPS (and the search's start)",
         flag="--server-qps",
         parse=argtypes.rate,
+        problem=bounds.number(0, 1e9, above_lo=True),
         metavar="QPS",
         default_words="10",
     )
@@ -83,6 +91,7 @@ class ServingOptions(DecisionOptions):
         "latency bound for Server, the QPS search and the cheapest answer",
         flag="--p99",
         parse=argtypes.milliseconds,
+        problem=bounds.number(0, limits.MAX_SECONDS * 1e3, above_lo=True),
         metavar="DURATION",
         default_words="100ms",
     )
@@ -91,6 +100,7 @@ class ServingOptions(DecisionOptions):
         "Server QPS search: at most this many LoadGen runs",
         flag="--search-steps",
         parse=argtypes.positive_int,
+        problem=_COUNT,
         metavar="N",
         default_words="5",
     )
@@ -100,18 +110,19 @@ class ServingOptions(DecisionOptions):
         flag="--encoding",
         choices=("json", "b64"),
     )
-    target_url: str | None = option(None, "an external server to measure instead")
-    target_model: str | None = option(None, "the model's name on the target")
-    input_shape: list[int] | None = option(None, "with a target: one instance's shape")
-    timeout_s: float = option(
-        1800.0,
-        "seconds per cell",
-        flag="--timeout",
-        parse=argtypes.positive_float,
-        problem=limits.seconds_problem,
-        metavar="SECONDS",
-        default_words="1800",
+    target_url: str | None = option(
+        None, "an external server to measure instead", problem=bounds.text
     )
-    preset: str | None = option(None, "serve --preset")
-    # Absent from runs stored before serving rounds were shuffled: kept absent.
-    order_seed: int | None = option(None, "each round's order seed", omit_none=True)
+    target_model: str | None = option(None, "the model's name on the target", problem=bounds.text)
+    input_shape: list[int] | None = option(
+        None, "with a target: one instance's shape", problem=bounds.shape
+    )
+    timeout_s: float = shared.timeout()
+    preset: str | None = option(None, "serve --preset", problem=bounds.text)
+    order_seed: int | None = shared.order_seed()
+
+
+# What a serving resume may change (plan/serve.py ServeSpec.identity), as declared.
+RESUMABLE = tuple(
+    n for n, o in declared(ServingOptions).items() if o.resume in (CHANGEABLE, THIS_COMMAND)
+)

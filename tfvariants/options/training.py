@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tfvariants.options import argtypes, interference
+from tfvariants.options import argtypes, bounds, interference, shared
 from tfvariants.options.cell import CellOptions
 from tfvariants.options.decision import DecisionOptions
 from tfvariants.options.declare import option
@@ -18,6 +18,9 @@ from tfvariants.options.declare import option
 
 def _pct(share: float) -> str:
     return f"{share * 100:.0f}%%"
+
+
+_SHARE = bounds.number(0, 1, below_hi=True)  # argtypes.fraction's range
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,7 @@ class TrainingOptions(CellOptions, DecisionOptions):
         "this share of its CPUs over the last second",
         flag="--quiet-share",
         parse=argtypes.fraction,
+        problem=_SHARE,
         default_words=_pct(interference.QUIET_SHARE),
     )
     quiet_wait_s: float = option(
@@ -37,6 +41,7 @@ class TrainingOptions(CellOptions, DecisionOptions):
         "the longest wait for quiet before a cell; then it runs anyway, and says so",
         flag="--quiet-wait",
         parse=argtypes.wait,
+        problem=bounds.number(0, 3600),
         metavar="DURATION",
         default_words=f"{interference.QUIET_WAIT_S:g}s; 0: do not wait",
     )
@@ -46,6 +51,7 @@ class TrainingOptions(CellOptions, DecisionOptions):
         "above this is disturbed: kept, listed, left out of the verdicts, and run again",
         flag="--disturbed-share",
         parse=argtypes.fraction,
+        problem=_SHARE,
         default_words=_pct(interference.DISTURBED_SHARE),
     )
     shielded_share: float = option(
@@ -55,6 +61,7 @@ class TrainingOptions(CellOptions, DecisionOptions):
         "this share of the time",
         flag="--shielded-share",
         parse=argtypes.fraction,
+        problem=_SHARE,
         default_words=_pct(interference.SHIELDED_SHARE),
     )
     disturbed_retries: int = option(
@@ -62,6 +69,7 @@ class TrainingOptions(CellOptions, DecisionOptions):
         "attempts after a disturbed one, per cell, within the budget",
         flag="--disturbed-retries",
         parse=argtypes.retries,
+        problem=bounds.whole(0, 10),
         default_words=str(interference.DISTURBED_RETRIES),
     )
     disturbed_policy: str = option(
@@ -79,13 +87,7 @@ class TrainingOptions(CellOptions, DecisionOptions):
         flag="--priority",
         choices=interference.PRIORITIES,
     )
-    order_seed: int | None = option(
-        None,
-        "seed of each round's random order of configurations (default: drawn for a new "
-        "run and stored in run.json; a resume keeps it)",
-        flag="--order-seed",
-        parse=argtypes.seed,
-    )
+    order_seed: int | None = shared.order_seed()
     # Configurations that explain rather than answer (an A/A twin, an ISA cap): with a
     # budget they must not take rounds from the comparisons the question is about, so
     # they start only when those are settled, compared on the rounds both sides ran.
@@ -101,14 +103,25 @@ class TrainingOptions(CellOptions, DecisionOptions):
     )
     # Duet measurement (execute/duet.py): two cells of a round at once on disjoint CPUs.
     # Stored, and kept by a resume: a run's cells are all measured one way.
-    duet: bool = option(False, "two cells of a round at once on disjoint CPUs (--duet)")
+    duet: bool = option(
+        False,
+        "duet measurement: run two cells of a round at once on disjoint CPUs (one "
+        "thread count; needs twice its CPUs on separate cores), so interference hits both "
+        "sides of a comparison alike; ratios, not absolute times, are its answer "
+        "(docs/compare.md)",
+        flag="--duet",
+        switch=True,
+        problem=bounds.flag,
+    )
     # A window the user chose stays; else the adaptive rounds' window is planned from the
     # first look's variance components (tfvariants.analyze.statistics.windows).
-    plan_window: bool = option(False, "plan the later rounds' steady window")
+    plan_window: bool = option(False, "plan the later rounds' steady window", problem=bounds.flag)
     per_workload: dict[str, dict[str, int]] | None = option(
-        None, "each workload's quick scale", omit_none=True
+        None, "each workload's quick scale", problem=bounds.record, omit_none=True
     )
-    preset: dict[str, Any] | None = option(None, "the preset the run started with", omit_none=True)
+    preset: dict[str, Any] | None = option(
+        None, "the preset the run started with", problem=bounds.record, omit_none=True
+    )
 
 
 # compare's measurement and decision options, in the order --help lists them

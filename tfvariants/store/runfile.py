@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from tfvariants.errors import UserError
-from tfvariants.options.cell import CellOptions
-from tfvariants.options.decision import DecisionOptions
-from tfvariants.options.declare import stored_problems
+from tfvariants.options.declare import RunOptionsBase, stored_problems
 from tfvariants.options.limits import MAX_THREADS
+from tfvariants.options.serving import ServingOptions
+from tfvariants.options.training import TrainingOptions
 from tfvariants.plan.spec import MAX_REPEATS, logical_cpus
 from tfvariants.plan.task import MatrixPlan, PlannedCell
 from tfvariants.store import workloadfiles
@@ -93,12 +93,14 @@ def validate_run(data: object, source: str) -> dict[str, Any]:
     for name, info in (data.get("variant_info") or {}).items():
         if not isinstance(info, dict) or info.get("device", "cpu") not in ("cpu", "gpu"):
             raise _field_error(source, f"variant_info.{name}", "{kind, device: cpu|gpu}", info)
-    # The options within their declared bounds (the command line's): checked here so
-    # that a resume refuses them before any cell runs (not in the report after).
+    # Every stored option within its declared bound (the command line's), the run's
+    # task's options (training: cell, decision and training options; serving: decision
+    # and serving options): refused here, naming the field, so that a resume refuses it
+    # before any cell runs and a report never judges with a silently replaced value.
     options = data.get("options") or {}
-    for cls in (CellOptions, DecisionOptions):
-        for name, problem, v in stored_problems(cls, options):
-            raise _field_error(source, f"options.{name}", problem, v)
+    cls: type[RunOptionsBase] = ServingOptions if data.get("task") == "serve" else TrainingOptions
+    for name, problem, v in stored_problems(cls, options):
+        raise _field_error(source, f"options.{name}", problem, v)
     cpus = data.get("logical_cpus")
     if cpus is not None and (not _is_int(cpus) or cpus < 1):
         raise _field_error(source, "logical_cpus", "a whole number >= 1", cpus)

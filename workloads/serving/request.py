@@ -34,7 +34,11 @@ MIN_QUERIES = {
 
 @dataclass(frozen=True)
 class ServeRequest:
-    """One serving cell. Durations in seconds, latencies in milliseconds."""
+    """One serving cell. Durations in seconds, latencies in milliseconds.
+
+    The host sends every field the run's options declare (tfvariants' ServingOptions,
+    the source of those values); the defaults here are the same ones, for a worker
+    started by hand (tests/test_options.py holds them equal)."""
 
     model: str  # built-in name, user .py file or .keras file
     scenario: str  # one of SCENARIOS
@@ -43,10 +47,10 @@ class ServeRequest:
     target_url: str | None = None  # path == "target": e.g. http://127.0.0.1:8501
     target_model: str | None = None  # model name on the target server
     input_shape: list[int] | None = None  # target: one instance's shape (else built-in/metadata)
-    encoding: str = "json"  # request body: instances as JSON numbers, or {"b64": PNG}
+    encoding: str = "b64"  # request body: instances as JSON numbers, or {"b64": PNG}
     max_batch_size: int = 1  # server-side batching (http) / LoadGen batch (offline)
     batch_timeout_ms: float = 2.0
-    min_duration_s: float = 10.0  # LoadGen's minimum duration (and the closed loop's)
+    min_duration_s: float = 3.0  # LoadGen's minimum duration (and the closed loop's)
     max_duration_s: float = 60.0  # hard cap on every load loop
     min_queries: int = 100  # LoadGen's minimum query count
     max_queries: int = 100_000  # hard cap on every load loop

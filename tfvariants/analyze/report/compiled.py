@@ -198,7 +198,7 @@ def answer(
         lines.append(f"The run {preset['left_out']}.")
     band = max(bands) if bands else None
     if band is not None:
-        lines.append(_band_words(band, preset))
+        lines.append(_band_words(band, preset, min_effect))
     head = _head(_cpu_words(workloads), stock, verdicts, band if band is not None else min_effect)
     # each build's distance to the peak, from the report's one roofline
     return [head, *lines, *headroom(roof, [stock, *builds]), STUDY]
@@ -220,9 +220,11 @@ def _head(cpu: str, stock: str, verdicts: list[str], band: float) -> str:
     )
 
 
-def _band_words(band: float, preset: Mapping[str, Any]) -> str:
+def _band_words(band: float, preset: Mapping[str, Any], min_effect: float) -> str:
     """The band the answer uses, and why (the preset's own: +-10 %), and what "faster"
-    and "slower" need (the preset's own: an interval that excludes 1)."""
+    and "slower" need: with no minimum effect (the preset's own), an interval that
+    excludes 1. ``min_effect`` is the one the verdicts were judged at (a report's
+    --min-effect, else the run's), not the preset's record, so the two never disagree."""
     if preset.get("band") is not None and abs(float(preset["band"]) - band) < 1e-12:
         words = (
             f"'Equivalent' means within +/-{band:.0%} of the stock wheel: the question is "
@@ -231,7 +233,7 @@ def _band_words(band: float, preset: Mapping[str, Any]) -> str:
         )
     else:
         words = f"'Equivalent' means within +/-{band:.0%} of the stock wheel (--equivalence-band)."
-    if preset.get("min_effect") == 0:
+    if min_effect == 0:
         words += (
             " 'Faster' and 'slower' mean the interval excludes 1 (no minimum effect), so "
             "that no true ratio is left undecidable between a minimum effect and the band."

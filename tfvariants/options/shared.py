@@ -1,0 +1,38 @@
+"""The options every task declares alike (a cell's timeout, each round's order seed),
+declared here once; each task's options class takes them as fields
+(``timeout_s: float = shared.timeout()``), so the flag, the parser, the bound and the
+record are one."""
+
+from __future__ import annotations
+
+from tfvariants.options import argtypes, bounds, limits
+from tfvariants.options.declare import THIS_COMMAND, option
+
+
+def timeout() -> float:
+    """``timeout_s``: seconds per cell: the resuming command's, never the stored run's."""
+    return option(
+        1800.0,
+        "seconds per cell",
+        flag="--timeout",
+        metavar="SECONDS",
+        parse=argtypes.positive_float,
+        problem=limits.seconds_problem,
+        default_words="1800",
+        resume=THIS_COMMAND,
+    )
+
+
+def order_seed() -> int | None:
+    """``order_seed``: drawn for a new run and stored, kept by a resume. Left out of the
+    record while unset: runs stored before serving rounds were shuffled have none."""
+    field: int | None = option(
+        None,
+        "seed of each round's random order of configurations (default: drawn for a new "
+        "run and stored in run.json; a resume keeps it)",
+        flag="--order-seed",
+        parse=argtypes.seed,
+        problem=bounds.whole(0, limits.MAX_SEED),
+        omit_none=True,
+    )
+    return field
