@@ -24,6 +24,7 @@ from tfvariants.commands.compare_spec import parse_threads as parse_threads
 from tfvariants.commands.matrix_args import (  # noqa: F401 (quick_scale: the command's API)
     QUICK_SAMPLES,
     cell_options,
+    check_fits_host,
     checked,
     default_threads,
     parse_names,
@@ -100,7 +101,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="skip the peak probe (attainable GFLOP/s per variant and thread count)",
     )
-    declare.add_arguments(p, TrainingOptions, ("duet",))
+    declare.add_arguments(p, TrainingOptions, ("duet", "oversubscribe"))
     p.add_argument("--workloads", default=None, help="'all' (default) or a comma list")
     p.add_argument(
         "--trust-workloads",
@@ -187,6 +188,8 @@ def run(args: argparse.Namespace) -> int:
     opts = TrainingOptions.of(spec.options)
     check_baseline(args.baseline, spec)
     check_later(args.baseline, spec)
+    if not (args.dry_run or args.executor == "ray" or opts.oversubscribe):
+        check_fits_host("compare", spec.configurations(), spec.variant_info, spec.threads)
     duet_at = check_duet(spec, variant_objs, args.executor)
     firstlook.say(spec, args.out if args.resume else None, args.estimate_from)
     if args.dry_run:

@@ -126,3 +126,24 @@ def ready_variants(variant_objs: dict[str, Any], engine: str | None) -> dict[str
 
 def _build_line(name: str, line: str) -> None:
     print(f"  {name}: {line}", file=sys.stderr)
+
+
+def check_fits_host(
+    command: str,
+    configurations: list[tuple[str, int]],
+    variant_info: Mapping[str, Mapping[str, Any]],
+    threads: tuple[int, ...],
+) -> None:
+    """Thread counts above this host's CPUs on the local executor: stop (UserError, one
+    line) before any probe or cell, naming the ways on (plan/fit.py). The caller skips
+    this for a dry run, a cluster executor and the --oversubscribe opt-in."""
+    from tfvariants.plan.fit import beyond_host, refusal
+    from tfvariants.plan.spec import logical_cpus
+
+    cpus = logical_cpus()
+    gpus = {v for v, info in variant_info.items() if info.get("device") == "gpu"}
+    counts = beyond_host(configurations, cpus, gpus)
+    if counts:
+        fitting = [t for t in threads if t <= cpus] or default_threads(cpus)
+        raise UserError(refusal(command, counts, cpus, fitting))
+

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tfvariants.commands import common
-from tfvariants.commands.matrix_args import ready_variants
+from tfvariants.commands.matrix_args import check_fits_host, ready_variants
 from tfvariants.commands.outdir import check_writable, out_dir
 from tfvariants.commands.serve_spec import (
     DEFAULTS,
@@ -225,6 +225,8 @@ def run(args: argparse.Namespace) -> int:
     console = Console(stderr=True, soft_wrap=True)
     if args.dry_run:
         return _dry_run(spec, pricing, console, args.estimate_from)
+    if not spec.options.oversubscribe:
+        check_fits_host("serve", spec.configurations(), spec.variant_info, spec.threads)
     if args.resume and args.out is None:
         raise UserError("--resume needs --out RESULTS_DIR (the run to continue)")
     if args.target:

@@ -35,6 +35,7 @@ COMMAND_LINE = (
     "search_steps",
     "encoding",
     "timeout_s",
+    "oversubscribe",
 )
 
 
@@ -120,6 +121,7 @@ class ServingOptions(DecisionOptions):
     timeout_s: float = shared.timeout()
     preset: str | None = option(None, "serve --preset", problem=bounds.text)
     order_seed: int | None = shared.order_seed()
+    oversubscribe: bool | None = shared.oversubscribe()
 
 
 # What a serving resume may change (plan/serve.py ServeSpec.identity), as declared.

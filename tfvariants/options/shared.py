@@ -36,3 +36,20 @@ def order_seed() -> int | None:
         omit_none=True,
     )
     return field
+
+
+def oversubscribe() -> bool | None:
+    """``oversubscribe``: the opt-in to thread counts above the host's CPUs on the local
+    executor (plan/fit.py). Stored only when given, and kept by a resume: the run was
+    started knowing its cells take turns on fewer CPUs."""
+    field: bool | None = option(
+        None,
+        "run thread counts above this host's CPUs anyway: such cells measure threads "
+        "taking turns on the CPUs there are (marked oversubscribed), not a machine of "
+        "that many vCPUs",
+        flag="--oversubscribe",
+        switch=True,
+        problem=bounds.flag,
+        omit_none=True,
+    )
+    return field

@@ -113,6 +113,7 @@ class TrainingOptions(CellOptions, DecisionOptions):
         switch=True,
         problem=bounds.flag,
     )
+    oversubscribe: bool | None = shared.oversubscribe()
     # A window the user chose stays; else the adaptive rounds' window is planned from the
     # first look's variance components (tfvariants.analyze.statistics.windows).
     plan_window: bool = option(False, "plan the later rounds' steady window", problem=bounds.flag)
