@@ -146,4 +146,3 @@ def check_fits_host(
     if counts:
         fitting = [t for t in threads if t <= cpus] or default_threads(cpus)
         raise UserError(refusal(command, counts, cpus, fitting))
-

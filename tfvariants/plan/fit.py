@@ -26,8 +26,9 @@ def refusal(command: str, counts: list[int], cpus: int, fitting: list[int]) -> s
     has a cluster executor; serve does not)."""
     fit = ",".join(str(t) for t in fitting) or "1"
     ray = "; --executor ray on instances that have the CPUs" if command == "compare" else ""
+    verb = "does" if len(counts) == 1 else "do"
     return (
-        f"--threads: {_words(counts)} {'does' if len(counts) == 1 else 'do'} not fit this host's {cpus} CPU(s): such cells "
+        f"--threads: {_words(counts)} {verb} not fit this host's {cpus} CPU(s): such cells "
         f"would measure {counts[-1]} threads taking turns on {cpus} CPU(s) "
         f"(oversubscription), not a {counts[-1]}-vCPU machine. Ways on: --threads {fit} "
         f"(what fits here){ray}; --dry-run for the cloud bill; or --oversubscribe to run "
