@@ -381,6 +381,7 @@ def _report(
         print_store_warnings,
         write_report,
     )
+    from tfvariants.render.answertext import answer_of_report, print_answer
 
     rounds.print_disturbed(outcome, console)
     report = write_report(
@@ -393,16 +394,16 @@ def _report(
     )
     analysis = report.frame
     print_store_warnings(analysis)
-    console.print(f"report: {report_path}", highlight=False, markup=False)
-    if args.csv:
-        console.print(f"csv: {args.csv}", highlight=False, markup=False)
-    rounds.summary(analysis, out, console)
-    print_compiled_answer(analysis)
-    if report.other_runs is not None:
-        console.print(report.other_runs.sentence(), highlight=False, markup=False)
+    if args.verbose:  # the long paragraphs; the report has them always
+        rounds.summary(analysis, out, console)
+        print_compiled_answer(analysis)
+        if report.other_runs is not None:
+            console.print(report.other_runs.sentence(), highlight=False, markup=False)
     if outcome.problems:
         console.print(
             f"[red]{len(outcome.problems)} cell(s) failed or timed out[/]; rerun them with: "
             f"tfvariants compare --resume --out {escape(str(out))}",
             highlight=False,
         )
+    tail = [f"report: {report_path}", *([f"csv: {args.csv}"] if args.csv else [])]
+    print_answer(answer_of_report(report), tail, stderr=True)

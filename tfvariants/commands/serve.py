@@ -86,6 +86,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="FILE.csv",
         help="also write one row per serving cell to this CSV file",
     )
+    common.add_verbose(p)
     p.add_argument(
         "--resume", action="store_true", help="continue the run in --out (same arguments)"
     )
@@ -415,19 +416,20 @@ def _report(
 ) -> None:
     """The report, with each model's first conclusions on the console."""
     from tfvariants.commands.report import write_report
+    from tfvariants.render.answertext import answer_of_report, print_answer
 
     o = ServingOptions.of(spec.options)
-    serving = write_report(
+    report = write_report(
         out,
         report_path,
         pricing=pricing,
         baseline=args.baseline,
         csv_path=args.csv,
         p99_bound_ms=o.p99_bound_ms,  # the decision settings: the run's, as stored
-    ).serving
-    for m in serving.models if serving is not None else []:
+    )
+    serving = report.serving
+    for m in serving.models if serving is not None and args.verbose else []:
         for line in m.conclusions[:3]:
             console.print(f"  {line}", highlight=False, markup=False)
-    console.print(f"report: {report_path}", highlight=False, markup=False)
-    if args.csv:
-        console.print(f"csv: {args.csv}", highlight=False, markup=False)
+    tail = [f"report: {report_path}", *([f"csv: {args.csv}"] if args.csv else [])]
+    print_answer(answer_of_report(report), tail, stderr=True)

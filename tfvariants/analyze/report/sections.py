@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tfvariants.analyze.cost.pricing import Pricing
+from tfvariants.analyze.report.answer import Answer, answer_of, notes_below
 from tfvariants.analyze.report.cautions import StatWarning
 from tfvariants.analyze.report.compiled import answer
 from tfvariants.analyze.report.frame import RunFrame
@@ -27,7 +28,8 @@ from tfvariants.analyze.training.roofline import roofline
 
 @dataclass(frozen=True)
 class CompiledAnswer:
-    """A ``--preset compiled`` run's answer: headline, findings, the study's note."""
+    """A ``--preset compiled`` run's notes below the answer table: the builds not run,
+    the band and why, the study's note."""
 
     template: ClassVar[str] = "compiled.html"
     lines: tuple[str, ...]
@@ -95,7 +97,8 @@ class Prices:
 
 
 Section = (
-    CompiledAnswer
+    Answer
+    | CompiledAnswer
     | TrainingSummary
     | Warnings
     | Workload
@@ -117,6 +120,7 @@ def sections_of(
     """The report's sections in reading order; one with nothing to say is left out."""
     workloads = training.workloads if training is not None else []
     out: list[Section | None] = [
+        answer_of(frame, training, serving),
         _compiled(training, other),
         TrainingSummary(tuple(workloads)) if workloads else None,
         other,
@@ -145,6 +149,7 @@ def _compiled(training: Analysis | None, other: OtherRuns | None) -> CompiledAns
     lines = answer(training.workloads, training.run, training.settings.min_effect)
     if lines and other is not None:
         lines = [*lines[:-1], other.sentence(), lines[-1]]
+    lines = notes_below(lines, training.run) if lines else lines
     return CompiledAnswer(tuple(lines)) if lines else None
 
 
