@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from tfvariants.analyze.report.answer import Answer, Row
 from tfvariants.analyze.report.build import Report
+from tfvariants.errors import one_line
 
 WIDTH = 100
 GAP = "  "
@@ -115,9 +116,10 @@ def _one_line(line: str) -> str:
 
 
 def answer_lines(answer: Answer) -> list[str]:
-    """The whole block as plain text (what a pipe or a log gets)."""
+    """The whole block as plain text (what a pipe or a log gets); names and reasons
+    from result files are escaped (errors.one_line): nothing can move the cursor."""
     head = [shorten(answer.question, WIDTH), shorten(answer.heading, WIDTH)]
-    return [*head, *table_lines(answer), *notes(answer)]
+    return [one_line(line) for line in [*head, *table_lines(answer), *notes(answer)]]
 
 
 def print_answer(answer: Answer | None, tail: Sequence[str] = (), *, stderr: bool = False) -> None:
@@ -130,7 +132,7 @@ def print_answer(answer: Answer | None, tail: Sequence[str] = (), *, stderr: boo
     console = Console(stderr=stderr, highlight=False, soft_wrap=True)
     lines = answer_lines(answer) if answer is not None else []
     if not console.is_terminal:
-        for line in [*lines, *tail]:
+        for line in [*lines, *map(one_line, tail)]:
             print(line, file=sys.stderr if stderr else sys.stdout)
         return
     for i, line in enumerate(lines):
@@ -140,4 +142,4 @@ def print_answer(answer: Answer | None, tail: Sequence[str] = (), *, stderr: boo
                 text.highlight_words([f"  {word}"], style=colour)
         console.print(text)
     for line in tail:
-        console.print(Text(line))
+        console.print(Text(one_line(line)))

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from tfvariants.analyze.report.compiled import PRESET, next_step, round_seconds
 from tfvariants.analyze.report.format import money, ratio_interval, sig3, verdict_word
 from tfvariants.analyze.report.frame import RunFrame
+from tfvariants.analyze.report.otherruns import OtherRuns
 from tfvariants.analyze.serving.configs import Config, ModelReport, ServingAnalysis
 from tfvariants.analyze.statistics import adaptive
 from tfvariants.analyze.statistics.stats import Comparison
@@ -84,9 +85,15 @@ def heading(verdicts: Iterable[str]) -> str:
 
 
 def answer_of(
-    frame: RunFrame, training: Analysis | None, serving: ServingAnalysis | None
+    frame: RunFrame,
+    training: Analysis | None,
+    serving: ServingAnalysis | None,
+    other: OtherRuns | None = None,
 ) -> Answer | None:
-    """The run's answer from its analyses (None: nothing compared or priced to show)."""
+    """The run's answer from its analyses (None: nothing compared or priced to show);
+    ``other``: this run beside the other runs of its comparisons, for a caveat."""
+    pricing = frame.pricing or (serving.pricing if serving is not None else None)
+    currency = pricing.catalog.currency if pricing is not None else "USD"
     rows: list[Row] = []
     cmps: list[Comparison] = []
     compiled = _preset(frame.run)
@@ -95,12 +102,12 @@ def answer_of(
     for wr in workloads:
         base = wr.baseline
         for g in _groups(wr, compiled):
-            rows.append(_training_row(wr, g, room))
+            rows.append(_training_row(wr, g, room, currency))
             if g.time_cmp is not None and not g.is_baseline and base is not None:
                 cmps.append(g.time_cmp)
     for m in serving.models if serving is not None else []:
         for c in m.configs:
-            rows.append(_serving_row(m, c))
+            rows.append(_serving_row(m, c, currency))
             if c.cost_cmp is not None and not c.is_baseline:
                 cmps.append(c.cost_cmp)
     if not rows:
@@ -114,7 +121,7 @@ def answer_of(
         next_step=step,
         next_command=paste,
         legend=tuple(_legend(rows)),
-        caveats=tuple(_caveats(frame)),
+        caveats=tuple(_caveats(frame, other)),
         subject_header="workload"
         if serving is None
         else ("model" if not workloads else "workload / model"),
@@ -146,7 +153,9 @@ def _best(is_fastest: bool, fast_sure: bool, is_cheapest: bool, cheap_sure: bool
     return word + ("" if sure or not word else "?")
 
 
-def _training_row(wr: WorkloadReport, g: Group, room: Mapping[tuple[str, str], float]) -> Row:
+def _training_row(
+    wr: WorkloadReport, g: Group, room: Mapping[tuple[str, str], float], currency: str
+) -> Row:
     cmp = g.time_cmp
     if g.is_baseline:
         verdict, ratio = "baseline", "1x"
@@ -162,14 +171,14 @@ def _training_row(wr: WorkloadReport, g: Group, room: Mapping[tuple[str, str], f
         verdict=verdict,
         ratio=ratio,
         interval=ratio_interval(cmp) if not g.is_baseline else "",
-        cost=money(cost) if cost is not None else "",
+        cost=money(cost, currency) if cost is not None else "",
         headroom=f"{sig3(headroom)}x" if headroom else "",
         best=_best(g is wr.fastest, wr.fastest_decided, g is wr.cheapest, wr.cheapest_decided),
         under_load=bool(g.under_load and g.under_load[0]),
     )
 
 
-def _serving_row(m: ModelReport, c: Config) -> Row:
+def _serving_row(m: ModelReport, c: Config, currency: str) -> Row:
     """A serving configuration: the cost per million predictions within the p99 bound,
     against the baseline's."""
     cmp = c.cost_cmp
@@ -186,7 +195,7 @@ def _serving_row(m: ModelReport, c: Config) -> Row:
         verdict=verdict,
         ratio=ratio,
         interval=ratio_interval(cmp) if not c.is_baseline else "",
-        cost=f"{money(cost.value)}/M" if cost is not None else "",
+        cost=f"{money(cost.value, currency)}/M" if cost is not None else "",
         headroom="",
         best=_best(False, False, c is m.cheapest, m.cheapest_decided),
     )
@@ -276,9 +285,15 @@ def _legend(rows: list[Row]) -> list[str]:
     return out
 
 
-def _caveats(frame: RunFrame) -> list[str]:
-    """One line per kind of warning: the first, and how many more of its kind."""
+def _caveats(frame: RunFrame, other: OtherRuns | None) -> list[str]:
+    """One line per kind of warning: the first, and how many more of its kind; and
+    whether other runs of the same comparisons disagree with this one."""
     out = []
+    if other is not None and other.disagreements:
+        out.append(
+            f"other runs: {len(other.disagreements)} comparison(s) disagree with "
+            f"{len(other.runs)} other run(s) beyond their intervals: not settled on this host"
+        )
     kinds: dict[str, list[str]] = {}
     for w in frame.warnings:
         kinds.setdefault(w.kind, []).append(w.message)

@@ -120,7 +120,7 @@ def sections_of(
     """The report's sections in reading order; one with nothing to say is left out."""
     workloads = training.workloads if training is not None else []
     out: list[Section | None] = [
-        answer_of(frame, training, serving),
+        answer_of(frame, training, serving, other),
         _compiled(training, other),
         TrainingSummary(tuple(workloads)) if workloads else None,
         other,
