@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tfvariants.analyze.report.compiled import PRESET, next_step, round_seconds
-from tfvariants.analyze.report.format import money, ratio_interval, sig3, verdict_word
-from tfvariants.analyze.report.frame import RunFrame
 from tfvariants.analyze.report.otherruns import OtherRuns
 from tfvariants.analyze.serving.configs import Config, ModelReport, ServingAnalysis
+from tfvariants.analyze.shared.format import money, ratio_interval, sig3, verdict_word
+from tfvariants.analyze.shared.frame import RunFrame
 from tfvariants.analyze.statistics import adaptive
 from tfvariants.analyze.statistics.stats import Comparison
 from tfvariants.analyze.training.analysis import Analysis
