@@ -178,3 +178,19 @@ def test_labels_are_shortened_keeping_their_threads(tmp_path):
     row = Row("w" * 30, "v" * 80 + "@2", "undecided", "1.01x", "0.9-1.2x", "$1", "", "")
     a = Answer("Q?", "H", (row,), None, None, (), ())
     assert max(map(len, answer_lines(a))) <= WIDTH
+
+
+def test_the_compiled_box_keeps_only_what_the_table_does_not_say():
+    from tfvariants.analyze.report.answer import notes_below
+
+    run = {"options": {"preset": {"name": "compiled", "stock": "tf", "builds": ["a", "b"]}}}
+    lines = [
+        "On this CPU: ...",
+        "a (compiled for avx2): m faster by 1.3x (...)",
+        "b: m no verdict (too few repeats; median time ratio 0.9, not a verdict).",
+        "c was not run: lacks AVX-512.",
+        "'Equivalent' means within +/-10% ...",
+        "Headroom: m on a@2 ran at 40% ...",
+        "The 2017 study ...",
+    ]
+    assert notes_below(lines, run) == [lines[2], lines[3], lines[4], lines[6]]

@@ -306,11 +306,14 @@ def _caveats(frame: RunFrame, other: OtherRuns | None) -> list[str]:
 def notes_below(lines: list[str], run: Mapping[str, Any]) -> list[str]:
     """A compiled-preset answer's sentences the table does not already say: not the head
     (the table's heading), nor a build's per-workload verdicts, nor the "Headroom:"
-    sentences (a column): the builds not run, the band and why, the study's note."""
+    sentences (a column): the builds not run or without a verdict, the band and why, the
+    study's note."""
     preset = _preset(run) or {}
     builds = [str(b) for b in preset.get("builds") or []]
     said = ("Headroom:", *(f"{b}:" for b in builds), *(f"{b} (compiled for" for b in builds))
-    return [line for line in lines[1:] if not line.startswith(said)]
+    # a build with no verdict keeps its line: why, and the medians (the table says only
+    # "no verdict")
+    return [line for line in lines[1:] if not line.startswith(said) or "no verdict (" in line]
 
 
 def _ratio_header(workloads: list[WorkloadReport], serving: ServingAnalysis | None) -> str:
