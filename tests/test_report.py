@@ -265,7 +265,7 @@ def test_report_shows_the_machines_noise_and_labels_intervals(tmp_path):
 
 
 def test_overhead_split_adds_up_to_the_cell():
-    from tfvariants.store.cellresult import overhead_split
+    from tfvariants.store.celltimes import overhead_split
 
     r = {
         "timing": {

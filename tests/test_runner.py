@@ -22,7 +22,7 @@ from tfvariants.plan.cell import Cell
 from tfvariants.plan.topology import LogicalCpu, Topology
 from tfvariants.store.result import load_result
 from tfvariants.store.runfolder import RunFolder
-from tfvariants.variants import Variant
+from tfvariants.variants import WORKLOADS_PARENT, Variant
 from tfvariants.variants import registry as variants_mod
 
 STUB_HEAD = f"""#!{sys.executable}
@@ -83,7 +83,7 @@ def test_environment_is_an_allowlist_plus_threads(tmp_path, monkeypatch):
     assert seen["TF_ENABLE_ONEDNN_OPTS"] == "1"
     assert seen["TF_NUM_INTRAOP_THREADS"] == "1"
     assert seen["OMP_NUM_THREADS"] == "1"
-    assert seen["PYTHONPATH"] == variants_mod.WORKLOADS_PARENT
+    assert seen["PYTHONPATH"] == WORKLOADS_PARENT
 
 
 def test_worker_is_pinned_before_it_starts(tmp_path):

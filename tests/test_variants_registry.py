@@ -12,6 +12,7 @@ import pytest
 from tfvariants.cli import main
 from tfvariants.errors import UserError
 from tfvariants.variants import engine as engines
+from tfvariants.variants import kinds
 from tfvariants.variants import registry as variants
 from workloads.protocol import WorkerRequest
 
@@ -171,9 +172,7 @@ def test_image_launch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert cmd[cmd.index("--name") + 1] == "tfvariants-mnist_mlp__pip__t2__r0.abc"
     assert cmd[-2] == "--request"
     assert WorkerRequest.from_json(cmd[-1]).result == "/out/result.json"
-    workloads_mount = (
-        f"{Path(variants.WORKLOADS_PARENT) / 'workloads'}:/opt/tfvariants/workloads:ro"
-    )
+    workloads_mount = f"{Path(kinds.WORKLOADS_PARENT) / 'workloads'}:/opt/tfvariants/workloads:ro"
     assert workloads_mount in cmd
     assert "-e" in cmd and "TF_ENABLE_ONEDNN_OPTS=1" in cmd
     assert "TF_NUM_INTRAOP_THREADS" not in client_env  # the worker's env goes in via -e

@@ -63,10 +63,7 @@ def run(args: argparse.Namespace) -> int:
     data: dict[str, Any] = {"host": host_info()}
     if not args.no_tf:
         variant = get_variant(args.variant, args.variants_file)
-        if args.engine and variant.kind == "image":
-            import dataclasses
-
-            variant = dataclasses.replace(variant, engine=args.engine)
+        variant = variant.with_engine(args.engine)
         probed = probe_variant(variant)
         data["variant"] = {
             "name": variant.name,

@@ -108,8 +108,7 @@ def ready_variants(variant_objs: dict[str, Any], engine: str | None) -> dict[str
     ready_objs = {}
     problems = []
     for name, variant in variant_objs.items():
-        if engine and variant.kind == "image":
-            variant = dataclasses.replace(variant, engine=engine)
+        variant = variant.with_engine(engine)
         ready_objs[name] = variant
         if skip_reason(variant):
             continue

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 import time
@@ -78,8 +77,7 @@ def ready_variant(variant: Variant, engine: str | None) -> Variant:
     this CPU lacks) is let through: its cell is recorded as skipped with the reason."""
     from tfvariants.variants import ensure_built, skip_reason
 
-    if engine and variant.kind == "image":
-        variant = dataclasses.replace(variant, engine=engine)
+    variant = variant.with_engine(engine)
     if skip_reason(variant):
         return variant
 

@@ -273,7 +273,7 @@ def with_loadgen(
         named = any(
             _re.match(r"\s*mlcommons[-_.]loadgen\b", spec, _re.I) for spec in v.requirements
         )
-        if v.kind == "requirements" and not named:
+        if v.kind_impl.buildable and not named:
             v = dataclasses.replace(v, requirements=(*v.requirements, LOADGEN_SPEC))
         out[name] = v
     return out
@@ -288,7 +288,7 @@ def check_loadgen(scenarios: tuple[str, ...], variant_objs: dict[str, Variant]) 
     from workloads.serving.request import LOADGEN_SCENARIOS
 
     needs = [s for s in scenarios if s in LOADGEN_SCENARIOS]
-    local = [n for n, v in variant_objs.items() if v.kind == "local"]
+    local = [n for n, v in variant_objs.items() if v.kind_impl.this_interpreter]
     if needs and local and importlib.util.find_spec("mlperf_loadgen") is None:
         raise UserError(
             f"--scenarios {','.join(needs)} need MLPerf LoadGen, which is not installed in this "

@@ -63,7 +63,7 @@ def probe_variants(
             overlay_env=dict(variant.overlay_env),
             env=dict(variant.env),
         )
-        if variant.kind == "requirements":
+        if variant.kind_impl.buildable:
             entry["requirements"] = list(variant.requirements)
         if not probe or skip_reason(variant):
             continue

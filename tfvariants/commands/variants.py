@@ -53,15 +53,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def describe(variants_file: str | None = None, engine: str | None = None) -> list[dict[str, Any]]:
     """One dict per variant: its definition plus readiness (checked in parallel, since
     each check may start an interpreter or the engine)."""
-    import dataclasses
 
     from tfvariants.variants import load_variants
 
     variants = list(load_variants(variants_file).values())
-    if engine:
-        variants = [
-            dataclasses.replace(v, engine=engine) if v.kind == "image" else v for v in variants
-        ]
+    variants = [v.with_engine(engine) for v in variants]
     from tfvariants.variants import skip_reason
 
     def check(variant: Variant) -> tuple[bool, str, str | None]:

@@ -33,7 +33,6 @@ from tfvariants.options.serving import ServingOptions
 from tfvariants.plan.serve import ServeCell, ServeKey, ServeSpec, plan_serve_cells
 from tfvariants.rounds.decide import Judged, next_round
 from tfvariants.store.cellresult import AnyResult, ServeResult, serving
-from tfvariants.store.rawfields import finite_number, get_path
 
 # A round takes a little more than its cells' wall times (starting each worker, writing
 # its result, the wait for quiet): 13.0-14.2 s per round of two 6.6-7.3 s cells on a quiet
@@ -75,7 +74,7 @@ def round_cost(cells: Sequence[ServeResult], first_look: int) -> float | None:
     it). None when nothing was timed."""
     walls: dict[tuple[ServeKey, str, int], list[float]] = {}
     for r in cells:
-        wall = finite_number(get_path(r.raw, "runner", "wall_s"))
+        wall = r.wall_s
         if r.round < first_look and wall is not None and wall > 0:
             walls.setdefault((r.serving_key, r.scenario, r.concurrency), []).append(wall)
     if not walls:

@@ -12,11 +12,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast
 
 from tfvariants.options.interference import DISTURBED_SHARE, SHIELDED_SHARE
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.serve import DEFAULT_BATCH_TIMEOUT_MS, ServeCell, ServeKey
+from tfvariants.store.celltimes import (
+    overhead_split,
+    steady_windows,
+    training_time_s,
+    wall_of,
+    warmup_time_s,
+)
 from tfvariants.store.disturbance import (
     disturbed_limit,
     result_disturbance,
@@ -25,7 +32,6 @@ from tfvariants.store.disturbance import (
     undisturbed_steps,
 )
 from tfvariants.store.rawfields import finite_number, first_of, get_path
-from workloads.steady import window_means  # stdlib only: the worker's own cut
 
 
 class ConfigKey(NamedTuple):
@@ -78,72 +84,6 @@ def variant_devices(run: Mapping[str, Any], results: Iterable[Mapping[str, Any]]
     return out
 
 
-def _training_time_s(result: Mapping[str, Any]) -> float | None:
-    """The (projected) full-schedule training time: what a user would pay for."""
-    v = finite_number(get_path(result, "schedule", "projected_full_s"))
-    if v is not None and v > 0:
-        return v
-    epochs = get_path(result, "timing", "epoch_times_s")
-    if isinstance(epochs, list) and epochs:
-        total = sum(x for x in (finite_number(e) for e in epochs) if x is not None)
-        return total if total > 0 else None
-    return None
-
-
-def _warmup_time_s(result: Mapping[str, Any]) -> float | None:
-    """The detected warm-up (workloads.steady), else the first epoch(s) of old results."""
-    detected = finite_number(get_path(result, "timing", "warmup_s"))
-    if detected is not None:
-        return detected
-    epochs = get_path(result, "timing", "epoch_times_s")
-    n = get_path(result, "timing", "warmup_epochs") or 0
-    if isinstance(epochs, list) and isinstance(n, int) and n > 0 and len(epochs) >= n:
-        return float(sum(epochs[:n]))
-    return None
-
-
-def _sum_known(*values: object) -> float | None:
-    known = [x for x in (finite_number(v) for v in values) if x is not None]
-    return sum(known) if known else None
-
-
-def overhead_split(result: Mapping[str, Any]) -> dict[str, float]:
-    """Where one cell's wall time went: TensorFlow import, data + model build, warm-up
-    steps, steady steps, time between epochs (start-up, validation), and the rest
-    (process start, probing, writing), which makes the parts add up to the cell."""
-    t = result.get("timing") or {}
-    parts = {
-        "import": finite_number(t.get("import_tf_s")),
-        "build": _sum_known(t.get("build_s"), t.get("data_s")),
-        "warm-up": finite_number(t.get("warmup_s")),
-        "steady": finite_number(t.get("steady_s")),
-    }
-    fit = finite_number(t.get("fit_s"))
-    if fit is not None and parts["warm-up"] is not None and parts["steady"] is not None:
-        parts["between epochs"] = max(fit - parts["warm-up"] - parts["steady"], 0.0)
-    wall = finite_number(get_path(result, "runner", "wall_s"))
-    if wall is not None and fit is not None and parts["import"] is not None:
-        parts["other"] = max(wall - parts["import"] - (parts["build"] or 0.0) - fit, 0.0)
-    return {k: v for k, v in parts.items() if v is not None}
-
-
-def _steady_windows(result: Mapping[str, Any]) -> tuple[float, ...]:
-    """Per-window mean steady step times (workloads.steady): as the worker recorded them,
-    or cut the same way from an older result's step times when every step was kept."""
-    recorded = get_path(result, "timing", "steady_windows_s")
-    if isinstance(recorded, list):
-        values = (finite_number(v) for v in recorded)
-        return tuple(v for v in values if v is not None and v > 0)
-    steps = get_path(result, "timing", "step_times_s")
-    warmup = get_path(result, "timing", "warmup_steps")
-    if not isinstance(steps, list) or get_path(result, "timing", "step_sample_stride") != 1:
-        return ()
-    if not isinstance(warmup, int) or isinstance(warmup, bool):
-        return ()
-    steady = [x for x in (finite_number(v) for v in steps[warmup:]) if x is not None and x > 0]
-    return tuple(window_means(steady))
-
-
 def _machine_cpus(result: Mapping[str, Any]) -> int | None:
     """The logical CPUs of the machine that ran the cell, as its worker probed them."""
     cpus = get_path(result, "environment", "cpu", "logical_cpus")
@@ -166,8 +106,55 @@ def _oversubscription(
     return False, 1.0
 
 
+T = TypeVar("T")
+
+
+class _Keyed(Protocol):
+    @property
+    def key(self) -> object: ...
+
+
+class FromKey(Generic[T]):
+    """A read-only attribute read through its owner's ``key`` under the same name."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: _Keyed, owner: type | None = None) -> T:
+        return cast(T, getattr(obj.key, self.name))
+
+
+class _Stored:
+    """What every parsed result answers the same way, training or serving."""
+
+    __slots__ = ()
+    status: str
+    raw: Mapping[str, Any]  # the validated dict: for display only, never recomputed from
+
+    @property
+    def cell(self) -> Cell | ServeCell:
+        raise NotImplementedError
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def cell_id(self) -> str:
+        return self.cell.cell_id
+
+    @property
+    def environment(self) -> Mapping[str, Any] | None:
+        env = self.raw.get("environment")
+        return env if isinstance(env, dict) else None
+
+    def get(self, *path: str) -> Any:
+        """A raw field, for display (e.g. ``get("schedule", "projected_full_ci_s")``)."""
+        return get_path(self.raw, *path)
+
+
 @dataclass(frozen=True, slots=True)
-class CellResult:
+class CellResult(_Stored):
     """One training cell's result, as every later stage sees it."""
 
     key: ConfigKey
@@ -200,43 +187,17 @@ class CellResult:
     steady_windows_s: tuple[float, ...]  # mean step time of each steady window (ok only)
     raw: Mapping[str, Any]  # the validated dict: for display only, never recomputed from
     undisturbed_only: str | None = None  # why its times are its clean steps' (disturbance.py)
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok"
+    workload = FromKey[str]()
+    variant = FromKey[str]()
+    threads = FromKey[int]()
 
     @property
     def cell(self) -> Cell:
-        return Cell(self.key.variant, self.key.threads, self.key.workload, self.round, self.attempt)
-
-    @property
-    def cell_id(self) -> str:
-        return self.cell.cell_id
-
-    @property
-    def workload(self) -> str:
-        return self.key.workload
-
-    @property
-    def variant(self) -> str:
-        return self.key.variant
-
-    @property
-    def threads(self) -> int:
-        return self.key.threads
-
-    @property
-    def environment(self) -> Mapping[str, Any] | None:
-        env = self.raw.get("environment")
-        return env if isinstance(env, dict) else None
-
-    def get(self, *path: str) -> Any:
-        """A raw field, for display (e.g. ``get("schedule", "projected_full_ci_s")``)."""
-        return get_path(self.raw, *path)
+        return Cell(self.variant, self.threads, self.workload, self.round, self.attempt)
 
 
 @dataclass(frozen=True, slots=True)
-class ServeResult:
+class ServeResult(_Stored):
     """One serving cell's result (kind tfvariants.serve_cell, docs/serving.md)."""
 
     variant: str
@@ -261,13 +222,10 @@ class ServeResult:
     others_share: float | None
     steal_share: float | None
     disturbed: bool
+    wall_s: float | None  # the cell's wall time as the runner measured it
     raw: Mapping[str, Any]
     max_batch_size: int = 1  # batching (a swept axis); 1 = none
     batch_timeout_ms: float = DEFAULT_BATCH_TIMEOUT_MS
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok"
 
     @property
     def cell(self) -> ServeCell:
@@ -282,10 +240,6 @@ class ServeResult:
         return self.cell.key
 
     @property
-    def cell_id(self) -> str:
-        return self.cell.cell_id
-
-    @property
     def workload(self) -> str:
         return self.cell.workload
 
@@ -293,14 +247,6 @@ class ServeResult:
     def config(self) -> tuple[str, int, str, str]:
         """(variant, threads, model, path): one serving configuration."""
         return (self.variant, self.threads, self.model, self.path)
-
-    @property
-    def environment(self) -> Mapping[str, Any] | None:
-        env = self.raw.get("environment")
-        return env if isinstance(env, dict) else None
-
-    def get(self, *path: str) -> Any:
-        return get_path(self.raw, *path)
 
 
 AnyResult = CellResult | ServeResult
@@ -333,7 +279,7 @@ def parse_training(
     ok = status == "ok"
     over, ratio = _oversubscription(result, key.threads, device, run_cpus)
     clean = undisturbed_steps(result, disturbed_share) if ok else None  # its times: clean steps'
-    time_s = clean.projected_full_s if clean else _training_time_s(result)
+    time_s = clean.projected_full_s if clean else training_time_s(result)
 
     def timing(name: str, power: int = 0) -> float | None:  # power: see scaled()
         return scaled(clean, finite_number(get_path(result, "timing", name)), power) if ok else None
@@ -353,7 +299,7 @@ def parse_training(
         training_time_s=time_s if ok else None,
         steady_epoch_s=timing("steady_epoch_s", 1),
         steady_step_s=timing("steady_step_s", 1),
-        warmup_s=_warmup_time_s(result) if ok else None,
+        warmup_s=warmup_time_s(result) if ok else None,
         samples_per_s=timing("samples_per_s", -1),
         gflops_per_s=scaled(clean, finite_number(result.get("gflops_per_s")), -1) if ok else None,
         accuracy=finite_number(acc) if ok else None,
@@ -365,9 +311,9 @@ def parse_training(
         others_share=finite_number(get_path(result, "cpu", "others_share")),
         steal_share=finite_number(get_path(result, "cpu", "steal_share")),
         disturbed=ok and result_disturbance(result, disturbed_share, shielded_share) is not None,
-        wall_s=finite_number(get_path(result, "runner", "wall_s")),
+        wall_s=wall_of(result),
         overhead=overhead_split(result) if ok else {},
-        steady_windows_s=_steady_windows(result) if ok and not clean else (),  # not: mixed
+        steady_windows_s=steady_windows(result) if ok and not clean else (),  # not: mixed
         raw=result,
         undisturbed_only=clean.note(disturbed_share) if clean else None,
     )
@@ -405,6 +351,7 @@ def parse_serving(
         steal_share=finite_number(get_path(result, "cpu", "steal_share")),
         disturbed=result.get("status") == "ok"
         and result_disturbance(result, disturbed_share) is not None,
+        wall_s=wall_of(result),
         raw=result,
         max_batch_size=_int(c.get("max_batch_size"), 1),
         batch_timeout_ms=finite_number(c.get("batch_timeout_ms")) or DEFAULT_BATCH_TIMEOUT_MS,

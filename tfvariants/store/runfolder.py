@@ -116,6 +116,16 @@ def _json_bytes(obj: object) -> bytes:
     return (json.dumps(obj, indent=2, allow_nan=False, default=str) + "\n").encode("utf-8")
 
 
+class _Below:
+    """A path of the layout: ``name`` below the run folder's root."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, folder: RunFolder, owner: type | None = None) -> Path:
+        return folder.root / self.name
+
+
 class RunFolder:
     """One run folder. Readers use its paths; every write into it goes through it."""
 
@@ -124,21 +134,10 @@ class RunFolder:
 
     # ---- the layout ----
 
-    @property
-    def run_file(self) -> Path:
-        return self.root / RUN_FILE
-
-    @property
-    def cells_dir(self) -> Path:
-        return self.root / CELLS_DIR
-
-    @property
-    def logs_dir(self) -> Path:
-        return self.root / LOGS_DIR
-
-    @property
-    def quarantine_dir(self) -> Path:
-        return self.root / QUARANTINE_DIR
+    run_file = _Below(RUN_FILE)
+    cells_dir = _Below(CELLS_DIR)
+    logs_dir = _Below(LOGS_DIR)
+    quarantine_dir = _Below(QUARANTINE_DIR)
 
     def cell_path(self, cid: str) -> Path:
         return self.cells_dir / f"{cid}.json"

@@ -5,13 +5,13 @@ built-in recipes in ``recipes``, requirement-spec environments in ``envbuild``);
 re-exported here so callers can write ``from tfvariants.variants import get_variant``.
 """
 
+from tfvariants.variants.kinds import WORKLOADS_PARENT
+from tfvariants.variants.recipes import TF_VERSION
 from tfvariants.variants.registry import (
     BUILTINS,
     DEVICES,
     FIELDS,
     KINDS,
-    TF_VERSION,
-    WORKLOADS_PARENT,
     Variant,
     ensure_built,
     get_variant,

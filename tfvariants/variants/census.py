@@ -102,14 +102,14 @@ def census_file(path: Path, log: Log = lambda _m: None) -> dict[str, Any]:
 def tensorflow_dir(variant: Variant) -> Path | None:
     """The tensorflow package folder a variant imports (looked up, never imported);
     None for other backends, images, or when it cannot be found."""
-    if variant.backend != "tensorflow" or variant.kind == "image":
+    if variant.backend != "tensorflow":
         return None
     code = (
         "import importlib.util as u; s = u.find_spec('tensorflow'); "
         "print(s.submodule_search_locations[0] if s and s.submodule_search_locations else '')"
     )
     try:
-        python = variant.interpreter()
+        python = variant.interpreter()  # an image's kind has none: ValueError
         proc = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60)
     except (OSError, ValueError, subprocess.TimeoutExpired):
         return None
@@ -153,19 +153,27 @@ def known_compiled_for(variant: Variant) -> str | None:
     return isacensus.compiled_for(isacensus.merge(censuses)) if censuses else None
 
 
+def run_code(
+    python: str, code: str, env: dict[str, str], timeout_s: float
+) -> subprocess.CompletedProcess[str]:
+    """``python -c code`` in a fresh process, output captured, no stdin (a probe of a
+    variant's interpreter); raises subprocess.TimeoutExpired past ``timeout_s``."""
+    return subprocess.run(
+        [python, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+
+
 def _import_probe(python: str) -> tuple[int, str]:
     """Import TensorFlow in a fresh process of the variant: (exit code, last log lines)."""
     env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR") if k in os.environ}
     env["TF_CPP_MIN_LOG_LEVEL"] = "0"
     try:
-        proc = subprocess.run(
-            [python, "-c", "import tensorflow"],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env=env,
-            stdin=subprocess.DEVNULL,
-        )
+        proc = run_code(python, "import tensorflow", env, 300)
     except subprocess.TimeoutExpired:
         return 0, "timeout"  # not an instruction problem: the cell will say what it is
     return proc.returncode, (proc.stderr + proc.stdout)[-4000:]

@@ -19,7 +19,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tfvariants.errors import UserError
+from tfvariants.variants.census import died_of_sigill, run_code
 from workloads.protocol import write_json_atomic
 
 if TYPE_CHECKING:
@@ -189,17 +189,10 @@ def import_check(python: Path, backend: str, env: dict[str, str]) -> str:
     code = f"import {backend}, keras, sys; print({backend}.__version__, 'keras', keras.__version__)"
     child_env = {**env, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "2"}
     try:
-        proc = subprocess.run(
-            [str(python), "-c", code],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            env=child_env,
-            stdin=subprocess.DEVNULL,
-        )
+        proc = run_code(str(python), code, child_env, 600)
     except subprocess.TimeoutExpired:
         raise UserError(f"importing {backend} took over 10 minutes") from None
-    if proc.returncode in (-signal.SIGILL, 128 + signal.SIGILL):
+    if died_of_sigill(proc.returncode):
         return f"{backend} dies of SIGILL on this CPU (built; skipped on this host)"
     if proc.returncode != 0:
         lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar
 
 import workloads
 from tfvariants.errors import UserError
@@ -59,11 +59,24 @@ _ENGINE_CLIENT_ENV = (
 Bad = Callable[[str, str], UserError]
 
 
+class Launching(NamedTuple):
+    """What one launch of a worker needs beside its variant."""
+
+    request: WorkerRequest
+    env: dict[str, str]  # the worker's environment
+    cpus: tuple[int, ...]  # the CPUs it is pinned to
+    scratch_dir: Path  # holds the request's result path
+    module: str  # run as ``python -m module``
+
+
 class Kind:
     """The interface every kind implements. Subclasses set ``name``."""
 
     name: ClassVar[str] = ""
     pins_on_host: ClassVar[bool] = True  # host affinity; containers use --cpuset-cpus
+    takes_engine: ClassVar[bool] = False  # a container engine runs it: --engine applies
+    buildable: ClassVar[bool] = False  # tfvariants builds it from requirement specs
+    this_interpreter: ClassVar[bool] = False  # runs in the interpreter tfvariants runs in
 
     def check(self, table: Mapping[str, Any], bad: Bad) -> dict[str, Any]:
         """Validate this kind's own TOML fields; return Variant keyword arguments."""
@@ -91,19 +104,11 @@ class Kind:
     def where(self, variant: Variant) -> str:
         return self.interpreter(variant)
 
-    def launch(
-        self,
-        variant: Variant,
-        request: WorkerRequest,
-        env: dict[str, str],
-        cpus: tuple[int, ...],
-        scratch_dir: Path,
-        module: str,
-    ) -> tuple[list[str], dict[str, str]]:
+    def launch(self, variant: Variant, how: Launching) -> tuple[list[str], dict[str, str]]:
         """``python -m module`` with the request (a probe's is ``--result`` alone)."""
-        env = dict(env)
+        env = dict(how.env)
         env["PYTHONPATH"] = WORKLOADS_PARENT
-        return [self.interpreter(variant), "-m", module, *request.to_argv()], env
+        return [self.interpreter(variant), "-m", how.module, *how.request.to_argv()], env
 
 
 KIND_REGISTRY: dict[str, Kind] = {}
@@ -120,6 +125,17 @@ def get_kind(name: str) -> Kind:
         return KIND_REGISTRY[name]
     except KeyError:
         raise UserError(f"unknown variant kind {name!r}") from None
+
+
+T = TypeVar("T")
+
+
+def _required(table: Mapping[str, Any], bad: Bad, field: str, kind: type[T], why: str) -> T:
+    """A kind's required field: of type ``kind`` and not empty, or ``bad(field, why)``."""
+    value = table.get(field)
+    if not isinstance(value, kind) or not value:
+        raise bad(field, why)
+    return value
 
 
 def _backend_module(variant: Variant) -> tuple[str, str]:
@@ -139,6 +155,7 @@ def _find_in(python: str, module: str) -> tuple[bool | None, str]:
 @register
 class LocalKind(Kind):
     name = "local"
+    this_interpreter = True
 
     def interpreter(self, variant: Variant) -> str:
         return sys.executable
@@ -155,9 +172,9 @@ class VenvKind(Kind):
     name = "venv"
 
     def check(self, table: Mapping[str, Any], bad: Bad) -> dict[str, Any]:
-        python = table.get("python")
-        if not isinstance(python, str) or not python:
-            raise bad("python", "is required for kind venv (path to the interpreter)")
+        python = _required(
+            table, bad, "python", str, "is required for kind venv (path to the interpreter)"
+        )
         return {"python": os.path.expanduser(python)}
 
     def interpreter(self, variant: Variant) -> str:
@@ -183,11 +200,11 @@ class RequirementsKind(Kind):
     """An environment built by tfvariants from requirement specs, cached by their hash."""
 
     name = "requirements"
+    buildable = True
 
     def check(self, table: Mapping[str, Any], bad: Bad) -> dict[str, Any]:
-        specs = table.get("requirements")
-        if not isinstance(specs, list) or not specs:
-            raise bad("requirements", "is required for kind requirements (a list of specs)")
+        why = "is required for kind requirements (a list of specs)"
+        specs = _required(table, bad, "requirements", list, why)
         for spec in specs:
             problem = envbuild.spec_problem(spec)
             if problem:
@@ -232,11 +249,10 @@ class RequirementsKind(Kind):
 class ImageKind(Kind):
     name = "image"
     pins_on_host = False
+    takes_engine = True
 
     def check(self, table: Mapping[str, Any], bad: Bad) -> dict[str, Any]:
-        image = table.get("image")
-        if not isinstance(image, str) or not image:
-            raise bad("image", "is required for kind image")
+        image = _required(table, bad, "image", str, "is required for kind image")
         return {"image": image}
 
     def where(self, variant: Variant) -> str:
@@ -250,16 +266,9 @@ class ImageKind(Kind):
             return False, f"not built: {variant.build}" if variant.build else "image not present"
         return True, f"image present ({engine})"
 
-    def launch(
-        self,
-        variant: Variant,
-        request: WorkerRequest,
-        env: dict[str, str],
-        cpus: tuple[int, ...],
-        scratch_dir: Path,
-        module: str,
-    ) -> tuple[list[str], dict[str, str]]:
+    def launch(self, variant: Variant, how: Launching) -> tuple[list[str], dict[str, str]]:
         assert variant.image
+        request, env, cpus, scratch_dir, module = how
         engine = engines.require_engine(variant.engine)
         if not engines.image_exists(engine, variant.image):
             raise UserError(

@@ -33,6 +33,17 @@ TF_214_PINS = ("numpy<2",)
 COMPILED_STOCK = "tf-2.14"
 COMPILED_BUILDS = ("intel-2.14", "intel-avx512-2.14")
 
+
+def _on_local(env: dict[str, str], description: str) -> dict[str, Any]:
+    """An overlay of environment variables on this interpreter's TensorFlow."""
+    return {"base": "local", "env": env, "description": description}
+
+
+def _isa_cap(isa: str, what: str) -> dict[str, Any]:
+    """An overlay that caps oneDNN's kernels at an instruction set."""
+    return _on_local({"ONEDNN_MAX_CPU_ISA": isa}, f"oneDNN kernels capped at {what}")
+
+
 BUILTIN_TABLES: dict[str, dict[str, Any]] = {
     "local": {
         "kind": "local",
@@ -118,29 +129,13 @@ BUILTIN_TABLES: dict[str, dict[str, Any]] = {
         "keras": {"jit_compile": True},
         "description": "XLA-compiled models (jit_compile): host-ISA code generated at run time",
     },
-    "onednn-on": {
-        "base": "local",
-        "env": {"TF_ENABLE_ONEDNN_OPTS": "1"},
-        "description": "TensorFlow's oneDNN custom operations on",
-    },
-    "onednn-off": {
-        "base": "local",
-        "env": {"TF_ENABLE_ONEDNN_OPTS": "0"},
-        "description": "TensorFlow's oneDNN custom operations off (Eigen kernels)",
-    },
-    "isa-sse41": {
-        "base": "local",
-        "env": {"ONEDNN_MAX_CPU_ISA": "SSE41"},
-        "description": "oneDNN kernels capped at SSE4.1 (a stand-in for an SSE4 build)",
-    },
-    "isa-avx2": {
-        "base": "local",
-        "env": {"ONEDNN_MAX_CPU_ISA": "AVX2"},
-        "description": "oneDNN kernels capped at AVX2",
-    },
-    "isa-avx512": {
-        "base": "local",
-        "env": {"ONEDNN_MAX_CPU_ISA": "AVX512_CORE"},
-        "description": "oneDNN kernels capped at AVX-512 (Skylake-SP subsets, no VNNI/BF16)",
-    },
+    "onednn-on": _on_local(
+        {"TF_ENABLE_ONEDNN_OPTS": "1"}, "TensorFlow's oneDNN custom operations on"
+    ),
+    "onednn-off": _on_local(
+        {"TF_ENABLE_ONEDNN_OPTS": "0"}, "TensorFlow's oneDNN custom operations off (Eigen kernels)"
+    ),
+    "isa-sse41": _isa_cap("SSE41", "SSE4.1 (a stand-in for an SSE4 build)"),
+    "isa-avx2": _isa_cap("AVX2", "AVX2"),
+    "isa-avx512": _isa_cap("AVX512_CORE", "AVX-512 (Skylake-SP subsets, no VNNI/BF16)"),
 }

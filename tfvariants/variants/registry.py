@@ -21,8 +21,8 @@ from typing import Any
 from tfvariants.errors import UserError
 from tfvariants.store.inputs import VARIANTS_FILE_BYTES, InputError, read_input
 from tfvariants.variants import engine as engines
-from tfvariants.variants.kinds import BACKENDS, KIND_REGISTRY, WORKLOADS_PARENT, Kind, get_kind
-from tfvariants.variants.recipes import BUILTIN_TABLES, TF_VERSION
+from tfvariants.variants.kinds import BACKENDS, KIND_REGISTRY, Kind, Launching, get_kind
+from tfvariants.variants.recipes import BUILTIN_TABLES
 from workloads.protocol import WorkerRequest
 
 KINDS = tuple(KIND_REGISTRY)
@@ -95,7 +95,7 @@ class Variant:
         variant with ``request`` (whose result path is inside ``scratch_dir``): a
         training or serving worker, or a probe (``WorkerRequest.probe``: ``module
         --result PATH``, workloads.envprobe)."""
-        return self.kind_impl.launch(self, request, env, cpus, scratch_dir, module)
+        return self.kind_impl.launch(self, Launching(request, env, cpus, scratch_dir, module))
 
     def where(self) -> str:
         """The interpreter, environment or image this variant runs in, for display."""
@@ -110,6 +110,10 @@ class Variant:
             if reason:
                 return False, reason
         return ready, detail
+
+    def with_engine(self, engine: str | None) -> Variant:
+        """This variant with ``--engine`` applied, when an engine runs it."""
+        return replace(self, engine=engine) if engine and self.kind_impl.takes_engine else self
 
     def pins_on_host(self) -> bool:
         """Host-side affinity applies to local/venv/requirements; containers use
@@ -336,7 +340,7 @@ def _named(
 def ensure_built(variant: Variant, log: Callable[[str], None]) -> str | None:
     """Build a variant tfvariants knows how to build (kind requirements) when it is not
     ready yet; return what was done, or None when nothing was needed or possible."""
-    if variant.kind != "requirements" or variant.readiness()[0]:
+    if not variant.kind_impl.buildable or variant.readiness()[0]:
         return None
     return variant.kind_impl.build(variant, log)
 
@@ -365,18 +369,3 @@ BUILTINS: dict[str, Variant] = _resolve(
     {name: _from_table(name, t, "built-in") for name, t in BUILTIN_TABLES.items()},
     dict.fromkeys(BUILTIN_TABLES, "built-in"),
 )
-
-__all__ = [
-    "BUILTINS",
-    "DEVICES",
-    "FIELDS",
-    "KINDS",
-    "TF_VERSION",
-    "WORKLOADS_PARENT",
-    "Variant",
-    "ensure_built",
-    "get_variant",
-    "get_variants",
-    "load_variants",
-    "skip_reason",
-]

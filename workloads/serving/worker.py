@@ -93,6 +93,70 @@ def _http_callers(
     return make_caller, infer
 
 
+def _model_of(req: ServeRequest, result: dict[str, Any]) -> tuple[Any, tuple[int, ...] | None, str]:
+    """(the in-process model or None, its input shape if known yet, its name)."""
+    if req.path != "inprocess":
+        shape = tuple(req.input_shape) if req.input_shape else models.input_shape_of(req.model)
+        return None, shape, req.target_model or models.label(req.model)
+    served = models.load(req.model)  # thread pools already sized by _tf_setup
+    result["model"] = {
+        "name": served.name,
+        "input_shape": list(served.input_shape),
+        "params": served.params,
+        "build_s": served.build_s,
+    }
+    return served, served.input_shape, served.name
+
+
+def _inprocess_callers(served: Any, x: Any) -> tuple[Any, Any]:
+    """(make_caller, infer): the client threads call the model itself."""
+
+    def make_caller() -> Any:
+        return lambda i: served.predict(x[i : i + 1])
+
+    def infer(indices: list[int]) -> None:
+        served.predict(x[indices])
+
+    return make_caller, infer
+
+
+def _server_ready(
+    server: ServerProcess, result: dict[str, Any], name: str, shape: tuple[int, ...] | None
+) -> tuple[str, Any, tuple[int, ...]]:
+    """Waits for the model server child; (its URL, its CPUs, the input shape)."""
+    info = server.wait_ready(SERVER_START_TIMEOUT_S)
+    url = f"http://127.0.0.1:{info['port']}"
+    result["model"] = {
+        "name": name,
+        "input_shape": list(shape or info.get("shape", [])),
+        "params": info.get("params"),
+        "build_s": info.get("build_s"),
+    }
+    shape = shape or tuple(info["shape"])
+    if isinstance(info.get("environment"), dict):
+        # The server child ran the model: its TensorFlow is the one to report
+        # (this client process never imports it on the HTTP path).
+        result["environment"] = info["environment"]
+    return url, info.get("cpus"), shape
+
+
+def _target_shape(
+    req: ServeRequest,
+    result: dict[str, Any],
+    endpoint: http_client.Endpoint,
+    name: str,
+    shape: tuple[int, ...] | None,
+) -> tuple[int, ...]:
+    """An external target's input shape: given, built in, or asked of the server."""
+    source = "given" if req.input_shape else "built-in model"
+    if shape is None:  # neither given nor built in: ask the server
+        shape, source = endpoint.metadata_shape(), "server metadata"
+    if shape is None:
+        raise ValueError("the target reports no input shape: pass --input-shape")
+    result["model"] = {"name": name, "input_shape": list(shape), "input_shape_from": source}
+    return shape
+
+
 def run(args: WorkerRequest, req: ServeRequest, result: dict[str, Any], folder: Path) -> None:
     import numpy as np
 
@@ -101,19 +165,7 @@ def run(args: WorkerRequest, req: ServeRequest, result: dict[str, Any], folder: 
     needs_tf = req.path == "inprocess" and req.model != models.NOOP
     if needs_tf:
         _tf_setup(args, result)
-    shape: tuple[int, ...] | None
-    if req.path == "inprocess":
-        served = models.load(req.model)  # thread pools already sized by _tf_setup
-        shape, name = served.input_shape, served.name
-        result["model"] = {
-            "name": name,
-            "input_shape": list(shape),
-            "params": served.params,
-            "build_s": served.build_s,
-        }
-    else:
-        shape = tuple(req.input_shape) if req.input_shape else models.input_shape_of(req.model)
-        name = req.target_model or models.label(req.model)
+    served, shape, name = _model_of(req, result)
     server = None
     overheads: list[float] = []
 
@@ -124,13 +176,7 @@ def run(args: WorkerRequest, req: ServeRequest, result: dict[str, Any], folder: 
     try:
         if req.path == "inprocess":
             x = generated(shape)
-
-            def make_caller() -> Any:
-                return lambda i: served.predict(x[i : i + 1])
-
-            def infer(indices: list[int]) -> None:
-                served.predict(x[indices])
-
+            make_caller, infer = _inprocess_callers(served, x)
             result["placement"] = {
                 "server_cpus": cpus,
                 "loadgen_cpus": cpus,
@@ -140,35 +186,13 @@ def run(args: WorkerRequest, req: ServeRequest, result: dict[str, Any], folder: 
         else:
             if req.path == "http":
                 server = ServerProcess(req, args, folder)
-                info = server.wait_ready(SERVER_START_TIMEOUT_S)
-                url = f"http://127.0.0.1:{info['port']}"
-                result["model"] = {
-                    "name": name,
-                    "input_shape": list(shape or info.get("shape", [])),
-                    "params": info.get("params"),
-                    "build_s": info.get("build_s"),
-                }
-                server_cpus = info.get("cpus")
-                shape = shape or tuple(info["shape"])
-                if isinstance(info.get("environment"), dict):
-                    # The server child ran the model: its TensorFlow is the one to report
-                    # (this client process never imports it on the HTTP path).
-                    result["environment"] = info["environment"]
+                url, server_cpus, shape = _server_ready(server, result, name, shape)
             else:
                 url, server_cpus = str(req.target_url), None
             endpoint = http_client.Endpoint(url, name)
             endpoint.check()
             if req.path == "target":
-                source = "given" if req.input_shape else "built-in model"
-                if shape is None:  # neither given nor built in: ask the server
-                    shape, source = endpoint.metadata_shape(), "server metadata"
-                if shape is None:
-                    raise ValueError("the target reports no input shape: pass --input-shape")
-                result["model"] = {
-                    "name": name,
-                    "input_shape": list(shape),
-                    "input_shape_from": source,
-                }
+                shape = _target_shape(req, result, endpoint, name, shape)
             if shape is None:
                 raise ValueError("the model server reported no input shape")
             x = generated(shape)
@@ -258,6 +282,91 @@ def _snapshot(child_cpu_s: Any) -> dict[str, Any]:
     return snap
 
 
+def _closed_loop(
+    req: ServeRequest, result: dict[str, Any], make_caller: Any, samples: int
+) -> tuple[int, list[str]]:
+    """The concurrency scenario; (failed requests, examples)."""
+    res = closed_loop.run(
+        make_caller,
+        concurrency=req.concurrency,
+        samples=samples,
+        min_requests=req.min_queries,
+        max_requests=req.max_queries,
+        warmup=1,
+        min_duration_s=req.min_duration_s,
+        max_duration_s=req.max_duration_s,
+    )
+    result["closed_loop"] = res
+    lat = res["latency"]
+    result["metrics"] = {
+        "source": "closed loop",
+        "throughput_per_s": res["throughput_per_s"],
+        **{k: lat.get(k) for k in ("p50_ms", "p90_ms", "p95_ms", "p99_ms")},
+        "validity": None,
+    }
+    return res["errors"] + res["hung_clients"], res["error_examples"]
+
+
+def _loadgen(
+    req: ServeRequest,
+    result: dict[str, Any],
+    folder: Path,
+    infer: Any,
+    samples: int,
+    single_s: float,
+) -> tuple[int, list[str]]:
+    """The LoadGen scenarios (offline, server, server_search); (failed requests, examples)."""
+    from workloads.serving import loadgen
+
+    missing = loadgen.available()
+    if missing:
+        raise RuntimeError(missing)
+    workers = 1 if req.path == "inprocess" else HTTP_SUT_WORKERS
+    batch = req.max_batch_size if req.scenario == "offline" or req.path == "inprocess" else 1
+    # Offline over HTTP is capped: the server shares the cell's CPUs, so 8 client
+    # workers do not make it 8x faster; expect the single-request rate (per batch),
+    # not twice that of 8 workers (which queued minutes of JSON requests).
+    offline_qps = batch / single_s * OFFLINE_HTTP_SLACK if req.path != "inprocess" else None
+    common: dict[str, Any] = dict(
+        samples=samples,
+        min_queries=req.min_queries,
+        max_queries=req.max_queries,
+        expected_latency_s=single_s,
+        p99_bound_ms=req.p99_bound_ms,
+        workers=workers,
+        max_batch=batch,
+        min_duration_s=req.min_duration_s,
+        max_duration_s=req.max_duration_s,
+        offline_qps=offline_qps,
+    )
+    lg_dir = folder / "artifacts" / "loadgen"
+    if req.scenario == "server_search":
+        search = loadgen.search_server_qps(
+            lambda qps, sub: loadgen.run_one("server", infer, sub, server_qps=qps, **common),
+            lg_dir,
+            start_qps=req.server_qps,
+            p99_bound_ms=req.p99_bound_ms,
+            steps=req.search_steps,
+        )
+        head = search["best"] or search["steps"][-1]
+        result["server_search"] = search
+        log_dir = f"loadgen/{head['log_dir']}"
+        errors = sum(s["errors"] for s in search["steps"])
+        examples = [e for s in search["steps"] for e in s["error_examples"]][:3]
+    else:
+        head = loadgen.run_one(req.scenario, infer, lg_dir, server_qps=req.server_qps, **common)
+        log_dir, errors, examples = "loadgen", head["errors"], head["error_examples"]
+    result["loadgen"] = {**head, "log_dir": log_dir}
+    result["metrics"] = {
+        "source": "LoadGen detail log",
+        "throughput_per_s": head["throughput_per_s"],
+        **{k: head.get(k) for k in ("p50_ms", "p90_ms", "p95_ms", "p99_ms")},
+        "validity": head["validity"],
+        "max_qps_under_bound": (result.get("server_search") or {}).get("max_qps"),
+    }
+    return errors, examples
+
+
 def _measure(
     req: ServeRequest,
     result: dict[str, Any],
@@ -275,74 +384,9 @@ def _measure(
     # the analysis leaves disturbed cells out of its verdicts.
     before = _snapshot(child_cpu_s)
     if req.scenario == "concurrency":
-        res = closed_loop.run(
-            make_caller,
-            concurrency=req.concurrency,
-            samples=samples,
-            min_requests=req.min_queries,
-            max_requests=req.max_queries,
-            warmup=1,
-            min_duration_s=req.min_duration_s,
-            max_duration_s=req.max_duration_s,
-        )
-        result["closed_loop"] = res
-        lat = res["latency"]
-        result["metrics"] = {
-            "source": "closed loop",
-            "throughput_per_s": res["throughput_per_s"],
-            **{k: lat.get(k) for k in ("p50_ms", "p90_ms", "p95_ms", "p99_ms")},
-            "validity": None,
-        }
-        errors, examples = res["errors"] + res["hung_clients"], res["error_examples"]
+        errors, examples = _closed_loop(req, result, make_caller, samples)
     else:
-        from workloads.serving import loadgen
-
-        missing = loadgen.available()
-        if missing:
-            raise RuntimeError(missing)
-        workers = 1 if req.path == "inprocess" else HTTP_SUT_WORKERS
-        batch = req.max_batch_size if req.scenario == "offline" or req.path == "inprocess" else 1
-        # Offline over HTTP is capped: the server shares the cell's CPUs, so 8 client
-        # workers do not make it 8x faster; expect the single-request rate (per batch),
-        # not twice that of 8 workers (which queued minutes of JSON requests).
-        offline_qps = batch / single_s * OFFLINE_HTTP_SLACK if req.path != "inprocess" else None
-        common: dict[str, Any] = dict(
-            samples=samples,
-            min_queries=req.min_queries,
-            max_queries=req.max_queries,
-            expected_latency_s=single_s,
-            p99_bound_ms=req.p99_bound_ms,
-            workers=workers,
-            max_batch=batch,
-            min_duration_s=req.min_duration_s,
-            max_duration_s=req.max_duration_s,
-            offline_qps=offline_qps,
-        )
-        lg_dir = folder / "artifacts" / "loadgen"
-        if req.scenario == "server_search":
-            search = loadgen.search_server_qps(
-                lambda qps, sub: loadgen.run_one("server", infer, sub, server_qps=qps, **common),
-                lg_dir,
-                start_qps=req.server_qps,
-                p99_bound_ms=req.p99_bound_ms,
-                steps=req.search_steps,
-            )
-            head = search["best"] or search["steps"][-1]
-            result["server_search"] = search
-            log_dir = f"loadgen/{head['log_dir']}"
-            errors = sum(s["errors"] for s in search["steps"])
-            examples = [e for s in search["steps"] for e in s["error_examples"]][:3]
-        else:
-            head = loadgen.run_one(req.scenario, infer, lg_dir, server_qps=req.server_qps, **common)
-            log_dir, errors, examples = "loadgen", head["errors"], head["error_examples"]
-        result["loadgen"] = {**head, "log_dir": log_dir}
-        result["metrics"] = {
-            "source": "LoadGen detail log",
-            "throughput_per_s": head["throughput_per_s"],
-            **{k: head.get(k) for k in ("p50_ms", "p90_ms", "p95_ms", "p99_ms")},
-            "validity": head["validity"],
-            "max_qps_under_bound": (result.get("server_search") or {}).get("max_qps"),
-        }
+        errors, examples = _loadgen(req, result, folder, infer, samples, single_s)
     cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
     result["cpu"] = cpuload.usage(before, _snapshot(child_cpu_s), cpus)
     if overheads:

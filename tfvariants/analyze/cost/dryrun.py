@@ -117,14 +117,13 @@ def serve_times_from_run(run_dir: Path) -> dict[tuple[str, str, int] | tuple[str
     """Wall times of an earlier run's successful serving cells, keyed (workload label,
     variant, threads) and (workload label,) for fallbacks."""
     from tfvariants.store.cellresult import serving
-    from tfvariants.store.rawfields import finite_number
     from tfvariants.store.rundir import load_run_dir
 
     if not Path(run_dir, "cells").is_dir():
         raise UserError(f"--estimate-from {run_dir}: not a results folder (no cells/)")
     out: dict[tuple[str, str, int] | tuple[str], list[float]] = {}
     for r in serving(load_run_dir(Path(run_dir), allow_mixed_hosts=True).parsed.values()):
-        wall = finite_number(r.get("runner", "wall_s"))
+        wall = r.wall_s
         if r.ok and wall is not None and wall > 0:
             out.setdefault((r.workload, r.variant, r.threads), []).append(wall)
             out.setdefault((r.workload,), []).append(wall)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from tfvariants.analyze.training.groups import Group
 
-# The parts of a cell's wall time (store/cellresult.py overhead_split), in the order a
+# The parts of a cell's wall time (store/celltimes.py overhead_split), in the order a
 # cell pays them; "other" is process start, the host's probes, the wait for quiet, writing.
 PARTS = ("import", "build", "warm-up", "steady", "between epochs", "other")
 WORDS = {"build": "data + model", "other": "the rest (process start, probes, writing)"}
