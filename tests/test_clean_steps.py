@@ -211,7 +211,7 @@ def test_the_report_lists_the_cells_measured_on_their_undisturbed_steps(tmp_path
     assert "Cells measured on their undisturbed steps (3)" in html
     assert "is measured on those steps and not disturbed (this run: 3, see below)" in html
     assert "3 of 6 cells were measured on their undisturbed steps only" in html
-    assert main(["report", str(folder), "-o", str(tmp_path / "r.html")]) == 0
+    assert main(["report", str(folder), "-o", str(tmp_path / "r.html"), "--verbose"]) == 0
     assert "3 of 6 cells were measured on their undisturbed steps only" in capsys.readouterr().out
     # compare's closing lines
     out = io.StringIO()

@@ -108,7 +108,8 @@ def test_quick_compare_end_to_end_with_a_fake_runner(tmp_path, monkeypatch, caps
     monkeypatch.setattr("tfvariants.plan.spec.logical_cpus", lambda: 2)
     fake = FakeRunCell()
     monkeypatch.setattr(runner, "run_cell", fake)
-    assert main(["compare", "--quick", "--workloads", "mnist_mlp", "--out", "results/q"]) == 0
+    argv = ["compare", "--quick", "--workloads", "mnist_mlp", "--out", "results/q", "--verbose"]
+    assert main(argv) == 0
     # local x threads 1,2 x mnist_mlp x 5 repeats; decided at the first look: no more rounds
     assert len(fake.calls) == 1 * 2 * 1 * 5
     options = fake.calls[0][1]
@@ -140,7 +141,7 @@ def test_adaptive_rounds_run_only_undecided_pairs_and_resume_continues(
     fake = FakeRunCell(speedup=0.0, noise=0.3)  # identical configurations: stays undecided
     monkeypatch.setattr(runner, "run_cell", fake)
     argv = ["compare", "--threads", "1,2", "--workloads", "mnist_mlp", "--out", "res",
-            "--budget", "1h", "--max-repeats", "8"]  # fmt: skip
+            "--budget", "1h", "--max-repeats", "8", "--verbose"]  # fmt: skip
     assert main(argv) == 0
     run = json.loads((tmp_path / "res/run.json").read_text())
     assert run["adaptive"]["looks"] == [5, 6, 7, 8]
@@ -345,7 +346,7 @@ def test_compiled_preset_picks_what_this_cpu_can_run_and_opens_with_the_answer(
     fake = VariantSpeedRunCell()
     monkeypatch.setattr(runner, "run_cell", fake)
     code = main(["compare", "--preset", "compiled", "--repeats", "5", "--budget", "1h",
-                 "--out", "results/c"])  # fmt: skip
+                 "--out", "results/c", "--verbose"])  # fmt: skip
     assert code == 0
     assert built == ["tf-2.14", "intel-2.14", "intel-avx512-2.14"]  # built before the gate
     run = json.loads((tmp_path / "results/c/run.json").read_text())
@@ -377,7 +378,8 @@ def test_compiled_preset_picks_what_this_cpu_can_run_and_opens_with_the_answer(
     # A resume keeps the preset: its report still opens with the answer.
     assert main(["compare", "--resume", "--out", "results/c"]) == 0
     assert json.loads((tmp_path / "results/c/run.json").read_text())["options"]["preset"] == preset
-    assert "The 2017 study" in capsys.readouterr().out
+    # its terminal ends with the preset's question and the answer table (--verbose: the study)
+    assert "compiled for this CPU faster than the stock wheel tf-2.14?" in capsys.readouterr().err
 
 
 def test_the_first_look_plans_the_steady_window_of_the_later_rounds():

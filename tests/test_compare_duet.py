@@ -81,7 +81,8 @@ def test_duet_compare_runs_pairs_at_once_and_says_so(tmp_path, monkeypatch, caps
     fake = DuetFake()
     monkeypatch.setattr(runner, "run_cell", fake)
     argv = ["compare", "--quick", "--duet", "--threads", "1", "--variants", "local,onednn-off",
-            "--workloads", "mnist_mlp", "--out", "results/d", "--no-probe"]  # fmt: skip
+            "--workloads", "mnist_mlp", "--out", "results/d", "--no-probe",
+            "--verbose"]  # fmt: skip
     assert main(argv) == 0
     by_id = {cid: (cpus, s, e) for cid, cpus, s, e in fake.cells}
     assert len(by_id) == 10  # 2 configurations x 5 repeats, decided at the first look

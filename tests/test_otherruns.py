@@ -150,7 +150,7 @@ def test_a_reading_says_faster_with_its_interval_turned_and_the_rest_as_time_rat
 def test_report_prints_the_sentence(tmp_path, capsys):
     here = _run(tmp_path, "b", 1.0, started="2026-11-26T07:00:00+00:00")
     _run(tmp_path, "a", 0.7, started="2026-11-26T06:00:00+00:00")
-    assert main(["report", str(here), "-o", str(tmp_path / "out" / "r.html")]) == 0
+    assert main(["report", str(here), "-o", str(tmp_path / "out" / "r.html"), "--verbose"]) == 0
     out = capsys.readouterr().out
     assert "Beside 1 other run(s)" in out and "disagree" in out
 

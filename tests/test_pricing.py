@@ -169,6 +169,7 @@ def test_every_amount_is_in_the_catalogs_currency(tmp_path, monkeypatch, capsys)
         "eur.toml",
         "--instance",
         "local=big",
+        "--verbose",  # the sentences too
     ]
     assert main(argv) == 0
     html = (tmp_path / "out.html").read_text()

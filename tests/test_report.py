@@ -367,6 +367,7 @@ def test_a_report_loads_the_run_folder_once(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(runfile, "load_run", counting)
     html, csv_path = tmp_path / "r.html", tmp_path / "c.csv"
     args = ["report", str(d), "-o", str(html), "--csv", str(csv_path), "--pricing", "gce-2017"]
+    args.append("--verbose")  # the sentences
     assert main(args) == 0
     assert len(loads) == 1
     assert csv_path.is_file() and (tmp_path / "c-serving.csv").is_file()
@@ -378,11 +379,13 @@ def test_sections_in_reading_order_and_only_those_with_something_to_say(study, g
     """The report is its list of sections (analyze/report/sections.py): the template
     loops over them, so what a report shows is decided here, not in the template."""
     from tfvariants.analyze.report import sections as sec
+    from tfvariants.analyze.report.answer import Answer
     from tfvariants.analyze.report.build import build_report
 
     report = build_report(study, ReportSettings(pricing=gce))
     kinds = [type(s) for s in report.sections]
     assert kinds == [
+        Answer,
         sec.TrainingSummary,
         sec.Warnings,
         sec.Workload,

@@ -46,7 +46,7 @@ def test_a_training_report_loads_its_folder_once(tmp_path, loads, capsys):
 
 def test_a_serving_report_loads_its_folder_once(tmp_path, loads, capsys):
     folder = _serving_run(tmp_path / "res")
-    assert _report(folder, tmp_path / "r.html", "--pricing", "gce-2017") == 0
+    assert _report(folder, tmp_path / "r.html", "--pricing", "gce-2017", "--verbose") == 0
     assert loads == [folder]
     assert "serving m:" in capsys.readouterr().out
 
@@ -59,7 +59,7 @@ def _mixed(folder: Path) -> Path:
 
 def test_a_report_of_training_and_serving_cells_loads_its_folder_once(tmp_path, loads, capsys):
     folder = _mixed(tmp_path / "res")
-    assert _report(folder, tmp_path / "r.html", "--min-effect", "10%") == 0
+    assert _report(folder, tmp_path / "r.html", "--min-effect", "10%", "--verbose") == 0
     assert loads == [folder]
     out = capsys.readouterr().out
     assert "serving m:" in out and "mnist_mlp:" in out

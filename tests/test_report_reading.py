@@ -45,7 +45,7 @@ def test_summary_names_the_workload_of_every_sentence(study, tmp_path, gce):
 
 
 def test_cli_summary_heads_each_workload(study, tmp_path, capsys):
-    assert main(["report", str(study), "-o", str(tmp_path / "r.html")]) == 0
+    assert main(["report", str(study), "-o", str(tmp_path / "r.html"), "--verbose"]) == 0
     out = capsys.readouterr().out.splitlines()
     heads = [i for i, line in enumerate(out) if line in ("mnist_mlp:", "mnist_cnn:")]
     assert len(heads) == 2
@@ -84,7 +84,7 @@ def _serving(out):
 def test_serving_costs_keep_their_interval_and_sentences_their_label(tmp_path, capsys):
     d = _serving(tmp_path / "res")
     out = tmp_path / "r.html"
-    assert main(["report", str(d), "-o", str(out)]) == 0
+    assert main(["report", str(d), "-o", str(out), "--verbose"]) == 0
     a = write_report(d, out, ReportSettings(pricing=Pricing(load_catalog("gce-2017"))))
     (m,) = a.serving.models
     by = {c.label: c for c in m.configs}
@@ -170,7 +170,8 @@ def test_summary_table_flags_an_undecided_lead_and_the_baseline_bar_is_solid(tmp
     (w,) = a.workloads
     assert not w.fastest_decided and not w.cheapest_decided
     html = render_html(assemble(a))
-    summary = html[html.index("<th>workload</th>") : html.index("</table>")]
+    start = html.index('<table class="summary">')
+    summary = html[start : html.index("</table>", start)]
     assert summary.count(">not decided</span>") == 2
     # the baseline is the reference, not an undecided bar: drawn solid
     assert re.search(r'<rect [^>]*fill-opacity="0.9"><title>local@2: 1.00<', html)

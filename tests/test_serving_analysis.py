@@ -160,7 +160,7 @@ def test_serving_only_report_renders_escaped(tmp_path):
     settings = ReportSettings(pricing=parse_pricing_option("gce-2017"))
     write_report(d, html_path, settings, csv_path=tmp_path / "s.csv")
     html = html_path.read_text()
-    assert "Which TensorFlow build serves fastest and cheapest?" in html
+    assert "<h1>Which configuration serves m cheapest within p99 100 ms?</h1>" in html
     assert "m: throughput vs requests in flight" in html and html.count("<svg") == 1
     assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "cheapest within bound" in html and "shared CPUs" in html

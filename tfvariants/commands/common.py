@@ -140,6 +140,19 @@ def add_report_outputs(p: argparse.ArgumentParser, *, old_flag: str | None = Non
         metavar="FILE.csv",
         help="also write one row per cell to this CSV file",
     )
+    add_verbose(p)
+
+
+def add_verbose(p: argparse.ArgumentParser) -> None:
+    """--verbose: the long paragraphs (each verdict in a sentence, the noise, the
+    cautions) on the terminal too, before the answer table; the report has them always."""
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also print each verdict in a sentence, the noise and the cautions (the HTML "
+        "report has them always); without it the summary ends with the answer table only",
+    )
 
 
 def add_allow_mixed_hosts(p: argparse.ArgumentParser) -> None:

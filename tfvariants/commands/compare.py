@@ -209,7 +209,7 @@ def run(args: argparse.Namespace) -> int:
         variant_objs = ready_variants(variant_objs, args.engine)
     console = Console(stderr=True, soft_wrap=True)
 
-    report_to = _ReportTo(report_path, _settings(args, pricing), args.csv)
+    report_to = _ReportTo(report_path, _settings(args, pricing), args.csv, args.verbose)
     outcome = _run_matrix(args, spec, variant_objs, out, stored, console, report_to, duet_at)
     if outcome.was_interrupted:
         console.print(
@@ -360,6 +360,7 @@ class _ReportTo:
     path: Path
     settings: ReportSettings
     csv: Path | None
+    verbose: bool = False  # the long paragraphs on the console too (--verbose)
 
     def write(self, out: Path) -> Report:
         from tfvariants.commands.report import write_report
@@ -386,21 +387,22 @@ def _report(out: Path, report_to: _ReportTo, outcome: MatrixOutcome, console: Co
     from rich.markup import escape
 
     from tfvariants.commands.report import print_compiled_answer, print_store_warnings
+    from tfvariants.render.answertext import answer_of_report, print_answer
 
     rounds.print_disturbed(outcome, console)
     report = report_to.write(out)
     analysis = report.frame
     print_store_warnings(analysis)
-    console.print(f"report: {report_to.path}", highlight=False, markup=False)
-    if report_to.csv:
-        console.print(f"csv: {report_to.csv}", highlight=False, markup=False)
-    rounds.summary(analysis, out, console)
-    print_compiled_answer(report)
-    if report.other_runs is not None and not report.compiled:  # else in the answer
-        console.print(report.other_runs.sentence(), highlight=False, markup=False)
+    if report_to.verbose:  # the long paragraphs; the report has them always
+        rounds.summary(analysis, out, console)
+        print_compiled_answer(report)
+        if report.other_runs is not None and not report.compiled:  # else in the answer
+            console.print(report.other_runs.sentence(), highlight=False, markup=False)
     if outcome.problems:
         console.print(
             f"[red]{len(outcome.problems)} cell(s) failed or timed out[/]; rerun them with: "
             f"tfvariants compare --resume --out {escape(str(out))}",
             highlight=False,
         )
+    tail = [f"report: {report_to.path}", *([f"csv: {report_to.csv}"] if report_to.csv else [])]
+    print_answer(answer_of_report(report), tail, stderr=True)

@@ -102,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"--p99: {exc}") from None
     from tfvariants.analyze.shared.settings import ReportSettings
     from tfvariants.options.decision import Override
+    from tfvariants.render.answertext import answer_of_report, print_answer
 
     settings = ReportSettings(
         pricing=common.pricing_from(args),
@@ -114,13 +115,23 @@ def run(args: argparse.Namespace) -> int:
     )
     report = write_report(args.results_dir, out, settings, csv_path=args.csv)
     print_store_warnings(report.frame)
-    print(f"report: {out}")
     training = report.training
+    tail = [f"report: {out}"]
     if args.csv:
         rows = len(training.cells) if training is not None else 0
         if not rows and args.csv.is_file():  # a serving-only run: the CSV holds serving cells
             rows = max(len(args.csv.read_text(encoding="utf-8").splitlines()) - 1, 0)
-        print(f"csv: {args.csv} ({rows} rows)")
+        tail.append(f"csv: {args.csv} ({rows} rows)")
+    if args.verbose:
+        print_long(report)
+    print_answer(answer_of_report(report), tail)
+    return 0
+
+
+def print_long(report: Report) -> None:
+    """The long paragraphs (--verbose): the compiled answer's sentences, each workload's
+    and model's verdicts in sentences, the other runs, the interference."""
+    training = report.training
     print_compiled_answer(report)
     for w in training.workloads if training is not None else []:
         print(f"{w.name}:")  # the sentences do not all name their workload
@@ -135,7 +146,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"serving {m.model}:")
         for line in m.conclusions:
             print(f"  {line}")
-    return 0
 
 
 def print_compiled_answer(report: Report) -> None:

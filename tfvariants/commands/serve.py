@@ -86,6 +86,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="FILE.csv",
         help="also write one row per serving cell to this CSV file",
     )
+    common.add_verbose(p)
     p.add_argument(
         "--resume", action="store_true", help="continue the run in --out (same arguments)"
     )
@@ -415,14 +416,15 @@ def _report(
     """The report, with each model's first conclusions on the console."""
     from tfvariants.analyze.shared.settings import ReportSettings
     from tfvariants.commands.report import write_report
+    from tfvariants.render.answertext import answer_of_report, print_answer
 
     o = ServingOptions.of(spec.options)
     # The decision settings: the run's, as stored.
     settings = ReportSettings(pricing=pricing, baseline=args.baseline, p99_bound_ms=o.p99_bound_ms)
-    serving = write_report(out, report_path, settings, csv_path=args.csv).serving
-    for m in serving.models if serving is not None else []:
+    report = write_report(out, report_path, settings, csv_path=args.csv)
+    serving = report.serving
+    for m in serving.models if serving is not None and args.verbose else []:
         for line in m.conclusions[:3]:
             console.print(f"  {line}", highlight=False, markup=False)
-    console.print(f"report: {report_path}", highlight=False, markup=False)
-    if args.csv:
-        console.print(f"csv: {args.csv}", highlight=False, markup=False)
+    tail = [f"report: {report_path}", *([f"csv: {args.csv}"] if args.csv else [])]
+    print_answer(answer_of_report(report), tail, stderr=True)

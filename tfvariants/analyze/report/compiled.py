@@ -80,7 +80,7 @@ def _no_verdict(g: Group, base: Group) -> str:
     return f"{g.label} vs {base.label}: no verdict ({why}{ratio})"
 
 
-def _round_s(workloads: list[WorkloadReport], names: list[str]) -> float | None:
+def round_seconds(workloads: list[WorkloadReport], names: list[str]) -> float | None:
     """One adaptive round of the comparisons the answer is about: the median cell wall
     time of each (workload, build or stock wheel), summed (None: no wall times)."""
     total = 0.0
@@ -92,7 +92,7 @@ def _round_s(workloads: list[WorkloadReport], names: list[str]) -> float | None:
     return total or None
 
 
-def _next_step(cmp: Comparison, round_s: float | None, last_look: int | None = None) -> str:
+def next_step(cmp: Comparison, round_s: float | None, last_look: int | None = None) -> str:
     """The single most useful next step of an undecided comparison (``last_look``: the
     run stopped at its planned last look, which more budget cannot pass)."""
     more = cmp.more_repeats
@@ -142,7 +142,7 @@ def _per_workload(
             f"{interval_words(r)}; typical runs)"
         )
     else:
-        step = _next_step(cmp, round_s, last_look)
+        step = next_step(cmp, round_s, last_look)
         text = f"undecided: {step} (ratio {sig3(r.value)}, {interval_words(r)})"
     return loadlabel.qualify(text, g, base)
 
@@ -163,7 +163,7 @@ def answer(
     stock = str(preset.get("stock"))
     builds = [str(b) for b in preset.get("builds") or []]
     info = run.get("variant_info") if isinstance(run.get("variant_info"), dict) else {}
-    round_s = _round_s(workloads, [stock, *builds])
+    round_s = round_seconds(workloads, [stock, *builds])
     record = run.get("adaptive") if isinstance(run.get("adaptive"), dict) else {}
     last_look = None
     if adaptive.at_last_look((record or {}).get("stopped")):
@@ -212,6 +212,8 @@ def _head(cpu: str, stock: str, verdicts: list[str], band: float) -> str:
         )
     if "different" in verdicts:
         return f"On {cpu}: a compiled build differed from the stock wheel {stock} (decided):"
+    if verdicts and "equivalent" not in verdicts:  # none decided: not "partly"
+        return f"On {cpu}: compiled builds vs the stock wheel {stock} stayed undecided:"
     if verdicts:
         return f"On {cpu}: compiled builds vs the stock wheel {stock} stayed partly undecided:"
     return (

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tfvariants.analyze.cost.pricing import Pricing
+from tfvariants.analyze.report.answer import Answer, answer_of, notes_below
 from tfvariants.analyze.report.otherruns import OtherRuns
 from tfvariants.analyze.report.probes import VariantProbe, probes_of
 from tfvariants.analyze.report.provenance import WhereRan, where_ran
@@ -26,7 +27,8 @@ from tfvariants.analyze.training.roofline import Roofline as RooflineAnalysis
 
 @dataclass(frozen=True)
 class CompiledAnswer:
-    """A ``--preset compiled`` run's answer: headline, findings, the study's note."""
+    """A ``--preset compiled`` run's notes below the answer table: the builds not run,
+    the band and why, the study's note."""
 
     template: ClassVar[str] = "compiled.html"
     lines: tuple[str, ...]
@@ -104,7 +106,8 @@ class Shared:
 
 
 Section = (
-    CompiledAnswer
+    Answer
+    | CompiledAnswer
     | TrainingSummary
     | Warnings
     | Workload
@@ -127,7 +130,8 @@ def sections_of(
     (``shared``); one with nothing to say is left out."""
     workloads = training.workloads if training is not None else []
     out: list[Section | None] = [
-        CompiledAnswer(shared.compiled) if shared.compiled else None,
+        answer_of(frame, training, serving, shared.roofline, shared.other_runs),
+        _compiled(shared.compiled, frame.run),
         TrainingSummary(tuple(workloads)) if workloads else None,
         shared.other_runs,
         Warnings(tuple(frame.warnings)) if frame.warnings else None,
@@ -139,6 +143,13 @@ def sections_of(
         Prices(frame.pricing) if frame.pricing is not None else None,
     ]
     return tuple(s for s in out if s is not None)
+
+
+def _compiled(lines: tuple[str, ...], run: Mapping[str, Any]) -> CompiledAnswer | None:
+    """The answer box below the table: what the table does not say (the band, builds
+    not run or without a verdict, the study's note)."""
+    kept = notes_below(list(lines), run) if lines else []
+    return CompiledAnswer(tuple(kept)) if kept else None
 
 
 def _variant_probes(run: Mapping[str, Any]) -> VariantProbes | None:
