@@ -46,6 +46,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import decide_run
 from decide_scenarios import COMPANION, Scenario, lognormal, scenarios
 
 from tfvariants.analyze.statistics import adaptive, pairing, stats
@@ -112,57 +113,25 @@ def judge(
     raise ValueError(f"unknown method {method!r}")
 
 
-def _warned(scn: Scenario, c: stats.Comparison, a: Rounds, b: Rounds) -> bool:
+def _warned(scn: Scenario, c: stats.Comparison) -> bool:
     names = {"wander": pairing.WANDERING, "tail": pairing.TAIL}
     return scn.kind in names and any(w.startswith(names[scn.kind]) for w in c.warnings)
 
 
-@dataclass
-class _Wander:
-    phi: float
-    sd: float
-    w: float = field(default=0.0)
-
-    def step(self, rng: random.Random, first: bool) -> float:
-        if first:  # the stationary law from the start
-            self.w = rng.gauss(0.0, self.sd)
-        else:
-            self.w = self.phi * self.w + rng.gauss(0.0, self.sd * math.sqrt(1 - self.phi**2))
-        return math.exp(self.w)
-
-
 def run_adaptive(scn: Scenario, method: str, key: str, rule: adaptive.StoppingRule) -> Outcome:
-    """Interleaved rounds of A, B and C; after each planned look only the configurations
-    of undecided pairs (A-B, C-B) run on; the report's A vs B comparison is returned.
-    Each configuration and the rounds draw from their own stream (seeded by ``key``), so
-    every method sees the same A and B values whatever C does."""
-    rngs = {c: random.Random(f"{key}/{c}") for c in ("A", "B", "C", "rounds")}
-    companion = scn.b
-    draws = {"A": scn.a, "B": scn.b, "C": lambda r: COMPANION * companion(r)}
-    data: dict[str, Rounds] = {"A": {}, "B": {}, "C": {}}
-    active = {"A", "B", "C"}
-    wander = _Wander(*scn.wander) if scn.wander[0] else None
-    for rnd in range(rule.max_repeats):
-        disturbed = rngs["rounds"].random() < scn.machine.disturbed
-        for c in sorted(active):
-            rng = rngs[c]
-            v = draws[c](rng) * scn.machine.cell(rng, rnd, disturbed)
-            if c == "A" and wander is not None:
-                v *= wander.step(rng, rnd == 0)
-            data[c][rnd] = v
-        if rnd + 1 in rule.looks:
-            open_pairs = [
-                (x, y)
-                for x, y in (("A", "B"), ("C", "B"))
-                if judge(method, data[x], data[y], rule.looks, scn).verdict == "undecided"
-            ]
-            active = {c for pair in open_pairs for c in pair}
-            if not active:
-                break
-    final = judge(method, data["A"], data["B"], rule.looks, scn)
-    warned = _warned(scn, final, data["A"], data["B"])
+    """One simulated comparison run by the product (benchmarks/decide_run.py): its
+    matrix loop and next-round hook, on interleaved rounds of A, B and C; after each
+    planned look only the configurations of undecided pairs (A-B, C-B) run on; the
+    report's A vs B comparison is returned. Each configuration and the rounds draw from
+    their own stream (seeded by ``key``), so every method sees the same A and B values
+    whatever C does."""
+    with decide_run.method("unpaired" if method == "common" else method):
+        run = decide_run.run_matrix(scn, key, rule)
+    final = run.comparison
+    warned = _warned(scn, final)
     wandering = any(w.startswith(pairing.WANDERING) for w in final.warnings)
-    return Outcome(final.verdict, final.ratio, len(data["A"]), warned, wandering, data)
+    series = {"A": run.series["A"], "B": run.series["B"], "C": run.series["C"]}
+    return Outcome(final.verdict, final.ratio, run.repeats, warned, wandering, series)
 
 
 def outside_band(scn: Scenario) -> bool:
