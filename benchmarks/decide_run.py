@@ -30,8 +30,7 @@ from tfvariants.options.training import TrainingOptions
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.spec import MatrixSpec
 from tfvariants.rounds.training import NextRoundHook, look_verdicts
-from tfvariants.store.cellresult import ConfigKey
-from tfvariants.store.rundir import load_run_dir
+from tfvariants.store.cellresult import AnyResult, ConfigKey
 from tfvariants.store.runfolder import RunFolder
 
 WORKLOAD = "sim"
@@ -136,14 +135,19 @@ def run_matrix(scn: Scenario, key: str, rule: adaptive.StoppingRule) -> Run:
     spec = spec_of(scn, rule)
     cells = SimulatedCells(scn, key)
     baseline = (BASELINE, 1)
+    hook = NextRoundHook(spec, rule, baseline=baseline)
+    seen: list[Mapping[str, AnyResult]] = []
+
+    def next_round(stored: Mapping[str, AnyResult]) -> tuple[list[Cell], str]:
+        seen[:] = [stored]  # the last call's: every cell, the run's last round's too
+        return hook(stored)
+
     with tempfile.TemporaryDirectory(prefix="tfv-decide-", dir=SCRATCH) as tmp:
-        out = Path(tmp) / "run"
-        matrix = Matrix(spec, out)
+        matrix = Matrix(spec, Path(tmp) / "run")
         matrix.prepare(hosts=[])
-        hook = NextRoundHook(spec, rule, baseline=baseline)
-        matrix.run(run_cell=cells, next_round=hook)
-        stored = load_run_dir(out).parsed
-    at = look_verdicts(spec, stored, rule, baseline=baseline, settings=hook.settings)
+        matrix.run(run_cell=cells, next_round=next_round)
+    # The report's comparison of what was stored, at the last look (every round is one).
+    at = look_verdicts(spec, seen[0], rule, baseline=baseline, settings=hook.settings)
     (wv,) = at.verdicts
     verdict = wv.verdicts[ConfigKey(WORKLOAD, UNDER_TEST, 1)]
     assert verdict.comparison is not None
