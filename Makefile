@@ -60,7 +60,7 @@ compare-compiled: install
 bench-decide: install
 	PYTHONPATH=. $(BIN)/python benchmarks/decide.py --trials 2000 --jobs $$(nproc)
 
-# The widening and warning bounds behind bench-decide's AR(1) 0.8 stress row (docs/compare.md).
+# The widening and warning bounds behind bench-decide's AR(1) 0.8 stress row (docs/measurements.md).
 bench-wander-bounds: install
 	PYTHONPATH=. $(BIN)/python benchmarks/wander_bounds.py --trials 1000
 
@@ -72,7 +72,7 @@ bench-noise: install
 	PYTHONPATH=. $(BIN)/python benchmarks/noise.py --out results/bench-noise-$$(date +%Y%m%d-%H%M%S) $(BENCH_NOISE_ARGS)
 
 # Sequential vs duet rounds of the same two 1-thread configurations (benchmarks/duet.py,
-# docs/compare.md). BENCH_DUET_ARGS adds options, e.g. "--hog bursts" or "--b tf-2.14".
+# docs/methods.md). BENCH_DUET_ARGS adds options, e.g. "--hog bursts" or "--b tf-2.14".
 BENCH_DUET_ARGS ?=
 bench-duet: install
 	PYTHONPATH=. $(BIN)/python benchmarks/duet.py --out results/bench-duet-$$(date +%Y%m%d-%H%M%S) $(BENCH_DUET_ARGS)

@@ -65,14 +65,14 @@ POWER = 0.90
 WANDER_ALARM = 0.10
 CLEAN = ("A/A log-normal 10%", "A/A Student-t 10%", "A/A bimodal 1.85x")
 # 1.2x with 5 % outliers: 87.8 % of 2,000 trials found it with the rule before issue 25; 90 %
-# is at the edge of these rank tests with early looks (docs/compare.md). The issue asks for
+# is at the edge of these rank tests with early looks (docs/measurements.md). The issue asks for
 # "power as before": that value less the simulation's 95 % margin at the trials run.
 POWER_BEFORE = {"1.2x, 5% outliers": 0.878}
 # Reported, not checked: the audit's stronger wander (its "(0.8: 31 %)"). The check is the
 # audit's wandering configuration, AR(1) 0.5. At 0.8 no rule tried within the 20-repeat cap
 # meets "<= 5 % or warned >= 90 %" and keeps the power checks: only a warning that knows
 # which side wanders and that the machine does not drift reaches 90 % (make
-# bench-wander-bounds; docs/compare.md, "What widening and warnings can reach against the
+# bench-wander-bounds; docs/measurements.md, "What widening and warnings can reach against the
 # wander").
 STRESS = {"A/A wander AR(1) 0.8": "beyond 20 repeats' reach: make bench-wander-bounds"}
 

@@ -19,7 +19,7 @@ CPUs:
 Each scenario follows a quiet run (the same compare, no hog; --no-quiet: none; --one-quiet:
 one per run, before all its loaded scenarios), so the benchmark says whether each loaded
 interval covers the quiet ratio, and whether a verdict whose interval does not is
-labelled "under load" (analyze/report/loadlabel.py) rather than a plain "decided".
+labelled "under load" (analyze/training/loadlabel.py) rather than a plain "decided".
 --user NAME: each compare as that unprivileged user (noise_user.py).
 
 The hog stops by itself (each process exits after its own time; at most --max-s per

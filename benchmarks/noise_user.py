@@ -97,7 +97,7 @@ def against_quiet(loaded: dict[str, dict[str, Any]], quiet: dict[str, dict[str, 
     """Per workload of a loaded run: the quiet run's ratio (measured just before, in the
     same benchmark), whether the loaded interval covers it, and whether the loaded
     verdict is honest: not a plain "decided" whose interval excludes the quiet ratio
-    (a verdict labelled "under load", analyze/report/loadlabel.py, is honest)."""
+    (a verdict labelled "under load", analyze/training/loadlabel.py, is honest)."""
     for workload, c in loaded.items():
         q = quiet.get(workload)
         if q is None or c.get("interval") is None:

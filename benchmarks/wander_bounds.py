@@ -25,7 +25,7 @@ same fake runner and the same draws as `make bench-decide`:
   its false alarms are measured on the clean A/A and the drifting-machine scenarios,
   where the per-round ratio cancels what moves both sides and no warning is deserved.
 
-Prints one table per bound; exits 0 (a measurement, not a check). docs/compare.md,
+Prints one table per bound; exits 0 (a measurement, not a check). docs/measurements.md,
 "What widening and warnings can reach against the wander", records a run.
 """
 

@@ -105,7 +105,7 @@ def test_undecided_with_no_minimum_effect_says_the_interval_includes_1() -> None
 
 
 def test_the_noise_paragraphs_equivalence_estimate_uses_the_narrower_interval() -> None:
-    from tfvariants.analyze.statistics import noise
+    from tfvariants.analyze.training import noise
 
     settings = Settings(looks=LOOKS)
     old = noise.equivalent_from(1.12, 5, 0.05, 0.05)

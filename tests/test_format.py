@@ -2,7 +2,7 @@
 
 import pytest
 
-from tfvariants.analyze.report.format import dur, money, sig3
+from tfvariants.analyze.shared.format import dur, money, sig3
 
 
 @pytest.mark.parametrize(
@@ -28,7 +28,7 @@ def test_units_keep_three_digits_after_carry():
 
 
 def test_duration_intervals_keep_one_unit():
-    from tfvariants.analyze.report.format import interval_sub, interval_text
+    from tfvariants.analyze.shared.format import interval_sub, interval_text
     from tfvariants.analyze.statistics import stats
 
     # a real report read "2.42 h" over "109 min-4.07 h"

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tfvariants.analyze.report.fields import environment_summary
+from tfvariants.analyze.shared.fields import environment_summary
 from tfvariants.execute.runner import RunOptions, run_cell
 from tfvariants.plan.cell import Cell
 from tfvariants.store.runfolder import RunFolder

@@ -11,10 +11,11 @@ from tfvariants.analyze.statistics.verdicts import round_values
 from tfvariants.execute.matrix import Matrix
 from tfvariants.execute.quiet import SUSTAINED_AFTER, QuietGate, QuietWait, wait_for_quiet
 from tfvariants.execute.record import StoredCell
+from tfvariants.options.interference import DISTURBED_SHARE
 from tfvariants.plan.cell import Cell, cell_id, cell_id_of
 from tfvariants.plan.spec import MatrixSpec, plan_cells
 from tfvariants.store.cellresult import parse_training
-from tfvariants.store.disturbance import DISTURBED_SHARE, disturbed_limit
+from tfvariants.store.disturbance import disturbed_limit
 from tfvariants.store.rundir import load_run_dir
 from workloads import cpuload
 
@@ -350,7 +351,7 @@ def test_run_queue_wait_sums_each_threads_growth_and_counts_new_threads_whole(tm
 
 
 def test_a_shielded_worker_is_judged_by_its_run_queue_wait_not_others_share():
-    from tfvariants.store.disturbance import SHIELDED_SHARE
+    from tfvariants.options.interference import SHIELDED_SHARE
 
     def result(others: float, runq: float | None, shielded: bool) -> dict:
         cpu = {"others_share": others, "steal_share": 0.0}
@@ -381,8 +382,8 @@ def test_report_warns_when_others_filled_shielded_multi_thread_cells(tmp_path):
     """Undisturbed 2-thread cells at raised priority with others at 25 % or more of their
     CPUs: measured slower, unflagged, so the report says so; 1-thread cells, quieter
     cells and cells at normal priority (judged disturbed instead) do not trigger it."""
-    from tfvariants.analyze.statistics.noise import SHIELDED_BUSY_SHARE
     from tfvariants.analyze.training.analysis import analyze
+    from tfvariants.analyze.training.noise import SHIELDED_BUSY_SHARE
 
     def cells(others: float, shielded: bool) -> list[dict]:
         out = []

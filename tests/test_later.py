@@ -245,7 +245,7 @@ def test_a_compare_runs_the_later_twin_after_the_threads_are_settled(
 
 
 def test_a_later_variant_is_not_a_planned_cell_the_report_calls_missing() -> None:
-    from tfvariants.analyze.report.coverage import planned_ids
+    from tfvariants.analyze.shared.coverage import planned_ids
 
     run = {"variants": ["local", "twin"], "threads": [1, 2], "workloads": ["w"], "repeats": 5}
     assert len(planned_ids(run)) == 20

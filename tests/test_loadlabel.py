@@ -1,5 +1,5 @@
 """Verdicts that rest on disturbed cells say so wherever they are shown
-(tfvariants.analyze.report.loadlabel): the summary's sentences, the verdict table, the CSV."""
+(tfvariants.analyze.training.loadlabel): the summary's sentences, the verdict table, the CSV."""
 
 from resultfactory import make_result, write_results
 

@@ -56,7 +56,8 @@ def test_min_effect_zero_is_judged_with_zero_by_the_rounds_and_the_report(
 
 
 def test_one_settings_reader_for_training_and_serving():
-    from tfvariants.options.decision import Override, run_settings
+    from tfvariants.analyze.statistics.decide import run_settings
+    from tfvariants.options.decision import Override
 
     run = {"options": {"min_effect": 0.0, "confidence": 0.9999}}
     for read in (run_settings,):
@@ -73,7 +74,7 @@ CONFIDENCES = ["0.5", "0.51", "0.999", "0.9995", "0.9999", "0.99995", "1", "95%"
 def test_confidence_has_one_range_in_compare_report_and_serve(text, tmp_path, monkeypatch, capsys):
     # Drift 2: compare and report took up to 0.9999, serve only up to 0.999 (and took
     # anything in [0, 1) before checking), the report's reader anything below 1.
-    from tfvariants.plan import limits
+    from tfvariants.options import limits
 
     monkeypatch.chdir(tmp_path)
     value = float(text.rstrip("%")) / (100 if text.endswith("%") else 1)
@@ -350,9 +351,9 @@ def test_the_report_states_the_equivalence_band_the_run_used(tmp_path, monkeypat
 def test_serve_keeps_its_equivalence_band_for_the_rounds_and_the_report():
     # serve took --equivalence-band and dropped it: the run stored no band, so its
     # rounds and its report judged "equivalent" with the default 5 %.
+    from tfvariants.analyze.statistics.decide import run_settings
     from tfvariants.cli import build_parser
     from tfvariants.commands.serve_spec import build_serve_spec
-    from tfvariants.options.decision import run_settings
 
     args = build_parser().parse_args(["serve", "--threads", "1", "--equivalence-band", "10%"])
     spec, _ = build_serve_spec(args)

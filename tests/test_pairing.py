@@ -173,7 +173,7 @@ def test_a_lead_decided_pair_by_pair_can_stay_undecided_for_the_family():
 def test_the_comparisons_named_warnings_reach_the_reports_warnings():
     from types import SimpleNamespace
 
-    from tfvariants.analyze.statistics import noise
+    from tfvariants.analyze.training import noise
 
     base, other = _wandering_rounds()
     wander = pairing.compare_rounds(base, other, looks=4)
@@ -242,7 +242,7 @@ def test_serving_throughput_keeps_the_band_and_the_warnings_of_its_verdict():
 
 
 def test_the_host_noise_says_from_how_many_repeats_an_equal_pair_is_equivalent():
-    from tfvariants.analyze.statistics import noise
+    from tfvariants.analyze.training import noise
 
     rng = random.Random(12)
     quiet = [rng.gauss(0, 0.03) for _ in range(60)]
@@ -261,7 +261,7 @@ def test_the_host_noise_says_from_how_many_repeats_an_equal_pair_is_equivalent()
 def test_the_host_noise_names_each_workloads_repeats_when_their_noise_differs():
     from types import SimpleNamespace
 
-    from tfvariants.analyze.statistics import noise
+    from tfvariants.analyze.training import noise
 
     rng = random.Random(3)
     settings = Settings(confidence=0.95, min_effect=0.05, equivalence_band=0.05, looks=4)

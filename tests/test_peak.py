@@ -4,6 +4,7 @@ each configuration's share of the peaks (a fixture) and where the report shows t
 from __future__ import annotations
 
 import csv
+import functools
 import json
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import resultfactory as rf
 
 from tfvariants.analyze.training import roofline
 from tfvariants.commands.report import write_report
+from tfvariants.execute import probe as probe_mod
 from tfvariants.plan.topology import LogicalCpu, Topology
 from tfvariants.variants.peak import run as peakrun
 from tfvariants.variants.peak import theory
@@ -338,7 +340,7 @@ def test_compare_probes_each_configuration_before_its_first_cell(tmp_path, monke
     monkeypatch.setattr(peakrun, "binary_identity", lambda v: "sha256:abc")
     events: list = []
     probe = _fake_probe(events)
-    monkeypatch.setattr(peakrun, "run_probe", probe)
+    monkeypatch.setattr(probe_mod, "peak_probe", probe)
     fake = FakeRunCell()
 
     def run_cell(cell, *a, **k):
@@ -436,9 +438,9 @@ def test_run_probe_launches_the_variant_pinned_and_reads_its_result(
     script.write_text(f"#!/bin/sh\n{body}\n")
     script.chmod(0o755)
     monkeypatch.delenv("TFV_NO_REAL_WORKERS")
-    monkeypatch.setattr(peakrun, "TIMEOUT_S", 0.5)
+    monkeypatch.setattr(probe_mod, "PEAK_TIMEOUT_S", 0.5)
     plan = peakrun.plan_pinning(1, TOPO)
-    got = peakrun.run_probe(Variant("v", "venv", python=str(script)), plan)
+    got = probe_mod.peak_probe(Variant("v", "venv", python=str(script)), plan)
     if why is None:
         assert got.pop("priority")["requested"] == "normal"  # what it ran at, read back
         assert got == {"measured": True, "gflops_per_s": 7.0, "affinity": [0]}
@@ -465,12 +467,12 @@ def test_run_probe_runs_at_the_runs_priority(tmp_path, monkeypatch, priority):
 
     monkeypatch.setattr(runner, "watch", watch)
     plan = peakrun.plan_pinning(1, TOPO)
-    got = peakrun.run_probe(Variant("v", "venv", python=str(script)), plan, priority=priority)
+    got = probe_mod.peak_probe(Variant("v", "venv", python=str(script)), plan, priority=priority)
     assert [launch.priority for launch in launched] == [priority]
     assert got["measured"] and got["priority"]["requested"] == priority
 
 
-def test_measure_all_probes_at_the_given_priority(tmp_path, monkeypatch):
+def test_measure_all_probes_with_the_given_probe(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setattr(peakrun, "known_compiled_for", lambda v: None)
     monkeypatch.setattr(peakrun, "binary_identity", lambda v: "sha256:abc")
@@ -482,9 +484,10 @@ def test_measure_all_probes_at_the_given_priority(tmp_path, monkeypatch):
         asked.append((plan.threads, priority))
         return {"measured": True, "gflops_per_s": 5.0, "priority": {"requested": priority}}
 
-    monkeypatch.setattr(peakrun, "run_probe", probe)
     local = Variant("local", "local")
-    got = peakrun.measure_all({"local": local}, [("local", 1), ("local", 2)], priority="raised")
+    got = peakrun.measure_all(
+        {"local": local}, [("local", 1), ("local", 2)], functools.partial(probe, priority="raised")
+    )
     assert asked == [(1, "raised"), (2, "raised")]
     assert got["local"]["2"]["priority"] == {"requested": "raised"}
 
@@ -507,7 +510,7 @@ def test_compare_probes_peaks_at_its_priority(tmp_path, monkeypatch, priority):
         asked.append(priority)
         return {"measured": True, "gflops_per_s": 5.0}
 
-    monkeypatch.setattr(peakrun, "run_probe", probe)
+    monkeypatch.setattr(probe_mod, "peak_probe", probe)
     monkeypatch.setattr(runner, "run_cell", FakeRunCell())
     argv = ["compare", "--threads", "1", "--workloads", "mnist_cnn", "--repeats", "1"]
     argv += ["--priority", priority, "--pricing", "none", "--out", "R", "-o", "r.html"]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tfvariants.execute import probe as probe_mod
 from tfvariants.variants.peak import run as peakrun
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,7 +48,7 @@ def test_the_probe_runs_before_the_matrix_and_leaves_the_cells_times_alone(tmp_p
         finally:
             in_cell[0] = False
 
-    monkeypatch.setattr(peakrun, "run_probe", probe)
+    monkeypatch.setattr(probe_mod, "peak_probe", probe)
     monkeypatch.setattr(runner, "run_cell", run_cell)
     argv = ["compare", "--threads", "1,2", "--workloads", "mnist_cnn", "--repeats", "2"]
     argv += ["--pricing", "none"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tfvariants.execute.probe import peak_probe
 from tfvariants.variants import get_variant
 from tfvariants.variants.peak import run as peakrun
 from tfvariants.variants.peak.theory import LEVELS
@@ -14,7 +15,7 @@ pytestmark = pytest.mark.tf
 def test_local_peak_at_one_thread_then_from_the_cache(tmp_path, monkeypatch, needs_tf):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     local = get_variant("local")
-    got = peakrun.measure(local, 1)
+    got = peakrun.measure(local, 1, probe=peak_probe)
     assert got["attainable_gflops_per_s"] and got["attainable_gflops_per_s"] > 0.5, got
     assert not got["cached"] and len(got["cpus"]) == 1
     assert got["applied"] == {"affinity": got["cpus"], "intra_op": 1, "inter_op": 1}
@@ -28,9 +29,8 @@ def test_local_peak_at_one_thread_then_from_the_cache(tmp_path, monkeypatch, nee
     def no_probe(variant, plan):
         raise AssertionError("a cached peak must not start the probe again")
 
-    monkeypatch.setattr(peakrun, "run_probe", no_probe)
     # A busy machine's peak is probed again (tests/test_peak.py): here only the cache hit.
     monkeypatch.setattr(peakrun, "DISTURBED", 1.0)
-    again = peakrun.measure(local, 1)
+    again = peakrun.measure(local, 1, probe=no_probe)
     assert again["cached"]
     assert again["attainable_gflops_per_s"] == got["attainable_gflops_per_s"]

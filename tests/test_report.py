@@ -7,7 +7,7 @@ import resultfactory as rf
 from tfvariants.analyze.cost.catalog import load_catalog
 from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.report.build import assemble
-from tfvariants.analyze.report.settings import ReportSettings
+from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.analyze.training.analysis import analyze
 from tfvariants.commands.report import write_report
 from tfvariants.errors import UserError
@@ -325,7 +325,7 @@ def test_report_says_per_configuration_where_it_ran_real_or_simulated(tmp_path):
 def test_a_variant_fixed_to_one_thread_count_is_planned_there_only():
     """`--variants local,twin@2`: twin's cells at 1 thread were never planned, so the
     report must not call them missing (it did, in every bench-noise run)."""
-    from tfvariants.analyze.report.coverage import planned_ids
+    from tfvariants.analyze.shared.coverage import planned_ids
 
     run = {
         "variants": ["local", "twin"],

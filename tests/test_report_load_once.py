@@ -1,5 +1,5 @@
 """A report loads its run folder once (issue 27): `report` builds its settings once
-(analyze/report/settings.py), analyze/report/build.py loads the folder once and reads
+(analyze/shared/settings.py), analyze/report/build.py loads the folder once and reads
 the run's decision settings once, and the training and serving analyses share both."""
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def test_a_report_of_training_and_serving_cells_loads_its_folder_once(tmp_path, 
 
 def test_both_analyses_decide_with_the_one_reading_of_the_settings(tmp_path):
     from tfvariants.analyze.report.build import build_report
-    from tfvariants.analyze.report.settings import ReportSettings
+    from tfvariants.analyze.shared.settings import ReportSettings
     from tfvariants.options.decision import Override
 
     report = build_report(

@@ -243,8 +243,8 @@ def test_every_configuration_sharing_cpus_is_named(tmp_path):
 def test_not_practical_names_noise_as_well_as_closeness():
     from types import SimpleNamespace
 
-    from tfvariants.analyze.report.conclusions import phrase
     from tfvariants.analyze.statistics import stats
+    from tfvariants.analyze.training.conclusions import phrase
 
     iv = stats.Interval(0.915, 0.567, 1.37, "hodges-lehmann", 10, 0.989, 4)
     cmp = stats.Comparison(iv, "undecided", ("the interval includes both",), None)
@@ -287,8 +287,8 @@ def test_fastest_and_its_ratio_come_from_one_estimator():
     other: the summary must not call the baseline fastest while quoting that ratio."""
     from statistics import median
 
-    from tfvariants.analyze.report.conclusions import conclude
     from tfvariants.analyze.statistics import stats
+    from tfvariants.analyze.training.conclusions import conclude
     from tfvariants.analyze.training.groups import Group, WorkloadReport
 
     def group(variant: str, times: list[float]) -> Group:

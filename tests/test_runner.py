@@ -366,7 +366,7 @@ def test_a_container_engines_helpers_are_its_own(tmp_path, monkeypatch, linger):
     neither killed nor reported; the workload ran in the container, removed by name."""
     import psutil
 
-    from tfvariants.execute import process, runner
+    from tfvariants.execute import process
     from tfvariants.variants import engine as engines
 
     bin_dir = tmp_path / "bin"
@@ -377,7 +377,7 @@ def test_a_container_engines_helpers_are_its_own(tmp_path, monkeypatch, linger):
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     monkeypatch.setattr(engines, "require_engine", lambda preferred=None: "podman")
     monkeypatch.setattr(engines, "image_exists", lambda engine, image: True)
-    monkeypatch.setattr(runner, "skip_reason", lambda variant: None)
+    monkeypatch.setattr(Variant, "skip_reason", lambda self: None)
     monkeypatch.setattr(process, "ENGINE_GRACE_S", 3.0)
     variant = Variant(name="img", kind="image", image="tfvariants/x:1", engine="podman")
     cell = Cell(variant="img", threads=1, workload="mnist_mlp", repeat=0)

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from tfvariants.analyze.cost.pricing import parse_pricing_option
-from tfvariants.analyze.report.settings import ReportSettings
 from tfvariants.analyze.serving.analysis import analyze_serving
+from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.plan.serve import ServeCell, ServeSpec, plan_serve_cells
 from tfvariants.store.result import write_json_atomic
 from tfvariants.store.runfile import new_run, write_run

@@ -5,10 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from tfvariants.analyze.report import cautions
-from tfvariants.analyze.statistics import adaptive, noise, pairing, ranktests, stats
+from tfvariants.analyze.shared import cautions
+from tfvariants.analyze.statistics import adaptive, pairing, ranktests, stats
 from tfvariants.analyze.statistics.decide import choose_baseline
 from tfvariants.analyze.statistics.looks import per_look_alpha
+from tfvariants.analyze.training import noise
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import decide  # noqa: E402  (the benchmark's fake runner, run here with fixed seeds)

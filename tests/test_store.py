@@ -15,7 +15,7 @@ import resultfactory as rf
 from tfvariants.analyze.cost.catalog import load_catalog
 from tfvariants.analyze.cost.pricing import Pricing, parse_pricing_option
 from tfvariants.analyze.report.build import assemble
-from tfvariants.analyze.report.settings import ReportSettings
+from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.analyze.training.analysis import analyze
 from tfvariants.cli import main
 from tfvariants.commands.report import write_report

@@ -13,6 +13,7 @@ from tfvariants.analyze.statistics import adaptive
 from tfvariants.analyze.statistics.decide import Settings
 from tfvariants.analyze.statistics.verdicts import round_values, workload_verdicts
 from tfvariants.analyze.training.analysis import analyze
+from tfvariants.options.interference import DISTURBED_SHARE
 from tfvariants.plan.spec import MatrixSpec
 from tfvariants.render.csvout import csv_rows
 from tfvariants.render.html import render_html
@@ -23,7 +24,6 @@ from tfvariants.store.cellresult import (
     parse_results,
     parse_training,
 )
-from tfvariants.store.disturbance import DISTURBED_SHARE
 from tfvariants.store.rundir import load_run_dir
 
 RULE = adaptive.stopping_rule(5, 20)  # looks after 5, 7, 10, 15, 20 repeats
@@ -314,8 +314,8 @@ def test_sentences_use_the_verdicts_values_when_disturbed_cells_are_included(tmp
 def test_an_interval_end_that_excludes_1_never_prints_as_1_00() -> None:
     """A "slower" verdict whose interval starts at 1.003 reads "1.003-1.11x", not
     "1.00-1.11x" (which would look as if it included 1)."""
-    from tfvariants.analyze.report.conclusions import interval_words
     from tfvariants.analyze.statistics.stats import Interval
+    from tfvariants.analyze.training.conclusions import interval_words
 
     def words(lo: float, hi: float, invert: bool = False) -> str:
         return interval_words(Interval(1.05, lo, hi, "paired", 20, 0.985, 5), invert)

@@ -17,7 +17,7 @@ multiplies the measured epoch start-up by the full schedule's epochs). It is idl
 on a timer, not work of the configuration being compared, so steady-window cells hold
 the iterators instead: nothing the steps compute changes, and the process ends without
 teardown (workloads.protocol.exit_now), so the wait is never paid. The projection
-therefore leaves it out (docs/compare.md says so). Whole-epoch cells (``--epochs``)
+therefore leaves it out (docs/methods.md says so). Whole-epoch cells (``--epochs``)
 train exactly as Keras does, waits included.
 """
 

@@ -1,10 +1,11 @@
 """Analyse stored results into plain data (no HTML).
 
-Rooms: ``cost/`` (catalogs, prices, the dry run's bill), ``training/`` and ``serving/``
-(each task's analysis), ``report/`` (the report assembled: frame, sections, sentences,
-cautions); ``baseline.py`` is the one baseline rule of both tasks. The statistics
-modules (stats, verdicts, ranktests, looks, decide, adaptive, noise, windows,
-interference) sit here until they get a room of their own; ``cautions.py``,
-``fields.py`` and ``groups.py`` here only re-export what noise.py imports from the
-rooms.
+Rooms, from the ground up (each imports only rooms below it; tests/test_layers.py):
+``statistics/`` (intervals, verdicts, the stopping rule, windows, interference),
+``cost/`` (catalogs, prices, the dry run's bill), ``baseline.py`` (the one baseline rule
+of both tasks), ``shared/`` (the run's frame, the report's settings, coverage, parity,
+cautions, formatting: what every task's analysis uses), ``training/`` and then
+``serving/`` (each task's analysis; the training one with the machine's noise, load
+labels and the report's sentences), ``report/`` (the report assembled: sections, the
+compiled answer, other runs).
 """

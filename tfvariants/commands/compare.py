@@ -38,8 +38,8 @@ from tfvariants.commands.variant_probe import probe_variants, store_variant_info
 from tfvariants.errors import UserError
 from tfvariants.options import argtypes, declare
 from tfvariants.options.cell import SCALE
+from tfvariants.options.limits import MAX_THREADS
 from tfvariants.options.training import TrainingOptions
-from tfvariants.plan.cell import MAX_THREADS
 from tfvariants.rounds import firstlook
 from tfvariants.store.runfolder import RunFolder
 
@@ -150,9 +150,13 @@ def measure_peaks(
 ) -> None:
     """Each configuration's attainable and theoretical peak, into run.json (before its
     first timed cell, at the cells' priority; tfvariants.variants.peak)."""
+    from functools import partial
+
+    from tfvariants.execute.probe import peak_probe
     from tfvariants.variants.peak import measure_all, store_peaks
 
-    store_peaks(out, measure_all(variant_objs, configs, priority=priority))
+    probe = partial(peak_probe, priority=priority)
+    store_peaks(out, measure_all(variant_objs, configs, probe))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -15,7 +15,7 @@ from tfvariants.options.decision import DecisionOptions
 if TYPE_CHECKING:  # the analysis is imported only when a report is made (start-up time)
     from tfvariants.analyze.cost.pricing import Pricing
     from tfvariants.analyze.report.build import Report
-    from tfvariants.analyze.report.frame import RunFrame
+    from tfvariants.analyze.shared.frame import RunFrame
 
 # Warnings that change what the figures mean: always printed, not only in the HTML.
 LOUD_KINDS = ("unreadable", "duplicate", "foreign_host", "mixed_hosts", "incomplete", "no_price")
@@ -78,11 +78,11 @@ def write_report(
     disturbed: str | None = None,
 ) -> Report:
     """The report stage (report, compare and serve end with it): its settings made once
-    (analyze/report/settings.py), ``results_dir`` loaded and analysed once with them
+    (analyze/shared/settings.py), ``results_dir`` loaded and analysed once with them
     (analyze/report/build.py), the HTML written (atomically) and the optional CSV
     (render/). ``min_effect``/``confidence``: the command line's (None: the run's)."""
     from tfvariants.analyze.report.build import build_report
-    from tfvariants.analyze.report.settings import ReportSettings
+    from tfvariants.analyze.shared.settings import ReportSettings
     from tfvariants.options.decision import Override
     from tfvariants.render.csvout import write_report_csv
     from tfvariants.render.html import write_html

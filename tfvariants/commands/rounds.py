@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from tfvariants.analyze.statistics import adaptive, interference
 from tfvariants.errors import UserError
-from tfvariants.execute.priority import PRIORITIES
 from tfvariants.options import argtypes, declare
 from tfvariants.options.decision import DecisionOptions
+from tfvariants.options.interference import PRIORITIES
 from tfvariants.options.training import COMPARE_DECISION, INTERFERENCE, TrainingOptions
 from tfvariants.plan.spec import MatrixSpec
 from tfvariants.plan.task import MatrixPlan, PlannedCell
@@ -22,7 +22,7 @@ from tfvariants.rounds.training import NextRoundHook
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from tfvariants.analyze.report.frame import RunFrame
+    from tfvariants.analyze.shared.frame import RunFrame
     from tfvariants.execute.matrix import MatrixOutcome
     from tfvariants.execute.quiet import QuietGate
 
@@ -30,7 +30,7 @@ QUICK_BUDGET_S = 600.0  # --quick without --budget: 10 minutes
 # --quick steady window up to the first look: seconds, steps. 6 s: about half of a quick
 # cell's wall time once its fixed costs (import, trace, warm-up, epoch boundaries: ~5-6 s
 # on 2 quiet cores) are paid, and still about twice the window the first look's variance
-# split chose on quiet cores (K* = 1.6 windows of 2 s: docs/compare.md).
+# split chose on quiet cores (K* = 1.6 windows of 2 s: docs/methods.md).
 QUICK_WINDOW = (6.0, 50)
 FULL_WINDOW = (10.0, 100)
 
@@ -61,7 +61,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
 
 
 def add_interference_options(p: argparse.ArgumentParser) -> None:
-    """Waiting for quiet, and what counts as a disturbed cell (docs/compare.md)."""
+    """Waiting for quiet, and what counts as a disturbed cell (docs/methods.md)."""
     declare.add_arguments(p, TrainingOptions, INTERFERENCE)
     add_disturbed_policy(p)
 

@@ -7,11 +7,11 @@ import signal
 from pathlib import Path
 from typing import Any
 
+from tfvariants.execute.launchable import Launchable
 from tfvariants.execute.process import ProcessOutcome
 from tfvariants.plan.pinning import PinPlan
 from tfvariants.plan.task import PlannedCell
 from tfvariants.store.result import ResultError, host_result, load_result, stderr_tail
-from tfvariants.variants import Variant
 
 
 def _signal_name(code: int) -> str:
@@ -23,7 +23,7 @@ def _signal_name(code: int) -> str:
 
 def judge(
     cell: PlannedCell,
-    variant: Variant,
+    variant: Launchable,
     outcome: ProcessOutcome,
     result_file: Path,
     config: dict[str, Any],

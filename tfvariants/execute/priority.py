@@ -47,8 +47,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-PRIORITIES = ("raised", "normal")
-DEFAULT = "raised"
 RAISED_NICE = -20  # the autogroup's and the process's nice when fully raised
 # The highest nice that still shields: a group at nice -10 (weight 9548) against a nice-0
 # session (1024) leaves the other about 1024 / 10572 = 9.7 % of a contested CPU, under
@@ -72,7 +70,7 @@ CELL_GROUP_PREFIX = "tfvariants-cell-"  # + the run's pid + a random tag
 class Priority:
     """What a worker ran at (``runner.priority`` in its result)."""
 
-    requested: str  # PRIORITIES
+    requested: str  # options/interference.py PRIORITIES
     autogroup_nice: int | None  # the session group's nice, read back; None: unreadable
     nice: int | None  # the process's own nice, read back
     shielded: bool  # raised, and other sessions compete by group weight against it

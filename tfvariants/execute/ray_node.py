@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tfvariants.execute.containers import remove_container
+from tfvariants.execute.launchable import Launchable
 from tfvariants.execute.runner import (
     KILL_GRACE_S,
     RunOptions,
@@ -26,7 +27,6 @@ from tfvariants.execute.runner import (
 from tfvariants.plan.cell import Cell
 from tfvariants.store.result import host_result
 from tfvariants.store.runfolder import RunFolder
-from tfvariants.variants import Variant, skip_reason
 
 # A node declares itself a real cloud instance with this Ray node label (the cluster
 # recipes in docs/cluster/ set it); nodes without it are reported as simulated.
@@ -77,12 +77,12 @@ def node_facts(instance: str) -> dict[str, Any]:
     }
 
 
-def _variant_problem(variant: Variant) -> str | None:
+def _variant_problem(variant: Launchable) -> str | None:
     """Why this variant cannot run on this node (None: it can). GPU variants on a node
     without a GPU are left to the runner, which records them as skipped."""
-    if skip_reason(variant):
+    if variant.skip_reason():
         return None
-    key = repr(variant)  # Variant holds dicts: not hashable
+    key = repr(variant)  # a Variant holds dicts: not hashable
     if key not in _READY:
         ready, detail = variant.readiness()
         _READY[key] = None if ready else detail
@@ -105,7 +105,7 @@ def _stop_children() -> None:
 
 
 def _run_interruptibly(
-    cell: Cell, variant: Variant, options: RunOptions, folder: RunFolder
+    cell: Cell, variant: Launchable, options: RunOptions, folder: RunFolder
 ) -> dict:
     """run_cell in a thread, so that Ray's cancel (a KeyboardInterrupt raised between
     bytecodes of this thread) is not stuck behind the runner's blocking waitpid."""
@@ -132,7 +132,7 @@ def _run_interruptibly(
     return box["result"]
 
 
-def run_on_node(cell: Cell, variant: Variant, options: RunOptions, instance: str) -> dict:
+def run_on_node(cell: Cell, variant: Launchable, options: RunOptions, instance: str) -> dict:
     """The body of the Ray task: returns {"result": dict, "log": str}."""
     started = time.time()
     facts = node_facts(instance)

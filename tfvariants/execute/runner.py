@@ -23,6 +23,7 @@ from tfvariants.errors import one_line
 from tfvariants.execute import priority as prio
 from tfvariants.execute.containers import remove_container
 from tfvariants.execute.judge import judge
+from tfvariants.execute.launchable import Launchable
 from tfvariants.execute.process import (
     SPAWN_LOCK,
     CappedLog,
@@ -41,7 +42,6 @@ from tfvariants.plan.task import PlannedCell
 from tfvariants.plan.topology import Topology, read_topology
 from tfvariants.store.result import host_result
 from tfvariants.store.runfolder import RunFolder
-from tfvariants.variants import Variant, skip_reason
 from workloads.envprobe import host_id
 from workloads.protocol import WorkerRequest
 
@@ -66,7 +66,7 @@ PUMP_JOIN_S = 10.0
 RunOptions = CellOptions
 
 
-def worker_env(variant: Variant, plan: PinPlan) -> dict[str, str]:
+def worker_env(variant: Launchable, plan: PinPlan) -> dict[str, str]:
     env = {k: os.environ[k] for k in ENV_PASSTHROUGH if k in os.environ}
     env.update(plan.env())
     env["KERAS_BACKEND"] = variant.backend
@@ -77,7 +77,7 @@ def worker_env(variant: Variant, plan: PinPlan) -> dict[str, str]:
 
 
 def worker_request(
-    cell: Cell, plan: PinPlan, options: RunOptions, variant: Variant, result_path: Path
+    cell: Cell, plan: PinPlan, options: RunOptions, variant: Launchable, result_path: Path
 ) -> WorkerRequest:
     """What the worker is asked to do, with host paths (a container launcher rewrites
     them on the object)."""
@@ -289,7 +289,7 @@ def _after(
 
 def run_cell(
     cell: Cell,
-    variant: Variant,
+    variant: Launchable,
     options: RunOptions,
     folder: RunFolder,
     topology: Topology | None = None,
@@ -325,7 +325,7 @@ def run_cell(
 
 def run_request(
     cell: PlannedCell,
-    variant: Variant,
+    variant: Launchable,
     plan: PinPlan,
     make_request: Callable[[Path], WorkerRequest],
     *,
@@ -351,7 +351,7 @@ def run_request(
     What the cell left running is killed and recorded as ``runner.killed``."""
     cid = cell.cell_id
     with SPAWN_LOCK:  # a venv's readiness runs its interpreter: not during another's sweep
-        reason = skip_reason(variant)
+        reason = variant.skip_reason()
     if reason:
         result = host_result(
             cell.to_dict(), "skipped", reason, config=config, requested=plan.to_dict()

@@ -13,13 +13,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from tfvariants.execute.launchable import Launchable
 from tfvariants.execute.record import StoredCell
 from tfvariants.execute.runner import run_request
 from tfvariants.plan.pinning import for_serving, plan_pinning
 from tfvariants.plan.serve import ServeCell
 from tfvariants.plan.topology import Topology, read_topology
 from tfvariants.store.runfolder import ARTIFACTS_DIR, RunFolder
-from tfvariants.variants import Variant
 from workloads.protocol import WorkerRequest
 from workloads.serving.models import is_file as model_is_file
 from workloads.serving.request import MIN_QUERIES, ServeRequest
@@ -49,7 +49,7 @@ def serve_request(cell: ServeCell, options: Mapping[str, Any]) -> ServeRequest:
 
 def run_serve_cell(
     cell: ServeCell,
-    variant: Variant,
+    variant: Launchable,
     options: Mapping[str, Any],
     folder: RunFolder,
     topology: Topology | None = None,

@@ -12,8 +12,8 @@ import argparse
 import re
 from collections.abc import Callable
 
-from tfvariants.plan import limits
-from tfvariants.plan.cell import MAX_THREADS
+from tfvariants.options import limits
+from tfvariants.options.limits import MAX_THREADS
 
 MAX_SEED = limits.MAX_SEED
 MAX_COUNT = limits.MAX_COUNT

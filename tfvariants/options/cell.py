@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tfvariants.options import argtypes
+from tfvariants.options import argtypes, limits
 from tfvariants.options.declare import RunOptionsBase, option
-from tfvariants.plan import limits
 
 
 def _whole(lo: int, hi: int, null: bool = True) -> Callable[[object], str | None]:

@@ -1,22 +1,17 @@
 """The decision options every task shares (the smallest effect that matters, the
-intervals' confidence, the adaptive rounds' limits), declared once, and the ONE reader
-of the decision settings that the adaptive rounds and the reports (training and
-serving) use, so that they never judge with different settings."""
+intervals' confidence, the adaptive rounds' limits), declared once, with their bounds
+(:func:`stored_value`) and a report's command-line override. The statistics read them
+(analyze/statistics/decide.py ``Settings.from_options``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from tfvariants.options import argtypes
+from tfvariants.options import argtypes, limits
 from tfvariants.options.declare import RunOptionsBase, option
-from tfvariants.plan import limits
-from tfvariants.plan.limits import MAX_REPEATS
-
-if TYPE_CHECKING:
-    from tfvariants.analyze.statistics.decide import Settings
-    from tfvariants.analyze.statistics.looks import Looks
+from tfvariants.options.limits import MAX_REPEATS
 
 # The defaults every statistic falls back to (analyze/statistics/stats.py takes them from here).
 MIN_EFFECT = 0.05
@@ -94,31 +89,3 @@ class Override:
 
     min_effect: float | None = None
     confidence: float | None = None
-
-
-def settings(
-    options: Mapping[str, Any] | None, looks: Looks = 1, override: Override | None = None
-) -> Settings:
-    """The decision settings: ``override``'s, else the run's options (stored, or the
-    resolved options of a run being made), else the defaults."""
-    from tfvariants.analyze.statistics.decide import Settings
-
-    stored = options if isinstance(options, Mapping) else {}
-    given = override or Override()
-
-    def value(name: str) -> float:
-        mine = getattr(given, name)
-        return float(mine if mine is not None else stored_value(stored, name))
-
-    band = stored_value(stored, "equivalence_band")
-    return Settings(
-        value("min_effect"), value("confidence"), looks, float(band) if band is not None else None
-    )
-
-
-def run_settings(run: Mapping[str, Any], override: Override | None = None) -> Settings:
-    """A stored run's decision settings (:func:`settings`), with the looks of its
-    stopping rule: what its report decides with, training and serving alike."""
-    from tfvariants.analyze.statistics.decide import run_looks
-
-    return settings(run.get("options"), run_looks(run), override)

@@ -15,10 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tfvariants.options import argtypes
+from tfvariants.options import argtypes, limits
 from tfvariants.options.decision import DecisionOptions
 from tfvariants.options.declare import option
-from tfvariants.plan import limits
 
 # What a serving resume may change (plan/serve.py ServeSpec.identity).
 RESUMABLE = ("timeout_s", "budget_s", "max_repeats")

@@ -10,10 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tfvariants.analyze.statistics import interference
-from tfvariants.execute.priority import DEFAULT as PRIORITY_DEFAULT
-from tfvariants.execute.priority import PRIORITIES
-from tfvariants.options import argtypes
+from tfvariants.options import argtypes, interference
 from tfvariants.options.cell import CellOptions
 from tfvariants.options.decision import DecisionOptions
 from tfvariants.options.declare import option
@@ -75,12 +72,12 @@ class TrainingOptions(CellOptions, DecisionOptions):
         choices=interference.POLICIES,
     )
     priority: str = option(
-        PRIORITY_DEFAULT,
+        interference.PRIORITY_DEFAULT,
         "raised (default): each worker's session at the lowest nice permitted (-20 with "
         "CAP_SYS_NICE, else what RLIMIT_NICE allows), so a background job cannot take its "
         "CPUs; normal: as started. Each cell records what it got",
         flag="--priority",
-        choices=PRIORITIES,
+        choices=interference.PRIORITIES,
     )
     order_seed: int | None = option(
         None,

@@ -14,9 +14,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-# The most vCPUs a cell may emulate (the command line and the result loader agree).
-MAX_THREADS = 4096
-
 SEP = "__"
 # A workload or model given as a file is named by its stem plus a hash of the path as
 # given, so two files with one stem (a/x.py, b/x.py) get two ids; "@" marks that.

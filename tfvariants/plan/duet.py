@@ -3,7 +3,7 @@
 Duet measurement (Bulej et al., 2020; ``compare --duet``) runs two cells of a round at
 the same time on disjoint CPUs, so interference from the rest of the machine hits both
 and their per-round ratio cancels it (``make bench-duet`` measured it narrower at the
-same wall time, docs/compare.md "Duet measurement"). It fits only where each side gets
+same wall time, docs/measurements.md, "Duet"). It fits only where each side gets
 what a lone cell would: the usual pinning plan for one side, and the same plan on the
 cores the first does not touch for the other (siblings of one core share its units, so
 a side there would slow the other, and the two would no longer be alike).

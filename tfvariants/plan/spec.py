@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from tfvariants.options import limits
 from tfvariants.options.cell import CellOptions
-from tfvariants.plan import limits
 from tfvariants.plan.cell import Cell
 
 MAX_REPEATS = limits.MAX_REPEATS

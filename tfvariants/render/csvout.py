@@ -7,10 +7,9 @@ import io
 from pathlib import Path
 from typing import Any
 
-from tfvariants.analyze.report import loadlabel
 from tfvariants.analyze.report.build import Report
 from tfvariants.analyze.serving.configs import PCTS, ServingAnalysis
-from tfvariants.analyze.training import roofline
+from tfvariants.analyze.training import loadlabel, roofline
 from tfvariants.analyze.training.analysis import Analysis
 from tfvariants.render.output import write_text_atomic
 from tfvariants.store.cellresult import ConfigKey

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from tfvariants.analyze.cost import estimate as est
 from tfvariants.analyze.cost.catalog import Catalog
 from tfvariants.analyze.cost.dryrun import SERVE_CELL_OVERHEAD_S, DryRun
-from tfvariants.analyze.report.format import money
+from tfvariants.analyze.shared.format import money
 from tfvariants.render.terminal import print_table
 
 if TYPE_CHECKING:

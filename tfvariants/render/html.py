@@ -11,7 +11,8 @@ from typing import Any
 
 from tfvariants import __version__
 from tfvariants.analyze.report.build import Report
-from tfvariants.analyze.report.format import (
+from tfvariants.analyze.serving.configs import HEADLINE, as_throughput
+from tfvariants.analyze.shared.format import (
     dur,
     interval_label,
     interval_sub,
@@ -28,13 +29,12 @@ from tfvariants.analyze.report.format import (
     sig3,
     verdict_word,
 )
-from tfvariants.analyze.serving.configs import HEADLINE, as_throughput
+from tfvariants.options.interference import DISTURBED_SHARE
 from tfvariants.plan.serve import serve_cell_id
 from tfvariants.render.charts import workload_charts
 from tfvariants.render.linechart import batching_charts, throughput_chart
 from tfvariants.render.output import write_text_atomic
 from tfvariants.render.rooflinechart import roofline_chart
-from tfvariants.store.disturbance import DISTURBED_SHARE
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from markupsafe import Markup, escape
 
-from tfvariants.analyze.report.format import sig3
+from tfvariants.analyze.shared.format import sig3
 from tfvariants.render.svgchart import PALETTE, _fmt, _nice_max
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from markupsafe import Markup, escape
 
-from tfvariants.analyze.report.format import sig3
+from tfvariants.analyze.shared.format import sig3
 from tfvariants.analyze.training.roofline import Roofline
 from tfvariants.render.svgchart import PALETTE, _nice_max
 

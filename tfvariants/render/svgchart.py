@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
-from tfvariants.analyze.report.format import sig3
+from tfvariants.analyze.shared.format import sig3
 
 PALETTE = ["#3b6fb6", "#e07b39", "#4c9a5b", "#b5485d", "#7a5aa6", "#8c6d3f", "#4a9fb0", "#777777"]
 

@@ -28,7 +28,7 @@ from typing import Any
 from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.serving.sentences import look_plan_sentence
 from tfvariants.analyze.statistics import adaptive
-from tfvariants.options.decision import settings
+from tfvariants.analyze.statistics.decide import Settings
 from tfvariants.options.serving import ServingOptions
 from tfvariants.plan.serve import ServeCell, ServeKey, ServeSpec, plan_serve_cells
 from tfvariants.rounds.decide import Judged, next_round
@@ -158,7 +158,7 @@ class NextServeRound:
                 baseline=self.baseline,
                 bound_ms=self.options.p99_bound_ms,
                 # the run's decision settings by the one reader the report uses
-                settings=settings(self.spec.options, rule.looks),
+                settings=Settings.from_options(self.spec.options, rule.looks),
             )
             pairs = [(a, b, cmp) for rep in reports for a, b, cmp in watched(rep)]
             undecided = [(a, b) for a, b, cmp in pairs if cmp.verdict == "undecided"]

@@ -26,7 +26,6 @@ from tfvariants.analyze.statistics.verdicts import (
     round_values,
     workload_verdicts,
 )
-from tfvariants.options import decision
 from tfvariants.options.training import TrainingOptions
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.spec import MatrixSpec
@@ -107,7 +106,7 @@ class NextRoundHook:
     ) -> None:
         self.spec, self.rule, self.baseline = spec, rule, baseline
         # The run's decision settings by the one reader the report uses, at the rule's looks.
-        self.settings = decision.settings(spec.options, rule.looks)
+        self.settings = Settings.from_options(spec.options, rule.looks)
         configs = spec.configurations()
         self.order = {
             ConfigKey(w, v, t): (spec.workloads.index(w), configs.index((v, t)))

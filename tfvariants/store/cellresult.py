@@ -14,11 +14,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from tfvariants.options.interference import DISTURBED_SHARE, SHIELDED_SHARE
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.serve import DEFAULT_BATCH_TIMEOUT_MS, ServeCell, ServeKey
 from tfvariants.store.disturbance import (
-    DISTURBED_SHARE,
-    SHIELDED_SHARE,
     disturbed_limit,
     result_disturbance,
     scaled,

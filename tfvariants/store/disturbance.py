@@ -10,30 +10,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tfvariants.options.interference import DISTURBED_SHARE, SHIELDED_SHARE
 from tfvariants.store.rawfields import finite_number, get_path
 
-# A cell whose CPUs other processes (or the hypervisor) used more than this share of
-# the time is *disturbed*: kept and shown, run again, left out of verdicts by default
-# (tfvariants/analyze/statistics/interference.py). Quiet rounds had 0.00-0.09 and agreed; the
-# measurement behind the figure is in docs/compare.md, "Interference". A run may set
-# its own (run.json options.disturbed_share, --disturbed-share).
-DISTURBED_SHARE = 0.10
-# A worker at raised priority (tfvariants.execute.priority, "shielded") takes its CPU
-# back whenever it wants it, so others' share counts cycles it left idle (under a
-# sustained hog it approaches 1 - utilisation: 22-30 % for cifar10_cnn at 2 threads),
-# and says nothing of harm. What others can still take is the time its threads were
-# ready but waited for a CPU: ``cpu.runq_wait_share`` (workloads/cpuload.py). That wait
-# includes waits behind its own threads, measured 5-13 % (1 thread) and 10-18 % (2
-# threads) on quiet cores and at most 24 % under `make bench-noise`'s hogs. There
-# (six runs, every cell shielded) 2-thread cells at 10-25 % others' share stepped
-# x1.02-1.03 against under 5 %, but cifar10_cnn at 25-50 % x1.11 (n = 49): this limit
-# does not flag those, nor does any other measurement; the report warns instead
-# (analyze/statistics/noise.py SHIELDED_BUSY_SHARE; docs/compare.md, "Interference").
-# A competitor at equal priority should take about half of a contested CPU, a wait
-# share near 50 % (reasoned, not measured). So a shielded cell is disturbed when its
-# wait share is above this limit (options.shielded_share, --shielded-share); steal is
-# judged at DISTURBED_SHARE whatever the priority.
-SHIELDED_SHARE = 0.35
+# The limits' defaults and why: options/interference.py.
 
 
 def disturbance(
@@ -92,7 +72,7 @@ def result_disturbance(
 # counts as measured on those steps when they are at least CLEAN_SHARE of its steady
 # steps and of its window's min_steady_steps, and span at least CLEAN_SHARE of its
 # window's min_steady_s: enough steps to stand for the cell on their own. Why, and the
-# offline figures: docs/compare.md, "Interference".
+# offline figures: docs/measurements.md, "Interference and priority".
 CLEAN_SHARE = 0.5
 
 

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from tfvariants.plan.cell import MAX_THREADS
+from tfvariants.options.limits import MAX_THREADS
 from tfvariants.plan.spec import MAX_REPEATS
 from tfvariants.store.inputs import InputError, read_input
 from workloads.protocol import RESULT_KIND, SCHEMA_VERSION, STATUSES, write_json_atomic

@@ -11,7 +11,7 @@ from tfvariants.errors import UserError
 from tfvariants.options.cell import CellOptions
 from tfvariants.options.decision import DecisionOptions
 from tfvariants.options.declare import stored_problems
-from tfvariants.plan.cell import MAX_THREADS
+from tfvariants.options.limits import MAX_THREADS
 from tfvariants.plan.spec import MAX_REPEATS, logical_cpus
 from tfvariants.plan.task import MatrixPlan, PlannedCell
 from tfvariants.store import workloadfiles

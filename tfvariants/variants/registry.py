@@ -116,6 +116,10 @@ class Variant:
         --cpuset-cpus."""
         return self.kind_impl.pins_on_host
 
+    def skip_reason(self) -> str | None:
+        """Why a cell of this variant cannot run on this host (:func:`skip_reason`)."""
+        return skip_reason(self)
+
 
 def _finite_json(value: Any) -> bool:
     """JSON without NaN or infinity (TOML dates are not JSON either)."""

@@ -188,7 +188,7 @@ CATALOG_FIELDS = ("name", "title", "source", "currency", "billing", "default", "
 BILLING_FIELDS = ("rule", "minimum_seconds")
 DEFAULT_FIELDS = ("as_of", "tier", "gpu")
 INSTANCE_FIELDS = ("name", "vcpus", "cpu", "gpu", "prices")  # cpu: the platform, for readers
-MAX_VCPUS = 4096  # tfvariants.plan.cell.MAX_THREADS: no cell asks for more
+MAX_VCPUS = 4096  # tfvariants.options.limits.MAX_THREADS: no cell asks for more
 # --instance keys: a variant name (with +overlays), VARIANT@THREADS, or THREADS.
 # An ISO 4217 code; amounts are shown as "$1.23" for USD and "1.23 EUR" for the others.
 _CURRENCY = re.compile(r"[A-Z]{3}", re.ASCII)

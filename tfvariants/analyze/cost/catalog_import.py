@@ -18,7 +18,7 @@ from pathlib import Path
 
 from tfvariants.analyze.cost.catalog import MAX_VCPUS, valid_date
 from tfvariants.errors import UserError
-from tfvariants.plan.limits import decimal
+from tfvariants.options.limits import decimal
 from tfvariants.store.inputs import CSV_BYTES, read_input_text
 
 SKYPILOT_HEADER = (

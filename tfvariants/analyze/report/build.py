@@ -6,16 +6,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfvariants.analyze.report import cautions
 from tfvariants.analyze.report.compiled import with_preset_baseline
-from tfvariants.analyze.report.frame import RunFrame, environments_of, logical_cpus_of
 from tfvariants.analyze.report.otherruns import OtherRuns, other_runs
 from tfvariants.analyze.report.sections import Section, sections_of
-from tfvariants.analyze.report.settings import ReportSettings
 from tfvariants.analyze.serving.analysis import analyze_serving_contents
 from tfvariants.analyze.serving.configs import ServingAnalysis
+from tfvariants.analyze.shared import cautions
+from tfvariants.analyze.shared.frame import RunFrame, environments_of, logical_cpus_of
+from tfvariants.analyze.shared.settings import ReportSettings
+from tfvariants.analyze.statistics.decide import run_settings
 from tfvariants.analyze.training.analysis import Analysis, analyze_contents
-from tfvariants.options.decision import run_settings
 from tfvariants.store.rundir import load_run_dir
 
 

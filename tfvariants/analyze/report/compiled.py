@@ -14,13 +14,13 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from tfvariants.analyze.report import loadlabel
-from tfvariants.analyze.report.conclusions import interval_words
-from tfvariants.analyze.report.fields import get_path
-from tfvariants.analyze.report.format import sig3
-from tfvariants.analyze.report.settings import ReportSettings
+from tfvariants.analyze.shared.fields import get_path
+from tfvariants.analyze.shared.format import sig3
+from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.analyze.statistics import adaptive
 from tfvariants.analyze.statistics.stats import Comparison
+from tfvariants.analyze.training import loadlabel
+from tfvariants.analyze.training.conclusions import interval_words
 from tfvariants.analyze.training.groups import Group, WorkloadReport
 
 PRESET = "compiled"

@@ -3,7 +3,7 @@
 A run's interval covers that run only. On a noisy host a few-percent effect can move
 between runs by more than one run's interval admits: ten compiled-preset runs of one day
 called intel-avx512-2.14 on cifar10_cnn both 1.02x slower (1.002-1.19) and 1.05x faster
-(1.01-1.11) (docs/compare.md). A user who runs compare twice sees two reports that
+(1.01-1.11) (docs/measurements.md). A user who runs compare twice sees two reports that
 disagree and cannot tell which to believe, so the report sets this run beside the other
 runs in its results folder that measured the same comparisons on the same host, and says
 when two of them disagree.
@@ -30,12 +30,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from tfvariants.analyze.report.compiled import with_preset_baseline
-from tfvariants.analyze.report.format import ratio_end, sig3
-from tfvariants.analyze.report.settings import ReportSettings
+from tfvariants.analyze.shared.format import ratio_end, sig3
+from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.analyze.statistics import stats
+from tfvariants.analyze.statistics.decide import run_settings
 from tfvariants.analyze.training.analysis import Analysis, analyze_contents
 from tfvariants.errors import UserError
-from tfvariants.options.decision import run_settings
 from tfvariants.store.rundir import load_run_dir
 from tfvariants.store.runfolder import StoreError
 

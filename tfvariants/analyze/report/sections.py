@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tfvariants.analyze.cost.pricing import Pricing
-from tfvariants.analyze.report.cautions import StatWarning
 from tfvariants.analyze.report.compiled import answer
-from tfvariants.analyze.report.frame import RunFrame
 from tfvariants.analyze.report.otherruns import OtherRuns
 from tfvariants.analyze.report.provenance import WhereRan, where_ran
 from tfvariants.analyze.serving.configs import ServingAnalysis
+from tfvariants.analyze.shared.cautions import StatWarning
+from tfvariants.analyze.shared.frame import RunFrame
 from tfvariants.analyze.training.analysis import Analysis
 from tfvariants.analyze.training.groups import WorkloadReport
 from tfvariants.analyze.training.roofline import Roofline as RooflineAnalysis

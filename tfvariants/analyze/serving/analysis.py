@@ -16,7 +16,6 @@ from pathlib import Path
 
 from tfvariants.analyze.baseline import parse_baseline
 from tfvariants.analyze.cost.pricing import Pricing
-from tfvariants.analyze.report.settings import ReportSettings
 from tfvariants.analyze.serving.configs import (
     Config,
     ModelReport,
@@ -28,9 +27,9 @@ from tfvariants.analyze.serving.configs import (
     summarise_row,
 )
 from tfvariants.analyze.serving.sentences import conclude_model, last_look_sentence
-from tfvariants.analyze.statistics.decide import Settings
+from tfvariants.analyze.shared.settings import ReportSettings
+from tfvariants.analyze.statistics.decide import Settings, run_settings
 from tfvariants.analyze.statistics.verdicts import Requested, pick_baseline
-from tfvariants.options.decision import run_settings
 from tfvariants.plan.serve import ServeKey
 from tfvariants.store.cellresult import ConfigKey, ServeResult, serving
 from tfvariants.store.rawfields import finite_number, get_path
@@ -52,7 +51,7 @@ def analyze_serving_contents(
     contents: RunContents, report: ReportSettings, settings: Settings
 ) -> ServingAnalysis | None:
     """A loaded folder's serving cells analysed with the run's decision ``settings``
-    (options/decision.py ``run_settings``, made once); None when it holds none."""
+    (analyze/statistics/decide.py ``run_settings``, made once); None when it holds none."""
     run = contents.run
     cells = serving(r for _, r in sorted(contents.parsed.items()))
     if not cells:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from tfvariants.analyze.cost.pricing import Pricing
-from tfvariants.analyze.report.format import sig3
+from tfvariants.analyze.shared.format import sig3
 from tfvariants.analyze.statistics import stats
 from tfvariants.analyze.statistics.decide import Settings
 from tfvariants.analyze.statistics.verdicts import statistic

@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from tfvariants.analyze.cost.pricing import Pricing
-from tfvariants.analyze.report.conclusions import phrase
-from tfvariants.analyze.report.format import money, sig3
 from tfvariants.analyze.serving.configs import Config, ModelReport, compare_lower
+from tfvariants.analyze.shared.format import money, sig3
 from tfvariants.analyze.statistics import adaptive as adaptive_rule
 from tfvariants.analyze.statistics.decide import Settings
-from tfvariants.store.disturbance import DISTURBED_SHARE
+from tfvariants.analyze.training.conclusions import phrase
+from tfvariants.options.interference import DISTURBED_SHARE
 from tfvariants.store.rawfields import finite_number
 
 

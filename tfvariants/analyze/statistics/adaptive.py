@@ -80,7 +80,7 @@ def _paired_first(looks: tuple[int, ...], confidence: float, limit: int) -> int:
 
 # A run that reached its last look undecided is not helped by more budget: its looks
 # were planned up to --max-repeats. A --resume with a larger --max-repeats adds looks
-# the plan did not have, and the stated confidence no longer holds (docs/compare.md).
+# the plan did not have, and the stated confidence no longer holds (docs/methods.md).
 LAST_LOOK_NEXT = (
     "a new run planned from the start with a larger last look, e.g. --max-repeats {more} "
     "(and a --budget that fits it); a --resume with a larger --max-repeats adds looks the "

@@ -1,14 +1,19 @@
 """What a comparison is decided with: the settings (minimum effect, confidence, number
-of looks of the stopping rule) and the default baseline."""
+of looks of the stopping rule) and the default baseline. :meth:`Settings.from_options`
+and :func:`run_settings` are the ONE reader of the decision settings that the adaptive
+rounds and the reports (training and serving) use, so that they never judge with
+different settings."""
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from tfvariants.analyze.statistics import bands, stats
 from tfvariants.analyze.statistics import looks as looks_mod
 from tfvariants.analyze.statistics.looks import Looks
+from tfvariants.options.decision import Override, stored_value
 
 
 @dataclass(frozen=True)
@@ -22,6 +27,27 @@ class Settings:
     # min_effect (what "different" must exceed), so --min-effect 0 can still say
     # "equivalent". None: 5 %, or min_effect when that is larger (no gap between the two).
     equivalence_band: float | None = None
+
+    @classmethod
+    def from_options(
+        cls, options: Mapping[str, Any] | None, looks: Looks = 1, override: Override | None = None
+    ) -> Settings:
+        """The decision settings: ``override``'s, else the run's options (stored, or the
+        resolved options of a run being made), else the defaults."""
+        stored = options if isinstance(options, Mapping) else {}
+        given = override or Override()
+
+        def value(name: str) -> float:
+            mine = getattr(given, name)
+            return float(mine if mine is not None else stored_value(stored, name))
+
+        band = stored_value(stored, "equivalence_band")
+        return cls(
+            value("min_effect"),
+            value("confidence"),
+            looks,
+            float(band) if band is not None else None,
+        )
 
     @property
     def band(self) -> float:
@@ -70,6 +96,12 @@ def _different_words(min_effect: float) -> str:
     """What "different" needs: an effect of at least e, or (e = 0) an interval that
     excludes 1 ("by at least 0%" would read as no condition at all)."""
     return f"by at least {min_effect:.0%}" if min_effect > 0 else "the interval excludes 1"
+
+
+def run_settings(run: Mapping[str, Any], override: Override | None = None) -> Settings:
+    """A stored run's decision settings (:meth:`Settings.from_options`), with the looks of
+    its stopping rule: what its report decides with, training and serving alike."""
+    return Settings.from_options(run.get("options"), run_looks(run), override)
 
 
 def run_looks(run: Mapping) -> Looks:

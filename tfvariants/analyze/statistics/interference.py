@@ -15,7 +15,7 @@ or use them ("include"); the default, "auto", leaves them out unless more than h
 the configuration-rounds have no undisturbed attempt: then the load was the machine's
 normal state, not an exception, and leaving them out would leave the verdicts to a few
 lucky cells (the randomised order spreads a sustained load over every configuration
-alike). The limits were measured on this project's machines: docs/compare.md,
+alike). The limits were measured on this project's machines: docs/methods.md,
 "Interference".
 """
 
@@ -25,20 +25,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tfvariants.options.interference import DISTURBED_SHARE, POLICIES, SHIELDED_SHARE
 from tfvariants.store import disturbance as rule
 from tfvariants.store.cellresult import CellResult
-from tfvariants.store.disturbance import DISTURBED_SHARE, SHIELDED_SHARE
 from tfvariants.store.rawfields import finite_number, get_path
 
-# Before a cell: wait until others used less than this share of its CPUs over the last
-# second, for at most QUIET_WAIT_S.
-QUIET_SHARE = 0.10
-QUIET_WAIT_S = 30.0
-# Attempts after a disturbed one, per cell (each waits for quiet first).
-DISTURBED_RETRIES = 2
-POLICIES = ("auto", "exclude", "include")
-
-__all__ = ["DISTURBED_SHARE", "SHIELDED_SHARE", "Interference", "disturbance", "summarise"]
+__all__ = ["Interference", "disturbance", "summarise"]
 
 
 def disturbance(

@@ -31,7 +31,7 @@ ratios, where one side's wander is diluted by the other's noise; at 20 rounds no
 statistic tried on them (lag-1, the sum of 3 lags, a variance ratio, KPSS) flags an
 equal-share AR(1) 0.8 wander in more than half the runs at a 10 % false-alarm level.
 Each side's own lag-1 flags 87 % of them, but also 54 % of runs on a drifting machine
-and 11-14 % of clean ones (docs/compare.md, "what was tried against the wander").
+and 11-14 % of clean ones (docs/measurements.md, "what was tried against the wander").
 
 **Tails**: verdicts are about typical runs (Hodges-Lehmann: medians of log ratios), and
 a bill sums every run. A configuration that takes 2x in 10 % of its runs is +10 % on the

@@ -1,7 +1,7 @@
 """Statistics over repeats: one method gives both the interval and the verdict.
 
 Pure Python on purpose (no numpy/scipy): the host must render reports without
-TensorFlow or a scientific stack installed. docs/compare.md explains it for users.
+TensorFlow or a scientific stack installed. docs/methods.md explains it for users.
 
 * One configuration: the median over repeats, with a distribution-free interval from
   order statistics. Its real coverage is stated: with 5 repeats the widest one

@@ -52,7 +52,7 @@ def round_values(
 
 
 # How pairing.compare_rounds compares the common rounds: "auto", chosen by simulation
-# (benchmarks/decide.py, docs/compare.md): Mann-Whitney on the common rounds by default,
+# (benchmarks/decide.py, docs/methods.md): Mann-Whitney on the common rounds by default,
 # paired by round (Wilcoxon signed-rank) when one side is over 3x as noisy as the other or
 # the rounds move both sides together (drift, bursts), read from statistics that do not
 # see the difference's sign (pairing.choose_method). With 2 % vs 50 % noise and equal

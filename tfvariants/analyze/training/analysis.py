@@ -14,16 +14,14 @@ from typing import Any
 
 from tfvariants.analyze.baseline import parse_baseline
 from tfvariants.analyze.cost.pricing import Pricing
-from tfvariants.analyze.report import cautions, loadlabel
-from tfvariants.analyze.report.conclusions import conclude
-from tfvariants.analyze.report.coverage import cell_counts, folder_warnings, usable_results
-from tfvariants.analyze.report.frame import RunFrame, environments_of, logical_cpus_of
-from tfvariants.analyze.report.parity import parity
-from tfvariants.analyze.report.settings import ReportSettings
+from tfvariants.analyze.shared import cautions
+from tfvariants.analyze.shared.coverage import cell_counts, folder_warnings, usable_results
+from tfvariants.analyze.shared.frame import RunFrame, environments_of, logical_cpus_of
+from tfvariants.analyze.shared.parity import parity
+from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.analyze.statistics import interference, windows
-from tfvariants.analyze.statistics.decide import Settings
+from tfvariants.analyze.statistics.decide import Settings, run_settings
 from tfvariants.analyze.statistics.interference import Interference
-from tfvariants.analyze.statistics.noise import HostNoise, host_noise
 from tfvariants.analyze.statistics.verdicts import (
     Requested,
     RoundValues,
@@ -32,11 +30,12 @@ from tfvariants.analyze.statistics.verdicts import (
     round_values,
     workload_verdicts,
 )
-from tfvariants.analyze.training import repeatcost
+from tfvariants.analyze.training import loadlabel, repeatcost
+from tfvariants.analyze.training.conclusions import conclude
 from tfvariants.analyze.training.groups import Group, WorkloadReport
+from tfvariants.analyze.training.noise import HostNoise, host_noise
 from tfvariants.analyze.training.summary import apply_verdicts, summarise_group
 from tfvariants.errors import UserError
-from tfvariants.options.decision import run_settings
 from tfvariants.store.cellresult import CellResult, ConfigKey
 from tfvariants.store.rundir import RunContents, load_run_dir
 
@@ -137,7 +136,7 @@ def duet_sentence(duet: object) -> str | None:
 def analyze_contents(contents: RunContents, report: ReportSettings, settings: Settings) -> Analysis:
     """Group a loaded folder's training cells, compute statistics, costs, comparisons and
     conclusions (serving cells have their own analysis: analyze/serving/), deciding with
-    the run's decision ``settings`` (options/decision.py ``run_settings``, made once).
+    the run's decision ``settings`` (analyze/statistics/decide.py ``run_settings``, made once).
 
     Disturbed cells (analyze/statistics/interference.py) are used in the verdicts or not as the
     policy ``report.disturbed`` says (default: the run's, else "auto"), and counted in

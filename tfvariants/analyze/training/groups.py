@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from tfvariants.analyze.cost.pricing import CellCost
-from tfvariants.analyze.report import cautions
-from tfvariants.analyze.report.parity import VariantParity
+from tfvariants.analyze.shared import cautions
+from tfvariants.analyze.shared.parity import VariantParity
 from tfvariants.analyze.statistics import stats
 from tfvariants.analyze.statistics.verdicts import Verdict
 from tfvariants.store.cellresult import CellResult, ConfigKey

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tfvariants.analyze.report.format import sig3
+from tfvariants.analyze.shared.format import sig3
 
 if TYPE_CHECKING:
     from tfvariants.analyze.training.groups import WorkloadReport

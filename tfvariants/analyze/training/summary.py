@@ -8,9 +8,9 @@ from collections.abc import Mapping
 
 from tfvariants.analyze.cost.billing import no_price_reason
 from tfvariants.analyze.cost.pricing import Pricing
-from tfvariants.analyze.report import cautions
-from tfvariants.analyze.report.coverage import first_cell_id
-from tfvariants.analyze.report.fields import median_of
+from tfvariants.analyze.shared import cautions
+from tfvariants.analyze.shared.coverage import first_cell_id
+from tfvariants.analyze.shared.fields import median_of
 from tfvariants.analyze.statistics import stats
 from tfvariants.analyze.statistics.decide import Settings
 from tfvariants.analyze.statistics.verdicts import Verdict, round_values, statistic

@@ -1,15 +1,13 @@
-"""Running the peak probe in a variant at a cell's pinning, cached by content."""
+"""A variant's peaks at a cell's pinning, cached by content: the probe that measures one
+is given (execute/probe.py ``peak_probe``, launched by the caller's stage), so this
+module decides what to probe and records what it found, and starts nothing itself."""
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import io
 import json
-import os
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,10 +23,8 @@ from workloads.protocol import write_json_atomic
 if TYPE_CHECKING:
     from tfvariants.variants.registry import Variant
 
-MODULE = "workloads.peakprobe"
 DISTURBED = 0.10  # others' share of the CPUs: the default that marks a cell disturbed
 MAX_PROBES = 3  # a disturbed peak is probed at most this often (a busy host stays busy)
-TIMEOUT_S = 120.0
 Log = Callable[[str], None]
 Probe = Callable[["Variant", PinPlan], dict[str, Any]]
 
@@ -78,41 +74,6 @@ def cache_key(binary: str, variant: Variant, plan: PinPlan, cpu: theory.Cpu) -> 
 def cache_path(key: dict[str, Any]) -> Path:
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]
     return cache_dir() / f"peak-{digest}.json"
-
-
-def run_probe(variant: Variant, plan: PinPlan, priority: str = "normal") -> dict[str, Any]:
-    """workloads.peakprobe in a fresh process of the variant, pinned like a cell, run by
-    the runner's process handling (its own session, a timeout on the whole group, capped
-    output, nothing it started left running; a container removed), at the run's
-    ``priority`` (execute.priority: a probe at normal priority beside raised cells would
-    lose its CPUs to the load they are shielded from, and read a lower peak)."""
-    from tfvariants.execute.runner import Launch, watch, worker_env
-    from workloads.protocol import WorkerRequest
-
-    if os.environ.get("TFV_NO_REAL_WORKERS") == "1":  # the fast tests' guard (conftest)
-        raise RuntimeError(f"TFV_NO_REAL_WORKERS=1: refusing to probe {variant.name}'s peak")
-    env = worker_env(variant, plan)
-    env["TFV_PEAK_DEVICE"] = variant.device
-    on_host = variant.pins_on_host()
-    with tempfile.TemporaryDirectory(prefix="tfv-peak-") as scratch:
-        request = WorkerRequest.probe(str(Path(scratch) / "result.json"))
-        cmd, cmd_env = variant.launch(request, env, plan.cpus, Path(scratch), module=MODULE)
-        cpus = plan.cpus if on_host else ()
-        launch = Launch(cmd, cmd_env, cpus=cpus, priority=priority, on_host=on_host)
-        outcome = watch(launch, TIMEOUT_S, io.BytesIO())
-        if outcome.start_error is not None:
-            return {"measured": False, "why": f"cannot start the peak probe: {outcome.start_error}"}
-        if outcome.timed_out:
-            return {"measured": False, "why": f"peak probe gave no result in {TIMEOUT_S:g} s"}
-        result = Path(scratch) / "result.json"
-        if not result.is_file():
-            tail = outcome.tail.strip().splitlines()[-1:] or ["no output"]
-            why = f"peak probe failed ({outcome.exit_code}): {tail[0]}"
-            return {"measured": False, "why": why}
-        data: dict[str, Any] = json.loads(result.read_text())
-        if outcome.priority is not None:  # what it ran at, as a cell records it
-            data["priority"] = outcome.priority.to_json()
-        return data
 
 
 def _cores(plan: PinPlan, topology: Topology) -> int:
@@ -173,13 +134,12 @@ def measure(
     *,
     topology: Topology | None = None,
     cpu: theory.Cpu | None = None,
-    probe: Probe | None = None,
+    probe: Probe,
     log: Log = lambda _m: None,
     binary: str | None = None,
-    priority: str = "normal",
 ) -> dict[str, Any]:
-    """One variant's peaks at ``threads``: from the cache, else probed (then cached) at
-    the run's ``priority``. ``binary``: its binary_identity when the caller has it."""
+    """One variant's peaks at ``threads``: from the cache, else measured by ``probe``
+    (then cached). ``binary``: its binary_identity when the caller has it."""
     from tfvariants.variants import skip_reason
 
     topology = topology or read_topology()
@@ -194,7 +154,7 @@ def measure(
     if cached is not None and not _again(cached):
         return {**record(cached, variant, plan, topology, cpu), "cached": True}
     log(f"peak probe: {variant.name} at {threads} thread(s) (once per binary and CPU set)")
-    probed = (probe or functools.partial(run_probe, priority=priority))(variant, plan)
+    probed = probe(variant, plan)
     probed = {**probed, "probed_at": _now()}
     if cached is not None:  # a disturbed peak probed again: the better one is the peak
         probed = _better(cached, probed)
@@ -233,12 +193,11 @@ def _read(path: Path) -> dict[str, Any] | None:
 def measure_all(
     variants: dict[str, Variant],
     configurations: Iterable[tuple[str, int]],
+    probe: Probe,
     log: Log | None = None,
-    *,
-    priority: str = "normal",
 ) -> dict[str, dict[str, Any]]:
     """{variant: {threads (as text): peaks}} for every configuration of a matrix, each
-    probe at the priority its cells run at (the run's ``priority``)."""
+    not cached measured by ``probe`` (the caller's: at the priority the cells run at)."""
     say = log or (lambda m: print(m, file=sys.stderr))
     topology, cpu = read_topology(), theory.read_cpu()
     out: dict[str, dict[str, Any]] = {}
@@ -253,9 +212,9 @@ def measure_all(
                 threads,
                 topology=topology,
                 cpu=cpu,
+                probe=probe,
                 log=say,
                 binary=binaries[name],
-                priority=priority,
             )
             out.setdefault(name, {})[str(threads)] = found
     return out

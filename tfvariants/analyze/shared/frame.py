@@ -15,8 +15,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from tfvariants.analyze.cost.pricing import Pricing
-from tfvariants.analyze.report import cautions
-from tfvariants.analyze.report.fields import environment_summary, flatten
+from tfvariants.analyze.shared import cautions
+from tfvariants.analyze.shared.fields import environment_summary, flatten
 from tfvariants.store.cellresult import AnyResult
 from tfvariants.store.rundir import RunContents
 

@@ -8,11 +8,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from tfvariants.analyze.cost.pricing import Pricing
-from tfvariants.analyze.report import loadlabel
-from tfvariants.analyze.report.format import dur, money, ratio_end, sig3
+from tfvariants.analyze.shared.format import dur, money, ratio_end, sig3
 from tfvariants.analyze.statistics import family, stats
 from tfvariants.analyze.statistics.decide import Settings
 from tfvariants.analyze.statistics.verdicts import statistic
+from tfvariants.analyze.training import loadlabel
 
 if TYPE_CHECKING:
     from tfvariants.analyze.training.groups import Group, WorkloadReport
@@ -61,7 +61,7 @@ class Labelled(Protocol):
 
 def phrase(a: Labelled, b: Labelled, cmp: stats.Comparison, what: str = "time") -> str:
     """a versus b in words, from the comparison's one interval and verdict, saying so
-    when it rests on disturbed cells (analyze/report/loadlabel.py)."""
+    when it rests on disturbed cells (analyze/training/loadlabel.py)."""
     return loadlabel.qualify(_phrase(a, b, cmp, what), a, b)
 
 

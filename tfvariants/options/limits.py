@@ -16,6 +16,8 @@ MAX_SECONDS = 30 * 24 * 3600.0  # a timeout, a budget, a steady window: at most 
 MAX_SEED = 2**32 - 1  # numpy's and TensorFlow's seed range
 MAX_COUNT = 10**9  # epochs, samples, steps: far above any real schedule
 MAX_REPEATS = 10_000  # repeats per configuration
+# The most vCPUs a cell may emulate (the command line and the result loader agree).
+MAX_THREADS = 4096
 # Above 0.9999 the statistics' level (split over up to --max-repeats looks) comes so close
 # to 1 that float arithmetic cannot represent it; no number of repeats would decide.
 CONFIDENCE_MIN, CONFIDENCE_MAX = 0.5, 0.9999

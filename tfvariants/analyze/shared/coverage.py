@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tfvariants.analyze.report import cautions
+from tfvariants.analyze.shared import cautions
 from tfvariants.errors import UserError
 from tfvariants.plan.cell import cell_id
 from tfvariants.store.cellresult import AnyResult

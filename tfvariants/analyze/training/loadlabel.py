@@ -19,7 +19,7 @@ others filled to 25 % or more. The rule does not call that disturbed (the worker
 its CPUs back when it wants them), yet such cells stepped up to 1.27x slow: as root
 under a sustained `nice 19` hog, cifar10_cnn's 2-thread cells had others at 22-28 % of
 their CPUs and stepped x1.27, and the verdict said 1.24x (1.19-1.29) against the quiet
-1.43-1.58x (analyze/statistics/noise.py SHIELDED_BUSY_SHARE, docs/compare.md).
+1.43-1.58x (analyze/training/noise.py SHIELDED_BUSY_SHARE, docs/measurements.md).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from tfvariants.analyze.statistics.noise import busy_at_raised_priority
+from tfvariants.analyze.training.noise import busy_at_raised_priority
 
 if TYPE_CHECKING:
     from tfvariants.analyze.training.groups import Group

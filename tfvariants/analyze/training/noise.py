@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from tfvariants.analyze.report.cautions import StatWarning
-from tfvariants.analyze.report.fields import median_of
+from tfvariants.analyze.shared.cautions import StatWarning
+from tfvariants.analyze.shared.fields import median_of
 from tfvariants.analyze.statistics import bands, ranktests, stats, windows
 from tfvariants.analyze.statistics import looks as looks_mod
 from tfvariants.analyze.statistics.decide import Settings
@@ -28,7 +28,7 @@ NOISY_SHARE = 0.10  # other processes or steal above this share of the pinned CP
 # the idle time of its CPUs, and nothing it measures flags that (its run-queue wait stays
 # low): cifar10_cnn at 2 threads stepped x1.11 (six `make bench-noise` runs, n = 49) and
 # x1.24 (one run, n = 21) with others at 25-50 % of its CPUs, x1.02-1.09 at 10-25 %
-# (docs/compare.md, "Interference"). From this share on the report says so.
+# (docs/methods.md, "Interference"). From this share on the report says so.
 SHIELDED_BUSY_SHARE = 0.25
 # The median |Z| of a normal, 0.67, over a look's z of about 2.4: an equal pair's typical
 # estimate as a share of its interval's half-width. With it, 4.3 % noise says about 13
@@ -248,7 +248,7 @@ def comparison_warnings(groups: Sequence[Group]) -> list[StatWarning]:
 def busy_at_raised_priority(r: CellResult) -> bool:
     """An undisturbed multi-thread cell at raised priority whose CPUs others filled to
     SHIELDED_BUSY_SHARE or more: not disturbed by the rule, yet measured up to 1.27x
-    slow (see there). Its verdicts are labelled "under load" (analyze/report/loadlabel.py)."""
+    slow (see there). Its verdicts are labelled "under load" (analyze/training/loadlabel.py)."""
     return (
         r.threads >= 2
         and not r.disturbed
@@ -275,7 +275,7 @@ def shielded_busy(groups: Sequence[Group]) -> StatWarning | None:
         f"Other processes filled {SHIELDED_BUSY_SHARE:.0%} or more of the CPUs of "
         f"multi-thread cells that ran at raised priority: {', '.join(hit)}. Such cells "
         "were measured up to 1.27x slower than on quiet CPUs without being flagged as "
-        'disturbed (docs/compare.md, "Interference"), so their times may be high and '
+        'disturbed (docs/methods.md, "Interference"), so their times may be high and '
         'the speed-up from more threads understated; verdicts on them say "under load"',
         "run again when the machine is quieter to confirm these configurations",
     )
