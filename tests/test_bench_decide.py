@@ -142,3 +142,8 @@ def test_the_bench_judges_by_the_products_verdicts(monkeypatch):
     changed = _small_run("1.1x, 10% noise")
     assert changed["mean_repeats"] == 5 < shipped["mean_repeats"]
     assert changed["undecided"] > shipped["undecided"]
+
+
+def test_jobs_score_the_same_rows_as_one_process():
+    only = ("1.3x, drift", "2x, bimodal")
+    assert decide.run_all(2, 1, only=only, jobs=2) == decide.run_all(2, 1, only=only, jobs=1)
