@@ -58,7 +58,7 @@ compare-compiled: install
 	$(TFV) compare --preset compiled
 
 bench-decide: install
-	PYTHONPATH=. $(BIN)/python benchmarks/decide.py --trials 2000
+	PYTHONPATH=. $(BIN)/python benchmarks/decide.py --trials 2000 --jobs $$(nproc)
 
 # The widening and warning bounds behind bench-decide's AR(1) 0.8 stress row (docs/measurements.md).
 bench-wander-bounds: install

@@ -1,14 +1,17 @@
-"""Does the verdict deserve belief? Simulated comparisons on a fake runner.
+"""Does the verdict deserve belief? Simulated comparisons run by the product's own loop.
 
     python benchmarks/decide.py [--trials 2000] [--seed 1] [--methods auto,paired,common]
-                                [--only "A/A wander;1.2x, drift"]
+                                [--only "A/A wander;1.2x, drift"] [--jobs N]
 
-A fake runner draws cell times from known distributions and a misbehaving machine; the
-real stopping rule (analyze/statistics/adaptive.py) and statistics (pairing.py, stats.py)
-decide in interleaved rounds: a baseline B, A under test, and a companion C 5 % slower
-than B (undecided for long, it keeps B running after A vs B is decided: the case where
-drift biased the ratio). The final A vs B comparison is scored; a run stops at the
-first look that decides, so rates are over all looks together.
+A simulated cell runner draws cell times from known distributions and a misbehaving
+machine; everything else is the product (benchmarks/decide_run.py): the matrix loop
+(execute/matrix.py), the training task's next-round hook (rounds/training.py, deciding
+through rounds/decide.py) and the report's comparison (analyze/statistics/verdicts.py,
+pairing.py) run interleaved rounds of a baseline B, A under test, and a companion C 5 %
+slower than B (undecided for long, it keeps B running after A vs B is decided: the case
+where drift biased the ratio), each comparison in a throwaway run folder. The final A
+vs B comparison is scored; a run stops at the first look that decides, so rates are
+over all looks together.
 
 The machine: log-normal, Student-t (3 degrees of freedom) or bimodal noise per
 configuration; drift (every cell of round r is (1 + drift)^r slower); outliers (a share
@@ -17,7 +20,8 @@ cell is slowed by its own 1-2x); a wandering A (its log noise an AR(1) series ov
 own rounds); a tail (A takes 2x in 10 % of its runs: mean +10 %, median equal).
 
 Methods: auto (pairing.compare_rounds' default, what the report uses), paired, common
-(Mann-Whitney on the common rounds), pooled (stats.compare on all repeats of each side).
+(Mann-Whitney on the common rounds), pooled (stats.compare on all repeats of each side);
+the others than auto are set in the product's verdicts for the run (decide_run.method).
 
 Checks, for the first method (the PASS/FAIL table): false "different" <= 5 % where the
 typical ratio is 1; false "equivalent" <= 5 % wherever the truth lies on the band's edge
@@ -44,8 +48,10 @@ import random
 import statistics
 import sys
 from collections.abc import Mapping
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
+import decide_run
 from decide_scenarios import COMPANION, Scenario, lognormal, scenarios
 
 from tfvariants.analyze.statistics import adaptive, pairing, stats
@@ -112,57 +118,25 @@ def judge(
     raise ValueError(f"unknown method {method!r}")
 
 
-def _warned(scn: Scenario, c: stats.Comparison, a: Rounds, b: Rounds) -> bool:
+def _warned(scn: Scenario, c: stats.Comparison) -> bool:
     names = {"wander": pairing.WANDERING, "tail": pairing.TAIL}
     return scn.kind in names and any(w.startswith(names[scn.kind]) for w in c.warnings)
 
 
-@dataclass
-class _Wander:
-    phi: float
-    sd: float
-    w: float = field(default=0.0)
-
-    def step(self, rng: random.Random, first: bool) -> float:
-        if first:  # the stationary law from the start
-            self.w = rng.gauss(0.0, self.sd)
-        else:
-            self.w = self.phi * self.w + rng.gauss(0.0, self.sd * math.sqrt(1 - self.phi**2))
-        return math.exp(self.w)
-
-
 def run_adaptive(scn: Scenario, method: str, key: str, rule: adaptive.StoppingRule) -> Outcome:
-    """Interleaved rounds of A, B and C; after each planned look only the configurations
-    of undecided pairs (A-B, C-B) run on; the report's A vs B comparison is returned.
-    Each configuration and the rounds draw from their own stream (seeded by ``key``), so
-    every method sees the same A and B values whatever C does."""
-    rngs = {c: random.Random(f"{key}/{c}") for c in ("A", "B", "C", "rounds")}
-    companion = scn.b
-    draws = {"A": scn.a, "B": scn.b, "C": lambda r: COMPANION * companion(r)}
-    data: dict[str, Rounds] = {"A": {}, "B": {}, "C": {}}
-    active = {"A", "B", "C"}
-    wander = _Wander(*scn.wander) if scn.wander[0] else None
-    for rnd in range(rule.max_repeats):
-        disturbed = rngs["rounds"].random() < scn.machine.disturbed
-        for c in sorted(active):
-            rng = rngs[c]
-            v = draws[c](rng) * scn.machine.cell(rng, rnd, disturbed)
-            if c == "A" and wander is not None:
-                v *= wander.step(rng, rnd == 0)
-            data[c][rnd] = v
-        if rnd + 1 in rule.looks:
-            open_pairs = [
-                (x, y)
-                for x, y in (("A", "B"), ("C", "B"))
-                if judge(method, data[x], data[y], rule.looks, scn).verdict == "undecided"
-            ]
-            active = {c for pair in open_pairs for c in pair}
-            if not active:
-                break
-    final = judge(method, data["A"], data["B"], rule.looks, scn)
-    warned = _warned(scn, final, data["A"], data["B"])
+    """One simulated comparison run by the product (benchmarks/decide_run.py): its
+    matrix loop and next-round hook, on interleaved rounds of A, B and C; after each
+    planned look only the configurations of undecided pairs (A-B, C-B) run on; the
+    report's A vs B comparison is returned. Each configuration and the rounds draw from
+    their own stream (seeded by ``key``), so every method sees the same A and B values
+    whatever C does."""
+    with decide_run.method("unpaired" if method == "common" else method):
+        run = decide_run.run_matrix(scn, key, rule)
+    final = run.comparison
+    warned = _warned(scn, final)
     wandering = any(w.startswith(pairing.WANDERING) for w in final.warnings)
-    return Outcome(final.verdict, final.ratio, len(data["A"]), warned, wandering, data)
+    series = {"A": run.series["A"], "B": run.series["B"], "C": run.series["C"]}
+    return Outcome(final.verdict, final.ratio, run.repeats, warned, wandering, series)
 
 
 def outside_band(scn: Scenario) -> bool:
@@ -214,14 +188,29 @@ def run_all(
     methods: tuple[str, ...] = ("auto",),
     rule: adaptive.StoppingRule | None = None,
     only: tuple[str, ...] = (),
+    jobs: int = 1,
 ) -> list[dict]:
+    """Every (scenario, method) scored, in ``jobs`` processes (the same rows whatever
+    ``jobs``: each trial's draws are seeded by its own key)."""
     rule = rule or adaptive.stopping_rule(stats.DEFAULT_REPEATS)
-    return [
-        score(scn, m, trials, seed, rule)
+    work = [
+        (scn.name, m, trials, seed, rule)
         for scn in scenarios()
         if not only or scn.name in only
         for m in methods
     ]
+    if jobs <= 1 or len(work) <= 1:
+        return [_score_named(*w) for w in work]
+    with ProcessPoolExecutor(min(jobs, len(work))) as pool:
+        return list(pool.map(_score_named, *zip(*work, strict=True)))
+
+
+def _score_named(
+    name: str, method: str, trials: int, seed: int, rule: adaptive.StoppingRule
+) -> dict:
+    # By name: a scenario's draws are closures, which do not cross to another process.
+    (scn,) = [s for s in scenarios() if s.name == name]
+    return score(scn, method, trials, seed, rule)
 
 
 def one_look(
@@ -352,6 +341,7 @@ def main(argv: list[str] | None = None) -> int:
         help=f"comma-separated from {', '.join(METHODS)}; PASS/FAIL is about the first",
     )
     p.add_argument("--only", default="", help="scenarios: names or their starts, separated by ;")
+    p.add_argument("--jobs", type=int, default=1, help="processes scoring scenarios at once")
     args = p.parse_args(argv)
     methods = tuple(m.strip() for m in args.methods.split(",") if m.strip())
     if not methods or any(m not in METHODS for m in methods) or args.trials < 1:
@@ -369,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{stats.MIN_EFFECT:.0%}, equivalence band +/-{stats.EQUIVALENCE_BAND:.0%} unless "
         f"named; companion C = {COMPANION}x B; {args.trials} trials per scenario and method"
     )
-    rows = run_all(args.trials, args.seed, methods, rule, only)
+    rows = run_all(args.trials, args.seed, methods, rule, only, args.jobs)
     print_rows(rows)
     first = methods[0]
     table = checks(rows, first)

@@ -6,15 +6,16 @@
 Duet benchmarking (Bulej et al., 2020): two configurations at the same thread count run
 at the same time on disjoint CPUs, so interference from the rest of the machine hits
 both alike and their per-pair ratio cancels it. This script measures, with the
-project's own runner (tfvariants.execute.runner.run_request, each worker pinned to its
-plan's CPUs), whether that narrows the interval of the ratio B/A at 1 thread each:
+product's own code, whether that narrows the interval of the ratio B/A at 1 thread each:
 
-* sequential (what compare does today): per round, cell A then cell B, one after the
-  other, each pinned to the CPU a 1-thread cell gets (plan_pinning); the order
-  alternates from round to round;
-* duet: per round, A and B started together, one on each of two CPUs (on two different
-  cores where the host has them); the CPUs swap every other round, so a faster CPU
-  favours neither side.
+* sequential (what compare does without --duet): per round, cell A then cell B, one
+  after the other, each run by the product's runner (tfvariants.execute.runner.run_cell)
+  on the plan a lone 1-thread cell gets; the order alternates from round to round;
+* duet (what ``compare --duet`` does): per round, A and B run by the product's duet
+  executor (tfvariants.execute.duet ``Duet``, a slot of two cells) on the two plans
+  plan/duet.py gives 1-thread cells on this host (two different cores where it has
+  them): started together, the CPU sets swapped with the round's parity, the side that
+  ends first kept busy with fillers until the other ends.
 
 The two modes are interleaved (one sequential round, then two duet rounds: the same
 number of cell slots), so drift of the machine reaches both. Per round the ratio of
@@ -30,7 +31,8 @@ No wait for quiet, normal priority and every cell counted (none left out as dist
 in both modes: the duet's pair cannot wait out a burst on one CPU only, and the
 comparison is of the measurement, not the gate.
 ``--hog bursts`` (or nice) runs benchmarks/noise.py's bounded CPU hog on every CPU the
-cells use, so interference is present. Results: OUT/sequential and OUT/duet are run
+cells use, so interference is present; each slot then runs in a helper process of its
+own (see ``Bench``). Results: OUT/sequential and OUT/duet are run
 folders (cells/, logs/), OUT/bench-duet.json the summary.
 """
 
@@ -38,24 +40,27 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import shutil
-import statistics
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from itertools import groupby
 from pathlib import Path
 from typing import Any
 
-from tfvariants.analyze.statistics import pairing
+from duet_summary import HEADER, ModeSummary, conclusion, summarise
+
 from tfvariants.errors import UserError
-from tfvariants.execute.runner import RunOptions, WorkerJob, run_request, worker_request
+from tfvariants.execute.duet import Duet
+from tfvariants.execute.quiet import QuietWait
+from tfvariants.execute.record import StoredCell
+from tfvariants.execute.runner import Conditions, RunOptions, run_cell
 from tfvariants.plan.cell import Cell
-from tfvariants.plan.pinning import PinPlan, inter_op_threads, plan_pinning
+from tfvariants.plan.duet import DuetPlans, duet_plans
+from tfvariants.plan.pinning import PinPlan
 from tfvariants.plan.topology import Topology, read_topology
 from tfvariants.store.rawfields import finite_number, get_path
 from tfvariants.store.runfolder import RunFolder
@@ -72,79 +77,90 @@ class Step:
 
     mode: str
     round: int
-    runs: tuple[tuple[str, int], ...]  # (side, CPU)
-    together: bool  # duet: started at the same time
+    runs: tuple[tuple[str, int], ...]  # (side, first CPU of its plan)
+    together: bool  # duet: one slot of the duet executor
 
 
-def schedule(rounds: int, seq_cpu: int, duet_cpus: tuple[int, int]) -> list[Step]:
-    """Sequential round i (A first in even rounds, B first in odd ones), then duet rounds
-    2i and 2i+1 (A on the first CPU, then on the second): equal slots, interleaved."""
+def cell_of(names: Mapping[str, str], workload: str, side: str, rnd: int) -> Cell:
+    return Cell(names[side], 1, workload, rnd)
+
+
+def duet_sides(
+    plans: DuetPlans, names: Mapping[str, str], workload: str, rnd: int
+) -> tuple[tuple[str, int], ...]:
+    """(side, CPU) of a duet round as the duet executor places them (Duet.sides)."""
+    by_id = {cell_of(names, workload, s, rnd).cell_id: s for s in SIDES}
+    placed = Duet(plans, _no_runner).sides(*(cell_of(names, workload, s, rnd) for s in SIDES))
+    return tuple((by_id[side.cell.cell_id], side.plan.cpus[0]) for side in placed if side.cell)
+
+
+def _no_runner(*_: Any) -> StoredCell:
+    raise AssertionError("only the placement is asked")
+
+
+def schedule(rounds: int, plans: DuetPlans, names: Mapping[str, str], workload: str) -> list[Step]:
+    """Sequential round i (A first in even rounds, B first in odd ones) on the plan a
+    lone cell gets, then duet rounds 2i and 2i+1: equal slots, interleaved."""
+    seq_cpu = plans.first.cpus[0]
     steps = []
     for i in range(rounds):
         order = SIDES if i % 2 == 0 else SIDES[::-1]
         steps.append(Step("sequential", i, tuple((s, seq_cpu) for s in order), False))
         for r in (2 * i, 2 * i + 1):
-            cpus = duet_cpus if r % 2 == 0 else duet_cpus[::-1]
-            steps.append(Step("duet", r, tuple(zip(SIDES, cpus, strict=True)), True))
+            steps.append(Step("duet", r, duet_sides(plans, names, workload, r), True))
     return steps
 
 
-def duet_pair(topology: Topology) -> tuple[int, int] | None:
-    """Two CPUs for a duet: the first CPU of each of two different cores (siblings of one
-    core share its execution units, so each side would slow the other), else two
-    siblings; None on a host with one CPU."""
-    ordered = sorted(topology.cpus, key=lambda c: (c.node, c.package, c.core, c.cpu))
-    firsts = [next(g).cpu for _, g in groupby(ordered, key=lambda c: (c.node, c.package, c.core))]
-    if len(firsts) >= 2:
-        return firsts[0], firsts[1]
-    if len(ordered) >= 2:
-        return ordered[0].cpu, ordered[1].cpu
-    return None
-
-
-def one_cpu(cpu: int) -> PinPlan:
-    """A 1-thread cell's plan on the given CPU (plan_pinning's pools, another CPU)."""
-    return PinPlan(1, (cpu,), 1, inter_op_threads(1), False, 1.0)
+def host_plans(topology: Topology) -> DuetPlans | None:
+    """The two 1-thread plans ``compare --duet`` would use on this host (plan/duet.py),
+    or None where a duet does not fit (one CPU)."""
+    plans = duet_plans(1, topology)
+    return None if isinstance(plans, str) else plans
 
 
 @dataclass
 class Bench:
     """What the steps run: the two variants, the cells' options, a run folder per mode.
 
-    Each cell runs in a helper process of its own (``duet.py --cell``, which calls
-    run_request): the runner sweeps every new child of its process as the cell's
-    leftover (execute/process.py Ownership), so two cells run at once from one process,
-    or beside the hog's processes, would kill each other's workers."""
+    With a hog, each slot runs in a helper process of its own (``duet.py --step``): the
+    runner sweeps every new child of its process as the cell's leftover
+    (execute/process.py Ownership), so a cell run from the process that started the
+    hog's bursts would kill them. Without one, the slots run here."""
 
     names: Mapping[str, str]  # side -> variant name (different names)
     variants_file: Path | None
     workload: str
     options: RunOptions
     out: Path
+    isolated: bool = False  # each slot in a helper process
     walls: dict[str, float] = field(default_factory=lambda: dict.fromkeys(MODES, 0.0))
     # mode -> round -> side -> steady step time (None: the cell failed)
     values: dict[str, dict[int, dict[str, float | None]]] = field(
         default_factory=lambda: {m: {} for m in MODES}
     )
 
-    def _start(self, step: Step, side: str, cpu: int) -> subprocess.Popen[bytes]:
-        spec = {
-            "variant": self.names[side],
+    def _spec(self, step: Step) -> dict[str, Any]:
+        return {
+            "variants": dict(self.names),
             "variants_file": None if self.variants_file is None else str(self.variants_file),
             "workload": self.workload,
+            "mode": step.mode,
             "round": step.round,
-            "cpu": cpu,
+            "order": [side for side, _ in step.runs],
             "options": asdict(self.options),
             "folder": str(self.out / step.mode),
         }
+
+    def _helper(self, step: Step) -> None:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(ROOT), env.get("PYTHONPATH"))))
-        command = [sys.executable, str(Path(__file__).resolve()), "--cell", json.dumps(spec)]
-        return subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL)
+        spec = json.dumps(self._spec(step))
+        command = [sys.executable, str(Path(__file__).resolve()), "--step", spec]
+        subprocess.run(command, env=env, stdin=subprocess.DEVNULL, check=False)
 
     def _value(self, step: Step, side: str) -> float | None:
         """The stored cell's steady step time (None: failed, or no result at all)."""
-        cell = Cell(self.names[side], 1, self.workload, step.round)
+        cell = cell_of(self.names, self.workload, side, step.round)
         path = RunFolder(self.out / step.mode).cell_path(cell.cell_id)
         try:
             result = json.loads(path.read_text(encoding="utf-8"))
@@ -155,95 +171,48 @@ class Bench:
         return finite_number(get_path(result, "timing", "steady_step_s"))
 
     def run(self, step: Step) -> dict[str, float | None]:
-        """The step's cells (together: both helpers started at once); their values."""
+        """The step's cells (a duet: one slot of the duet executor); their values."""
         t0 = time.monotonic()
-        if step.together:
-            procs = [self._start(step, side, cpu) for side, cpu in step.runs]
-            for proc in procs:
-                proc.wait()
+        if self.isolated:
+            self._helper(step)
         else:
-            for side, cpu in step.runs:
-                self._start(step, side, cpu).wait()
+            run_step(self._spec(step))
         self.walls[step.mode] += time.monotonic() - t0
         self.values[step.mode][step.round] = {s: self._value(step, s) for s in SIDES}
         return self.values[step.mode][step.round]
 
 
-def run_cell(spec: Mapping[str, Any]) -> int:
-    """``--cell``: one cell of ``spec`` pinned to its CPU, stored in its mode's folder."""
+def run_step(spec: Mapping[str, Any]) -> int:
+    """One slot of ``spec`` stored in its mode's folder: sequential, the cells one after
+    the other by the product's runner on the plan a lone cell gets; duet, both in one
+    slot of the product's duet executor on the host's duet plans."""
     from tfvariants.variants import get_variant
 
-    variant = get_variant(str(spec["variant"]), spec["variants_file"])
+    names = spec["variants"]
+    variants = {s: get_variant(str(names[s]), spec["variants_file"]) for s in SIDES}
+    by_name = {names[s]: variants[s] for s in SIDES}
     options = RunOptions(**spec["options"])
-    cell = Cell(str(spec["variant"]), 1, str(spec["workload"]), int(spec["round"]))
-    plan = one_cpu(int(spec["cpu"]))
-    job = WorkerJob(
-        lambda path: worker_request(cell, plan, options, variant, path),
-        config={**spec["options"], "keras_options": dict(variant.keras)},
-        timeout_s=options.timeout_s,
-    )
-    run_request(cell, variant, plan, job, folder=RunFolder(spec["folder"]))
+    cells = [cell_of(names, str(spec["workload"]), s, int(spec["round"])) for s in spec["order"]]
+    folder = RunFolder(spec["folder"])
+    plans = host_plans(read_topology())
+    assert plans is not None  # main() checked the host
+
+    def run_on(
+        cell: Cell,
+        where: RunFolder,
+        plan: PinPlan,
+        quiet: Callable[[Sequence[int]], QuietWait] | None,
+        stop: threading.Event | None,
+    ) -> StoredCell:
+        at = Conditions(quiet=quiet, stop=stop)
+        return run_cell(cell, by_name[cell.variant], options, where, at=at, plan=plan)
+
+    if spec["mode"] == "duet":
+        Duet(plans, run_on).run(cells[0], cells[1], folder)
+    else:
+        for cell in cells:
+            run_on(cell, folder, plans.first, None, None)
     return 0
-
-
-@dataclass(frozen=True)
-class ModeSummary:
-    """One mode's pairs as the project's paired comparison judges them (ratio B/A)."""
-
-    label: str
-    pairs: int
-    wall_s: float
-    median_ratio: float | None
-    lo: float | None
-    hi: float | None
-    spread: float | None  # MAD of the per-pair log ratios
-    verdict: str
-
-    @property
-    def width(self) -> float | None:
-        return None if self.lo is None or self.hi is None else self.hi - self.lo
-
-    def line(self) -> str:
-        def num(x: float | None, fmt: str = ".4f") -> str:
-            return "n/a" if x is None else format(x, fmt)
-
-        interval = f"{num(self.lo)}-{num(self.hi)}" if self.width is not None else "none"
-        return (
-            f"{self.label:<22} {self.pairs:>5} {self.wall_s:>7.0f} {num(self.median_ratio):>9} "
-            f"{interval:>15} {num(self.width):>7} {num(self.spread):>7}  {self.verdict}"
-        )
-
-
-HEADER = (
-    f"{'mode':<22} {'pairs':>5} {'wall s':>7} {'median':>9} {'interval':>15} "
-    f"{'width':>7} {'spread':>7}  verdict"
-)
-
-
-def summarise(
-    label: str,
-    values: Mapping[int, Mapping[str, float | None]],
-    rounds: Sequence[int],
-    wall_s: float,
-    confidence: float,
-) -> ModeSummary:
-    """The pairs of ``rounds`` where both cells measured: median ratio, paired interval
-    (compare_rounds, "paired"), the log ratios' spread, the verdict."""
-    a: dict[int, float] = {}
-    b: dict[int, float] = {}
-    for r in rounds:
-        got = values.get(r) or {}
-        va, vb = got.get("a"), got.get("b")
-        if va is not None and vb is not None and va > 0 and vb > 0:
-            a[r], b[r] = va, vb
-    if not a:
-        return ModeSummary(label, 0, wall_s, None, None, None, None, "no pair measured")
-    logs = [math.log(b[r] / a[r]) for r in a]
-    med = statistics.median(logs)
-    spread = statistics.median(abs(x - med) for x in logs)
-    c = pairing.compare_rounds(a, b, confidence=confidence, method="paired")
-    lo, hi = (c.ratio.lo, c.ratio.hi) if c.ratio.has_interval else (None, None)
-    return ModeSummary(label, len(a), wall_s, math.exp(med), lo, hi, spread, c.verdict)
 
 
 def summaries(bench: Bench, rounds: int, confidence: float) -> list[ModeSummary]:
@@ -257,20 +226,6 @@ def summaries(bench: Bench, rounds: int, confidence: float) -> list[ModeSummary]
         summarise("duet, same rounds", duet, range(rounds), half, confidence),
         summarise("duet, same wall", duet, range(2 * rounds), bench.walls["duet"], confidence),
     ]
-
-
-def conclusion(rows: Sequence[ModeSummary]) -> str:
-    """The widths side by side: what "keep it only if it narrows" is decided from."""
-    seq, same_rounds, same_wall = rows
-    if seq.width is None or same_wall.width is None:
-        return "no interval in some mode (too few pairs): no conclusion; more --rounds"
-    parts = [f"same wall {same_wall.width / seq.width:.2f}x"]
-    if same_rounds.width is not None:
-        parts.insert(0, f"same rounds {same_rounds.width / seq.width:.2f}x")
-    return (
-        "duet interval width against sequential: " + ", ".join(parts) + " (below 1: narrower; "
-        "one run's widths are themselves noisy, repeat before deciding)"
-    )
 
 
 TWIN_TOML = """# An A/A twin: the local variant under another name (changes nothing).
@@ -340,7 +295,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def problem(args: argparse.Namespace, pair: tuple[int, int] | None) -> str | None:
+def problem(args: argparse.Namespace, plans: DuetPlans | None) -> str | None:
     """Why the measurement cannot run as asked (one line), else None."""
     if args.rounds < 1:
         return "--rounds must be at least 1"
@@ -350,7 +305,7 @@ def problem(args: argparse.Namespace, pair: tuple[int, int] | None) -> str | Non
         return "--samples, --min-steady-s and --min-steady-steps must be positive"
     if not 0 < args.confidence < 1:
         return "--confidence must be between 0 and 1"
-    if pair is None:
+    if plans is None:
         return "a duet needs two CPUs; this process may use one"
     if not args.dry_run and args.out.exists() and any(args.out.iterdir()):
         return f"{args.out} is not empty: choose another --out"
@@ -378,18 +333,18 @@ def measure(
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["--cell"] and len(argv) == 2:  # a helper: one cell (Bench._start)
-        return run_cell(json.loads(argv[1]))
+    if argv[:1] == ["--step"] and len(argv) == 2:  # a helper: one slot (Bench._helper)
+        return run_step(json.loads(argv[1]))
     args = parse(argv)
-    topology = read_topology()
-    pair = duet_pair(topology)
-    why = problem(args, pair)
+    plans = host_plans(read_topology())
+    why = problem(args, plans)
     if why is not None:
         print(f"duet.py: {why}", file=sys.stderr)
         return 2
-    assert pair is not None
-    seq_cpu = plan_pinning(1, topology).cpus[0]
-    steps = schedule(args.rounds, seq_cpu, pair)
+    assert plans is not None
+    seq_cpu, pair = plans.first.cpus[0], (plans.first.cpus[0], plans.second.cpus[0])
+    steps = schedule(args.rounds, plans, dict(zip(SIDES, (args.a, args.b), strict=True)),
+                     args.workload)  # fmt: skip
     if args.dry_run:
         for s in steps:
             together = "together" if s.together else "one after the other"
@@ -408,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"duet.py: {exc}", file=sys.stderr)
         return 2
     options = cell_options(args)
-    bench = Bench(names, variants_file, args.workload, options, args.out)
+    bench = Bench(names, variants_file, args.workload, options, args.out, args.hog != "none")
     print(
         f"duet: A={args.a} B={args.b} {args.workload} at 1 thread; sequential on CPU "
         f"{seq_cpu}, duet on CPUs {pair[0]},{pair[1]}; {len(steps)} slots",

@@ -106,3 +106,44 @@ def test_a_stress_row_prints_info_and_leaves_the_verdict_to_the_checks(capsys):
     out, _ = capsys.readouterr()
     assert "INFO  A/A wander AR(1) 0.8" in out
     assert out.rstrip().splitlines()[-1].startswith("PASS (reported, not checked: A/A wander")
+
+
+def _small_run(name: str, trials: int = 4) -> dict:
+    from tfvariants.analyze.statistics import adaptive, stats
+
+    (scn,) = [s for s in decide.scenarios() if s.name == name]
+    return decide.score(scn, "auto", trials, 1, adaptive.stopping_rule(stats.DEFAULT_REPEATS))
+
+
+def test_the_bench_runs_the_products_next_round_rule(monkeypatch):
+    """A deliberate change to the product's stopping decision (rounds/decide.py's
+    next_round, as the training hook calls it) changes the bench's result: the bench
+    runs the shipped loop, not a copy of it."""
+    import tfvariants.rounds.training as training
+
+    shipped = _small_run("A/A log-normal 30%")
+    assert shipped["mean_repeats"] > 5  # noisy A/A: the shipped rule runs past the first look
+
+    def stop_at_once(judged, rule, cells_of, seed, *, nothing_to_judge):
+        return [], "stopped by the test"
+
+    monkeypatch.setattr(training, "next_round", stop_at_once)
+    changed = _small_run("A/A log-normal 30%")
+    assert changed["mean_repeats"] == 5 and changed != shipped
+
+
+def test_the_bench_judges_by_the_products_verdicts(monkeypatch):
+    """A deliberate change to what the product calls settled (a verdict never open)
+    stops every run at the first look and changes the verdicts the bench scores."""
+    from tfvariants.analyze.statistics import verdicts
+
+    shipped = _small_run("1.1x, 10% noise")
+    monkeypatch.setattr(verdicts.Verdict, "open", property(lambda self: False))
+    changed = _small_run("1.1x, 10% noise")
+    assert changed["mean_repeats"] == 5 < shipped["mean_repeats"]
+    assert changed["undecided"] > shipped["undecided"]
+
+
+def test_jobs_score_the_same_rows_as_one_process():
+    only = ("1.3x, drift", "2x, bimodal")
+    assert decide.run_all(2, 1, only=only, jobs=2) == decide.run_all(2, 1, only=only, jobs=1)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tfvariants.plan.cell import Cell
-from tfvariants.plan.topology import LogicalCpu, Topology
+from tfvariants.plan.topology import LogicalCpu, Topology, read_topology
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -43,6 +43,12 @@ os.replace(request["result"] + ".tmp", request["result"])
 TWO = sorted(os.sched_getaffinity(0))[:2]
 
 
+def _host_plans():
+    plans = duet.host_plans(read_topology())
+    assert plans is not None and (plans.first.cpus, plans.second.cpus) == ((TWO[0],), (TWO[1],))
+    return plans
+
+
 def stub_bench(tmp_path: Path) -> duet.Bench:
     script = tmp_path / "stub_python"
     script.write_text(STUB.replace('request["all_cpus"]', repr(TWO)))
@@ -56,8 +62,14 @@ def stub_bench(tmp_path: Path) -> duet.Bench:
     return duet.Bench(names, vfile, "mnist_mlp", options, tmp_path / "out")
 
 
+TWO_CORES = Topology(cpus=(LogicalCpu(0, 0, 0, 0), LogicalCpu(1, 1, 0, 0)))
+NAMES = {"a": "a", "b": "b"}
+
+
 def test_schedule_has_equal_slots_alternating_order_and_swapped_cpus():
-    steps = duet.schedule(3, 0, (0, 1))
+    plans = duet.host_plans(TWO_CORES)
+    assert plans is not None
+    steps = duet.schedule(3, plans, NAMES, "mnist_mlp")
     seq = [s for s in steps if s.mode == "sequential"]
     pairs = [s for s in steps if s.mode == "duet"]
     # one sequential round (two cells one after the other) per two duet rounds
@@ -67,17 +79,17 @@ def test_schedule_has_equal_slots_alternating_order_and_swapped_cpus():
     assert all(not s.together and {c for _, c in s.runs} == {0} for s in seq)
     assert [s.round for s in pairs] == list(range(6))
     assert all(s.together for s in pairs)
-    # A on CPU 0 in even rounds, on CPU 1 in odd ones; B always on the other
+    # the duet executor's placement: A on CPU 0 in even rounds, on CPU 1 in odd ones
     assert [dict(s.runs)["a"] for s in pairs] == [0, 1, 0, 1, 0, 1]
     assert all({c for _, c in s.runs} == {0, 1} for s in pairs)
 
 
-def test_duet_pair_prefers_two_cores_over_siblings():
+def test_the_duet_cpus_are_the_products_duet_plans():
+    """plan/duet.py's plans: two cores before two siblings of one; none on one CPU."""
     ht = Topology(cpus=(LogicalCpu(0, 0, 0, 0), LogicalCpu(2, 0, 0, 0), LogicalCpu(1, 1, 0, 0)))
-    assert duet.duet_pair(ht) == (0, 1)
-    siblings = Topology(cpus=(LogicalCpu(0, 0, 0, 0), LogicalCpu(1, 0, 0, 0)))
-    assert duet.duet_pair(siblings) == (0, 1)
-    assert duet.duet_pair(Topology(cpus=(LogicalCpu(0, 0, 0, 0),))) is None
+    plans = duet.host_plans(ht)
+    assert plans is not None and (plans.first.cpus, plans.second.cpus) == ((0,), (1,))
+    assert duet.host_plans(Topology(cpus=(LogicalCpu(0, 0, 0, 0),))) is None
 
 
 def _values(ratios: list[float]) -> dict[int, dict[str, float | None]]:
@@ -115,7 +127,7 @@ def test_conclusion_compares_widths_and_says_when_it_cannot():
 @pytest.mark.skipif(len(TWO) < 2, reason="a duet needs two CPUs")
 def test_real_runner_runs_a_duet_together_on_swapped_cpus(tmp_path):
     bench = stub_bench(tmp_path)
-    for step in duet.schedule(1, TWO[0], (TWO[0], TWO[1])):
+    for step in duet.schedule(1, _host_plans(), NAMES, "mnist_mlp"):
         bench.run(step)
 
     def stored(mode: str, side: str, rnd: int) -> dict:
@@ -204,3 +216,28 @@ def test_main_measures_under_the_hog_and_writes_its_summary(tmp_path, capsys, mo
     # the hog's processes did not end the cells (each cell runs in its own helper)
     assert [r["pairs"] for r in report["summaries"]] == [1, 1, 2]
     assert report["summaries"][0]["median_ratio"] == pytest.approx(1.2)
+
+
+@pytest.mark.skipif(len(TWO) < 2, reason="a duet needs two CPUs")
+def test_the_bench_runs_the_products_duet_executor(tmp_path, monkeypatch):
+    """A deliberate change to the product's duet (execute/duet.py: no swap of the CPU
+    sets with the round's parity) changes the bench's duet ratio: the slower CPU then
+    hits B in every round instead of cancelling out."""
+    from tfvariants.execute import duet as product
+
+    def ratio(where: Path) -> float | None:
+        where.mkdir()
+        bench = stub_bench(where)
+        for step in duet.schedule(1, _host_plans(), NAMES, "mnist_mlp"):
+            bench.run(step)
+        return duet.summaries(bench, 1, 0.95)[2].median_ratio
+
+    assert ratio(tmp_path / "shipped") == pytest.approx(1.2)
+
+    def never_swapped(self, first, second):
+        a, b = self.plans.both()
+        one, two = sorted((first, second), key=lambda c: str(c.cell_id))
+        return product._Side(one, a), product._Side(two, b)
+
+    monkeypatch.setattr(product.Duet, "sides", never_swapped)
+    assert ratio(tmp_path / "changed") == pytest.approx(1.2 * 1.5)

@@ -1,0 +1,185 @@
+"""benchmarks/decide.py's runs on the product: one simulated comparison is a real run
+folder run by the product's matrix loop (tfvariants/execute/matrix.py ``Matrix``) with
+the training task's next-round hook (tfvariants/rounds/training.py ``NextRoundHook``,
+whose decision is rounds/decide.py's), the cells given by a simulated cell runner
+(``SimulatedCells``: it writes a drawn result where the real runner launches a
+worker). The final A vs B comparison is read with ``look_verdicts``, the same
+``workload_verdicts`` the report calls.
+
+``run_matrix`` is the one place the benchmark builds and runs the matrix.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import random
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from decide_scenarios import COMPANION, Draw, Scenario
+
+from tfvariants.analyze.statistics import adaptive, stats, verdicts
+from tfvariants.execute.matrix import Matrix
+from tfvariants.execute.policy import Policy
+from tfvariants.execute.record import StoredCell
+from tfvariants.options.training import TrainingOptions
+from tfvariants.plan.cell import Cell
+from tfvariants.plan.spec import MatrixSpec
+from tfvariants.rounds.training import NextRoundHook, look_verdicts
+from tfvariants.store.cellresult import AnyResult, ConfigKey
+from tfvariants.store.runfolder import RunFolder
+
+WORKLOAD = "sim"
+BASELINE, UNDER_TEST, COMPANION_SIDE = "B", "A", "C"  # variants; B is the baseline
+SIDES = (BASELINE, UNDER_TEST, COMPANION_SIDE)
+ORDER_SEED = 1  # the rounds' order (each side draws from its own stream: order is moot)
+# Where the run folders go: memory-backed where the host has it (a run writes a file per
+# cell and the hook reads them back each round).
+SCRATCH = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+
+Rounds = dict[int, float]
+
+
+@dataclass
+class _Wander:
+    phi: float
+    sd: float
+    w: float = field(default=0.0)
+
+    def step(self, rng: random.Random, first: bool) -> float:
+        if first:  # the stationary law from the start
+            self.w = rng.gauss(0.0, self.sd)
+        else:
+            self.w = self.phi * self.w + rng.gauss(0.0, self.sd * math.sqrt(1 - self.phi**2))
+        return math.exp(self.w)
+
+
+class SimulatedCells:
+    """The RunCell of a simulated machine: a cell's time drawn from its side's law and
+    the machine's misbehaviour, stored as a training result (its projected full-schedule
+    time is the value verdicts compare). Each side and the rounds draw from their own
+    stream (seeded by ``key``), so a side's values do not depend on which others ran."""
+
+    def __init__(self, scn: Scenario, key: str) -> None:
+        self.scn = scn
+        self.rngs = {c: random.Random(f"{key}/{c}") for c in (*SIDES, "rounds")}
+        companion = scn.b
+        self.draws: dict[str, Draw] = {
+            UNDER_TEST: scn.a,
+            BASELINE: scn.b,
+            COMPANION_SIDE: lambda r: COMPANION * companion(r),
+        }
+        self.wander = _Wander(*scn.wander) if scn.wander[0] else None
+        self.disturbed: dict[int, bool] = {}  # round -> the machine disturbed it
+        self.series: dict[str, Rounds] = {c: {} for c in SIDES}
+
+    def __call__(self, cell: Cell, folder: RunFolder) -> StoredCell:
+        rnd, side = cell.repeat, cell.variant
+        if rnd not in self.disturbed:  # one draw per round, whichever cell comes first
+            self.disturbed[rnd] = self.rngs["rounds"].random() < self.scn.machine.disturbed
+        rng = self.rngs[side]
+        v = self.draws[side](rng) * self.scn.machine.cell(rng, rnd, self.disturbed[rnd])
+        if side == UNDER_TEST and self.wander is not None:
+            v *= self.wander.step(rng, rnd == 0)
+        self.series[side][rnd] = v
+        result = simulated_result(cell, v)
+        return StoredCell.of(cell.cell_id, result, folder.write_cell(cell.cell_id, result))
+
+
+def simulated_result(cell: Cell, seconds: float) -> dict[str, Any]:
+    """The smallest valid training result whose training time is ``seconds``."""
+    return {
+        "schema_version": 1,
+        "kind": "tfvariants.cell",
+        "cell": cell.to_dict(),
+        "status": "ok",
+        "reason": None,
+        "timing": {"epoch_times_s": [seconds]},
+        "schedule": {"projected_full_s": seconds},
+    }
+
+
+def spec_of(
+    scn: Scenario, rule: adaptive.StoppingRule, confidence: float = stats.CONFIDENCE
+) -> MatrixSpec:
+    """The run a simulated comparison is: B, A and C at one thread on one workload, with
+    the scenario's decision settings and the rule's looks (a budget: adaptive rounds)."""
+    options = TrainingOptions(
+        max_repeats=rule.max_repeats,
+        confidence=confidence,
+        min_effect=scn.min_effect,
+        equivalence_band=scn.band,
+        budget_s=24 * 3600.0,  # a day: never reached (the simulated cells take no time)
+        order_seed=ORDER_SEED,
+        plan_window=False,
+    )
+    return MatrixSpec(SIDES, (1,), (WORKLOAD,), rule.looks[0], options)
+
+
+@dataclass
+class Run:
+    """What one simulated run gave: the A vs B comparison at the last look, the repeats
+    A ran, every side's values by round."""
+
+    comparison: stats.Comparison
+    repeats: int
+    series: dict[str, Rounds]
+
+
+def run_matrix(scn: Scenario, key: str, rule: adaptive.StoppingRule) -> Run:
+    """One simulated comparison through the product's loop, in a throwaway run folder."""
+    spec = spec_of(scn, rule)
+    cells = SimulatedCells(scn, key)
+    baseline = (BASELINE, 1)
+    hook = NextRoundHook(spec, rule, baseline=baseline)
+    seen: list[Mapping[str, AnyResult]] = []
+
+    def next_round(stored: Mapping[str, AnyResult]) -> tuple[list[Cell], str]:
+        seen[:] = [stored]  # the last call's: every cell, the run's last round's too
+        return hook(stored)
+
+    with tempfile.TemporaryDirectory(prefix="tfv-decide-", dir=SCRATCH) as tmp:
+        matrix = Matrix(spec, Path(tmp) / "run")
+        matrix.prepare(hosts=[])
+        matrix.run(cells, policy=Policy(next_round=next_round))
+    # The report's comparison of what was stored, at the last look (every round is one).
+    at = look_verdicts(spec, seen[0], rule, baseline=baseline, settings=hook.settings)
+    (wv,) = at.verdicts
+    verdict = wv.verdicts[ConfigKey(WORKLOAD, UNDER_TEST, 1)]
+    assert verdict.comparison is not None
+    return Run(verdict.comparison, len(cells.series[UNDER_TEST]), cells.series)
+
+
+@contextlib.contextmanager
+def method(name: str) -> Iterator[None]:
+    """Within the block, the product's verdicts compare rounds by ``name``: its own
+    "auto" (verdicts.ROUND_METHOD), "paired", "unpaired" (Mann-Whitney on the common
+    rounds), or "pooled" (stats.compare on all repeats of each side: not a method the
+    product has, the alternative the round methods were chosen against)."""
+    real_method, real_statistic = verdicts.ROUND_METHOD, verdicts.statistic
+
+    def pooled(
+        base: Mapping[int, float], other: Mapping[int, float], settings: Any
+    ) -> stats.Comparison:
+        return stats.compare(
+            list(other.values()),
+            list(base.values()),
+            min_effect=settings.min_effect,
+            confidence=settings.confidence,
+            looks=settings.looks,
+            equivalence_band=settings.band,
+        )
+
+    if name == "pooled":
+        verdicts.statistic = pooled  # type: ignore[assignment]
+    else:
+        verdicts.ROUND_METHOD = name
+    try:
+        yield
+    finally:
+        verdicts.ROUND_METHOD, verdicts.statistic = real_method, real_statistic
