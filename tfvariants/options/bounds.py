@@ -21,12 +21,13 @@ def _number(value: object) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def whole(lo: int, hi: int) -> Problem:
-    """A whole number in [lo, hi] (not a bool)."""
+def whole(lo: int, hi: int, *, null: bool = False) -> Problem:
+    """A whole number in [lo, hi] (not a bool); ``null``: the message adds "or null"."""
+    words = f"a whole number {lo}..{hi}" + (" or null" if null else "")
 
     def problem(value: object) -> str | None:
         ok = isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
-        return None if ok else f"a whole number {lo}..{hi}"
+        return None if ok else words
 
     return problem
 

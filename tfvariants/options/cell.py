@@ -8,55 +8,35 @@ an option the worker needs is declared here and in the request, nowhere else.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from tfvariants.options import argtypes, bounds, limits, shared
 from tfvariants.options.declare import SAME, THIS_COMMAND, RunOptionsBase, option
 
 
-def _whole(lo: int, hi: int, null: bool = True) -> Callable[[object], str | None]:
-    def problem(value: object) -> str | None:
-        ok = isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
-        return None if ok else f"a whole number {lo}..{hi}" + (" or null" if null else "")
-
-    return problem
-
-
 def _data_problem(value: object) -> str | None:
     return None if value in ("synthetic", "real") else "synthetic or real"
 
 
-_COUNT = _whole(1, limits.MAX_COUNT)
+_COUNT = bounds.whole(1, limits.MAX_COUNT, null=True)
 
 
 @dataclass(frozen=True)
 class CellOptions(RunOptionsBase):
     """A training cell's options (identity: what the cell measures; a resume keeps it)."""
 
-    epochs: int | None = option(
+    epochs: int | None = shared.count(
         None,
         "train whole epochs per cell instead of stopping after the steady window",
-        flag="--epochs",
-        parse=argtypes.positive_int,
-        problem=_COUNT,
+        "--epochs",
+        _COUNT,
         resume=SAME,
     )
-    samples: int | None = option(
-        None,
-        "cap on training samples per cell",
-        flag="--samples",
-        parse=argtypes.positive_int,
-        problem=_COUNT,
-        resume=SAME,
+    samples: int | None = shared.count(
+        None, "cap on training samples per cell", "--samples", _COUNT, resume=SAME
     )
-    steps_per_epoch: int | None = option(
-        None,
-        "cap on steps per epoch",
-        flag="--steps-per-epoch",
-        parse=argtypes.positive_int,
-        problem=_COUNT,
-        resume=SAME,
+    steps_per_epoch: int | None = shared.count(
+        None, "cap on steps per epoch", "--steps-per-epoch", _COUNT, resume=SAME
     )
     data: str = option(
         "synthetic",
@@ -81,7 +61,7 @@ class CellOptions(RunOptionsBase):
         "the data's and the model's seed",
         flag="--seed",
         parse=argtypes.seed,
-        problem=_whole(0, limits.MAX_SEED, null=False),
+        problem=bounds.whole(0, limits.MAX_SEED),
         resume=SAME,
         default_words="0",
     )
@@ -96,12 +76,11 @@ class CellOptions(RunOptionsBase):
         resume=SAME,
         default_words="10",
     )
-    min_steady_steps: int = option(
+    min_steady_steps: int = shared.count(
         100,
         "steady-state steps each cell measures after its warm-up",
-        flag="--min-steady-steps",
-        parse=argtypes.positive_int,
-        problem=_whole(1, limits.MAX_COUNT, null=False),
+        "--min-steady-steps",
+        bounds.whole(1, limits.MAX_COUNT),
         resume=SAME,
         default_words="100",
     )

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tfvariants.options import argtypes, limits
+from tfvariants.options import argtypes, bounds, limits
 from tfvariants.options.declare import CHANGEABLE, RunOptionsBase, option
 from tfvariants.options.limits import MAX_REPEATS
 
@@ -17,11 +17,6 @@ from tfvariants.options.limits import MAX_REPEATS
 MIN_EFFECT = 0.05
 CONFIDENCE = 0.95
 EQUIVALENCE_BAND = 0.05  # "equivalent within +/-5 %" unless --equivalence-band says
-
-
-def repeats_problem(value: object) -> str | None:
-    ok = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_REPEATS
-    return None if ok else f"a whole number 1..{MAX_REPEATS}"
 
 
 @dataclass(frozen=True)
@@ -59,7 +54,7 @@ class DecisionOptions(RunOptionsBase):
         "with --budget: at most this many repeats",
         flag="--max-repeats",
         parse=argtypes.repeats,
-        problem=repeats_problem,
+        problem=bounds.whole(1, MAX_REPEATS),
         resume=CHANGEABLE,
         default_words="20",
     )

@@ -24,6 +24,14 @@ from tfvariants.options.declare import CHANGEABLE, THIS_COMMAND, declared, optio
 _DURATION = bounds.number(0, limits.MAX_SECONDS, above_lo=True)  # argtypes.duration_s's range
 _COUNT = bounds.whole(1, limits.MAX_COUNT)
 
+
+def _duration(default: float, help: str, flag: str) -> float:
+    """A load run's duration bound (``--flag DURATION``, e.g. 3s, 1m)."""
+    return option(
+        default, help, flag=flag, parse=argtypes.duration_s, problem=_DURATION, metavar="DURATION"
+    )
+
+
 # serve's command-line options declared here, in the order --help lists them
 COMMAND_LINE = (
     "min_duration_s",
@@ -43,22 +51,10 @@ COMMAND_LINE = (
 class ServingOptions(DecisionOptions):
     """What every serving cell of a run is measured and judged with."""
 
-    min_duration_s: float = option(
-        3.0,
-        "LoadGen's and the closed loop's minimum duration",
-        flag="--min-duration",
-        parse=argtypes.duration_s,
-        problem=_DURATION,
-        metavar="DURATION",
+    min_duration_s: float = _duration(
+        3.0, "LoadGen's and the closed loop's minimum duration", "--min-duration"
     )
-    max_duration_s: float = option(
-        60.0,
-        "hard cap per load run",
-        flag="--max-duration",
-        parse=argtypes.duration_s,
-        problem=_DURATION,
-        metavar="DURATION",
-    )
+    max_duration_s: float = _duration(60.0, "hard cap per load run", "--max-duration")
     min_queries: int | None = option(
         None,
         "minimum queries per load run",
@@ -69,12 +65,11 @@ class ServingOptions(DecisionOptions):
         default_words="auto: per scenario, what LoadGen's early stopping needs: "
         "single_stream 64, server 500, concurrency 100, offline 1",
     )
-    max_queries: int = option(
+    max_queries: int = shared.count(
         100_000,
         "hard cap on queries per load run",
-        flag="--max-queries",
-        parse=argtypes.positive_int,
-        problem=_COUNT,
+        "--max-queries",
+        _COUNT,
         metavar="N",
         default_words="100000",
     )
@@ -96,12 +91,11 @@ class ServingOptions(DecisionOptions):
         metavar="DURATION",
         default_words="100ms",
     )
-    search_steps: int = option(
+    search_steps: int = shared.count(
         5,
         "Server QPS search: at most this many LoadGen runs",
-        flag="--search-steps",
-        parse=argtypes.positive_int,
-        problem=_COUNT,
+        "--search-steps",
+        _COUNT,
         metavar="N",
         default_words="5",
     )

@@ -5,8 +5,12 @@ record are one."""
 
 from __future__ import annotations
 
+from typing import Any, TypeVar
+
 from tfvariants.options import argtypes, bounds, limits
 from tfvariants.options.declare import THIS_COMMAND, option
+
+T = TypeVar("T")
 
 
 def timeout() -> float:
@@ -53,3 +57,8 @@ def oversubscribe() -> bool | None:
         omit_none=True,
     )
     return field
+
+
+def count(default: T, help: str, flag: str, problem: bounds.Problem, **more: Any) -> T:
+    """A whole-number count option (``--flag N``, parsed as a positive whole number)."""
+    return option(default, help, flag=flag, parse=argtypes.positive_int, problem=problem, **more)

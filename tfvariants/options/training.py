@@ -23,18 +23,27 @@ def _pct(share: float) -> str:
 _SHARE = bounds.number(0, 1, below_hi=True)  # argtypes.fraction's range
 
 
+def _share(default: float, help: str, flag: str) -> float:
+    """A share of a cell's CPUs (``--flag 0.1`` or ``10%``), shown as a percentage."""
+    return option(
+        default,
+        help,
+        flag=flag,
+        parse=argtypes.fraction,
+        problem=_SHARE,
+        default_words=_pct(default),
+    )
+
+
 @dataclass(frozen=True)
 class TrainingOptions(CellOptions, DecisionOptions):
     """What every training cell of a run is measured and judged with."""
 
-    quiet_share: float = option(
+    quiet_share: float = _share(
         interference.QUIET_SHARE,
         "before each cell, wait until other processes used at most "
         "this share of its CPUs over the last second",
-        flag="--quiet-share",
-        parse=argtypes.fraction,
-        problem=_SHARE,
-        default_words=_pct(interference.QUIET_SHARE),
+        "--quiet-share",
     )
     quiet_wait_s: float = option(
         interference.QUIET_WAIT_S,
@@ -45,24 +54,18 @@ class TrainingOptions(CellOptions, DecisionOptions):
         metavar="DURATION",
         default_words=f"{interference.QUIET_WAIT_S:g}s; 0: do not wait",
     )
-    disturbed_share: float = option(
+    disturbed_share: float = _share(
         interference.DISTURBED_SHARE,
         "a cell whose others' (or steal) share of its CPUs was "
         "above this is disturbed: kept, listed, left out of the verdicts, and run again",
-        flag="--disturbed-share",
-        parse=argtypes.fraction,
-        problem=_SHARE,
-        default_words=_pct(interference.DISTURBED_SHARE),
+        "--disturbed-share",
     )
-    shielded_share: float = option(
+    shielded_share: float = _share(
         interference.SHIELDED_SHARE,
         "a worker at raised priority (--priority) takes its CPU "
         "back when it wants it, so it is disturbed when its threads waited for a CPU more than "
         "this share of the time",
-        flag="--shielded-share",
-        parse=argtypes.fraction,
-        problem=_SHARE,
-        default_words=_pct(interference.SHIELDED_SHARE),
+        "--shielded-share",
     )
     disturbed_retries: int = option(
         interference.DISTURBED_RETRIES,
