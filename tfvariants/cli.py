@@ -1,7 +1,8 @@
 """Command-line entry point: argparse wiring only.
 
 Each subcommand lives in ``tfvariants/commands/<name>.py`` and exposes
-``register(subparsers)`` and ``run(args) -> int``. Nothing here (or in any command
+``HELP``, ``DESCRIPTION``, ``add_options(parser)`` and ``run(args) -> int``; the
+subcommand's parser is made here, the same way for each. Nothing here (or in any command
 module at import time) imports TensorFlow, so ``tfvariants --help`` stays fast.
 """
 
@@ -41,7 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
             if exc.name == f"tfvariants.commands.{name}":
                 continue  # command not part of this build
             raise
-        module.register(sub)
+        p = sub.add_parser(name, help=module.HELP, description=module.DESCRIPTION)
+        module.add_options(p)
+        p.set_defaults(func=module.run)
     return parser
 
 

@@ -66,13 +66,14 @@ if TYPE_CHECKING:
     from tfvariants.variants.registry import Variant
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "compare",
-        help="run the matrix of variants x threads x workloads and write a report",
-        description="Run every cell (variant x threads x workload x repeat) in interleaved "
-        "rounds, store one result per cell in OUT/cells/, then write the HTML report.",
-    )
+HELP = "run the matrix of variants x threads x workloads and write a report"
+DESCRIPTION = (
+    "Run every cell (variant x threads x workload x repeat) in interleaved "
+    "rounds, store one result per cell in OUT/cells/, then write the HTML report."
+)
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
     presets.add_option(p)
     p.add_argument(
         "--quick",
@@ -143,7 +144,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     common.add_allow_mixed_hosts(p)
     compare_cluster.register(p)
-    p.set_defaults(func=run)
 
 
 # ---- argument parsing (UserError, one line, before anything is written) ----

@@ -12,20 +12,20 @@ if TYPE_CHECKING:
     from tfvariants.variants import Variant
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "env",
-        help="show this host's CPU/topology and a variant's TensorFlow build",
-        description="Probe the host (CPU, ISA flags, topology, pinning plans) and, in a "
-        "fresh process of the variant, its TensorFlow (version, compiler, CUDA, oneDNN, "
-        "the instructions the binary was not compiled for).",
-    )
+HELP = "show this host's CPU/topology and a variant's TensorFlow build"
+DESCRIPTION = (
+    "Probe the host (CPU, ISA flags, topology, pinning plans) and, in a "
+    "fresh process of the variant, its TensorFlow (version, compiler, CUDA, oneDNN, "
+    "the instructions the binary was not compiled for)."
+)
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--variant", default="local", help="variant whose TensorFlow to probe")
     common.add_variants_file(p)
     common.add_engine(p)
     p.add_argument("--no-tf", action="store_true", help="host only: skip the TensorFlow probe")
     common.add_json(p)
-    p.set_defaults(func=run)
 
 
 def probe_variant(variant: Variant, module: str = "workloads.envprobe") -> dict[str, Any]:

@@ -14,15 +14,15 @@ from tfvariants.commands import common
 from tfvariants.errors import UserError, one_line
 from tfvariants.options import argtypes
 
+HELP = "show a cloud pricing catalog, or import one from a CSV"
+DESCRIPTION = (
+    "Print a pricing catalog (built-in name or TOML file) as a table. "
+    "`prices import CSV -o FILE.toml` builds a catalog from a SkyPilot catalog CSV "
+    "(vms.csv) or a simple CSV with the columns instance,vcpus,gpu,on_demand,spot,region,date."
+)
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "prices",
-        help="show a cloud pricing catalog, or import one from a CSV",
-        description="Print a pricing catalog (built-in name or TOML file) as a table. "
-        "`prices import CSV -o FILE.toml` builds a catalog from a SkyPilot catalog CSV "
-        "(vms.csv) or a simple CSV with the columns instance,vcpus,gpu,on_demand,spot,region,date.",
-    )
+
+def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", nargs="?", choices=("show", "import"), default="show")
     p.add_argument("csv", nargs="?", type=Path, help="import: the CSV file")
     p.add_argument(
@@ -54,7 +54,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=60.0,
         help="import: billing minimum with per-second billing (default 60: GCE and AWS)",
     )
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -21,15 +21,16 @@ if TYPE_CHECKING:  # the analysis is imported only when a report is made (start-
 LOUD_KINDS = ("unreadable", "duplicate", "foreign_host", "mixed_hosts", "incomplete", "no_price")
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "report",
-        help="write the HTML report (and optionally a CSV) from stored results",
-        description="Read RESULTS_DIR/run.json and RESULTS_DIR/cells/*.json and write one "
-        "self-contained HTML file. Nothing is run. Files that cannot be read, copies of a "
-        "cell and cells from hosts run.json does not declare are named as warnings and left "
-        "out of the figures (the last ones unless --allow-mixed-hosts).",
-    )
+HELP = "write the HTML report (and optionally a CSV) from stored results"
+DESCRIPTION = (
+    "Read RESULTS_DIR/run.json and RESULTS_DIR/cells/*.json and write one "
+    "self-contained HTML file. Nothing is run. Files that cannot be read, copies of a "
+    "cell and cells from hosts run.json does not declare are named as warnings and left "
+    "out of the figures (the last ones unless --allow-mixed-hosts)."
+)
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("results_dir", type=Path, metavar="RESULTS_DIR")
     common.add_report_outputs(p)
     common.add_pricing(p)
@@ -54,7 +55,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="serving runs: the latency bound for the cheapest answer (default: the run's, "
         "else 100ms)",
     )
-    p.set_defaults(func=run)
 
 
 def print_store_warnings(analysis: RunFrame) -> None:

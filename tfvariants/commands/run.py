@@ -22,13 +22,13 @@ if TYPE_CHECKING:
     from tfvariants.variants import Variant
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "run",
-        help="run one workload in one variant at one thread count",
-        description="Run one cell in a fresh, pinned worker and write its result JSON "
-        "to OUT/cells/<cell>.json.",
-    )
+HELP = "run one workload in one variant at one thread count"
+DESCRIPTION = (
+    "Run one cell in a fresh, pinned worker and write its result JSON to OUT/cells/<cell>.json."
+)
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("workload", help="a built-in workload name or a path to a workload .py file")
     p.add_argument(
         "--threads",
@@ -51,7 +51,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="repeat index recorded in the cell (default 0)",
     )
     p.add_argument("--json", action="store_true", help="print the result JSON")
-    p.set_defaults(func=run)
 
 
 def validate_workload(name: str) -> str:

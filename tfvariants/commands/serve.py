@@ -43,19 +43,22 @@ if TYPE_CHECKING:
     from tfvariants.variants.registry import Variant
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "serve",
-        help="measure serving throughput and tail latency (LoadGen + closed loop) and cost per "
-        "million predictions",
-        description="Run serving cells (variant x threads x model x scenario [x concurrency] [x "
-        "batching] x "
-        "path x repeat) in interleaved rounds, each whole inside its variant (model, HTTP server "
-        "and "
-        "load generator in one pinned worker), store one result per cell in OUT/cells/ and "
-        "LoadGen's logs in OUT/artifacts/, then write the HTML report with a verdict per "
-        "comparison.",
-    )
+HELP = (
+    "measure serving throughput and tail latency (LoadGen + closed loop) and cost per "
+    "million predictions"
+)
+DESCRIPTION = (
+    "Run serving cells (variant x threads x model x scenario [x concurrency] [x "
+    "batching] x "
+    "path x repeat) in interleaved rounds, each whole inside its variant (model, HTTP server "
+    "and "
+    "load generator in one pinned worker), store one result per cell in OUT/cells/ and "
+    "LoadGen's logs in OUT/artifacts/, then write the HTML report with a verdict per "
+    "comparison."
+)
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
     _add_matrix_options(p)
     _add_load_options(p)
     common.add_pricing(p)  # the same options, defaults and help as compare and report
@@ -103,7 +106,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="RUN",
         help="with --dry-run: cell times from an earlier results folder (default: rough)",
     )
-    p.set_defaults(func=run)
 
 
 def _add_matrix_options(p: argparse.ArgumentParser) -> None:

@@ -17,20 +17,21 @@ if TYPE_CHECKING:
     from tfvariants.variants.registry import Variant
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "variants",
-        help="list the configured variants and whether each is ready; build one",
-        description="List the built-in variants and those in the variants file, with "
-        "where each runs and whether it is ready (backend installed, environment or image "
-        "built, GPU present); a variant that is not ready shows the command that makes it. "
-        "`variants build NAME...` builds requirement-spec variants (e.g. tf-2.18, "
-        "keras-jax) into cached environments: the same specs reuse the cache. "
-        "A variant whose TensorFlow needs instructions this CPU lacks is listed as "
-        "skipped, with the reason. `variants census NAME...` counts the instructions in "
-        "a variant's TensorFlow (libtensorflow_framework, under a minute; --full: every "
-        "TensorFlow library, ~11 minutes for 2.14), cached by the files' content.",
-    )
+HELP = "list the configured variants and whether each is ready; build one"
+DESCRIPTION = (
+    "List the built-in variants and those in the variants file, with "
+    "where each runs and whether it is ready (backend installed, environment or image "
+    "built, GPU present); a variant that is not ready shows the command that makes it. "
+    "`variants build NAME...` builds requirement-spec variants (e.g. tf-2.18, "
+    "keras-jax) into cached environments: the same specs reuse the cache. "
+    "A variant whose TensorFlow needs instructions this CPU lacks is listed as "
+    "skipped, with the reason. `variants census NAME...` counts the instructions in "
+    "a variant's TensorFlow (libtensorflow_framework, under a minute; --full: every "
+    "TensorFlow library, ~11 minutes for 2.14), cached by the files' content."
+)
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "action",
         nargs="?",
@@ -47,7 +48,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     common.add_variants_file(p)
     common.add_engine(p)
     common.add_json(p)
-    p.set_defaults(func=run)
 
 
 def describe(variants_file: str | None = None, engine: str | None = None) -> list[dict[str, Any]]:
