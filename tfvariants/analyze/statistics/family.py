@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from tfvariants.analyze.statistics import pairing, stats
+from tfvariants.analyze.statistics import stats, verdicts
 from tfvariants.analyze.statistics.decide import Settings
 
 RoundValues = Mapping[int, float]
@@ -56,14 +56,7 @@ def _compare(best: RoundValues, rival: RoundValues, settings: Settings) -> stats
     common = set(best) & set(rival)
     if not common or min([best[i] for i in common] + [rival[i] for i in common]) <= 0:
         return None
-    return pairing.compare_rounds(
-        rival,
-        best,
-        min_effect=settings.min_effect,
-        confidence=settings.confidence,
-        looks=settings.looks,
-        equivalence_band=settings.band,
-    )
+    return verdicts.statistic(rival, best, settings)  # the verdicts' one statistic
 
 
 def lead(best: RoundValues, rivals: Mapping[str, RoundValues], settings: Settings) -> Lead:
