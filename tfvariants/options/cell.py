@@ -67,12 +67,10 @@ class CellOptions(RunOptionsBase):
     )
     # The steady window (workloads.steady): without epochs, training stops once this
     # much time and this many steps followed the detected warm-up.
-    min_steady_s: float = option(
+    min_steady_s: float = shared.seconds(
         10.0,
         "seconds of steady-state steps each cell measures after its warm-up",
-        flag="--min-steady-s",
-        parse=argtypes.positive_float,
-        problem=limits.seconds_problem,
+        "--min-steady-s",
         resume=SAME,
         default_words="10",
     )
@@ -84,17 +82,14 @@ class CellOptions(RunOptionsBase):
         resume=SAME,
         default_words="100",
     )
-    warmup_max_s: float | None = option(
+    warmup_max_s: float | None = shared.duration(
         None,
         "the longest the worker may spend warming up before the steady window: steps "
         "after this much training time count as steady even where the warm-up rule (MSER-5) "
         "would cut more",
-        flag="--warmup-max",
-        parse=argtypes.duration,
-        problem=limits.seconds_problem,
+        "--warmup-max",
         resume=SAME,
         omit_none=True,
-        metavar="DURATION",
         default_words="none: the warm-up rule alone",
     )
     # The quick scale: each workload's quick_samples (compare's per_workload scale).

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tfvariants.options import argtypes, bounds, limits
+from tfvariants.options import argtypes, bounds, limits, shared
 from tfvariants.options.declare import CHANGEABLE, RunOptionsBase, option
 from tfvariants.options.limits import MAX_REPEATS
 
@@ -58,15 +58,12 @@ class DecisionOptions(RunOptionsBase):
         resume=CHANGEABLE,
         default_words="20",
     )
-    budget_s: float | None = option(
+    budget_s: float | None = shared.duration(
         None,
         "adaptive repeats: after --repeats rounds, keep running rounds of the "
         "undecided comparisons until decided, --max-repeats, or this much time for "
         "the whole run (e.g. 10m; default with --quick: 10m)",
-        flag="--budget",
-        parse=argtypes.duration,
-        problem=limits.seconds_problem,
-        metavar="DURATION",
+        "--budget",
         resume=CHANGEABLE,
     )
 

@@ -1,7 +1,8 @@
 """The options every task declares alike (a cell's timeout, each round's order seed),
 declared here once; each task's options class takes them as fields
 (``timeout_s: float = shared.timeout()``), so the flag, the parser, the bound and the
-record are one."""
+record are one. Below them, the kinds of option several declare (a count, a time in
+seconds, a duration): the parser and the stored bound of each kind in one place."""
 
 from __future__ import annotations
 
@@ -15,13 +16,11 @@ T = TypeVar("T")
 
 def timeout() -> float:
     """``timeout_s``: seconds per cell: the resuming command's, never the stored run's."""
-    return option(
+    return seconds(
         1800.0,
         "seconds per cell",
-        flag="--timeout",
+        "--timeout",
         metavar="SECONDS",
-        parse=argtypes.positive_float,
-        problem=limits.seconds_problem,
         default_words="1800",
         resume=THIS_COMMAND,
     )
@@ -62,3 +61,14 @@ def oversubscribe() -> bool | None:
 def count(default: T, help: str, flag: str, problem: bounds.Problem, **more: Any) -> T:
     """A whole-number count option (``--flag N``, parsed as a positive whole number)."""
     return option(default, help, flag=flag, parse=argtypes.positive_int, problem=problem, **more)
+
+
+def seconds(default: T, help: str, flag: str, **more: Any) -> T:
+    """A time in seconds (``--flag 10``: a positive number), bounded as every stored time."""
+    more.setdefault("parse", argtypes.positive_float)
+    return option(default, help, flag=flag, problem=limits.seconds_problem, **more)
+
+
+def duration(default: T, help: str, flag: str, **more: Any) -> T:
+    """A time given as a duration (``--flag 10m``), bounded as every stored time."""
+    return seconds(default, help, flag, parse=argtypes.duration, metavar="DURATION", **more)
