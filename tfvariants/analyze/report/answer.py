@@ -155,24 +155,32 @@ def _best(is_fastest: bool, fast_sure: bool, is_cheapest: bool, cheap_sure: bool
     return word + ("" if sure or not word else "?")
 
 
+def _against_baseline(
+    is_baseline: bool,
+    cmp: Comparison | None,
+    missing: str,
+    words: tuple[str, str] = ("faster", "slower"),
+) -> tuple[str, str, str]:
+    """A row's verdict word, ratio and ratio interval against the baseline (Row's third
+    to fifth fields; ``missing``: the word when there is no comparison; ``words``: lower
+    and higher when decided)."""
+    if is_baseline:
+        return "baseline", "1x", ""
+    if cmp is None:
+        return missing, "", ratio_interval(cmp)
+    return verdict_word(cmp, *words), f"{sig3(cmp.ratio.value)}x", ratio_interval(cmp)
+
+
 def _training_row(
     wr: WorkloadReport, g: Group, room: Mapping[tuple[str, str], float], currency: str
 ) -> Row:
-    cmp = g.time_cmp
-    if g.is_baseline:
-        verdict, ratio = "baseline", "1x"
-    elif cmp is None:
-        verdict, ratio = ("no verdict" if g.time is not None else "no result"), ""
-    else:
-        verdict, ratio = verdict_word(cmp), f"{sig3(cmp.ratio.value)}x"
+    missing = "no verdict" if g.time is not None else "no result"
     cost = g.cost_iv.value if g.cost_iv is not None else (g.cost.cost if g.cost else None)
     headroom = room.get((wr.name, g.label))
     return Row(
-        subject=wr.name,
-        config=g.label,
-        verdict=verdict,
-        ratio=ratio,
-        interval=ratio_interval(cmp) if not g.is_baseline else "",
+        wr.name,
+        g.label,
+        *_against_baseline(g.is_baseline, g.time_cmp, missing),
         cost=money(cost, currency) if cost is not None else "",
         headroom=f"{sig3(headroom)}x" if headroom else "",
         best=_best(g is wr.fastest, wr.fastest_decided, g is wr.cheapest, wr.cheapest_decided),
@@ -183,20 +191,12 @@ def _training_row(
 def _serving_row(m: ModelReport, c: Config, currency: str) -> Row:
     """A serving configuration: the cost per million predictions within the p99 bound,
     against the baseline's."""
-    cmp = c.cost_cmp
-    if c.is_baseline:
-        verdict, ratio = "baseline", "1x"
-    elif cmp is None:
-        verdict, ratio = "no verdict", ""
-    else:
-        verdict, ratio = verdict_word(cmp, "cheaper", "dearer"), f"{sig3(cmp.ratio.value)}x"
+    words = ("cheaper", "dearer")
     cost = c.cost_per_million
     return Row(
-        subject=m.model,
-        config=c.label,
-        verdict=verdict,
-        ratio=ratio,
-        interval=ratio_interval(cmp) if not c.is_baseline else "",
+        m.model,
+        c.label,
+        *_against_baseline(c.is_baseline, c.cost_cmp, "no verdict", words),
         cost=f"{money(cost.value, currency)}/M" if cost is not None else "",
         headroom="",
         best=_best(False, False, c is m.cheapest, m.cheapest_decided),
