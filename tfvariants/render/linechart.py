@@ -224,21 +224,19 @@ def batching_charts(model_report: object, bound_ms: float | None = None) -> Mark
                 if p is not None:
                     p99.setdefault(label, []).append(Point(cfg.max_batch_size, p, within=within))
     name = model_report.model  # type: ignore[attr-defined]
+    charts = (  # what, its points, the y axis, its unit
+        ("throughput", thr, "predictions per second", "/s"),
+        ("p99 latency", p99, "p99 latency, ms (median)", " ms"),
+    )
     out = [
         line_chart(
-            f"{name}: throughput vs maximum batch size",
-            [Series(k, tuple(v), dashed[k]) for k, v in thr.items()],
+            f"{name}: {what} vs maximum batch size",
+            [Series(k, tuple(v), dashed[k]) for k, v in points.items()],
             x_label="maximum batch size (log scale)",
-            y_label="predictions per second",
+            y_label=y_label,
             x_unit="max batch",
-        ),
-        line_chart(
-            f"{name}: p99 latency vs maximum batch size",
-            [Series(k, tuple(v), dashed[k]) for k, v in p99.items()],
-            x_label="maximum batch size (log scale)",
-            y_label="p99 latency, ms (median)",
-            x_unit="max batch",
-            y_unit=" ms",
-        ),
+            y_unit=y_unit,
+        )
+        for what, points, y_label, y_unit in charts
     ]
     return Markup("").join(out)
