@@ -55,12 +55,12 @@ class ServingOptions(DecisionOptions):
         3.0, "LoadGen's and the closed loop's minimum duration", "--min-duration"
     )
     max_duration_s: float = _duration(60.0, "hard cap per load run", "--max-duration")
-    min_queries: int | None = option(
+    min_queries: int | None = shared.count(
         None,
         "minimum queries per load run",
-        flag="--min-queries",
+        "--min-queries",
+        _COUNT,
         parse=argtypes.count_or_auto,
-        problem=_COUNT,
         metavar="N|auto",
         default_words="auto: per scenario, what LoadGen's early stopping needs: "
         "single_stream 64, server 500, concurrency 100, offline 1",

@@ -59,8 +59,10 @@ def oversubscribe() -> bool | None:
 
 
 def count(default: T, help: str, flag: str, problem: bounds.Problem, **more: Any) -> T:
-    """A whole-number count option (``--flag N``, parsed as a positive whole number)."""
-    return option(default, help, flag=flag, parse=argtypes.positive_int, problem=problem, **more)
+    """A whole-number count option (``--flag N``, parsed as a positive whole number
+    unless ``parse`` says otherwise)."""
+    more.setdefault("parse", argtypes.positive_int)
+    return option(default, help, flag=flag, problem=problem, **more)
 
 
 def seconds(default: T, help: str, flag: str, **more: Any) -> T:
