@@ -32,22 +32,13 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "-o", "--output", type=Path, default=None, help="import: the catalog TOML to write"
     )
-    p.add_argument(
-        "--region", default=None, help="import: region to take (required for SkyPilot files)"
-    )
-    p.add_argument(
-        "--match",
-        default=None,
-        help="import: comma list of instance names, NAME* for a prefix (default all)",
-    )
-    p.add_argument(
-        "--name", default=None, help="import: catalog name (default: the output file's stem)"
-    )
-    p.add_argument(
-        "--as-of",
-        default=None,
-        help="import: price date for SkyPilot files, YYYY-MM[-DD] (default today)",
-    )
+    for flag, words in (  # import's plain text options
+        ("--region", "import: region to take (required for SkyPilot files)"),
+        ("--match", "import: comma list of instance names, NAME* for a prefix (default all)"),
+        ("--name", "import: catalog name (default: the output file's stem)"),
+        ("--as-of", "import: price date for SkyPilot files, YYYY-MM[-DD] (default today)"),
+    ):
+        p.add_argument(flag, default=None, help=words)
     p.add_argument(
         "--minimum-seconds",
         type=argtypes.positive_float,
