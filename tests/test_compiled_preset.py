@@ -167,8 +167,8 @@ def test_the_answer_states_the_minimum_effect_its_verdicts_were_judged_at(
     ("no minimum effect") and its verdicts come from the same value (issue 40)."""
     run = _preset_run(tmp_path / "run")
     html = tmp_path / "r.html"
-    assert main(["report", str(run), *given, "-o", str(html)]) == 0
-    out = capsys.readouterr().out
+    assert main(["report", str(run), *given, "-o", str(html), "--verbose"]) == 0
+    out = capsys.readouterr().out  # (--verbose: the answer's sentences too)
     assert "compiled: mnist_cnn faster by" in out
     assert ("excludes 1 (no minimum effect)" in out) == no_minimum
     assert ("excludes 1 (no minimum effect)" in html.read_text()) == no_minimum
