@@ -147,3 +147,19 @@ def test_the_bench_judges_by_the_products_verdicts(monkeypatch):
 def test_jobs_score_the_same_rows_as_one_process():
     only = ("1.3x, drift", "2x, bimodal")
     assert decide.run_all(2, 1, only=only, jobs=2) == decide.run_all(2, 1, only=only, jobs=1)
+
+
+def test_a_heavy_tails_extreme_draw_is_stored_by_the_product(tmp_path: Path) -> None:
+    # A Student-t draw of 1.9e7 (seen in a 2,000-trial run) as seconds is over the
+    # store's 30-day bound for a time; the simulated cells store draws scaled down.
+    import decide_run
+
+    from tfvariants.plan.cell import Cell
+    from tfvariants.store.runfolder import RunFolder
+
+    folder = RunFolder(tmp_path / "run")
+    folder.cells_dir.mkdir(parents=True)
+    cell = Cell("A", 1, decide_run.WORKLOAD, 0)
+    result = decide_run.simulated_result(cell, 1.9e7)
+    folder.write_cell(cell.cell_id, result)
+    assert result["schedule"]["projected_full_s"] == pytest.approx(1.9e4)
