@@ -13,6 +13,7 @@ from test_report_browser import CHROMIUM, FLAGS, require_chromium
 
 from tfvariants.analyze.cost.catalog import load_catalog
 from tfvariants.analyze.cost.pricing import Pricing
+from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.commands.report import write_report
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "runs"
@@ -39,7 +40,7 @@ def test_the_answer_table_is_in_the_first_1280x800_viewport(name, tmp_path):
     run = tmp_path / name
     shutil.copytree(GOLDEN / name, run)
     html = tmp_path / "index.html"
-    write_report(run, html, pricing=Pricing(load_catalog("gce-2017")))
+    write_report(run, html, ReportSettings(pricing=Pricing(load_catalog("gce-2017"))))
     probe = tmp_path / "probe.html"
     probe.write_text(html.read_text().replace("</body>", BOX))
     dom = subprocess.run(
