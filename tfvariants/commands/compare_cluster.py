@@ -77,15 +77,9 @@ def check(args: argparse.Namespace) -> None:
 
 
 def with_engine(variant_objs: dict[str, Any], engine: str | None) -> dict[str, Any]:
-    """--engine applied to image variants (their readiness is checked on the nodes)."""
-    import dataclasses
-
-    if not engine:
-        return variant_objs
-    return {
-        n: dataclasses.replace(v, engine=engine) if v.kind == "image" else v
-        for n, v in variant_objs.items()
-    }
+    """--engine applied to the variants an engine runs (their readiness is checked on the
+    nodes): each kind says whether it takes one (``Variant.with_engine``)."""
+    return {n: v.with_engine(engine) for n, v in variant_objs.items()}
 
 
 def placement(spec: MatrixSpec, pricing: Pricing | None) -> Placement:

@@ -32,7 +32,7 @@ Probe = Callable[["Variant", PinPlan], dict[str, Any]]
 def binary_identity(variant: Variant) -> str | None:
     """What the variant's kernels are, by content: its framework library's sha256, or a
     container image's id; None when neither can be found (then nothing is cached)."""
-    if variant.kind == "image":
+    if variant.kind_impl.takes_engine:  # a container image: its id
         from tfvariants.variants import engine as engines
 
         engine = engines.detect_engine(variant.engine)
