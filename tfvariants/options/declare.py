@@ -141,6 +141,13 @@ class RunOptionsBase(Mapping[str, Any]):
         declared names only, the rest at their defaults."""
         if isinstance(values, cls):
             return values
+        return cls.from_record(values)
+
+    @classmethod
+    def from_record(cls: type[OptionsT], values: Mapping[str, Any]) -> OptionsT:
+        """The options structured from a stored run's record (run.json's "options",
+        checked by store/runfile.py validate_run) or a test's few values: declared
+        names only, the rest at their defaults."""
         known = declared(cls)
         return cls(**{k: v for k, v in values.items() if k in known})
 
