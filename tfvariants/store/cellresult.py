@@ -368,24 +368,27 @@ def parse_results(
     """Every validated result of a run folder (cell id -> dict), parsed once, with the
     run-level facts (each variant's device, the run host's CPUs) applied the same way."""
     devices = variant_devices(run, results.values())
+    return {cid: parse_result(run, r, devices) for cid, r in results.items()}
+
+
+def parse_result(
+    run: Mapping[str, Any], result: Mapping[str, Any], devices: Mapping[str, str]
+) -> AnyResult:
+    """One validated result of a run folder, with the run-level facts (``devices``: of
+    every variant, :func:`variant_devices` over the whole folder's results)."""
     cpus = run.get("logical_cpus")
     run_cpus = cpus if isinstance(cpus, int) and not isinstance(cpus, bool) and cpus > 0 else None
-    limit, shielded = disturbed_limit(run), shielded_limit(run)
-    out: dict[str, AnyResult] = {}
-    for cid, r in results.items():
-        device = devices.get(str(get_path(r, "cell", "variant")), "cpu")
-        out[cid] = (
-            parse_serving(r, device=device, disturbed_share=limit)
-            if is_serving(r)
-            else parse_training(
-                r,
-                device=device,
-                run_cpus=run_cpus,
-                disturbed_share=limit,
-                shielded_share=shielded,
-            )
-        )
-    return out
+    limit = disturbed_limit(run)
+    device = devices.get(str(get_path(result, "cell", "variant")), "cpu")
+    if is_serving(result):
+        return parse_serving(result, device=device, disturbed_share=limit)
+    return parse_training(
+        result,
+        device=device,
+        run_cpus=run_cpus,
+        disturbed_share=limit,
+        shielded_share=shielded_limit(run),
+    )
 
 
 def training(results: Iterable[AnyResult]) -> list[CellResult]:

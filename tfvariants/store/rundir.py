@@ -182,6 +182,15 @@ def load_run_dir(results_dir: Path, *, allow_mixed_hosts: bool = False) -> RunCo
         else:
             reason = f"holds cell {cid} but is not named {cid}.json: not counted"
         contents.duplicates.append(Problem(rel, reason, "duplicate"))
+    contents.run_missing = not run and bool(contents.results or contents.problems)
+    count_results(contents)
+    return contents
+
+
+def count_results(contents: RunContents) -> None:
+    """A load's rules over the cells it read (``contents.results``): an edited copy of
+    another cell's measurement is not counted again, and a cell from a host the run
+    does not declare is kept apart (unless mixed hosts are allowed)."""
     for cid, original in _copies(contents.results):
         del contents.results[cid]
         reason = (
@@ -189,9 +198,7 @@ def load_run_dir(results_dir: Path, *, allow_mixed_hosts: bool = False) -> RunCo
             "last digit: an edited copy, not counted again"
         )
         contents.duplicates.append(Problem(f"{CELLS_DIR}/{cid}.json", reason, "duplicate"))
-    contents.run_missing = not run and bool(contents.results or contents.problems)
     _split_hosts(contents)
-    return contents
 
 
 def _measurement(result: dict[str, Any]) -> str | None:
