@@ -132,31 +132,14 @@ def _preset_run(folder: Path) -> Path:
     band; "compiled" 1.4x faster than the stock "pip"."""
     import resultfactory as rf
 
-    results = [
-        rf.make_result(v, 2, "mnist_cnn", r, steady_epoch_s=2.0 * s, noise=0.02)
-        for r in range(8)
-        for v, s in (("pip", 1.0), ("compiled", 0.7))
-    ]
     preset = {"name": "compiled", "stock": "pip", "builds": ["compiled"], "skipped": {}}
-    run = {
-        "schema_version": 1,
-        "kind": "tfvariants.run",
-        "variants": ["pip", "compiled"],
-        "threads": [2],
-        "workloads": ["mnist_cnn"],
-        "repeats": 8,
-        "options": {
-            "quick": True,
-            "min_effect": 0.0,
-            "equivalence_band": 0.10,
-            "preset": {**preset, "explanatory": [], "band": 0.10, "min_effect": 0.0},
-        },
-        "variant_info": {"pip": {"kind": "venv"}, "compiled": {"kind": "venv"}},
-        "logical_cpus": 2,
-        "hosts": [{"host_id": "h1", "kind": "local", "label": "local (2 CPUs)"}],
+    options = {
+        "quick": True,
+        "min_effect": 0.0,
+        "equivalence_band": 0.10,
+        "preset": {**preset, "explanatory": [], "band": 0.10, "min_effect": 0.0},
     }
-    written: Path = rf.write_results(folder, results, run)
-    return written
+    return rf.pip_vs_compiled(folder, options=options, speed=0.7)
 
 
 @pytest.mark.parametrize(("given", "no_minimum"), [([], True), (["--min-effect", "5%"], False)])

@@ -32,35 +32,19 @@ def _run(
 ) -> Path:
     """A run folder: "compiled" at ``speed`` x "pip" (2 threads, mnist_cnn), decided by
     its own settings (min effect 5 %, band 5 %)."""
-    results = [
-        rf.make_result(
-            v,
-            2,
-            "mnist_cnn",
-            r,
-            steady_epoch_s=2.0 * s,
-            noise=noise,
-            seed=zlib.crc32(name.encode()),
-        )
-        for r in range(repeats)
-        for v, s in (("pip", 1.0), ("compiled", speed))
-    ]
-    run = {
-        "schema_version": 1,
-        "kind": "tfvariants.run",
-        "variants": ["pip", "compiled"],
-        "threads": [2],
-        "workloads": ["mnist_cnn"],
-        "repeats": repeats,
-        "options": {"data": "synthetic", "quick": quick, "seed": 0, "baseline": "pip@2"},
-        "variant_info": {"pip": {"kind": "venv"}, "compiled": {"kind": "venv"}},
-        "started_at": started,
-        "logical_cpus": 2,
-        "hosts": [{"host_id": host, "kind": "local", "label": "local (2 CPUs)"}],
-    }
+    options = {"data": "synthetic", "quick": quick, "seed": 0, "baseline": "pip@2"}
     if preset:  # as --preset compiled records it: "compiled" is the build, "pip" the stock
-        run["options"]["preset"] = {"name": "compiled", "stock": "pip", "builds": ["compiled"]}
-    return rf.write_results(parent / name, results, run)
+        options["preset"] = {"name": "compiled", "stock": "pip", "builds": ["compiled"]}
+    return rf.pip_vs_compiled(
+        parent / name,
+        options=options,
+        speed=speed,
+        repeats=repeats,
+        noise=noise,
+        seed=zlib.crc32(name.encode()),
+        host=host,
+        started_at=started,
+    )
 
 
 def test_a_run_beside_one_that_measured_another_speed_says_they_disagree(tmp_path):
