@@ -39,7 +39,7 @@ BASELINE, UNDER_TEST, COMPANION_SIDE = "B", "A", "C"  # variants; B is the basel
 SIDES = (BASELINE, UNDER_TEST, COMPANION_SIDE)
 ORDER_SEED = 1  # the rounds' order (each side draws from its own stream: order is moot)
 # Where the run folders go: memory-backed where the host has it (a run writes a file per
-# cell and the hook reads them back each round).
+# cell, and the loop reads each back once).
 SCRATCH = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
 
 Rounds = dict[int, float]
