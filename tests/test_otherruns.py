@@ -257,3 +257,31 @@ def test_a_compiled_preset_answer_box_carries_the_other_runs_sentence(tmp_path):
     assert "2017 study" in box.lines[-1]
     (box,) = [s for s in build_report(here).sections if s.template == "compiled.html"]
     assert not any(line.startswith("Beside") for line in box.lines)
+
+
+def test_compare_sets_its_run_beside_the_named_runs_and_refuses_a_bad_one_first(
+    tmp_path, monkeypatch, capsys
+):
+    """compare --beside: checked before any cell runs; its end-of-run report (and the
+    --verbose console) sets the new run beside the named one."""
+    from test_runfolder import fake_run_cell
+
+    from tfvariants.execute import runner
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "v.toml").write_text('[variants.a]\nbase = "local"\n[variants.b]\nbase = "local"\n')
+    calls: list[str] = []
+    monkeypatch.setattr(runner, "run_cell", fake_run_cell(calls))
+    argv = ["compare", "--variants-file", "v.toml", "--variants", "a,b", "--threads", "1",
+            "--workloads", "mnist_mlp", "--repeats", "3", "--no-probe", "--pricing", "none",
+            "--baseline", "a@1"]  # fmt: skip
+    assert main([*argv, "--out", "R2", "--beside", "nowhere"]) == 2
+    assert "--beside nowhere: nowhere: no such run folder" in capsys.readouterr().err
+    assert calls == [] and not (tmp_path / "R2").exists()
+    assert main([*argv, "--out", "R1"]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    assert main([*argv, "--out", "R2", "--beside", "R1", "--verbose"]) == 0
+    err = capsys.readouterr().err
+    assert "Beside 1 other run(s) named with --beside" in err, err
+    html = (tmp_path / "reports" / "R2" / "index.html").read_text()
+    assert 'id="other-runs"' in html and "R1" in html

@@ -213,30 +213,29 @@ def check_beside(folders: Sequence[Path]) -> None:
             "name the runs to set beside this one"
         )
     for folder in folders:
-        _load_record(folder)
+        try:
+            _load_record(folder)
+        except UserError as exc:
+            raise UserError(f"--beside {folder}: {exc}") from None
 
 
 def _load_record(folder: Path) -> Mapping[str, Any]:
-    """run.json of a named folder (bounded, validated), or UserError naming it."""
+    """run.json of a named folder (bounded, validated), or UserError naming the file."""
     if not folder.is_dir():
-        what = "not a folder" if folder.exists() else "no such run folder"
-        raise UserError(f"--beside {folder}: {what}")
-    try:
-        run = load_run(folder)
-    except UserError as exc:
-        raise UserError(f"--beside {folder}: {exc}") from None
+        raise UserError(f"{folder}: {'not a folder' if folder.exists() else 'no such run folder'}")
+    run = load_run(folder)
     if not run:
-        raise UserError(f"--beside {folder}: no run.json: not a tfvariants run folder")
+        raise UserError(f"{folder}: no run.json: not a tfvariants run folder")
     return run
 
 
 def _load(folder: Path) -> RunContents:
-    """The named run folder, loaded (bounded, validated); UserError naming it."""
+    """The named run folder, loaded (bounded, validated); UserError naming the file."""
     _load_record(folder)  # a missing run.json is refused, not read as an empty run
     try:
         return load_run_dir(folder)
     except (StoreError, OSError, ValueError) as exc:
-        raise UserError(f"--beside {folder}: {exc}") from None
+        raise UserError(f"{folder}: {exc}") from None
 
 
 def _options_class(run: Mapping[str, Any]) -> type[RunOptionsBase]:
@@ -255,9 +254,10 @@ def _hosts(contents: RunContents) -> frozenset[str]:
 
 
 def _shown(value: object) -> str:
-    return (
-        "unset" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
-    )
+    """An option's value as the command line spells it (a switch: true/false)."""
+    if value is None:
+        return "unset"
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def difference(mine: RunContents, theirs: RunContents) -> str | None:
