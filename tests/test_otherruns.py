@@ -211,6 +211,13 @@ def test_report_refuses_a_bad_named_folder_in_one_line_writing_nothing(
     assert not out.exists() and not out.parent.exists()
 
 
+def test_report_says_when_only_the_run_itself_was_named(tmp_path, capsys):
+    here = _run(tmp_path, "b", 1.0, started="2026-11-26T07:00:00+00:00")
+    out = str(tmp_path / "r.html")
+    assert main(["report", str(here), "-o", out, "--beside", str(here)]) == 0
+    assert "warning: --beside: no run set beside this one" in capsys.readouterr().err
+
+
 def test_report_refuses_more_named_folders_than_it_reads(tmp_path, capsys):
     here = _run(tmp_path, "b", 1.0, started="2026-11-26T07:00:00+00:00")
     names = [str(here)] * (MAX_BESIDE + 1)
@@ -285,3 +292,22 @@ def test_compare_sets_its_run_beside_the_named_runs_and_refuses_a_bad_one_first(
     assert "Beside 1 other run(s) named with --beside" in err, err
     html = (tmp_path / "reports" / "R2" / "index.html").read_text()
     assert 'id="other-runs"' in html and "R1" in html
+
+
+def test_stored_runs_of_another_task_or_scale_are_named_with_the_reason(tmp_path):
+    """The golden run folders (real stored runs): beside the quick run, the serving run
+    is another task, the full-scale runs differ in the options named, and the compiled
+    preset run shares no comparison with it."""
+    import shutil
+
+    golden = Path(__file__).resolve().parent / "golden" / "runs"
+    for name in ("quick", "serve", "compiled", "multi"):
+        shutil.copytree(golden / name, tmp_path / name)
+    named = tuple(tmp_path / n for n in ("serve", "compiled", "multi"))
+    other = _beside(tmp_path / "quick", *named).other_runs
+    assert other is not None and other.runs == ()
+    reasons = {a.run: a.reason for a in other.apart}
+    assert reasons["serve"] == "another task: a serving run"
+    assert reasons["compiled"] == "no comparison in common with this run"
+    assert "--quick false there, true here" in reasons["multi"]
+    assert "--min-steady-s 10.0 there, 6.0 here" in reasons["multi"]

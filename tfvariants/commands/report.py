@@ -122,6 +122,12 @@ def run(args: argparse.Namespace) -> int:
     )
     report = write_report(args.results_dir, out, settings, csv_path=args.csv)
     print_store_warnings(report.frame)
+    if beside and report.other_runs is None:  # named, so never dropped without a word
+        print(
+            "tfvariants: warning: --beside: no run set beside this one (a run without training "
+            "cells, or only itself named)",
+            file=sys.stderr,
+        )
     training = report.training
     tail = [f"report: {out}"]
     if args.csv:

@@ -254,10 +254,10 @@ def _hosts(contents: RunContents) -> frozenset[str]:
 
 
 def _shown(value: object) -> str:
-    """An option's value as the command line spells it (a switch: true/false)."""
+    """An option's value as the command line spells it (a switch: true/false), short."""
     if value is None:
         return "unset"
-    return str(value).lower() if isinstance(value, bool) else str(value)
+    return (str(value).lower() if isinstance(value, bool) else str(value))[:40]
 
 
 def difference(mine: RunContents, theirs: RunContents) -> str | None:
