@@ -130,6 +130,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
         "--out", type=out_dir, default=None, help="results folder (default: results/<run>)"
     )
     common.add_report_outputs(p, old_flag="--report")
+    common.add_beside(p)
     p.add_argument(
         "--resume",
         action="store_true",
@@ -192,6 +193,10 @@ def run(args: argparse.Namespace) -> int:
         check_fits_host("compare", spec.configurations(), spec.variant_info, spec.threads)
     duet_at = check_duet(spec, variant_objs, args.executor)
     firstlook.say(spec, args.out if args.resume else None, args.estimate_from)
+    if args.beside:  # named inputs: refused in one line before any cell runs
+        from tfvariants.analyze.report.otherruns import check_beside
+
+        check_beside(args.beside)
     if args.dry_run:
         if duet_at is not None:
             print(duet_line(duet_at), file=sys.stderr)
@@ -378,7 +383,10 @@ def _settings(args: argparse.Namespace, pricing: Pricing | None) -> ReportSettin
     from tfvariants.analyze.shared.settings import ReportSettings
 
     return ReportSettings(
-        pricing=pricing, baseline=args.baseline, allow_mixed_hosts=args.allow_mixed_hosts
+        pricing=pricing,
+        baseline=args.baseline,
+        allow_mixed_hosts=args.allow_mixed_hosts,
+        beside=tuple(args.beside or ()),
     )
 
 
