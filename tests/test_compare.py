@@ -100,7 +100,7 @@ class FakeRunCell:
         )
         path = folder.cells_dir / f"{cell.cell_id}.json"
         path.write_text(json.dumps(r))
-        return StoredCell.of(cell.cell_id, r, path)
+        return StoredCell.written(cell.cell_id, r, path)
 
 
 def test_quick_compare_end_to_end_with_a_fake_runner(tmp_path, monkeypatch, capsys):
@@ -324,7 +324,7 @@ class VariantSpeedRunCell(FakeRunCell):
                            steady_epoch_s=2.0 * factor, noise=0.01)  # fmt: skip
         path = folder.cells_dir / f"{cell.cell_id}.json"
         path.write_text(json.dumps(r))
-        return StoredCell.of(cell.cell_id, r, path)
+        return StoredCell.written(cell.cell_id, r, path)
 
 
 @pytest.mark.parametrize("host", ["avx2", "avx512"])

@@ -243,7 +243,7 @@ def fake_runner(disturbed_ids):
         r["cpu"] = {"others_share": 0.5 if cell.cell_id in disturbed_ids else 0.0}
         path = folder.cells_dir / f"{cell.cell_id}.json"
         path.write_text(json.dumps(r))
-        return StoredCell.of(cell.cell_id, r, path)
+        return StoredCell.written(cell.cell_id, r, path)
 
     return run, calls
 

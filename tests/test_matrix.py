@@ -61,7 +61,7 @@ class FakeRunner:
         }
         path = folder.cells_dir / f"{cell.cell_id}.json"
         path.write_text(json.dumps(result))
-        return StoredCell.of(cell.cell_id, result, path)
+        return StoredCell.written(cell.cell_id, result, path)
 
 
 def test_plan_is_interleaved_rounds():
@@ -133,7 +133,7 @@ def test_skipped_cells_are_done(tmp_path):
         }
         path = folder.cells_dir / f"{cell.cell_id}.json"
         path.write_text(json.dumps(r))
-        return StoredCell.of(cell.cell_id, r, path)
+        return StoredCell.written(cell.cell_id, r, path)
 
     out_dir = tmp_path / "run"
     assert Matrix(spec(), out_dir).run(run_cell=skipper).exit_code() == 0

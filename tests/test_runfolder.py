@@ -49,7 +49,7 @@ def fake_run_cell(calls: list[str]):
         result["runner"]["host_id"] = host_id()
         path = folder.cells_dir / f"{cell.cell_id}.json"
         path.write_text(json.dumps(result))
-        return StoredCell.of(cell.cell_id, result, path)
+        return StoredCell.written(cell.cell_id, result, path)
 
     return run
 
@@ -491,7 +491,7 @@ def test_a_failed_cells_reason_never_reaches_the_terminal_raw(tmp_path, monkeypa
         result = host_result(cell.to_dict(), "failed", "\x1b[2Jboom\x1b]0;title\x07")
         result["runner"] = {"host_id": host_id()}
         path = folder.write_cell(cell.cell_id, result)
-        return StoredCell.of(cell.cell_id, result, path)
+        return StoredCell.written(cell.cell_id, result, path)
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(runner, "run_cell", failing)

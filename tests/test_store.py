@@ -167,7 +167,7 @@ def test_compare_resume_leaves_an_unreadable_cell_intact_then_quarantines_it(
         )
         path = folder.cells_dir / f"{cell.cell_id}.json"
         path.write_text(json.dumps(result))
-        return StoredCell.of(cell.cell_id, result, path)
+        return StoredCell.written(cell.cell_id, result, path)
 
     monkeypatch.setattr(runner, "run_cell", fake_run_cell)
     # --no-probe: the oneDNN probe would start real TensorFlow (refused in the fast suite)

@@ -29,7 +29,6 @@ from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.serving.sentences import look_plan_sentence
 from tfvariants.analyze.statistics import adaptive
 from tfvariants.analyze.statistics.decide import Settings
-from tfvariants.options.serving import ServingOptions
 from tfvariants.plan.serve import ServeCell, ServeKey, ServeSpec, plan_serve_cells
 from tfvariants.rounds.decide import Judged, next_round
 from tfvariants.store.cellresult import AnyResult, ServeResult, serving
@@ -113,7 +112,7 @@ class NextServeRound:
         self.spec, self.rule = spec, rule
         self.plan: LookPlan | None = None
         self.pricing, self.baseline, self.say = pricing, baseline, say
-        self.options = ServingOptions.of(spec.options)
+        self.options = spec.options
         self.planned = plan_serve_cells(spec, range(1))
 
     def _rule_at(self, cells: Sequence[ServeResult], rounds: int) -> adaptive.StoppingRule | None:
@@ -157,7 +156,7 @@ class NextServeRound:
                 baseline=self.baseline,
                 bound_ms=self.options.p99_bound_ms,
                 # the run's decision settings by the one reader the report uses
-                settings=Settings.from_options(self.spec.options, rule.looks),
+                settings=Settings.from_options(self.spec.options.record(), rule.looks),
             )
             pairs = [(a, b, cmp) for rep in reports for a, b, cmp in watched(rep)]
             undecided = [(a, b) for a, b, cmp in pairs if cmp.verdict == "undecided"]
