@@ -88,7 +88,7 @@ class SimulatedCells:
             v *= self.wander.step(rng, rnd == 0)
         self.series[side][rnd] = v
         result = simulated_result(cell, v)
-        return StoredCell.of(cell.cell_id, result, folder.write_cell(cell.cell_id, result))
+        return StoredCell.written(cell.cell_id, result, folder.write_cell(cell.cell_id, result))
 
 
 # A draw is relative (about 1); stored in milliseconds-as-seconds, so a heavy tail's

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tfvariants.cli import main
+from tfvariants.options.training import TrainingOptions
 from tfvariants.rounds import firstlook
 
 
@@ -194,7 +195,7 @@ def test_explanatory_configurations_wait_while_a_main_comparison_is_open(
     variants = ("tf-2.14", "intel-2.14", "isa-sse41")
     info = {v: {"kind": "requirements", "device": "cpu"} for v in variants}
     preset = {"name": "compiled", "explanatory": ["isa-sse41"]}
-    options = {"preset": preset, "equivalence_band": 0.10}
+    options = TrainingOptions(preset=preset, equivalence_band=0.10)
     spec = MatrixSpec(variants, (2,), ("mnist_cnn",), 5, options, info)
     stored = {}
     for r in range(5):
@@ -260,7 +261,7 @@ def test_a_resume_times_the_rest_of_its_first_look_from_its_own_cells(tmp_path: 
         res.setdefault("runner", {})["wall_s"] = 40.0
         (cells / f"mnist_cnn__local__t1__r{r}.json").write_text(json.dumps(res))
     info = {"local": {"kind": "local", "device": "cpu"}}
-    options = {"budget_s": 300.0, "min_steady_s": 6.0}
+    options = TrainingOptions(budget_s=300.0, min_steady_s=6.0)
     spec = MatrixSpec(("local",), (1, 2), ("mnist_cnn",), 5, options, info)
     said = firstlook.announce(spec, tmp_path / "run", None)
     # 3 rounds left x 2 configurations x 40 s (this run's own cells) = 240 s > 150 s.

@@ -186,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
     preset = presets.apply(args)
     pricing = common.pricing_from(args)
     spec, variant_objs = build_spec(args, stored, pricing, preset)
-    opts = TrainingOptions.of(spec.options)
+    opts = spec.options
     check_baseline(args.baseline, spec)
     check_later(args.baseline, spec)
     if not (args.dry_run or args.executor == "ray" or opts.oversubscribe):
@@ -252,11 +252,11 @@ def _prepare(
         spec.variant_info,
         variant_objs,
         probe=not args.no_probe and args.executor != "ray",
-        count_isa=(TrainingOptions.of(spec.options).preset or {}).get("name") == presets.PRESET,
+        count_isa=(spec.options.preset or {}).get("name") == presets.PRESET,
     )
     store_variant_info(out, spec.variant_info)
     if not (args.no_peak or args.no_probe) and args.executor != "ray":  # cached, like the census
-        priority = TrainingOptions.of(spec.options).priority
+        priority = spec.options.priority
         measure_peaks(out, variant_objs, spec.configurations(), priority)
     rounds.announce(spec, out, moved, console)
     return matrix
@@ -280,7 +280,7 @@ def _run_matrix(
     from tfvariants.store.runfolder import StoreError
 
     matrix = _prepare(args, spec, variant_objs, out, console)
-    opts = TrainingOptions.of(spec.options)
+    opts = spec.options
     quiet_gate = rounds.quiet_gate(spec)
     # One policy (one stopping rule) for every executor; on Ray each round is a wave.
     before = (stored or {}).get("adaptive") or {}
@@ -320,7 +320,7 @@ def _local(
 
     if duet_at is not None:
         return _duet(duet_at, spec, variant_objs, options_for, gate, console)
-    at = runner.Conditions(quiet=gate, priority=TrainingOptions.of(spec.options).priority)
+    at = runner.Conditions(quiet=gate, priority=spec.options.priority)
 
     def run_one(cell: Cell, folder: RunFolder) -> StoredCell:
         return runner.run_cell(cell, variant_objs[cell.variant], options_for(cell), folder, at=at)
@@ -341,7 +341,7 @@ def _duet(
     from tfvariants.execute import runner
     from tfvariants.execute.duet import Duet
 
-    priority = TrainingOptions.of(spec.options).priority
+    priority = spec.options.priority
 
     def run_on(
         cell: Cell,
@@ -355,7 +355,7 @@ def _duet(
                                at=at, plan=plan)  # fmt: skip
 
     console.print(duet_line(plans), highlight=False, markup=False)
-    return Duet(plans, run_on, gate, interference.rule_of(spec.options))
+    return Duet(plans, run_on, gate, interference.rule_of(spec.options.record()))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -136,9 +136,8 @@ def check_later(baseline: str | None, spec: MatrixSpec) -> None:
     """--later names variants of the matrix other than the baseline's, leaves some to
     run first, and has a budget's adaptive rounds to run in (one line otherwise)."""
     from tfvariants.analyze.baseline import parse_baseline
-    from tfvariants.options.training import TrainingOptions
 
-    o = TrainingOptions.of(spec.options)
+    o = spec.options
     later = list(o.later or ())
     if not later:
         return
@@ -189,11 +188,10 @@ def check_duet(
     """--duet fits this plan on this host (one line otherwise, before anything is built
     or written): one thread count, host-pinned variants, twice the CPUs on separate cores.
     The two sides' plans (None: not a duet run), worked out once for the run."""
-    from tfvariants.options.training import TrainingOptions
     from tfvariants.plan.duet import duet_fit
     from tfvariants.plan.topology import read_topology
 
-    if not TrainingOptions.of(spec.options).duet:
+    if not spec.options.duet:
         return None
     configs = spec.configurations()
     fit = duet_fit(

@@ -17,6 +17,7 @@ from tfvariants.execute.eta import EtaModel, PaceWatch, fmt_s
 from tfvariants.execute.executors import Executor, Finished, RunCell, Sequential
 from tfvariants.execute.policy import Policy, Retry, budget_stop
 from tfvariants.execute.progress import Display
+from tfvariants.options.declare import RunOptionsBase
 from tfvariants.plan.task import CellT, MatrixPlan, PlannedCell
 from tfvariants.store.heldresults import HeldResults
 from tfvariants.store.rundir import (
@@ -72,7 +73,7 @@ class Matrix(Generic[CellT]):
     """Runs a matrix (training or serving: any MatrixPlan) into results/<run>/ with
     progress, interrupt and resume."""
 
-    def __init__(self, spec: MatrixPlan[CellT], out: Path) -> None:
+    def __init__(self, spec: MatrixPlan[CellT, RunOptionsBase], out: Path) -> None:
         self.spec = spec
         self.out = Path(out)
         self.folder = RunFolder(self.out)

@@ -29,7 +29,6 @@ from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.serving.sentences import look_plan_sentence
 from tfvariants.analyze.statistics import adaptive
 from tfvariants.analyze.statistics.decide import Settings
-from tfvariants.options.serving import ServingOptions
 from tfvariants.plan.serve import ServeCell, ServeKey, ServeSpec, plan_serve_cells
 from tfvariants.rounds.decide import Judged, next_round, same_basis
 from tfvariants.store.cellresult import AnyResult, ServeResult, serving
@@ -119,7 +118,7 @@ class NextServeRound:
         self.spec, self.rule = spec, rule
         self.plan: LookPlan | None = None
         self.pricing, self.baseline, self.say = pricing, baseline, say
-        self.options = ServingOptions.of(spec.options)
+        self.options = spec.options
         self.planned = plan_serve_cells(spec, range(1))
         # The last look's basis (the look, its rule's looks, every result before it) and
         # the watched comparisons judged on it.
@@ -169,7 +168,7 @@ class NextServeRound:
                     baseline=self.baseline,
                     bound_ms=self.options.p99_bound_ms,
                     # the run's decision settings by the one reader the report uses
-                    settings=Settings.from_options(self.spec.options, rule.looks),
+                    settings=Settings.from_options(self.spec.options.record(), rule.looks),
                 )
                 self.judged = basis, [(a, b, c) for rep in reports for a, b, c in watched(rep)]
             pairs = self.judged[1]

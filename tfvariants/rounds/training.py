@@ -27,7 +27,6 @@ from tfvariants.analyze.statistics.verdicts import (
     round_values,
     workload_verdicts,
 )
-from tfvariants.options.training import TrainingOptions
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.spec import MatrixSpec
 from tfvariants.rounds.decide import Judged, next_round, same_basis
@@ -86,7 +85,7 @@ def look_verdicts(
         return dataclasses.replace(at, verdicts=earlier.verdicts)
     seen = [r for r in mine if r.round < look]
     # Disturbed cells as the report treats them (the run's policy, over what is stored).
-    quiet = interference.summarise(seen, policy=interference.policy_of(spec.options))
+    quiet = interference.summarise(seen, policy=interference.policy_of(spec.options.record()))
     values = round_values(seen, include_disturbed=quiet.included)
     ran = measured(seen)
     verdicts = tuple(
@@ -123,7 +122,7 @@ class NextRoundHook:
     ) -> None:
         self.spec, self.rule, self.baseline = spec, rule, baseline
         # The run's decision settings by the one reader the report uses, at the rule's looks.
-        self.settings = Settings.from_options(spec.options, rule.looks)
+        self.settings = Settings.from_options(spec.options.record(), rule.looks)
         configs = spec.configurations()
         self.order = {
             ConfigKey(w, v, t): (spec.workloads.index(w), configs.index((v, t)))
@@ -136,7 +135,7 @@ class NextRoundHook:
         # The steady window of the rounds after the first look (None: not planned): a
         # value of this run, recorded in run.json "adaptive", never written into the spec.
         self.window_plan: dict[str, Any] | None = None
-        o = TrainingOptions.of(spec.options)
+        o = spec.options
         preset = o.preset or {}
         # Explanatory configurations wait while a comparison the question is about is
         # open; the ``later`` ones (--later) are not even in the first look.
@@ -153,7 +152,7 @@ class NextRoundHook:
         # the verdicts and the planned window are the ones made at this look.
         if at.look is not None and not at.judged_as(earlier):
             self._keep(at)
-            if TrainingOptions.of(spec.options).plan_window:
+            if spec.options.plan_window:
                 self.window_plan = plan_window(spec, stored, rule.looks, at.look)
         open_verdicts = [v for wv in at.verdicts for v in wv.open]
         # Explanatory configurations (a preset's, --later) wait while a comparison the
@@ -182,7 +181,7 @@ class NextRoundHook:
                 Cell(variant=k.variant, threads=k.threads, workload=k.workload, repeat=rep)
                 for k, rep in todo
             ],
-            TrainingOptions.of(spec.options).order_seed,
+            spec.options.order_seed,
             nothing_to_judge=f"no comparison to judge at the look after {at.look} repeats (a "
             "baseline and another configuration both need a successful repeat)",
         )
@@ -239,7 +238,7 @@ def plan_window(
     against the cells it made (:func:`check_plan`)."""
     first_look = looks[0]
     first = [r for r in training(stored.values()) if r.round < first_look and not r.disturbed]
-    current = TrainingOptions.of(spec.options).min_steady_s
+    current = spec.options.min_steady_s
     chosen = windows.plan(windows.components(first), current)
     plan = {**chosen.to_json(), "from_repeat": first_look}
     reached = [n for n in looks[1:] if at_look is not None and n <= at_look]

@@ -22,7 +22,7 @@ from typing import Any
 
 from tfvariants.errors import UserError
 from tfvariants.options.cell import CellOptions
-from tfvariants.options.declare import declared
+from tfvariants.options.declare import RunOptionsBase, declared
 from tfvariants.plan.cell import cell_id_of, legacy_cell_id
 from tfvariants.plan.serve import serve_cell
 from tfvariants.plan.task import CellT, MatrixPlan, PlannedCell
@@ -252,7 +252,9 @@ def _split_hosts(contents: RunContents) -> None:
 # ---- execution's side: creating, resuming ----
 
 
-def _identity_diffs(stored: dict[str, Any], spec: MatrixPlan[PlannedCell]) -> list[str]:
+def _identity_diffs(
+    stored: dict[str, Any], spec: MatrixPlan[PlannedCell, RunOptionsBase]
+) -> list[str]:
     wanted = spec.identity()
     # Compare exactly what the spec calls its identity (training and serving differ).
     have: dict[str, Any] = {k: stored.get(k) for k in wanted if k != "options"}
@@ -326,7 +328,7 @@ def migrate_cell_ids(out: Path) -> list[str]:
 
 def prepare_run_dir(
     out: Path,
-    spec: MatrixPlan[PlannedCell],
+    spec: MatrixPlan[PlannedCell, RunOptionsBase],
     *,
     resume: bool,
     hosts: list[dict[str, Any]] | None = None,
