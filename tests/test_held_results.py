@@ -15,6 +15,7 @@ from tfvariants.analyze.statistics import adaptive
 from tfvariants.execute.matrix import Matrix
 from tfvariants.execute.policy import Policy
 from tfvariants.execute.record import StoredCell
+from tfvariants.options.training import TrainingOptions
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.spec import MatrixSpec
 from tfvariants.rounds import training as rounds
@@ -22,7 +23,7 @@ from tfvariants.store.cellresult import AnyResult
 from tfvariants.store.rundir import load_run_dir
 from tfvariants.store.runfolder import RunFolder
 
-SPEC = MatrixSpec(("pip", "compiled"), (1,), ("mnist_cnn",), 3, {"budget_s": 3600.0})
+SPEC = MatrixSpec(("pip", "compiled"), (1,), ("mnist_cnn",), 3, TrainingOptions(budget_s=3600.0))
 
 
 class Runner:
@@ -43,7 +44,7 @@ class Runner:
         )
         if (cell.variant, cell.repeat) == ("compiled", 5):
             result["runner"] = {"host_id": "another-host"}
-        return StoredCell.of(cell.cell_id, result, folder.write_cell(cell.cell_id, result))
+        return StoredCell.written(cell.cell_id, result, folder.write_cell(cell.cell_id, result))
 
 
 def _rounds_up_to(last: int, out: Path, seen: list[list[tuple[str, AnyResult]]]) -> Any:
@@ -91,7 +92,9 @@ def _stored(rounds_: int) -> dict[str, Any]:
 def test_the_training_hook_judges_at_the_looks_only_and_answers_as_judging_every_round(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    spec = MatrixSpec(("pip", "compiled"), (1,), ("mnist_cnn",), 5, {"budget_s": 3600.0})
+    spec = MatrixSpec(
+        ("pip", "compiled"), (1,), ("mnist_cnn",), 5, TrainingOptions(budget_s=3600.0)
+    )
     rule = adaptive.stopping_rule(5, 12)
     judged = []
     real = rounds.workload_verdicts
