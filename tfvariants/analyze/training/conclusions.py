@@ -263,12 +263,9 @@ def _fastest_sentences(
             said.add(frozenset((runner_up.label, b.label)))
     elif f.time_cmp is not None and frozenset((f.label, b.label)) not in said:
         # Name it: after "a and b were equivalent", "it" could be either.
-        rank = (
-            f"{f.label} was the fastest configuration"
-            if wr.fastest_decided
-            else f"{f.label} had the shortest estimated time, not decided against every other"
-        )
-        lines.append(f"{host}, for {wr.name}, {phrase(f, b, f.time_cmp)}; {rank}.")
+        # An undecided lead is flagged in the summary table ("not decided"), not said.
+        rank = f"; {f.label} was the fastest configuration" if wr.fastest_decided else ""
+        lines.append(f"{host}, for {wr.name}, {phrase(f, b, f.time_cmp)}{rank}.")
         said.add(frozenset((f.label, b.label)))
 
 
