@@ -1,7 +1,8 @@
 """The compiled report in fewer words with no figure lost: the stored compiled run's
 page (its whole text, collapsed sections included) holds every number the page rendered
 by d8208fa held (tests/golden/expected/compiled/figures.txt, taken from that page's
-text less its generation time and folder), every per-configuration figure of its CSV,
+text less its generation time and folder; one next step is said once on purpose:
+DROPPED), every per-configuration figure of its CSV,
 and fewer words than that page's 2,684."""
 
 from __future__ import annotations
@@ -40,11 +41,18 @@ def _has(text: str, figure: str) -> bool:
     return re.search(r"(?<![\d.])" + re.escape(figure) + r"(?!\d)", text) is not None
 
 
+# Said once for the run on purpose (issue 41): the old answer box gave each undecided
+# comparison its own next step; cifar10_cnn intel-avx512-2.14's "--max-repeats 23" is
+# now the run's one next step ("--max-repeats 39", for the comparison that needs most).
+DROPPED = {"23"}
+
+
 def test_every_figure_of_the_old_page_is_still_in_the_page(tmp_path):
     text, _ = _page(tmp_path)
+    text = re.sub(r"generated\s+\S+", " ", text)  # the clock is no figure of the run
     figures = (GOLDEN / "expected" / "compiled" / "figures.txt").read_text().split()
     assert len(figures) > 150
-    assert [f for f in figures if not _has(text, f)] == []
+    assert [f for f in figures if not _has(text, f)] == sorted(DROPPED)
 
 
 def test_every_per_configuration_figure_of_the_csv_is_in_the_page(tmp_path):
