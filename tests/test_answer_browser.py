@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from compiledruns import compiled_run
 from test_report_browser import CHROMIUM, FLAGS, require_chromium
 
 from tfvariants.analyze.cost.catalog import load_catalog
@@ -34,11 +35,19 @@ window.addEventListener('load', () => {
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("name", ["compiled", "quick", "serve", "multi"])
+@pytest.mark.parametrize(
+    "name",
+    ["compiled", "quick", "serve", "multi", "compiled-undecided", "compiled-equivalent"],
+)
 def test_the_answer_table_is_in_the_first_1280x800_viewport(name, tmp_path):
+    """The golden runs, and compiled-preset runs all undecided and all equivalent (the
+    golden `compiled` run is the mixed case)."""
     require_chromium()
     run = tmp_path / name
-    shutil.copytree(GOLDEN / name, run)
+    if name.startswith("compiled-"):
+        compiled_run(run, name.removeprefix("compiled-"))
+    else:
+        shutil.copytree(GOLDEN / name, run)
     html = tmp_path / "index.html"
     write_report(run, html, ReportSettings(pricing=Pricing(load_catalog("gce-2017"))))
     probe = tmp_path / "probe.html"

@@ -343,9 +343,11 @@ def test_the_report_states_the_equivalence_band_the_run_used(tmp_path, monkeypat
     argv += ["--equivalence-band", "10%", "--out", "res", "-o", "r.html", "--pricing", "none"]
     assert main([*argv, "--quiet-wait", "0"]) == 0
     html = (tmp_path / "r.html").read_text()
-    assert '&plusmn;5%, "equivalent" when the two one-sided tests' in html
-    # One look (3 repeats, no budget): the two one-sided tests' interval is a 90 % one.
-    assert "so narrower: 90.0%) lies entirely inside &plusmn;10% (the equivalence band)" in html
+    # The method states both once (the settings' own words): "different" by the minimum
+    # effect of 5 %, "equivalent" within the run's band of 10 %; one look (3 repeats, no
+    # budget): the two one-sided tests' interval is a 90 % one.
+    assert "&#39;different&#39; means by at least 5%, &#39;equivalent&#39; within +/-10%" in html
+    assert "(two one-sided tests, each at 95%: a 90.0% interval)" in html
 
 
 def test_serve_keeps_its_equivalence_band_for_the_rounds_and_the_report():

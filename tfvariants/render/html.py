@@ -5,6 +5,7 @@ here analyses: charts and number formats only."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 from tfvariants import __version__
 from tfvariants.analyze.report.build import Report
 from tfvariants.analyze.serving.configs import HEADLINE, as_throughput
+from tfvariants.analyze.shared.cautions import StatWarning
 from tfvariants.analyze.shared.format import (
     dur,
     interval_label,
@@ -29,6 +31,7 @@ from tfvariants.analyze.shared.format import (
     sig3,
     verdict_word,
 )
+from tfvariants.analyze.shared.parity import Metric, VariantParity
 from tfvariants.options.interference import DISTURBED_SHARE
 from tfvariants.plan.serve import serve_cell_id
 from tfvariants.render.charts import workload_charts
@@ -37,6 +40,41 @@ from tfvariants.render.output import write_text_atomic
 from tfvariants.render.rooflinechart import roofline_chart
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
+
+
+def alike(mapping: Mapping[str, Any]) -> list[tuple[list[str], Any]]:
+    """The mapping's keys grouped by equal values, in order of first appearance: what
+    several variants share (an environment) is shown once, under all their names."""
+    groups: list[tuple[list[str], Any]] = []
+    for key, value in mapping.items():
+        same = next((names for names, v in groups if v == value), None)
+        if same is None:
+            groups.append(([key], value))
+        else:
+            same.append(key)
+    return groups
+
+
+def alike_runs(warnings: list[StatWarning]) -> list[tuple[tuple[str, str], list[StatWarning]]]:
+    """The warnings grouped by kind and hint, in order of first appearance."""
+    groups: dict[tuple[str, str], list[StatWarning]] = {}
+    for w in warnings:
+        groups.setdefault((w.kind, w.hint), []).append(w)
+    return list(groups.items())
+
+
+def parity_rows(rows: list[VariantParity]) -> list[tuple[list[str], VariantParity]]:
+    """Accuracy-parity rows with the same figures as one row under all their variants."""
+    shown = {
+        p.variant: (p.n, *_figures(p.accuracy), *_figures(p.loss), p.outlier, *p.flags, *p.notes)
+        for p in rows
+    }
+    first = {p.variant: p for p in reversed(rows)}
+    return [(names, first[names[0]]) for names, _ in alike(shown)]
+
+
+def _figures(m: Metric) -> tuple[float | None, ...]:
+    return (m.median, m.sd, m.delta, m.tolerance)
 
 
 def render_html(report: Report) -> str:
@@ -62,6 +100,9 @@ def render_html(report: Report) -> str:
     env.filters["repeats_needed"] = repeats_needed
     env.filters["money_sub"] = lambda iv: interval_sub(iv, in_currency).replace("-$", "-")
     env.filters["as_throughput"] = as_throughput
+    env.filters["alike"] = alike
+    env.filters["parity_rows"] = parity_rows
+    env.filters["groupby_kind"] = lambda ws: [g for _, g in alike_runs(ws)]
     env.filters["roofline_chart"] = partial(roofline_chart, variants=report.frame.variants)
     env.globals["money_unit"] = money_unit(currency)
     workloads = report.training.workloads if report.training is not None else []

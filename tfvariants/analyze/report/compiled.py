@@ -230,8 +230,8 @@ def _band_words(band: float, preset: Mapping[str, Any], min_effect: float) -> st
     if preset.get("band") is not None and abs(float(preset["band"]) - band) < 1e-12:
         words = (
             f"'Equivalent' means within +/-{band:.0%} of the stock wheel: the question is "
-            "whether compiling is worth it, and a truth near the edge of +/-5 % cannot be "
-            "settled in practical time on a machine whose repeats vary by a few percent."
+            "whether compiling is worth it; a truth near the edge of +/-5 % would not settle "
+            "in practical time at a few percent of noise."
         )
     else:
         words = f"'Equivalent' means within +/-{band:.0%} of the stock wheel (--equivalence-band)."

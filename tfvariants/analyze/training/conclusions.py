@@ -81,16 +81,19 @@ def _phrase(a: Labelled, b: Labelled, cmp: stats.Comparison, what: str) -> str:
             f"{a.label} and {b.label} were equivalent in {what} ({what} ratio {sig3(r.value)}, "
             f"{interval_words(r)} lies within +/-{cmp.equivalence_band:.0%}; typical runs)"
         )
-    more = (
-        f"about {cmp.more_repeats} more repeat(s) per side would likely decide it"
+    # The ordinary undecided (an interval that holds 1 and reaches past the band) is what
+    # "undecided" means (the report's methods say it once): only other reasons are said.
+    ordinary = r.has_interval and r.lo <= 1 <= r.hi
+    said = [] if ordinary else list(cmp.reasons)
+    said.append(
+        f"~{cmp.more_repeats} more repeats per side"
         if cmp.more_repeats
-        else "no practical number of repeats would likely decide it (the ratio is too close "
+        else "no practical number of repeats would decide it (the ratio is too close "
         f"to the {cmp.min_effect:.0%} threshold for this much noise)"
     )
-    why = "; ".join(cmp.reasons)
     return (
         f"{a.label} vs {b.label}: undecided ({what} ratio {sig3(r.value)}, {interval_words(r)}; "
-        f"{why}; {more})"
+        f"{'; '.join(said)})"
     )
 
 
@@ -191,7 +194,7 @@ def conclude(
                 said.add(frozenset((hi.label, lo.label)))
     if wr.cheapest is not None and pricing is not None:
         lines.append(_cheapest_sentence(wr, wr.cheapest, b, pricing, settings))
-    lines += _open_sentences(wr, with_time, b, said)
+    lines += _open_sentences(wr, with_time, b)
     return replace(wr, conclusions=lines)
 
 
@@ -260,12 +263,9 @@ def _fastest_sentences(
             said.add(frozenset((runner_up.label, b.label)))
     elif f.time_cmp is not None and frozenset((f.label, b.label)) not in said:
         # Name it: after "a and b were equivalent", "it" could be either.
-        rank = (
-            f"{f.label} was the fastest configuration"
-            if wr.fastest_decided
-            else f"{f.label} had the shortest estimated time, not decided against every other"
-        )
-        lines.append(f"{host}, for {wr.name}, {phrase(f, b, f.time_cmp)}; {rank}.")
+        # An undecided lead is flagged in the summary table ("not decided"), not said.
+        rank = f"; {f.label} was the fastest configuration" if wr.fastest_decided else ""
+        lines.append(f"{host}, for {wr.name}, {phrase(f, b, f.time_cmp)}{rank}.")
         said.add(frozenset((f.label, b.label)))
 
 
@@ -291,27 +291,11 @@ def _cheapest_sentence(
     return text + "."
 
 
-def _open_sentences(
-    wr: WorkloadReport, with_time: list[Group], b: Group | None, said: set[frozenset]
-) -> list[str]:
-    """What stays undecided or uncompared, and the oversubscription caution."""
+def _open_sentences(wr: WorkloadReport, with_time: list[Group], b: Group | None) -> list[str]:
+    """What stays uncompared, and the oversubscription caution."""
     lines: list[str] = []
-    undecided = [
-        (g, tc)
-        for g in with_time
-        if (tc := g.time_cmp) is not None
-        and tc.verdict == "undecided"
-        and b is not None
-        and frozenset((g.label, b.label)) not in said  # not repeated if a sentence said it
-    ]
-    if undecided and b is not None:
-        parts = [
-            f"{g.label} (about {tc.more_repeats} more repeat(s) per side would likely decide it)"
-            if tc.more_repeats
-            else f"{g.label} (no practical number of repeats would likely decide it)"
-            for g, tc in undecided
-        ]
-        lines.append(f"Still undecided against {b.label}: {'; '.join(parts)}.")
+    # What stays undecided against the baseline, and how many more repeats would likely
+    # decide it, is in the workload's table (its "more repeats" column): not said again.
     apart = [g.label for g in with_time if g.verdict is not None and g.verdict.comparison is None]
     if apart and b is not None:
         lines.append(

@@ -244,15 +244,23 @@ HINTS = {
 def comparison_warnings(groups: Sequence[Group]) -> list[StatWarning]:
     """The comparisons' named warnings (pairing.py: "wandering", "tail"), one per kind,
     naming every configuration and quantity it concerns."""
-    hits: dict[str, list[str]] = {}
+    hits: dict[str, list[tuple[str, str]]] = {}
     for g in groups:
         for what, cmp in (("time", g.time_cmp), ("cost", g.cost_cmp)):
             for w in cmp.warnings if cmp is not None else ():
                 kind, _, words = w.partition(": ")
-                hits.setdefault(kind, []).append(f"{g.workload} {g.label} ({what}): {words}")
-    return [
-        StatWarning(kind, "; ".join(found), HINTS.get(kind, "")) for kind, found in hits.items()
-    ]
+                figures, _, why = words.rpartition(": ")  # "the ratio ... is 0.98: why"
+                said = f"{g.workload} {g.label} ({what}): {figures or why}"
+                hits.setdefault(kind, []).append((said, why if figures else ""))
+    warnings = []
+    for kind, found in hits.items():
+        whys = {why for _, why in found}
+        if len(whys) == 1 and "" not in whys:  # the same why for all: said once, at the end
+            text = "; ".join(said for said, _ in found) + f": {whys.pop()}"
+        else:
+            text = "; ".join(f"{said}: {why}" if why else said for said, why in found)
+        warnings.append(StatWarning(kind, text, HINTS.get(kind, "")))
+    return warnings
 
 
 def busy_at_raised_priority(r: CellResult) -> bool:
