@@ -10,13 +10,14 @@ can never derive it differently). ``raw`` keeps the whole dict, for display only
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast
 
 from tfvariants.options.interference import DISTURBED_SHARE, SHIELDED_SHARE
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.serve import DEFAULT_BATCH_TIMEOUT_MS, ServeCell, ServeKey
+from tfvariants.plan.tasks import task_of
 from tfvariants.store.celltimes import (
     overhead_split,
     steady_windows,
@@ -358,8 +359,26 @@ def parse_serving(
     )
 
 
-def is_serving(result: Mapping[str, Any]) -> bool:
-    return get_path(result, "cell", "task") == "serve"
+class _RunFacts(NamedTuple):
+    """The run-level facts every result of a run is parsed with."""
+
+    device: str  # the variant's
+    run_cpus: int | None
+    disturbed_share: float
+    shielded_share: float
+
+
+# Each task's parser (the tasks by name: plan/tasks.py), given the run-level facts.
+_PARSERS: dict[str, Callable[[Mapping[str, Any], _RunFacts], AnyResult]] = {
+    "train": lambda r, f: parse_training(
+        r,
+        device=f.device,
+        run_cpus=f.run_cpus,
+        disturbed_share=f.disturbed_share,
+        shielded_share=f.shielded_share,
+    ),
+    "serve": lambda r, f: parse_serving(r, device=f.device, disturbed_share=f.disturbed_share),
+}
 
 
 def parse_results(
@@ -374,17 +393,8 @@ def parse_results(
     out: dict[str, AnyResult] = {}
     for cid, r in results.items():
         device = devices.get(str(get_path(r, "cell", "variant")), "cpu")
-        out[cid] = (
-            parse_serving(r, device=device, disturbed_share=limit)
-            if is_serving(r)
-            else parse_training(
-                r,
-                device=device,
-                run_cpus=run_cpus,
-                disturbed_share=limit,
-                shielded_share=shielded,
-            )
-        )
+        parse = _PARSERS[task_of(r["cell"]).name]
+        out[cid] = parse(r, _RunFacts(device, run_cpus, limit, shielded))
     return out
 
 

@@ -16,6 +16,7 @@ from typing import Any, TypeGuard
 
 from tfvariants.options.limits import MAX_THREADS
 from tfvariants.plan.spec import MAX_REPEATS
+from tfvariants.plan.tasks import task_of
 from tfvariants.store.inputs import InputError, read_input
 from workloads.protocol import RESULT_KIND, SCHEMA_VERSION, STATUSES, write_json_atomic
 from workloads.serving.request import SERVE_RESULT_KIND
@@ -264,7 +265,7 @@ def host_result(
     assert status in STATUSES
     return {
         "schema_version": SCHEMA_VERSION,
-        "kind": SERVE_RESULT_KIND if cell.get("task") == "serve" else RESULT_KIND,
+        "kind": task_of(cell).result_kind,
         "cell": cell,
         "status": status,
         "reason": reason,
