@@ -276,9 +276,10 @@ def run(args: argparse.Namespace) -> int:
 def _dry_run(
     spec: ServeSpec, pricing: Pricing | None, console: Console, estimate_from: Path | None
 ) -> int:
-    """The serving cells per node type and the estimated bill (the one dry run of both
-    tasks, analyze/cost/dryrun.py). Writes nothing."""
-    from tfvariants.analyze.cost.dryrun import serving_dry_run
+    """The serving cells per node type and the estimated bill (the one dry run of every
+    task, analyze/cost/dryrun.py; serving's cells and times: analyze/serving/dryrun.py).
+    Writes nothing."""
+    from tfvariants.analyze.serving.dryrun import serving_dry_run
     from tfvariants.render.dryrun import print_dry_run
 
     dry = serving_dry_run(spec, pricing, estimate_from)
