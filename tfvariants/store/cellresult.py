@@ -17,6 +17,7 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast
 from tfvariants.options.interference import DISTURBED_SHARE, SHIELDED_SHARE
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.serve import DEFAULT_BATCH_TIMEOUT_MS, ServeCell, ServeKey
+from tfvariants.plan.task import PlannedCell
 from tfvariants.plan.tasks import task_of
 from tfvariants.store.celltimes import (
     overhead_split,
@@ -125,15 +126,19 @@ class FromKey(Generic[T]):
         return cast(T, getattr(obj.key, self.name))
 
 
-class _Stored:
-    """What every parsed result answers the same way, training or serving."""
+class AnyResult:
+    """Any task's parsed result: what every one answers the same way (a new task's
+    result type subclasses it and adds a parser to ``_PARSERS``)."""
 
     __slots__ = ()
     status: str
+    variant: str
+    threads: int
+    round: int
     raw: Mapping[str, Any]  # the validated dict: for display only, never recomputed from
 
     @property
-    def cell(self) -> Cell | ServeCell:
+    def cell(self) -> PlannedCell:
         raise NotImplementedError
 
     @property
@@ -155,7 +160,7 @@ class _Stored:
 
 
 @dataclass(frozen=True, slots=True)
-class CellResult(_Stored):
+class CellResult(AnyResult):
     """One training cell's result, as every later stage sees it."""
 
     key: ConfigKey
@@ -198,7 +203,7 @@ class CellResult(_Stored):
 
 
 @dataclass(frozen=True, slots=True)
-class ServeResult(_Stored):
+class ServeResult(AnyResult):
     """One serving cell's result (kind tfvariants.serve_cell, docs/serving.md)."""
 
     variant: str
@@ -250,7 +255,6 @@ class ServeResult(_Stored):
         return (self.variant, self.threads, self.model, self.path)
 
 
-AnyResult = CellResult | ServeResult
 PERCENTILES = ("p50_ms", "p90_ms", "p95_ms", "p99_ms")
 
 
