@@ -234,7 +234,12 @@ def validate_serve_result(data: dict[str, Any], source: str = "result") -> dict[
         raise ResultError(f"{source}: unknown status {data.get('status')!r}")
     cell = data.get("cell")
     need = {"task", "variant", "threads", "model", "scenario", "path", "workload"}
-    if not isinstance(cell, dict) or cell.get("task") != "serve" or not need <= set(cell):
+    # its cell is of the task whose results are of this kind (plan/tasks.py)
+    if (
+        not isinstance(cell, dict)
+        or task_of(cell).result_kind != data.get("kind")
+        or need - set(cell)
+    ):
         raise ResultError(f"{source}: missing or incomplete serving 'cell'")
     if data["status"] == "ok" and not isinstance(data.get("metrics"), dict):
         raise ResultError(f"{source}: status ok but no metrics")
