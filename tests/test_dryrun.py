@@ -1,12 +1,15 @@
 """compare --dry-run and serve --dry-run are one implementation (analyze/cost/dryrun.py):
 both place, time and bill their cells through the same function, and print through the
-same printer (render/dryrun.py)."""
+same printer (render/dryrun.py); each task gives only its cells and times (its room's
+dryrun.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from tfvariants.analyze.cost import dryrun
+from tfvariants.analyze.serving import dryrun as serving_dryrun
+from tfvariants.analyze.training import dryrun as training_dryrun
 from tfvariants.cli import main
 from tfvariants.errors import UserError
 from tfvariants.render import dryrun as render_dryrun
@@ -14,7 +17,7 @@ from tfvariants.render import dryrun as render_dryrun
 
 def test_both_tasks_price_and_print_through_the_one_dry_run(monkeypatch, capsys):
     priced, printed = [], []
-    real_priced, real_print = dryrun._priced, render_dryrun.print_dry_run
+    real_priced, real_print = dryrun.priced, render_dryrun.print_dry_run
 
     def spy_priced(task, *a, **kw):
         priced.append(task)
@@ -24,7 +27,8 @@ def test_both_tasks_price_and_print_through_the_one_dry_run(monkeypatch, capsys)
         printed.append(dry.task)
         return real_print(dry, *a, **kw)
 
-    monkeypatch.setattr(dryrun, "_priced", spy_priced)
+    monkeypatch.setattr(training_dryrun, "priced", spy_priced)
+    monkeypatch.setattr(serving_dryrun, "priced", spy_priced)
     monkeypatch.setattr(render_dryrun, "print_dry_run", spy_print)
     monkeypatch.setattr("tfvariants.commands.compare_cluster.print_dry_run", spy_print)
     common = ["--dry-run", "--threads", "2", "--variants", "local", "--pricing", "gce-2026"]
@@ -37,4 +41,4 @@ def test_both_tasks_price_and_print_through_the_one_dry_run(monkeypatch, capsys)
 
 def test_serving_dry_run_without_prices_is_refused_before_planning():
     with pytest.raises(UserError, match="--dry-run needs --pricing"):
-        dryrun.serving_dry_run(None, None, None)  # type: ignore[arg-type]
+        serving_dryrun.serving_dry_run(None, None, None)  # type: ignore[arg-type]

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tfvariants.analyze.cost import dryrun
-from tfvariants.analyze.cost.dryrun import STUDY as STUDY  # presets reads it here
+from tfvariants.analyze.training.dryrun import training_dry_run
 from tfvariants.errors import UserError
 from tfvariants.render.dryrun import print_dry_run
 
@@ -120,9 +120,10 @@ def _shape_for(spec: MatrixSpec) -> Callable[[str], CellShape]:
 def dry_run(
     args: argparse.Namespace, spec: MatrixSpec, pricing: Pricing | None, console: Console
 ) -> int:
-    """Print cells per node type and the estimated bill (the one dry run of both tasks,
-    analyze/cost/dryrun.py). Writes nothing."""
-    dry = dryrun.training_dry_run(spec, pricing, args.estimate_from, _shape_for(spec))
+    """Print cells per node type and the estimated bill (the one dry run of every task,
+    analyze/cost/dryrun.py; training's cells and times: analyze/training/dryrun.py).
+    Writes nothing."""
+    dry = training_dry_run(spec, pricing, args.estimate_from, _shape_for(spec))
     where = "on a Ray cluster" if args.executor == "ray" else "billed as"
     print_dry_run(dry, console, f"{dry.cells} cells {where}")
     return 0

@@ -240,7 +240,7 @@ def _study(args: argparse.Namespace) -> dict[str, Any]:
     if args.dry_run and args.estimate_from is None:
         from pathlib import Path
 
-        from tfvariants.commands.compare_cluster import STUDY as FROM_STUDY
+        from tfvariants.analyze.training.dryrun import STUDY as FROM_STUDY
 
         args.estimate_from = Path(FROM_STUDY)
     return {

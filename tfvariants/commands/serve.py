@@ -28,7 +28,7 @@ from tfvariants.commands.serve_spec import LOADGEN_SPEC as LOADGEN_SPEC
 from tfvariants.commands.serve_spec import with_loadgen as with_loadgen
 from tfvariants.errors import UserError
 from tfvariants.options import declare
-from tfvariants.options.decision import DecisionOptions
+from tfvariants.options.decision import ADAPTIVE, JUDGED, DecisionOptions
 from tfvariants.options.serving import COMMAND_LINE, ServingOptions
 from tfvariants.store.runfolder import RunFolder
 
@@ -189,7 +189,7 @@ def _add_load_options(p: argparse.ArgumentParser) -> None:
     declare.add_arguments(
         p,
         DecisionOptions,
-        ("max_repeats", "min_effect", "equivalence_band", "confidence"),
+        (*ADAPTIVE, *JUDGED),
         # rounds/serving.py: the last look the budget holds at the first look's round cost
         {"max_repeats": "the rounds the budget holds at the first look's round cost, at most 50"},
     )
@@ -276,9 +276,10 @@ def run(args: argparse.Namespace) -> int:
 def _dry_run(
     spec: ServeSpec, pricing: Pricing | None, console: Console, estimate_from: Path | None
 ) -> int:
-    """The serving cells per node type and the estimated bill (the one dry run of both
-    tasks, analyze/cost/dryrun.py). Writes nothing."""
-    from tfvariants.analyze.cost.dryrun import serving_dry_run
+    """The serving cells per node type and the estimated bill (the one dry run of every
+    task, analyze/cost/dryrun.py; serving's cells and times: analyze/serving/dryrun.py).
+    Writes nothing."""
+    from tfvariants.analyze.serving.dryrun import serving_dry_run
     from tfvariants.render.dryrun import print_dry_run
 
     dry = serving_dry_run(spec, pricing, estimate_from)

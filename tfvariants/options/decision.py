@@ -68,6 +68,14 @@ class DecisionOptions(RunOptionsBase):
     )
 
 
+# The decision options on compare's and serve's command lines, in the order --help lists
+# them: the adaptive rounds' limit (compare lists its steady window after it), then the
+# settings a comparison is judged with. A new setting is declared above and named in
+# JUDGED; both commands then take it (options/training.py, commands/serve.py).
+ADAPTIVE = ("max_repeats",)
+JUDGED = ("min_effect", "equivalence_band", "confidence")
+
+
 def stored_value(options: Mapping[str, Any], name: str) -> Any:
     """A stored decision option if it is within its declared bounds, else its default
     (a report of a hand-edited run.json still opens; the loader names bad values)."""

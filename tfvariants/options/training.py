@@ -12,7 +12,7 @@ from typing import Any
 
 from tfvariants.options import argtypes, bounds, interference, shared
 from tfvariants.options.cell import CellOptions
-from tfvariants.options.decision import DecisionOptions
+from tfvariants.options.decision import ADAPTIVE, JUDGED, DecisionOptions
 from tfvariants.options.declare import option
 
 
@@ -129,15 +129,7 @@ class TrainingOptions(CellOptions, DecisionOptions):
 
 
 # compare's measurement and decision options, in the order --help lists them
-COMPARE_DECISION = (
-    "max_repeats",
-    "later",
-    "min_steady_s",
-    "min_steady_steps",
-    "min_effect",
-    "equivalence_band",
-    "confidence",
-)
+COMPARE_DECISION = (*ADAPTIVE, "later", "min_steady_s", "min_steady_steps", *JUDGED)
 INTERFERENCE = (
     "quiet_share",
     "quiet_wait_s",

@@ -4,12 +4,13 @@ Training (:class:`tfvariants.plan.spec.MatrixSpec`, :class:`tfvariants.plan.cell
 and serving (:class:`tfvariants.plan.serve.ServeSpec`, :class:`ServeCell`) both
 implement these protocols, so the matrix (execute/matrix.py), the runner
 (execute/runner.py ``run_request``) and the run store (``prepare_run_dir``) take either,
-checked by the type checker rather than by duck typing. The rest of a task's interface
-lives in the stage that owns it: the worker request payload (execute/runner.py
+checked by the type checker rather than by duck typing. What the store looks up by a
+stored task's name is plan/tasks.py's ``Task``. The rest of a task's interface lives in
+the stage that owns it: the worker request payload (execute/runner.py
 ``worker_request``, execute/serve_runner.py ``serve_request``), the result type
-(store/cellresult.py: ``CellResult`` / ``ServeResult``, chosen by the result's kind)
-and the analysis (analyze/training/ and analyze/serving/, over one loaded folder:
-analyze/report/build.py ``build_report``).
+(store/cellresult.py: ``CellResult`` / ``ServeResult``, each an ``AnyResult``), the
+analysis and dry run (analyze/training/ and analyze/serving/, over one loaded folder:
+analyze/report/build.py ``build_report``); docs/ARCHITECTURE.md "A new task type".
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ class MatrixPlan(Protocol[CellT_co, OptionsT_co]):
 
     @property
     def variant_info(self) -> dict[str, dict[str, Any]]: ...
+
+    def configurations(self) -> list[tuple[str, int]]: ...  # (variant, threads): what is placed
 
     def identity(self) -> dict[str, Any]: ...
 

@@ -1,7 +1,7 @@
-"""The dry run on the terminal, for both tasks: the header, the bill per node type, the
+"""The dry run on the terminal, for every task: the header, the bill per node type, the
 total and where the times came from (:mod:`tfvariants.analyze.cost.dryrun` computes it).
-Training adds the table per configuration; serving names the configurations that run on
-a larger node than their vCPUs."""
+A task's ``Layout`` says the rest: a table per configuration (training), or the
+configurations that run on a larger node than their vCPUs named (serving)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from tfvariants.analyze.cost import estimate as est
 from tfvariants.analyze.cost.catalog import Catalog
-from tfvariants.analyze.cost.dryrun import SERVE_CELL_OVERHEAD_S, DryRun
+from tfvariants.analyze.cost.dryrun import DryRun
 from tfvariants.analyze.shared.format import money
 from tfvariants.render.terminal import print_table
 
@@ -22,7 +22,7 @@ def print_dry_run(dry: DryRun, console: Console, header: str) -> None:
     """``header`` is the task's own description of its cells ("12 cells on a Ray
     cluster", "8 serving cells (...) billed as"); the node-type count follows it."""
     cat = dry.pricing.catalog
-    training = dry.task == "train"
+    per_config = dry.layout.per_configuration
     if dry.study:
         console.print(
             f"[bold]2017 speeds at today's prices[/]: {est.STUDY_2017_SOURCE}, priced with "
@@ -34,28 +34,27 @@ def print_dry_run(dry: DryRun, console: Console, header: str) -> None:
         f"prices: {cat.name} ({cat.title}), billing {cat.billing.describe()}",
         highlight=False,
     )
-    what = "planned cells per node type" if training else "planned serving cells per node type"
-    total, total_overhead = print_bill(dry.rows, cat, what, overhead=training)
-    if not training:
+    total, total_overhead = print_bill(dry.rows, cat, dry.layout.title, overhead=per_config)
+    if not per_config:
         for (v, t), (inst, why) in dry.placed.items():
             if why:
                 console.print(f"  {v}@{t}: {inst.name} ({why})", highlight=False)
     _print_total(dry, cat, console, total, total_overhead)
     if dry.rough:
-        console.print(_rough_note(training), highlight=False)
-    if training and dry.estimate_from is not None:
+        console.print(dry.layout.rough_note, highlight=False)
+    if per_config and dry.estimate_from is not None:
         console.print(
             f"times from {dry.estimate_from} (median cell time per configuration)",
             highlight=False,
         )
-    if training:
+    if per_config:
         _per_config(dry)
 
 
 def _print_total(
     dry: DryRun, cat: Catalog, console: Console, total: float, total_overhead: float
 ) -> None:
-    if dry.task != "train":  # serving: cells only, no node booting or idling priced
+    if not dry.layout.per_configuration:  # serving: cells only, no node booting or idling
         console.print(
             f"estimated bill: {money(total, cat.currency)} for the cells (one node per "
             "type, no boot or idle time)",
@@ -68,19 +67,6 @@ def _print_total(
         f"node per type booting (~{est.NODE_BOOT_S / 60:.0f} min) and idling until it stops "
         f"(~{est.NODE_IDLE_S / 60:.0f} min) = {money(total + total_overhead, cat.currency)}",
         highlight=False,
-    )
-
-
-def _rough_note(training: bool) -> str:
-    if training:
-        return (
-            f"times are ROUGH: the step times implied by {est.STUDY_2017_SOURCE}, times the "
-            f"steps a cell trains (its steady window, or --epochs), +{est.CELL_OVERHEAD_S:g} s "
-            "per cell. Measure once, then use --estimate-from RUN."
-        )
-    return (
-        f"times are ROUGH lower bounds: each load run's minimum duration plus "
-        f"{SERVE_CELL_OVERHEAD_S:g} s per cell; measure once, then use --estimate-from RUN"
     )
 
 

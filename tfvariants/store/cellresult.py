@@ -10,13 +10,15 @@ can never derive it differently). ``raw`` keeps the whole dict, for display only
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast
 
 from tfvariants.options.interference import DISTURBED_SHARE, SHIELDED_SHARE
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.serve import DEFAULT_BATCH_TIMEOUT_MS, ServeCell, ServeKey
+from tfvariants.plan.task import PlannedCell
+from tfvariants.plan.tasks import task_of
 from tfvariants.store.celltimes import (
     overhead_split,
     steady_windows,
@@ -124,15 +126,19 @@ class FromKey(Generic[T]):
         return cast(T, getattr(obj.key, self.name))
 
 
-class _Stored:
-    """What every parsed result answers the same way, training or serving."""
+class AnyResult:
+    """Any task's parsed result: what every one answers the same way (a new task's
+    result type subclasses it and adds a parser to ``_PARSERS``)."""
 
     __slots__ = ()
     status: str
+    variant: str
+    threads: int
+    round: int
     raw: Mapping[str, Any]  # the validated dict: for display only, never recomputed from
 
     @property
-    def cell(self) -> Cell | ServeCell:
+    def cell(self) -> PlannedCell:
         raise NotImplementedError
 
     @property
@@ -154,7 +160,7 @@ class _Stored:
 
 
 @dataclass(frozen=True, slots=True)
-class CellResult(_Stored):
+class CellResult(AnyResult):
     """One training cell's result, as every later stage sees it."""
 
     key: ConfigKey
@@ -197,7 +203,7 @@ class CellResult(_Stored):
 
 
 @dataclass(frozen=True, slots=True)
-class ServeResult(_Stored):
+class ServeResult(AnyResult):
     """One serving cell's result (kind tfvariants.serve_cell, docs/serving.md)."""
 
     variant: str
@@ -249,7 +255,6 @@ class ServeResult(_Stored):
         return (self.variant, self.threads, self.model, self.path)
 
 
-AnyResult = CellResult | ServeResult
 PERCENTILES = ("p50_ms", "p90_ms", "p95_ms", "p99_ms")
 
 
@@ -358,8 +363,26 @@ def parse_serving(
     )
 
 
-def is_serving(result: Mapping[str, Any]) -> bool:
-    return get_path(result, "cell", "task") == "serve"
+class _RunFacts(NamedTuple):
+    """The run-level facts every result of a run is parsed with."""
+
+    device: str  # the variant's
+    run_cpus: int | None
+    disturbed_share: float
+    shielded_share: float
+
+
+# Each task's parser (the tasks by name: plan/tasks.py), given the run-level facts.
+_PARSERS: dict[str, Callable[[Mapping[str, Any], _RunFacts], AnyResult]] = {
+    "train": lambda r, f: parse_training(
+        r,
+        device=f.device,
+        run_cpus=f.run_cpus,
+        disturbed_share=f.disturbed_share,
+        shielded_share=f.shielded_share,
+    ),
+    "serve": lambda r, f: parse_serving(r, device=f.device, disturbed_share=f.disturbed_share),
+}
 
 
 def parse_results(
@@ -378,17 +401,10 @@ def parse_result(
     every variant, :func:`variant_devices` over the whole folder's results)."""
     cpus = run.get("logical_cpus")
     run_cpus = cpus if isinstance(cpus, int) and not isinstance(cpus, bool) and cpus > 0 else None
-    limit = disturbed_limit(run)
+    limit, shielded = disturbed_limit(run), shielded_limit(run)
     device = devices.get(str(get_path(result, "cell", "variant")), "cpu")
-    if is_serving(result):
-        return parse_serving(result, device=device, disturbed_share=limit)
-    return parse_training(
-        result,
-        device=device,
-        run_cpus=run_cpus,
-        disturbed_share=limit,
-        shielded_share=shielded_limit(run),
-    )
+    parse = _PARSERS[task_of(result["cell"]).name]
+    return parse(result, _RunFacts(device, run_cpus, limit, shielded))
 
 
 def training(results: Iterable[AnyResult]) -> list[CellResult]:

@@ -16,6 +16,7 @@ from typing import Any, TypeGuard
 
 from tfvariants.options.limits import MAX_THREADS
 from tfvariants.plan.spec import MAX_REPEATS
+from tfvariants.plan.tasks import task_of
 from tfvariants.store.inputs import InputError, read_input
 from workloads.protocol import RESULT_KIND, SCHEMA_VERSION, STATUSES, write_json_atomic
 from workloads.serving.request import SERVE_RESULT_KIND
@@ -233,7 +234,12 @@ def validate_serve_result(data: dict[str, Any], source: str = "result") -> dict[
         raise ResultError(f"{source}: unknown status {data.get('status')!r}")
     cell = data.get("cell")
     need = {"task", "variant", "threads", "model", "scenario", "path", "workload"}
-    if not isinstance(cell, dict) or cell.get("task") != "serve" or not need <= set(cell):
+    # its cell is of the task whose results are of this kind (plan/tasks.py)
+    if (
+        not isinstance(cell, dict)
+        or task_of(cell).result_kind != data.get("kind")
+        or need - set(cell)
+    ):
         raise ResultError(f"{source}: missing or incomplete serving 'cell'")
     if data["status"] == "ok" and not isinstance(data.get("metrics"), dict):
         raise ResultError(f"{source}: status ok but no metrics")
@@ -264,7 +270,7 @@ def host_result(
     assert status in STATUSES
     return {
         "schema_version": SCHEMA_VERSION,
-        "kind": SERVE_RESULT_KIND if cell.get("task") == "serve" else RESULT_KIND,
+        "kind": task_of(cell).result_kind,
         "cell": cell,
         "status": status,
         "reason": reason,

@@ -23,9 +23,8 @@ from typing import Any
 from tfvariants.errors import UserError
 from tfvariants.options.cell import CellOptions
 from tfvariants.options.declare import RunOptionsBase, declared
-from tfvariants.plan.cell import cell_id_of, legacy_cell_id
-from tfvariants.plan.serve import serve_cell
 from tfvariants.plan.task import CellT, MatrixPlan, PlannedCell
+from tfvariants.plan.tasks import task_of
 from tfvariants.store.cellresult import AnyResult, host_of, parse_results
 from tfvariants.store.result import ResultError, load_result, read_json_file
 from tfvariants.store.runfile import (
@@ -43,11 +42,7 @@ from tfvariants.store.runfolder import CELLS_DIR, DONE_STATUSES, QUARANTINE_DIR,
 
 def cell_ids(c: dict[str, Any]) -> tuple[str, str]:
     """A stored cell dict's id, and the legacy id older folders named its file by."""
-    if c.get("task") == "serve":
-        sc = serve_cell(c)
-        return sc.cell_id, sc.legacy_cell_id
-    key = (c["variant"], c["threads"], c["workload"], c.get("repeat", 0))
-    return cell_id_of(c), legacy_cell_id(*key)
+    return task_of(c).stored_ids(c)
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,9 @@ from typing import Any, TypeGuard
 from tfvariants.errors import UserError
 from tfvariants.options.declare import RunOptionsBase, stored_problems
 from tfvariants.options.limits import MAX_THREADS
-from tfvariants.options.serving import ServingOptions
-from tfvariants.options.training import TrainingOptions
 from tfvariants.plan.spec import MAX_REPEATS, logical_cpus
 from tfvariants.plan.task import MatrixPlan, PlannedCell
+from tfvariants.plan.tasks import task_of
 from tfvariants.store import workloadfiles
 from tfvariants.store.result import ResultError, read_json_file
 from tfvariants.store.runfolder import RunFolder
@@ -98,8 +97,7 @@ def validate_run(data: object, source: str) -> dict[str, Any]:
     # and serving options): refused here, naming the field, so that a resume refuses it
     # before any cell runs and a report never judges with a silently replaced value.
     options = data.get("options") or {}
-    cls: type[RunOptionsBase] = ServingOptions if data.get("task") == "serve" else TrainingOptions
-    for name, problem, v in stored_problems(cls, options):
+    for name, problem, v in stored_problems(task_of(data).options, options):
         raise _field_error(source, f"options.{name}", problem, v)
     cpus = data.get("logical_cpus")
     if cpus is not None and (not _is_int(cpus) or cpus < 1):
