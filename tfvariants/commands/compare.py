@@ -167,6 +167,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from tfvariants.store import workloadfiles
+    from tfvariants.store.record import run_record
     from tfvariants.store.runfile import load_run
 
     compare_cluster.check(args)
@@ -184,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
     # run was started with (the report opens with it): the stored options' layer wins.
     preset = presets.apply(args)
     pricing = common.pricing_from(args)
-    spec, variant_objs = build_spec(args, stored, pricing, preset)
+    spec, variant_objs = build_spec(args, run_record(stored or {}), pricing, preset)
     opts = TrainingOptions.of(spec.options)
     check_baseline(args.baseline, spec)
     check_later(args.baseline, spec)

@@ -14,8 +14,10 @@ from tfvariants.commands import rounds
 from tfvariants.commands.matrix_args import checked, default_threads, parse_names, quick_scale
 from tfvariants.errors import UserError
 from tfvariants.options import argtypes
+from tfvariants.options.training import TrainingOptions
 from tfvariants.plan.duet import DuetPlans
 from tfvariants.plan.spec import MatrixSpec
+from tfvariants.store.record import EMPTY_RUN, RunRecord
 
 if TYPE_CHECKING:
     from tfvariants.analyze.cost.pricing import Pricing
@@ -41,7 +43,7 @@ def _available_workloads() -> list[str]:
 
 def build_spec(
     args: argparse.Namespace,
-    stored: dict[str, Any] | None = None,
+    stored: RunRecord | None = None,
     pricing: Pricing | None = None,
     preset: Mapping[str, Any] | None = None,
 ) -> tuple[MatrixSpec, dict[str, Variant]]:
@@ -51,31 +53,41 @@ def build_spec(
     from tfvariants.plan.spec import logical_cpus
     from tfvariants.variants import get_variants
 
-    stored = stored or {}
-    sopts = stored.get("options") or {}
+    stored = stored or EMPTY_RUN
 
     def given_or_stored(
-        name: str, value: str | T | None, parse: Callable[[str], T], default: T
+        name: str,
+        value: str | T | None,
+        parse: Callable[[str], T],
+        stored_value: T | None,
+        default: T,
     ) -> T:
         # None = not on the command line: a resume takes the stored value.
         if value is not None:
             return _parsed(name.replace("_", "-"), parse, value)
-        stored_value = sopts.get(name) if name in sopts else stored.get(name)
         return stored_value if stored_value is not None else default
 
     variants = given_or_stored(
-        "variants", args.variants, lambda v: parse_names("variants", v), ["local"]
+        "variants",
+        args.variants,
+        lambda v: parse_names("variants", v),
+        list(stored.variants) if stored.present else None,
+        ["local"],
     )
     explicit = split_fixed_threads(variants)
     variants = list(dict.fromkeys(n for n, _ in explicit))
     if len(variants) != len(explicit):
         raise UserError("--variants: a variant is named twice (with different @THREADS?)")
     threads = given_or_stored(
-        "threads", args.threads, parse_threads, default_threads(logical_cpus())
+        "threads",
+        args.threads,
+        parse_threads,
+        list(stored.threads) if stored.present else None,
+        default_threads(logical_cpus()),
     )
     known = _available_workloads()
-    if args.workloads is None and stored.get("workloads"):
-        workloads = stored["workloads"]
+    if args.workloads is None and stored.workloads:
+        workloads = list(stored.workloads)
     elif args.workloads in (None, "all"):
         workloads = known
     else:
@@ -88,8 +100,11 @@ def build_spec(
     if not workloads:
         raise UserError("no workloads available")
 
-    repeats = given_or_stored("repeats", args.repeats, argtypes.repeats, DEFAULT_REPEATS)
-    quick = bool(args.quick or sopts.get("quick") or (preset or {}).get("quick"))
+    repeats = given_or_stored(
+        "repeats", args.repeats, argtypes.repeats, stored.repeats or None, DEFAULT_REPEATS
+    )
+    stored_quick = isinstance(stored.options, TrainingOptions) and stored.options.quick
+    quick = bool(args.quick or stored_quick or (preset or {}).get("quick"))
     per_workload = {w: quick_scale(w) for w in workloads} if quick else None
     options = rounds.training_options(
         args, stored, repeats=repeats, per_workload=per_workload, preset=preset
@@ -97,7 +112,7 @@ def build_spec(
     variant_objs = get_variants(variants, args.variants_file)
     info = {v: {"kind": o.kind, "device": o.device} for v, o in variant_objs.items()}
     # A resume keeps the stored thread counts of fixed-thread variants.
-    fixed = dict(stored.get("fixed_threads") or {}) if args.variants is None else {}
+    fixed = dict(stored.fixed_threads) if args.variants is None else {}
     fixed.update({n: t for n, t in explicit if t is not None})
     for v, o in variant_objs.items():
         if v not in fixed and o.device == "gpu":
@@ -136,7 +151,6 @@ def check_later(baseline: str | None, spec: MatrixSpec) -> None:
     """--later names variants of the matrix other than the baseline's, leaves some to
     run first, and has a budget's adaptive rounds to run in (one line otherwise)."""
     from tfvariants.analyze.baseline import parse_baseline
-    from tfvariants.options.training import TrainingOptions
 
     o = TrainingOptions.of(spec.options)
     later = list(o.later or ())
@@ -189,7 +203,6 @@ def check_duet(
     """--duet fits this plan on this host (one line otherwise, before anything is built
     or written): one thread count, host-pinned variants, twice the CPUs on separate cores.
     The two sides' plans (None: not a duet run), worked out once for the run."""
-    from tfvariants.options.training import TrainingOptions
     from tfvariants.plan.duet import duet_fit
     from tfvariants.plan.topology import read_topology
 

@@ -33,6 +33,7 @@ from tfvariants.options.serving import ServingOptions
 from tfvariants.plan.serve import ServeCell, ServeKey, ServeSpec, plan_serve_cells
 from tfvariants.rounds.decide import Judged, next_round
 from tfvariants.store.cellresult import AnyResult, ServeResult, serving
+from tfvariants.store.record import RunRecord
 
 # A round takes a little more than its cells' wall times (starting each worker, writing
 # its result, the wait for quiet): 13.0-14.2 s per round of two 6.6-7.3 s cells on a quiet
@@ -148,7 +149,7 @@ class NextServeRound:
         look = looks_done[-1] if looks_done else None
         pairs, undecided = [], []
         if look is not None and rule is not None:
-            run = {"variants": list(self.spec.variants), "variant_info": self.spec.variant_info}
+            run = RunRecord(variants=tuple(self.spec.variants))
             at_look = [r for r in cells if r.round < look]
             reports = model_reports(
                 at_look,
@@ -191,10 +192,11 @@ def order_seed(out: Path, resume: bool) -> int | None:
     from tfvariants.plan.spec import new_order_seed
 
     if resume:
-        from tfvariants.store.runfile import load_run
+        from tfvariants.store.runfile import read_run
 
         # run.json alone: the matrix loads the cells (once) when it resumes
-        stored = (load_run(out).get("options") or {}).get("order_seed")
+        options = read_run(out).options
+        stored = options.order_seed if options is not None else None
         return stored if isinstance(stored, int) and not isinstance(stored, bool) else None
     return new_order_seed()
 
@@ -206,12 +208,12 @@ def stored_max_repeats(out: Path, resume: bool) -> int | None:
     look, whose look the same stored cells plan again."""
     if not resume:
         return None
-    from tfvariants.store.runfile import load_run
+    from tfvariants.store.runfile import read_run
 
-    run = load_run(out)
-    plan = (run.get("adaptive") or {}).get("look_plan")
-    planned = plan.get("last_look") if isinstance(plan, dict) else None
-    for stored in ((run.get("options") or {}).get("max_repeats"), planned):
+    run = read_run(out)
+    plan = run.adaptive.look_plan if run.adaptive is not None else None
+    planned = plan.get("last_look") if plan is not None else None
+    for stored in (run.options.max_repeats if run.options is not None else None, planned):
         if isinstance(stored, int) and not isinstance(stored, bool):
             return stored
     return None

@@ -226,7 +226,7 @@ def other_runs(analysis: Analysis, report: ReportSettings) -> OtherRuns | None:
     """The section for ``analysis`` (this run), or None when no other run beside it
     measured one of its comparisons."""
     here = Path(analysis.results_dir).resolve()
-    mine = readings(analysis, here.name, str(analysis.run.get("started_at") or ""), True)
+    mine = readings(analysis, here.name, str(analysis.run.started_at or ""), True)
     if not mine:
         return None
     # The other runs are read with this run's baseline choice and nothing else of its
@@ -236,7 +236,7 @@ def other_runs(analysis: Analysis, report: ReportSettings) -> OtherRuns | None:
     runs: list[str] = []
     # run.json as written, for this run as for the others (the loaded run's hosts are
     # rebuilt from its cells)
-    for folder, run in candidates(here, _run_json(here) or analysis.run):
+    for folder, run in candidates(here, _run_json(here) or {}):
         other = _analyse(folder, theirs)
         if other is None:
             continue
