@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tfvariants.analyze.statistics.stats import DEFAULT_REPEATS
@@ -41,6 +42,16 @@ def _available_workloads() -> list[str]:
     return list(registry.available())
 
 
+def _given_or_stored(
+    resume: bool, name: str, value: str | T | None, parse: Callable[[str], T], stored: T, default: T
+) -> T:
+    """The value on the command line, else (``resume``: a run.json was read) the stored
+    one, else ``default``."""
+    if value is not None:
+        return _parsed(name.replace("_", "-"), parse, value)
+    return stored if resume and stored is not None else default
+
+
 def build_spec(
     args: argparse.Namespace,
     stored: RunRecord | None = None,
@@ -54,37 +65,15 @@ def build_spec(
     from tfvariants.variants import get_variants
 
     stored = stored or EMPTY_RUN
-
-    def given_or_stored(
-        name: str,
-        value: str | T | None,
-        parse: Callable[[str], T],
-        stored_value: T | None,
-        default: T,
-    ) -> T:
-        # None = not on the command line: a resume takes the stored value.
-        if value is not None:
-            return _parsed(name.replace("_", "-"), parse, value)
-        return stored_value if stored_value is not None else default
-
-    variants = given_or_stored(
-        "variants",
-        args.variants,
-        lambda v: parse_names("variants", v),
-        list(stored.variants) if stored.present else None,
-        ["local"],
-    )
+    given_or_stored = partial(_given_or_stored, stored.present)
+    names = partial(parse_names, "variants")
+    variants = given_or_stored("variants", args.variants, names, list(stored.variants), ["local"])
     explicit = split_fixed_threads(variants)
     variants = list(dict.fromkeys(n for n, _ in explicit))
     if len(variants) != len(explicit):
         raise UserError("--variants: a variant is named twice (with different @THREADS?)")
-    threads = given_or_stored(
-        "threads",
-        args.threads,
-        parse_threads,
-        list(stored.threads) if stored.present else None,
-        default_threads(logical_cpus()),
-    )
+    default = default_threads(logical_cpus())
+    threads = given_or_stored("threads", args.threads, parse_threads, list(stored.threads), default)
     known = _available_workloads()
     if args.workloads is None and stored.workloads:
         workloads = list(stored.workloads)
@@ -101,7 +90,7 @@ def build_spec(
         raise UserError("no workloads available")
 
     repeats = given_or_stored(
-        "repeats", args.repeats, argtypes.repeats, stored.repeats or None, DEFAULT_REPEATS
+        "repeats", args.repeats, argtypes.repeats, stored.repeats, DEFAULT_REPEATS
     )
     stored_quick = isinstance(stored.options, TrainingOptions) and stored.options.quick
     quick = bool(args.quick or stored_quick or (preset or {}).get("quick"))

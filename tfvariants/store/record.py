@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from tfvariants.options.declare import declared
 from tfvariants.options.serving import ServingOptions
 from tfvariants.options.training import TrainingOptions
 
@@ -160,7 +161,7 @@ class RunRecord:
     present: bool = False
     task: str | None = None  # "serve"; None: training
     options: RunOptions | None = None  # None: the run stored no options
-    stored_options: frozenset[str] = frozenset()  # the option names run.json holds
+    stored_options: tuple[str, ...] = ()  # the declared option names run.json holds
     variants: tuple[str, ...] = ()
     threads: tuple[int, ...] = ()
     workloads: tuple[str, ...] = ()
@@ -187,7 +188,7 @@ class RunRecord:
         missing option still falls to the command's own default."""
         if self.options is None:
             return {}
-        return {n: getattr(self.options, n) for n in sorted(self.stored_options)}
+        return {n: getattr(self.options, n) for n in self.stored_options}
 
 
 EMPTY_RUN = RunRecord()
@@ -205,7 +206,7 @@ def run_record(data: Mapping[str, Any]) -> RunRecord:
         present=True,
         task=_text(data.get("task")),
         options=cls.from_record(stored) if stored else None,
-        stored_options=frozenset(stored),
+        stored_options=tuple(n for n in stored if n in declared(cls)),
         variants=tuple(str(v) for v in _tuple(data.get("variants"))),
         threads=tuple(t for t in _tuple(data.get("threads")) if _int(t) is not None),
         workloads=tuple(str(w) for w in _tuple(data.get("workloads"))),
