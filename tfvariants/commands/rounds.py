@@ -18,7 +18,7 @@ from tfvariants.options.training import COMPARE_DECISION, INTERFERENCE, Training
 from tfvariants.plan.spec import MatrixSpec
 from tfvariants.plan.task import MatrixPlan, PlannedCell
 from tfvariants.rounds.training import NextRoundHook
-from tfvariants.store.record import RunRecord
+from tfvariants.store.record import AdaptiveRecord, RunRecord
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -148,7 +148,7 @@ def record(
     out: Path,
     rule: adaptive.StoppingRule,
     spec: MatrixPlan[PlannedCell],
-    before: dict[str, Any],
+    before: AdaptiveRecord | None,
     outcome: MatrixOutcome,
     console: Console,
     hook: NextRoundHook | None = None,
@@ -157,17 +157,21 @@ def record(
     stopped."""
     from tfvariants.store.rundir import update_run
 
-    looks = list(before.get("looks_made") or []) + (hook.looks if hook is not None else [])
+    # what a resumed run recorded before (typed at the store), then this command's
+    looks = [dict(x) for x in before.looks_made] if before is not None else []
+    looks += hook.looks if hook is not None else []
+    done = [dict(r) for r in before.rounds] if before is not None else []
     update_run(
         out,
         adaptive={
             **rule.to_json(),
             "budget_s": DecisionOptions.of(spec.options).budget_s,
-            "rounds": list(before.get("rounds") or []) + outcome.rounds,
+            "rounds": done + outcome.rounds,
             "looks_made": looks,
             "stopped": outcome.stopped,
             "spent_s": round(outcome.spent_s, 1),
-            "window_plan": getattr(hook, "window_plan", None) or before.get("window_plan"),
+            "window_plan": getattr(hook, "window_plan", None)
+            or (before.window_plan if before is not None else None),
         },
     )
     if outcome.stopped:
