@@ -54,12 +54,10 @@ class VariantInfo:
     requirements: tuple[str, ...] = ()
     overlay_env: Mapping[str, Any] = field(default_factory=dict)
     compiled_for: str | None = None
-    onednn: Mapping[str, Any] = field(
-        default_factory=dict
-    )  # the oneDNN probe's judgement (variants/noop.py)
-    peak: Mapping[str, Mapping[str, Any]] = field(
-        default_factory=dict
-    )  # thread count (text) -> the peak record
+    # the oneDNN probe's judgement (variants/noop.py)
+    onednn: Mapping[str, Any] = field(default_factory=dict)
+    # thread count (as text) -> the peak record (variants/peak/run.py)
+    peak: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 def _variant_info(entry: Mapping[str, Any]) -> VariantInfo:
@@ -166,9 +164,8 @@ class RunRecord:
     threads: tuple[int, ...] = ()
     workloads: tuple[str, ...] = ()
     repeats: int = 0
-    fixed_threads: Mapping[str, int] = field(
-        default_factory=dict
-    )  # a variant run at one thread count only
+    # a variant run at one thread count only (``--variants twin@2``)
+    fixed_threads: Mapping[str, int] = field(default_factory=dict)
     models: tuple[str, ...] = ()  # serving: the matrix's models, scenarios, ...
     scenarios: tuple[str, ...] = ()
     concurrency: tuple[int, ...] = ()

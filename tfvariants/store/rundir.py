@@ -76,7 +76,6 @@ class Notice:
 class RunContents:
     results_dir: Path
     run: RunRecord  # run.json, typed (EMPTY_RUN without one)
-    raw_run: dict[str, Any]  # the same as stored: the cells' parser reads run-level facts
     results: dict[str, dict[str, Any]]  # cell_id -> result: what analysis and resume use
     problems: list[Problem] = field(default_factory=list)  # unreadable or invalid files
     duplicates: list[Problem] = field(default_factory=list)  # copies, misnamed files
@@ -90,7 +89,7 @@ class RunContents:
     @cached_property
     def parsed(self) -> dict[str, AnyResult]:
         """``results`` as typed records (store/cellresult.py), parsed once per load."""
-        return parse_results(self.raw_run, self.results)
+        return parse_results(self.run, self.results)
 
     @property
     def unreadable_ids(self) -> set[str]:
@@ -149,7 +148,7 @@ def load_run_dir(results_dir: Path, *, allow_mixed_hosts: bool = False) -> RunCo
     """Everything in a run folder: good results plus every file not used, and why."""
     results_dir = Path(results_dir)
     run = load_run(results_dir)
-    contents = RunContents(results_dir, run_record(run), run, {}, mixed_allowed=allow_mixed_hosts)
+    contents = RunContents(results_dir, run_record(run), {}, mixed_allowed=allow_mixed_hosts)
     cells = results_dir / CELLS_DIR
     misnamed: list[tuple[str, str]] = []
     legacy_named: list[tuple[str, str, dict[str, Any]]] = []
