@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tfvariants.options.training import TrainingOptions
-from tfvariants.store.record import AdaptiveRecord, RunOptions, RunRecord
+from tfvariants.store.record import AdaptiveRecord, RunRecord
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,8 @@ class Header:
     adaptive: AdaptiveSummary | None = None  # None: no adaptive repeats
 
 
-def scale_of(options: RunOptions | None) -> Scale | None:
+def scale_of(run: RunRecord) -> Scale | None:
+    options = run.options
     if options is None:
         return None
     if not isinstance(options, TrainingOptions):  # a serving run: no training scale
@@ -52,7 +53,7 @@ def scale_of(options: RunOptions | None) -> Scale | None:
         per_workload=tuple(
             (str(w), _dict(sc).get("epochs"), _dict(sc).get("samples")) for w, sc in per.items()
         ),
-        data=options.data,
+        data=options.data if "data" in run.stored_options else None,  # as an old run said
     )
 
 
@@ -75,6 +76,6 @@ def header_of(run: RunRecord) -> Header:
     """The header's facts of a run record."""
     return Header(
         started_at=run.started_at,
-        scale=scale_of(run.options),
+        scale=scale_of(run),
         adaptive=adaptive_of(run.adaptive),
     )
