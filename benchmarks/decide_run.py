@@ -39,7 +39,7 @@ BASELINE, UNDER_TEST, COMPANION_SIDE = "B", "A", "C"  # variants; B is the basel
 SIDES = (BASELINE, UNDER_TEST, COMPANION_SIDE)
 ORDER_SEED = 1  # the rounds' order (each side draws from its own stream: order is moot)
 # Where the run folders go: memory-backed where the host has it (a run writes a file per
-# cell and the hook reads them back each round).
+# cell, and the loop reads each back once).
 SCRATCH = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
 
 Rounds = dict[int, float]
@@ -88,7 +88,7 @@ class SimulatedCells:
             v *= self.wander.step(rng, rnd == 0)
         self.series[side][rnd] = v
         result = simulated_result(cell, v)
-        return StoredCell.of(cell.cell_id, result, folder.write_cell(cell.cell_id, result))
+        return StoredCell.written(cell.cell_id, result, folder.write_cell(cell.cell_id, result))
 
 
 # A draw is relative (about 1); stored in milliseconds-as-seconds, so a heavy tail's

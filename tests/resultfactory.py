@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from typing import Any
 
 from tfvariants.plan.cell import cell_id_of
 
@@ -152,6 +153,42 @@ def write_results(results_dir: Path, results: list[dict], run: dict | None = Non
     if run is not None:
         (Path(results_dir) / "run.json").write_text(json.dumps(run), encoding="utf-8")
     return Path(results_dir)
+
+
+def pip_vs_compiled(
+    folder: Path,
+    *,
+    options: dict[str, Any],
+    speed: float = 0.7,
+    repeats: int = 8,
+    noise: float = 0.02,
+    seed: int = 0,
+    workload: str = "mnist_cnn",
+    host: str = "h1",
+    **run_fields: Any,
+) -> Path:
+    """A stored run of "compiled" at ``speed`` x the stock "pip" (2 threads, one
+    workload, ``repeats`` interleaved rounds), its run.json holding ``options`` and any
+    other ``run_fields`` (e.g. started_at; schema_version 1 unless given)."""
+    results = [
+        make_result(v, 2, workload, r, steady_epoch_s=2.0 * s, noise=noise, seed=seed)
+        for r in range(repeats)
+        for v, s in (("pip", 1.0), ("compiled", speed))
+    ]
+    run = {
+        "schema_version": 1,
+        "kind": "tfvariants.run",
+        "variants": ["pip", "compiled"],
+        "threads": [2],
+        "workloads": [workload],
+        "repeats": repeats,
+        "options": options,
+        "variant_info": {"pip": {"kind": "venv"}, "compiled": {"kind": "venv"}},
+        "logical_cpus": 2,
+        "hosts": [{"host_id": host, "kind": "local", "label": "local (2 CPUs)"}],
+        **run_fields,
+    }
+    return write_results(folder, results, run)
 
 
 def study_like_results(repeats: int = 3) -> tuple[list[dict], dict]:

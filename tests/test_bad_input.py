@@ -236,6 +236,17 @@ def edited_copy(root: Path) -> None:
     (root / "R/cells/mnist_mlp__local__t1__r4.json").write_text(ok_with(cell__repeat=4, **times))
 
 
+def beside_run(content: str | None) -> Callable[[Path], None]:
+    """A folder B named with --beside: its run.json ``content`` (None: no run.json)."""
+
+    def put(root: Path) -> None:
+        (root / "B").mkdir()
+        if content is not None:
+            (root / "B" / "run.json").write_text(content)
+
+    return put
+
+
 def a_dir(root: Path) -> None:
     (root / "adir").mkdir()
 
@@ -266,6 +277,7 @@ RESUME = ["compare", "--resume", "--out", "R"]
 PRICES = ["prices", "--catalog", "cat.toml"]
 PRICED_REPORT = [*REPORT, "--pricing", "cat.toml", "--instance", "local=c1"]
 IMPORT_S = ["prices", "import", "s.csv", "-o", "o.toml"]
+BESIDE = [*REPORT, "--beside", "B"]
 SERVE = [
     "serve",
     "--models",
@@ -722,6 +734,41 @@ CASES = [
         REPORT,
         E,
         "a FIFO, not a regular file",
+    ),
+    # issue 43: a run named with --beside is an input like any other (report and compare)
+    ("beside-missing", None, BESIDE, E, "--beside B: B: no such run folder"),
+    ("beside-not-a-run", beside_run(None), BESIDE, E, "not a tfvariants run"),
+    ("beside-a-file", lambda root: (root / "B").write_text("x"), BESIDE, E, "not a folder"),
+    (
+        "beside-run-json-fifo",
+        lambda root: (beside_run(None)(root), os.mkfifo(root / "B" / "run.json")),
+        BESIDE,
+        E,
+        "a FIFO, not a regular file",
+    ),
+    (
+        "beside-run-json-dev-zero",
+        lambda root: (beside_run(None)(root), symlink("B/run.json", "/dev/zero")(root)),
+        BESIDE,
+        E,
+        "a device, not a regular file",
+    ),
+    ("beside-run-json-nested", beside_run(nested()), BESIDE, E, "nested too deeply"),
+    (
+        "beside-run-json-huge",
+        lambda root: (beside_run(None)(root), sparse("B/run.json", 65 << 20)(root)),
+        BESIDE,
+        E,
+        "larger than 64 MiB",
+    ),
+    ("beside-run-json-not-a-run", beside_run('{"kind": "x"}'), BESIDE, E, "not a tfvariants run"),
+    ("compare-beside-missing", None, [*COMPARE, "--beside", "B"], E, "--beside B: B: no such"),
+    (
+        "compare-beside-nested",
+        beside_run(nested()),
+        [*COMPARE, "--beside", "B"],
+        E,
+        "nested too deeply",
     ),
     # issue 28: smaller findings
     (

@@ -57,7 +57,7 @@ def test_summary_reads_verdicts_twin_and_disturbed_cells(tmp_path):
     from tfvariants.plan.spec import MatrixSpec
     from tfvariants.store.runfile import local_host, new_run
 
-    spec = MatrixSpec(("local", "twin"), (1, 2), ("mnist_cnn",), 5, {}, {})
+    spec = MatrixSpec(("local", "twin"), (1, 2), ("mnist_cnn",), 5)
     run = new_run(spec, [local_host()])
     undecided = {"verdict": "undecided", "ratio": 1.4}
     different = {"verdict": "different", "ratio": 1.5}

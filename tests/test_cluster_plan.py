@@ -291,7 +291,7 @@ def test_declare_hosts_merges_ray_nodes(tmp_path):
     from tfvariants.plan.spec import MatrixSpec
     from tfvariants.store.runfile import new_run, write_run
 
-    spec = MatrixSpec(("x",), (1,), ("mnist_mlp",), 1, {}, {})
+    spec = MatrixSpec(("x",), (1,), ("mnist_mlp",), 1)
     write_run(tmp_path, new_run(spec, [{"host_id": "abc", "kind": "local", "label": "this host"}]))
     a = ray_node_entry(node_id="n1" * 10, hostname="h1", instance="n2-highcpu-8", simulated=False)
     b = ray_node_entry(node_id="n2" * 10, hostname="h1", instance="sim-1", simulated=True)

@@ -1,3 +1,4 @@
+import dataclasses
 import json
 import os
 import re
@@ -9,6 +10,7 @@ from tfvariants.cli import main
 from tfvariants.commands import compare
 from tfvariants.execute import runner
 from tfvariants.execute.record import StoredCell
+from tfvariants.options.training import TrainingOptions
 from workloads import registry
 
 
@@ -100,7 +102,7 @@ class FakeRunCell:
         )
         path = folder.cells_dir / f"{cell.cell_id}.json"
         path.write_text(json.dumps(r))
-        return StoredCell.of(cell.cell_id, r, path)
+        return StoredCell.written(cell.cell_id, r, path)
 
 
 def test_quick_compare_end_to_end_with_a_fake_runner(tmp_path, monkeypatch, capsys):
@@ -269,7 +271,7 @@ def test_next_round_runs_only_the_undecided_workloads_configurations():
     from tfvariants.plan.spec import MatrixSpec
     from tfvariants.rounds import training as rounds
 
-    spec = MatrixSpec(("local",), (1, 2), ("mnist_cnn", "mnist_mlp"), 5, {},
+    spec = MatrixSpec(("local",), (1, 2), ("mnist_cnn", "mnist_mlp"), 5, TrainingOptions(),
                       {"local": {"kind": "local", "device": "cpu"}})  # fmt: skip
     stored = {}
     for r in range(5):
@@ -298,7 +300,7 @@ def test_next_round_uses_the_reports_baseline_which_is_never_oversubscribed_by_c
     from tfvariants.plan.spec import MatrixSpec
     from tfvariants.rounds import training as rounds
 
-    spec = MatrixSpec(("local",), (1, 2, 8), ("mnist_cnn",), 5, {},
+    spec = MatrixSpec(("local",), (1, 2, 8), ("mnist_cnn",), 5, TrainingOptions(),
                       {"local": {"kind": "local", "device": "cpu"}})  # fmt: skip
     stored = {}
     for r in range(5):
@@ -324,7 +326,7 @@ class VariantSpeedRunCell(FakeRunCell):
                            steady_epoch_s=2.0 * factor, noise=0.01)  # fmt: skip
         path = folder.cells_dir / f"{cell.cell_id}.json"
         path.write_text(json.dumps(r))
-        return StoredCell.of(cell.cell_id, r, path)
+        return StoredCell.written(cell.cell_id, r, path)
 
 
 @pytest.mark.parametrize("host", ["avx2", "avx512"])
@@ -388,7 +390,7 @@ def test_the_first_look_plans_the_steady_window_of_the_later_rounds():
     from tfvariants.plan.spec import MatrixSpec
     from tfvariants.rounds import training as rounds
 
-    options = {"plan_window": True, "min_steady_s": 10.0, "min_steady_steps": 50}
+    options = TrainingOptions(plan_window=True, min_steady_s=10.0, min_steady_steps=50)
     spec = MatrixSpec(("local",), (1, 2), ("mnist_cnn",), 5, options,
                       {"local": {"kind": "local", "device": "cpu"}})  # fmt: skip
     stored = {}
@@ -402,7 +404,7 @@ def test_the_first_look_plans_the_steady_window_of_the_later_rounds():
     hook = rounds.NextRoundHook(spec, adaptive.stopping_rule(5), baseline=None)
     hook(rf.typed(stored))
     plan = hook.window_plan  # the run's value: the frozen spec is not written to
-    assert plan is not None and "window_plan" not in spec.options
+    assert plan is not None and "window_plan" not in spec.options.record()
     assert plan["from_repeat"] == 5 and plan["min_steady_s"] == 3.0
     assert "more repeats" in plan["reason"] and plan["components"]["cells"] == 10
     assert run_options_for(spec, "mnist_cnn", 4, plan).min_steady_s == 10.0  # the first rounds
@@ -418,7 +420,7 @@ def test_the_first_look_plans_the_steady_window_of_the_later_rounds():
         (1, 2),
         ("mnist_cnn",),
         5,
-        {**options, "plan_window": False},
+        dataclasses.replace(options, plan_window=False),
         {"local": {"kind": "local", "device": "cpu"}},
     )
     hook = rounds.NextRoundHook(fixed, adaptive.stopping_rule(5), baseline=None)

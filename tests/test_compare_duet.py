@@ -36,7 +36,7 @@ class DuetFake:
             with self.lock:
                 self.fillers += 1
             stop.wait(2.0)
-            return StoredCell.of(cell.cell_id, {"status": "failed"}, folder.cells_dir / "f")
+            return StoredCell.written(cell.cell_id, {"status": "failed"}, folder.cells_dir / "f")
         start = time.monotonic()
         time.sleep(0.03)
         epoch = 2.0 * (self.ratio if cell.variant == self.slower else 1.0)
@@ -48,7 +48,7 @@ class DuetFake:
         with self.lock:
             cpus = tuple(plan.cpus) if plan is not None else ()
             self.cells.append((cell.cell_id, cpus, start, time.monotonic()))
-        return StoredCell.of(cell.cell_id, r, path)
+        return StoredCell.written(cell.cell_id, r, path)
 
 
 @pytest.fixture

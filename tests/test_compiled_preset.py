@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tfvariants.cli import main
+from tfvariants.options.training import TrainingOptions
 from tfvariants.rounds import firstlook
 
 
@@ -133,31 +134,14 @@ def _preset_run(folder: Path) -> Path:
     band; "compiled" 1.4x faster than the stock "pip"."""
     import resultfactory as rf
 
-    results = [
-        rf.make_result(v, 2, "mnist_cnn", r, steady_epoch_s=2.0 * s, noise=0.02)
-        for r in range(8)
-        for v, s in (("pip", 1.0), ("compiled", 0.7))
-    ]
     preset = {"name": "compiled", "stock": "pip", "builds": ["compiled"], "skipped": {}}
-    run = {
-        "schema_version": 1,
-        "kind": "tfvariants.run",
-        "variants": ["pip", "compiled"],
-        "threads": [2],
-        "workloads": ["mnist_cnn"],
-        "repeats": 8,
-        "options": {
-            "quick": True,
-            "min_effect": 0.0,
-            "equivalence_band": 0.10,
-            "preset": {**preset, "explanatory": [], "band": 0.10, "min_effect": 0.0},
-        },
-        "variant_info": {"pip": {"kind": "venv"}, "compiled": {"kind": "venv"}},
-        "logical_cpus": 2,
-        "hosts": [{"host_id": "h1", "kind": "local", "label": "local (2 CPUs)"}],
+    options = {
+        "quick": True,
+        "min_effect": 0.0,
+        "equivalence_band": 0.10,
+        "preset": {**preset, "explanatory": [], "band": 0.10, "min_effect": 0.0},
     }
-    written: Path = rf.write_results(folder, results, run)
-    return written
+    return rf.pip_vs_compiled(folder, options=options, speed=0.7)
 
 
 @pytest.mark.parametrize(("given", "no_minimum"), [([], True), (["--min-effect", "5%"], False)])
@@ -212,7 +196,7 @@ def test_explanatory_configurations_wait_while_a_main_comparison_is_open(
     variants = ("tf-2.14", "intel-2.14", "isa-sse41")
     info = {v: {"kind": "requirements", "device": "cpu"} for v in variants}
     preset = {"name": "compiled", "explanatory": ["isa-sse41"]}
-    options = {"preset": preset, "equivalence_band": 0.10}
+    options = TrainingOptions(preset=preset, equivalence_band=0.10)
     spec = MatrixSpec(variants, (2,), ("mnist_cnn",), 5, options, info)
     stored = {}
     for r in range(5):
@@ -278,7 +262,7 @@ def test_a_resume_times_the_rest_of_its_first_look_from_its_own_cells(tmp_path: 
         res.setdefault("runner", {})["wall_s"] = 40.0
         (cells / f"mnist_cnn__local__t1__r{r}.json").write_text(json.dumps(res))
     info = {"local": {"kind": "local", "device": "cpu"}}
-    options = {"budget_s": 300.0, "min_steady_s": 6.0}
+    options = TrainingOptions(budget_s=300.0, min_steady_s=6.0)
     spec = MatrixSpec(("local",), (1, 2), ("mnist_cnn",), 5, options, info)
     said = firstlook.announce(spec, tmp_path / "run", None)
     # 3 rounds left x 2 configurations x 40 s (this run's own cells) = 240 s > 150 s.

@@ -138,8 +138,8 @@ class FakeRun:
         raw = {"status": status, "reason": "x" if status != "ok" else None}
         if kind == "cell":
             path = folder.write_cell(cell.cell_id, raw)
-            return StoredCell.of(cell.cell_id, raw, path)
-        return StoredCell.of(cell.cell_id, raw, Path(folder.root) / "f.json")
+            return StoredCell.written(cell.cell_id, raw, path)
+        return StoredCell.written(cell.cell_id, raw, Path(folder.root) / "f.json")
 
 
 def _plans() -> DuetPlans:
@@ -231,10 +231,10 @@ def test_one_wait_per_slot_on_both_sets_and_the_disturbed_cell_alone_is_observed
     def run_on(cell, folder, plan, quiet, stop):
         if stop is not None:
             stop.wait(2)
-            return StoredCell.of("f", {"status": "ok"}, tmp_path / "f")
+            return StoredCell.written("f", {"status": "ok"}, tmp_path / "f")
         given.append(quiet(plan.cpus))
         raw = {"status": "ok", "tag": cell.variant}
-        return StoredCell.of(cell.cell_id, raw, folder.write_cell(cell.cell_id, raw))
+        return StoredCell.written(cell.cell_id, raw, folder.write_cell(cell.cell_id, raw))
 
     duet = Duet(_plans(), run_on, gate, disturbed=lambda r: "busy" if r["tag"] == "b" else None)
     duet.run(C("a", "w", 0), C("b", "w", 0), RunFolder(tmp_path))

@@ -13,6 +13,7 @@ from tfvariants.execute.policy import Policy
 from tfvariants.execute.quiet import SUSTAINED_AFTER, QuietGate, QuietWait, wait_for_quiet
 from tfvariants.execute.record import StoredCell
 from tfvariants.options.interference import DISTURBED_SHARE
+from tfvariants.options.training import TrainingOptions
 from tfvariants.plan.cell import Cell, cell_id, cell_id_of
 from tfvariants.plan.spec import MatrixSpec, plan_cells
 from tfvariants.store.cellresult import parse_training
@@ -230,7 +231,9 @@ def test_busy_shares_separate_busy_and_steal():
 
 
 def matrix_spec(**options):
-    return MatrixSpec(("local",), (1, 2), ("mnist_cnn",), 2, {"timeout_s": 60, **options})
+    return MatrixSpec(
+        ("local",), (1, 2), ("mnist_cnn",), 2, TrainingOptions(timeout_s=60, **options)
+    )
 
 
 def fake_runner(disturbed_ids):
@@ -243,7 +246,7 @@ def fake_runner(disturbed_ids):
         r["cpu"] = {"others_share": 0.5 if cell.cell_id in disturbed_ids else 0.0}
         path = folder.cells_dir / f"{cell.cell_id}.json"
         path.write_text(json.dumps(r))
-        return StoredCell.of(cell.cell_id, r, path)
+        return StoredCell.written(cell.cell_id, r, path)
 
     return run, calls
 
@@ -290,7 +293,7 @@ def test_retries_stop_while_they_keep_coming_out_disturbed_and_resume_after_a_qu
     tmp_path,
 ):
     # Bursts: every cell and every retry is disturbed, except t2's cells in round 2.
-    spec = MatrixSpec(("local",), (1, 2), ("mnist_cnn",), 4, {"timeout_s": 60})
+    spec = MatrixSpec(("local",), (1, 2), ("mnist_cnn",), 4, TrainingOptions(timeout_s=60))
     quiet = {"mnist_cnn__local__t2__r2"}
     every = {c.cell_id for c in plan_cells(spec)}
     every |= {f"{c}__a{a}" for c in every for a in (1, 2)}
@@ -316,7 +319,7 @@ def test_retries_stop_while_they_keep_coming_out_disturbed_and_resume_after_a_qu
 
 def test_rounds_are_shuffled_by_the_seed_and_replayed_by_it():
     spec = MatrixSpec(("local", "twin"), (1, 2), ("mnist_cnn", "cifar10_cnn"), 6,
-                      {"order_seed": 7})  # fmt: skip
+                      TrainingOptions(order_seed=7))  # fmt: skip
     cells = plan_cells(spec)
     assert cells == plan_cells(spec)
     rounds = [
@@ -327,9 +330,9 @@ def test_rounds_are_shuffled_by_the_seed_and_replayed_by_it():
     firsts = {r[0] for r in rounds}
     assert len(firsts) > 1
     other = plan_cells(MatrixSpec(spec.variants, spec.threads, spec.workloads, 6,
-                                  {"order_seed": 8}))  # fmt: skip
+                                  TrainingOptions(order_seed=8)))  # fmt: skip
     assert other != cells
-    plain = plan_cells(MatrixSpec(spec.variants, spec.threads, spec.workloads, 1, {}))
+    plain = plan_cells(MatrixSpec(spec.variants, spec.threads, spec.workloads, 1))
     assert plain[0].cell_id == "mnist_cnn__local__t1__r0"  # no seed: the declared order
 
 

@@ -15,6 +15,7 @@ import pytest
 from tfvariants.analyze.baseline import parse_baseline
 from tfvariants.analyze.statistics import adaptive
 from tfvariants.cli import main
+from tfvariants.options.training import TrainingOptions
 from tfvariants.plan.spec import MatrixSpec, plan_cells
 from tfvariants.rounds import training as rounds
 
@@ -26,7 +27,7 @@ def _spec(later: list[str] | None, repeats: int = 5) -> MatrixSpec:
     options: dict[str, Any] = {"budget_s": 480.0, "order_seed": 7}
     if later is not None:
         options["later"] = later
-    return MatrixSpec(VARIANTS, (1, 2), ("mnist_cnn",), repeats, options, INFO)
+    return MatrixSpec(VARIANTS, (1, 2), ("mnist_cnn",), repeats, TrainingOptions(**options), INFO)
 
 
 def _stored(rounds_of: dict[tuple[str, int], range], noise: float = 0.01) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from tfvariants.execute.eta import EtaModel
 from tfvariants.execute.matrix import Matrix
 from tfvariants.execute.policy import Policy
 from tfvariants.execute.record import StoredCell
+from tfvariants.options.training import TrainingOptions
 from tfvariants.plan.spec import MatrixSpec, plan_cells
 from tfvariants.store.rundir import load_run_dir
 
@@ -24,7 +25,7 @@ def spec(**kw):
         threads=(1, 2),
         workloads=("mnist_mlp", "mnist_cnn"),
         repeats=3,
-        options={"epochs": 2, "samples": 2000, "data": "synthetic", "seed": 0, "timeout_s": 60},
+        options=TrainingOptions(epochs=2, samples=2000, data="synthetic", seed=0, timeout_s=60),
     )
     base.update(kw)
     return MatrixSpec(**base)
@@ -61,7 +62,7 @@ class FakeRunner:
         }
         path = folder.cells_dir / f"{cell.cell_id}.json"
         path.write_text(json.dumps(result))
-        return StoredCell.of(cell.cell_id, result, path)
+        return StoredCell.written(cell.cell_id, result, path)
 
 
 def test_plan_is_interleaved_rounds():
@@ -133,7 +134,7 @@ def test_skipped_cells_are_done(tmp_path):
         }
         path = folder.cells_dir / f"{cell.cell_id}.json"
         path.write_text(json.dumps(r))
-        return StoredCell.of(cell.cell_id, r, path)
+        return StoredCell.written(cell.cell_id, r, path)
 
     out_dir = tmp_path / "run"
     assert Matrix(spec(), out_dir).run(run_cell=skipper).exit_code() == 0
@@ -175,11 +176,11 @@ def test_resume_refuses_a_different_matrix(tmp_path):
     Matrix(spec(), out_dir).run(run_cell=FakeRunner(interrupt_at=2))
     with pytest.raises(UserError, match=r"different matrix.*threads \[1, 2\] vs \[1, 4\]"):
         Matrix(spec(threads=(1, 4)), out_dir).run(run_cell=FakeRunner(), resume=True)
-    other = dict(spec().options, samples=5000)
+    other = dataclasses.replace(spec().options, samples=5000)
     with pytest.raises(UserError, match=r"--samples 2000 vs 5000"):
         Matrix(spec(options=other), out_dir).run(run_cell=FakeRunner(), resume=True)
     # a longer timeout is fine: it does not change what a cell measures
-    longer = dict(spec().options, timeout_s=600)
+    longer = dataclasses.replace(spec().options, timeout_s=600)
     assert (
         Matrix(spec(options=longer), out_dir).run(run_cell=FakeRunner(), resume=True).exit_code()
         == 0

@@ -99,6 +99,7 @@ def test_ray_cells_after_the_first_look_measure_the_planned_window(monkeypatch):
 
     from tfvariants.commands import compare_cluster, matrix_args
     from tfvariants.execute import ray_executor
+    from tfvariants.options.training import TrainingOptions
     from tfvariants.plan.cell import Cell
     from tfvariants.plan.spec import MatrixSpec
 
@@ -107,7 +108,7 @@ def test_ray_cells_after_the_first_look_measure_the_planned_window(monkeypatch):
         (1,),
         ("mnist_mlp",),
         5,
-        {"min_steady_s": 10.0, "min_steady_steps": 50, "plan_window": True},
+        TrainingOptions(min_steady_s=10.0, min_steady_steps=50, plan_window=True),
         {"local": {"kind": "local", "device": "cpu"}},
     )
     plan = {"min_steady_s": 3.0, "from_repeat": 5, "reason": "test"}
@@ -180,7 +181,9 @@ def test_run_options_are_frozen_and_typed(tmp_path, monkeypatch):
     with pytest.raises(TypeError):
         o["window_plan"] = {}  # type: ignore[index]
     # the record run.json stores: what the options held before they were typed
-    assert o["min_effect"] == 0.0 and "preset" not in o and o["per_workload"]["mnist_mlp"]
+    record = o.record()
+    assert record["min_effect"] == 0.0 and "preset" not in record
+    assert record["per_workload"]["mnist_mlp"]
 
 
 @pytest.mark.parametrize(

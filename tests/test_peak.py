@@ -271,12 +271,12 @@ def test_shares_against_a_fixture(tmp_path):
     # mnist_cnn: 1.6e9 FLOPs x 46 steps / 2.0 s = 36.8 GFLOP/s (local), 18.4 (isa-sse41)
     local1, sse2 = shares["local@1"], shares["isa-sse41@2"]
     assert local1.achieved == pytest.approx(36.8)
-    assert local1.of(local1.cpu_attainable) == pytest.approx(36.8 / 92.0)
-    assert local1.of(local1.cpu_theoretical) == pytest.approx(36.8 / 83.2)
+    assert local1.share(local1.cpu_attainable) == pytest.approx(36.8 / 92.0)
+    assert local1.share(local1.cpu_theoretical) == pytest.approx(36.8 / 83.2)
     assert local1.headroom == pytest.approx(92.0 / 36.8)
     # the capped build against its own (lower) peak and against the CPU's best
-    assert sse2.of(sse2.own_attainable) == pytest.approx(18.4 / 80.0)
-    assert sse2.of(sse2.cpu_attainable) == pytest.approx(18.4 / 184.0)
+    assert sse2.share(sse2.own_attainable) == pytest.approx(18.4 / 80.0)
+    assert sse2.share(sse2.cpu_attainable) == pytest.approx(18.4 / 184.0)
     text = " ".join(roof.sentences)
     assert "mnist_cnn at 1 thread(s) (local) runs at 40 % of this CPU's attainable peak" in text
     assert "more than 2.50x faster" in text

@@ -6,11 +6,14 @@ import pytest
 
 from tfvariants.analyze.statistics import interference
 from tfvariants.execute.quiet import QuietGate, QuietWait
+from tfvariants.options.training import TrainingOptions
 from tfvariants.plan.spec import MatrixSpec
 
 
 def matrix_spec(**options):
-    return MatrixSpec(("local",), (1, 2), ("mnist_cnn",), 2, {"timeout_s": 60, **options})
+    return MatrixSpec(
+        ("local",), (1, 2), ("mnist_cnn",), 2, TrainingOptions(timeout_s=60, **options)
+    )
 
 
 class FakeLoad:

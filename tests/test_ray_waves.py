@@ -69,7 +69,7 @@ def _waves(tmp_path, ray, monkeypatch, placement):
 
 def test_a_round_is_one_wave_and_the_adaptive_round_another(tmp_path, monkeypatch):
     ray = FakeRay()
-    spec = MatrixSpec(("local",), (1, 2), ("mnist_mlp",), 2, {})
+    spec = MatrixSpec(("local",), (1, 2), ("mnist_mlp",), 2)
     placement = {("local", 1): "n2-standard-8", ("local", 2): "n2-standard-8"}
     waves = _waves(tmp_path, ray, monkeypatch, placement)
     more = [Cell("local", 1, "mnist_mlp", 2), Cell("local", 2, "mnist_mlp", 2)]
@@ -88,7 +88,7 @@ def test_a_round_is_one_wave_and_the_adaptive_round_another(tmp_path, monkeypatc
 
 def test_a_node_type_no_node_offers_fails_its_cells_with_that_reason(tmp_path, monkeypatch):
     ray = FakeRay(offered=("n2-standard-8",))
-    spec = MatrixSpec(("local",), (1, 2), ("mnist_mlp",), 1, {})
+    spec = MatrixSpec(("local",), (1, 2), ("mnist_mlp",), 1)
     placement = {("local", 1): "n2-standard-8", ("local", 2): "c2-standard-60"}
     matrix = Matrix(spec, tmp_path / "run")
     matrix.prepare(hosts=[])

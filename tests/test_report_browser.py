@@ -135,6 +135,8 @@ def test_beside_other_runs_fits_at_1300_and_the_page_at_800(tmp_path):
     per run and comparison, real-length folder names) does not scroll at 1300 px."""
     require_chromium()
     results, run = rf.study_like_results(repeats=6)
+    # hosts declared (schema 3 keeps them: version 1 declared none), so the runs compare
+    run["schema_version"] = 3
     run["hosts"] = [{"host_id": "5bce98f73f3e", "kind": "local", "label": "local (2 CPUs)"}]
     here = rf.write_results(tmp_path / "quick-20261126-065727", results, run)
     # the earlier run: every compiled cell 1.3x as slow, so the two runs disagree
@@ -154,9 +156,10 @@ def test_beside_other_runs_fits_at_1300_and_the_page_at_800(tmp_path):
         for r in results
     ]
     earlier = {**run, "started_at": "2026-11-21T21:00:00+00:00"}
-    rf.write_results(tmp_path / "quick-20261126-041655", slower, earlier)
+    there = rf.write_results(tmp_path / "quick-20261126-041655", slower, earlier)
     html = tmp_path / "index.html"
-    write_report(here, html, ReportSettings(pricing=Pricing(load_catalog("gce-2017"))))
+    pricing = Pricing(load_catalog("gce-2017"))
+    write_report(here, html, ReportSettings(pricing=pricing, beside=(there,)))
     assert 'id="other-runs"' in html.read_text() and "disagrees" in html.read_text()
     wide = _measure(html, 1300, tmp_path)
     beside = [t for t in wide["tables"] if t["head"] == "workload"]

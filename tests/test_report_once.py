@@ -48,11 +48,12 @@ def _html_answer(html: str) -> list[str]:
 
 
 def test_the_console_shows_the_compiled_answer_of_the_html(tmp_path, capsys):
-    # Beside another run of the same comparisons, whose sentence the answer carries.
+    # Beside another run of the same comparisons (named), whose sentence the answer carries.
     for name in ("compiled-1", "compiled-2"):
         shutil.copytree(RUNS / "compiled", tmp_path / "results" / name)
     run = tmp_path / "results" / "compiled-2"
-    out, html = _report(run, tmp_path / "out", capsys, "--verbose")
+    other = str(tmp_path / "results" / "compiled-1")
+    out, html = _report(run, tmp_path / "out", capsys, "--verbose", "--beside", other)
     lines = out.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("On "))
     end = next(i for i in range(start + 1, len(lines)) if not lines[i].startswith("  "))

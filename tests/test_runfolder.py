@@ -22,6 +22,7 @@ from tfvariants.errors import UserError
 from tfvariants.execute import runner
 from tfvariants.execute.record import StoredCell
 from tfvariants.execute.runner import RunOptions, run_cell
+from tfvariants.options.training import TrainingOptions
 from tfvariants.plan.cell import MAX_ID_BYTES, Cell, cell_id, encode_part, legacy_cell_id
 from tfvariants.plan.serve import ServeCell
 from tfvariants.plan.spec import MatrixSpec
@@ -49,7 +50,7 @@ def fake_run_cell(calls: list[str]):
         result["runner"]["host_id"] = host_id()
         path = folder.cells_dir / f"{cell.cell_id}.json"
         path.write_text(json.dumps(result))
-        return StoredCell.of(cell.cell_id, result, path)
+        return StoredCell.written(cell.cell_id, result, path)
 
     return run
 
@@ -136,8 +137,10 @@ def test_a_folder_with_legacy_names_loads_and_resume_renames_it(tmp_path, monkey
     assert old == "mine__local__t1__r0"
     (d / "cells" / f"{old}.json").write_text(json.dumps(result))
     (d / "logs" / f"{old}.log").write_text("the log")
-    spec = MatrixSpec(("local",), (1,), (str(wl),), 1, {"quick": False, "data": "synthetic",
-                      "min_steady_s": 10.0, "min_steady_steps": 100, "seed": 0})  # fmt: skip
+    options = TrainingOptions(
+        quick=False, data="synthetic", min_steady_s=10.0, min_steady_steps=100, seed=0
+    )
+    spec = MatrixSpec(("local",), (1,), (str(wl),), 1, options)
     run = {**new_run(spec, [local_host()]), "schema_version": 2}
     (d / "run.json").write_text(json.dumps(run))
     contents = load_run_dir(d)  # read-only: the legacy name is read as is
@@ -491,7 +494,7 @@ def test_a_failed_cells_reason_never_reaches_the_terminal_raw(tmp_path, monkeypa
         result = host_result(cell.to_dict(), "failed", "\x1b[2Jboom\x1b]0;title\x07")
         result["runner"] = {"host_id": host_id()}
         path = folder.write_cell(cell.cell_id, result)
-        return StoredCell.of(cell.cell_id, result, path)
+        return StoredCell.written(cell.cell_id, result, path)
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(runner, "run_cell", failing)

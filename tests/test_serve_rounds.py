@@ -12,6 +12,7 @@ import pytest
 from tfvariants.analyze.cost.pricing import parse_pricing_option
 from tfvariants.analyze.serving.sentences import look_plan_sentence
 from tfvariants.analyze.statistics import adaptive
+from tfvariants.options.serving import ServingOptions
 from tfvariants.plan.serve import ServeCell, ServeSpec
 from tfvariants.rounds.serving import (
     MAX_PLANNED_LAST,
@@ -27,13 +28,13 @@ from tfvariants.store.runfile import new_run, write_run
 
 
 def _spec(max_repeats: int | None = None, budget_s: float = 600.0) -> ServeSpec:
-    options = {
-        "min_effect": 0.05,
-        "confidence": 0.95,
-        "p99_bound_ms": 100.0,
-        "budget_s": budget_s,
-        "max_repeats": max_repeats,
-    }
+    options = ServingOptions(
+        min_effect=0.05,
+        confidence=0.95,
+        p99_bound_ms=100.0,
+        budget_s=budget_s,
+        max_repeats=max_repeats,
+    )
     return ServeSpec(
         variants=("local",),
         threads=(1, 2),

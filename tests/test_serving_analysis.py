@@ -12,6 +12,7 @@ import pytest
 from tfvariants.analyze.cost.pricing import parse_pricing_option
 from tfvariants.analyze.serving.analysis import analyze_serving
 from tfvariants.analyze.shared.settings import ReportSettings
+from tfvariants.options.serving import ServingOptions
 from tfvariants.plan.serve import ServeCell, ServeSpec, plan_serve_cells
 from tfvariants.store.result import write_json_atomic
 from tfvariants.store.runfile import new_run, write_run
@@ -283,13 +284,13 @@ def test_gpu_sentence_comes_right_after_the_cheapest(tmp_path):
 
 
 def _spec(**kw) -> ServeSpec:
-    options = {
-        "min_effect": 0.05,
-        "confidence": 0.95,
-        "p99_bound_ms": 100.0,
-        "budget_s": 600.0,
-        "max_repeats": 20,
-    }
+    options = ServingOptions(
+        min_effect=0.05,
+        confidence=0.95,
+        p99_bound_ms=100.0,
+        budget_s=600.0,
+        max_repeats=20,
+    )
     base = dict(
         variants=("local",),
         threads=(1, 2),

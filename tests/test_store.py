@@ -23,6 +23,7 @@ from tfvariants.errors import UserError
 from tfvariants.execute import runner
 from tfvariants.execute.matrix import Matrix
 from tfvariants.execute.record import StoredCell
+from tfvariants.options.training import TrainingOptions
 from tfvariants.plan.cell import cell_id
 from tfvariants.plan.spec import MatrixSpec
 from tfvariants.render.csvout import CSV_COLUMNS
@@ -122,7 +123,7 @@ def test_a_container_cell_is_identified_by_the_runner_not_by_the_container(tmp_p
 
 def test_version_1_run_json_is_migrated_and_resume_declares_the_host(tmp_path):
     d = tmp_path / "R"
-    spec = MatrixSpec(("local",), (1,), ("mnist_mlp",), 1, {"seed": 0})
+    spec = MatrixSpec(("local",), (1,), ("mnist_mlp",), 1, TrainingOptions(seed=0))
     run = {"schema_version": 1, "kind": "tfvariants.run", **spec.to_json("2026-01-01")}
     rf.write_results(d, [on_host(rf.make_result("local", 1, "mnist_mlp", 0), HERE)], run)
     assert load_run(d)["hosts"] == [] and load_run(d)["schema_version"] == RUN_SCHEMA_VERSION
@@ -135,7 +136,7 @@ def test_version_1_run_json_is_migrated_and_resume_declares_the_host(tmp_path):
 
 def test_resume_from_another_host_is_refused_unless_allowed(tmp_path):
     d = tmp_path / "R"
-    spec = MatrixSpec(("local",), (1,), ("mnist_mlp",), 1, {"seed": 0})
+    spec = MatrixSpec(("local",), (1,), ("mnist_mlp",), 1, TrainingOptions(seed=0))
     Matrix(spec, d).prepare(hosts=[{"host_id": OTHER, "kind": "local", "label": "elsewhere"}])
     before = tree_hash(d)
     with pytest.raises(UserError, match=f"was run on host.*{OTHER}.*--allow-mixed-hosts"):
@@ -148,7 +149,7 @@ def test_resume_from_another_host_is_refused_unless_allowed(tmp_path):
 def test_a_fresh_run_into_a_folder_with_loose_results_is_refused(tmp_path):
     d = rf.write_results(tmp_path / "R", [rf.make_result("local", 1, "mnist_mlp", 0)])
     before = tree_hash(d)
-    spec = MatrixSpec(("local",), (1,), ("mnist_mlp",), 1, {})
+    spec = MatrixSpec(("local",), (1,), ("mnist_mlp",), 1)
     with pytest.raises(UserError, match="holds results without a run.json"):
         Matrix(spec, d).prepare()
     assert tree_hash(d) == before
@@ -167,7 +168,7 @@ def test_compare_resume_leaves_an_unreadable_cell_intact_then_quarantines_it(
         )
         path = folder.cells_dir / f"{cell.cell_id}.json"
         path.write_text(json.dumps(result))
-        return StoredCell.of(cell.cell_id, result, path)
+        return StoredCell.written(cell.cell_id, result, path)
 
     monkeypatch.setattr(runner, "run_cell", fake_run_cell)
     # --no-probe: the oneDNN probe would start real TensorFlow (refused in the fast suite)
@@ -274,7 +275,7 @@ def test_listings_are_not_wrapped_when_piped(capsys):
 
 
 def test_run_json_written_by_the_store_validates_and_declares_this_host(tmp_path):
-    spec = MatrixSpec(("local",), (1, 2), ("mnist_mlp",), 2, {"seed": 0})
+    spec = MatrixSpec(("local",), (1, 2), ("mnist_mlp",), 2, TrainingOptions(seed=0))
     Matrix(spec, tmp_path / "R").prepare()
     run = load_run(tmp_path / "R")
     assert run["kind"] == "tfvariants.run" and run["schema_version"] == RUN_SCHEMA_VERSION

@@ -14,6 +14,7 @@ from tfvariants.analyze.statistics.decide import Settings
 from tfvariants.analyze.statistics.verdicts import round_values, workload_verdicts
 from tfvariants.analyze.training.analysis import analyze
 from tfvariants.options.interference import DISTURBED_SHARE
+from tfvariants.options.training import TrainingOptions
 from tfvariants.plan.spec import MatrixSpec
 from tfvariants.render.csvout import csv_rows
 from tfvariants.render.html import render_html
@@ -43,7 +44,8 @@ def _run(variants, threads, workloads, repeats, info=None, looks=RULE.looks) -> 
 
 def _spec(run: dict) -> MatrixSpec:
     return MatrixSpec(tuple(run["variants"]), tuple(run["threads"]), tuple(run["workloads"]),
-                      run["repeats"], dict(run["options"]), run["variant_info"])  # fmt: skip
+                      run["repeats"], TrainingOptions.from_record(run["options"]),
+                      run["variant_info"])  # fmt: skip
 
 
 def _cell(variant, threads, workload, repeat, epoch_s, *, noise=0.0, others=None, status="ok"):

@@ -12,10 +12,11 @@ import resultfactory as rf
 
 from tfvariants.analyze.statistics import adaptive
 from tfvariants.commands.matrix_args import run_options_for
+from tfvariants.options.training import TrainingOptions
 from tfvariants.plan.spec import MatrixSpec
 from tfvariants.rounds import training as rounds
 
-OPTIONS = {"plan_window": True, "min_steady_s": 6.0, "min_steady_steps": 50}
+OPTIONS = TrainingOptions(plan_window=True, min_steady_s=6.0, min_steady_steps=50)
 INFO = {"local": {"kind": "local", "device": "cpu"}}
 # Steady epoch seconds per round: the first five (6 s windows) vary by a few percent;
 # then mnist_cnn stays as steady while cifar10_cnn's short-window cells scatter.

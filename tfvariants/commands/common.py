@@ -164,6 +164,23 @@ def add_allow_mixed_hosts(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_beside(p: argparse.ArgumentParser) -> None:
+    """--beside DIR ...: the run folders the report sets this run beside (`compare`,
+    `report`); none named, no other run is read (analyze/report/otherruns.py)."""
+    p.add_argument(
+        "--beside",
+        type=Path,
+        nargs="+",
+        action="extend",
+        default=None,
+        metavar="DIR",
+        help='set this run beside these run folders in the report ("Beside other runs"): '
+        "each comparison's verdict and interval in every named run of the same task, hosts "
+        "and cell options (data, scale, seed, steady window); a run that differs is named "
+        "with the option that differs. None named: no other run is read",
+    )
+
+
 # ---- output paths: checked before any work starts ----
 
 

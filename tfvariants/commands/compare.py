@@ -131,6 +131,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
         "--out", type=out_dir, default=None, help="results folder (default: results/<run>)"
     )
     common.add_report_outputs(p, old_flag="--report")
+    common.add_beside(p)
     p.add_argument(
         "--resume",
         action="store_true",
@@ -188,13 +189,17 @@ def run(args: argparse.Namespace) -> int:
     pricing = common.pricing_from(args)
     record = run_record(stored or {})  # typed once, for every reader below
     spec, variant_objs = build_spec(args, record, pricing, preset)
-    opts = TrainingOptions.of(spec.options)
+    opts = spec.options
     check_baseline(args.baseline, spec)
     check_later(args.baseline, spec)
     if not (args.dry_run or args.executor == "ray" or opts.oversubscribe):
         check_fits_host("compare", spec.configurations(), spec.variant_info, spec.threads)
     duet_at = check_duet(spec, variant_objs, args.executor)
     firstlook.say(spec, args.out if args.resume else None, args.estimate_from)
+    if args.beside:  # named inputs: refused in one line before any cell runs
+        from tfvariants.analyze.report.otherruns import check_beside
+
+        check_beside(args.beside)
     if args.dry_run:
         if duet_at is not None:
             print(duet_line(duet_at), file=sys.stderr)
@@ -250,11 +255,11 @@ def _prepare(
         spec.variant_info,
         variant_objs,
         probe=not args.no_probe and args.executor != "ray",
-        count_isa=(TrainingOptions.of(spec.options).preset or {}).get("name") == presets.PRESET,
+        count_isa=(spec.options.preset or {}).get("name") == presets.PRESET,
     )
     store_variant_info(out, spec.variant_info)
     if not (args.no_peak or args.no_probe) and args.executor != "ray":  # cached, like the census
-        priority = TrainingOptions.of(spec.options).priority
+        priority = spec.options.priority
         measure_peaks(out, variant_objs, spec.configurations(), priority)
     rounds.announce(spec, out, moved, console)
     return matrix
@@ -278,7 +283,7 @@ def _run_matrix(
     from tfvariants.store.runfolder import StoreError
 
     matrix = _prepare(args, spec, variant_objs, out, console)
-    opts = TrainingOptions.of(spec.options)
+    opts = spec.options
     quiet_gate = rounds.quiet_gate(spec)
     # One policy (one stopping rule) for every executor; on Ray each round is a wave.
     before = stored.adaptive
@@ -318,7 +323,7 @@ def _local(
 
     if duet_at is not None:
         return _duet(duet_at, spec, variant_objs, options_for, gate, console)
-    at = runner.Conditions(quiet=gate, priority=TrainingOptions.of(spec.options).priority)
+    at = runner.Conditions(quiet=gate, priority=spec.options.priority)
 
     def run_one(cell: Cell, folder: RunFolder) -> StoredCell:
         return runner.run_cell(cell, variant_objs[cell.variant], options_for(cell), folder, at=at)
@@ -339,7 +344,7 @@ def _duet(
     from tfvariants.execute import runner
     from tfvariants.execute.duet import Duet
 
-    priority = TrainingOptions.of(spec.options).priority
+    priority = spec.options.priority
 
     def run_on(
         cell: Cell,
@@ -353,7 +358,7 @@ def _duet(
                                at=at, plan=plan)  # fmt: skip
 
     console.print(duet_line(plans), highlight=False, markup=False)
-    return Duet(plans, run_on, gate, interference.rule_of(spec.options))
+    return Duet(plans, run_on, gate, interference.rule_of(spec.options.record()))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -381,7 +386,10 @@ def _settings(args: argparse.Namespace, pricing: Pricing | None) -> ReportSettin
     from tfvariants.analyze.shared.settings import ReportSettings
 
     return ReportSettings(
-        pricing=pricing, baseline=args.baseline, allow_mixed_hosts=args.allow_mixed_hosts
+        pricing=pricing,
+        baseline=args.baseline,
+        allow_mixed_hosts=args.allow_mixed_hosts,
+        beside=tuple(args.beside or ()),
     )
 
 

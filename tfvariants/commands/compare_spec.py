@@ -141,7 +141,7 @@ def check_later(baseline: str | None, spec: MatrixSpec) -> None:
     run first, and has a budget's adaptive rounds to run in (one line otherwise)."""
     from tfvariants.analyze.baseline import parse_baseline
 
-    o = TrainingOptions.of(spec.options)
+    o = spec.options
     later = list(o.later or ())
     if not later:
         return
@@ -195,7 +195,7 @@ def check_duet(
     from tfvariants.plan.duet import duet_fit
     from tfvariants.plan.topology import read_topology
 
-    if not TrainingOptions.of(spec.options).duet:
+    if not spec.options.duet:
         return None
     configs = spec.configurations()
     fit = duet_fit(

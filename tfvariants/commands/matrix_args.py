@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 from tfvariants.errors import UserError
 from tfvariants.options import declare
 from tfvariants.options.cell import CellOptions
-from tfvariants.options.training import TrainingOptions
 from tfvariants.plan.cell import Cell
 
 if TYPE_CHECKING:
@@ -72,7 +71,7 @@ def run_options_for(
 ) -> RunOptions:
     """RunOptions for a workload's cells: explicit --epochs/--samples beat quick scale;
     repeats from the window plan's round on measure the planned steady window."""
-    o = TrainingOptions.of(spec.options)
+    o = spec.options
     scale = (o.per_workload or {}).get(workload, {})
     steady_s = o.min_steady_s
     if window_plan and repeat >= int(window_plan.get("from_repeat", 1 << 30)):

@@ -48,6 +48,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
         default_words={"min_effect": "the run's, else 5%%", "confidence": "the run's, else 0.95"},
     )
     common.add_allow_mixed_hosts(p)
+    common.add_beside(p)
     rounds.add_disturbed_policy(p)
     p.add_argument(
         "--p99",
@@ -92,6 +93,11 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"{args.results_dir}: no such results folder")
     out = args.output or Path("reports") / args.results_dir.resolve().name / "index.html"
     common.check_report_outputs(out, args.csv, results_dirs=[args.results_dir])
+    beside = tuple(args.beside or ())
+    if beside:  # named inputs: refused in one line before anything is written
+        from tfvariants.analyze.report.otherruns import check_beside
+
+        check_beside(beside)
     p99_ms = None
     if args.p99 is not None:
         from tfvariants.options.argtypes import milliseconds  # as serve's --p99
@@ -112,9 +118,16 @@ def run(args: argparse.Namespace) -> int:
         allow_mixed_hosts=args.allow_mixed_hosts,
         p99_bound_ms=p99_ms,
         disturbed=args.disturbed_policy,
+        beside=beside,
     )
     report = write_report(args.results_dir, out, settings, csv_path=args.csv)
     print_store_warnings(report.frame)
+    if beside and report.other_runs is None:  # named, so never dropped without a word
+        print(
+            "tfvariants: warning: --beside: no run set beside this one (a run without training "
+            "cells, or only itself named)",
+            file=sys.stderr,
+        )
     training = report.training
     tail = [f"report: {out}"]
     if args.csv:

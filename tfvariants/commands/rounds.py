@@ -117,7 +117,7 @@ def adaptive_hook(
     """(next_round, rule) when the run has a budget, else (None, None)."""
     from tfvariants.analyze.baseline import parse_baseline
 
-    o = TrainingOptions.of(spec.options)
+    o = spec.options
     if not o.budget_s:
         return None, None
     rule = stopping_rule(spec, console)
@@ -130,10 +130,12 @@ def adaptive_hook(
     return hook, rule
 
 
-def stopping_rule(spec: MatrixPlan[PlannedCell], console: Console) -> adaptive.StoppingRule:
+def stopping_rule(
+    spec: MatrixPlan[PlannedCell, DecisionOptions], console: Console
+) -> adaptive.StoppingRule:
     """The adaptive rounds' stopping rule of a run with a budget (training and serving
     alike), said on the console."""
-    o = DecisionOptions.of(spec.options)
+    o = spec.options
     max_repeats = o.max_repeats or max(adaptive.DEFAULT_MAX_REPEATS, spec.repeats)
     rule = adaptive.stopping_rule(spec.repeats, max_repeats, confidence=o.confidence)
     console.print(
@@ -147,7 +149,7 @@ def stopping_rule(spec: MatrixPlan[PlannedCell], console: Console) -> adaptive.S
 def record(
     out: Path,
     rule: adaptive.StoppingRule,
-    spec: MatrixPlan[PlannedCell],
+    spec: MatrixPlan[PlannedCell, DecisionOptions],
     before: AdaptiveRecord | None,
     outcome: MatrixOutcome,
     console: Console,
@@ -165,7 +167,7 @@ def record(
         out,
         adaptive={
             **rule.to_json(),
-            "budget_s": DecisionOptions.of(spec.options).budget_s,
+            "budget_s": spec.options.budget_s,
             "rounds": done + outcome.rounds,
             "looks_made": looks,
             "stopped": outcome.stopped,
@@ -190,14 +192,14 @@ def quiet_gate(spec: MatrixSpec) -> QuietGate | None:
     """The wait for quiet before each cell, with the run's settings (None: no wait)."""
     from tfvariants.execute.quiet import QuietGate
 
-    o = TrainingOptions.of(spec.options)
+    o = spec.options
     wait_s = o.quiet_wait_s or 0.0
     if wait_s <= 0:
         return None
     return QuietGate(
         limit=o.quiet_share,
         max_wait_s=wait_s,
-        disturbed=interference.rule_of(spec.options),
+        disturbed=interference.rule_of(spec.options.record()),
         budget_s=o.budget_s,  # the waits take at most a share of it
     )
 
@@ -207,8 +209,8 @@ def retry_options(spec: MatrixSpec, gate: QuietGate | None = None) -> dict[str, 
     classification, the retry count, and no retries while the gate finds the load
     sustained (they would be disturbed too)."""
     return {
-        "disturbed": interference.rule_of(spec.options),
-        "retries": TrainingOptions.of(spec.options).disturbed_retries or 0,
+        "disturbed": interference.rule_of(spec.options.record()),
+        "retries": spec.options.disturbed_retries or 0,
         "retry_now": (lambda: not gate.sustained) if gate is not None else None,
     }
 

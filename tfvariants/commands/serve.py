@@ -283,7 +283,7 @@ def _dry_run(
     from tfvariants.render.dryrun import print_dry_run
 
     dry = serving_dry_run(spec, pricing, estimate_from)
-    budget = ServingOptions.of(spec.options).budget_s
+    budget = spec.options.budget_s
     header = (
         f"{dry.cells} serving cells ({len(spec.models)} model(s), "
         f"{len(spec.variants)} variant(s), threads {','.join(map(str, spec.threads))}, "
@@ -329,7 +329,7 @@ def _run_matrix(
         # run.json alone: the matrix loads the cells (once) when it resumes
         before = read_run(out).adaptive
     next_round = None
-    o = ServingOptions.of(spec.options)
+    o = spec.options
     if o.budget_s:
         next_round = _next_round_hook(spec, pricing, args.baseline, console)
     policy = Policy(
@@ -370,7 +370,7 @@ def _next_round_hook(
     from tfvariants.commands import rounds
     from tfvariants.rounds.serving import NextServeRound
 
-    o = ServingOptions.of(spec.options)
+    o = spec.options
     if o.max_repeats is not None:
         rule = rounds.stopping_rule(spec, console)
         return NextServeRound(spec, rule, pricing=pricing, baseline=baseline)
@@ -422,7 +422,7 @@ def _report(
     from tfvariants.commands.report import write_report
     from tfvariants.render.answertext import answer_of_report, print_answer
 
-    o = ServingOptions.of(spec.options)
+    o = spec.options
     # The decision settings: the run's, as stored.
     settings = ReportSettings(pricing=pricing, baseline=args.baseline, p99_bound_ms=o.p99_bound_ms)
     report = write_report(out, report_path, settings, csv_path=args.csv)

@@ -74,7 +74,7 @@ def record_crash(cell: PlannedCell, exc: BaseException, folder: RunFolder) -> St
     reason = f"runner error: {type(exc).__name__}: {exc}"[:300]
     result = host_result(cell.to_dict(), "failed", reason)
     result["runner"] = {"host_id": host_id()}  # before it is stored, as the runner does
-    return StoredCell.of(cell.cell_id, result, folder.write_cell(cell.cell_id, result))
+    return StoredCell.written(cell.cell_id, result, folder.write_cell(cell.cell_id, result))
 
 
 class Sequential(Generic[CellT]):

@@ -17,14 +17,18 @@ from tfvariants.execute.eta import EtaModel, PaceWatch, fmt_s
 from tfvariants.execute.executors import Executor, Finished, RunCell, Sequential
 from tfvariants.execute.policy import Policy, Retry, budget_stop
 from tfvariants.execute.progress import Display
+from tfvariants.options.declare import RunOptionsBase
 from tfvariants.plan.task import CellT, MatrixPlan, PlannedCell
+from tfvariants.store.heldresults import HeldResults
 from tfvariants.store.rundir import (
+    RunContents,
     check_resume,
     load_run_dir,
     pending_cells,
     prepare_run_dir,
     quarantine_unreadable,
 )
+from tfvariants.store.runfile import read_run
 from tfvariants.store.runfolder import RunFolder
 
 if TYPE_CHECKING:
@@ -69,12 +73,12 @@ class Matrix(Generic[CellT]):
     """Runs a matrix (training or serving: any MatrixPlan) into results/<run>/ with
     progress, interrupt and resume."""
 
-    def __init__(self, spec: MatrixPlan[CellT], out: Path) -> None:
+    def __init__(self, spec: MatrixPlan[CellT, RunOptionsBase], out: Path) -> None:
         self.spec = spec
         self.out = Path(out)
         self.folder = RunFolder(self.out)
         self.allow_mixed_hosts = False  # as prepared: the adaptive rounds load alike
-        self._prepared: tuple[dict[str, dict], list[str]] | None = None
+        self._prepared: tuple[RunContents, list[str]] | None = None
 
     def prepare(
         self,
@@ -111,7 +115,7 @@ class Matrix(Generic[CellT]):
             print(f"tfvariants: warning: {line}", file=sys.stderr)
         moved = quarantine_unreadable(contents) if resume and contents.problems else []
         folder.create()
-        self._prepared = (contents.results, moved)
+        self._prepared = (contents, moved)
         return moved
 
     def run(
@@ -134,7 +138,8 @@ class Matrix(Generic[CellT]):
         if self._prepared is None:
             self.prepare(resume=resume)
         assert self._prepared is not None
-        stored, moved = self._prepared
+        contents, moved = self._prepared
+        stored = contents.results
         cells = list(self.spec.cells())
         todo = pending_cells(cells, stored)
         outcome = MatrixOutcome(planned=len(cells), quarantined=moved)
@@ -142,7 +147,12 @@ class Matrix(Generic[CellT]):
             if c.cell_id in stored and c not in todo:
                 outcome.statuses[c.cell_id] = stored[c.cell_id].get("status", "?")
         display = Display(console, total=len(cells), done=len(cells) - len(todo))
-        loop = _Loop(self, executor, policy or Policy(), outcome, display)
+        policy = policy or Policy()
+        held = None
+        if policy.next_round is not None:  # the hook's results: the folder read once
+            mixed = self.allow_mixed_hosts or executor.all_hosts
+            held = HeldResults(contents, read_run(self.out), allow_mixed_hosts=mixed)
+        loop = _Loop(self, executor, policy, outcome, display, held)
         with display, executor:
             loop.planned(todo, len(cells))
             if loop.policy.next_round is not None:
@@ -162,9 +172,12 @@ class _Loop(Generic[CellT]):
         policy: Policy[CellT],
         outcome: MatrixOutcome,
         display: Display,
+        held: HeldResults | None = None,
     ) -> None:
         self.matrix, self.executor, self.policy = matrix, executor, policy
         self.outcome, self.display = outcome, display
+        # What the next-round hook judges: the stored results, each cell added as it ends.
+        self.held = held
         self.eta = EtaModel()
         self.clock = policy.clock
         self.started = self.clock()
@@ -204,12 +217,10 @@ class _Loop(Generic[CellT]):
         """Ask ``next_round`` which cells the next round needs until the answer is none,
         or the budget (``spent()`` so far + the executor's estimate of the round) would
         be exceeded."""
-        p, outcome, out = self.policy, self.outcome, self.matrix.out
-        assert p.next_round is not None
-        mixed = self.matrix.allow_mixed_hosts or self.executor.all_hosts
+        p, outcome, held = self.policy, self.outcome, self.held
+        assert p.next_round is not None and held is not None
         while not outcome.was_interrupted and not outcome.stopped:
-            stored = load_run_dir(out, allow_mixed_hosts=mixed)
-            more, why = p.next_round(stored.parsed)
+            more, why = p.next_round(held.parsed())
             if not more:
                 outcome.stopped = why
                 break
@@ -286,6 +297,8 @@ class _Loop(Generic[CellT]):
         status = result.status
         outcome.ran.append(cell)
         outcome.statuses[cell.cell_id] = status
+        if self.held is not None:
+            self.held.add(cell.cell_id, result.path)
         if status != "ok" and result.reason:
             # A worker's reason is the workload's text: no escape reaches the terminal.
             outcome.reasons[cell.cell_id] = one_line(result.reason)

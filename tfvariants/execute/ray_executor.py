@@ -165,7 +165,9 @@ class RayWaves:
         runner = result.get("runner")
         if isinstance(runner, dict):
             runner["log"] = str(log_path)  # the node's scratch copy is gone
-        return StoredCell.of(cell.cell_id, result, self.folder.write_cell(cell.cell_id, result))
+        return StoredCell.written(
+            cell.cell_id, result, self.folder.write_cell(cell.cell_id, result)
+        )
 
     def estimate(self, cells: Sequence[Cell], eta: object) -> float:
         """A wave's wall time, as if one node per type: per type, the sum of its cells'

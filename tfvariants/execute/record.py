@@ -28,13 +28,14 @@ class StoredCell:
     raw: Mapping[str, Any]
 
     @classmethod
-    def of(
+    def written(
         cls,
         cell_id: str,
         result: Mapping[str, Any],
         path: Path,
         outcome: ProcessOutcome | None = None,
     ) -> StoredCell:
+        """The record of ``result``, written to ``path``."""
         # A result without a status is a broken one: the Matrix counts it as failed.
         reason = result.get("reason")
         return cls(

@@ -370,7 +370,7 @@ def run_request(
             "exit_code": None,
             "host_id": host_id(),
         }
-        return StoredCell.of(cid, result, folder.write_cell(cid, result))
+        return StoredCell.written(cid, result, folder.write_cell(cid, result))
 
     # Private to us (0700): a container's user is ours (see variants.engine.user_flags).
     with folder.scratch(cid) as scratch:
@@ -406,4 +406,4 @@ def run_request(
         observe = getattr(quiet, "observe", None)
         if observe is not None:
             observe(result)
-        return StoredCell.of(cid, result, path, outcome)
+        return StoredCell.written(cid, result, path, outcome)

@@ -9,13 +9,13 @@ result says where.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from tfvariants.execute.launchable import Launchable
 from tfvariants.execute.record import StoredCell
 from tfvariants.execute.runner import WorkerJob, run_request
+from tfvariants.options.serving import ServingOptions
 from tfvariants.plan.pinning import for_serving, plan_pinning
 from tfvariants.plan.serve import ServeCell
 from tfvariants.plan.topology import Topology, read_topology
@@ -27,11 +27,12 @@ from workloads.serving.request import MIN_QUERIES, ServeRequest
 SERVING_MODULE = "workloads.serving.worker"
 
 
-def serve_request(cell: ServeCell, options: Mapping[str, Any]) -> ServeRequest:
+def serve_request(cell: ServeCell, options: ServingOptions) -> ServeRequest:
     """The worker's request: the cell's coordinates + the run's shared settings. A
     minimum query count left to the scale (None) is the scenario's own
     (``MIN_QUERIES``: what LoadGen's early-stopping estimate needs)."""
-    shared = {k: v for k, v in options.items() if k in ServeRequest.__dataclass_fields__}
+    wanted = ServeRequest.__dataclass_fields__
+    shared = {k: v for k, v in options.record().items() if k in wanted}
     if shared.get("min_queries") is None:
         shared["min_queries"] = MIN_QUERIES[cell.scenario]
         shared["max_queries"] = max(shared.get("max_queries") or 0, shared["min_queries"])
@@ -50,7 +51,7 @@ def serve_request(cell: ServeCell, options: Mapping[str, Any]) -> ServeRequest:
 def run_serve_cell(
     cell: ServeCell,
     variant: Launchable,
-    options: Mapping[str, Any],
+    options: ServingOptions,
     folder: RunFolder,
     topology: Topology | None = None,
 ) -> StoredCell:
@@ -77,8 +78,7 @@ def run_serve_cell(
         if kept:
             result["artifacts"] = kept
 
-    timeout_s = float(options.get("timeout_s", 1800.0))
-    job = WorkerJob(make_request, req.to_dict(), timeout_s, SERVING_MODULE, keep)
+    job = WorkerJob(make_request, req.to_dict(), options.timeout_s, SERVING_MODULE, keep)
     return run_request(cell, variant, plan, job, folder=folder)
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import functools
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
@@ -60,10 +59,18 @@ def option(default: T, help: str, **declared: Any) -> T:
     return field
 
 
-@functools.cache
 def declared(cls: type[RunOptionsBase]) -> dict[str, Option]:
     """Field name -> declaration, in declaration order (read-only: shared per class)."""
-    return {f.name: f.metadata["option"] for f in dataclasses.fields(cls) if "option" in f.metadata}
+    found = _DECLARED.get(cls)
+    if found is None:
+        fields = dataclasses.fields(cls)
+        found = _DECLARED[cls] = {
+            f.name: f.metadata["option"] for f in fields if "option" in f.metadata
+        }
+    return found
+
+
+_DECLARED: dict[type, dict[str, Option]] = {}
 
 
 def defaults(cls: type[RunOptionsBase]) -> dict[str, Any]:
@@ -104,9 +111,9 @@ def add_arguments(
 
 
 @dataclasses.dataclass(frozen=True)
-class RunOptionsBase(Mapping[str, Any]):
-    """A task's run options: typed attributes for the code, and read-only mapping access
-    over the stored record for readers of run.json-shaped options. Frozen: nothing
+class RunOptionsBase:
+    """A task's run options: typed attributes for the code; run.json's record of them
+    (``record``) and the part a resume must not change (``identity``). Frozen: nothing
     changes them during a run."""
 
     def record(self) -> dict[str, Any]:
@@ -121,27 +128,6 @@ class RunOptionsBase(Mapping[str, Any]):
     def identity(self) -> dict[str, Any]:
         """The options a resume must not change."""
         return {n: getattr(self, n) for n, o in declared(type(self)).items() if o.resume == SAME}
-
-    def __getitem__(self, key: str) -> Any:
-        o = declared(type(self)).get(key)
-        value = getattr(self, key) if o is not None and o.stored else None
-        if o is None or not o.stored or (o.omit_none and value is None):
-            raise KeyError(key)
-        return value
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.record())
-
-    def __len__(self) -> int:
-        return len(self.record())
-
-    @classmethod
-    def of(cls: type[OptionsT], values: Mapping[str, Any]) -> OptionsT:
-        """The options from a mapping (a stored run's record, a test's few values):
-        declared names only, the rest at their defaults."""
-        if isinstance(values, cls):
-            return values
-        return cls.from_record(values)
 
     @classmethod
     def from_record(cls: type[OptionsT], values: Mapping[str, Any]) -> OptionsT:

@@ -7,12 +7,11 @@ matrix's progress, ETA and resume treat it like any other cell.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from tfvariants.options.serving import RESUMABLE
+from tfvariants.options.serving import RESUMABLE, ServingOptions
 from tfvariants.plan.cell import encode_part, make_id, name_part
 from tfvariants.plan.spec import logical_cpus, round_order
 
@@ -100,8 +99,8 @@ class ServeCell:
 
 @dataclass(frozen=True)
 class ServeSpec:
-    """What ``tfvariants serve`` runs. ``options`` holds the ServeRequest settings shared
-    by every cell (durations, bounds, batching, encoding, target) plus timeout_s."""
+    """What ``tfvariants serve`` runs. ``options``: the run's options, frozen (the
+    ServeRequest settings every cell shares, the timeout, the decision options)."""
 
     variants: tuple[str, ...]
     threads: tuple[int, ...]
@@ -110,7 +109,7 @@ class ServeSpec:
     concurrency: tuple[int, ...]
     paths: tuple[str, ...]
     repeats: int
-    options: Mapping[str, Any] = field(default_factory=dict)  # ServingOptions (frozen)
+    options: ServingOptions = field(default_factory=ServingOptions)
     variant_info: dict[str, dict[str, Any]] = field(default_factory=dict)
     # (max batch size, batch timeout ms) settings swept; (1, timeout) = no batching
     batching: tuple[tuple[int, float], ...] = ((1, DEFAULT_BATCH_TIMEOUT_MS),)
@@ -138,7 +137,9 @@ class ServeSpec:
             "repeats": self.repeats,
             "batching": [list(b) for b in self.batching],
             # a resume may change the timeout and the adaptive budget, nothing else
-            "options": {k: v for k, v in sorted(self.options.items()) if k not in RESUMABLE},
+            "options": {
+                k: v for k, v in sorted(self.options.record().items()) if k not in RESUMABLE
+            },
         }
 
     def to_json(self, started_at: str) -> dict[str, Any]:
@@ -151,7 +152,7 @@ class ServeSpec:
             "scenarios": list(self.scenarios),
             "concurrency": list(self.concurrency),
             "paths": list(self.paths),
-            "options": dict(self.options),
+            "options": self.options.record(),
             "variant_info": self.variant_info,
             "started_at": started_at,
             "logical_cpus": logical_cpus(),
@@ -163,7 +164,7 @@ def plan_serve_cells(spec: ServeSpec, repeats: range | None = None) -> list[Serv
     seeded random order (``options.order_seed``, as compare's), so no configuration
     always runs first or always right after another."""
     cells: list[ServeCell] = []
-    seed = spec.options.get("order_seed")
+    seed = spec.options.order_seed
     for r in repeats if repeats is not None else range(spec.repeats):
         cells += round_order(_round_cells(spec, r), seed, r)
     return cells

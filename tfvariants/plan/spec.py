@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from tfvariants.options import limits
-from tfvariants.options.cell import CellOptions
+from tfvariants.options.training import TrainingOptions
 from tfvariants.plan.cell import Cell
 
 MAX_REPEATS = limits.MAX_REPEATS
@@ -26,15 +25,14 @@ CellT = TypeVar("CellT")  # a training Cell or a ServeCell: one shuffle for both
 
 @dataclass(frozen=True)
 class MatrixSpec:
-    """What to run. ``options``: the run's options (tfvariants.options.training's frozen
-    TrainingOptions, read as a mapping here: the plan needs only the identity and the
-    order seed)."""
+    """What to run. ``options``: the run's options, frozen (the plan reads the identity,
+    the order seed and the later variants)."""
 
     variants: tuple[str, ...]
     threads: tuple[int, ...]
     workloads: tuple[str, ...]
     repeats: int
-    options: Mapping[str, Any] = field(default_factory=dict)
+    options: TrainingOptions = field(default_factory=TrainingOptions)
     variant_info: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> kind/device
     # Variants that run at ONE thread count instead of the --threads axis: a GPU variant
     # (its vCPUs are its instance's) and an explicit ``VARIANT@N``.
@@ -55,7 +53,7 @@ class MatrixSpec:
             "workloads": list(self.workloads),
             "repeats": self.repeats,
             # The options a resume must not change, as declared (tfvariants.options.cell).
-            "options": CellOptions.of(self.options).identity(),
+            "options": self.options.identity(),
         }
         if self.fixed_threads:  # absent from runs made before it existed: same identity
             ident["fixed_threads"] = dict(self.fixed_threads)
@@ -69,10 +67,10 @@ class MatrixSpec:
         """The matrix part of run.json (the run store adds kind, version and hosts)."""
         return {
             **self.identity(),
-            # (a plain mapping's missing identity values, as declared, kept for a resume)
+            # The identity's set values first: run.json's key order as it always was.
             "options": {
                 **{k: v for k, v in self.identity()["options"].items() if v is not None},
-                **self.options,
+                **self.options.record(),
             },
             "variant_info": self.variant_info,
             "started_at": started_at,
@@ -92,8 +90,8 @@ def plan_cells(spec: MatrixSpec) -> list[Cell]:
     round, in the round's own seeded order (the declared order without a seed). The
     ``later`` variants (options) are not planned: the adaptive rounds start them once the
     other comparisons are settled (rounds/training.py)."""
-    seed = spec.options.get("order_seed")
-    later = set(spec.options.get("later") or ())
+    seed = spec.options.order_seed
+    later = set(spec.options.later or ())
     cells = []
     for r in range(spec.repeats):
         round_cells = [

@@ -14,8 +14,10 @@ analyze/report/build.py ``build_report``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol, TypeVar
+
+from tfvariants.options.declare import RunOptionsBase
 
 
 class PlannedCell(Protocol):
@@ -41,11 +43,14 @@ class PlannedCell(Protocol):
 
 CellT = TypeVar("CellT", bound=PlannedCell)
 CellT_co = TypeVar("CellT_co", bound=PlannedCell, covariant=True)
+# The run options of a plan's task (TrainingOptions, ServingOptions): a reader that
+# needs only the shared ones asks for their class (``MatrixPlan[PlannedCell, DecisionOptions]``).
+OptionsT_co = TypeVar("OptionsT_co", bound=RunOptionsBase, covariant=True)
 
 
-class MatrixPlan(Protocol[CellT_co]):
+class MatrixPlan(Protocol[CellT_co, OptionsT_co]):
     """A matrix definition: its identity (what a resume must not change), its run.json
-    record, and its cells in run order (interleaved rounds)."""
+    record, its run options and its cells in run order (interleaved rounds)."""
 
     @property
     def variants(self) -> tuple[str, ...]: ...
@@ -54,7 +59,7 @@ class MatrixPlan(Protocol[CellT_co]):
     def repeats(self) -> int: ...
 
     @property
-    def options(self) -> Mapping[str, Any]: ...
+    def options(self) -> OptionsT_co: ...
 
     @property
     def variant_info(self) -> dict[str, dict[str, Any]]: ...

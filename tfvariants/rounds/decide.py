@@ -36,6 +36,16 @@ class Judged(Generic[K]):
     starts: Mapping[K, int] = field(default_factory=dict)
 
 
+def same_basis(basis: Sequence[object], earlier: Sequence[object]) -> bool:
+    """Whether a look is judged on what an earlier one was (its basis: the look, what it
+    is judged with, every result before it, in order; the same objects or equal ones).
+    The same basis judges the same, so a hook judges again only when it changes: at the
+    next look, or after a change before this one (an interrupted round completed)."""
+    if not earlier or len(basis) != len(earlier):
+        return False
+    return all(a is b or a == b for a, b in zip(basis, earlier, strict=True))
+
+
 def next_round(
     judged: Judged[K],
     rule: StoppingRule,

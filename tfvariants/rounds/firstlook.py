@@ -21,7 +21,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from tfvariants.options.training import TrainingOptions
 from tfvariants.plan.spec import MatrixSpec
 
 # What a quick cell paid outside its steady window on a quiet 2-core host (issue 25:
@@ -157,7 +156,7 @@ def announce(spec: MatrixSpec, out: Path | None, estimate_from: Path | None) -> 
     """One line when the first look of a run with a budget will not fit its share of
     the budget (None when it fits, there is no budget, or nothing says how long a cell
     takes). ``out``: the folder of a resumed run (its cells time the rest), or None."""
-    o = TrainingOptions.of(spec.options)
+    o = spec.options
     if not o.budget_s:
         return None
     walls, stored_rounds = walls_of(out) if out is not None else ({}, 0)

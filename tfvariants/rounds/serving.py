@@ -23,17 +23,22 @@ import dataclasses
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.serving.sentences import look_plan_sentence
 from tfvariants.analyze.statistics import adaptive
 from tfvariants.analyze.statistics.decide import Settings
-from tfvariants.options.serving import ServingOptions
 from tfvariants.plan.serve import ServeCell, ServeKey, ServeSpec, plan_serve_cells
-from tfvariants.rounds.decide import Judged, next_round
+from tfvariants.rounds.decide import Judged, next_round, same_basis
 from tfvariants.store.cellresult import AnyResult, ServeResult, serving
 from tfvariants.store.record import RunRecord
+
+if TYPE_CHECKING:
+    from tfvariants.analyze.serving.configs import Config
+    from tfvariants.analyze.statistics.stats import Comparison
+
+    Watched = tuple[Config, Config, Comparison]  # a watched comparison: its sides, as judged
 
 # A round takes a little more than its cells' wall times (starting each worker, writing
 # its result, the wait for quiet): 13.0-14.2 s per round of two 6.6-7.3 s cells on a quiet
@@ -114,8 +119,11 @@ class NextServeRound:
         self.spec, self.rule = spec, rule
         self.plan: LookPlan | None = None
         self.pricing, self.baseline, self.say = pricing, baseline, say
-        self.options = ServingOptions.of(spec.options)
+        self.options = spec.options
         self.planned = plan_serve_cells(spec, range(1))
+        # The last look's basis (the look, its rule's looks, every result before it) and
+        # the watched comparisons judged on it.
+        self.judged: tuple[tuple[Any, ...], list[Watched]] = ((), [])
 
     def _rule_at(self, cells: Sequence[ServeResult], rounds: int) -> adaptive.StoppingRule | None:
         """The rule, planned now if it is not yet and the first look's rounds are stored."""
@@ -147,21 +155,24 @@ class NextServeRound:
         rule = self._rule_at(cells, rounds)
         looks_done = [n for n in rule.looks if n <= rounds] if rule is not None else []
         look = looks_done[-1] if looks_done else None
-        pairs, undecided = [], []
+        pairs: list[Watched] = []
         if look is not None and rule is not None:
-            run = RunRecord(variants=tuple(self.spec.variants))
-            at_look = [r for r in cells if r.round < look]
-            reports = model_reports(
-                at_look,
-                run,
-                pricing=self.pricing,
-                baseline=self.baseline,
-                bound_ms=self.options.p99_bound_ms,
-                # the run's decision settings by the one reader the report uses
-                settings=Settings.from_options(self.spec.options, rule.looks),
-            )
-            pairs = [(a, b, cmp) for rep in reports for a, b, cmp in watched(rep)]
-            undecided = [(a, b) for a, b, cmp in pairs if cmp.verdict == "undecided"]
+            basis = (look, rule.looks, *(r for r in cells if r.round < look))
+            if not same_basis(basis, self.judged[0]):
+                # Judged at the looks only: until the next look (or a change before this
+                # one), the comparisons are the ones made at this look.
+                reports = model_reports(
+                    [r for r in cells if r.round < look],
+                    RunRecord(variants=tuple(self.spec.variants)),
+                    pricing=self.pricing,
+                    baseline=self.baseline,
+                    bound_ms=self.options.p99_bound_ms,
+                    # the run's decision settings by the one reader the report uses
+                    settings=Settings.from_options(self.spec.options.record(), rule.looks),
+                )
+                self.judged = basis, [(a, b, c) for rep in reports for a, b, c in watched(rep)]
+            pairs = self.judged[1]
+        undecided = [(a, b) for a, b, cmp in pairs if cmp.verdict == "undecided"]
         keys = {cfg.key for pair in undecided for cfg in pair}
         # A configuration's cells (each scenario and concurrency), in the planned order.
         judged = Judged(

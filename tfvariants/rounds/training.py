@@ -10,6 +10,7 @@ planned looks (tfvariants.analyze.statistics.adaptive), by the same function the
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 import time
@@ -26,10 +27,9 @@ from tfvariants.analyze.statistics.verdicts import (
     round_values,
     workload_verdicts,
 )
-from tfvariants.options.training import TrainingOptions
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.spec import MatrixSpec
-from tfvariants.rounds.decide import Judged, next_round
+from tfvariants.rounds.decide import Judged, next_round, same_basis
 from tfvariants.store.cellresult import AnyResult, CellResult, ConfigKey, training
 
 
@@ -41,6 +41,12 @@ class Look:
     look: int | None  # the last planned look those rounds reached (None: not the first)
     present: Mapping[ConfigKey, frozenset[int]]  # rounds with any file, per configuration
     verdicts: tuple[WorkloadVerdicts, ...]  # at that look: the report's comparison
+    # What the verdicts were judged on (rounds/decide.py ``same_basis``): the look, each
+    # variant's device, the oversubscribed configurations, every training result before it.
+    basis: tuple[Any, ...] = ()
+
+    def judged_as(self, earlier: Look | None) -> bool:
+        return earlier is not None and same_basis(self.basis, earlier.basis)
 
 
 def look_verdicts(
@@ -50,11 +56,15 @@ def look_verdicts(
     *,
     baseline: Requested | None,
     settings: Settings,
+    earlier: Look | None = None,
 ) -> Look:
     """The verdicts at the last look reached, by the same function the report uses
-    (:func:`tfvariants.analyze.statistics.verdicts.workload_verdicts`) on the repeats up to it."""
+    (:func:`tfvariants.analyze.statistics.verdicts.workload_verdicts`) on the repeats up to
+    it; ``earlier``'s verdicts when they were judged on the same basis (between looks:
+    the rounds after the look change none of them)."""
     planned = [ConfigKey(w, v, t) for w in spec.workloads for v, t in spec.configurations()]
-    mine = [r for r in training(stored.values()) if r.key in set(planned)]
+    everything = training(stored.values())
+    mine = [r for r in everything if r.key in set(planned)]
     present: dict[ConfigKey, set[int]] = {}
     for r in mine:
         present.setdefault(r.key, set()).add(r.round)
@@ -64,14 +74,20 @@ def look_verdicts(
     if not looks_done:
         return Look(rounds, None, frozen, ())
     look = looks_done[-1]
-    seen = [r for r in mine if r.round < look]
-    # Disturbed cells as the report treats them (the run's policy, over what is stored).
-    quiet = interference.summarise(seen, policy=interference.policy_of(spec.options))
-    values = round_values(seen, include_disturbed=quiet.included)
-    ran = measured(seen)
     devices = {v: str((spec.variant_info.get(v) or {}).get("device", "cpu")) for v in spec.variants}
     devices.update({r.variant: r.device for r in mine})
     over = {(r.variant, r.threads) for r in mine if r.oversubscribed}
+    before = (r for r in everything if r.round < look)
+    basis = (look, tuple(sorted(devices.items())), frozenset(over), *before)
+    at = Look(rounds, look, frozen, (), basis)
+    if at.judged_as(earlier):
+        assert earlier is not None
+        return dataclasses.replace(at, verdicts=earlier.verdicts)
+    seen = [r for r in mine if r.round < look]
+    # Disturbed cells as the report treats them (the run's policy, over what is stored).
+    quiet = interference.summarise(seen, policy=interference.policy_of(spec.options.record()))
+    values = round_values(seen, include_disturbed=quiet.included)
+    ran = measured(seen)
     verdicts = tuple(
         workload_verdicts(
             [k for k in planned if k.workload == w],
@@ -85,7 +101,7 @@ def look_verdicts(
         )
         for w in spec.workloads
     )
-    return Look(rounds, look, frozen, verdicts)
+    return dataclasses.replace(at, verdicts=verdicts)
 
 
 class NextRoundHook:
@@ -106,7 +122,7 @@ class NextRoundHook:
     ) -> None:
         self.spec, self.rule, self.baseline = spec, rule, baseline
         # The run's decision settings by the one reader the report uses, at the rule's looks.
-        self.settings = Settings.from_options(spec.options, rule.looks)
+        self.settings = Settings.from_options(spec.options.record(), rule.looks)
         configs = spec.configurations()
         self.order = {
             ConfigKey(w, v, t): (spec.workloads.index(w), configs.index((v, t)))
@@ -115,10 +131,11 @@ class NextRoundHook:
         }
         self.clock, self.started, self.spent_before = clock, clock(), spent_before
         self.looks: list[dict[str, Any]] = []
+        self.last: Look | None = None  # the last call's look (its verdicts, reused until the next)
         # The steady window of the rounds after the first look (None: not planned): a
         # value of this run, recorded in run.json "adaptive", never written into the spec.
         self.window_plan: dict[str, Any] | None = None
-        o = TrainingOptions.of(spec.options)
+        o = spec.options
         preset = o.preset or {}
         # Explanatory configurations wait while a comparison the question is about is
         # open; the ``later`` ones (--later) are not even in the first look.
@@ -126,11 +143,16 @@ class NextRoundHook:
         self.explanatory = frozenset(preset.get("explanatory") or ()) | self.later
 
     def __call__(self, stored: Mapping[str, AnyResult]) -> tuple[list[Cell], str]:
-        spec, rule = self.spec, self.rule
-        at = look_verdicts(spec, stored, rule, baseline=self.baseline, settings=self.settings)
-        if at.look is not None:
+        spec, rule, earlier = self.spec, self.rule, self.last
+        at = look_verdicts(
+            spec, stored, rule, baseline=self.baseline, settings=self.settings, earlier=earlier
+        )
+        self.last = at
+        # Judged at the looks only: until the next look (or a change before this one),
+        # the verdicts and the planned window are the ones made at this look.
+        if at.look is not None and not at.judged_as(earlier):
             self._keep(at)
-            if TrainingOptions.of(spec.options).plan_window:
+            if spec.options.plan_window:
                 self.window_plan = plan_window(spec, stored, rule.looks, at.look)
         open_verdicts = [v for wv in at.verdicts for v in wv.open]
         # Explanatory configurations (a preset's, --later) wait while a comparison the
@@ -159,7 +181,7 @@ class NextRoundHook:
                 Cell(variant=k.variant, threads=k.threads, workload=k.workload, repeat=rep)
                 for k, rep in todo
             ],
-            TrainingOptions.of(spec.options).order_seed,
+            spec.options.order_seed,
             nothing_to_judge=f"no comparison to judge at the look after {at.look} repeats (a "
             "baseline and another configuration both need a successful repeat)",
         )
@@ -216,7 +238,7 @@ def plan_window(
     against the cells it made (:func:`check_plan`)."""
     first_look = looks[0]
     first = [r for r in training(stored.values()) if r.round < first_look and not r.disturbed]
-    current = TrainingOptions.of(spec.options).min_steady_s
+    current = spec.options.min_steady_s
     chosen = windows.plan(windows.components(first), current)
     plan = {**chosen.to_json(), "from_repeat": first_look}
     reached = [n for n in looks[1:] if at_look is not None and n <= at_look]

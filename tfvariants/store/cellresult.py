@@ -368,24 +368,27 @@ def parse_results(run: RunRecord, results: Mapping[str, Mapping[str, Any]]) -> d
     """Every validated result of a run folder (cell id -> dict), parsed once, with the
     run-level facts (each variant's device, the run host's CPUs) applied the same way."""
     devices = variant_devices(run, results.values())
+    return {cid: parse_result(run, r, devices) for cid, r in results.items()}
+
+
+def parse_result(
+    run: RunRecord, result: Mapping[str, Any], devices: Mapping[str, str]
+) -> AnyResult:
+    """One validated result of a run folder, with the run-level facts (``devices``: of
+    every variant, :func:`variant_devices` over the whole folder's results)."""
     run_cpus = run.logical_cpus if run.logical_cpus and run.logical_cpus > 0 else None
     stored = {"options": run.options_as_stored()}  # the rule's reader of the stored limits
-    limit, shielded = disturbed_limit(stored), shielded_limit(stored)
-    out: dict[str, AnyResult] = {}
-    for cid, r in results.items():
-        device = devices.get(str(get_path(r, "cell", "variant")), "cpu")
-        out[cid] = (
-            parse_serving(r, device=device, disturbed_share=limit)
-            if is_serving(r)
-            else parse_training(
-                r,
-                device=device,
-                run_cpus=run_cpus,
-                disturbed_share=limit,
-                shielded_share=shielded,
-            )
-        )
-    return out
+    limit = disturbed_limit(stored)
+    device = devices.get(str(get_path(result, "cell", "variant")), "cpu")
+    if is_serving(result):
+        return parse_serving(result, device=device, disturbed_share=limit)
+    return parse_training(
+        result,
+        device=device,
+        run_cpus=run_cpus,
+        disturbed_share=limit,
+        shielded_share=shielded_limit(stored),
+    )
 
 
 def training(results: Iterable[AnyResult]) -> list[CellResult]:

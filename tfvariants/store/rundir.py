@@ -22,7 +22,7 @@ from typing import Any
 
 from tfvariants.errors import UserError
 from tfvariants.options.cell import CellOptions
-from tfvariants.options.declare import declared
+from tfvariants.options.declare import RunOptionsBase, declared
 from tfvariants.plan.cell import cell_id_of, legacy_cell_id
 from tfvariants.plan.serve import serve_cell
 from tfvariants.plan.task import CellT, MatrixPlan, PlannedCell
@@ -183,6 +183,15 @@ def load_run_dir(results_dir: Path, *, allow_mixed_hosts: bool = False) -> RunCo
         else:
             reason = f"holds cell {cid} but is not named {cid}.json: not counted"
         contents.duplicates.append(Problem(rel, reason, "duplicate"))
+    contents.run_missing = not run and bool(contents.results or contents.problems)
+    count_results(contents)
+    return contents
+
+
+def count_results(contents: RunContents) -> None:
+    """A load's rules over the cells it read (``contents.results``): an edited copy of
+    another cell's measurement is not counted again, and a cell from a host the run
+    does not declare is kept apart (unless mixed hosts are allowed)."""
     for cid, original in _copies(contents.results):
         del contents.results[cid]
         reason = (
@@ -190,9 +199,7 @@ def load_run_dir(results_dir: Path, *, allow_mixed_hosts: bool = False) -> RunCo
             "last digit: an edited copy, not counted again"
         )
         contents.duplicates.append(Problem(f"{CELLS_DIR}/{cid}.json", reason, "duplicate"))
-    contents.run_missing = not run and bool(contents.results or contents.problems)
     _split_hosts(contents)
-    return contents
 
 
 def _measurement(result: dict[str, Any]) -> str | None:
@@ -246,7 +253,9 @@ def _split_hosts(contents: RunContents) -> None:
 # ---- execution's side: creating, resuming ----
 
 
-def _identity_diffs(stored: dict[str, Any], spec: MatrixPlan[PlannedCell]) -> list[str]:
+def _identity_diffs(
+    stored: dict[str, Any], spec: MatrixPlan[PlannedCell, RunOptionsBase]
+) -> list[str]:
     wanted = spec.identity()
     # Compare exactly what the spec calls its identity (training and serving differ).
     have: dict[str, Any] = {k: stored.get(k) for k in wanted if k != "options"}
@@ -320,7 +329,7 @@ def migrate_cell_ids(out: Path) -> list[str]:
 
 def prepare_run_dir(
     out: Path,
-    spec: MatrixPlan[PlannedCell],
+    spec: MatrixPlan[PlannedCell, RunOptionsBase],
     *,
     resume: bool,
     hosts: list[dict[str, Any]] | None = None,

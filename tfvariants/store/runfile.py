@@ -135,7 +135,9 @@ def read_run(results_dir: Path) -> RunRecord:
     return run_record(load_run(results_dir))
 
 
-def new_run(spec: MatrixPlan[PlannedCell], hosts: list[dict[str, Any]]) -> dict[str, Any]:
+def new_run(
+    spec: MatrixPlan[PlannedCell, RunOptionsBase], hosts: list[dict[str, Any]]
+) -> dict[str, Any]:
     """The run.json record for a new run of ``spec`` on ``hosts``."""
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     matrix = spec.to_json(started)

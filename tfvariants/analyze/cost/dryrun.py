@@ -10,7 +10,7 @@ import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tfvariants.analyze.cost import estimate as est
 from tfvariants.analyze.cost.catalog import Instance
@@ -105,12 +105,11 @@ def training_dry_run(
     )
 
 
-def rough_serve_seconds(cell: ServeCell, options: Mapping[str, Any]) -> float:
+def rough_serve_seconds(cell: ServeCell, options: ServingOptions) -> float:
     """At least the minimum duration per load run (the QPS search: one per step), plus
     the per-cell overhead: a lower bound when the minimum query count takes longer."""
-    o = ServingOptions.of(options)
-    runs = o.search_steps if cell.scenario == "server_search" else 1
-    return SERVE_CELL_OVERHEAD_S + runs * o.min_duration_s
+    runs = options.search_steps if cell.scenario == "server_search" else 1
+    return SERVE_CELL_OVERHEAD_S + runs * options.min_duration_s
 
 
 def serve_times_from_run(run_dir: Path) -> dict[tuple[str, str, int] | tuple[str], list[float]]:

@@ -1,18 +1,27 @@
-"""This run beside the other runs of the same comparisons (issue 25: "how sure are we?").
+"""This run beside other runs of the same comparisons (issue 25: "how sure are we?").
 
 A run's interval covers that run only. On a noisy host a few-percent effect can move
 between runs by more than one run's interval admits: ten compiled-preset runs of one day
 called intel-avx512-2.14 on cifar10_cnn both 1.02x slower (1.002-1.19) and 1.05x faster
 (1.01-1.11) (docs/measurements.md). A user who runs compare twice sees two reports that
 disagree and cannot tell which to believe, so the report sets this run beside the other
-runs in its results folder that measured the same comparisons on the same host, and says
-when two of them disagree.
+runs the user names (``report --beside DIR ...``, also on ``compare``) and says when two
+of them disagree. Nothing else is read: no folder is scanned for neighbours (issue 40,
+issue 43: a neighbour nobody named could hang or crash the report).
+
+*Named*: each folder is read through the store's bounded, validated loader
+(store/runfile.py ``load_run``, store/rundir.py ``load_run_dir``). The command checks
+every named folder before it writes anything (``check_beside``: one line, exit 2); a
+folder that goes bad after that is said in the section, never a traceback.
+
+*Comparable*: a named run of the same task, on this run's hosts, whose identity (the
+options a resume must not change, ``RunOptionsBase.identity``: data, scale, seed, steady
+window) is this run's. A named run that is not comparable is listed with the reason (the
+option that differs, here and there), never dropped silently.
 
 *The same comparison*: the same workload, configuration (variant and threads) and
-baseline, from a run folder beside this one (the same parent folder, as compare's default
-``results/<name>-<time>``) whose hosts are this run's and whose workload scale (``quick``,
-``data``) is this run's. Each run is read as its own report reads it (its own decision
-settings, this run's baseline choice), with the same analysis.
+baseline. Each run is read as its own report reads it (its own decision settings, this
+run's baseline choice), with the same analysis.
 
 *Disagree*: the two runs' intervals do not overlap. Two intervals of one truth miss each
 other far less often than either misses the truth (at a 96.5 % interval each, about
@@ -23,8 +32,7 @@ chance; the section counts the pairs it looked at.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -36,11 +44,15 @@ from tfvariants.analyze.statistics import stats
 from tfvariants.analyze.statistics.decide import run_settings
 from tfvariants.analyze.training.analysis import Analysis, analyze_contents
 from tfvariants.errors import UserError
-from tfvariants.store.rundir import load_run_dir
+from tfvariants.options.declare import RunOptionsBase, declared
+from tfvariants.options.serving import ServingOptions
+from tfvariants.options.training import TrainingOptions
+from tfvariants.store.record import RunRecord
+from tfvariants.store.rundir import RunContents, load_run_dir
+from tfvariants.store.runfile import load_run
 from tfvariants.store.runfolder import StoreError
 
-MAX_READ = 12  # run folders analysed at most (the most recent first): a report stays quick
-SCALE_KEYS = ("quick", "data")  # options that change what a cell measures
+MAX_BESIDE = 24  # run folders named at most: each is analysed, and a report stays quick
 
 
 @dataclass(frozen=True)
@@ -110,13 +122,22 @@ class Across:
 
 
 @dataclass(frozen=True)
+class Apart:
+    """A named run set apart: not comparable with this one, and why (one phrase)."""
+
+    run: str  # the run folder's name
+    reason: str
+
+
+@dataclass(frozen=True)
 class OtherRuns:
-    """The report's section: this run's comparisons beside the other runs' of them."""
+    """The report's section: this run's comparisons beside the named runs' of them, and
+    the named runs that are not comparable, each with its reason."""
 
     template: ClassVar[str] = "otherruns.html"
-    folder: str
-    runs: tuple[str, ...]  # the other runs with a comparison in common, newest first
+    runs: tuple[str, ...]  # the named runs with a comparison in common, newest first
     comparisons: tuple[Across, ...]
+    apart: tuple[Apart, ...] = ()  # the named runs not comparable, in the order named
 
     @property
     def pairs(self) -> int:
@@ -127,10 +148,21 @@ class OtherRuns:
         return tuple(c for c in self.comparisons if c.disagreeing)
 
     def sentence(self) -> str:
+        if not self.comparisons:
+            return (
+                f"None of the {len(self.apart)} run(s) named with --beside is comparable "
+                f"with this one: {self._apart_words()}."
+            )
+        return self._beside() + (f" Not comparable: {self._apart_words()}." if self.apart else "")
+
+    def _apart_words(self) -> str:
+        return "; ".join(f"{a.run} ({a.reason})" for a in self.apart)
+
+    def _beside(self) -> str:
         n = len(self.runs)
         head = (
-            f"Beside {n} other run(s) in {self.folder} of the same comparisons on this host "
-            f"({self.pairs} pair(s) of runs and comparison):"
+            f"Beside {n} other run(s) named with --beside, of the same comparisons on this "
+            f"host ({self.pairs} pair(s) of runs and comparison):"
         )
         if not self.disagreements:
             return (
@@ -171,87 +203,154 @@ def readings(analysis: Analysis, run: str, started_at: str, this: bool) -> dict[
     return out
 
 
-def _run_json(folder: Path) -> Mapping[str, Any] | None:
+def check_beside(folders: Sequence[Path]) -> None:
+    """The folders named with --beside, checked before a command writes anything: each a
+    run folder whose run.json the store's bounded, validated loader reads (a FIFO, a
+    device, a file nested too deeply or too large, a missing folder or one that is not a
+    run are refused in one line naming it: UserError, exit 2)."""
+    if len(folders) > MAX_BESIDE:
+        raise UserError(
+            f"--beside: {len(folders)} run folders named, at most {MAX_BESIDE}: "
+            "name the runs to set beside this one"
+        )
+    for folder in folders:
+        try:
+            _load_record(folder)
+        except UserError as exc:
+            raise UserError(f"--beside {folder}: {exc}") from None
+
+
+def _load_record(folder: Path) -> Mapping[str, Any]:
+    """run.json of a named folder (bounded, validated), or UserError naming the file."""
+    if not folder.is_dir():
+        raise UserError(f"{folder}: {'not a folder' if folder.exists() else 'no such run folder'}")
+    run = load_run(folder)
+    if not run:
+        raise UserError(f"{folder}: no run.json: not a tfvariants run folder")
+    return run
+
+
+def _load(folder: Path) -> RunContents:
+    """The named run folder, loaded (bounded, validated); UserError naming the file."""
+    _load_record(folder)  # a missing run.json is refused, not read as an empty run
     try:
-        run = json.loads((folder / "run.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return run if isinstance(run, dict) else None
+        return load_run_dir(folder)
+    except (StoreError, OSError, ValueError) as exc:
+        raise UserError(f"{folder}: {exc}") from None
 
 
-def _hosts(run: Mapping[str, Any]) -> frozenset[str]:
-    hosts = run.get("hosts")
-    if not isinstance(hosts, list):
-        return frozenset()
-    return frozenset(str(h.get("host_id")) for h in hosts if isinstance(h, dict))
+def _options_class(run: RunRecord) -> type[RunOptionsBase]:
+    return ServingOptions if run.task == "serve" else TrainingOptions
 
 
-def _scale(run: Mapping[str, Any]) -> tuple[Any, ...]:
-    options = run.get("options")
-    return tuple(options.get(k) if isinstance(options, dict) else None for k in SCALE_KEYS)
+def _identity(run: RunRecord) -> dict[str, Any]:
+    """The options a resume of ``run`` must not change, structured from its record."""
+    return (run.options or _options_class(run)()).identity()
 
 
-def candidates(here: Path, run: Mapping[str, Any]) -> list[tuple[Path, Mapping[str, Any]]]:
-    """Run folders beside ``here`` on this run's hosts and scale, newest first, at most
-    MAX_READ (a folder that cannot be read is passed over: it is another run's problem)."""
-    hosts, scale = _hosts(run), _scale(run)
-    if not hosts:
-        return []
+def _hosts(contents: RunContents) -> frozenset[str]:
+    """The hosts a run's cells are counted for: run.json's, else the one they ran on."""
+    return frozenset(contents.run_hosts)
+
+
+def _shown(value: object) -> str:
+    """An option's value as the command line spells it (a switch: true/false), short."""
+    if value is None:
+        return "unset"
+    return (str(value).lower() if isinstance(value, bool) else str(value))[:40]
+
+
+def difference(mine: RunContents, theirs: RunContents) -> str | None:
+    """Why ``theirs`` is not comparable with ``mine`` (one phrase), or None."""
+    if _options_class(theirs.run) is not _options_class(mine.run):
+        return "another task: " + ("a serving run" if theirs.run.task else "a training run")
+    here, there = _hosts(mine), _hosts(theirs)
+    if not here or not there:
+        return "no host recorded: cannot tell it ran on this run's host"
+    if here != there:
+        return f"ran on host(s) {', '.join(sorted(there))}, this run on {', '.join(sorted(here))}"
+    a, b = _identity(mine.run), _identity(theirs.run)
+    declared_here = declared(_options_class(mine.run))
+    diffs = [
+        f"{declared_here[k].flag or '--' + k.replace('_', '-')} {_shown(b[k])} there, "
+        f"{_shown(a[k])} here"
+        for k in a
+        if a[k] != b.get(k)
+    ]
+    return ", ".join(diffs) or None
+
+
+def _read(
+    folder: Path, mine: RunContents, report: ReportSettings
+) -> tuple[RunContents, Analysis] | str:
+    """A named run as its own report reads it (its decision settings), or why it is set
+    apart. Checked when the command started: a folder gone bad since is said here, not
+    a traceback that loses the report."""
     try:
-        siblings = [p for p in here.parent.iterdir() if p.is_dir() and p.resolve() != here]
-    except OSError:
-        return []
-    found = []
-    for p in siblings:
-        other = _run_json(p)
-        if other is None or other.get("kind") != "tfvariants.run":
-            continue
-        if _hosts(other) == hosts and _scale(other) == scale:
-            found.append((p, other))
-    found.sort(key=lambda x: str(x[1].get("started_at") or ""), reverse=True)
-    return found[:MAX_READ]
-
-
-def _analyse(folder: Path, report: ReportSettings) -> Analysis | None:
-    """The other run as its own report reads it (its decision settings), or None."""
+        contents = _load(folder)
+    except UserError as exc:
+        return f"cannot be read: {exc}"
+    why = difference(mine, contents)
+    if why:
+        return why
+    report = with_preset_baseline(report, contents.run)
     try:
-        contents = load_run_dir(folder)
-        report = with_preset_baseline(report, contents.run)
-        return analyze_contents(contents, report, run_settings(contents.run, report.decision))
-    except (StoreError, UserError, OSError, ValueError):
-        return None  # another run's problem: its own report names it
+        settings = run_settings(contents.run, report.decision)
+        return contents, analyze_contents(contents, report, settings)
+    except (StoreError, UserError, OSError, ValueError) as exc:
+        return f"cannot be analysed: {exc}"
+
+
+def _named(folders: Iterable[Path], here: Path) -> list[Path]:
+    """The named folders, each once, this run's own left out (``--beside results/*``)."""
+    out: dict[Path, Path] = {}
+    for folder in folders:
+        try:
+            key = folder.resolve()
+        except (OSError, RuntimeError):  # a loop of links: read (and refused) as named
+            key = folder
+        if key != here:
+            out.setdefault(key, folder)
+    return list(out.values())
 
 
 def other_runs(analysis: Analysis, report: ReportSettings) -> OtherRuns | None:
-    """The section for ``analysis`` (this run), or None when no other run beside it
-    measured one of its comparisons."""
+    """The section for ``analysis`` (this run) beside the runs named in ``report.beside``,
+    or None when none is named."""
     here = Path(analysis.results_dir).resolve()
-    mine = readings(analysis, here.name, str(analysis.run.started_at or ""), True)
-    if not mine:
+    folders = _named(report.beside, here)
+    if not folders or analysis.store is None:
         return None
+    mine = readings(analysis, here.name, str(analysis.run.started_at or ""), True)
     # The other runs are read with this run's baseline choice and nothing else of its
     # report's (no pricing: time comparisons only).
     theirs = ReportSettings(baseline=report.baseline)
     by_key: dict[tuple, list[Reading]] = {k: [] for k in mine}
-    runs: list[str] = []
-    # run.json as written, for this run as for the others (the loaded run's hosts are
-    # rebuilt from its cells)
-    for folder, run in candidates(here, _run_json(here) or {}):
-        other = _analyse(folder, theirs)
-        if other is None:
+    found: list[tuple[str, str]] = []  # (started_at, name) of the runs in common
+    apart: list[Apart] = []
+    for folder in folders:
+        read = _read(folder, analysis.store, theirs)
+        if isinstance(read, str):
+            apart.append(Apart(folder.name, read))
             continue
-        found = readings(other, folder.name, str(run.get("started_at") or ""), False)
-        common = [k for k in mine if k in found]
+        contents, other = read
+        started = str(contents.run.started_at or "")
+        theirs_of = readings(other, folder.name, started, False)
+        common = [k for k in mine if k in theirs_of]
+        if not common:
+            apart.append(Apart(folder.name, "no comparison in common with this run"))
         for k in common:
-            by_key[k].append(found[k])
+            by_key[k].append(theirs_of[k])
         if common:
-            runs.append(folder.name)
+            found.append((started, folder.name))
+    newest = sorted(found, reverse=True)
+    order = {name: i for i, (_, name) in enumerate(newest)}
     comparisons = tuple(
-        Across(k[0], k[1], k[2], (mine[k], *others)) for k, others in by_key.items() if others
+        Across(k[0], k[1], k[2], (mine[k], *sorted(rs, key=lambda r: order[r.run])))
+        for k, rs in by_key.items()
+        if rs
     )
-    if not comparisons:
-        return None
-    return OtherRuns(str(here.parent), tuple(runs), _disagreeing_first(comparisons))
+    return OtherRuns(tuple(n for _, n in newest), _disagreeing_first(comparisons), tuple(apart))
 
 
 def _disagreeing_first(comparisons: Sequence[Across]) -> tuple[Across, ...]:

@@ -20,7 +20,7 @@ from tfvariants.analyze.statistics import stats
 from tfvariants.analyze.statistics.decide import Settings
 from tfvariants.analyze.statistics.verdicts import statistic
 from tfvariants.plan.serve import ServeKey
-from tfvariants.store.cellresult import PERCENTILES, ServeResult
+from tfvariants.store.cellresult import PERCENTILES, FromKey, ServeResult
 from tfvariants.store.record import RunRecord
 from tfvariants.store.rundir import RunContents
 
@@ -124,6 +124,14 @@ class Config:
     throughput_cmp: stats.Comparison | None = None
     cost_cmp: stats.Comparison | None = None
 
+    # What one configuration is: read through its key (store/cellresult.py FromKey).
+    variant = FromKey[str]()
+    threads = FromKey[int]()
+    model = FromKey[str]()
+    path = FromKey[str]()
+    max_batch_size = FromKey[int]()
+    batch_timeout_ms = FromKey[float]()
+
     @property
     def batching(self) -> str:
         if self.max_batch_size <= 1:
@@ -134,30 +142,6 @@ class Config:
     def label(self) -> str:
         b = f" {self.batching}" if self.batching else ""
         return f"{self.variant}@{self.threads} {self.path}{b}"
-
-    @property
-    def variant(self) -> str:
-        return self.key.variant
-
-    @property
-    def threads(self) -> int:
-        return self.key.threads
-
-    @property
-    def model(self) -> str:
-        return self.key.model
-
-    @property
-    def path(self) -> str:
-        return self.key.path
-
-    @property
-    def max_batch_size(self) -> int:
-        return self.key.max_batch_size
-
-    @property
-    def batch_timeout_ms(self) -> float:
-        return self.key.batch_timeout_ms
 
     def row(self, scenario: str, concurrency: int) -> Row | None:
         return next(

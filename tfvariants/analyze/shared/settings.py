@@ -6,6 +6,7 @@ task's analysis. Not a run option: nothing of it is stored in run.json."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.options.decision import Override
@@ -22,3 +23,6 @@ class ReportSettings:
     allow_mixed_hosts: bool = False
     p99_bound_ms: float | None = None  # serving's latency bound; None: the run's
     disturbed: str | None = None  # the policy for disturbed cells; None: the run's
+    # --beside: the run folders to set this run beside (analyze/report/otherruns.py);
+    # none named, no other run is read
+    beside: tuple[Path, ...] = ()

@@ -75,7 +75,7 @@ class Share:
     def label(self) -> str:
         return f"{self.variant}@{self.threads}"
 
-    def of(self, peak: float | None) -> float | None:
+    def share(self, peak: float | None) -> float | None:
         """Achieved as a fraction of ``peak``."""
         return self.achieved / peak if self.achieved and peak else None
 
@@ -193,11 +193,11 @@ def sentences(shares: list[Share], peaks: list[Peak]) -> list[str]:
         if not mine:
             continue
         s = min(mine, key=lambda x: x.headroom or 0.0)
-        theo = s.of(s.cpu_theoretical)
+        theo = s.share(s.cpu_theoretical)
         tail = f" and {_pct(theo)} of its theoretical peak" if theo else ""
         out.append(
             f"{workload} at {s.threads} thread(s) ({s.variant}) runs at "
-            f"{_pct(s.of(s.cpu_attainable))} of this {s.device.upper()}'s attainable peak "
+            f"{_pct(s.share(s.cpu_attainable))} of this {s.device.upper()}'s attainable peak "
             f"({sig3(s.cpu_attainable or 0)} GFLOP/s, the best dense kernel any build "
             f"reached at {s.threads} thread(s)){tail}: no build whose kernels reach that peak "
             f"can make it more than {sig3(s.headroom or 0)}x faster."
@@ -237,8 +237,8 @@ def csv_columns(roof: Roofline | None) -> dict[tuple[str, str, int], dict[str, A
             "attainable_gflops_per_s": s.own_attainable,
             "cpu_attainable_gflops_per_s": s.cpu_attainable,
             "theoretical_gflops_per_s": s.cpu_theoretical,
-            "pct_of_attainable": s.of(s.cpu_attainable),
-            "pct_of_theoretical": s.of(s.cpu_theoretical),
+            "pct_of_attainable": s.share(s.cpu_attainable),
+            "pct_of_theoretical": s.share(s.cpu_theoretical),
             "peak_note": s.note,
         }
     return out
@@ -263,9 +263,9 @@ def headroom(roof: Roofline | None, variants: Iterable[str]) -> list[str]:
     lines = []
     for s in roof.shares:
         if s.variant in wanted and s.headroom:
-            own = s.of(s.own_attainable)
+            own = s.share(s.own_attainable)
             lines.append(
-                f"Headroom: {s.workload} on {s.label} ran at {_pct(s.of(s.cpu_attainable))} of "
+                f"Headroom: {s.workload} on {s.label} ran at {_pct(s.share(s.cpu_attainable))} of "
                 f"this CPU's attainable peak ({_pct(own)} of its own build's): at most "
                 f"{sig3(s.headroom)}x faster with any build."
             )
