@@ -205,9 +205,9 @@ def summarise(out: Path, summary: RunSummary) -> None:
         summary.waited_s, summary.not_quiet = quiet.waited_s, quiet.not_quiet
         summary.raised, summary.shielded = quiet.raised, quiet.shielded
     # run.json as the analysis read it (empty without one)
-    adaptive = analysis.run.get("adaptive") or {}
-    summary.window_plan = windows.plan_sentence(adaptive.get("window_plan"))
-    looks = adaptive.get("looks_made") or []
+    adaptive = analysis.run.adaptive
+    summary.window_plan = windows.plan_sentence(adaptive.window_plan if adaptive else None)
+    looks = adaptive.looks_made if adaptive else ()
     wanted = [f"{w} local@1 vs local@2" for w in summary.comparisons]
     for look in looks:
         said = [look["verdicts"].get(k) or {} for k in wanted]

@@ -91,12 +91,12 @@ def compare_command(args: argparse.Namespace, out: Path, peak: bool) -> list[str
 
 def cell_rows(folder: Path) -> list[dict[str, Any]]:
     """Each training cell of a run folder: what it recorded of its own times."""
-    from tfvariants.store.cellresult import parse_results, training
+    from tfvariants.store.cellresult import training
     from tfvariants.store.rundir import load_run_dir
 
     contents = load_run_dir(folder)
     rows = []
-    for cell in training(parse_results(contents.run, contents.results).values()):
+    for cell in training(contents.parsed.values()):
         if not cell.ok:
             continue
         rows.append(

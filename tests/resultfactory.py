@@ -255,5 +255,6 @@ def study_like_results(repeats: int = 3) -> tuple[list[dict], dict]:
 def typed(stored: dict[str, dict], run: dict | None = None) -> dict:
     """Result dicts (cell id -> dict) as the store hands them on: parsed once."""
     from tfvariants.store.cellresult import parse_results
+    from tfvariants.store.record import run_record
 
-    return parse_results(run or {}, stored)
+    return parse_results(run_record(run or {}), stored)

@@ -183,8 +183,10 @@ def test_labels_are_shortened_keeping_their_threads(tmp_path):
 
 def test_the_compiled_box_keeps_only_what_the_table_does_not_say():
     from tfvariants.analyze.report.answer import notes_below
+    from tfvariants.store.record import run_record
 
-    run = {"options": {"preset": {"name": "compiled", "stock": "tf", "builds": ["a", "b"]}}}
+    preset = {"name": "compiled", "stock": "tf", "builds": ["a", "b"]}
+    run = run_record({"options": {"preset": preset}})
     lines = [
         "On this CPU: ...",
         "a (compiled for avx2): m faster by 1.3x (...)",

@@ -10,6 +10,7 @@ import pytest
 from tfvariants.analyze.report.compiled import answer
 from tfvariants.analyze.statistics import stats
 from tfvariants.analyze.training.groups import Group, WorkloadReport
+from tfvariants.store.record import run_record
 
 RUN = {
     "options": {
@@ -45,7 +46,7 @@ def _group(
 def test_no_verdict_says_why_and_gives_the_medians_as_such() -> None:
     stock, avx512 = _group("tf-2.14", 100.0, True), _group("intel-avx512-2.14", 80.0, True)
     wr = WorkloadReport("mnist_cnn", [stock, avx512], baseline=stock)
-    lines = answer([wr], RUN, 0.05)
+    lines = answer([wr], run_record(RUN), 0.05)
     assert lines is not None
     assert lines[0].startswith("On AMD EPYC, with AVX-512: no verdict")
     assert lines[1] == (
@@ -60,7 +61,7 @@ def test_no_verdict_says_why_and_gives_the_medians_as_such() -> None:
 def test_only_a_preset_run_has_an_answer() -> None:
     stock = _group("tf-2.14", 100.0, False)
     wr = WorkloadReport("mnist_cnn", [stock], baseline=stock)
-    assert answer([wr], {"options": {}}, 0.05) is None
+    assert answer([wr], run_record({"options": {}}), 0.05) is None
 
 
 def _cmp(verdict: str, lo: float, hi: float, more: int | None) -> stats.Comparison:
@@ -90,7 +91,7 @@ def test_one_line_per_build_with_the_answer_or_the_next_step(
     build = _group("intel-avx512-2.14", 80.0, False, _cmp(verdict, lo, hi, more))
     other = _group("intel-2.14", 100.0, False, _cmp("equivalent", 0.97, 1.02, None))
     wr = WorkloadReport("mnist_cnn", [stock, build, other], baseline=stock)
-    lines = answer([wr], run, 0.05)
+    lines = answer([wr], run_record(run), 0.05)
     assert lines is not None
     assert lines[1].startswith(f"intel-avx512-2.14: mnist_cnn {said}")
     assert lines[2].startswith("intel-2.14: mnist_cnn equivalent within +/-10%")
@@ -104,7 +105,9 @@ def test_the_band_words_say_what_faster_needs_when_the_preset_has_no_min_effect(
     run["options"]["preset"]["builds"] = ["intel-2.14"]
     stock = _group("tf-2.14", 100.0, False)
     build = _group("intel-2.14", 100.0, False, _cmp("equivalent", 0.97, 1.02, None))
-    lines = answer([WorkloadReport("mnist_cnn", [stock, build], baseline=stock)], run, 0.0)
+    lines = answer(
+        [WorkloadReport("mnist_cnn", [stock, build], baseline=stock)], run_record(run), 0.0
+    )
     assert lines is not None
     assert "'Faster' and 'slower' mean the interval excludes 1" in lines[2]
 
@@ -121,13 +124,17 @@ def test_a_run_stopped_at_its_last_look_is_not_sent_back_for_more_budget() -> No
     }
     stock = _group("tf-2.14", 100.0, False)
     build = _group("intel-avx512-2.14", 107.0, False, _cmp("undecided", 1.04, 1.11, 8))
-    lines = answer([WorkloadReport("mnist_cnn", [stock, build], baseline=stock)], run, 0.05)
+    lines = answer(
+        [WorkloadReport("mnist_cnn", [stock, build], baseline=stock)], run_record(run), 0.05
+    )
     assert lines is not None
     assert "undecided: a new run with --max-repeats 40 planned from the start" in lines[1]
     assert "--budget" not in lines[1]
     # Stopped by the budget (or still running): --resume with more budget is the step.
     run["adaptive"]["stopped"] = "budget used"  # type: ignore[index]
-    lines = answer([WorkloadReport("mnist_cnn", [stock, build], baseline=stock)], run, 0.05)
+    lines = answer(
+        [WorkloadReport("mnist_cnn", [stock, build], baseline=stock)], run_record(run), 0.05
+    )
     assert lines is not None and "undecided: --resume" in lines[1]
 
 

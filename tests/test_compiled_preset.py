@@ -121,10 +121,11 @@ def test_a_given_min_effect_is_kept_by_the_preset(
 
 def test_the_answer_box_names_the_explanatory_configurations_left_out() -> None:
     from tfvariants.analyze.report.compiled import answer
+    from tfvariants.store.record import run_record
 
     note = "left out the explanatory configuration(s) local so that ... --budget 25m)"
-    run = {"options": {"preset": {"name": "compiled", "stock": "tf-2.14", "left_out": note}}}
-    lines = answer([], run, 0.05)
+    preset = {"name": "compiled", "stock": "tf-2.14", "left_out": note}
+    lines = answer([], run_record({"options": {"preset": preset}}), 0.05)
     assert lines is not None and f"The run {note}." in lines
 
 

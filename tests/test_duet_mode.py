@@ -337,8 +337,9 @@ def test_resume_cannot_switch_duet_on(tmp_path):
     import argparse
 
     from tfvariants.commands import rounds
+    from tfvariants.store.record import run_record
 
     args = argparse.Namespace(quick=True, budget_s=None, duet=True, min_steady_s=None,
                               data_dir=None)  # fmt: skip
     with pytest.raises(UserError, match="measured one at a time"):
-        rounds.training_options(args, {"options": {"quick": True}}, repeats=5)
+        rounds.training_options(args, run_record({"options": {"quick": True}}), repeats=5)

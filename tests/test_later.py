@@ -247,9 +247,10 @@ def test_a_compare_runs_the_later_twin_after_the_threads_are_settled(
 
 def test_a_later_variant_is_not_a_planned_cell_the_report_calls_missing() -> None:
     from tfvariants.analyze.shared.coverage import planned_ids
+    from tfvariants.store.record import run_record
 
     run = {"variants": ["local", "twin"], "threads": [1, 2], "workloads": ["w"], "repeats": 5}
-    assert len(planned_ids(run)) == 20
+    assert len(planned_ids(run_record(run))) == 20
     run["options"] = {"later": ["twin"]}
-    ids = planned_ids(run)
+    ids = planned_ids(run_record(run))
     assert len(ids) == 10 and not any("__twin__" in i for i in ids)

@@ -58,12 +58,13 @@ def test_min_effect_zero_is_judged_with_zero_by_the_rounds_and_the_report(
 def test_one_settings_reader_for_training_and_serving():
     from tfvariants.analyze.statistics.decide import run_settings
     from tfvariants.options.decision import Override
+    from tfvariants.store.record import EMPTY_RUN, run_record
 
-    run = {"options": {"min_effect": 0.0, "confidence": 0.9999}}
+    run = run_record({"options": {"min_effect": 0.0, "confidence": 0.9999}})
     for read in (run_settings,):
         got = read(run)
         assert (got.min_effect, got.confidence) == (0.0, 0.9999)
-        assert read({}).min_effect == 0.05 and read({}).confidence == 0.95
+        assert read(EMPTY_RUN).min_effect == 0.05 and read(EMPTY_RUN).confidence == 0.95
         assert read(run, Override(0.1, 0.9)).min_effect == 0.1
 
 
@@ -360,7 +361,9 @@ def test_serve_keeps_its_equivalence_band_for_the_rounds_and_the_report():
     args = build_parser().parse_args(["serve", "--threads", "1", "--equivalence-band", "10%"])
     spec, _ = build_serve_spec(args)
     assert spec.options.equivalence_band == pytest.approx(0.10)
-    assert run_settings(spec.to_json("t")).equivalence_band == pytest.approx(0.10)
+    from tfvariants.store.record import run_record
+
+    assert run_settings(run_record(spec.to_json("t"))).equivalence_band == pytest.approx(0.10)
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ from tfvariants.analyze.training import roofline
 from tfvariants.commands.report import write_report
 from tfvariants.execute import probe as probe_mod
 from tfvariants.plan.topology import LogicalCpu, Topology
+from tfvariants.store.record import run_record
 from tfvariants.variants.peak import run as peakrun
 from tfvariants.variants.peak import theory
 from tfvariants.variants.registry import Variant
@@ -407,7 +408,7 @@ def test_a_disturbed_peak_is_probed_again_and_the_best_kept(tmp_path, monkeypatc
     assert [g["attainable_gflops_per_s"] for g in got] == [40.0, 90.0, 90.0, 90.0, 90.0]
     assert len(calls) == 3 and [g["cached"] for g in got] == [False, False, False, True, True]
     assert got[-1]["probes"] == 3
-    roof = roofline.peaks_of({"variant_info": {"local": {"peak": {"1": got[-1]}}}})
+    roof = roofline.peaks_of(run_record({"variant_info": {"local": {"peak": {"1": got[-1]}}}}))
     assert roof[0].disturbed and roof[0].busy == 0.3
     # a quiet probe is cached at once
     monkeypatch.setattr(peakrun, "binary_identity", lambda v: "sha256:quiet")

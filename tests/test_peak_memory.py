@@ -11,6 +11,7 @@ from test_peak import CPU, TOPO, _run_with_peaks
 
 from tfvariants.analyze.training import roofline
 from tfvariants.commands.report import write_report
+from tfvariants.store.record import run_record
 from tfvariants.variants.peak import run as peakrun
 from tfvariants.variants.registry import Variant
 from workloads import peakprobe
@@ -52,7 +53,7 @@ def test_the_bandwidth_reaches_the_record_and_the_peaks_table(tmp_path, monkeypa
         '"memory_gb_per_s": 17.5, "attainable_gflops_per_s": 92.0',
     )
     run_json.write_text(text)
-    peaks = {p.label: p for p in roofline.peaks_of(json.loads(text))}
+    peaks = {p.label: p for p in roofline.peaks_of(run_record(json.loads(text)))}
     assert peaks["local@1"].memory == pytest.approx(17.5) and peaks["local@2"].memory is None
     write_report(folder, tmp_path / "r.html")
     html = (tmp_path / "r.html").read_text()

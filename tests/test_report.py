@@ -326,6 +326,7 @@ def test_a_variant_fixed_to_one_thread_count_is_planned_there_only():
     """`--variants local,twin@2`: twin's cells at 1 thread were never planned, so the
     report must not call them missing (it did, in every bench-noise run)."""
     from tfvariants.analyze.shared.coverage import planned_ids
+    from tfvariants.store.record import run_record
 
     run = {
         "variants": ["local", "twin"],
@@ -334,7 +335,7 @@ def test_a_variant_fixed_to_one_thread_count_is_planned_there_only():
         "repeats": 2,
         "fixed_threads": {"twin": 2},
     }
-    ids = planned_ids(run)
+    ids = planned_ids(run_record(run))
     assert len(ids) == 6 and not [i for i in ids if "twin__t1" in i]
     assert "mnist_cnn__twin__t2__r1" in ids
 

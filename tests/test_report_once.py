@@ -61,9 +61,9 @@ def test_the_console_shows_the_compiled_answer_of_the_html(tmp_path, capsys):
     # The HTML's box below the answer table holds the answer's lines the table does not
     # say (analyze/report/answer.py notes_below); the console's --verbose, all of them.
     from tfvariants.analyze.report.answer import notes_below
-    from tfvariants.store.runfile import load_run
+    from tfvariants.store.runfile import read_run
 
-    assert notes_below(console, load_run(run)) == _html_answer(html)
+    assert notes_below(console, read_run(run)) == _html_answer(html)
     assert len(console) > len(_html_answer(html))
     assert any("other run" in line for line in console)  # the sentence, in both
     assert sum("other run" in line for line in lines) == 1  # and said once

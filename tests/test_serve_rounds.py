@@ -191,22 +191,23 @@ def test_run_json_records_the_plan_and_a_run_stopped_before_its_first_look(tmp_p
     from tfvariants.analyze.statistics.decide import run_looks
     from tfvariants.commands.serve import _record
     from tfvariants.execute.matrix import MatrixOutcome
-    from tfvariants.store.runfile import load_run
+    from tfvariants.store.runfile import load_run, read_run
 
     spec = _spec()
     write_run(tmp_path, new_run(spec, []))
     hook = NextServeRound(spec, None, pricing=None, baseline=None)
     quiet = Console(file=io.StringIO())
     stopped = MatrixOutcome(planned=10, stopped="", spent_s=12.0)
-    _record(tmp_path, hook, spec, {}, stopped, quiet)
+    _record(tmp_path, hook, spec, None, stopped, quiet)
     record = load_run(tmp_path)["adaptive"]
     # no looks yet: the report judges at one look's level, a resume plans them then
     assert (
-        record["looks"] == [] and "look_plan" not in record and run_looks(load_run(tmp_path)) == 1
+        record["looks"] == [] and "look_plan" not in record and run_looks(read_run(tmp_path)) == 1
     )
     _store(tmp_path, 5, 1.08)
     hook(load_run_dir(tmp_path).parsed)
-    _record(tmp_path, hook, spec, record, MatrixOutcome(planned=10, spent_s=80.0), quiet)
+    before = read_run(tmp_path).adaptive
+    _record(tmp_path, hook, spec, before, MatrixOutcome(planned=10, spent_s=80.0), quiet)
     record = load_run(tmp_path)["adaptive"]
     assert record["looks"] == [5, 16, 28, 39] and record["look_plan"]["last_look"] == 39
     assert record["spent_s"] == 80.0

@@ -389,3 +389,30 @@ def test_a_link_to_a_regular_file_outside_a_run_is_written_in_place(tmp_path, mo
     assert main(["report", "R", "-o", "r.html"]) == 0
     assert (tmp_path / "r.html").is_symlink()
     assert "<html" in (tmp_path / "shared" / "r.html").read_text().lower()
+
+
+def test_run_json_is_typed_once_where_it_is_loaded():
+    """One typed run record (issue 40): every stored run folder reads as a frozen
+    RunRecord, the options as the class of its task; what an old folder lacks is None or
+    empty, never a dict to read by string keys."""
+    import dataclasses
+
+    from tfvariants.options.serving import ServingOptions
+    from tfvariants.options.training import TrainingOptions
+    from tfvariants.store.record import EMPTY_RUN, run_record
+    from tfvariants.store.runfile import read_run
+
+    golden = Path(__file__).parent / "golden" / "runs"
+    runs = {p.name: read_run(p) for p in sorted(golden.iterdir()) if p.is_dir()}
+    assert isinstance(runs["serve"].options, ServingOptions)
+    assert isinstance(runs["quick"].options, TrainingOptions)
+    assert runs["serve"].adaptive is not None and runs["serve"].adaptive.window_plan is None
+    assert runs["quick"].adaptive is not None and runs["quick"].adaptive.looks == (5, 7, 10, 15, 20)
+    compiled = runs["compiled"].preset
+    assert compiled is not None and (compiled.name, compiled.stock) == ("compiled", "tf-2.14")
+    assert runs["multi"].adaptive is None and runs["multi"].hosts[0].kind == "local"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        runs["multi"].repeats = 3  # type: ignore[misc]
+    old = run_record({"variants": ["a"], "threads": [1], "workloads": ["w"], "repeats": 2})
+    assert old.options is None and old.adaptive is None and old.variant_info == {}
+    assert old.options_as_stored() == {} and read_run(Path("/nonexistent")) == EMPTY_RUN

@@ -25,6 +25,7 @@ from tfvariants.store.cellresult import (
     parse_results,
     parse_training,
 )
+from tfvariants.store.record import EMPTY_RUN, run_record
 from tfvariants.store.rundir import load_run_dir
 
 RULE = adaptive.stopping_rule(5, 20)  # looks after 5, 7, 10, 15, 20 repeats
@@ -150,7 +151,7 @@ def test_drift_with_early_stopping_does_not_bias_the_ratio():
         if rep < 5:
             late = _cell("a", 1, "w", rep, 2.6 * drift)
             stored[rf.cell_id(late)] = late
-    typed = parse_results({}, stored)
+    typed = parse_results(EMPTY_RUN, stored)
     values = round_values(r for r in typed.values() if isinstance(r, CellResult))
     keys = [ConfigKey("w", "a", 1), ConfigKey("w", "a", 2)]
     wv = workload_verdicts(keys, values, Settings(), devices={"a": "cpu"}, variant_order=["a"],
@@ -188,7 +189,7 @@ def test_device_comes_from_the_run_or_the_results_never_the_variant_name():
     skipped = rf.make_result("declared", 2, "mnist_mlp", 0, status="skipped")
     stored[rf.cell_id(skipped)] = skipped
     run = {"variant_info": {"declared": {"kind": "image", "device": "gpu"}}}
-    devices = {r.variant: r.device for r in parse_results(run, stored).values()}
+    devices = {r.variant: r.device for r in parse_results(run_record(run), stored).values()}
     assert devices == {"gpu": "cpu", "cuda-box": "gpu", "declared": "gpu"}
 
 
@@ -201,7 +202,7 @@ def test_a_serving_result_is_typed_too():
     raw = {"schema_version": 1, "kind": "tfvariants.serve_cell", "cell": cell, "status": "ok",
            "metrics": {"throughput_per_s": 120.0, "p99_ms": 8.5},
            "placement": {"shared": True, "server_cpus": [0, 1]}}  # fmt: skip
-    sr = parse_results({}, {"x": json.loads(json.dumps(raw))})["x"]
+    sr = parse_results(EMPTY_RUN, {"x": json.loads(json.dumps(raw))})["x"]
     assert isinstance(sr, ServeResult)
     assert sr.config == ("local", 2, "noop", "http") and sr.round == 1
     assert sr.throughput_per_s == 120.0 and sr.percentiles_ms["p99_ms"] == 8.5
@@ -220,7 +221,7 @@ def test_a_clear_difference_is_decided_at_the_first_look_of_five_rounds():
             r = _cell("local", t, "mnist_cnn", rep, epoch_s, noise=0.02)
             stored[rf.cell_id(r)] = r
     values = round_values(
-        r for r in parse_results({}, stored).values() if isinstance(r, CellResult)
+        r for r in parse_results(EMPTY_RUN, stored).values() if isinstance(r, CellResult)
     )
     keys = [ConfigKey("mnist_cnn", "local", 1), ConfigKey("mnist_cnn", "local", 2)]
     wv = workload_verdicts(keys, values, Settings(looks=4), devices={"local": "cpu"},

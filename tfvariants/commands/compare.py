@@ -41,6 +41,7 @@ from tfvariants.options.cell import SCALE
 from tfvariants.options.limits import MAX_THREADS
 from tfvariants.options.training import TrainingOptions
 from tfvariants.rounds import firstlook
+from tfvariants.store.record import RunRecord
 from tfvariants.store.runfolder import RunFolder
 from tfvariants.store.runrecord import store_variant_info
 
@@ -168,6 +169,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from tfvariants.store import workloadfiles
+    from tfvariants.store.record import run_record
     from tfvariants.store.runfile import load_run
 
     compare_cluster.check(args)
@@ -185,7 +187,8 @@ def run(args: argparse.Namespace) -> int:
     # run was started with (the report opens with it): the stored options' layer wins.
     preset = presets.apply(args)
     pricing = common.pricing_from(args)
-    spec, variant_objs = build_spec(args, stored, pricing, preset)
+    record = run_record(stored or {})  # typed once, for every reader below
+    spec, variant_objs = build_spec(args, record, pricing, preset)
     opts = spec.options
     check_baseline(args.baseline, spec)
     check_later(args.baseline, spec)
@@ -215,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
     console = Console(stderr=True, soft_wrap=True)
 
     report_to = _ReportTo(report_path, _settings(args, pricing), args.csv, args.verbose)
-    outcome = _run_matrix(args, spec, variant_objs, out, stored, console, report_to, duet_at)
+    outcome = _run_matrix(args, spec, variant_objs, out, record, console, report_to, duet_at)
     if outcome.was_interrupted:
         console.print(
             f"interrupted during {outcome.interrupted.cell_id if outcome.interrupted else '?'}: "
@@ -267,7 +270,7 @@ def _run_matrix(
     spec: MatrixSpec,
     variant_objs: dict[str, Variant],
     out: Path,
-    stored: dict[str, Any] | None,
+    stored: RunRecord,
     console: Console,
     report_to: _ReportTo,
     duet_at: DuetPlans | None = None,
@@ -283,8 +286,8 @@ def _run_matrix(
     opts = spec.options
     quiet_gate = rounds.quiet_gate(spec)
     # One policy (one stopping rule) for every executor; on Ray each round is a wave.
-    before = (stored or {}).get("adaptive") or {}
-    spent_before = float(before.get("spent_s") or 0.0)
+    before = stored.adaptive
+    spent_before = (before.spent_s if before is not None else None) or 0.0
     next_round, rule = rounds.adaptive_hook(spec, args.baseline, console, spent_before)
     options_for = cell_options(spec, lambda: getattr(next_round, "window_plan", None))
     policy: Policy[Cell] = Policy(next_round, opts.budget_s, spent_before)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tfvariants.analyze.statistics.stats import DEFAULT_REPEATS
@@ -14,8 +15,10 @@ from tfvariants.commands import rounds
 from tfvariants.commands.matrix_args import checked, default_threads, parse_names, quick_scale
 from tfvariants.errors import UserError
 from tfvariants.options import argtypes
+from tfvariants.options.training import TrainingOptions
 from tfvariants.plan.duet import DuetPlans
 from tfvariants.plan.spec import MatrixSpec
+from tfvariants.store.record import EMPTY_RUN, RunRecord
 
 if TYPE_CHECKING:
     from tfvariants.analyze.cost.pricing import Pricing
@@ -39,9 +42,19 @@ def _available_workloads() -> list[str]:
     return list(registry.available())
 
 
+def _given_or_stored(
+    resume: bool, name: str, value: str | T | None, parse: Callable[[str], T], stored: T, default: T
+) -> T:
+    """The value on the command line, else (``resume``: a run.json was read) the stored
+    one, else ``default``."""
+    if value is not None:
+        return _parsed(name.replace("_", "-"), parse, value)
+    return stored if resume and stored is not None else default
+
+
 def build_spec(
     args: argparse.Namespace,
-    stored: dict[str, Any] | None = None,
+    stored: RunRecord | None = None,
     pricing: Pricing | None = None,
     preset: Mapping[str, Any] | None = None,
 ) -> tuple[MatrixSpec, dict[str, Variant]]:
@@ -51,31 +64,19 @@ def build_spec(
     from tfvariants.plan.spec import logical_cpus
     from tfvariants.variants import get_variants
 
-    stored = stored or {}
-    sopts = stored.get("options") or {}
-
-    def given_or_stored(
-        name: str, value: str | T | None, parse: Callable[[str], T], default: T
-    ) -> T:
-        # None = not on the command line: a resume takes the stored value.
-        if value is not None:
-            return _parsed(name.replace("_", "-"), parse, value)
-        stored_value = sopts.get(name) if name in sopts else stored.get(name)
-        return stored_value if stored_value is not None else default
-
-    variants = given_or_stored(
-        "variants", args.variants, lambda v: parse_names("variants", v), ["local"]
-    )
+    stored = stored or EMPTY_RUN
+    given_or_stored = partial(_given_or_stored, stored.present)
+    names = partial(parse_names, "variants")
+    variants = given_or_stored("variants", args.variants, names, list(stored.variants), ["local"])
     explicit = split_fixed_threads(variants)
     variants = list(dict.fromkeys(n for n, _ in explicit))
     if len(variants) != len(explicit):
         raise UserError("--variants: a variant is named twice (with different @THREADS?)")
-    threads = given_or_stored(
-        "threads", args.threads, parse_threads, default_threads(logical_cpus())
-    )
+    default = default_threads(logical_cpus())
+    threads = given_or_stored("threads", args.threads, parse_threads, list(stored.threads), default)
     known = _available_workloads()
-    if args.workloads is None and stored.get("workloads"):
-        workloads = stored["workloads"]
+    if args.workloads is None and stored.workloads:
+        workloads = list(stored.workloads)
     elif args.workloads in (None, "all"):
         workloads = known
     else:
@@ -88,8 +89,11 @@ def build_spec(
     if not workloads:
         raise UserError("no workloads available")
 
-    repeats = given_or_stored("repeats", args.repeats, argtypes.repeats, DEFAULT_REPEATS)
-    quick = bool(args.quick or sopts.get("quick") or (preset or {}).get("quick"))
+    repeats = given_or_stored(
+        "repeats", args.repeats, argtypes.repeats, stored.repeats, DEFAULT_REPEATS
+    )
+    stored_quick = isinstance(stored.options, TrainingOptions) and stored.options.quick
+    quick = bool(args.quick or stored_quick or (preset or {}).get("quick"))
     per_workload = {w: quick_scale(w) for w in workloads} if quick else None
     options = rounds.training_options(
         args, stored, repeats=repeats, per_workload=per_workload, preset=preset
@@ -97,7 +101,7 @@ def build_spec(
     variant_objs = get_variants(variants, args.variants_file)
     info = {v: {"kind": o.kind, "device": o.device} for v, o in variant_objs.items()}
     # A resume keeps the stored thread counts of fixed-thread variants.
-    fixed = dict(stored.get("fixed_threads") or {}) if args.variants is None else {}
+    fixed = dict(stored.fixed_threads) if args.variants is None else {}
     fixed.update({n: t for n, t in explicit if t is not None})
     for v, o in variant_objs.items():
         if v not in fixed and o.device == "gpu":

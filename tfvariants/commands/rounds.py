@@ -18,6 +18,7 @@ from tfvariants.options.training import COMPARE_DECISION, INTERFERENCE, Training
 from tfvariants.plan.spec import MatrixSpec
 from tfvariants.plan.task import MatrixPlan, PlannedCell
 from tfvariants.rounds.training import NextRoundHook
+from tfvariants.store.record import AdaptiveRecord, RunRecord
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -63,7 +64,7 @@ def add_disturbed_policy(p: argparse.ArgumentParser) -> None:
 
 def training_options(
     args: argparse.Namespace,
-    stored: dict[str, Any],
+    stored: RunRecord,
     *,
     repeats: int,
     per_workload: dict[str, dict[str, int]] | None = None,
@@ -72,15 +73,16 @@ def training_options(
     """The run's options: given, else the stored run's (a resume), else the ``preset``
     layer's (commands/presets.py ``apply``), else the defaults (the steady window and the
     budget depend on --quick)."""
-    sopts = stored.get("options") or {}
+    sopts = stored.options_as_stored()  # a resume's layer: only what run.json holds
     layer = preset or {}
-    quick = bool(args.quick or sopts.get("quick") or layer.get("quick"))
+    before = stored.options if isinstance(stored.options, TrainingOptions) else None
+    quick = bool(args.quick or (before is not None and before.quick) or layer.get("quick"))
     window = QUICK_WINDOW if quick else FULL_WINDOW
     given = {n: getattr(args, n, None) for n in declare.declared(TrainingOptions)}
     # (--preset names a preset; the options hold its record: the layer's or the stored one)
     given.update(quick=quick, per_workload=per_workload, preset=None)
     duet = bool(getattr(args, "duet", False))
-    if duet and sopts and not sopts.get("duet"):
+    if duet and before is not None and not before.duet:
         raise UserError(
             "--duet: this run's cells were measured one at a time; a resume cannot change that"
         )
@@ -148,7 +150,7 @@ def record(
     out: Path,
     rule: adaptive.StoppingRule,
     spec: MatrixPlan[PlannedCell, DecisionOptions],
-    before: dict[str, Any],
+    before: AdaptiveRecord | None,
     outcome: MatrixOutcome,
     console: Console,
     hook: NextRoundHook | None = None,
@@ -157,17 +159,21 @@ def record(
     stopped."""
     from tfvariants.store.rundir import update_run
 
-    looks = list(before.get("looks_made") or []) + (hook.looks if hook is not None else [])
+    # what a resumed run recorded before (typed at the store), then this command's
+    looks = [dict(x) for x in before.looks_made] if before is not None else []
+    looks += hook.looks if hook is not None else []
+    done = [dict(r) for r in before.rounds] if before is not None else []
     update_run(
         out,
         adaptive={
             **rule.to_json(),
             "budget_s": spec.options.budget_s,
-            "rounds": list(before.get("rounds") or []) + outcome.rounds,
+            "rounds": done + outcome.rounds,
             "looks_made": looks,
             "stopped": outcome.stopped,
             "spent_s": round(outcome.spent_s, 1),
-            "window_plan": getattr(hook, "window_plan", None) or before.get("window_plan"),
+            "window_plan": getattr(hook, "window_plan", None)
+            or (before.window_plan if before is not None else None),
         },
     )
     if outcome.stopped:
@@ -261,7 +267,7 @@ def summary(analysis: RunFrame, out: Path, console: Console) -> None:
         if g.time_cmp is not None and g.time_cmp.verdict == "undecided"
     ]
     if undecided:
-        stopped = (analysis.run.get("adaptive") or {}).get("stopped")
+        stopped = analysis.run.adaptive.stopped if analysis.run.adaptive else None
         if adaptive.at_last_look(stopped):  # more budget would not help: record() said why
             step = "the run reached its last look: see 'next' above"
         else:

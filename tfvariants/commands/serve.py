@@ -11,7 +11,7 @@ import argparse
 import dataclasses
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tfvariants.commands import common
 from tfvariants.commands.matrix_args import check_fits_host, ready_variants
@@ -30,6 +30,7 @@ from tfvariants.errors import UserError
 from tfvariants.options import declare
 from tfvariants.options.decision import ADAPTIVE, JUDGED, DecisionOptions
 from tfvariants.options.serving import COMMAND_LINE, ServingOptions
+from tfvariants.store.record import AdaptiveRecord
 from tfvariants.store.runfolder import RunFolder
 
 if TYPE_CHECKING:
@@ -322,12 +323,12 @@ def _run_matrix(
         return run_serve_cell(cell, variant_objs[cell.variant], spec.options, folder)
 
     matrix = Matrix(spec, out)
-    before: dict[str, Any] = {}
+    before = None
     if args.resume:
-        from tfvariants.store.runfile import load_run
+        from tfvariants.store.runfile import read_run
 
         # run.json alone: the matrix loads the cells (once) when it resumes
-        before = load_run(out).get("adaptive") or {}
+        before = read_run(out).adaptive
     next_round = None
     o = spec.options
     if o.budget_s:
@@ -335,7 +336,7 @@ def _run_matrix(
     policy = Policy(
         next_round,
         o.budget_s,
-        float(before.get("spent_s") or 0.0),
+        (before.spent_s if before is not None else None) or 0.0,
         budget_covers_plan=True,  # the default run's promise: an answer within the budget
     )
     outcome = matrix.run(run_one, policy=policy, resume=args.resume, console=console)
@@ -391,7 +392,7 @@ def _record(
     out: Path,
     hook: NextServeRound,
     spec: ServeSpec,
-    before: dict[str, Any],
+    before: AdaptiveRecord | None,
     outcome: MatrixOutcome,
     console: Console,
 ) -> None:
@@ -403,7 +404,8 @@ def _record(
 
     rule = hook.rule or StoppingRule(spec.repeats, spec.repeats, ())
     rounds.record(out, rule, spec, before, outcome, console)
-    plan = hook.plan.to_json() if hook.plan is not None else before.get("look_plan")
+    stored_plan = before.look_plan if before is not None else None
+    plan = hook.plan.to_json() if hook.plan is not None else stored_plan
     if plan is not None:
         update_adaptive(out, look_plan=plan)
 

@@ -28,7 +28,7 @@ from tfvariants.store.rundir import (
     prepare_run_dir,
     quarantine_unreadable,
 )
-from tfvariants.store.runfile import load_run
+from tfvariants.store.runfile import read_run
 from tfvariants.store.runfolder import RunFolder
 
 if TYPE_CHECKING:
@@ -151,7 +151,7 @@ class Matrix(Generic[CellT]):
         held = None
         if policy.next_round is not None:  # the hook's results: the folder read once
             mixed = self.allow_mixed_hosts or executor.all_hosts
-            held = HeldResults(contents, load_run(self.out), allow_mixed_hosts=mixed)
+            held = HeldResults(contents, read_run(self.out), allow_mixed_hosts=mixed)
         loop = _Loop(self, executor, policy, outcome, display, held)
         with display, executor:
             loop.planned(todo, len(cells))

@@ -32,6 +32,7 @@ from tfvariants.analyze.statistics.decide import Settings
 from tfvariants.plan.serve import ServeCell, ServeKey, ServeSpec, plan_serve_cells
 from tfvariants.rounds.decide import Judged, next_round, same_basis
 from tfvariants.store.cellresult import AnyResult, ServeResult, serving
+from tfvariants.store.record import RunRecord
 
 if TYPE_CHECKING:
     from tfvariants.analyze.serving.configs import Config
@@ -160,10 +161,9 @@ class NextServeRound:
             if not same_basis(basis, self.judged[0]):
                 # Judged at the looks only: until the next look (or a change before this
                 # one), the comparisons are the ones made at this look.
-                run = {"variants": list(self.spec.variants), "variant_info": self.spec.variant_info}
                 reports = model_reports(
                     [r for r in cells if r.round < look],
-                    run,
+                    RunRecord(variants=tuple(self.spec.variants)),
                     pricing=self.pricing,
                     baseline=self.baseline,
                     bound_ms=self.options.p99_bound_ms,
@@ -203,10 +203,11 @@ def order_seed(out: Path, resume: bool) -> int | None:
     from tfvariants.plan.spec import new_order_seed
 
     if resume:
-        from tfvariants.store.runfile import load_run
+        from tfvariants.store.runfile import read_run
 
         # run.json alone: the matrix loads the cells (once) when it resumes
-        stored = (load_run(out).get("options") or {}).get("order_seed")
+        options = read_run(out).options
+        stored = options.order_seed if options is not None else None
         return stored if isinstance(stored, int) and not isinstance(stored, bool) else None
     return new_order_seed()
 
@@ -218,12 +219,12 @@ def stored_max_repeats(out: Path, resume: bool) -> int | None:
     look, whose look the same stored cells plan again."""
     if not resume:
         return None
-    from tfvariants.store.runfile import load_run
+    from tfvariants.store.runfile import read_run
 
-    run = load_run(out)
-    plan = (run.get("adaptive") or {}).get("look_plan")
-    planned = plan.get("last_look") if isinstance(plan, dict) else None
-    for stored in ((run.get("options") or {}).get("max_repeats"), planned):
+    run = read_run(out)
+    plan = run.adaptive.look_plan if run.adaptive is not None else None
+    planned = plan.get("last_look") if plan is not None else None
+    for stored in (run.options.max_repeats if run.options is not None else None, planned):
         if isinstance(stored, int) and not isinstance(stored, bool):
             return stored
     return None

@@ -34,6 +34,7 @@ from tfvariants.store.disturbance import (
     undisturbed_steps,
 )
 from tfvariants.store.rawfields import finite_number, first_of, get_path
+from tfvariants.store.record import RunRecord
 
 
 class ConfigKey(NamedTuple):
@@ -68,7 +69,7 @@ def _says_gpu(result: Mapping[str, Any]) -> bool:
     return isinstance(gpus, list) and bool(gpus) and cuda is not False
 
 
-def variant_devices(run: Mapping[str, Any], results: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+def variant_devices(run: RunRecord, results: Iterable[Mapping[str, Any]]) -> dict[str, str]:
     """cpu or gpu per variant (how its cells are billed and which baseline is preferred):
     run.json's variant_info when it says, else what the variant's results say (GPUs
     visible to a CUDA build), else cpu. Never the variant's name: ``gpu`` is only a
@@ -76,7 +77,8 @@ def variant_devices(run: Mapping[str, Any], results: Iterable[Mapping[str, Any]]
     results = list(results)
     out: dict[str, str] = {}
     for variant in dict.fromkeys(str(get_path(r, "cell", "variant")) for r in results):
-        declared = get_path(run, "variant_info", variant, "device")
+        info = run.variant_info.get(variant)
+        declared = info.device if info is not None else None
         if declared in ("cpu", "gpu"):
             out[variant] = str(declared)
             continue
@@ -385,9 +387,7 @@ _PARSERS: dict[str, Callable[[Mapping[str, Any], _RunFacts], AnyResult]] = {
 }
 
 
-def parse_results(
-    run: Mapping[str, Any], results: Mapping[str, Mapping[str, Any]]
-) -> dict[str, AnyResult]:
+def parse_results(run: RunRecord, results: Mapping[str, Mapping[str, Any]]) -> dict[str, AnyResult]:
     """Every validated result of a run folder (cell id -> dict), parsed once, with the
     run-level facts (each variant's device, the run host's CPUs) applied the same way."""
     devices = variant_devices(run, results.values())
@@ -395,13 +395,13 @@ def parse_results(
 
 
 def parse_result(
-    run: Mapping[str, Any], result: Mapping[str, Any], devices: Mapping[str, str]
+    run: RunRecord, result: Mapping[str, Any], devices: Mapping[str, str]
 ) -> AnyResult:
     """One validated result of a run folder, with the run-level facts (``devices``: of
     every variant, :func:`variant_devices` over the whole folder's results)."""
-    cpus = run.get("logical_cpus")
-    run_cpus = cpus if isinstance(cpus, int) and not isinstance(cpus, bool) and cpus > 0 else None
-    limit, shielded = disturbed_limit(run), shielded_limit(run)
+    run_cpus = run.logical_cpus if run.logical_cpus and run.logical_cpus > 0 else None
+    stored = {"options": run.options_as_stored()}  # the rule's reader of the stored limits
+    limit, shielded = disturbed_limit(stored), shielded_limit(stored)
     device = devices.get(str(get_path(result, "cell", "variant")), "cpu")
     parse = _PARSERS[task_of(result["cell"]).name]
     return parse(result, _RunFacts(device, run_cpus, limit, shielded))

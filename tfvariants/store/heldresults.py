@@ -8,12 +8,12 @@ variant's device, a fact of the whole folder, changes)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from tfvariants.store.cellresult import AnyResult, parse_result, variant_devices
 from tfvariants.store.rawfields import get_path
+from tfvariants.store.record import RunRecord
 from tfvariants.store.result import ResultError, load_result
 from tfvariants.store.rundir import RunContents, cell_ids, count_results
 
@@ -23,9 +23,7 @@ class HeldResults:
     since, as of ``run`` (run.json, read when the loop starts: nothing writes what
     parsing reads while cells run)."""
 
-    def __init__(
-        self, contents: RunContents, run: Mapping[str, Any], *, allow_mixed_hosts: bool
-    ) -> None:
+    def __init__(self, contents: RunContents, run: RunRecord, *, allow_mixed_hosts: bool) -> None:
         self.results_dir, self.run, self.mixed = contents.results_dir, run, allow_mixed_hosts
         # Every readable cell as a load reads it, before its rules on copies and hosts.
         self.read: dict[str, dict[str, Any]] = {**contents.results, **contents.foreign}
@@ -47,7 +45,7 @@ class HeldResults:
         """Cell id -> typed result, as a load of the folder now would parse it."""
         # In a load's order (its files by name): sums over results add up alike.
         read = {cid: self.read[cid] for cid in sorted(self.read, key=lambda c: f"{c}.json")}
-        contents = RunContents(self.results_dir, dict(self.run), read, mixed_allowed=self.mixed)
+        contents = RunContents(self.results_dir, self.run, read, mixed_allowed=self.mixed)
         count_results(contents)
         devices = variant_devices(self.run, contents.results.values())
         out: dict[str, AnyResult] = {}

@@ -26,6 +26,7 @@ from tfvariants.options.declare import RunOptionsBase, declared
 from tfvariants.plan.task import CellT, MatrixPlan, PlannedCell
 from tfvariants.plan.tasks import task_of
 from tfvariants.store.cellresult import AnyResult, host_of, parse_results
+from tfvariants.store.record import RunRecord, run_record
 from tfvariants.store.result import ResultError, load_result, read_json_file
 from tfvariants.store.runfile import (
     RUN_FILE,
@@ -69,7 +70,7 @@ class Notice:
 @dataclass
 class RunContents:
     results_dir: Path
-    run: dict[str, Any]
+    run: RunRecord  # run.json, typed (EMPTY_RUN without one)
     results: dict[str, dict[str, Any]]  # cell_id -> result: what analysis and resume use
     problems: list[Problem] = field(default_factory=list)  # unreadable or invalid files
     duplicates: list[Problem] = field(default_factory=list)  # copies, misnamed files
@@ -142,7 +143,7 @@ def load_run_dir(results_dir: Path, *, allow_mixed_hosts: bool = False) -> RunCo
     """Everything in a run folder: good results plus every file not used, and why."""
     results_dir = Path(results_dir)
     run = load_run(results_dir)
-    contents = RunContents(results_dir, run, {}, mixed_allowed=allow_mixed_hosts)
+    contents = RunContents(results_dir, run_record(run), {}, mixed_allowed=allow_mixed_hosts)
     cells = results_dir / CELLS_DIR
     misnamed: list[tuple[str, str]] = []
     legacy_named: list[tuple[str, str, dict[str, Any]]] = []
@@ -225,7 +226,7 @@ def _copies(results: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:
 
 
 def _split_hosts(contents: RunContents) -> None:
-    declared = [h["host_id"] for h in contents.run.get("hosts") or []]
+    declared = [h.host_id for h in contents.run.hosts]
     hosts = {cid: host_of(r) for cid, r in contents.results.items()}
     if declared:
         contents.run_hosts = declared

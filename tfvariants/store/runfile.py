@@ -14,6 +14,7 @@ from tfvariants.plan.spec import MAX_REPEATS, logical_cpus
 from tfvariants.plan.task import MatrixPlan, PlannedCell
 from tfvariants.plan.tasks import task_of
 from tfvariants.store import workloadfiles
+from tfvariants.store.record import RunRecord, run_record
 from tfvariants.store.result import ResultError, read_json_file
 from tfvariants.store.runfolder import RunFolder
 
@@ -124,6 +125,12 @@ def load_run(results_dir: Path) -> dict[str, Any]:
     except ResultError as exc:
         raise UserError(str(exc)) from None
     return validate_run(data, str(path))
+
+
+def read_run(results_dir: Path) -> RunRecord:
+    """The run's definition, typed once here for every reader (store/record.py); the
+    empty record when there is none."""
+    return run_record(load_run(results_dir))
 
 
 def new_run(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from tfvariants.analyze.report.compiled import PRESET, next_step, round_seconds
 from tfvariants.analyze.report.otherruns import OtherRuns
@@ -23,6 +23,8 @@ from tfvariants.analyze.statistics.stats import Comparison
 from tfvariants.analyze.training.analysis import Analysis
 from tfvariants.analyze.training.groups import Group, WorkloadReport
 from tfvariants.analyze.training.roofline import Roofline as RooflineAnalysis
+from tfvariants.options.training import TrainingOptions
+from tfvariants.store.record import PresetRecord, RunRecord
 
 DECIDED = ("different", "equivalent")  # a verdict that needs no more repeats
 UNDER_LOAD = "*"  # marks a verdict resting partly on rounds from disturbed or busy cells
@@ -132,18 +134,17 @@ def answer_of(
     )
 
 
-def _preset(run: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    options = run.get("options") if isinstance(run.get("options"), dict) else {}
-    preset = (options or {}).get("preset")
-    return preset if isinstance(preset, dict) and preset.get("name") == PRESET else None
+def _preset(run: RunRecord) -> PresetRecord | None:
+    preset = run.preset if isinstance(run.options, TrainingOptions) else None
+    return preset if preset is not None and preset.name == PRESET else None
 
 
-def _groups(wr: WorkloadReport, compiled: Mapping[str, Any] | None) -> list[Group]:
+def _groups(wr: WorkloadReport, compiled: PresetRecord | None) -> list[Group]:
     """A compiled-preset run's rows: its builds and the stock wheel at the stock's
     threads (the preset's question); any other run: every configuration."""
     if compiled is None:
         return list(wr.groups)
-    wanted = {str(compiled.get("stock")), *(str(b) for b in compiled.get("builds") or [])}
+    wanted = {str(compiled.stock), *compiled.builds}
     threads = wr.baseline.threads if wr.baseline is not None else None
     return [g for g in wr.groups if g.variant in wanted and g.threads == threads]
 
@@ -215,15 +216,12 @@ def _question(
     frame: RunFrame,
     workloads: list[WorkloadReport],
     serving: ServingAnalysis | None,
-    compiled: Mapping[str, Any] | None,
+    compiled: PresetRecord | None,
 ) -> str:
     """The question the run asks: the preset's own, else which build, thread count or
     GPU (what the run varied) trains or serves fastest and cheapest."""
     if compiled is not None:
-        return (
-            "Is TensorFlow compiled for this CPU faster than the stock wheel "
-            f"{compiled.get('stock')}?"
-        )
+        return f"Is TensorFlow compiled for this CPU faster than the stock wheel {compiled.stock}?"
     keys = [(g.variant, g.threads, g.device) for w in workloads for g in w.groups]
     if serving is not None:
         keys += [(c.variant, c.threads, c.device) for m in serving.models for c in m.configs]
@@ -245,7 +243,7 @@ def _step(
     cmps: list[Comparison],
     workloads: list[WorkloadReport],
     frame: RunFrame,
-    compiled: Mapping[str, Any] | None,
+    compiled: PresetRecord | None,
     command: str,
 ) -> tuple[str | None, str | None]:
     """One next step for the whole run: the report's own (compiled.next_step) for the
@@ -256,11 +254,8 @@ def _step(
     cmp = max(undecided, key=lambda c: c.more_repeats or 0)
     names = sorted({g.variant for w in workloads for g in w.groups})
     if compiled is not None:
-        names = [str(compiled.get("stock")), *(str(b) for b in compiled.get("builds") or [])]
-    record = frame.run.get("adaptive") if isinstance(frame.run.get("adaptive"), dict) else {}
-    last_look = None
-    if adaptive.at_last_look((record or {}).get("stopped")):
-        last_look = int((record or {}).get("max_repeats") or adaptive.DEFAULT_MAX_REPEATS)
+        names = [str(compiled.stock), *compiled.builds]
+    last_look = adaptive.last_look_of(frame.run.adaptive)
     step = next_step(cmp, round_seconds(workloads, names) if workloads else None, last_look)
     if not step.startswith("--resume"):
         return step, None
@@ -302,13 +297,13 @@ def _caveats(frame: RunFrame, other: OtherRuns | None) -> list[str]:
     return out
 
 
-def notes_below(lines: list[str], run: Mapping[str, Any]) -> list[str]:
+def notes_below(lines: list[str], run: RunRecord) -> list[str]:
     """A compiled-preset answer's sentences the table does not already say: not the head
     (the table's heading), nor a build's per-workload verdicts, nor the "Headroom:"
     sentences (a column): the builds not run or without a verdict, the band and why, the
     study's note."""
-    preset = _preset(run) or {}
-    builds = [str(b) for b in preset.get("builds") or []]
+    preset = _preset(run)
+    builds = list(preset.builds) if preset is not None else []
     said = ("Headroom:", *(f"{b}:" for b in builds), *(f"{b} (compiled for" for b in builds))
     # a build with no verdict keeps its line: why, and the medians (the table says only
     # "no verdict")

@@ -12,7 +12,7 @@ from tfvariants.analyze.report.sections import Section, Shared, sections_of
 from tfvariants.analyze.serving.analysis import analyze_serving_contents
 from tfvariants.analyze.serving.configs import ServingAnalysis
 from tfvariants.analyze.shared import cautions
-from tfvariants.analyze.shared.frame import RunFrame, environments_of, logical_cpus_of
+from tfvariants.analyze.shared.frame import RunFrame, environments_of
 from tfvariants.analyze.shared.header import header_of
 from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.analyze.statistics.decide import run_settings
@@ -112,7 +112,7 @@ def serving_frame(sa: ServingAnalysis) -> RunFrame:
         raw_environments=raw,
         warnings=[cautions.StatWarning(n.kind, n.message, n.hint) for n in notices],
         counts=dict(sa.counts),
-        logical_cpus=logical_cpus_of(sa.run),
+        logical_cpus=sa.run.logical_cpus,
         variants=list(dict.fromkeys(r.variant for r in sa.cells)),
         store=sa.store,
         header=header_of(sa.run),

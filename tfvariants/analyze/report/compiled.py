@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
 from tfvariants.analyze.shared.fields import get_path
 from tfvariants.analyze.shared.format import sig3
@@ -23,6 +21,8 @@ from tfvariants.analyze.training import loadlabel
 from tfvariants.analyze.training.conclusions import interval_words
 from tfvariants.analyze.training.groups import Group, WorkloadReport
 from tfvariants.analyze.training.roofline import Roofline, headroom
+from tfvariants.options.training import TrainingOptions
+from tfvariants.store.record import PresetRecord, RunRecord
 
 PRESET = "compiled"
 STUDY = (
@@ -32,15 +32,14 @@ STUDY = (
 )
 
 
-def preset_stock(run: Mapping[str, Any]) -> str | None:
+def preset_stock(run: RunRecord) -> str | None:
     """The stock wheel a ``--preset compiled`` run compares against: its report's
     baseline unless --baseline says otherwise."""
-    options = run.get("options")
-    preset = options.get("preset") if isinstance(options, dict) else None
-    return str(preset["stock"]) if isinstance(preset, dict) and preset.get("stock") else None
+    training = isinstance(run.options, TrainingOptions)
+    return run.preset.stock if training and run.preset is not None else None
 
 
-def with_preset_baseline(report: ReportSettings, run: Mapping[str, Any]) -> ReportSettings:
+def with_preset_baseline(report: ReportSettings, run: RunRecord) -> ReportSettings:
     """``report`` with its baseline: the one given, else a compiled-preset run's stock
     wheel (the one rule every report of a run folder reads it by)."""
     if not report.baseline and (stock := preset_stock(run)):
@@ -149,25 +148,20 @@ def _per_workload(
 
 def answer(
     workloads: list[WorkloadReport],
-    run: dict[str, Any],
+    run: RunRecord,
     min_effect: float,
     roof: Roofline | None = None,
 ) -> list[str] | None:
     """The opening sentences of a compiled-preset run (None for any other run): a head,
     ONE line per compiled build (each workload: faster by X, equivalent within the band,
     or undecided with the next step), the band and why, the builds not run."""
-    options = run.get("options") if isinstance(run.get("options"), dict) else {}
-    preset = (options or {}).get("preset")
-    if not isinstance(preset, dict) or preset.get("name") != PRESET:
+    preset = run.preset if isinstance(run.options, TrainingOptions) else None
+    if preset is None or preset.name != PRESET:
         return None
-    stock = str(preset.get("stock"))
-    builds = [str(b) for b in preset.get("builds") or []]
-    info = run.get("variant_info") if isinstance(run.get("variant_info"), dict) else {}
+    stock = str(preset.stock)
+    builds = list(preset.builds)
     round_s = round_seconds(workloads, [stock, *builds])
-    record = run.get("adaptive") if isinstance(run.get("adaptive"), dict) else {}
-    last_look = None
-    if adaptive.at_last_look((record or {}).get("stopped")):
-        last_look = int((record or {}).get("max_repeats") or adaptive.DEFAULT_MAX_REPEATS)
+    last_look = adaptive.last_look_of(run.adaptive)
     answers: dict[str, list[str]] = {b: [] for b in builds}
     verdicts: list[str] = []
     bands: set[float] = set()
@@ -188,14 +182,15 @@ def answer(
             one = _per_workload(g, base, g.time_cmp, round_s, last_look)
             answers[g.variant].append(f"{wr.name} {one}")
     for name, said in answers.items():
-        compiled_for = (info or {}).get(name, {}).get("compiled_for")
+        info = run.variant_info.get(name)
+        compiled_for = info.compiled_for if info is not None else None
         built = f" (compiled for {compiled_for})" if compiled_for else ""
         if said:
             lines.append(f"{name}{built}: {'; '.join(said)}.")
-    for name, reason in (preset.get("skipped") or {}).items():
+    for name, reason in preset.skipped.items():
         lines.append(f"{name} was not run: {reason}.")
-    if isinstance(preset.get("left_out"), str):  # the explanatory ones the budget left out
-        lines.append(f"The run {preset['left_out']}.")
+    if preset.left_out is not None:  # the explanatory ones the budget left out
+        lines.append(f"The run {preset.left_out}.")
     band = max(bands) if bands else None
     if band is not None:
         lines.append(_band_words(band, preset, min_effect))
@@ -222,12 +217,12 @@ def _head(cpu: str, stock: str, verdicts: list[str], band: float) -> str:
     )
 
 
-def _band_words(band: float, preset: Mapping[str, Any], min_effect: float) -> str:
+def _band_words(band: float, preset: PresetRecord, min_effect: float) -> str:
     """The band the answer uses, and why (the preset's own: +-10 %), and what "faster"
     and "slower" need: with no minimum effect (the preset's own), an interval that
     excludes 1. ``min_effect`` is the one the verdicts were judged at (a report's
     --min-effect, else the run's), not the preset's record, so the two never disagree."""
-    if preset.get("band") is not None and abs(float(preset["band"]) - band) < 1e-12:
+    if preset.band is not None and abs(preset.band - band) < 1e-12:
         words = (
             f"'Equivalent' means within +/-{band:.0%} of the stock wheel: the question is "
             "whether compiling is worth it; a truth near the edge of +/-5 % would not settle "

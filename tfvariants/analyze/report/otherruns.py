@@ -47,6 +47,7 @@ from tfvariants.errors import UserError
 from tfvariants.options.declare import RunOptionsBase, declared
 from tfvariants.options.serving import ServingOptions
 from tfvariants.options.training import TrainingOptions
+from tfvariants.store.record import RunRecord
 from tfvariants.store.rundir import RunContents, load_run_dir
 from tfvariants.store.runfile import load_run
 from tfvariants.store.runfolder import StoreError
@@ -238,14 +239,13 @@ def _load(folder: Path) -> RunContents:
         raise UserError(f"{folder}: {exc}") from None
 
 
-def _options_class(run: Mapping[str, Any]) -> type[RunOptionsBase]:
-    return ServingOptions if run.get("task") == "serve" else TrainingOptions
+def _options_class(run: RunRecord) -> type[RunOptionsBase]:
+    return ServingOptions if run.task == "serve" else TrainingOptions
 
 
-def _identity(run: Mapping[str, Any]) -> dict[str, Any]:
+def _identity(run: RunRecord) -> dict[str, Any]:
     """The options a resume of ``run`` must not change, structured from its record."""
-    options = run.get("options")
-    return _options_class(run).from_record(options or {}).identity()
+    return (run.options or _options_class(run)()).identity()
 
 
 def _hosts(contents: RunContents) -> frozenset[str]:
@@ -263,7 +263,7 @@ def _shown(value: object) -> str:
 def difference(mine: RunContents, theirs: RunContents) -> str | None:
     """Why ``theirs`` is not comparable with ``mine`` (one phrase), or None."""
     if _options_class(theirs.run) is not _options_class(mine.run):
-        return "another task: " + ("a serving run" if theirs.run.get("task") else "a training run")
+        return "another task: " + ("a serving run" if theirs.run.task else "a training run")
     here, there = _hosts(mine), _hosts(theirs)
     if not here or not there:
         return "no host recorded: cannot tell it ran on this run's host"
@@ -321,7 +321,7 @@ def other_runs(analysis: Analysis, report: ReportSettings) -> OtherRuns | None:
     folders = _named(report.beside, here)
     if not folders or analysis.store is None:
         return None
-    mine = readings(analysis, here.name, str(analysis.run.get("started_at") or ""), True)
+    mine = readings(analysis, here.name, str(analysis.run.started_at or ""), True)
     # The other runs are read with this run's baseline choice and nothing else of its
     # report's (no pricing: time comparisons only).
     theirs = ReportSettings(baseline=report.baseline)
@@ -334,7 +334,7 @@ def other_runs(analysis: Analysis, report: ReportSettings) -> OtherRuns | None:
             apart.append(Apart(folder.name, read))
             continue
         contents, other = read
-        started = str(contents.run.get("started_at") or "")
+        started = str(contents.run.started_at or "")
         theirs_of = readings(other, folder.name, started, False)
         common = [k for k in mine if k in theirs_of]
         if not common:

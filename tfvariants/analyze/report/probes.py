@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+
+from tfvariants.store.record import VariantInfo
 
 
 @dataclass(frozen=True)
@@ -28,20 +29,16 @@ class VariantProbe:
     unknown: tuple[object, ...] = ()
 
 
-def _dict(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def probe_of(variant: str, info: Mapping[str, Any]) -> VariantProbe:
-    o = _dict(info.get("onednn"))
+def probe_of(variant: str, info: VariantInfo) -> VariantProbe:
+    o = info.onednn
     return VariantProbe(
         variant=variant,
-        backend=info["backend"],
+        backend=info.backend,
         backend_version=o.get("backend_version"),
-        requirements=tuple(info.get("requirements") or ()),
-        base=info.get("base"),
-        overlay_env=tuple(_dict(info.get("overlay_env")).items()),
-        compiled_for=info.get("compiled_for"),
+        requirements=info.requirements,
+        base=info.base,
+        overlay_env=tuple(info.overlay_env.items()),
+        compiled_for=info.compiled_for,
         onednn_ran=o.get("onednn_ran") or o.get("custom_ops"),
         host_onednn_ran=o.get("host_onednn_ran") or o.get("host_custom_ops"),
         isa=o.get("isa"),
@@ -52,10 +49,6 @@ def probe_of(variant: str, info: Mapping[str, Any]) -> VariantProbe:
     )
 
 
-def probes_of(variant_info: object) -> tuple[VariantProbe, ...]:
+def probes_of(variant_info: Mapping[str, VariantInfo]) -> tuple[VariantProbe, ...]:
     """The variants whose probe ran (those with a backend), in the record's order."""
-    return tuple(
-        probe_of(str(v), info)
-        for v, info in _dict(variant_info).items()
-        if isinstance(info, dict) and "backend" in info
-    )
+    return tuple(probe_of(v, info) for v, info in variant_info.items() if info.backend is not None)

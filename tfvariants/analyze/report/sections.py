@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.report.answer import Answer, answer_of, notes_below
@@ -23,6 +23,7 @@ from tfvariants.analyze.shared.frame import RunFrame
 from tfvariants.analyze.training.analysis import Analysis
 from tfvariants.analyze.training.groups import WorkloadReport
 from tfvariants.analyze.training.roofline import Roofline as RooflineAnalysis
+from tfvariants.store.record import RunRecord
 
 
 @dataclass(frozen=True)
@@ -145,13 +146,13 @@ def sections_of(
     return tuple(s for s in out if s is not None)
 
 
-def _compiled(lines: tuple[str, ...], run: Mapping[str, Any]) -> CompiledAnswer | None:
+def _compiled(lines: tuple[str, ...], run: RunRecord) -> CompiledAnswer | None:
     """The answer box below the table: what the table does not say (the band, builds
     not run or without a verdict, the study's note)."""
     kept = notes_below(list(lines), run) if lines else []
     return CompiledAnswer(tuple(kept)) if kept else None
 
 
-def _variant_probes(run: Mapping[str, Any]) -> VariantProbes | None:
-    probes = probes_of(run.get("variant_info"))
+def _variant_probes(run: RunRecord) -> VariantProbes | None:
+    probes = probes_of(run.variant_info)
     return VariantProbes(probes) if probes else None

@@ -30,9 +30,11 @@ from tfvariants.analyze.serving.sentences import conclude_model, last_look_sente
 from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.analyze.statistics.decide import Settings, run_settings
 from tfvariants.analyze.statistics.verdicts import Requested, pick_baseline
+from tfvariants.options.serving import ServingOptions
 from tfvariants.plan.serve import ServeKey
 from tfvariants.store.cellresult import ConfigKey, ServeResult, serving
-from tfvariants.store.rawfields import finite_number, get_path
+from tfvariants.store.rawfields import finite_number
+from tfvariants.store.record import RunRecord
 from tfvariants.store.rundir import RunContents, load_run_dir
 
 
@@ -57,7 +59,8 @@ def analyze_serving_contents(
     if not cells:
         return None
     only_serving = len(cells) == len(contents.results)
-    bound = report.p99_bound_ms or finite_number(get_path(run, "options", "p99_bound_ms")) or 100.0
+    stored = run.options.p99_bound_ms if isinstance(run.options, ServingOptions) else None
+    bound = report.p99_bound_ms or finite_number(stored) or 100.0
     pricing = report.pricing
     reports = model_reports(
         cells, run, pricing=pricing, baseline=report.baseline, bound_ms=bound, settings=settings
@@ -81,7 +84,7 @@ def analyze_serving_contents(
 
 def model_reports(
     cells: list[ServeResult],
-    run: dict,
+    run: RunRecord,
     *,
     pricing: Pricing | None,
     baseline: str | None,
@@ -95,7 +98,7 @@ def model_reports(
         for key, results in _by_config(cells).items()
     }
 
-    variants = list(dict.fromkeys([*(run.get("variants") or []), *(k.variant for k in configs)]))
+    variants = list(dict.fromkeys([*run.variants, *(k.variant for k in configs)]))
     models = list(dict.fromkeys(k.model for k in configs))
     base = parse_baseline(baseline)
 
@@ -114,10 +117,9 @@ def model_reports(
         )
         for m in models
     ]
-    adaptive = run.get("adaptive")
-    if isinstance(adaptive, dict):
+    if run.adaptive is not None:
         reports = [
-            replace(rep, conclusions=last_look_sentence(rep.conclusions, adaptive))
+            replace(rep, conclusions=last_look_sentence(rep.conclusions, run.adaptive))
             for rep in reports
         ]
     return reports

@@ -21,6 +21,7 @@ from tfvariants.analyze.statistics.decide import Settings
 from tfvariants.analyze.statistics.verdicts import statistic
 from tfvariants.plan.serve import ServeKey
 from tfvariants.store.cellresult import PERCENTILES, FromKey, ServeResult
+from tfvariants.store.record import RunRecord
 from tfvariants.store.rundir import RunContents
 
 PCTS = PERCENTILES
@@ -175,7 +176,7 @@ class ModelReport:
 @dataclass(frozen=True)
 class ServingAnalysis:
     results_dir: str
-    run: dict
+    run: RunRecord  # run.json, typed at the store (store/record.py)
     models: list[ModelReport]
     cells: list[ServeResult]  # every serving result, sorted by cell id
     p99_bound_ms: float
@@ -190,8 +191,8 @@ class ServingAnalysis:
         """How the adaptive rounds' last look was planned from the budget (None: fixed)."""
         from tfvariants.analyze.serving.sentences import look_plan_sentence
 
-        adaptive = self.run.get("adaptive")
-        return look_plan_sentence(adaptive.get("look_plan")) if isinstance(adaptive, dict) else None
+        adaptive = self.run.adaptive
+        return look_plan_sentence(adaptive.look_plan) if adaptive is not None else None
 
 
 def summarise_row(scenario: str, concurrency: int, results: list[ServeResult]) -> Row:

@@ -14,6 +14,7 @@ from tfvariants.analyze.statistics.decide import Settings
 from tfvariants.analyze.training.conclusions import phrase
 from tfvariants.options.interference import DISTURBED_SHARE
 from tfvariants.store.rawfields import finite_number
+from tfvariants.store.record import AdaptiveRecord
 
 
 def conclude_model(
@@ -216,15 +217,15 @@ def look_plan_sentence(plan: object) -> str | None:
     )
 
 
-def last_look_sentence(lines: list[str], adaptive: Mapping[str, object]) -> list[str]:
+def last_look_sentence(lines: list[str], adaptive: AdaptiveRecord) -> list[str]:
     """A model's sentences with one more after the last undecided one of a run that
     stopped at its planned last look: its "about N more repeats" needs a new run, not
     more budget (as compare's closing line and answer box say:
     tfvariants.analyze.statistics.adaptive)."""
-    if not adaptive_rule.at_last_look(adaptive.get("stopped")):
+    if not adaptive_rule.at_last_look(adaptive.stopped):
         return lines
     undecided = [i for i, line in enumerate(lines) if ": undecided (" in line]
-    last = adaptive.get("max_repeats")
+    last = adaptive.max_repeats
     if not undecided or not isinstance(last, int):
         return lines
     at = undecided[-1] + 1

@@ -9,8 +9,10 @@ from typing import Any
 
 from tfvariants.analyze.shared import cautions
 from tfvariants.errors import UserError
+from tfvariants.options.training import TrainingOptions
 from tfvariants.plan.cell import cell_id
 from tfvariants.store.cellresult import AnyResult
+from tfvariants.store.record import RunRecord
 from tfvariants.store.rundir import RunContents
 
 
@@ -30,20 +32,20 @@ def usable_results(contents: RunContents) -> list[dict[str, Any]]:
     raise UserError(f"{d}: no result files in {d / 'cells'}")
 
 
-def planned_ids(run: dict[str, Any]) -> list[str]:
+def planned_ids(run: RunRecord) -> list[str]:
     """Cell ids the run's matrix (run.json) planned; empty without run.json. A variant
     fixed to one thread count (``--variants twin@2``: run.json "fixed_threads") was
     planned at that count only; a ``--later`` one (options.later) was not planned at all
     (the adaptive rounds start it: plan/spec.py plan_cells)."""
-    fixed = run.get("fixed_threads") or {}
-    later = (run.get("options") or {}).get("later") or ()
+    fixed = run.fixed_threads
+    later = (run.options.later if isinstance(run.options, TrainingOptions) else None) or ()
     return [
         cell_id(v, t, w, r)
-        for v in run.get("variants", [])
+        for v in run.variants
         if v not in later
-        for t in ((fixed[v],) if v in fixed else run.get("threads", []))
-        for w in run.get("workloads", [])
-        for r in range(run.get("repeats", 0))
+        for t in ((fixed[v],) if v in fixed else run.threads)
+        for w in run.workloads
+        for r in range(run.repeats)
     ]
 
 

@@ -19,13 +19,14 @@ from tfvariants.analyze.shared import cautions
 from tfvariants.analyze.shared.fields import environment_summary, flatten
 from tfvariants.analyze.shared.header import Header
 from tfvariants.store.cellresult import AnyResult
+from tfvariants.store.record import RunRecord
 from tfvariants.store.rundir import RunContents
 
 
 @dataclass(frozen=True, kw_only=True)
 class RunFrame:
     results_dir: str
-    run: dict[str, Any]
+    run: RunRecord  # run.json, typed at the store (store/record.py)
     baseline_label: str
     pricing: Pricing | None
     environments: dict[str, dict[str, str]]
@@ -60,8 +61,3 @@ def environments_of(
         if env:
             envs[v], raw[v] = environment_summary(dict(env)), flatten(dict(env))
     return envs, raw
-
-
-def logical_cpus_of(run: Mapping[str, Any]) -> int | None:
-    cpus = run.get("logical_cpus")
-    return cpus if isinstance(cpus, int) and not isinstance(cpus, bool) else None

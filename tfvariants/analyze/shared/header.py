@@ -7,6 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tfvariants.options.training import TrainingOptions
+from tfvariants.store.record import AdaptiveRecord, RunRecord
+
 
 @dataclass(frozen=True)
 class Scale:
@@ -36,41 +39,43 @@ class Header:
     adaptive: AdaptiveSummary | None = None  # None: no adaptive repeats
 
 
+def scale_of(run: RunRecord) -> Scale | None:
+    options = run.options
+    if options is None:
+        return None
+    if not isinstance(options, TrainingOptions):  # a serving run: no training scale
+        return Scale(epochs=None, samples=None, quick=False, per_workload=(), data=None)
+    per = options.per_workload if isinstance(options.per_workload, dict) else {}
+    return Scale(
+        epochs=options.epochs,
+        samples=options.samples,
+        quick=bool(options.quick),
+        per_workload=tuple(
+            (str(w), _dict(sc).get("epochs"), _dict(sc).get("samples")) for w, sc in per.items()
+        ),
+        data=options.data if "data" in run.stored_options else None,  # as an old run said
+    )
+
+
 def _dict(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def scale_of(options: Mapping[str, Any]) -> Scale | None:
-    if not options:
-        return None
-    per = _dict(options.get("per_workload"))
-    return Scale(
-        epochs=options.get("epochs"),
-        samples=options.get("samples"),
-        quick=bool(options.get("quick")),
-        per_workload=tuple(
-            (str(w), _dict(sc).get("epochs"), _dict(sc).get("samples")) for w, sc in per.items()
-        ),
-        data=options.get("data"),
-    )
-
-
-def adaptive_of(record: Mapping[str, Any]) -> AdaptiveSummary | None:
-    if not record:
+def adaptive_of(record: AdaptiveRecord | None) -> AdaptiveSummary | None:
+    if record is None:
         return None
     return AdaptiveSummary(
-        looks=tuple(record.get("looks") or ()),
-        budget_s=record.get("budget_s"),
-        rounds=len(record.get("rounds") or ()),
-        stopped=record.get("stopped"),
+        looks=record.looks or (),
+        budget_s=record.budget_s,
+        rounds=len(record.rounds),
+        stopped=record.stopped,
     )
 
 
-def header_of(run: Mapping[str, Any]) -> Header:
+def header_of(run: RunRecord) -> Header:
     """The header's facts of a run record."""
-    started = run.get("started_at")
     return Header(
-        started_at=str(started) if started else None,
-        scale=scale_of(_dict(run.get("options"))),
-        adaptive=adaptive_of(_dict(run.get("adaptive"))),
+        started_at=run.started_at,
+        scale=scale_of(run),
+        adaptive=adaptive_of(run.adaptive),
     )

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from tfvariants.analyze.statistics import looks as looks_mod
 from tfvariants.analyze.statistics.stats import smallest_decidable_n
+from tfvariants.store.record import AdaptiveRecord
 
 DEFAULT_LOOKS = 4
 DEFAULT_MAX_REPEATS = 20
@@ -94,3 +95,11 @@ AT_LAST_LOOK = "still undecided after the maximum of"  # in run.json's adaptive.
 def at_last_look(stopped: object) -> bool:
     """The adaptive rounds stopped undecided at the planned last look."""
     return isinstance(stopped, str) and AT_LAST_LOOK in stopped
+
+
+def last_look_of(record: AdaptiveRecord | None) -> int | None:
+    """The repeats of the last look, when the run stopped undecided there (None: it did
+    not): what a next step must go beyond."""
+    if record is None or not at_last_look(record.stopped):
+        return None
+    return int(record.max_repeats or DEFAULT_MAX_REPEATS)

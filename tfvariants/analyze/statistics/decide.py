@@ -14,6 +14,7 @@ from tfvariants.analyze.statistics import bands, stats
 from tfvariants.analyze.statistics import looks as looks_mod
 from tfvariants.analyze.statistics.looks import Looks
 from tfvariants.options.decision import Override, stored_value
+from tfvariants.store.record import RunRecord
 
 
 @dataclass(frozen=True)
@@ -98,20 +99,18 @@ def _different_words(min_effect: float) -> str:
     return f"by at least {min_effect:.0%}" if min_effect > 0 else "the interval excludes 1"
 
 
-def run_settings(run: Mapping[str, Any], override: Override | None = None) -> Settings:
+def run_settings(run: RunRecord, override: Override | None = None) -> Settings:
     """A stored run's decision settings (:meth:`Settings.from_options`), with the looks of
     its stopping rule: what its report decides with, training and serving alike."""
-    return Settings.from_options(run.get("options"), run_looks(run), override)
+    return Settings.from_options(run.options_as_stored(), run_looks(run), override)
 
 
-def run_looks(run: Mapping) -> Looks:
+def run_looks(run: RunRecord) -> Looks:
     """The looks of the run's stopping rule (run.json "adaptive"): their repeat counts, or
     1 for a fixed number of repeats (and for a list that is not increasing counts)."""
-    adaptive = run.get("adaptive")
-    looks = adaptive.get("looks") if isinstance(adaptive, Mapping) else None
-    if not isinstance(looks, list) or not looks:
+    planned = run.adaptive.looks if run.adaptive is not None else None
+    if not planned:
         return 1
-    planned = tuple(looks)
     try:
         looks_mod.check(planned)
     except ValueError:

@@ -10,13 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from tfvariants.analyze.baseline import parse_baseline
 from tfvariants.analyze.cost.pricing import CellCost, Pricing
 from tfvariants.analyze.shared import cautions
 from tfvariants.analyze.shared.coverage import cell_counts, folder_warnings, usable_results
-from tfvariants.analyze.shared.frame import RunFrame, environments_of, logical_cpus_of
+from tfvariants.analyze.shared.frame import RunFrame, environments_of
 from tfvariants.analyze.shared.header import header_of
 from tfvariants.analyze.shared.parity import parity
 from tfvariants.analyze.shared.settings import ReportSettings
@@ -37,7 +36,9 @@ from tfvariants.analyze.training.groups import Group, WorkloadReport
 from tfvariants.analyze.training.noise import HostNoise, host_noise
 from tfvariants.analyze.training.summary import apply_verdicts, summarise_group
 from tfvariants.errors import UserError
+from tfvariants.options.training import TrainingOptions
 from tfvariants.store.cellresult import CellResult, ConfigKey
+from tfvariants.store.record import RunRecord
 from tfvariants.store.rundir import RunContents, load_run_dir
 
 
@@ -63,9 +64,9 @@ class Analysis(RunFrame):
 # ---- analysis ----
 
 
-def _order(values: Iterable[str], preferred: object) -> list[str]:
+def _order(values: Iterable[str], preferred: Sequence[str]) -> list[str]:
     seen = list(dict.fromkeys(values))
-    pref = [v for v in (preferred if isinstance(preferred, list) else []) if v in seen]
+    pref = [v for v in preferred if v in seen]
     return pref + sorted((v for v in seen if v not in pref), key=str)
 
 
@@ -146,11 +147,11 @@ def analyze_contents(contents: RunContents, report: ReportSettings, settings: Se
     run = contents.run
     usable_results(contents)  # one line when there is nothing to analyse
     cells = [r for _, r in sorted(contents.parsed.items()) if isinstance(r, CellResult)]
-    cpus = logical_cpus_of(run)
+    cpus = run.logical_cpus
     if cpus is None:
         cpus = next((r.machine_cpus for r in cells if r.machine_cpus), None)
-    options = run.get("options")
-    opts: dict[str, Any] = options if isinstance(options, dict) else {}
+    opts = run.options_as_stored()  # the stored ones: an absent one is the rule's default
+    training = run.options if isinstance(run.options, TrainingOptions) else None
     quiet = interference.summarise(
         cells, policy=interference.policy_of(opts, report.disturbed), options=opts
     )
@@ -168,14 +169,14 @@ def analyze_contents(contents: RunContents, report: ReportSettings, settings: Se
     baseline_label = run_baseline_label(inputs)
     reports = [
         _workload_report(w, inputs, baseline_label, all_warnings)
-        for w in _order((k.workload for k in inputs.groups), run.get("workloads"))
+        for w in _order((k.workload for k in inputs.groups), run.workloads)
     ]
     judged = {g.key: g for wr in reports for g in wr.groups}  # with their verdicts
     noise = replace(
         host_noise([judged[k] for k in inputs.groups], inputs.settings),
-        window_plan=windows.plan_sentence((run.get("adaptive") or {}).get("window_plan")),
-        later=later_sentence(opts.get("later"), cells),
-        duet=duet_sentence(opts.get("duet")),
+        window_plan=windows.plan_sentence(run.adaptive.window_plan if run.adaptive else None),
+        later=later_sentence(training.later if training else None, cells),
+        duet=duet_sentence(training.duet if training else None),
     )
     all_warnings += noise.warnings
     if quiet.disturbed:
@@ -225,7 +226,7 @@ def cell_costs(cells: Iterable[CellResult], pricing: Pricing | None) -> dict[str
 
 def _inputs(
     cells: list[CellResult],
-    run: dict[str, Any],
+    run: RunRecord,
     pricing: Pricing | None,
     baseline: str | None,
     cpus: int | None,
@@ -236,7 +237,7 @@ def _inputs(
     for r in cells:
         by_key.setdefault(r.key, []).append(r)
     groups = {k: Group(*k, device=rs[0].device, results=rs) for k, rs in by_key.items()}
-    variants = _order((k.variant for k in groups), run.get("variants"))
+    variants = _order((k.variant for k in groups), run.variants)
     requested = parse_baseline(baseline)
     if requested is not None and requested[0] not in variants:
         raise UserError(
@@ -250,7 +251,7 @@ def _inputs(
         if any(r.oversubscribed for r in g.results)
     }
     devices = {r.variant: r.device for r in cells}
-    duet = (run.get("options") or {}).get("duet") is True
+    duet = isinstance(run.options, TrainingOptions) and run.options.duet is True
     return _Inputs(groups, variants, devices, over, times, measured(cells), settings, requested,
                    pricing, cpus, duet)  # fmt: skip
 

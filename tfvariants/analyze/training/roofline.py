@@ -9,11 +9,12 @@ answer's headroom), from run.json's ``variant_info[variant]["peak"][threads]`` o
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tfvariants.analyze.shared.format import sig3
+from tfvariants.store.record import RunRecord
 
 if TYPE_CHECKING:
     from tfvariants.analyze.training.groups import WorkloadReport
@@ -97,13 +98,11 @@ def _num(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and value > 0 else None
 
 
-def peaks_of(run: Mapping[str, Any]) -> list[Peak]:
+def peaks_of(run: RunRecord) -> list[Peak]:
     """The peaks stored in run.json (none for runs made before the probe or --no-peak)."""
-    info = run.get("variant_info")
     out: list[Peak] = []
-    for variant, entry in (info if isinstance(info, dict) else {}).items():
-        stored = entry.get("peak") if isinstance(entry, dict) else None
-        for threads, rec in (stored if isinstance(stored, dict) else {}).items():
+    for variant, entry in run.variant_info.items():
+        for threads, rec in entry.peak.items():
             if not isinstance(rec, dict) or not str(threads).isdigit():
                 continue
             theo: dict[str, Any] = (
@@ -221,7 +220,7 @@ def sentences(shares: list[Share], peaks: list[Peak]) -> list[str]:
     return out
 
 
-def roofline(workloads: list[WorkloadReport], run: Mapping[str, Any]) -> Roofline | None:
+def roofline(workloads: list[WorkloadReport], run: RunRecord) -> Roofline | None:
     """The report's section, or None when the run stored no peaks."""
     peaks = peaks_of(run)
     if not peaks:
