@@ -12,11 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 from tfvariants.options.declare import declared
 from tfvariants.options.serving import ServingOptions
 from tfvariants.options.training import TrainingOptions
+from tfvariants.plan.tasks import task_of
 
 RunOptions = TrainingOptions | ServingOptions
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -197,7 +198,7 @@ def run_record(data: Mapping[str, Any]) -> RunRecord:
     if not data:
         return EMPTY_RUN
     stored = _dict(data.get("options"))
-    cls: type[RunOptions] = ServingOptions if data.get("task") == "serve" else TrainingOptions
+    cls = cast("type[RunOptions]", task_of(data).options)  # the task's class (plan/tasks.py)
     logical = _int(data.get("logical_cpus"))
     return RunRecord(
         present=True,
