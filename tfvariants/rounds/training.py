@@ -20,6 +20,7 @@ from typing import Any
 
 from tfvariants.analyze.statistics import adaptive, interference, windows
 from tfvariants.analyze.statistics.decide import Settings
+from tfvariants.analyze.statistics.verdict import Verdict
 from tfvariants.analyze.statistics.verdicts import (
     Requested,
     WorkloadVerdicts,
@@ -217,7 +218,7 @@ class NextRoundHook:
             f"{v.baseline.variant}@{v.baseline.threads}": (
                 {"verdict": v.comparison.verdict, "ratio": round(v.comparison.ratio.value, 4)}
                 if v.comparison is not None
-                else {"verdict": "undecided", "ratio": None}
+                else {"verdict": Verdict.UNDECIDED, "ratio": None}
             )
             for wv in at.verdicts
             for v in wv.verdicts.values()

@@ -12,6 +12,7 @@ from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.shared.format import dur, money, ratio_end, sig3
 from tfvariants.analyze.statistics import family, stats
 from tfvariants.analyze.statistics.decide import Settings
+from tfvariants.analyze.statistics.verdict import TIME_WORDS, Said, Verdict
 from tfvariants.analyze.statistics.verdicts import statistic
 from tfvariants.analyze.training import loadlabel
 
@@ -68,15 +69,15 @@ def phrase(a: Labelled, b: Labelled, cmp: stats.Comparison, what: str = "time") 
 
 def _phrase(a: Labelled, b: Labelled, cmp: stats.Comparison, what: str) -> str:
     r = cmp.ratio
-    low, high = ("faster", "slower") if what == "time" else ("cheaper", "more expensive")
-    if cmp.verdict == "different":
+    low, high = TIME_WORDS if what == "time" else (Said.CHEAPER, Said.MORE_EXPENSIVE)
+    if cmp.verdict == Verdict.DIFFERENT:
         if r.value < 1:
             words = interval_words(r, True)
             return f"{a.label} was {sig3(1 / r.value)}x {low} than {b.label} ({words}, decided)"
         return (
             f"{a.label} was {sig3(r.value)}x {high} than {b.label} ({interval_words(r)}, decided)"
         )
-    if cmp.verdict == "equivalent":
+    if cmp.verdict == Verdict.EQUIVALENT:
         return (
             f"{a.label} and {b.label} were equivalent in {what} ({what} ratio {sig3(r.value)}, "
             f"{interval_words(r)} lies within +/-{cmp.equivalence_band:.0%}; typical runs)"
@@ -247,7 +248,7 @@ def _fastest_sentences(
         # estimate is shortest and the next sentence says why that is not (yet) a claim.
         if runner_up is None:
             lead = f"only the baseline {b.label} ran successfully for {wr.name}"
-        elif cmp is not None and cmp.verdict == "different" and cmp.direction == "lower":
+        elif cmp is not None and cmp.verdict == Verdict.DIFFERENT and cmp.direction == "lower":
             lead = f"the baseline {b.label} was the fastest for {wr.name}"
         else:
             lead = f"the baseline {b.label} had the shortest estimated time for {wr.name}"
@@ -276,7 +277,12 @@ def _cheapest_sentence(
     amount = money(c.cost.cost, pricing.catalog.currency)
     text = f"Cheapest: {c.label} at {amount} per full training run on {c.cost.instance}"
     parts = []
-    if c.cost_cmp is not None and b is not None and c is not b and c.cost_cmp.verdict != "baseline":
+    if (
+        c.cost_cmp is not None
+        and b is not None
+        and c is not b
+        and c.cost_cmp.verdict != Verdict.BASELINE
+    ):
         parts.append(phrase(c, b, c.cost_cmp, "cost") + _tiers(c, b))
     # "Cheapest" claims a lead over the next cheapest: say whether that is decided.
     rest = [g for g in wr.groups if g.time is not None and g.cost is not None and g is not c]
@@ -300,7 +306,7 @@ def _open_sentences(
         (g, tc)
         for g in with_time
         if (tc := g.time_cmp) is not None
-        and tc.verdict == "undecided"
+        and tc.verdict == Verdict.UNDECIDED
         and b is not None
         and frozenset((g.label, b.label)) not in said  # not repeated if a sentence said it
     ]
