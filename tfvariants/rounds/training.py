@@ -214,8 +214,7 @@ class NextRoundHook:
         if self.looks and self.looks[-1]["after_repeats"] == at.look:
             return  # the same look again (a round that only filled gaps): keep the first
         verdicts = {
-            f"{v.config.workload} {v.config.variant}@{v.config.threads} vs "
-            f"{v.baseline.variant}@{v.baseline.threads}": (
+            f"{v.config.workload} {v.config.label} vs {v.baseline.label}": (
                 {"verdict": v.comparison.verdict, "ratio": round(v.comparison.ratio.value, 4)}
                 if v.comparison is not None
                 else {"verdict": Verdict.UNDECIDED, "ratio": None}

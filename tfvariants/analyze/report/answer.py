@@ -24,6 +24,7 @@ from tfvariants.analyze.statistics.verdict import COST_WORDS, TIME_WORDS, Verdic
 from tfvariants.analyze.training.analysis import Analysis
 from tfvariants.analyze.training.groups import Group, WorkloadReport
 from tfvariants.analyze.training.roofline import Roofline as RooflineAnalysis
+from tfvariants.store.cellresult import ConfigKey
 
 UNDER_LOAD = "*"  # marks a verdict resting partly on rounds from disturbed or busy cells
 
@@ -171,11 +172,11 @@ def _against_baseline(
 
 
 def _training_row(
-    wr: WorkloadReport, g: Group, room: Mapping[tuple[str, str], float], currency: str
+    wr: WorkloadReport, g: Group, room: Mapping[ConfigKey, float], currency: str
 ) -> Row:
     missing = "no verdict" if g.time is not None else "no result"
     cost = g.cost_iv.value if g.cost_iv is not None else (g.cost.cost if g.cost else None)
-    headroom = room.get((wr.name, g.label))
+    headroom = room.get(g.key)
     return Row(
         wr.name,
         g.label,
@@ -202,12 +203,12 @@ def _serving_row(m: ModelReport, c: Config, currency: str) -> Row:
     )
 
 
-def _headroom(roof: RooflineAnalysis | None) -> dict[tuple[str, str], float]:
+def _headroom(roof: RooflineAnalysis | None) -> dict[ConfigKey, float]:
     """At most how much faster each configuration could run each workload at this CPU's
     attainable peak (the roofline's own figure; none without stored peaks)."""
     if roof is None:
         return {}
-    return {(s.workload, s.label): h for s in roof.shares if (h := s.headroom)}
+    return {s.key: h for s in roof.shares if (h := s.headroom)}
 
 
 def _question(

@@ -70,7 +70,7 @@ class Group:
 
     @property
     def label(self) -> str:
-        return f"{self.variant}@{self.threads}"
+        return self.key.label
 
     @property
     def ok(self) -> list[CellResult]:
