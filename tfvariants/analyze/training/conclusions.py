@@ -143,9 +143,9 @@ def _gpu_first(with_time: list[Group], settings: Settings, lines: list[str]) -> 
         ("the fastest CPU configuration", fastest),
         ("the cheapest CPU configuration", cheapest),
     ):
-        if cpu is None or frozenset((gpu.label, cpu.label)) in said:
+        if cpu is None or frozenset((gpu.key, cpu.key)) in said:
             continue
-        said.add(frozenset((gpu.label, cpu.label)))
+        said.add(frozenset((gpu.key, cpu.key)))
         parts = []
         t = _cmp(gpu, cpu, settings, "time")
         if t is not None:
@@ -187,9 +187,9 @@ def conclude(
         if len(vg) >= 2:
             hi, lo = vg[-1], vg[0]
             cmp = _cmp(hi, lo, settings, "time")
-            if cmp is not None and frozenset((hi.label, lo.label)) not in said:
+            if cmp is not None and frozenset((hi.key, lo.key)) not in said:
                 lines.append(f"Threads: {phrase(hi, lo, cmp)}.")
-                said.add(frozenset((hi.label, lo.label)))
+                said.add(frozenset((hi.key, lo.key)))
     if wr.cheapest is not None and pricing is not None:
         lines.append(_cheapest_sentence(wr, wr.cheapest, b, pricing, settings))
     lines += _open_sentences(wr, with_time, b, said)
@@ -255,11 +255,11 @@ def _fastest_sentences(
         said_lead = f"{host}, {lead} ({dur(_time(b))} for the full schedule)"
         # "fastest" rests on the comparison with the runner-up: labelled as it is
         lines.append(loadlabel.qualify(said_lead, b, runner_up) + ".")
-        pair = frozenset((b.label, runner_up.label)) if runner_up is not None else None
+        pair = frozenset((b.key, runner_up.key)) if runner_up is not None else None
         if runner_up is not None and cmp is not None and pair not in said:
             lines.append(f"Against the next best: {phrase(b, runner_up, cmp)}.")
-            said.add(frozenset((runner_up.label, b.label)))
-    elif f.time_cmp is not None and frozenset((f.label, b.label)) not in said:
+            said.add(frozenset((runner_up.key, b.key)))
+    elif f.time_cmp is not None and frozenset((f.key, b.key)) not in said:
         # Name it: after "a and b were equivalent", "it" could be either.
         rank = (
             f"{f.label} was the fastest configuration"
@@ -267,7 +267,7 @@ def _fastest_sentences(
             else f"{f.label} had the shortest estimated time, not decided against every other"
         )
         lines.append(f"{host}, for {wr.name}, {phrase(f, b, f.time_cmp)}; {rank}.")
-        said.add(frozenset((f.label, b.label)))
+        said.add(frozenset((f.key, b.key)))
 
 
 def _cheapest_sentence(
@@ -308,7 +308,7 @@ def _open_sentences(
         if (tc := g.time_cmp) is not None
         and tc.verdict == Verdict.UNDECIDED
         and b is not None
-        and frozenset((g.label, b.label)) not in said  # not repeated if a sentence said it
+        and frozenset((g.key, b.key)) not in said  # not repeated if a sentence said it
     ]
     if undecided and b is not None:
         parts = [
