@@ -56,6 +56,7 @@ from decide_scenarios import COMPANION, Scenario, lognormal, scenarios
 
 from tfvariants.analyze.statistics import adaptive, pairing, stats
 from tfvariants.analyze.statistics.looks import Looks, per_look_alpha
+from tfvariants.analyze.statistics.verdict import Verdict
 
 METHODS = ("auto", "paired", "common", "pooled")
 LIMIT = 0.05  # false "different" and false "equivalent", each, over all looks together
@@ -148,14 +149,16 @@ def outside_band(scn: Scenario) -> bool:
 def score(scn: Scenario, method: str, trials: int, seed: int, rule: adaptive.StoppingRule) -> dict:
     # The same machine for every method: trial i draws the same values.
     outs = [run_adaptive(scn, method, f"{scn.name}/{seed}/{i}", rule) for i in range(trials)]
-    different = sum(o.verdict == "different" for o in outs)
-    right = sum(o.verdict == "different" and (o.ratio.value > 1) == (scn.truth > 1) for o in outs)
-    equivalent = sum(o.verdict == "equivalent" for o in outs)
+    different = sum(o.verdict == Verdict.DIFFERENT for o in outs)
+    right = sum(
+        o.verdict == Verdict.DIFFERENT and (o.ratio.value > 1) == (scn.truth > 1) for o in outs
+    )
+    equivalent = sum(o.verdict == Verdict.EQUIVALENT for o in outs)
     with_iv = [o for o in outs if o.ratio.has_interval]
     missed = sum(not (o.ratio.lo <= scn.truth <= o.ratio.hi) for o in with_iv)
     false_diff = different if scn.aa else different - right
     # Every truth is 1 or > 1: a wrong "different" says 1 or less.
-    wrong = (o for o in outs if o.verdict == "different" and (scn.aa or o.ratio.value <= 1))
+    wrong = (o for o in outs if o.verdict == Verdict.DIFFERENT and (scn.aa or o.ratio.value <= 1))
     at_first = sum(o.repeats == rule.looks[0] for o in wrong)
     false_eq = equivalent if outside_band(scn) else 0
     return {
@@ -234,7 +237,7 @@ def one_look(
             a[rnd] = scn.a(rng) * scn.machine.cell(rng, rnd, disturbed)
             b[rnd] = scn.b(rng) * scn.machine.cell(rng, rnd, disturbed)
         c = judge(method, a, b, 1, scn, confidence)
-        found += c.verdict == "different" and (c.ratio.value > 1) == (scn.truth > 1)
+        found += c.verdict == Verdict.DIFFERENT and (c.ratio.value > 1) == (scn.truth > 1)
     return found / trials
 
 

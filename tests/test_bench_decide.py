@@ -138,7 +138,7 @@ def test_the_bench_judges_by_the_products_verdicts(monkeypatch):
     from tfvariants.analyze.statistics import verdicts
 
     shipped = _small_run("1.1x, 10% noise")
-    monkeypatch.setattr(verdicts.Verdict, "open", property(lambda self: False))
+    monkeypatch.setattr(verdicts.Judgement, "open", property(lambda self: False))
     changed = _small_run("1.1x, 10% noise")
     assert changed["mean_repeats"] == 5 < shipped["mean_repeats"]
     assert changed["undecided"] > shipped["undecided"]

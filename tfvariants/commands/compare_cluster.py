@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from tfvariants.analyze.cost import dryrun
 from tfvariants.analyze.training.dryrun import training_dry_run
 from tfvariants.errors import UserError
+from tfvariants.plan.cell import config_label
 from tfvariants.render.dryrun import print_dry_run
 
 if TYPE_CHECKING:
@@ -153,7 +154,7 @@ def ray_waves(
     settings = RaySettings(address=args.ray_address or "auto", node_wait_s=node_wait)
     by_type: dict[str, list[str]] = {}
     for (variant, threads), name in placed.items():
-        by_type.setdefault(name, []).append(f"{variant}@{threads}")
+        by_type.setdefault(name, []).append(config_label(variant, threads))
     console.print(
         "node types: "
         + "; ".join(f"{n} <- {', '.join(c)}" for n, c in sorted(by_type.items()))

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tfvariants.analyze.statistics import adaptive, interference
+from tfvariants.analyze.statistics.verdict import Verdict
 from tfvariants.errors import UserError
 from tfvariants.options import declare
 from tfvariants.options.decision import DecisionOptions
@@ -264,7 +265,7 @@ def summary(analysis: RunFrame, out: Path, console: Console) -> None:
         f"{w.name} {g.label}"
         for w in analysis.workloads
         for g in w.groups
-        if g.time_cmp is not None and g.time_cmp.verdict == "undecided"
+        if g.time_cmp is not None and g.time_cmp.verdict == Verdict.UNDECIDED
     ]
     if undecided:
         stopped = analysis.run.adaptive.stopped if analysis.run.adaptive else None

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from tfvariants.errors import one_line
 from tfvariants.execute.eta import fmt_s
+from tfvariants.plan.cell import config_label
 from tfvariants.plan.task import PlannedCell
 
 if TYPE_CHECKING:  # rich.progress is imported only when a bar is shown (start-up time)
@@ -66,9 +67,9 @@ class Display:
         if self.progress is not None:
             from rich.markup import escape
 
-            text = f"{cell.workload} {cell.variant}@{cell.threads} r{cell.repeat}"
+            text = f"{cell.workload} {config_label(cell.variant, cell.threads)} r{cell.repeat}"
             if beside is not None:
-                text += f" + {beside.variant}@{beside.threads}"
+                text += f" + {config_label(beside.variant, beside.threads)}"
             label = escape(text)
             self._update(description=label, eta=fmt_s(remaining_s))
             self.progress.refresh()

@@ -66,6 +66,12 @@ def make_id(*parts: str) -> str:
     return f"{head}{_LONG_MARK}{_hash(cid)}"
 
 
+def config_label(variant: str, threads: int) -> str:
+    """A configuration as people read it, ``VARIANT@THREADS`` (``--baseline``'s form):
+    the one place it is formatted; code keys configurations by their parts."""
+    return f"{variant}@{threads}"
+
+
 def cell_id(variant: str, threads: int, workload: str, repeat: int, attempt: int = 0) -> str:
     """A training cell's id and file stem: ``<workload>__<variant>__t<threads>__r<repeat>``
     (e.g. ``mnist_mlp__local__t2__r0``), parts encoded as ``make_id`` says, and

@@ -13,17 +13,18 @@ from collections.abc import Sequence
 
 from tfvariants.analyze.report.answer import Answer, Row
 from tfvariants.analyze.report.build import Report
+from tfvariants.analyze.statistics.verdict import Said, Verdict
 from tfvariants.errors import one_line
 
 WIDTH = 100
 GAP = "  "
 COLOURS = {
-    "faster": "green",
-    "cheaper": "green",
-    "equivalent": "green",
-    "slower": "red",
-    "dearer": "red",
-    "undecided": "yellow",
+    Said.FASTER: "green",
+    Said.CHEAPER: "green",
+    Verdict.EQUIVALENT: "green",
+    Said.SLOWER: "red",
+    Said.DEARER: "red",
+    Verdict.UNDECIDED: "yellow",
 }
 
 

@@ -5,8 +5,12 @@ from __future__ import annotations
 import math
 
 from tfvariants.analyze.cost.pricing import Pricing
+from tfvariants.analyze.statistics.verdict import Verdict
 from tfvariants.analyze.training.groups import WorkloadReport
 from tfvariants.render.svgchart import PALETTE, Bar, bar_chart
+
+# a bar's note: the verdict, but none when decided (the bar and its interval say it)
+NOTES = {v: v.value for v in (Verdict.BASELINE, Verdict.UNDECIDED)} | {Verdict.EQUIVALENT: "equiv."}
 
 
 def workload_charts(
@@ -30,9 +34,7 @@ def workload_charts(
                 out.append(Bar(g.label, None, color=colors[g.variant], note=why))
                 continue
             r = cmp.ratio
-            note = {"baseline": "baseline", "undecided": "undecided", "equivalent": "equiv."}.get(
-                cmp.verdict, ""
-            )
+            note = NOTES.get(cmp.verdict, "")
             label = g.label + (" *" if g.oversubscribed else "")
             hi = r.hi if math.isfinite(r.hi) else None
             out.append(
@@ -43,8 +45,8 @@ def workload_charts(
                     hi,
                     colors[g.variant],
                     note,
-                    emphasis=cmp.verdict == "baseline",
-                    faded=cmp.verdict not in ("different", "baseline"),
+                    emphasis=cmp.verdict == Verdict.BASELINE,
+                    faded=cmp.verdict not in (Verdict.DIFFERENT, Verdict.BASELINE),
                 )
             )
         return out

@@ -12,6 +12,7 @@ from tfvariants.analyze.cost import estimate as est
 from tfvariants.analyze.cost.catalog import Catalog
 from tfvariants.analyze.cost.dryrun import DryRun
 from tfvariants.analyze.shared.format import money
+from tfvariants.plan.cell import config_label
 from tfvariants.render.terminal import print_table
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ def print_dry_run(dry: DryRun, console: Console, header: str) -> None:
     if not per_config:
         for (v, t), (inst, why) in dry.placed.items():
             if why:
-                console.print(f"  {v}@{t}: {inst.name} ({why})", highlight=False)
+                console.print(f"  {config_label(v, t)}: {inst.name} ({why})", highlight=False)
     _print_total(dry, cat, console, total, total_overhead)
     if dry.rough:
         console.print(dry.layout.rough_note, highlight=False)
@@ -125,7 +126,7 @@ def _per_config(dry: DryRun) -> None:
             cost = sel.per_hour * pricing.catalog.billing.billed_seconds(s) / 3600
         why = dry.placed[(v, t)][1]
         cost_text = "-" if cost is None else money(cost, pricing.catalog.currency)
-        rows.append((w, f"{v}@{t}", inst, why or "exact vCPUs", _hours(s), cost_text))
+        rows.append((w, config_label(v, t), inst, why or "exact vCPUs", _hours(s), cost_text))
     print_table(
         title,
         ("workload", "configuration", "node type", "why this node", time_col, "cost"),

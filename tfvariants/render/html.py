@@ -32,6 +32,7 @@ from tfvariants.analyze.shared.format import (
     verdict_word,
 )
 from tfvariants.analyze.shared.parity import Metric, VariantParity
+from tfvariants.analyze.statistics.verdict import COST_WORDS, Verdict
 from tfvariants.options.interference import DISTURBED_SHARE
 from tfvariants.plan.serve import serve_cell_id
 from tfvariants.render.charts import workload_charts
@@ -97,6 +98,8 @@ def render_html(report: Report) -> str:
     env.filters.update(ratio_main=ratio_main, ratio_sub=ratio_sub, interval_sub=interval_sub)
     env.filters.update(interval_label=interval_label, pct=pct, sig3=sig3)
     env.filters.update(ratio_interval=ratio_interval, verdict_word=verdict_word)
+    env.filters["cost_word"] = partial(verdict_word, lower=COST_WORDS[0], higher=COST_WORDS[1])
+    env.globals["Verdict"] = Verdict  # templates name a verdict through the enum
     env.filters["repeats_needed"] = repeats_needed
     env.filters["money_sub"] = lambda iv: interval_sub(iv, in_currency).replace("-$", "-")
     env.filters["as_throughput"] = as_throughput

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from markupsafe import Markup, escape
 
 from tfvariants.analyze.shared.format import sig3
+from tfvariants.plan.cell import config_label
 from tfvariants.render.svgchart import PALETTE, _fmt, _nice_max
 
 if TYPE_CHECKING:
@@ -212,7 +213,8 @@ def batching_charts(model_report: object, bound_ms: float | None = None) -> Mark
                 else [wait]
             )
             for w in dict.fromkeys(waits):
-                label = f"{cfg.variant}@{cfg.threads} {cfg.path}, {row.concurrency} in flight{w}"
+                config = config_label(cfg.variant, cfg.threads)
+                label = f"{config} {cfg.path}, {row.concurrency} in flight{w}"
                 dashed[label] = cfg.path != "inprocess"
                 p = row.percentiles.get("p99_ms")
                 within = bound_ms is None or (p is not None and p <= bound_ms)

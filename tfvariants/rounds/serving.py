@@ -29,6 +29,7 @@ from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.serving.sentences import look_plan_sentence
 from tfvariants.analyze.statistics import adaptive
 from tfvariants.analyze.statistics.decide import Settings
+from tfvariants.analyze.statistics.verdict import Verdict
 from tfvariants.plan.serve import ServeCell, ServeKey, ServeSpec, plan_serve_cells
 from tfvariants.rounds.decide import Judged, next_round, same_basis
 from tfvariants.store.cellresult import AnyResult, ServeResult, serving
@@ -172,7 +173,7 @@ class NextServeRound:
                 )
                 self.judged = basis, [(a, b, c) for rep in reports for a, b, c in watched(rep)]
             pairs = self.judged[1]
-        undecided = [(a, b) for a, b, cmp in pairs if cmp.verdict == "undecided"]
+        undecided = [(a, b) for a, b, cmp in pairs if cmp.verdict == Verdict.UNDECIDED]
         keys = {cfg.key for pair in undecided for cfg in pair}
         # A configuration's cells (each scenario and concurrency), in the planned order.
         judged = Judged(

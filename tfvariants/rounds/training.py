@@ -20,6 +20,7 @@ from typing import Any
 
 from tfvariants.analyze.statistics import adaptive, interference, windows
 from tfvariants.analyze.statistics.decide import Settings
+from tfvariants.analyze.statistics.verdict import Verdict
 from tfvariants.analyze.statistics.verdicts import (
     Requested,
     WorkloadVerdicts,
@@ -213,11 +214,10 @@ class NextRoundHook:
         if self.looks and self.looks[-1]["after_repeats"] == at.look:
             return  # the same look again (a round that only filled gaps): keep the first
         verdicts = {
-            f"{v.config.workload} {v.config.variant}@{v.config.threads} vs "
-            f"{v.baseline.variant}@{v.baseline.threads}": (
+            f"{v.config.workload} {v.config.label} vs {v.baseline.label}": (
                 {"verdict": v.comparison.verdict, "ratio": round(v.comparison.ratio.value, 4)}
                 if v.comparison is not None
-                else {"verdict": "undecided", "ratio": None}
+                else {"verdict": Verdict.UNDECIDED, "ratio": None}
             )
             for wv in at.verdicts
             for v in wv.verdicts.values()

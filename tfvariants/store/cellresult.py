@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast
 
 from tfvariants.options.interference import DISTURBED_SHARE, SHIELDED_SHARE
-from tfvariants.plan.cell import Cell
+from tfvariants.plan.cell import Cell, config_label
 from tfvariants.plan.serve import DEFAULT_BATCH_TIMEOUT_MS, ServeCell, ServeKey
 from tfvariants.plan.task import PlannedCell
 from tfvariants.plan.tasks import task_of
@@ -46,7 +46,7 @@ class ConfigKey(NamedTuple):
 
     @property
     def label(self) -> str:
-        return f"{self.variant}@{self.threads}"
+        return config_label(self.variant, self.threads)
 
 
 def host_of(result: Mapping[str, Any]) -> str | None:

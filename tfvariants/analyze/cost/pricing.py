@@ -18,6 +18,7 @@ from tfvariants.analyze.cost.catalog import (
     valid_date,
 )
 from tfvariants.errors import UserError
+from tfvariants.plan.cell import config_label
 
 # --instance keys: VARIANT, VARIANT@THREADS or THREADS
 _MAP_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*(?:@[0-9]{1,4})?|[0-9]{1,4}", re.ASCII)
@@ -82,7 +83,7 @@ class Pricing:
     def instance_for(
         self, variant: str, threads: int, device: str = "cpu"
     ) -> tuple[Instance, str] | None:
-        for key in (f"{variant}@{threads}", variant, str(threads)):
+        for key in (config_label(variant, threads), variant, str(threads)):
             if key in self.overrides:
                 return self.catalog.instance(self.overrides[key]), f"mapped by option {key}"
         if device == "gpu":

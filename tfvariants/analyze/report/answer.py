@@ -20,13 +20,14 @@ from tfvariants.analyze.shared.format import money, ratio_interval, sig3, verdic
 from tfvariants.analyze.shared.frame import RunFrame
 from tfvariants.analyze.statistics import adaptive
 from tfvariants.analyze.statistics.stats import Comparison
+from tfvariants.analyze.statistics.verdict import COST_WORDS, TIME_WORDS, Verdict
 from tfvariants.analyze.training.analysis import Analysis
 from tfvariants.analyze.training.groups import Group, WorkloadReport
 from tfvariants.analyze.training.roofline import Roofline as RooflineAnalysis
 from tfvariants.options.training import TrainingOptions
+from tfvariants.store.cellresult import ConfigKey
 from tfvariants.store.record import PresetRecord, RunRecord
 
-DECIDED = ("different", "equivalent")  # a verdict that needs no more repeats
 UNDER_LOAD = "*"  # marks a verdict resting partly on rounds from disturbed or busy cells
 
 
@@ -66,18 +67,17 @@ class Answer:
         return any(r.headroom for r in self.rows)
 
 
-def heading(verdicts: Iterable[str]) -> str:
+def heading(verdicts: Iterable[Verdict]) -> str:
     """What the verdicts add up to, in their own words: never "partly undecided" when
     none was decided."""
-    said = list(verdicts)
+    said = [Verdict(v) for v in verdicts]
     n = len(said)
-    decided = sum(v in DECIDED for v in said)
+    decided = sum(v.decided for v in said)
     if n == 0:
         return "No verdict against the baseline"
     if n == 1:
-        word = {"different": "decided", "equivalent": "equivalent"}.get(said[0], "undecided")
-        return f"The one comparison with the baseline: {word}"
-    if all(v == "equivalent" for v in said):
+        return f"The one comparison with the baseline: {said[0].word}"
+    if all(v == Verdict.EQUIVALENT for v in said):
         return f"All {n} equivalent to the baseline"
     if decided == n:
         return f"All {n} comparisons decided"
@@ -160,24 +160,24 @@ def _against_baseline(
     is_baseline: bool,
     cmp: Comparison | None,
     missing: str,
-    words: tuple[str, str] = ("faster", "slower"),
+    words: tuple[str, str] = TIME_WORDS,
 ) -> tuple[str, str, str]:
     """A row's verdict word, ratio and ratio interval against the baseline (Row's third
     to fifth fields; ``missing``: the word when there is no comparison; ``words``: lower
     and higher when decided)."""
     if is_baseline:
-        return "baseline", "1x", ""
+        return Verdict.BASELINE, "1x", ""
     if cmp is None:
         return missing, "", ratio_interval(cmp)
     return verdict_word(cmp, *words), f"{sig3(cmp.ratio.value)}x", ratio_interval(cmp)
 
 
 def _training_row(
-    wr: WorkloadReport, g: Group, room: Mapping[tuple[str, str], float], currency: str
+    wr: WorkloadReport, g: Group, room: Mapping[ConfigKey, float], currency: str
 ) -> Row:
     missing = "no verdict" if g.time is not None else "no result"
     cost = g.cost_iv.value if g.cost_iv is not None else (g.cost.cost if g.cost else None)
-    headroom = room.get((wr.name, g.label))
+    headroom = room.get(g.key)
     return Row(
         wr.name,
         g.label,
@@ -192,7 +192,7 @@ def _training_row(
 def _serving_row(m: ModelReport, c: Config, currency: str) -> Row:
     """A serving configuration: the cost per million predictions within the p99 bound,
     against the baseline's."""
-    words = ("cheaper", "dearer")
+    words = COST_WORDS
     cost = c.cost_per_million
     return Row(
         m.model,
@@ -204,12 +204,12 @@ def _serving_row(m: ModelReport, c: Config, currency: str) -> Row:
     )
 
 
-def _headroom(roof: RooflineAnalysis | None) -> dict[tuple[str, str], float]:
+def _headroom(roof: RooflineAnalysis | None) -> dict[ConfigKey, float]:
     """At most how much faster each configuration could run each workload at this CPU's
     attainable peak (the roofline's own figure; none without stored peaks)."""
     if roof is None:
         return {}
-    return {(s.workload, s.label): h for s in roof.shares if (h := s.headroom)}
+    return {s.key: h for s in roof.shares if (h := s.headroom)}
 
 
 def _question(
@@ -248,7 +248,7 @@ def _step(
 ) -> tuple[str | None, str | None]:
     """One next step for the whole run: the report's own (compiled.next_step) for the
     undecided comparison that needs the most repeats, as a command to paste."""
-    undecided = [c for c in cmps if c.verdict == "undecided"]
+    undecided = [c for c in cmps if c.verdict == Verdict.UNDECIDED]
     if not undecided:
         return None, None
     cmp = max(undecided, key=lambda c: c.more_repeats or 0)

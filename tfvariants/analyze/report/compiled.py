@@ -17,6 +17,7 @@ from tfvariants.analyze.shared.format import sig3
 from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.analyze.statistics import adaptive
 from tfvariants.analyze.statistics.stats import Comparison
+from tfvariants.analyze.statistics.verdict import Verdict
 from tfvariants.analyze.training import loadlabel
 from tfvariants.analyze.training.conclusions import interval_words
 from tfvariants.analyze.training.groups import Group, WorkloadReport
@@ -124,7 +125,7 @@ def _per_workload(
     """One workload's answer for a build: faster/slower by X, equivalent, or undecided
     with the next step."""
     r = cmp.ratio
-    if cmp.verdict == "different":
+    if cmp.verdict == Verdict.DIFFERENT:
         if r.value < 1:
             text = f"faster by {sig3(1 / r.value)}x ({interval_words(r, True)}"
         else:
@@ -135,7 +136,7 @@ def _per_workload(
         if r.has_interval and 1 / (1 + band) <= r.lo and r.hi <= 1 + band:
             text += f"; within +/-{band:.0%}"
         text += ")"
-    elif cmp.verdict == "equivalent":
+    elif cmp.verdict == Verdict.EQUIVALENT:
         text = (
             f"equivalent within +/-{cmp.equivalence_band:.0%} (ratio {sig3(r.value)}, "
             f"{interval_words(r)}; typical runs)"
@@ -163,7 +164,7 @@ def answer(
     round_s = round_seconds(workloads, [stock, *builds])
     last_look = adaptive.last_look_of(run.adaptive)
     answers: dict[str, list[str]] = {b: [] for b in builds}
-    verdicts: list[str] = []
+    verdicts: list[Verdict] = []
     bands: set[float] = set()
     lines: list[str] = []
     for wr in workloads:
@@ -199,15 +200,15 @@ def answer(
     return [head, *lines, *headroom(roof, [stock, *builds]), STUDY]
 
 
-def _head(cpu: str, stock: str, verdicts: list[str], band: float) -> str:
-    if verdicts and all(v == "equivalent" for v in verdicts):
+def _head(cpu: str, stock: str, verdicts: list[Verdict], band: float) -> str:
+    if verdicts and all(v == Verdict.EQUIVALENT for v in verdicts):
         return (
             f"On {cpu}: no compiled build differed from the stock wheel {stock} by more "
             f"than {band:.0%} (equivalent on every workload)."
         )
-    if "different" in verdicts:
+    if Verdict.DIFFERENT in verdicts:
         return f"On {cpu}: a compiled build differed from the stock wheel {stock} (decided):"
-    if verdicts and "equivalent" not in verdicts:  # none decided: not "partly"
+    if verdicts and Verdict.EQUIVALENT not in verdicts:  # none decided: not "partly"
         return f"On {cpu}: compiled builds vs the stock wheel {stock} stayed undecided:"
     if verdicts:
         return f"On {cpu}: compiled builds vs the stock wheel {stock} stayed partly undecided:"

@@ -42,6 +42,7 @@ from tfvariants.analyze.shared.format import ratio_end, sig3
 from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.analyze.statistics import stats
 from tfvariants.analyze.statistics.decide import run_settings
+from tfvariants.analyze.statistics.verdict import Verdict
 from tfvariants.analyze.training.analysis import Analysis, analyze_contents
 from tfvariants.errors import UserError
 from tfvariants.options.declare import RunOptionsBase, declared
@@ -61,14 +62,14 @@ class Reading:
 
     run: str  # the run folder's name
     started_at: str
-    verdict: str  # different | equivalent | undecided
+    verdict: Verdict  # different | equivalent | undecided
     ratio: stats.Interval
     this: bool = False
 
     @property
     def word(self) -> str:
         """faster / slower (decided, by how much) or the verdict itself."""
-        if self.verdict != "different":
+        if self.verdict != Verdict.DIFFERENT:
             return self.verdict
         v = self.ratio.value
         return f"{sig3(1 / v)}x faster" if v < 1 else f"{sig3(v)}x slower"
@@ -85,12 +86,12 @@ class Reading:
     def span(self) -> str:
         """The ratio and its interval; for "faster" both turned (1/x), as the word."""
         iv = self.ratio
-        faster = self.verdict == "different" and iv.value < 1
+        faster = self.verdict == Verdict.DIFFERENT and iv.value < 1
         if not iv.has_interval:
             return "" if faster else sig3(iv.value)
         if faster:
             return f"({ratio_end(1 / iv.hi)}-{ratio_end(1 / iv.lo)}x)"
-        value = "" if self.verdict == "different" else f"{sig3(iv.value)} "
+        value = "" if self.verdict == Verdict.DIFFERENT else f"{sig3(iv.value)} "
         return f"{value}({ratio_end(iv.lo)}-{ratio_end(iv.hi)}x)"
 
     def overlaps(self, other: Reading) -> bool:
@@ -196,7 +197,7 @@ def readings(analysis: Analysis, run: str, started_at: str, this: bool) -> dict[
             continue
         for g in w.groups:
             cmp = g.verdict.comparison if g.verdict is not None else None
-            if g.is_baseline or cmp is None or cmp.verdict == "baseline":
+            if g.is_baseline or cmp is None or cmp.verdict == Verdict.BASELINE:
                 continue
             key = (w.name, g.label, w.baseline.label)
             out[key] = Reading(run, started_at, cmp.verdict, cmp.ratio, this)

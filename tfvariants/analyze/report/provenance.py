@@ -9,16 +9,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tfvariants.analyze.training.groups import WorkloadReport
+from tfvariants.plan.cell import config_label
 
 
 @dataclass(frozen=True)
 class WhereRan:
-    configuration: str  # variant@threads
+    variant: str
+    threads: int
     instances: list[str] = field(default_factory=list)  # node types
     real: int = 0  # cells on nodes that declared a real instance
     simulated: int = 0  # cells on nodes that did not
     nodes: set[str] = field(default_factory=set)
     cpu_models: set[str] = field(default_factory=set)
+
+    @property
+    def configuration(self) -> str:
+        return config_label(self.variant, self.threads)
 
     @property
     def verdict(self) -> str:
@@ -32,27 +38,21 @@ class WhereRan:
 
 def where_ran(workloads: Sequence[WorkloadReport]) -> list[WhereRan]:
     """One row per configuration that ran on Ray nodes (empty for a local run)."""
-    nodes: dict[str, list[dict]] = {}  # configuration -> its cells' Ray node records
+    nodes: dict[tuple[str, int], list[dict]] = {}  # configuration -> its cells' Ray nodes
     for w in workloads:
         for g in w.groups:
             for r in g.results:
                 node = r.raw.get("node")
                 if isinstance(node, dict) and node.get("executor") == "ray":
-                    nodes.setdefault(g.label, []).append(node)
-    rows = [_where(label, ns) for label, ns in nodes.items()]
-
-    def order(row: WhereRan) -> tuple[str, int]:
-        variant, _, threads = row.configuration.rpartition("@")
-        return variant, int(threads) if threads.isdigit() else 0
-
-    return sorted(rows, key=order)
+                    nodes.setdefault((g.variant, g.threads), []).append(node)
+    return [_where(config, nodes[config]) for config in sorted(nodes)]
 
 
-def _where(label: str, nodes: list[dict]) -> WhereRan:
+def _where(config: tuple[str, int], nodes: list[dict]) -> WhereRan:
     # a cell that never reached a node (e.g. no node of its type) names only its type
     reached = [n for n in nodes if "real_instance" in n or "simulated" in n]
     return WhereRan(
-        label,
+        *config,
         instances=list(dict.fromkeys(str(n.get("instance") or "?") for n in nodes)),
         real=sum(1 for n in reached if n.get("real_instance") is True),
         simulated=sum(1 for n in reached if n.get("real_instance") is not True),

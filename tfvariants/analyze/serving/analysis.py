@@ -29,6 +29,7 @@ from tfvariants.analyze.serving.configs import (
 from tfvariants.analyze.serving.sentences import conclude_model, last_look_sentence
 from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.analyze.statistics.decide import Settings, run_settings
+from tfvariants.analyze.statistics.verdict import Verdict
 from tfvariants.analyze.statistics.verdicts import Requested, pick_baseline
 from tfvariants.options.serving import ServingOptions
 from tfvariants.plan.serve import ServeKey
@@ -260,7 +261,7 @@ def _model_report(
             runner_up=met[1],
             cheapest_cmp=cmp,
             cheapest_decided=cmp is not None
-            and cmp.verdict == "different"
+            and cmp.verdict == Verdict.DIFFERENT
             and cmp.direction == "lower",
         )
     return replace(rep, conclusions=conclude_model(rep, bound, pricing, settings))

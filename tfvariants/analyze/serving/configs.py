@@ -19,6 +19,7 @@ from tfvariants.analyze.shared.format import sig3
 from tfvariants.analyze.statistics import stats
 from tfvariants.analyze.statistics.decide import Settings
 from tfvariants.analyze.statistics.verdicts import statistic
+from tfvariants.plan.cell import config_label
 from tfvariants.plan.serve import ServeKey
 from tfvariants.store.cellresult import PERCENTILES, FromKey, ServeResult
 from tfvariants.store.record import RunRecord
@@ -141,7 +142,7 @@ class Config:
     @property
     def label(self) -> str:
         b = f" {self.batching}" if self.batching else ""
-        return f"{self.variant}@{self.threads} {self.path}{b}"
+        return f"{config_label(self.variant, self.threads)} {self.path}{b}"
 
     def row(self, scenario: str, concurrency: int) -> Row | None:
         return next(

@@ -11,6 +11,7 @@ from tfvariants.analyze.serving.configs import Config, ModelReport, compare_lowe
 from tfvariants.analyze.shared.format import money, sig3
 from tfvariants.analyze.statistics import adaptive as adaptive_rule
 from tfvariants.analyze.statistics.decide import Settings
+from tfvariants.analyze.statistics.verdict import Verdict
 from tfvariants.analyze.training.conclusions import phrase
 from tfvariants.options.interference import DISTURBED_SHARE
 from tfvariants.store.rawfields import finite_number
@@ -71,7 +72,7 @@ def _cheapest_sentence(
     against = phrase(c, nxt, cmp, "cost") if cmp is not None else "no comparison"
     if rep.cheapest_decided:
         lead = f"{c.label} serves it cheapest with {within}"
-    elif cmp is not None and cmp.verdict == "equivalent":
+    elif cmp is not None and cmp.verdict == Verdict.EQUIVALENT:
         lead = (
             f"{c.label} and {nxt.label} serve it about equally cheaply with {within} "
             f"({c.label} lowest)"

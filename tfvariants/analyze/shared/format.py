@@ -7,6 +7,7 @@ import math
 from collections.abc import Callable
 
 from tfvariants.analyze.statistics import stats
+from tfvariants.analyze.statistics.verdict import TIME_WORDS, Verdict
 
 
 def sig3(x: float | None) -> str:
@@ -78,9 +79,6 @@ def interval_label(iv: stats.Interval | None) -> str:
     return "" if iv is None else iv.label
 
 
-VERDICT_WORDS = {"different": "decided", "equivalent": "equivalent", "undecided": "undecided"}
-
-
 def interval_sub(iv: stats.Interval | None, fmt: Callable[[float], str] = dur) -> str:
     """Only the interval part, e.g. "9.70-10.2 min" ("" when there is none)."""
     if iv is None or not iv.has_interval:
@@ -97,19 +95,19 @@ def interval_sub(iv: stats.Interval | None, fmt: Callable[[float], str] = dur) -
 def ratio_main(cmp: stats.Comparison | None) -> str:
     if cmp is None:
         return "n/a"
-    if cmp.verdict == "baseline":
-        return "1 (baseline)"
-    return f"{'~' if cmp.verdict == 'undecided' else ''}{sig3(cmp.ratio.value)}x"
+    if cmp.verdict == Verdict.BASELINE:
+        return f"1 ({Verdict.BASELINE})"
+    return f"{'~' if cmp.verdict == Verdict.UNDECIDED else ''}{sig3(cmp.ratio.value)}x"
 
 
 def ratio_sub(cmp: stats.Comparison | None) -> str:
-    if cmp is None or cmp.verdict == "baseline":
+    if cmp is None or cmp.verdict == Verdict.BASELINE:
         return ""
     r = cmp.ratio
-    word = VERDICT_WORDS.get(cmp.verdict, cmp.verdict)
-    if cmp.verdict == "different":
-        word = "lower, decided" if r.value < 1 else "higher, decided"
-    if cmp.verdict == "undecided" and cmp.more_repeats:
+    word = cmp.verdict.word
+    if cmp.verdict == Verdict.DIFFERENT:
+        word = f"{'lower' if r.value < 1 else 'higher'}, {word}"
+    if cmp.verdict == Verdict.UNDECIDED and cmp.more_repeats:
         word += f", ~{cmp.more_repeats} more repeats"
     if not r.has_interval:
         return f"no interval, {word}"
@@ -131,26 +129,26 @@ def ratio_end(x: float) -> str:
 
 def ratio_interval(cmp: stats.Comparison | None) -> str:
     """The ratio's interval alone, e.g. "0.475-1.50x" ("none" with too few repeats)."""
-    if cmp is None or cmp.verdict == "baseline":
+    if cmp is None or cmp.verdict == Verdict.BASELINE:
         return ""
     r = cmp.ratio
     return f"{ratio_end(r.lo)}-{ratio_end(r.hi)}x" if r.has_interval else "none"
 
 
 def verdict_word(
-    cmp: stats.Comparison | None, lower: str = "faster", higher: str = "slower"
+    cmp: stats.Comparison | None, lower: str = TIME_WORDS[0], higher: str = TIME_WORDS[1]
 ) -> str:
     """One word for a verdict table: faster/slower when decided, else equivalent/undecided."""
     if cmp is None:
         return "n/a"
-    if cmp.verdict == "different":
+    if cmp.verdict == Verdict.DIFFERENT:
         return lower if cmp.ratio.value < 1 else higher
     return cmp.verdict  # baseline, equivalent, undecided
 
 
 def repeats_needed(cmp: stats.Comparison | None) -> str:
     """About how many more repeats per side would decide an undecided comparison."""
-    if cmp is None or cmp.verdict != "undecided" or not cmp.more_repeats:
+    if cmp is None or cmp.verdict != Verdict.UNDECIDED or not cmp.more_repeats:
         return ""
     return f"~{cmp.more_repeats}"
 

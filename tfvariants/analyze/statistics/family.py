@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 from tfvariants.analyze.statistics import stats, verdicts
 from tfvariants.analyze.statistics.decide import Settings
+from tfvariants.analyze.statistics.verdict import Verdict
 
 RoundValues = Mapping[int, float]
 
@@ -65,7 +66,7 @@ def lead(best: RoundValues, rivals: Mapping[str, RoundValues], settings: Setting
     each = family_settings(settings, max(len(rivals), 1))
     comparisons = {name: _compare(best, values, each) for name, values in rivals.items()}
     decided = bool(comparisons) and all(
-        c is not None and c.verdict == "different" and c.direction == "lower"
+        c is not None and c.verdict == Verdict.DIFFERENT and c.direction == "lower"
         for c in comparisons.values()
     )
     return Lead(decided, comparisons, each, settings.confidence)

@@ -11,8 +11,7 @@ TensorFlow or a scientific stack installed. docs/methods.md explains it for user
   log scale by Hodges-Lehmann (the median of all pairwise differences of log values)
   with the Mann-Whitney interval around it (the U test inverted; exact up to 50 x 50
   repeats, the normal approximation above: see ranktests.py). Repeats from the same
-  rounds are compared on those rounds
-  (:func:`tfvariants.analyze.statistics.pairing.compare_rounds`).
+  rounds are compared on those rounds (:func:`.pairing.compare_rounds`).
   The verdict comes from that same interval and two symmetric bands around 1 (closed: an
   interval end within 1e-9 of a band's edge counts as on it):
     - "different":  the interval lies entirely outside [1/(1+e), 1+e], e = ``min_effect``
@@ -40,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from tfvariants.analyze.statistics import bands, ranktests
 from tfvariants.analyze.statistics import looks as looks_mod
 from tfvariants.analyze.statistics.looks import Looks
+from tfvariants.analyze.statistics.verdict import Verdict
 from tfvariants.options.decision import (  # declared with the options
     CONFIDENCE,
     EQUIVALENCE_BAND,
@@ -48,7 +48,6 @@ from tfvariants.options.decision import (  # declared with the options
 
 MIN_REPEATS = 4  # smallest n per side for which a 95 % one-look ratio interval exists
 DEFAULT_REPEATS = 5  # the default: decidable at the default looks (2/252 < 0.0162, per look)
-VERDICTS = ("different", "equivalent", "undecided", "baseline")
 
 
 def percent(p: float) -> str:
@@ -110,7 +109,7 @@ class Interval:
         if self.method == "single":
             return "one measurement, no interval"
         if self.method == "exact":
-            return "baseline"
+            return Verdict.BASELINE.value  # the baseline against itself
         cov = percent(self.coverage) if self.coverage is not None else "no"
         if self.method == "min-max":
             return f"median of {self.n}; range of the repeats = {cov} interval for the median"
@@ -146,7 +145,7 @@ class Comparison:
     """a versus b for a lower-is-better quantity: ratio ~ a / b."""
 
     ratio: Interval
-    verdict: str  # one of VERDICTS
+    verdict: Verdict
     reasons: tuple[str, ...] = field(default_factory=tuple)
     more_repeats: int | None = None  # undecided: about how many more per side would decide
     min_effect: float = MIN_EFFECT
@@ -155,9 +154,12 @@ class Comparison:
     # "tail"), shown with the verdict whatever it is.
     warnings: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:  # a word (stored, a test's) becomes the enum
+        object.__setattr__(self, "verdict", Verdict(self.verdict))
+
     @property
     def significant(self) -> bool:
-        return self.verdict == "different"
+        return self.verdict == Verdict.DIFFERENT
 
     @property
     def direction(self) -> str:
@@ -332,22 +334,22 @@ def verdict_of(
             ratio = Interval(
                 r, lo, hi, eq.method, eq.n, eq.coverage, eq.looks, one_sided=eq is not e
             )
-            return Comparison(ratio, "equivalent", (), None, *cut)
+            return Comparison(ratio, Verdict.EQUIVALENT, (), None, *cut)
     halves = (_half(e), _half(eq))
     if e.lo is None or e.hi is None:
         ratio = Interval(r, r, r, e.method, e.n, None, e.looks)
         more = bands.more_repeats(e.est, halves, e.n, (effect, equal), e.min_n)
-        return Comparison(ratio, "undecided", (e.too_few,), more, *cut)
+        return Comparison(ratio, Verdict.UNDECIDED, (e.too_few,), more, *cut)
     ratio = Interval(r, exp_or_inf(e.lo), exp_or_inf(e.hi), e.method, e.n, e.coverage, e.looks)
     if bands.beyond(e.lo, e.hi, effect):
-        return Comparison(ratio, "different", (), None, *cut)
+        return Comparison(ratio, Verdict.DIFFERENT, (), None, *cut)
     if e.lo > 0 or e.hi < 0:
         why = f"the difference is real but may be smaller than {min_effect:.0%}"
     else:  # with no minimum effect "a difference under 0%" would mean nothing
         under = f"a difference under {min_effect:.0%}" if min_effect else "1 (no difference)"
         why = f"the interval reaches beyond +/-{equivalence_band:.0%} and does not exclude {under}"
     more = bands.more_repeats(e.est, halves, e.n, (effect, equal), e.min_n)
-    return Comparison(ratio, "undecided", (why,), more, *cut)
+    return Comparison(ratio, Verdict.UNDECIDED, (why,), more, *cut)
 
 
 def _half(e: Estimate) -> float | None:
@@ -367,7 +369,7 @@ def single(
     n = min(len(la), len(lb))
     return Comparison(
         Interval(r, r, r, "single", n, None, looks),  # no interval: nothing held together
-        "undecided",
+        Verdict.UNDECIDED,
         ("one measurement on a side: no interval, nothing can be decided",),
         min_n - n,
         min_effect,

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from tfvariants.analyze.statistics import pairing, stats
 from tfvariants.analyze.statistics.decide import Settings, choose_baseline
+from tfvariants.analyze.statistics.verdict import Verdict
 from tfvariants.store.cellresult import CellResult, ConfigKey
 
 RoundValues = Mapping[int, float]  # round (repeat index) -> one value of that round
@@ -80,7 +81,7 @@ def statistic(base: RoundValues, other: RoundValues, settings: Settings) -> stat
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Judgement:
     """One configuration against its workload's baseline."""
 
     config: ConfigKey
@@ -91,7 +92,7 @@ class Verdict:
     @property
     def open(self) -> bool:
         """Another round of both sides could still change the verdict."""
-        return self.comparison is None or self.comparison.verdict == "undecided"
+        return self.comparison is None or self.comparison.verdict == Verdict.UNDECIDED
 
 
 def measured(results: Iterable[CellResult]) -> set[ConfigKey]:
@@ -105,14 +106,14 @@ def compare_with(
     configs: Iterable[ConfigKey],
     settings: Settings,
     ran: Collection[ConfigKey] | None = None,
-) -> dict[ConfigKey, Verdict]:
+) -> dict[ConfigKey, Judgement]:
     """Every configuration (but the baseline) against it, where both ``ran`` (have a
     successful repeat; default: usable values). A pair without a common usable round
-    (e.g. every repeat of one side disturbed) gets a Verdict with no comparison: open,
+    (e.g. every repeat of one side disturbed) gets a Judgement with no comparison: open,
     since another round may give one; a side that never succeeded gets none."""
     ran = set(values) if ran is None else set(ran)
     base = values.get(baseline) or {}
-    out: dict[ConfigKey, Verdict] = {}
+    out: dict[ConfigKey, Judgement] = {}
     if baseline not in ran:
         return out
     for c in configs:
@@ -120,7 +121,7 @@ def compare_with(
             continue
         mine = values.get(c) or {}
         rounds = tuple(sorted(set(base) & set(mine)))
-        out[c] = Verdict(c, baseline, rounds, statistic(base, mine, settings) if rounds else None)
+        out[c] = Judgement(c, baseline, rounds, statistic(base, mine, settings) if rounds else None)
     return out
 
 
@@ -164,10 +165,10 @@ def pick_baseline(
 class WorkloadVerdicts:
     workload: str
     baseline: ConfigKey | None
-    verdicts: Mapping[ConfigKey, Verdict]
+    verdicts: Mapping[ConfigKey, Judgement]
 
     @property
-    def open(self) -> list[Verdict]:
+    def open(self) -> list[Judgement]:
         return [v for v in self.verdicts.values() if v.open]
 
 

@@ -166,9 +166,9 @@ def analyze_contents(contents: RunContents, report: ReportSettings, settings: Se
     )
     inputs, all_warnings = _summarise_groups(inputs, quiet.included)
     all_warnings[:0] = folder_warnings(contents)
-    baseline_label = run_baseline_label(inputs)
+    run_base = run_baseline(inputs)
     reports = [
-        _workload_report(w, inputs, baseline_label, all_warnings)
+        _workload_report(w, inputs, run_base, all_warnings)
         for w in _order((k.workload for k in inputs.groups), run.workloads)
     ]
     judged = {g.key: g for wr in reports for g in wr.groups}  # with their verdicts
@@ -193,7 +193,7 @@ def analyze_contents(contents: RunContents, report: ReportSettings, settings: Se
         results_dir=str(contents.results_dir),
         run=run,
         workloads=reports,
-        baseline_label=baseline_label,
+        baseline_label=run_base.label,
         pricing=report.pricing,
         environments=envs,
         raw_environments=raw_envs,
@@ -281,10 +281,12 @@ def _summarise_groups(
 
 
 def _workload_report(
-    w: str, inputs: _Inputs, baseline_label: str, warnings: list[cautions.StatWarning]
+    w: str, inputs: _Inputs, run_base: ConfigKey, warnings: list[cautions.StatWarning]
 ) -> WorkloadReport:
     """One workload: its baseline and verdicts (the one comparison), conclusions and
-    accuracy parity; its cautions are appended to ``warnings``."""
+    accuracy parity; its cautions are appended to ``warnings`` (``run_base``: the run's
+    baseline, :func:`run_baseline`)."""
+    baseline_label = run_base.label
     variants = inputs.variants
     wgroups = sorted(
         (g for g in inputs.groups.values() if g.workload == w),
@@ -322,7 +324,7 @@ def _workload_report(
     )
     cost = repeatcost.sentence(w, marked, duet=inputs.duet)  # what a repeat costs
     # The workload's own baseline, as its ratios use (the header's may not have run it).
-    base_variant = found.baseline.variant if found.baseline else baseline_label.split("@")[0]
+    base_variant = (found.baseline or run_base).variant
     wr = replace(
         wr,
         conclusions=[*wr.conclusions, cost] if cost else wr.conclusions,
@@ -348,8 +350,8 @@ def _same(old: list[Group], new: list[Group], group: Group | None) -> Group | No
     return next((n for o, n in zip(old, new, strict=True) if o is group), None)
 
 
-def run_baseline_label(inputs: _Inputs) -> str:
-    """The run's baseline in one label (the header): the one baseline rule
+def run_baseline(inputs: _Inputs) -> ConfigKey:
+    """The run's baseline (the header's; no workload): the one baseline rule
     (:func:`tfvariants.analyze.statistics.verdicts.pick_baseline`) on every workload's usable
     repeats pooled per (variant, threads). Each workload's own baseline (the same rule on
     its own repeats) is what its ratios and its accuracy parity use."""
@@ -369,5 +371,5 @@ def run_baseline_label(inputs: _Inputs) -> str:
     )
     if chosen is None:
         first = inputs.variants[0]
-        return f"{first}@{max(k.threads for k in inputs.groups if k.variant == first)}"
-    return f"{chosen.variant}@{chosen.threads}"
+        return ConfigKey("", first, max(k.threads for k in inputs.groups if k.variant == first))
+    return chosen

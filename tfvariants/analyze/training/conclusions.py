@@ -12,6 +12,7 @@ from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.shared.format import dur, money, ratio_end, sig3
 from tfvariants.analyze.statistics import family, stats
 from tfvariants.analyze.statistics.decide import Settings
+from tfvariants.analyze.statistics.verdict import TIME_WORDS, Said, Verdict
 from tfvariants.analyze.statistics.verdicts import statistic
 from tfvariants.analyze.training import loadlabel
 
@@ -68,15 +69,15 @@ def phrase(a: Labelled, b: Labelled, cmp: stats.Comparison, what: str = "time") 
 
 def _phrase(a: Labelled, b: Labelled, cmp: stats.Comparison, what: str) -> str:
     r = cmp.ratio
-    low, high = ("faster", "slower") if what == "time" else ("cheaper", "more expensive")
-    if cmp.verdict == "different":
+    low, high = TIME_WORDS if what == "time" else (Said.CHEAPER, Said.MORE_EXPENSIVE)
+    if cmp.verdict == Verdict.DIFFERENT:
         if r.value < 1:
             words = interval_words(r, True)
             return f"{a.label} was {sig3(1 / r.value)}x {low} than {b.label} ({words}, decided)"
         return (
             f"{a.label} was {sig3(r.value)}x {high} than {b.label} ({interval_words(r)}, decided)"
         )
-    if cmp.verdict == "equivalent":
+    if cmp.verdict == Verdict.EQUIVALENT:
         return (
             f"{a.label} and {b.label} were equivalent in {what} ({what} ratio {sig3(r.value)}, "
             f"{interval_words(r)} lies within +/-{cmp.equivalence_band:.0%}; typical runs)"
@@ -145,9 +146,9 @@ def _gpu_first(with_time: list[Group], settings: Settings, lines: list[str]) -> 
         ("the fastest CPU configuration", fastest),
         ("the cheapest CPU configuration", cheapest),
     ):
-        if cpu is None or frozenset((gpu.label, cpu.label)) in said:
+        if cpu is None or frozenset((gpu.key, cpu.key)) in said:
             continue
-        said.add(frozenset((gpu.label, cpu.label)))
+        said.add(frozenset((gpu.key, cpu.key)))
         parts = []
         t = _cmp(gpu, cpu, settings, "time")
         if t is not None:
@@ -189,9 +190,9 @@ def conclude(
         if len(vg) >= 2:
             hi, lo = vg[-1], vg[0]
             cmp = _cmp(hi, lo, settings, "time")
-            if cmp is not None and frozenset((hi.label, lo.label)) not in said:
+            if cmp is not None and frozenset((hi.key, lo.key)) not in said:
                 lines.append(f"Threads: {phrase(hi, lo, cmp)}.")
-                said.add(frozenset((hi.label, lo.label)))
+                said.add(frozenset((hi.key, lo.key)))
     if wr.cheapest is not None and pricing is not None:
         lines.append(_cheapest_sentence(wr, wr.cheapest, b, pricing, settings))
     lines += _open_sentences(wr, with_time, b)
@@ -250,23 +251,23 @@ def _fastest_sentences(
         # estimate is shortest and the next sentence says why that is not (yet) a claim.
         if runner_up is None:
             lead = f"only the baseline {b.label} ran successfully for {wr.name}"
-        elif cmp is not None and cmp.verdict == "different" and cmp.direction == "lower":
+        elif cmp is not None and cmp.verdict == Verdict.DIFFERENT and cmp.direction == "lower":
             lead = f"the baseline {b.label} was the fastest for {wr.name}"
         else:
             lead = f"the baseline {b.label} had the shortest estimated time for {wr.name}"
         said_lead = f"{host}, {lead} ({dur(_time(b))} for the full schedule)"
         # "fastest" rests on the comparison with the runner-up: labelled as it is
         lines.append(loadlabel.qualify(said_lead, b, runner_up) + ".")
-        pair = frozenset((b.label, runner_up.label)) if runner_up is not None else None
+        pair = frozenset((b.key, runner_up.key)) if runner_up is not None else None
         if runner_up is not None and cmp is not None and pair not in said:
             lines.append(f"Against the next best: {phrase(b, runner_up, cmp)}.")
-            said.add(frozenset((runner_up.label, b.label)))
-    elif f.time_cmp is not None and frozenset((f.label, b.label)) not in said:
+            said.add(frozenset((runner_up.key, b.key)))
+    elif f.time_cmp is not None and frozenset((f.key, b.key)) not in said:
         # Name it: after "a and b were equivalent", "it" could be either.
         # An undecided lead is flagged in the summary table ("not decided"), not said.
         rank = f"; {f.label} was the fastest configuration" if wr.fastest_decided else ""
         lines.append(f"{host}, for {wr.name}, {phrase(f, b, f.time_cmp)}{rank}.")
-        said.add(frozenset((f.label, b.label)))
+        said.add(frozenset((f.key, b.key)))
 
 
 def _cheapest_sentence(
@@ -276,7 +277,12 @@ def _cheapest_sentence(
     amount = money(c.cost.cost, pricing.catalog.currency)
     text = f"Cheapest: {c.label} at {amount} per full training run on {c.cost.instance}"
     parts = []
-    if c.cost_cmp is not None and b is not None and c is not b and c.cost_cmp.verdict != "baseline":
+    if (
+        c.cost_cmp is not None
+        and b is not None
+        and c is not b
+        and c.cost_cmp.verdict != Verdict.BASELINE
+    ):
         parts.append(phrase(c, b, c.cost_cmp, "cost") + _tiers(c, b))
     # "Cheapest" claims a lead over the next cheapest: say whether that is decided.
     rest = [g for g in wr.groups if g.time is not None and g.cost is not None and g is not c]

@@ -10,7 +10,8 @@ from tfvariants.analyze.cost.pricing import CellCost
 from tfvariants.analyze.shared import cautions
 from tfvariants.analyze.shared.parity import VariantParity
 from tfvariants.analyze.statistics import stats
-from tfvariants.analyze.statistics.verdicts import Verdict
+from tfvariants.analyze.statistics.verdict import Verdict
+from tfvariants.analyze.statistics.verdicts import Judgement
 from tfvariants.store.cellresult import CellResult, ConfigKey
 
 
@@ -51,7 +52,7 @@ class Group:
     cost_iv: stats.Interval | None = None
     time_cmp: stats.Comparison | None = None
     cost_cmp: stats.Comparison | None = None
-    verdict: Verdict | None = None  # the time comparison with the rounds it used
+    verdict: Judgement | None = None  # the time comparison with the rounds it used
     under_load: tuple[int, int] | None = None  # its rounds from disturbed or busy cells (loadlabel)
     cost_rounds: int = 0  # rounds the cost comparison used
     is_baseline: bool = False
@@ -69,7 +70,7 @@ class Group:
 
     @property
     def label(self) -> str:
-        return f"{self.variant}@{self.threads}"
+        return self.key.label
 
     @property
     def ok(self) -> list[CellResult]:
@@ -103,9 +104,9 @@ class Group:
         if (
             self.time_cmp is not None
             and not self.is_baseline
-            and self.time_cmp.verdict == "undecided"
+            and self.time_cmp.verdict == Verdict.UNDECIDED
         ):
-            out.append("undecided")
+            out.append(Verdict.UNDECIDED)
         if self.verdict is not None and self.verdict.comparison is None:
             out.append("no common undisturbed round with the baseline")
         if self.bimodal:

@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from tfvariants.analyze.statistics.verdict import Verdict
 from tfvariants.analyze.training.noise import busy_at_raised_priority
 
 if TYPE_CHECKING:
@@ -87,7 +88,7 @@ def qualify(text: str, a: object, b: object) -> str:
 def word(verdict_word: str, loaded: tuple[int, int] | None) -> str:
     """A verdict table's word ("faster") with "under load" when it rests on disturbed
     cells; the baseline and n/a stay as they are."""
-    if loaded is None or not loaded[0] or verdict_word in ("baseline", "n/a"):
+    if loaded is None or not loaded[0] or verdict_word in (Verdict.BASELINE, "n/a"):
         return verdict_word
     return f"{verdict_word} under load"
 

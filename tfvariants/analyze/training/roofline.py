@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tfvariants.analyze.shared.format import sig3
+from tfvariants.plan.cell import config_label
+from tfvariants.store.cellresult import ConfigKey
 from tfvariants.store.record import RunRecord
 
 if TYPE_CHECKING:
@@ -54,7 +56,7 @@ class Peak:
 
     @property
     def label(self) -> str:
-        return f"{self.variant}@{self.threads}"
+        return config_label(self.variant, self.threads)
 
 
 @dataclass(frozen=True)
@@ -72,8 +74,12 @@ class Share:
     note: str | None = None  # why its own build's peak has no figure (the CSV's peak_note)
 
     @property
+    def key(self) -> ConfigKey:
+        return ConfigKey(self.workload, self.variant, self.threads)
+
+    @property
     def label(self) -> str:
-        return f"{self.variant}@{self.threads}"
+        return self.key.label
 
     def share(self, peak: float | None) -> float | None:
         """Achieved as a fraction of ``peak``."""

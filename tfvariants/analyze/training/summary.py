@@ -15,7 +15,8 @@ from tfvariants.analyze.shared.coverage import first_cell_id
 from tfvariants.analyze.shared.fields import median_of
 from tfvariants.analyze.statistics import stats
 from tfvariants.analyze.statistics.decide import Settings
-from tfvariants.analyze.statistics.verdicts import Verdict, round_values, statistic
+from tfvariants.analyze.statistics.verdict import Verdict
+from tfvariants.analyze.statistics.verdicts import Judgement, round_values, statistic
 from tfvariants.analyze.training.groups import Group, Measurements
 from tfvariants.store.cellresult import CellResult, ConfigKey
 
@@ -145,7 +146,7 @@ def _costs(
 def apply_verdicts(
     groups: list[Group],
     baseline: Group | None,
-    verdicts: Mapping[ConfigKey, Verdict],
+    verdicts: Mapping[ConfigKey, Judgement],
     settings: Settings,
 ) -> list[Group]:
     """The groups with the time verdicts (from the one comparison), and the costs
@@ -155,7 +156,7 @@ def apply_verdicts(
     if b is None or not b.times:
         return list(groups)
     one = stats.Interval(1.0, 1.0, 1.0, "exact", len(b.times))
-    same = stats.Comparison(one, "baseline", min_effect=settings.min_effect)
+    same = stats.Comparison(one, Verdict.BASELINE, min_effect=settings.min_effect)
     out = []
     for g in groups:
         v = verdicts.get(g.key)
