@@ -9,9 +9,6 @@ from tfvariants.analyze.statistics.verdict import Verdict
 from tfvariants.analyze.training.groups import WorkloadReport
 from tfvariants.render.svgchart import PALETTE, Bar, bar_chart
 
-# a bar's note: the verdict, but none when decided (the bar and its interval say it)
-NOTES = {v: v.value for v in (Verdict.BASELINE, Verdict.UNDECIDED)} | {Verdict.EQUIVALENT: "equiv."}
-
 
 def workload_charts(
     wr: WorkloadReport, baseline_label: str, variants: list[str], pricing: Pricing | None
@@ -34,7 +31,9 @@ def workload_charts(
                 out.append(Bar(g.label, None, color=colors[g.variant], note=why))
                 continue
             r = cmp.ratio
-            note = NOTES.get(cmp.verdict, "")
+            # the baseline's bar is in bold and "undecided" is the pale bar's (the legend
+            # says both once), not a word per bar
+            note = "equiv." if cmp.verdict == Verdict.EQUIVALENT else ""
             label = g.label + (" *" if g.oversubscribed else "")
             hi = r.hi if math.isfinite(r.hi) else None
             out.append(
@@ -52,12 +51,9 @@ def workload_charts(
         return out
 
     foot = "* more threads than host CPUs" if any(g.oversubscribed for g in wr.groups) else ""
-    time_chart = bar_chart(
-        f"{wr.name}: training time vs {baseline_label}", bars("time"), footnote=foot
-    )
+    # The workload's heading names it: the titles say only what is charted.
+    time_chart = bar_chart(f"training time vs {baseline_label}", bars("time"), footnote=foot)
     cost_chart = None
     if pricing is not None:
-        cost_chart = bar_chart(
-            f"{wr.name}: training cost vs {baseline_label}", bars("cost"), footnote=foot
-        )
+        cost_chart = bar_chart(f"training cost vs {baseline_label}", bars("cost"), footnote=foot)
     return time_chart, cost_chart

@@ -13,7 +13,7 @@ from typing import Any
 from tfvariants import __version__
 from tfvariants.analyze.report.build import Report
 from tfvariants.analyze.serving.configs import HEADLINE, as_throughput
-from tfvariants.analyze.shared.cautions import StatWarning
+from tfvariants.analyze.shared.cautions import BRIEF, StatWarning
 from tfvariants.analyze.shared.format import (
     dur,
     interval_label,
@@ -54,6 +54,15 @@ def alike(mapping: Mapping[str, Any]) -> list[tuple[list[str], Any]]:
         else:
             same.append(key)
     return groups
+
+
+def by_head(warnings: list[StatWarning]) -> list[tuple[str, list[StatWarning]]]:
+    """Warnings said in brief, under their subject's first word (the workload): its name
+    once, then each configuration's figures."""
+    groups: dict[str, list[StatWarning]] = {}
+    for w in warnings:
+        groups.setdefault(w.subject.partition(" ")[0], []).append(w)
+    return list(groups.items())
 
 
 def alike_runs(warnings: list[StatWarning]) -> list[tuple[tuple[str, str], list[StatWarning]]]:
@@ -105,9 +114,11 @@ def render_html(report: Report) -> str:
     env.filters["as_throughput"] = as_throughput
     env.filters["alike"] = alike
     env.filters["parity_rows"] = parity_rows
+    env.filters["by_head"] = by_head
     env.filters["groupby_kind"] = lambda ws: [g for _, g in alike_runs(ws)]
     env.filters["roofline_chart"] = partial(roofline_chart, variants=report.frame.variants)
     env.globals["money_unit"] = money_unit(currency)
+    env.globals["brief"] = BRIEF
     workloads = report.training.workloads if report.training is not None else []
     charts = {
         w.name: workload_charts(

@@ -62,7 +62,7 @@ def bar_chart(
     title: str,
     bars: list[Bar],
     *,
-    axis_label: str = "relative to baseline (lower is better)",
+    axis_label: str = "ratio, lower is better",
     reference: float | None = 1.0,
     width: int = 570,
     footnote: str = "",
@@ -80,7 +80,7 @@ def bar_chart(
     out: list[str] = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" width="{width}" '
         f'height="{height}" viewBox="0 0 {width} {height}" font-family="system-ui, sans-serif" '
-        f'font-size="12"><title>{escape(title)}</title>',
+        f'font-size="12" aria-label="{escape(title)}">',
         f'<text x="{label_w}" y="20" font-size="14" font-weight="600" fill="#222">'
         f"{escape(title)}</text>",
     ]
@@ -139,12 +139,13 @@ def _bar(p: _Plot, b: Bar, y: int) -> list[str]:
         return out
     bw = max(p.x(b.value) - label_w, 1.0)
     has_span = b.lo is not None and b.hi is not None and b.hi > b.lo
-    span = f" ({sig3(b.lo)}-{sig3(b.hi)})" if has_span else ""
+    # The label and the value are drawn beside the bar: the tooltip holds only what is
+    # not, the interval the error bar draws (its figures reachable, not said thrice).
+    tip = f"<title>{sig3(b.lo)}-{sig3(b.hi)}</title>" if has_span else ""
     opacity = "0.4" if b.faded else "0.9"
     out.append(
         f'<rect x="{label_w}" y="{y + 4}" width="{bw:.1f}" height="{row_h - 8}" '
-        f'fill="{escape(b.color)}" fill-opacity="{opacity}"><title>{escape(b.label)}: '
-        f"{sig3(b.value)}{span}</title></rect>"
+        f'fill="{escape(b.color)}" fill-opacity="{opacity}">{tip}</rect>'
     )
     end = p.x(b.value)
     if b.lo is not None and b.hi is not None and b.hi > b.lo:

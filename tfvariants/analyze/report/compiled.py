@@ -226,14 +226,14 @@ def _band_words(band: float, preset: PresetRecord, min_effect: float) -> str:
     if preset.band is not None and abs(preset.band - band) < 1e-12:
         words = (
             f"'Equivalent' means within +/-{band:.0%} of the stock wheel: the question is "
-            "whether compiling is worth it; a truth near the edge of +/-5 % would not settle "
-            "in practical time at a few percent of noise."
+            "whether compiling is worth it (near the edge of +/-5 % none settles in "
+            "practical time)."
         )
     else:
         words = f"'Equivalent' means within +/-{band:.0%} of the stock wheel (--equivalence-band)."
     if min_effect == 0:
         words += (
-            " 'Faster' and 'slower' mean the interval excludes 1 (no minimum effect), so "
-            "that no true ratio is left undecidable between a minimum effect and the band."
+            " 'Faster' and 'slower' mean the interval excludes 1 (no minimum effect), so no "
+            "true ratio is left undecidable."
         )
     return words

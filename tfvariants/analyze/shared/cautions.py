@@ -20,6 +20,16 @@ class StatWarning:
     kind: str  # unstable | bimodal | few_repeats | oversubscribed | failed | noisy_host | ...
     message: str
     hint: str = ""
+    # Where several warnings of a kind are listed, the kind's meaning (BRIEF) is said once
+    # and each says only whom it is about and its figures: "cifar10_cnn x@2: 17%".
+    subject: str = ""
+    figures: str = ""
+
+
+# What a warning's figures mean, by kind: the report says it once above the list.
+BRIEF = {
+    "unstable": "the repeats' spread (std/mean); the farthest repeat, its time over the median",
+}
 
 
 def bimodal(values: Sequence[float]) -> str | None:
@@ -66,6 +76,8 @@ def stability_warnings(label: str, values: Sequence[float]) -> list[StatWarning]
                 "unstable",
                 f"{label} is unstable: repeats differ by {spread:.0%} (std/mean)",
                 "run more repeats (--repeats, --budget) or close other programs",
+                subject=label,
+                figures=f"{spread:.0%}",
             )
         )
     if len(values) < stats.MIN_REPEATS:

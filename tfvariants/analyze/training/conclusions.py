@@ -275,7 +275,8 @@ def _cheapest_sentence(
 ) -> str:
     assert c.cost is not None  # the cheapest is chosen among the groups with a cost
     amount = money(c.cost.cost, pricing.catalog.currency)
-    text = f"Cheapest: {c.label} at {amount} per full training run on {c.cost.instance}"
+    # the instance is the measurements' (said once there)
+    text = f"Cheapest: {c.label} at {amount} per full training run"
     parts = []
     if (
         c.cost_cmp is not None

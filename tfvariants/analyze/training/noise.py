@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -67,8 +68,8 @@ class HostNoise:
         )
         if self.resolvable is not None:
             text += (
-                f"; with {self.repeats} repeats per side this run can resolve differences of "
-                f"about {self.resolvable - 1:.0%} or more (smaller ones stay undecided)"
+                f"; {self.repeats} repeats per side resolve differences of about "
+                f"{self.resolvable - 1:.0%} or more"
             )
         by = self.equivalent_by_workload
         if len(set(by.values())) > 1:
@@ -77,13 +78,13 @@ class HostNoise:
             parts = [f"{n} for {w}" for n, w in known]
             parts += [f"more than {self.repeats + bands.MAX_MORE} for {w}" for w in beyond]
             text += (
-                f"; two equal configurations would be called equivalent within "
+                f"; equal ones would be called equivalent within "
                 f"+/-{self.band:.0%} from about {', '.join(parts)} repeats per side (from "
                 "each workload's own noise)"
             )
         elif self.equivalent_from is not None:
             text += (
-                f"; two equal configurations would be called equivalent within "
+                f"; equal ones would be called equivalent within "
                 f"+/-{self.band:.0%} from about {self.equivalent_from} repeats per side"
             )
         return text + "."
@@ -237,8 +238,17 @@ def _equivalent_from_groups(groups: Sequence[Group], settings: Settings) -> int 
 HINTS = {
     "wandering": "run more rounds: the interval was widened, and 5 rounds cannot show a "
     "wander at all",
-    "tail": "look at the slow repeats; for a bill over many runs compare the mean times",
+    "tail": "look at the slow repeats; for a bill, compare the mean times",
 }
+
+
+def _figures_only(words: str, before: str) -> str:
+    """ "0.983 against 0.892" when ``words`` say what ``before`` said with other figures
+    (the ratio of the means ... 0.983 against 0.892 ...); else the words themselves."""
+    number = r"\d[\d.]*"
+    if re.sub(number, "#", words) != re.sub(number, "#", before):
+        return words
+    return " against ".join(re.findall(number, words))
 
 
 def comparison_warnings(groups: Sequence[Group]) -> list[StatWarning]:
@@ -246,11 +256,16 @@ def comparison_warnings(groups: Sequence[Group]) -> list[StatWarning]:
     naming every configuration and quantity it concerns."""
     hits: dict[str, list[tuple[str, str]]] = {}
     for g in groups:
+        named: dict[str, str] = {}  # a configuration's cost after its time: named once
         for what, cmp in (("time", g.time_cmp), ("cost", g.cost_cmp)):
             for w in cmp.warnings if cmp is not None else ():
                 kind, _, words = w.partition(": ")
                 figures, _, why = words.rpartition(": ")  # "the ratio ... is 0.98: why"
-                said = f"{g.workload} {g.label} ({what}): {figures or why}"
+                if kind in named:  # the same words as its time's: only the figures
+                    said = f"({what}): {_figures_only(figures, named[kind]) or why}"
+                else:
+                    said = f"{g.workload} {g.label} ({what}): {figures or why}"
+                named[kind] = figures
                 hits.setdefault(kind, []).append((said, why if figures else ""))
     warnings = []
     for kind, found in hits.items():

@@ -32,9 +32,11 @@ def _explain_spread(warning: cautions.StatWarning, ok: list[CellResult]) -> caut
         return warning
     t, r = max(timed, key=lambda tr: abs(math.log(tr[0] / med)))
     text = f"; the farthest repeat (r{r.round}) took {t / med:.2f}x the median"
+    figures = f"{warning.figures}, r{r.round} {t / med:.2f}x"
     if r.others_share is not None and r.others_share >= 0.10:
         text += f", while other processes used {r.others_share:.0%} of its pinned CPUs"
-    return cautions.StatWarning(warning.kind, warning.message + text, warning.hint)
+        figures += f", while other processes used {r.others_share:.0%} of its pinned CPUs"
+    return replace(warning, message=warning.message + text, figures=figures)
 
 
 def summarise_group(
