@@ -31,6 +31,7 @@ from tfvariants.options.training import TrainingOptions
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.spec import MatrixSpec
 from tfvariants.rounds.training import NextRoundHook, look_verdicts
+from tfvariants.store import lock
 from tfvariants.store.cellresult import AnyResult, ConfigKey
 from tfvariants.store.runfolder import RunFolder
 
@@ -151,9 +152,15 @@ def run_matrix(scn: Scenario, key: str, rule: adaptive.StoppingRule) -> Run:
         return hook(stored)
 
     with tempfile.TemporaryDirectory(prefix="tfv-decide-", dir=SCRATCH) as tmp:
-        matrix = Matrix(spec, Path(tmp) / "run")
+        out = Path(tmp) / "run"
+        matrix = Matrix(spec, out)
         matrix.prepare(hosts=[])
-        matrix.run(cells, policy=Policy(next_round=next_round))
+        try:
+            matrix.run(cells, policy=Policy(next_round=next_round))
+        finally:
+            # The folder's lock is held until its command ends (the CLI releases it):
+            # one process runs thousands of these, so each gives its lock back.
+            lock.release(out)
     # The report's comparison of what was stored, at the last look (every round is one).
     at = look_verdicts(spec, seen[0], rule, baseline=baseline, settings=hook.settings)
     (wv,) = at.verdicts

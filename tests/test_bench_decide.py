@@ -163,3 +163,17 @@ def test_a_heavy_tails_extreme_draw_is_stored_by_the_product(tmp_path: Path) -> 
     result = decide_run.simulated_result(cell, 1.9e7)
     folder.write_cell(cell.cell_id, result)
     assert result["schedule"]["projected_full_s"] == pytest.approx(1.9e4)
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts open descriptors in /proc")
+def test_trials_give_back_their_run_folders_lock() -> None:
+    # A 2,000-trial run ran out of file descriptors: each trial's run folder kept its lock.
+    from tfvariants.analyze.statistics import adaptive, stats
+
+    rule = adaptive.stopping_rule(stats.DEFAULT_REPEATS)
+    scn = decide.scenarios()[0]
+    decide.run_adaptive(scn, "auto", "fd/0", rule)
+    before = len(list(Path("/proc/self/fd").iterdir()))
+    for i in range(1, 6):
+        decide.run_adaptive(scn, "auto", f"fd/{i}", rule)
+    assert len(list(Path("/proc/self/fd").iterdir())) <= before
