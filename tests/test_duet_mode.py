@@ -318,6 +318,17 @@ def test_a_filler_is_stopped_when_the_other_cell_ends(tmp_path):
 
 
 def test_ctrl_c_stops_both_workers_and_stores_nothing(tmp_path):
+    # A shell starts background jobs with SIGINT ignored (a CI run started with `&`), and
+    # Python keeps an inherited "ignore": the Ctrl-C this test sends must raise as it does
+    # at a terminal.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _ctrl_c_stops_both(tmp_path)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _ctrl_c_stops_both(tmp_path):
     variant = stub_variant(tmp_path, SLEEPER, env={"STUB_SLEEP": str(LONG_S)})
     a, b = Cell("stub", 1, "mnist_mlp", 0), Cell("stub", 1, "mnist_cnn", 0)
     folder = RunFolder(tmp_path / "run")
