@@ -66,7 +66,7 @@ def test_report_renders_in_headless_chromium(tmp_path):
     )
     assert dom.stdout.count("<svg") == 4
     assert "<script" not in dom.stdout  # nothing injected, nothing to error
-    assert "mnist_cnn: training cost vs pip@16" in dom.stdout
+    assert "training cost vs pip@16" in dom.stdout  # the cost chart, drawn
     assert "Uncaught" not in dom.stderr
 
 
