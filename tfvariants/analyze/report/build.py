@@ -25,7 +25,6 @@ from tfvariants.analyze.report.training import build_training
 from tfvariants.analyze.shared.frame import RunFrame
 from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.analyze.statistics.decide import Settings, run_settings
-from tfvariants.analyze.training.roofline import Roofline
 from tfvariants.store.rundir import RunContents, load_run_dir
 
 # Each task's part of a report, in the report's order (the first leads: its frame is
@@ -42,7 +41,7 @@ P = TypeVar("P")
 class Report:
     """Everything one report shows. ``frame`` is the header's facts (the leading
     part's); ``parts`` each task's part; ``shared`` the facts more than one output reads
-    (roofline, compiled answer, other runs), computed once: the HTML, the CSV and the
+    (compiled answer, other runs), computed once: the HTML, the CSV and the
     terminal read them."""
 
     frame: RunFrame
@@ -59,10 +58,6 @@ class Report:
     def other_runs(self) -> OtherRuns | None:
         """This run beside the other runs of its comparisons."""
         return self.shared.other_runs
-
-    @property
-    def roofline(self) -> Roofline | None:
-        return self.shared.roofline
 
     @property
     def compiled(self) -> tuple[str, ...]:

@@ -15,7 +15,6 @@ from tfvariants.analyze.report.otherruns import OtherRuns
 from tfvariants.analyze.report.provenance import WhereRan
 from tfvariants.analyze.shared.frame import RunFrame
 from tfvariants.analyze.statistics.stats import Comparison
-from tfvariants.analyze.training.roofline import Roofline
 from tfvariants.store.record import PresetRecord
 
 
@@ -29,9 +28,8 @@ class Section(Protocol):
 @dataclass(frozen=True)
 class Shared:
     """The facts more than one output reads, computed once per report by the part that
-    owns them: the sections, the CSV and the terminal read these."""
+    owns them: the sections, the answer and the terminal read these."""
 
-    roofline: Roofline | None = None
     compiled: tuple[str, ...] = ()  # a compiled-preset run's answer, () for any other
     other_runs: OtherRuns | None = None
 
@@ -144,7 +142,6 @@ def lead(parts: Sequence[TaskPart]) -> TaskPart:
 def shared_of(parts: Sequence[TaskPart]) -> Shared:
     """The report's shared facts: each field from the first part that has it."""
     return Shared(
-        roofline=next((p.shared.roofline for p in parts if p.shared.roofline), None),
         compiled=next((p.shared.compiled for p in parts if p.shared.compiled), ()),
         other_runs=next((p.shared.other_runs for p in parts if p.shared.other_runs), None),
     )

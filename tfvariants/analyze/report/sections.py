@@ -1,8 +1,9 @@
 """The report's sections: small immutable records, in reading order, that the HTML
 template loops over (each names its template, ``render/templates/sections/<name>``).
 
-A new section is one class here, one line in :func:`sections_of` and one template file:
-the renderer does not change. What a section holds is analysed data; how it looks
+A section of every run is one class here, one line in :func:`sections_of` and one
+template file; a task's sections are its part's (analyze/report/<task>.py, placed by
+``TaskPart.sections``): the renderer does not change. What a section holds is analysed data; how it looks
 (charts, number formats) is the renderer's.
 """
 

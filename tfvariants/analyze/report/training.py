@@ -1,6 +1,7 @@
-"""Training's part of a report (analyze/report/part.py ``TaskPart``): its analysis, the
-facts others read (roofline, compiled answer, other runs: computed once here), its
-sections, its rows of the answer table, its CSV and its sentences on the terminal."""
+"""Training's part of a report (analyze/report/part.py ``TaskPart``): its analysis, its
+roofline and the facts others read (compiled answer, other runs), each computed once
+here, its sections, its rows of the answer table, its CSV and its sentences on the
+terminal."""
 
 from __future__ import annotations
 
@@ -18,9 +19,11 @@ from tfvariants.analyze.shared.format import money, sig3
 from tfvariants.analyze.shared.frame import RunFrame
 from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.analyze.statistics.decide import Settings
-from tfvariants.analyze.training import loadlabel, roofline
+from tfvariants.analyze.training import loadlabel
 from tfvariants.analyze.training.analysis import Analysis, analyze_contents
 from tfvariants.analyze.training.groups import Group, WorkloadReport
+from tfvariants.analyze.training.roofline import CSV_COLUMNS as PEAK_COLUMNS
+from tfvariants.analyze.training.roofline import Roofline, csv_columns, roofline
 from tfvariants.options.interference import DISTURBED_SHARE
 from tfvariants.store.cellresult import CellResult, ConfigKey
 from tfvariants.store.record import PresetRecord
@@ -50,7 +53,7 @@ class RooflineSection:
     """How close to the hardware: the peaks and each configuration's share of them."""
 
     template: ClassVar[str] = "roofline.html"
-    roofline: roofline.Roofline
+    roofline: Roofline
 
 
 CSV_COLUMNS = [
@@ -65,7 +68,7 @@ CSV_COLUMNS = [
     *("time_ratio", "time_ratio_lo", "time_ratio_hi", "time_verdict", "ratio_interval"),
     *("time_more_repeats", "time_rounds", "cost_ratio", "cost_ratio_lo", "cost_ratio_hi"),
     "cost_verdict",
-    *roofline.CSV_COLUMNS,  # the configuration's share of the peaks
+    *PEAK_COLUMNS,  # the configuration's share of the peaks
 ]
 
 
@@ -82,6 +85,7 @@ class TrainingPart:
     )
     analysis: Analysis
     shared: Shared = Shared()
+    roofline: Roofline | None = None  # once: its section, CSV and headroom read it
 
     @property
     def frame(self) -> RunFrame:
@@ -118,7 +122,7 @@ class TrainingPart:
             summary=(summary,) if workloads else (),
             body=(
                 *(Workload(w, i) for i, w in enumerate(workloads, 1)),
-                *((RooflineSection(shared.roofline),) if shared.roofline is not None else ()),
+                *((RooflineSection(self.roofline),) if self.roofline is not None else ()),
             ),
         )
 
@@ -128,7 +132,7 @@ class TrainingPart:
     def answer(self, currency: str, compiled: PresetRecord | None) -> AnswerPart:
         rows: list[Row] = []
         cmps = []
-        room = _headroom(self.shared.roofline)
+        room = _headroom(self.roofline)
         for wr in self.analysis.workloads:
             for g in _groups(wr, compiled):
                 rows.append(_row(wr, g, room, currency))
@@ -145,7 +149,7 @@ class TrainingPart:
     def csv(self) -> CsvTable | None:
         if not self.analysis.workloads:
             return None
-        return CsvTable(tuple(CSV_COLUMNS), tuple(csv_rows(self.analysis, self.shared)))
+        return CsvTable(tuple(CSV_COLUMNS), tuple(csv_rows(self.analysis, self.roofline)))
 
     def said(self, shared: Shared) -> tuple[tuple[str, tuple[str, ...]], ...]:
         return tuple((w.name, tuple(w.conclusions)) for w in self.analysis.workloads)
@@ -161,16 +165,16 @@ class TrainingPart:
 
 
 def training_part(analysis: Analysis, other: OtherRuns | None = None) -> TrainingPart:
-    """Training's part with its shared facts: the roofline (once: the section, the CSV
-    and the compiled answer's headroom read it) and the compiled answer; beside other runs
+    """Training's part with its roofline (once: the section, the CSV and the compiled
+    answer's headroom read it) and its shared facts: the compiled answer; beside other runs
     of the same comparisons, their sentence too (before the study's note, which stays
     last): one run's answer to a few-percent question is not the host's."""
-    roof = roofline.roofline(analysis.workloads, analysis.run)
+    roof = roofline(analysis.workloads, analysis.run)
     min_effect = analysis.settings.min_effect
     lines = answer(analysis.workloads, analysis.run, min_effect, roof) or []
     if lines and other is not None:
         lines = [*lines[:-1], other.sentence(), lines[-1]]
-    return TrainingPart(analysis, Shared(roof, tuple(lines), other))
+    return TrainingPart(analysis, Shared(tuple(lines), other), roof)
 
 
 def build_training(
@@ -194,7 +198,7 @@ def _groups(wr: WorkloadReport, compiled: PresetRecord | None) -> list[Group]:
     return [g for g in wr.groups if g.variant in wanted and g.threads == threads]
 
 
-def _headroom(roof: roofline.Roofline | None) -> dict[ConfigKey, float]:
+def _headroom(roof: Roofline | None) -> dict[ConfigKey, float]:
     """At most how much faster each configuration could run each workload at this CPU's
     attainable peak (the roofline's own figure; none without stored peaks)."""
     if roof is None:
@@ -245,13 +249,13 @@ def _config_columns(analysis: Analysis) -> dict[ConfigKey, dict[str, Any]]:
     return out
 
 
-def csv_rows(analysis: Analysis, shared: Shared) -> list[dict[str, Any]]:
+def csv_rows(analysis: Analysis, roof: Roofline | None) -> list[dict[str, Any]]:
     """One row per training cell, from the report's facts (its costs and roofline:
     computed once)."""
     rows = []
     pricing = analysis.pricing
     configs = _config_columns(analysis)
-    peaks = roofline.csv_columns(shared.roofline)
+    peaks = csv_columns(roof)
     for r in analysis.cells:
         cost = analysis.cell_costs.get(r.cell_id)
         sched = r.get("schedule") or {}
