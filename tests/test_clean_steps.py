@@ -197,6 +197,7 @@ def test_the_verdicts_use_the_clean_projection_and_the_summary_counts_the_cells(
 
 def test_the_report_lists_the_cells_measured_on_their_undisturbed_steps(tmp_path, capsys):
     from tfvariants.analyze.report.build import assemble
+    from tfvariants.analyze.report.training import training_part
     from tfvariants.analyze.training.analysis import analyze
     from tfvariants.cli import main
     from tfvariants.render.html import render_html
@@ -207,7 +208,7 @@ def test_the_report_lists_the_cells_measured_on_their_undisturbed_steps(tmp_path
     folder = write_results(tmp_path / "res", results)
     a = analyze(folder)
     assert len(a.interference.clean) == 3 and not a.interference.disturbed
-    html = render_html(assemble(a))
+    html = render_html(assemble(training_part(a)))
     assert "Cells measured on their undisturbed steps (3)" in html
     assert "is measured on those steps and not disturbed (this run: 3, see below)" in html
     assert "3 of 6 cells were measured on their undisturbed steps only" in html

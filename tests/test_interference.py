@@ -113,6 +113,7 @@ def test_summary_counts_waits_from_the_runner_record():
 
 def test_report_leaves_disturbed_cells_out_and_lists_them(tmp_path):
     from tfvariants.analyze.report.build import assemble
+    from tfvariants.analyze.report.training import training_part
     from tfvariants.analyze.training.analysis import analyze
     from tfvariants.render.html import render_html
 
@@ -125,7 +126,7 @@ def test_report_leaves_disturbed_cells_out_and_lists_them(tmp_path):
     one = next(g for g in a.workloads[0].groups if g.threads == 1)
     assert one.time_cmp is not None and one.rounds_compared == 4
     assert any(w.kind == "disturbed" for w in a.warnings)
-    html = render_html(assemble(a))
+    html = render_html(assemble(training_part(a)))
     assert "Disturbed cells (1)" in html and "mnist_cnn__local__t1__r2" in html
     assert next(g for g in analyze(folder, disturbed="include").workloads[0].groups
                 if g.threads == 1).rounds_compared == 5  # fmt: skip

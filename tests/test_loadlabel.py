@@ -24,6 +24,7 @@ def loaded_run(tmp_path, disturbed_rounds):
 
 def test_a_verdict_that_rests_on_disturbed_cells_says_so_wherever_it_is_shown(tmp_path):
     from tfvariants.analyze.report.build import assemble
+    from tfvariants.analyze.report.training import training_part
     from tfvariants.analyze.training.analysis import analyze
     from tfvariants.render.csvout import csv_rows
     from tfvariants.render.html import render_html
@@ -35,9 +36,9 @@ def test_a_verdict_that_rests_on_disturbed_cells_says_so_wherever_it_is_shown(tm
     said = " ".join(a.workloads[0].conclusions)
     note = "under load: 5 of 5 rounds from disturbed or busy cells; on a quiet machine the"
     assert f"decided; {note} ratio may differ)" in said
-    rows = [r for r in csv_rows(assemble(a)) if r["threads"] == 1]
+    rows = [r for r in csv_rows(assemble(training_part(a))) if r["threads"] == 1]
     assert {r["time_verdict"] for r in rows} == {"different under load"}
-    html = render_html(assemble(a))
+    html = render_html(assemble(training_part(a)))
     assert ">under load</div>" in html and "5 of 5 rounds from disturbed or busy cells" in html
     fastest_base = analyze(tmp_path / "res", baseline="local@2").workloads[0].conclusions
     assert "was the fastest" in fastest_base[0] and note in fastest_base[0]  # the lead too
@@ -45,14 +46,15 @@ def test_a_verdict_that_rests_on_disturbed_cells_says_so_wherever_it_is_shown(tm
 
 def test_a_clean_verdict_carries_no_load_label_and_a_partly_loaded_one_counts(tmp_path):
     from tfvariants.analyze.report.build import assemble
+    from tfvariants.analyze.report.training import training_part
     from tfvariants.analyze.training.analysis import analyze
     from tfvariants.render.csvout import csv_rows
 
     clean = analyze(loaded_run(tmp_path / "clean", ()))
     assert "under load" not in " ".join(clean.workloads[0].conclusions)
-    assert {r["time_verdict"] for r in csv_rows(assemble(clean)) if r["threads"] == 1} == {
-        "different"
-    }
+    assert {
+        r["time_verdict"] for r in csv_rows(assemble(training_part(clean))) if r["threads"] == 1
+    } == {"different"}
     some = loaded_run(tmp_path / "some", (1, 3))
     excluded = analyze(some)  # 2 of 5 rounds disturbed: left out, the verdict is clean
     assert next(g for g in excluded.workloads[0].groups if g.threads == 1).under_load == (0, 3)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import resultfactory as rf
 
 from tfvariants.analyze.report.build import assemble
+from tfvariants.analyze.report.training import training_part
 from tfvariants.analyze.training.analysis import analyze
 from tfvariants.render.html import render_html
 
@@ -59,7 +60,7 @@ def test_outlier_flagged_against_the_spread_of_repeats(tmp_path) -> None:
     assert bad.flags[0] == "accuracy 0.610 vs 0.900 (tolerance ±0.050)"
     assert "loss 1.22 vs 0.3" in bad.flags[1]
     assert any(w.kind == "accuracy_parity" and "fast-wrong" in w.message for w in a.warnings)
-    html = render_html(assemble(a))
+    html = render_html(assemble(training_part(a)))
     assert "Accuracy parity" in html and "accuracy 0.610 vs 0.900" in html
 
 
@@ -89,14 +90,14 @@ def test_better_than_the_baseline_is_noted_not_flagged(tmp_path) -> None:
         "loss 0.1 vs 0.3 (tolerance ±0.045): better than the baseline",
     ]
     assert not any(w.kind == "accuracy_parity" for w in a.warnings)
-    assert "better than the baseline" in render_html(assemble(a))
+    assert "better than the baseline" in render_html(assemble(training_part(a)))
 
 
 def test_single_variant_has_no_parity_block(tmp_path) -> None:
     results = _results({"local": [0.9, 0.91]}, {"local": [0.3, 0.31]})
     a = analyze(rf.write_results(tmp_path / "r", results))
     assert len(a.workloads[0].parity) == 1
-    assert "Accuracy parity" not in render_html(assemble(a))
+    assert "Accuracy parity" not in render_html(assemble(training_part(a)))
 
 
 def test_variant_probe_block(tmp_path) -> None:
@@ -137,7 +138,9 @@ def test_variant_probe_block(tmp_path) -> None:
             },
         },
     )
-    html = render_html(assemble(analyze(rf.write_results(tmp_path / "r", results, run))))
+    html = render_html(
+        assemble(training_part(analyze(rf.write_results(tmp_path / "r", results, run))))
+    )
     assert "Variants on this host" in html
     assert "<code>ONEDNN_MAX_CPU_ISA=AVX512_CORE</code>" in html
     assert "no-op</span> ONEDNN_MAX_CPU_ISA=AVX512_CORE: no-op on this host (x)" in html
@@ -173,6 +176,8 @@ def test_each_workload_judged_against_its_own_baseline(tmp_path) -> None:
         w.kind == "accuracy_parity" and "than local" in w.message and "fast-wrong" in w.message
         for w in a.warnings
     )
-    html = render_html(assemble(a))  # mnist_mlp's block names the GPU, mnist_cnn's local
+    html = render_html(
+        assemble(training_part(a))
+    )  # mnist_mlp's block names the GPU, mnist_cnn's local
     assert html.count("against the baseline variant gpu:") == 1
     assert html.count("against the baseline variant local:") == 1

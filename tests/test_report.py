@@ -7,6 +7,7 @@ import resultfactory as rf
 from tfvariants.analyze.cost.catalog import load_catalog
 from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.report.build import assemble
+from tfvariants.analyze.report.training import training_part
 from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.analyze.training.analysis import analyze
 from tfvariants.commands.report import write_report
@@ -165,7 +166,7 @@ def test_html_is_one_self_contained_file(study, gce, tmp_path):
 
 
 def test_without_pricing_there_is_no_cost_chart(study, tmp_path):
-    html = render_html(assemble(analyze(study)))
+    html = render_html(assemble(training_part(analyze(study))))
     assert html.count("<svg") == 2
     assert "cost per run" not in html
 
@@ -182,7 +183,11 @@ def test_strings_from_results_cannot_inject_markup(tmp_path):
     rf.write_results(tmp_path / "x", results)
     html = render_html(
         assemble(
-            analyze(tmp_path / "x", pricing=Pricing(load_catalog("gce-2017")), baseline="local@1")
+            training_part(
+                analyze(
+                    tmp_path / "x", pricing=Pricing(load_catalog("gce-2017")), baseline="local@1"
+                )
+            )
         )
     )
     assert "<script>" not in html and "<img" not in html
@@ -255,7 +260,7 @@ def test_report_shows_the_machines_noise_and_labels_intervals(tmp_path):
     assert "resolve differences of about" in a.noise.sentence()
     assert any("local@1" in b and "two clusters" in b for b in a.noise.bimodal)
     assert any(w.kind == "bimodal" for w in a.warnings)
-    html = render_html(assemble(a))
+    html = render_html(assemble(training_part(a)))
     assert "This machine&#39;s noise" in html or "This machine's noise" in html
     assert 'title="median of 6; range of the repeats = 96.9% interval for the median"' in html
     assert "Bimodal timings: mnist_cnn local@1" in html
@@ -380,6 +385,7 @@ def test_sections_in_reading_order_and_only_those_with_something_to_say(study, g
     """The report is its list of sections (analyze/report/sections.py): the template
     loops over them, so what a report shows is decided here, not in the template."""
     from tfvariants.analyze.report import sections as sec
+    from tfvariants.analyze.report import training as tr
     from tfvariants.analyze.report.answer import Answer
     from tfvariants.analyze.report.build import build_report
 
@@ -387,14 +393,14 @@ def test_sections_in_reading_order_and_only_those_with_something_to_say(study, g
     kinds = [type(s) for s in report.sections]
     assert kinds == [
         Answer,
-        sec.TrainingSummary,
+        tr.TrainingSummary,
         sec.Warnings,
-        sec.Workload,
-        sec.Workload,
+        tr.Workload,
+        tr.Workload,
         sec.Environments,
         sec.Prices,
     ]
-    assert [s.index for s in report.sections if isinstance(s, sec.Workload)] == [1, 2]
+    assert [s.index for s in report.sections if isinstance(s, tr.Workload)] == [1, 2]
     html = render_html(report)
     assert html.index("<h2>Summary</h2>") < html.index("<h2>Warnings</h2>")
     assert html.index('id="w-2"') < html.index("<h2>Environment per variant</h2>")

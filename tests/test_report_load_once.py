@@ -67,12 +67,15 @@ def test_a_report_of_training_and_serving_cells_loads_its_folder_once(tmp_path, 
 
 def test_both_analyses_decide_with_the_one_reading_of_the_settings(tmp_path):
     from tfvariants.analyze.report.build import build_report
+    from tfvariants.analyze.report.serving import ServingPart
+    from tfvariants.analyze.report.training import TrainingPart
     from tfvariants.analyze.shared.settings import ReportSettings
     from tfvariants.options.decision import Override
 
     report = build_report(
         _mixed(tmp_path / "res"), ReportSettings(decision=Override(confidence=0.9))
     )
-    assert report.training is not None and report.serving is not None
-    assert report.training.settings is report.serving.settings
-    assert report.training.settings.confidence == 0.9
+    training, serving = report.part(TrainingPart), report.part(ServingPart)
+    assert training is not None and serving is not None
+    assert training.analysis.settings is serving.analysis.settings
+    assert training.analysis.settings.confidence == 0.9

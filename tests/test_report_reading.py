@@ -11,6 +11,7 @@ import resultfactory as rf
 
 from tfvariants.analyze.cost.catalog import load_catalog
 from tfvariants.analyze.cost.pricing import Pricing
+from tfvariants.analyze.report.serving import ServingPart
 from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.cli import main
 from tfvariants.commands.report import write_report
@@ -86,7 +87,9 @@ def test_serving_costs_keep_their_interval_and_sentences_their_label(tmp_path, c
     out = tmp_path / "r.html"
     assert main(["report", str(d), "-o", str(out), "--verbose"]) == 0
     a = write_report(d, out, ReportSettings(pricing=Pricing(load_catalog("gce-2017"))))
-    (m,) = a.serving.models
+    part = a.part(ServingPart)
+    assert part is not None
+    (m,) = part.analysis.models
     by = {c.label: c for c in m.configs}
     pip, comp = by["pip@2 inprocess"], by["compiled@2 inprocess"]
     # the cost per million keeps the throughput's coverage: an interval, not a point
@@ -165,12 +168,13 @@ def test_a_single_configuration_is_not_called_the_fastest(tmp_path):
 
 def test_summary_table_flags_an_undecided_lead_and_the_baseline_bar_is_solid(tmp_path):
     from tfvariants.analyze.report.build import assemble
+    from tfvariants.analyze.report.training import training_part
     from tfvariants.render.html import render_html
 
     a = _two_configs(tmp_path / "a", 2.0, 0.2)  # undecided
     (w,) = a.workloads
     assert not w.fastest_decided and not w.cheapest_decided
-    html = render_html(assemble(a))
+    html = render_html(assemble(training_part(a)))
     start = html.index('<table class="summary">')
     summary = html[start : html.index("</table>", start)]
     assert summary.count(">not decided</span>") == 2
@@ -182,6 +186,7 @@ def test_summary_table_flags_an_undecided_lead_and_the_baseline_bar_is_solid(tmp
 
 def test_steady_step_of_seconds_reads_in_ms_without_exponent(tmp_path):
     from tfvariants.analyze.report.build import assemble
+    from tfvariants.analyze.report.training import training_part
     from tfvariants.analyze.training.analysis import analyze
     from tfvariants.render.html import render_html
 
@@ -190,7 +195,7 @@ def test_steady_step_of_seconds_reads_in_ms_without_exponent(tmp_path):
         res = rf.make_result("local", 2, "mnist_mlp", r)
         res["timing"]["steady_step_s"] = 1.234  # a slow model: 1,230 ms, not "1.23e+03 ms"
         results.append(res)
-    html = render_html(assemble(analyze(rf.write_results(tmp_path / "s", results))))
+    html = render_html(assemble(training_part(analyze(rf.write_results(tmp_path / "s", results)))))
     assert "e+0" not in html and "1,230 ms" in html
 
 

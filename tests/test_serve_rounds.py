@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tfvariants.analyze.cost.pricing import parse_pricing_option
+from tfvariants.analyze.report.serving import ServingPart
 from tfvariants.analyze.serving.sentences import look_plan_sentence
 from tfvariants.analyze.statistics import adaptive
 from tfvariants.options.serving import ServingOptions
@@ -160,8 +161,8 @@ def test_the_report_states_the_planned_last_look_and_uses_its_looks(tmp_path):
     assert hook.rule is not None and hook.plan is not None
     update_run(tmp_path / "res", adaptive={**hook.rule.to_json(), "look_plan": hook.plan.to_json()})
     html_path = tmp_path / "rep" / "index.html"
-    analysis = write_report(tmp_path / "res", html_path).serving
-    assert analysis is not None and analysis.settings.looks == hook.rule.looks
+    part = write_report(tmp_path / "res", html_path).part(ServingPart)
+    assert part is not None and part.analysis.settings.looks == hook.rule.looks
     html = html_path.read_text()
     assert "Adaptive rounds: the last look (39 repeats) was planned from the budget" in html
 

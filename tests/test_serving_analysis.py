@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tfvariants.analyze.cost.pricing import parse_pricing_option
+from tfvariants.analyze.report.serving import ServingPart
 from tfvariants.analyze.serving.analysis import analyze_serving
 from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.options.serving import ServingOptions
@@ -421,7 +422,10 @@ def test_serving_costs_are_in_the_catalogs_currency(tmp_path):
     text = (CATALOG_DIR / "gce-2017.toml").read_text()
     eur.write_text(text.replace('currency = "USD"', 'currency = "EUR"'))
     html_path = tmp_path / "index.html"
-    sa = write_report(d, html_path, ReportSettings(pricing=parse_pricing_option(str(eur)))).serving
+    report = write_report(d, html_path, ReportSettings(pricing=parse_pricing_option(str(eur))))
+    part = report.part(ServingPart)
+    assert part is not None
+    sa = part.analysis
     html = html_path.read_text()
     assert "EUR per million predictions" in html and not re.search(r"\$\s?\d", html)
     assert any(re.search(r"[\d.]+ EUR per million", c) for m in sa.models for c in m.conclusions)
@@ -456,6 +460,7 @@ def test_serving_and_training_share_one_baseline_rule(tmp_path):
     import resultfactory as rf
 
     from tfvariants.analyze.report.build import build_report
+    from tfvariants.analyze.report.training import TrainingPart
 
     train = [
         rf.make_result(v, t, "mnist_mlp", r, logical_cpus=8)
@@ -472,12 +477,15 @@ def test_serving_and_training_share_one_baseline_rule(tmp_path):
         ],
     )
     report = build_report(tmp_path, ReportSettings(parse_pricing_option("gce-2017")))
-    assert report.training is not None and report.serving is not None
-    assert report.training.baseline_label == "pip@4"
-    assert report.training.workloads[0].baseline.label == "pip@4"
-    (model,) = report.serving.models
+    training, serving = report.part(TrainingPart), report.part(ServingPart)
+    assert training is not None and serving is not None
+    assert training.analysis.baseline_label == "pip@4"
+    assert training.analysis.workloads[0].baseline.label == "pip@4"
+    (model,) = serving.analysis.models
     assert model.baseline is not None and model.baseline.label == "pip@4 inprocess"
     # --baseline VARIANT: its most threads with usable values, in both
     report = build_report(tmp_path, ReportSettings(baseline="compiled"))
-    assert report.training.baseline_label == "compiled@2"
-    assert report.serving.models[0].baseline.label == "compiled@2 inprocess"
+    training, serving = report.part(TrainingPart), report.part(ServingPart)
+    assert training is not None and serving is not None
+    assert training.analysis.baseline_label == "compiled@2"
+    assert serving.analysis.models[0].baseline.label == "compiled@2 inprocess"

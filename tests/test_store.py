@@ -15,6 +15,7 @@ import resultfactory as rf
 from tfvariants.analyze.cost.catalog import load_catalog
 from tfvariants.analyze.cost.pricing import Pricing, parse_pricing_option
 from tfvariants.analyze.report.build import assemble
+from tfvariants.analyze.report.training import CSV_COLUMNS, training_part
 from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.analyze.training.analysis import analyze
 from tfvariants.cli import main
@@ -26,7 +27,6 @@ from tfvariants.execute.record import StoredCell
 from tfvariants.options.training import TrainingOptions
 from tfvariants.plan.cell import cell_id
 from tfvariants.plan.spec import MatrixSpec
-from tfvariants.render.csvout import CSV_COLUMNS
 from tfvariants.render.html import render_html
 from tfvariants.store.rundir import load_run_dir
 from tfvariants.store.runfile import RUN_SCHEMA_VERSION, load_run, local_host
@@ -72,7 +72,7 @@ def test_a_copy_of_a_cell_is_named_and_never_an_extra_repeat(tmp_path, capsys):
     dup = [w.message for w in a.warnings if w.kind == "duplicate"]
     assert any(f"{CELL} (copy).json: a copy of cell {CELL}" in m for m in dup)
     assert any("renamed.json: holds cell mnist_mlp__pip__t8__r9" in m for m in dup)
-    assert f"{CELL} (copy).json" in render_html(assemble(a))
+    assert f"{CELL} (copy).json" in render_html(assemble(training_part(a)))
     assert main(["report", str(d), "-o", str(tmp_path / "o.html"), "--pricing", "none"]) == 0
     assert f"warning: cells/{CELL} (copy).json: a copy of cell" in capsys.readouterr().err
 
@@ -86,8 +86,10 @@ def test_cells_from_an_undeclared_host_are_kept_apart_unless_allowed(tmp_path, c
     (w,) = [w for w in a.warnings if w.kind == "foreign_host"]
     assert f"ran on host {OTHER}, which run.json does not declare (declared: {HERE})" in w.message
     assert CELL in w.message and "--allow-mixed-hosts" in w.hint
-    assert a.counts["from another host"] == 1 and "1 from another host" in render_html(assemble(a))
-    assert OTHER in render_html(assemble(a))
+    assert a.counts["from another host"] == 1 and "1 from another host" in render_html(
+        assemble(training_part(a))
+    )
+    assert OTHER in render_html(assemble(training_part(a)))
     assert not any(CELL in m for m in (x.message for x in a.warnings if x.kind == "incomplete"))
     mixed = analyze(d, ReportSettings(allow_mixed_hosts=True))
     assert len(mlp_group(mixed, "pip@8").results) == 3

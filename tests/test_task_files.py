@@ -5,12 +5,27 @@ plan/tasks.py instead of branching on its name."""
 
 from __future__ import annotations
 
+import ast
 import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
+import resultfactory as rf
+
+from tfvariants.analyze.report.build import PARTS, assemble, build_report
+from tfvariants.analyze.report.part import AnswerPart, CsvTable, Placed, Row, Shared, Words
+from tfvariants.analyze.report.provenance import WhereRan
+from tfvariants.analyze.report.training import TrainingPart
+from tfvariants.analyze.shared.frame import RunFrame
+from tfvariants.commands.report import print_long
 from tfvariants.options.serving import ServingOptions
 from tfvariants.options.training import TrainingOptions
 from tfvariants.plan.tasks import TASKS, task_of
+from tfvariants.render.answertext import answer_of_report
+from tfvariants.render.csvout import write_report_csv
+from tfvariants.render.html import render_html
+from tfvariants.store.record import PresetRecord
 from workloads.protocol import RESULT_KIND
 from workloads.serving.request import SERVE_RESULT_KIND
 
@@ -53,6 +68,10 @@ def test_a_new_task_types_files_exist():
     assert "plan/tasks.py" in named and "options/serving.py" in named
     missing = [n for n in named if not _path(n).exists()]
     assert not missing, missing
+    # the count the section states is the table's (each file of a first column)
+    files = [n for row in rows for n in re.findall(r"`([^`]+)`", row.partition(" | ")[0])]
+    stated = re.search(r"That is (\d+) files", _section("A new task type"))
+    assert stated is not None and int(stated.group(1)) == len(files) == len(set(files))
 
 
 def test_a_new_decision_setting_touches_three_files():
@@ -76,3 +95,134 @@ def test_the_store_looks_a_task_up_by_name():
         if re.search(r"""[=!]= ["']serve["']""", line)
     ]
     assert not branches, branches
+
+
+# The report's and the outputs' own modules: they iterate over the tasks' parts
+# (analyze/report/part.py) and import no task's module; build.py's PARTS names each
+# task's builder, its one line per task.
+GENERIC = (
+    "analyze/report/part.py",
+    "analyze/report/answer.py",
+    "analyze/report/sections.py",
+    "analyze/report/build.py",
+    "render/html.py",
+    "render/csvout.py",
+    "render/answertext.py",
+    "commands/report.py",
+)
+TASK_MODULES = re.compile(
+    r"^(workloads\.serving|tfvariants\.(options|rounds|analyze)\.(training|serving)"
+    r"|tfvariants\.analyze\.report\.(training|serving)|tfvariants\.plan\.serve)\b"
+)
+
+
+def _imports(path: Path) -> list[tuple[str, list[str]]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            out.append((node.module, [a.name for a in node.names]))
+        elif isinstance(node, ast.Import):
+            out += [(a.name, []) for a in node.names]
+    return out
+
+
+def _names_a_task(path: Path) -> list[str]:
+    """What a module says of a particular task: its modules imported, a task's name as a
+    string, an attribute named after a task (``report.serving``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    said = [m for m, _ in _imports(path) if TASK_MODULES.match(m)]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and node.value in set(TASKS) | {"training", "serving"}:
+            said.append(repr(node.value))
+        elif isinstance(node, ast.Attribute) and node.attr in {"training", "serving"}:
+            said.append(f".{node.attr}")
+    return said
+
+
+def test_the_report_and_its_outputs_name_no_task():
+    build = ROOT / "tfvariants" / "analyze" / "report" / "build.py"
+    builders = {name for m, names in _imports(build) if TASK_MODULES.match(m) for name in names}
+    assert builders == {"build_training", "build_serving"}  # the PARTS registry
+    assert {b.__name__ for b in PARTS} == builders
+    said = {
+        f: s
+        for f in GENERIC
+        if (s := [n for n in _names_a_task(_path(f)) if f != "analyze/report/build.py"])
+    }
+    assert not said, said
+    # the scan sees what it looks for
+    assert _names_a_task(_path("analyze/report/serving.py"))
+
+
+@dataclass(frozen=True)
+class _ToySection:
+    template: ClassVar[str] = "compiled.html"  # an existing template: lines, the last small
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _ToyPart:
+    """A task no module names: its part alone carries it to every output."""
+
+    name: ClassVar[str] = "toy"
+    words: ClassVar[Words] = Words("toy", "noise", "cost", "toy", "Which toy?")
+    frame: RunFrame
+    pricing: None = None
+    shared: Shared = Shared()
+
+    def subjects(self) -> tuple[str, ...]:
+        return ("toybox",)
+
+    def title(self) -> str:
+        return "toy toybox"
+
+    def asks(self, what: str, frame: RunFrame) -> str:
+        return f"Which {what} plays toybox?"
+
+    def baselines(self, frame: RunFrame) -> tuple[tuple[str, str], ...]:
+        return (("toybox", "toy@1"),)
+
+    def sections(self, shared: Shared) -> Placed:
+        return Placed(late=(_ToySection(("a toy's section", "its note")),))
+
+    def where_ran(self) -> tuple[WhereRan, ...]:
+        return ()
+
+    def answer(self, currency: str, compiled: PresetRecord | None) -> AnswerPart:
+        row = Row("toybox", "toy@1", "baseline", "1x", "", "", "", "")
+        return AnswerPart((row,), (), (("toy", 1, "cpu"),))
+
+    def csv(self) -> CsvTable:
+        return CsvTable(("cell_id", "squeak"), ({"cell_id": "toy-1", "squeak": 3},))
+
+    def said(self, shared: Shared) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        return (("toy toybox", ("the toy squeaked",)),)
+
+    def notes(self, shared: Shared) -> tuple[str, ...]:
+        return ("a toy's note",)
+
+
+def test_a_toy_tasks_part_reaches_every_output(tmp_path, capsys):
+    """A task's part is all the report, the HTML, the CSV and the terminal need of it."""
+    rf.write_results(tmp_path / "res", [rf.make_result("pip", 2, "mnist_mlp", r) for r in range(2)])
+    training = build_report(tmp_path / "res").part(TrainingPart)
+    assert training is not None
+    report = assemble(training, _ToyPart(training.frame))
+    answer = answer_of_report(report)
+    assert answer is not None and answer.rows[-1].subject == "toybox"
+    assert answer.subject_header == "workload / toy"
+    assert answer.ratio_header == "vs baseline (toy: noise)"
+    html = render_html(report)
+    assert "tfvariants report: mnist_mlp, toy toybox</title>" in html
+    assert "a toy&#39;s section" in html and "toybox: toy@1" in html
+    csv = tmp_path / "out" / "cells.csv"
+    assert write_report_csv(report, csv) == 2
+    assert (tmp_path / "out" / "cells-toy.csv").read_text().splitlines() == [
+        "cell_id,squeak",
+        "toy-1,3",
+    ]
+    print_long(report)
+    out = capsys.readouterr().out
+    assert "toy toybox:\n  the toy squeaked\na toy's note\n" in out
+    assert out.index("mnist_mlp:") < out.index("toy toybox:")

@@ -9,6 +9,7 @@ import pytest
 import resultfactory as rf
 
 from tfvariants.analyze.report.build import assemble
+from tfvariants.analyze.report.training import training_part
 from tfvariants.analyze.statistics import adaptive
 from tfvariants.analyze.statistics.decide import Settings
 from tfvariants.analyze.statistics.verdicts import round_values, workload_verdicts
@@ -133,9 +134,9 @@ def test_verdicts_compare_common_rounds_only(tmp_path):
     b1 = groups[ConfigKey("mnist_cnn", "b", 1)]
     assert b1.disturbed == 1 and "1 disturbed" in b1.flags and len(b1.ok) == 6
     assert b1.rounds_compared == 5 and b1.time_cmp.verdict == "equivalent"
-    html = render_html(assemble(a))
+    html = render_html(assemble(training_part(a)))
     assert "on the rounds both ran" in html and "5-10 common round(s) per comparison" in html
-    rows = {r["cell_id"]: r for r in csv_rows(assemble(a))}
+    rows = {r["cell_id"]: r for r in csv_rows(assemble(training_part(a)))}
     assert rows["mnist_cnn__b__t1__r5"]["disturbed"] is True
     assert rows["mnist_cnn__b__t1__r0"]["time_rounds"] == 5
 

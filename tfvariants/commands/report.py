@@ -128,13 +128,11 @@ def run(args: argparse.Namespace) -> int:
             "cells, or only itself named)",
             file=sys.stderr,
         )
-    training = report.training
     tail = [f"report: {out}"]
     if args.csv:
-        rows = len(training.cells) if training is not None else 0
-        if not rows and args.csv.is_file():  # a serving-only run: the CSV holds serving cells
-            rows = max(len(args.csv.read_text(encoding="utf-8").splitlines()) - 1, 0)
-        tail.append(f"csv: {args.csv} ({rows} rows)")
+        from tfvariants.render.csvout import csv_rows
+
+        tail.append(f"csv: {args.csv} ({len(csv_rows(report))} rows)")
     if args.verbose:
         print_long(report)
     print_answer(answer_of_report(report), tail)
@@ -142,23 +140,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def print_long(report: Report) -> None:
-    """The long paragraphs (--verbose): the compiled answer's sentences, each workload's
-    and model's verdicts in sentences, the other runs, the interference."""
-    training = report.training
+    """The long paragraphs (--verbose): the compiled answer's sentences, each task's
+    verdicts in sentences (each workload's, model's) and its notes (other runs,
+    interference)."""
     print_compiled_answer(report)
-    for w in training.workloads if training is not None else []:
-        print(f"{w.name}:")  # the sentences do not all name their workload
-        for line in w.conclusions:
-            print(f"  {line}")
-    if report.other_runs is not None and not report.compiled:  # else in the answer
-        print(report.other_runs.sentence())
-    quiet = training.interference if training is not None else None
-    if quiet is not None and (quiet.disturbed or quiet.clean):
-        print(quiet.sentence())
-    for m in report.serving.models if report.serving is not None else []:
-        print(f"serving {m.model}:")
-        for line in m.conclusions:
-            print(f"  {line}")
+    for part in report.parts:
+        for subject, lines in part.said(report.shared):
+            print(f"{subject}:")  # the sentences do not all name their subject
+            for line in lines:
+                print(f"  {line}")
+        for note in part.notes(report.shared):
+            print(note)
 
 
 def print_compiled_answer(report: Report) -> None:

@@ -427,9 +427,9 @@ def _report(
     # The decision settings: the run's, as stored.
     settings = ReportSettings(pricing=pricing, baseline=args.baseline, p99_bound_ms=o.p99_bound_ms)
     report = write_report(out, report_path, settings, csv_path=args.csv)
-    serving = report.serving
-    for m in serving.models if serving is not None and args.verbose else []:
-        for line in m.conclusions[:3]:
-            console.print(f"  {line}", highlight=False, markup=False)
+    for part in report.parts if args.verbose else ():
+        for _, lines in part.said(report.shared):
+            for line in lines[:3]:
+                console.print(f"  {line}", highlight=False, markup=False)
     tail = [f"report: {report_path}", *([f"csv: {args.csv}"] if args.csv else [])]
     print_answer(answer_of_report(report), tail, stderr=True)

@@ -1,12 +1,17 @@
-"""The report's bar charts (time and cost relative to the baseline), as inline SVG."""
+"""Training's charts in the report: each workload's bar charts (time and cost relative to
+the baseline) and the roofline, as inline SVG; :data:`TEMPLATE_NAMES` are the names its
+section templates call (render/html.py)."""
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from tfvariants.analyze.cost.pricing import Pricing
+from tfvariants.analyze.shared.frame import RunFrame
 from tfvariants.analyze.statistics.verdict import Verdict
 from tfvariants.analyze.training.groups import WorkloadReport
+from tfvariants.render.rooflinechart import roofline_chart
 from tfvariants.render.svgchart import PALETTE, Bar, bar_chart
 
 
@@ -57,3 +62,12 @@ def workload_charts(
     if pricing is not None:
         cost_chart = bar_chart(f"training cost vs {baseline_label}", bars("cost"), footnote=foot)
     return time_chart, cost_chart
+
+
+def charts_of(wr: WorkloadReport, frame: RunFrame) -> tuple[str, str | None]:
+    """A workload's charts against its own baseline, else the run's."""
+    base = wr.baseline.label if wr.baseline else frame.baseline_label
+    return workload_charts(wr, base, frame.variants, frame.pricing)
+
+
+TEMPLATE_NAMES: dict[str, Any] = {"workload_charts": charts_of, "roofline_chart": roofline_chart}

@@ -12,7 +12,6 @@ from typing import Any
 
 from tfvariants import __version__
 from tfvariants.analyze.report.build import Report
-from tfvariants.analyze.serving.configs import HEADLINE, as_throughput
 from tfvariants.analyze.shared.cautions import BRIEF, StatWarning
 from tfvariants.analyze.shared.format import (
     dur,
@@ -33,14 +32,12 @@ from tfvariants.analyze.shared.format import (
 )
 from tfvariants.analyze.shared.parity import Metric, VariantParity
 from tfvariants.analyze.statistics.verdict import COST_WORDS, Verdict
-from tfvariants.options.interference import DISTURBED_SHARE
-from tfvariants.plan.serve import serve_cell_id
-from tfvariants.render.charts import workload_charts
-from tfvariants.render.linechart import batching_charts, throughput_chart
+from tfvariants.render import charts, linechart
 from tfvariants.render.output import write_text_atomic
-from tfvariants.render.rooflinechart import roofline_chart
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
+# Each task's charts and helpers, as names its section templates call.
+TASK_NAMES = (charts.TEMPLATE_NAMES, linechart.TEMPLATE_NAMES)
 
 
 def alike(mapping: Mapping[str, Any]) -> list[tuple[list[str], Any]]:
@@ -98,9 +95,9 @@ def render_html(report: Report) -> str:
         lstrip_blocks=True,
         keep_trailing_newline=True,  # each section's file ends its last line
     )
-    a, serving = report.frame, report.serving
+    a = report.frame
     # Every amount in the catalog's currency (one catalog per report).
-    pricing = a.pricing or (serving.pricing if serving is not None else None)
+    pricing = a.pricing or next((p.pricing for p in report.parts if p.pricing), None)
     currency = pricing.catalog.currency if pricing is not None else "USD"
     in_currency = partial(money, currency=currency)
     env.filters.update(dur=dur, money=in_currency, interval=interval_text, mem=mem, num=num_fmt)
@@ -111,48 +108,20 @@ def render_html(report: Report) -> str:
     env.globals["Verdict"] = Verdict  # templates name a verdict through the enum
     env.filters["repeats_needed"] = repeats_needed
     env.filters["money_sub"] = lambda iv: interval_sub(iv, in_currency).replace("-$", "-")
-    env.filters["as_throughput"] = as_throughput
     env.filters["alike"] = alike
     env.filters["parity_rows"] = parity_rows
     env.filters["by_head"] = by_head
     env.filters["groupby_kind"] = lambda ws: [g for _, g in alike_runs(ws)]
-    env.filters["roofline_chart"] = partial(roofline_chart, variants=report.frame.variants)
     env.globals["money_unit"] = money_unit(currency)
     env.globals["brief"] = BRIEF
-    workloads = report.training.workloads if report.training is not None else []
-    charts = {
-        w.name: workload_charts(
-            w, w.baseline.label if w.baseline else a.baseline_label, a.variants, a.pricing
-        )
-        for w in workloads
-    }
-    quiet = report.training.interference if report.training is not None else None
+    for names in TASK_NAMES:
+        env.globals.update(names)
     return env.get_template("report.html").render(
         a=a,
         sections=report.sections,
-        workloads=workloads,
-        serving=serving,
-        charts=charts,
+        headline=report.headline,
         version=__version__,
-        # The run's limit (its interference summary), else the default.
-        disturbed_share=quiet.limit if quiet is not None else DISTURBED_SHARE,
-        **_serving_context(report),
     )
-
-
-def _serving_context(report: Report) -> dict[str, Any]:
-    """The serving section's charts and helpers (none without serving cells)."""
-    serving = report.serving
-    if serving is None:
-        return {}
-    bound = serving.p99_bound_ms
-    return {
-        "serving_charts": {m.model: throughput_chart(m, bound) for m in serving.models},
-        "batching_charts": {m.model: batching_charts(m, bound) for m in serving.models},
-        "serving_headline": HEADLINE,
-        "serving_cell_id": serve_cell_id,
-        "num_fmt": sig3,
-    }
 
 
 def write_html(report: Report, out: Path) -> None:

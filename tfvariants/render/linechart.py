@@ -1,20 +1,21 @@
 """Inline SVG line charts (throughput vs concurrency): one line per configuration,
-log-scaled x (1, 2, 4, 8, 20, 50 in flight), error bars from repeats. No JavaScript."""
+log-scaled x (1, 2, 4, 8, 20, 50 in flight), error bars from repeats. No JavaScript.
+Serving's charts in the report: :data:`TEMPLATE_NAMES` are the names its section
+template calls (render/html.py)."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 from markupsafe import Markup, escape
 
+from tfvariants.analyze.serving.configs import HEADLINE, ModelReport, as_throughput
 from tfvariants.analyze.shared.format import sig3
 from tfvariants.plan.cell import config_label
+from tfvariants.plan.serve import serve_cell_id
 from tfvariants.render.svgchart import PALETTE, _fmt, _nice_max
-
-if TYPE_CHECKING:
-    from tfvariants.analyze.serving.configs import ModelReport
 
 
 @dataclass(frozen=True)
@@ -242,3 +243,13 @@ def batching_charts(model_report: object, bound_ms: float | None = None) -> Mark
         for what, points, y_label, y_unit in charts
     ]
     return Markup("").join(out)
+
+
+TEMPLATE_NAMES: dict[str, Any] = {
+    "throughput_chart": throughput_chart,
+    "batching_charts": batching_charts,
+    "as_throughput": as_throughput,
+    "serving_headline": HEADLINE,
+    "serving_cell_id": serve_cell_id,
+    "num_fmt": sig3,
+}

@@ -40,6 +40,12 @@ def preset_stock(run: RunRecord) -> str | None:
     return run.preset.stock if training and run.preset is not None else None
 
 
+def compiled_preset(run: RunRecord) -> PresetRecord | None:
+    """A ``--preset compiled`` run's preset record (None for any other run)."""
+    preset = run.preset if isinstance(run.options, TrainingOptions) else None
+    return preset if preset is not None and preset.name == PRESET else None
+
+
 def with_preset_baseline(report: ReportSettings, run: RunRecord) -> ReportSettings:
     """``report`` with its baseline: the one given, else a compiled-preset run's stock
     wheel (the one rule every report of a run folder reads it by)."""

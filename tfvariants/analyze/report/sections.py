@@ -1,28 +1,25 @@
 """The report's sections: small immutable records, in reading order, that the HTML
 template loops over (each names its template, ``render/templates/sections/<name>``).
 
-A new section is one class here, one line in :func:`sections_of` and one template file:
-the renderer does not change. What a section holds is analysed data; how it looks
-(charts, number formats) is the renderer's.
+A section of every run is one class here, one line in :func:`sections_of` and one
+template file; a task's sections are its part's (analyze/report/<task>.py, placed by
+``TaskPart.sections``): the renderer does not change. What a section holds is analysed
+data; how it looks (charts, number formats) is the renderer's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
 from tfvariants.analyze.cost.pricing import Pricing
-from tfvariants.analyze.report.answer import Answer, answer_of, notes_below
-from tfvariants.analyze.report.otherruns import OtherRuns
+from tfvariants.analyze.report.answer import answer_of, notes_below
+from tfvariants.analyze.report.part import Section, Shared, TaskPart
 from tfvariants.analyze.report.probes import VariantProbe, probes_of
-from tfvariants.analyze.report.provenance import WhereRan, where_ran
-from tfvariants.analyze.serving.configs import ServingAnalysis
+from tfvariants.analyze.report.provenance import WhereRan
 from tfvariants.analyze.shared.cautions import StatWarning
 from tfvariants.analyze.shared.frame import RunFrame
-from tfvariants.analyze.training.analysis import Analysis
-from tfvariants.analyze.training.groups import WorkloadReport
-from tfvariants.analyze.training.roofline import Roofline as RooflineAnalysis
 from tfvariants.store.record import RunRecord
 
 
@@ -36,34 +33,9 @@ class CompiledAnswer:
 
 
 @dataclass(frozen=True)
-class TrainingSummary:
-    """Each workload's sentences and its fastest / cheapest, the method, the noise."""
-
-    template: ClassVar[str] = "summary.html"
-    workloads: tuple[WorkloadReport, ...]
-
-
-@dataclass(frozen=True)
 class Warnings:
     template: ClassVar[str] = "warnings.html"
     warnings: tuple[StatWarning, ...]
-
-
-@dataclass(frozen=True)
-class Workload:
-    """One workload: charts, the verdict table, measurements, accuracy parity."""
-
-    template: ClassVar[str] = "workload.html"
-    workload: WorkloadReport
-    index: int  # 1-based, for the section's anchor
-
-
-@dataclass(frozen=True)
-class Roofline:
-    """How close to the hardware: the peaks and each configuration's share of them."""
-
-    template: ClassVar[str] = "roofline.html"
-    roofline: RooflineAnalysis
 
 
 @dataclass(frozen=True)
@@ -72,12 +44,6 @@ class VariantProbes:
 
     template: ClassVar[str] = "variants.html"
     probes: tuple[VariantProbe, ...]
-
-
-@dataclass(frozen=True)
-class Serving:
-    template: ClassVar[str] = "serving.html"
-    serving: ServingAnalysis
 
 
 @dataclass(frozen=True)
@@ -96,51 +62,24 @@ class Prices:
     pricing: Pricing
 
 
-@dataclass(frozen=True)
-class Shared:
-    """The facts more than one output reads, computed once per report
-    (analyze/report/build.py): the sections, the CSV and the terminal read these."""
-
-    roofline: RooflineAnalysis | None = None
-    compiled: tuple[str, ...] = ()  # a compiled-preset run's answer, () for any other
-    other_runs: OtherRuns | None = None
-
-
-Section = (
-    Answer
-    | CompiledAnswer
-    | TrainingSummary
-    | Warnings
-    | Workload
-    | Roofline
-    | VariantProbes
-    | Serving
-    | Environments
-    | Prices
-    | OtherRuns
-)
-
-
-def sections_of(
-    frame: RunFrame,
-    training: Analysis | None,
-    serving: ServingAnalysis | None,
-    shared: Shared,
-) -> tuple[Section, ...]:
+def sections_of(frame: RunFrame, parts: Sequence[TaskPart], shared: Shared) -> tuple[Section, ...]:
     """The report's sections in reading order, from the facts computed once
-    (``shared``); one with nothing to say is left out."""
-    workloads = training.workloads if training is not None else []
+    (``shared``) and each task's part; one with nothing to say is left out."""
+    placed = [p.sections(shared) for p in parts]
     out: list[Section | None] = [
-        answer_of(frame, training, serving, shared.roofline, shared.other_runs),
+        answer_of(frame, parts, shared.other_runs),
         _compiled(shared.compiled, frame.run),
-        TrainingSummary(tuple(workloads)) if workloads else None,
+        *(s for p in placed for s in p.summary),
         shared.other_runs,
         Warnings(tuple(frame.warnings)) if frame.warnings else None,
-        *(Workload(w, i) for i, w in enumerate(workloads, 1)),
-        Roofline(shared.roofline) if shared.roofline is not None else None,
+        *(s for p in placed for s in p.body),
         _variant_probes(frame.run),
-        Serving(serving) if serving is not None else None,
-        Environments(tuple(where_ran(workloads)), frame.environments, frame.raw_environments),
+        *(s for p in placed for s in p.late),
+        Environments(
+            tuple(w for p in parts for w in p.where_ran()),
+            frame.environments,
+            frame.raw_environments,
+        ),
         Prices(frame.pricing) if frame.pricing is not None else None,
     ]
     return tuple(s for s in out if s is not None)

@@ -1,0 +1,163 @@
+"""Serving's part of a report (analyze/report/part.py ``TaskPart``): its analysis, its
+section, its rows of the answer table (cost per million predictions within the p99
+bound), its CSV and its sentences on the terminal."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from tfvariants.analyze.cost.pricing import Pricing
+from tfvariants.analyze.report.answer import against_baseline, best
+from tfvariants.analyze.report.part import AnswerPart, CsvTable, Placed, Row, Shared, Words
+from tfvariants.analyze.report.provenance import WhereRan
+from tfvariants.analyze.serving.analysis import analyze_serving_contents
+from tfvariants.analyze.serving.configs import PCTS, Config, ModelReport, ServingAnalysis
+from tfvariants.analyze.shared import cautions
+from tfvariants.analyze.shared.format import money
+from tfvariants.analyze.shared.frame import RunFrame, environments_of
+from tfvariants.analyze.shared.header import header_of
+from tfvariants.analyze.shared.settings import ReportSettings
+from tfvariants.analyze.statistics.decide import Settings
+from tfvariants.analyze.statistics.verdict import COST_WORDS
+from tfvariants.store.record import PresetRecord
+from tfvariants.store.rundir import RunContents
+
+
+@dataclass(frozen=True)
+class Serving:
+    template: ClassVar[str] = "serving.html"
+    serving: ServingAnalysis
+
+
+@dataclass(frozen=True)
+class ServingPart:
+    name: ClassVar[str] = "serving"
+    words: ClassVar[Words] = Words(
+        "model", "cost", "cost", "serve", "Which TensorFlow build serves fastest and cheapest?"
+    )
+    analysis: ServingAnalysis
+    shared: Shared = Shared()
+
+    @property
+    def frame(self) -> RunFrame:
+        return serving_frame(self.analysis)
+
+    @property
+    def pricing(self) -> Pricing | None:
+        return self.analysis.pricing
+
+    def subjects(self) -> tuple[str, ...]:
+        return tuple(m.model for m in self.analysis.models)
+
+    def title(self) -> str:
+        return f"serving {', '.join(self.subjects())}"
+
+    def asks(self, what: str, frame: RunFrame) -> str:
+        models = ", ".join(self.subjects())
+        return (
+            f"Which {what} serves {models} cheapest within p99 {self.analysis.p99_bound_ms:g} ms?"
+        )
+
+    def baselines(self, frame: RunFrame) -> tuple[tuple[str, str], ...]:
+        return ()
+
+    def sections(self, shared: Shared) -> Placed:
+        return Placed(late=(Serving(self.analysis),))
+
+    def where_ran(self) -> tuple[WhereRan, ...]:
+        return ()
+
+    def answer(self, currency: str, compiled: PresetRecord | None) -> AnswerPart:
+        rows, cmps = [], []
+        for m in self.analysis.models:
+            for c in m.configs:
+                rows.append(_row(m, c, currency))
+                if c.cost_cmp is not None and not c.is_baseline:
+                    cmps.append(c.cost_cmp)
+        keys = tuple(
+            (c.variant, c.threads, c.device) for m in self.analysis.models for c in m.configs
+        )
+        return AnswerPart(tuple(rows), tuple(cmps), keys)
+
+    def csv(self) -> CsvTable:
+        rows = csv_rows(self.analysis)
+        return CsvTable(tuple(rows[0]) if rows else ("cell_id",), tuple(rows))
+
+    def said(self, shared: Shared) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        return tuple((f"serving {m.model}", tuple(m.conclusions)) for m in self.analysis.models)
+
+    def notes(self, shared: Shared) -> tuple[str, ...]:
+        return ()
+
+
+def build_serving(
+    contents: RunContents, report: ReportSettings, settings: Settings
+) -> ServingPart | None:
+    """Serving's part of a loaded folder; None when it holds no serving cells."""
+    analysis = analyze_serving_contents(contents, report, settings)
+    return ServingPart(analysis) if analysis is not None else None
+
+
+def _row(m: ModelReport, c: Config, currency: str) -> Row:
+    """A serving configuration: the cost per million predictions within the p99 bound,
+    against the baseline's."""
+    cost = c.cost_per_million
+    return Row(
+        m.model,
+        c.label,
+        *against_baseline(c.is_baseline, c.cost_cmp, "no verdict", COST_WORDS),
+        cost=f"{money(cost.value, currency)}/M" if cost is not None else "",
+        headroom="",
+        best=best(False, False, c is m.cheapest, m.cheapest_decided),
+    )
+
+
+def csv_rows(sa: ServingAnalysis) -> list[dict[str, Any]]:
+    """One row per serving cell."""
+    rows = []
+    for r in sa.cells:
+        rows.append(
+            {
+                "cell_id": r.cell_id,
+                "model": r.model,
+                "scenario": r.scenario,
+                "concurrency": r.concurrency,
+                "path": r.path,
+                "variant": r.variant,
+                "threads": r.threads,
+                "repeat": r.round,
+                "status": r.status,
+                "reason": r.reason or "",
+                "throughput_per_s": r.throughput_per_s,
+                **{k: r.percentiles_ms.get(k) for k in PCTS},
+                "validity": r.validity,
+                "max_qps_under_bound": r.max_qps_under_bound,
+                "http_overhead_p50_ms": r.http_overhead_p50_ms,
+                "shared_cpus": r.shared_cpus,
+                "artifacts": r.get("artifacts"),
+            }
+        )
+    return rows
+
+
+def serving_frame(sa: ServingAnalysis) -> RunFrame:
+    """The report's frame (header, warnings, environments) for a run with no training
+    cells: a RunFrame, not a training analysis with nothing in it."""
+    envs, raw = environments_of(sa.cells, dict.fromkeys(r.variant for r in sa.cells), ok_only=True)
+    base = next((m.baseline.label for m in sa.models if m.baseline), "n/a")
+    notices = sa.store.notices() if sa.store is not None else []
+    return RunFrame(
+        results_dir=sa.results_dir,
+        run=sa.run,
+        baseline_label=base,
+        pricing=sa.pricing,
+        environments=envs,
+        raw_environments=raw,
+        warnings=[cautions.StatWarning(n.kind, n.message, n.hint) for n in notices],
+        counts=dict(sa.counts),
+        logical_cpus=sa.run.logical_cpus,
+        variants=list(dict.fromkeys(r.variant for r in sa.cells)),
+        store=sa.store,
+        header=header_of(sa.run),
+    )
