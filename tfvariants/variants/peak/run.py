@@ -219,9 +219,9 @@ def peak_check(device: str, cpus: int) -> cachefiles.Check:
                 "others_share": lambda v: cachefiles.optional_number(v, 0, 1),
                 "probes": lambda v: v is None or cachefiles.number(v, 1, MAX_PROBES, whole=True),
                 "wall_s": lambda v: cachefiles.optional_number(v, 0, 1e6),
+                "priority": lambda v: v is None or isinstance(v, dict | str),
                 **dict.fromkeys(
-                    ("best_kernel", "onednn_isa", "why", "priority", "probed_at", "gpu_name"),
-                    cachefiles.text,
+                    ("best_kernel", "onednn_isa", "why", "probed_at", "gpu_name"), cachefiles.text
                 ),
             },
         )
