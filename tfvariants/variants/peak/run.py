@@ -191,6 +191,16 @@ GPU_GFLOPS_MAX = 1e7
 MEMORY_GB_MAX = 1e5
 
 
+def _priority_ok(value: object) -> bool:
+    """What the probe got of --priority: its nice values are -20 to 19 (shown)."""
+    if value is None or isinstance(value, str):
+        return True
+    return isinstance(value, dict) and all(
+        value.get(k) is None or cachefiles.number(value[k], -20, 19, whole=True)
+        for k in ("nice", "autogroup_nice", "value")
+    )
+
+
 def peak_check(device: str, cpus: int) -> cachefiles.Check:
     """The check a cached peak must pass: measured, every number finite and possible
     on this device (a peak of 1e6 GFLOP/s on 2 cores is not a measurement)."""
@@ -219,7 +229,16 @@ def peak_check(device: str, cpus: int) -> cachefiles.Check:
                 "others_share": lambda v: cachefiles.optional_number(v, 0, 1),
                 "probes": lambda v: v is None or cachefiles.number(v, 1, MAX_PROBES, whole=True),
                 "wall_s": lambda v: cachefiles.optional_number(v, 0, 1e6),
-                "priority": lambda v: v is None or isinstance(v, dict | str),
+                "priority": _priority_ok,
+                "intra_op": lambda v: v is None or cachefiles.number(v, 1, 4096, whole=True),
+                "inter_op": lambda v: v is None or cachefiles.number(v, 1, 4096, whole=True),
+                "affinity": lambda v: (
+                    v is None
+                    or (
+                        isinstance(v, list)
+                        and all(cachefiles.number(c, 0, 1 << 16, whole=True) for c in v)
+                    )
+                ),
                 **dict.fromkeys(
                     ("best_kernel", "onednn_isa", "why", "probed_at", "gpu_name"), cachefiles.text
                 ),
