@@ -182,8 +182,12 @@ def _known(table: dict, fields: tuple[str, ...], where: str) -> None:
 
 def valid_date(text: object) -> TypeGuard[str]:
     """YYYY-MM or YYYY-MM-DD naming a real month (and day)."""
-    if not isinstance(text, str) or not _DATE.fullmatch(text):
-        return False
+    return isinstance(text, str) and bool(_DATE.fullmatch(text)) and _real_date(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _real_date(text: str) -> bool:
+    # Memoised: a catalog of 100k instances names a few dozen dates (strptime is slow).
     try:
         datetime.strptime(text, "%Y-%m-%d" if len(text) == 10 else "%Y-%m")
     except ValueError:
