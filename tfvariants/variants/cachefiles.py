@@ -48,17 +48,21 @@ def home() -> Path:
     return Path(base) / "tfvariants"
 
 
-def usable(folder: Path) -> Path | None:
-    """``folder``, made if missing, when the tool can read and write there; else None,
-    said once (the caller then runs without this cache)."""
+def unusable(folder: Path) -> str | None:
+    """Why the tool cannot read and write in ``folder`` (made if missing), or None."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        mode = os.stat(folder).st_mode
-        why = None if stat.S_ISDIR(mode) else "not a folder"
-        if why is None and not os.access(folder, os.W_OK | os.X_OK):
-            why = "not writable"
+        if not stat.S_ISDIR(os.stat(folder).st_mode):
+            return "not a folder"
+        return None if os.access(folder, os.W_OK | os.X_OK) else "not writable"
     except (OSError, ValueError, RuntimeError) as exc:  # ValueError: a NUL byte
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+
+
+def usable(folder: Path) -> Path | None:
+    """``folder`` when the tool can use it; else None, said once (the caller then runs
+    without this cache)."""
+    why = unusable(folder)
     if why is None:
         return folder
     warn_once(f"cache folder {folder} cannot be used ({why}): going on without this cache")

@@ -250,11 +250,12 @@ def build(variant: Variant, log: Callable[[str], None]) -> str:
     folder = env_dir(variant)
     if info is not None:
         return f"reused {folder} (same requirements and Python)"
-    root = cachefiles.usable(cache_root())
-    if root is None:
+    root = cache_root()
+    why = cachefiles.unusable(root)
+    if why is not None:
         raise UserError(
             f"variant '{variant.name}': no folder to build its environment in "
-            f"({cache_root()} cannot be used): set {ENVS_VAR} to a writable folder"
+            f"({root} cannot be used: {why}): set {ENVS_VAR} to a writable folder"
         )
     with _build_lock(root / f"{folder.name}.lock"):
         if built_info(variant) is not None:
