@@ -247,6 +247,44 @@ def beside_run(content: str | None) -> Callable[[Path], None]:
     return put
 
 
+RESUMABLE = {"min_steady_s": 10.0, "min_steady_steps": 100, "quick": False}
+
+
+def resumable(**changes: object) -> Callable[[Path], None]:
+    """run.json with every option a resume compares (the fixture's lacks a few), plus
+    ``changes`` at the top level."""
+
+    def put(root: Path) -> None:
+        run_options_with(**RESUMABLE)(root)
+        run_json_with(**changes)(root)
+
+    return put
+
+
+def stamped(samples: int, version: str = "0.1.0", **run: object) -> Callable[[Path], None]:
+    """A cell that says it was measured with --samples ``samples`` by tfvariants
+    ``version`` (copied in from another run), in a run.json with ``run``'s fields."""
+    stamp = {
+        "tfvariants": version,
+        "options": {"epochs": 2, "samples": samples, "data": "synthetic", "seed": 0},
+    }
+
+    def put(root: Path) -> None:
+        run_json_with(**run)(root)
+        cell("mnist_mlp__local__t1__r7.json", ok_with(cell__repeat=7, measured_by=stamp))(root)
+
+    return put
+
+
+R6 = "mnist_mlp__local__t1__r6.json"  # a third repeat, named as its cell
+
+
+def local_redefined(root: Path) -> None:
+    (root / "tfvariants.toml").write_text(
+        '[variants.local]\nkind = "venv"\npython = "/usr/bin/python3"\n'
+    )
+
+
 def a_dir(root: Path) -> None:
     (root / "adir").mkdir()
 
@@ -925,6 +963,81 @@ CASES = [
         "options.min_steady_steps",
     ),
     ("run-json-seed-2-64", run_options_with(seed=2**64), RESUME, E, "options.seed"),
+    # issue 43: a resume changes nothing silently; cells pool only with their own run
+    (
+        "resume-kept-option-changed",
+        resumable(),
+        [*RESUME, "--no-peak", "--priority", "normal"],
+        E,
+        "--priority normal differs from the run's raised",
+    ),
+    (
+        "resume-quiet-share-changed",
+        resumable(),
+        [*RESUME, "--no-peak", "--quiet-share", "0.5"],
+        E,
+        "--quiet-share 0.5 differs",
+    ),
+    (
+        "resume-other-tfvariants-version",
+        resumable(tfvariants_version="9.9.9"),
+        [*RESUME, "--no-peak"],
+        E,
+        "started by tfvariants 9.9.9",
+    ),
+    (
+        "run-json-version-a-number",
+        run_json_with(tfvariants_version=1e308),
+        REPORT,
+        E,
+        "tfvariants_version",
+    ),
+    ("cell-from-a-3000-sample-run", stamped(3000), REPORT, W, "--samples 3000"),
+    (
+        "cell-of-another-version",
+        stamped(6000, "0.0.1", tfvariants_version="0.1.0"),
+        REPORT,
+        W,
+        "measured by tfvariants 0.0.1",
+    ),
+    (
+        "cell-stamp-not-an-object",
+        cell("c.json", ok_with(measured_by=[1])),
+        REPORT,
+        W,
+        "measured_by",
+    ),
+    (
+        "run-json-samples-edited-after",
+        lambda root: (stamped(6000)(root), run_options_with(samples=4000)(root)),
+        REPORT,
+        W,
+        "run.json has 4000",
+    ),
+    *[
+        (
+            f"cell-others-share-{name}",
+            cell(R6, ok_with(cell__repeat=6, cpu={"others_share": value})),
+            REPORT,
+            W,
+            "cpu.others_share",
+        )
+        for name, value in (("nan", float("nan")), ("minus-1", -1), ("1e308", 1e308), ("2", 2.0))
+    ],
+    (
+        "cell-steal-share-inf",
+        cell(R6, ok_with(cell__repeat=6, cpu={"steal_share": float("inf")})),
+        REPORT,
+        W,
+        "cpu.steal_share",
+    ),
+    (
+        "toml-here-redefines-local",
+        local_redefined,
+        ["variants"],
+        E,
+        "redefines the built-in variant 'local'",
+    ),
     ("run-json-epochs-huge", run_options_with(epochs=10**30), RESUME, E, "options.epochs"),
     (
         "run-json-confidence-true",

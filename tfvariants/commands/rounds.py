@@ -98,6 +98,8 @@ def training_options(
         "plan_window": args.min_steady_s is None,
     }
     values = declare.resolve(TrainingOptions, given, sopts, fallback, layer)
+    if before is not None:  # a resume: a kept option stays (a rejudged one: store/rundir.py)
+        declare.kept_changes(TrainingOptions, given, values, before)
     if layer.get("preset") is not None:  # a new preset run: the settings it resolved
         from tfvariants.commands.presets import with_settings
 

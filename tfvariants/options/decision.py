@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tfvariants.options import argtypes, bounds, limits, shared
-from tfvariants.options.declare import CHANGEABLE, RunOptionsBase, option
+from tfvariants.options.declare import CHANGEABLE, REJUDGED, RunOptionsBase, option
 from tfvariants.options.limits import MAX_REPEATS
 
 # The defaults every statistic falls back to (analyze/statistics/stats.py takes them from here).
@@ -27,6 +27,7 @@ class DecisionOptions(RunOptionsBase):
         MIN_EFFECT,
         "smallest difference that matters, e.g. 5%%: smaller ones are 'equivalent'",
         flag="--min-effect",
+        resume=REJUDGED,
         parse=argtypes.min_effect,
         problem=limits.min_effect_problem,
         default_words="5%%",
@@ -36,6 +37,7 @@ class DecisionOptions(RunOptionsBase):
         f"confidence of the intervals, above {limits.CONFIDENCE_MIN:g} and at most "
         f"{limits.CONFIDENCE_MAX:g}",
         flag="--confidence",
+        resume=REJUDGED,
         parse=argtypes.confidence,
         problem=limits.confidence_problem,
         default_words=f"{CONFIDENCE:g}",
@@ -44,6 +46,7 @@ class DecisionOptions(RunOptionsBase):
         None,
         "'equivalent' means the interval lies within +/- this",
         flag="--equivalence-band",
+        resume=REJUDGED,
         parse=argtypes.equivalence_band,
         problem=limits.equivalence_band_problem,
         default_words="5%%, or --min-effect when larger",

@@ -22,7 +22,11 @@ SAME = "same"  # part of what a cell measures: a resume must not change it (chec
 KEPT = "kept"  # the stored value, unless given again (a serving resume: given the same)
 CHANGEABLE = "changeable"  # a resume may give a new value (the budget, the last look)
 THIS_COMMAND = "this command"  # the resuming command's own value, never the stored one
-RESUMES = (SAME, KEPT, CHANGEABLE, THIS_COMMAND)
+# How cells are judged, not measured: compare --resume may give a new value, which
+# replaces the stored one and judges every cell of the report (said); serve --resume,
+# which takes its arguments again, refuses a different one (its matrix identity).
+REJUDGED = "rejudged"
+RESUMES = (SAME, KEPT, CHANGEABLE, THIS_COMMAND, REJUDGED)
 OptionsT = TypeVar("OptionsT", bound="RunOptionsBase")
 
 
@@ -169,6 +173,25 @@ def resolve(
             value = fallback.get(f.name, f.default)
         out[f.name] = value
     return out
+
+
+def kept_changes(
+    cls: type[RunOptionsBase], given: Mapping[str, Any], values: Mapping[str, Any], before: Any
+) -> None:
+    """Refuse (one line) a resume that gives an option declared ``kept`` another value
+    than the run's (``before``: its stored options): the rest of the run is measured as
+    it began. ``values``: the resolved ones, ``given``: what the command line named."""
+    from tfvariants.errors import UserError, one_line
+
+    for name, o in declared(cls).items():
+        if o.resume != KEPT or o.flag is None or given.get(name) is None:
+            continue
+        if values[name] != getattr(before, name):
+            raise UserError(
+                f"--resume: {o.flag} {one_line(values[name])[:60]} differs from the run's "
+                f"{one_line(getattr(before, name))[:60]}: a resume measures the rest of the "
+                "run as it began (give the same value, or none)"
+            )
 
 
 def stored_problems(

@@ -13,7 +13,7 @@ from typing import Any
 from tfvariants.options import argtypes, bounds, interference, shared
 from tfvariants.options.cell import CellOptions
 from tfvariants.options.decision import ADAPTIVE, JUDGED, DecisionOptions
-from tfvariants.options.declare import option
+from tfvariants.options.declare import KEPT, REJUDGED, option
 
 
 def _pct(share: float) -> str:
@@ -23,12 +23,13 @@ def _pct(share: float) -> str:
 _SHARE = bounds.number(0, 1, below_hi=True)  # argtypes.fraction's range
 
 
-def _share(default: float, help: str, flag: str) -> float:
+def _share(default: float, help: str, flag: str, resume: str = KEPT) -> float:
     """A share of a cell's CPUs (``--flag 0.1`` or ``10%``), shown as a percentage."""
     return option(
         default,
         help,
         flag=flag,
+        resume=resume,
         parse=argtypes.fraction,
         problem=_SHARE,
         default_words=_pct(default),
@@ -59,6 +60,7 @@ class TrainingOptions(CellOptions, DecisionOptions):
         "a cell whose others' (or steal) share of its CPUs was "
         "above this is disturbed: kept, listed, left out of the verdicts, and run again",
         "--disturbed-share",
+        REJUDGED,
     )
     shielded_share: float = _share(
         interference.SHIELDED_SHARE,
@@ -66,6 +68,7 @@ class TrainingOptions(CellOptions, DecisionOptions):
         "back when it wants it, so it is disturbed when its threads waited for a CPU more than "
         "this share of the time",
         "--shielded-share",
+        REJUDGED,
     )
     disturbed_retries: int = option(
         interference.DISTURBED_RETRIES,
@@ -81,6 +84,7 @@ class TrainingOptions(CellOptions, DecisionOptions):
         "unless most cells of the run were disturbed)",
         flag="--disturbed",
         choices=interference.POLICIES,
+        resume=REJUDGED,
     )
     priority: str = option(
         interference.PRIORITY_DEFAULT,

@@ -184,6 +184,8 @@ def validate_result(data: object, source: str = "result") -> dict[str, Any]:
     if data.get("status") not in STATUSES:
         raise ResultError(f"{source}: unknown status {str(data.get('status'))[:40]!r}")
     _check_cell(data.get("cell"), source)
+    _check_cpu(data, source)
+    _check_metrics(data, source)
     for key in ("environment", "runner", "requested", "config"):
         if data.get(key) is not None and not isinstance(data[key], dict):
             raise ResultError(f"{source}: field {key!r}: expected an object")
@@ -243,7 +245,44 @@ def validate_serve_result(data: dict[str, Any], source: str = "result") -> dict[
         raise ResultError(f"{source}: missing or incomplete serving 'cell'")
     if data["status"] == "ok" and not isinstance(data.get("metrics"), dict):
         raise ResultError(f"{source}: status ok but no metrics")
+    _check_cpu(data, source)
     return data
+
+
+def _check_metrics(data: dict[str, Any], source: str) -> None:
+    """The final metrics: finite numbers; an accuracy 0 to 1 (one is checked against
+    chance, and a NaN one would pass every check)."""
+    metrics = data.get("metrics")
+    if not isinstance(metrics, dict):
+        return
+    for key, value in metrics.items():
+        if value is None or isinstance(value, str):
+            continue
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not number or not math.isfinite(value) or ("accuracy" in key and not 0 <= value <= 1):
+            raise ResultError(
+                f"{source}: field 'metrics.{key}': expected a finite number"
+                + (" from 0 to 1" if "accuracy" in key else "")
+                + f", got {str(value)[:40]}"
+            )
+
+
+# A share of a cell's CPUs that others (or the hypervisor) used: 0 to 1. NaN, -1 or
+# 1e308 would each turn a disturbed cell into a clean one (store/disturbance.py).
+SHARES = ("others_share", "steal_share")
+
+
+def _check_cpu(data: dict[str, Any], source: str) -> None:
+    """The cell's CPU record (``cpu``): every number finite and >= 0, each share <= 1."""
+    if data.get("cpu") is None:
+        return
+    cpu = _check_numbers(data["cpu"], source, "cpu")
+    for key in SHARES:
+        value = cpu.get(key)
+        if value is not None and value > 1:
+            raise ResultError(
+                f"{source}: field 'cpu.{key}': a share of the CPUs, 0 to 1, got {str(value)[:40]}"
+            )
 
 
 def load_result(path: str | Path) -> dict[str, Any]:

@@ -20,11 +20,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from tfvariants.errors import UserError
+from tfvariants import __version__
+from tfvariants.errors import UserError, one_line
 from tfvariants.options.cell import CellOptions
-from tfvariants.options.declare import RunOptionsBase, declared
+from tfvariants.options.declare import REJUDGED, RunOptionsBase, declared, defaults
 from tfvariants.plan.task import CellT, MatrixPlan, PlannedCell
 from tfvariants.plan.tasks import task_of
+from tfvariants.store import stamp
 from tfvariants.store.cellresult import AnyResult, host_of, parse_results
 from tfvariants.store.record import RunRecord, run_record
 from tfvariants.store.result import ResultError, load_result, read_json_file
@@ -156,6 +158,10 @@ def load_run_dir(results_dir: Path, *, allow_mixed_hosts: bool = False) -> RunCo
             result = load_result(path)
         except ResultError as exc:
             contents.problems.append(Problem(rel, str(exc).removeprefix(f"{path}: ")))
+            continue
+        why = stamp.disagreement(result, run)
+        if why is not None:
+            contents.problems.append(Problem(rel, why))
             continue
         cid, legacy = cell_ids(result["cell"])
         if path.stem == cid:
@@ -349,6 +355,13 @@ def prepare_run_dir(
             raise UserError(
                 f"--resume: {out} holds a different matrix (stored vs given: {'; '.join(diffs)})"
             )
+        made_by = stored.get(stamp.RUN_FIELD)
+        if made_by is not None and made_by != __version__:
+            raise UserError(
+                f"--resume: {out} was started by tfvariants {made_by}, this is {__version__}: "
+                "its cells would be pooled with another version's; start a new run"
+            )
+        stored = _rejudged(out, stored, spec)
         entries = list(stored["hosts"])
         if not entries:  # a version-1 run: declare the host(s) its cells say they ran on
             inferred = load_run_dir(out, allow_mixed_hosts=True).run_hosts
@@ -380,6 +393,33 @@ def prepare_run_dir(
     RunFolder(out).create()
     write_run(out, record)
     return record
+
+
+def _rejudged(
+    out: Path, stored: dict[str, Any], spec: MatrixPlan[PlannedCell, RunOptionsBase]
+) -> dict[str, Any]:
+    """A resume's new value of an option declared ``rejudged`` (--confidence,
+    --min-effect, --disturbed, ...) replaces the stored one in run.json, so the whole
+    report is judged with it; said, one line per option."""
+    cls = type(spec.options)
+    old = dict(stored.get("options") or {})
+    new = spec.options.record()
+    changed = {}
+    for name, o in declared(cls).items():
+        before = old.get(name, defaults(cls)[name])
+        if o.resume == REJUDGED and new.get(name) != before:
+            changed[name] = new.get(name)
+            print(
+                f"tfvariants: --resume: {o.flag} {one_line(new.get(name))} replaces the run's "
+                f"{one_line(before)}: every cell of the report is judged with it",
+                file=sys.stderr,
+            )
+    if not changed:
+        return stored
+    options = {k: v for k, v in {**old, **changed}.items() if v is not None}
+    stored = {**stored, "options": options}
+    write_run(out, stored)
+    return stored
 
 
 def update_run(out: Path, **fields: object) -> dict[str, Any]:

@@ -7,13 +7,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from tfvariants import __version__
 from tfvariants.errors import UserError
 from tfvariants.options.declare import RunOptionsBase, stored_problems
 from tfvariants.options.limits import MAX_THREADS
 from tfvariants.plan.spec import MAX_REPEATS, logical_cpus
 from tfvariants.plan.task import MatrixPlan, PlannedCell
 from tfvariants.plan.tasks import task_of
-from tfvariants.store import workloadfiles
+from tfvariants.store import stamp, workloadfiles
 from tfvariants.store.record import RunRecord, run_record
 from tfvariants.store.result import ResultError, read_json_file
 from tfvariants.store.runfolder import RunFolder
@@ -100,6 +101,9 @@ def validate_run(data: object, source: str) -> dict[str, Any]:
     options = data.get("options") or {}
     for name, problem, v in stored_problems(task_of(data).options, options):
         raise _field_error(source, f"options.{name}", problem, v)
+    made_by = data.get(stamp.RUN_FIELD)
+    if made_by is not None and not (isinstance(made_by, str) and 0 < len(made_by) <= 40):
+        raise _field_error(source, stamp.RUN_FIELD, "a version like 0.1.0", made_by)
     cpus = data.get("logical_cpus")
     if cpus is not None and (not _is_int(cpus) or cpus < 1):
         raise _field_error(source, "logical_cpus", "a whole number >= 1", cpus)
@@ -143,6 +147,7 @@ def new_run(
     return {
         "schema_version": RUN_SCHEMA_VERSION,
         "kind": RUN_KIND,
+        stamp.RUN_FIELD: __version__,  # a resume by another version is refused
         **matrix,
         "hosts": hosts,
         **({workloadfiles.FIELD: files} if files else {}),

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from tfvariants.errors import UserError
-from tfvariants.store import cleanup, lock
+from tfvariants.store import cleanup, lock, stamp
 from tfvariants.store.result import ResultError, load_result
 
 RUN_FILE = "run.json"
@@ -216,8 +216,9 @@ class RunFolder:
             write_bytes_atomic(self.run_file, _json_bytes(record))
 
     def write_cell(self, cid: str, result: dict[str, Any]) -> Path:
-        """cells/<cid>.json, atomically. Never over a finished result or a file that
-        cannot be read (a resume moves those aside first, with --quarantine)."""
+        """cells/<cid>.json (stamped: store/stamp.py), atomically. Never over a finished
+        result or an unreadable file (a resume moves those aside, with --quarantine)."""
+        result = stamp.stamped(result, self.run_file)
         path = self._dir(CELLS_DIR) / f"{cid}.json"
         if os.path.lexists(path):
             self._refuse_link(path)

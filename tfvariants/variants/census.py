@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -29,8 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tfvariants.variants import cachefiles
 from workloads import isacensus
-from workloads.protocol import write_json_atomic
 
 if TYPE_CHECKING:
     from tfvariants.variants.registry import Variant
@@ -46,9 +46,9 @@ Log = Callable[[str], None]
 _GATE_LOCK = threading.Lock()
 
 
-def cache_dir() -> Path:
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(cache) / "tfvariants" / "census"
+def cache_dir() -> Path | None:
+    """The census, gate and peak cache; None (said once) when it cannot be used."""
+    return cachefiles.usable(cachefiles.home() / "census")
 
 
 def gate_enabled() -> bool:
@@ -70,21 +70,32 @@ def file_hash(path: Path) -> str:
     return _sha256(str(path), stat.st_size, stat.st_mtime_ns)
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+def _census_path(sha256: str) -> Path | None:
+    folder = cache_dir()
+    return folder / f"{sha256}-v{isacensus.VERSION}.json" if folder else None
 
 
-def _census_path(sha256: str) -> Path:
-    return cache_dir() / f"{sha256}-v{isacensus.VERSION}.json"
+_COUNT_PARTS = ("dispatched", "rest", "raw", "raw_rest")
+
+
+def census_problem(record: dict[str, Any]) -> str | None:
+    """Why a cached census cannot be used: every count a whole number from 0 up (a NaN
+    or negative count would read as "needs nothing": SSE2)."""
+    if not isinstance(record.get("rest"), dict):
+        return "no 'rest' counts"
+    for part in _COUNT_PARTS:
+        counts = record.get(part, {})
+        if not isinstance(counts, dict):
+            return f"{part!r} is not a table of counts"
+        for isa, count in counts.items():
+            if not cachefiles.number(count, 0, 1e12, whole=True):
+                return f"{part}.{isa} is {str(count)[:40]!r}, not a count"
+    return None
 
 
 def cached_census(path: Path) -> dict[str, Any] | None:
     """The census of one file if it was ever taken (any path with the same content)."""
-    return _read_json(_census_path(file_hash(path)))
+    return cachefiles.read_entry(_census_path(file_hash(path)), census_problem)
 
 
 def census_file(path: Path, log: Log = lambda _m: None) -> dict[str, Any]:
@@ -95,7 +106,7 @@ def census_file(path: Path, log: Log = lambda _m: None) -> dict[str, Any]:
     log(f"census: objdump {path.name} ({path.stat().st_size / 1e6:.0f} MB, once per binary)")
     counts = isacensus.census_file(path)
     counts["sha256"] = file_hash(path)
-    write_json_atomic(_census_path(counts["sha256"]), counts)
+    cachefiles.write_entry(_census_path(counts["sha256"]), counts)
     return counts
 
 
@@ -204,8 +215,6 @@ def judge(
 ) -> str | None:
     """Why a variant cannot run on this CPU, from its import probe (exit code and log)
     and, when given, its census; None when nothing says so."""
-    import re
-
     if census is not None:
         reason = lacking_reason(isacensus.required(census), flags, FRAMEWORK, census)
         if reason:
@@ -242,7 +251,10 @@ def gate(
     flags = isacensus.cpu_flags() if flags is None else flags
     digest = file_hash(framework)
     flags_key = hashlib.sha256(" ".join(sorted(flags)).encode()).hexdigest()[:12]
-    verdict_path = cache_dir() / f"gate-{digest[:32]}-{flags_key}-v{isacensus.VERSION}.json"
+    folder = cache_dir()
+    verdict_path = (
+        folder / f"gate-{digest[:32]}-{flags_key}-v{isacensus.VERSION}.json" if folder else None
+    )
     # One probe per binary even when a listing checks its overlays in parallel threads.
     with _GATE_LOCK:
         return _gate_verdict(variant, framework, digest, verdict_path, flags, probe, log)
@@ -252,13 +264,13 @@ def _gate_verdict(
     variant: Variant,
     framework: Path,
     digest: str,
-    verdict_path: Path,
+    verdict_path: Path | None,
     flags: set[str],
     probe: Callable[[str], tuple[int, str]] | None,
     log: Log,
 ) -> str | None:
-    stored = _read_json(verdict_path)
-    if stored is not None and "reason" in stored:
+    stored = cachefiles.read_entry(verdict_path, lambda v: verdict_problem(v, digest))
+    if stored is not None:
         return stored["reason"]
     census = cached_census(framework)
     reason = judge(0, "", census, flags, variant.name) if census else None
@@ -272,5 +284,25 @@ def _gate_verdict(
                 except (OSError, RuntimeError):
                     census = None
             reason = judge(code, text, census, flags, variant.name)
-    write_json_atomic(verdict_path, {"framework_sha256": digest, "reason": reason})
+    cachefiles.write_entry(verdict_path, {"framework_sha256": digest, "reason": reason})
     return reason
+
+
+# The sentences ``judge`` writes: a cached verdict saying anything else is not its own.
+_VERDICT = re.compile(
+    r"its TensorFlow is compiled for [A-Z0-9_. ]+, which this CPU lacks \([^\n]*\)"
+    r"|importing its TensorFlow dies of SIGILL: [^\n]*"
+)
+
+
+def verdict_problem(record: dict[str, Any], digest: str) -> str | None:
+    """Why a cached gate verdict cannot be used (a skip is only taken in judge's words,
+    for this very binary)."""
+    if record.get("framework_sha256") != digest:
+        return "not the verdict of this binary"
+    reason = record.get("reason", "")
+    if reason is not None and not (
+        isinstance(reason, str) and len(reason) < 2000 and _VERDICT.fullmatch(reason)
+    ):
+        return "its reason is not a verdict of the gate"
+    return None

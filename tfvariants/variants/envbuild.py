@@ -12,6 +12,7 @@ The worker's environment probe reads the same file (see workloads.envprobe).
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import functools
 import hashlib
@@ -22,11 +23,12 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tfvariants.errors import UserError
+from tfvariants.errors import UserError, one_line
+from tfvariants.variants import cachefiles
 from tfvariants.variants.census import died_of_sigill, run_code
 from workloads.protocol import write_json_atomic
 
@@ -61,8 +63,7 @@ def spec_problem(spec: object) -> str | None:
 def cache_root() -> Path:
     if os.environ.get(ENVS_VAR):
         return Path(os.environ[ENVS_VAR]).expanduser()
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(cache) / "tfvariants" / "envs"
+    return cachefiles.home() / "envs"
 
 
 def base_python(variant: Variant) -> str:
@@ -113,14 +114,31 @@ def env_python(folder: Path) -> Path:
 
 def built_info(variant: Variant) -> dict[str, Any] | None:
     """The environment's info file (with the lock), or None when it is not built."""
+    key = env_key(variant)
     path = env_dir(variant) / INFO_FILE
-    try:
-        info = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if info.get("key") != env_key(variant) or not env_python(path.parent).exists():
+    info = cachefiles.read_entry(path, lambda record: _info_problem(record, key))
+    if info is None or not env_python(path.parent).exists():
         return None
     return info
+
+
+def _info_problem(info: dict[str, Any], key: str) -> str | None:
+    """Why an environment's info file is not one this build wrote."""
+    if info.get("key") != key:
+        return "not the environment of these specs"
+    lock = info.get("lock")
+    if not isinstance(lock, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in lock.items()
+    ):
+        return "its lock is not a table of package versions"
+    return cachefiles.bad_fields(
+        info,
+        {
+            "build_s": lambda v: cachefiles.optional_number(v, 0, 1e7),
+            "built_at": lambda v: cachefiles.text(v, 40),
+            "import_check": cachefiles.text,
+        },
+    )
 
 
 def find_uv() -> str | None:
@@ -203,63 +221,101 @@ def import_check(python: Path, backend: str, env: dict[str, str]) -> str:
     return f"{backend} {proc.stdout.strip()} imports"
 
 
+@contextlib.contextmanager
+def _build_lock(path: Path) -> Iterator[None]:
+    """Hold ``path``'s exclusive lock, and remove the file when done, so no lock file
+    outlives a build. A waiter that got the lock on a file already removed tries again
+    (the file at the path is the lock)."""
+    while True:
+        with open(path, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # a second build of the same specs waits
+            try:
+                current = os.stat(path).st_ino
+            except FileNotFoundError:
+                current = -1
+            if current != os.fstat(lock.fileno()).st_ino:
+                continue  # removed by the build that held it: lock the new one
+            try:
+                yield
+            finally:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+            return
+
+
 def build(variant: Variant, log: Callable[[str], None]) -> str:
-    """Build the variant's environment unless the cache has it; return what happened."""
+    """Build the variant's environment unless the cache has it; return what happened.
+    A build that fails leaves nothing behind (no half-made environment, no lock)."""
     info = built_info(variant)
     folder = env_dir(variant)
     if info is not None:
         return f"reused {folder} (same requirements and Python)"
     root = cache_root()
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / f"{folder.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # a second build of the same specs waits
+    why = cachefiles.unusable(root)
+    if why is not None:
+        raise UserError(
+            f"variant '{variant.name}': no folder to build its environment in "
+            f"({root} cannot be used: {why}): set {ENVS_VAR} to a writable folder"
+        )
+    with _build_lock(root / f"{folder.name}.lock"):
         if built_info(variant) is not None:
             return f"reused {folder} (built meanwhile)"
         shutil.rmtree(folder, ignore_errors=True)  # an unfinished earlier build
-        started = time.monotonic()
-        python = base_python(variant)
-        env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
-        uv = find_uv()
-        if uv:
-            env = uv_env(env)
-        index_args = [f"--extra-index-url={url}" for url in variant.index_urls]
         try:
-            if uv:
-                log(f"uv: creating {folder} from {python}")
-                _stream([uv, "venv", "--python", python, str(folder)], log, env)
-                install = [uv, "pip", "install", "--python", str(env_python(folder))]
-            else:
-                log(f"venv: creating {folder} from {python}")
-                _stream([python, "-m", "venv", str(folder)], log, env)
-                pip = [str(env_python(folder)), "-m", "pip"]
-                install = [*pip, "install", "--disable-pip-version-check"]
-            log("installing " + " ".join(variant.requirements))
-            _stream([*install, *index_args, *variant.requirements], log, env)
-            lock_out = subprocess.run(
-                [str(env_python(folder)), "-c", _LOCK_CODE],
-                capture_output=True,
-                text=True,
-                timeout=120,
-                env=env,
-            )
-            if lock_out.returncode != 0:
-                raise UserError(f"cannot list the installed packages in {folder}")
-            imported = import_check(env_python(folder), variant.backend, env)
-            log(f"import check: {imported}")
-        except UserError as exc:
-            raise UserError(f"variant '{variant.name}': building its environment: {exc}") from None
-        info = {
-            "kind": "tfvariants.env",
-            "key": env_key(variant),
-            "variant": variant.name,
-            "requirements": list(variant.requirements),
-            "index_urls": list(variant.index_urls),
-            "python": python_tag(python),
-            "installer": "uv" if uv else "pip",
-            "lock": json.loads(lock_out.stdout),
-            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "build_s": round(time.monotonic() - started, 1),
-            "import_check": imported,
-        }
-        write_json_atomic(folder / INFO_FILE, info)
+            info = _install(variant, folder, log)
+        except BaseException as exc:
+            shutil.rmtree(folder, ignore_errors=True)
+            if isinstance(exc, (UserError, OSError, subprocess.SubprocessError, ValueError)):
+                raise UserError(
+                    f"variant '{variant.name}': building its environment: {one_line(exc)}"
+                ) from None
+            raise
     return f"built {folder} in {info['build_s']} s ({len(info['lock'])} packages)"
+
+
+def _install(variant: Variant, folder: Path, log: Callable[[str], None]) -> dict[str, Any]:
+    """Make the environment, install, lock and check it; its info file is written last."""
+    started = time.monotonic()
+    python = base_python(variant)
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    uv = find_uv()
+    if uv:
+        env = uv_env(env)
+    index_args = [f"--extra-index-url={url}" for url in variant.index_urls]
+    if uv:
+        log(f"uv: creating {folder} from {python}")
+        _stream([uv, "venv", "--python", python, str(folder)], log, env)
+        install = [uv, "pip", "install", "--python", str(env_python(folder))]
+    else:
+        log(f"venv: creating {folder} from {python}")
+        _stream([python, "-m", "venv", str(folder)], log, env)
+        pip = [str(env_python(folder)), "-m", "pip"]
+        install = [*pip, "install", "--disable-pip-version-check"]
+    log("installing " + " ".join(variant.requirements))
+    _stream([*install, *index_args, *variant.requirements], log, env)
+    lock_out = subprocess.run(
+        [str(env_python(folder)), "-c", _LOCK_CODE],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    if lock_out.returncode != 0:
+        raise UserError(f"cannot list the installed packages in {folder}")
+    imported = import_check(env_python(folder), variant.backend, env)
+    log(f"import check: {imported}")
+    info = {
+        "kind": "tfvariants.env",
+        "key": env_key(variant),
+        "variant": variant.name,
+        "requirements": list(variant.requirements),
+        "index_urls": list(variant.index_urls),
+        "python": python_tag(python),
+        "installer": "uv" if uv else "pip",
+        "lock": json.loads(lock_out.stdout),
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "build_s": round(time.monotonic() - started, 1),
+        "import_check": imported,
+    }
+    write_json_atomic(folder / INFO_FILE, info)
+    return info

@@ -266,7 +266,8 @@ def _read_tables(variants_file: str | Path | None) -> tuple[dict, dict[str, str]
     tables = {name: _from_table(name, t, "built-in") for name, t in BUILTIN_TABLES.items()}
     source = dict.fromkeys(tables, "built-in")
     path = variants_file or os.environ.get("TFVARIANTS_CONFIG")
-    if path is None and Path("tfvariants.toml").is_file():
+    found_here = path is None and Path("tfvariants.toml").is_file()
+    if found_here:
         path = "tfvariants.toml"
     if path is None:
         return tables, source
@@ -292,6 +293,13 @@ def _read_tables(variants_file: str | Path | None) -> tuple[dict, dict[str, str]
     for name, table in user.items():
         if not isinstance(table, Mapping):
             raise UserError(f"{path}: variant '{name}' must be a table")
+        if found_here and source.get(name) == "built-in":
+            # A file merely lying in the working folder must not change what a built-in
+            # name (the `local` baseline above all) means; a named file may.
+            raise UserError(
+                f"{path} (found in the working folder) redefines the built-in variant "
+                f"'{name}': rename it, or name the file with --variants-file to replace it"
+            )
         tables[name] = _from_table(name, table, str(path))
         source[name] = str(path)
     return tables, source

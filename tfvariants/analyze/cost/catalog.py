@@ -7,6 +7,7 @@ minimum). What a cell costs under it: :mod:`tfvariants.analyze.cost.pricing`.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -106,11 +107,17 @@ class Catalog:
         """A tier in the catalog's own words (spot or preemptible; on-demand)."""
         return self.spot_word if tier == "preemptible" else "on-demand"
 
+    @functools.cached_property
+    def _by_name(self) -> dict[str, Instance]:
+        # catalogs reach 100k+ instances (prices import of a cloud's list): one index
+        return {inst.name: inst for inst in self.instances}
+
     def instance(self, name: str) -> Instance:
-        for inst in self.instances:
-            if inst.name == name:
-                return inst
-        known = ", ".join(i.name for i in self.instances)
+        found = self._by_name.get(name)
+        if found is not None:
+            return found
+        known = ", ".join(i.name for i in self.instances[:20])
+        known += f", ... ({len(self.instances):,} in all)" if len(self.instances) > 20 else ""
         raise UserError(f"catalog {self.name} has no instance {name!r} (known: {known})")
 
     def price(
@@ -175,8 +182,12 @@ def _known(table: dict, fields: tuple[str, ...], where: str) -> None:
 
 def valid_date(text: object) -> TypeGuard[str]:
     """YYYY-MM or YYYY-MM-DD naming a real month (and day)."""
-    if not isinstance(text, str) or not _DATE.fullmatch(text):
-        return False
+    return isinstance(text, str) and bool(_DATE.fullmatch(text)) and _real_date(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _real_date(text: str) -> bool:
+    # Memoised: a catalog of 100k instances names a few dozen dates (strptime is slow).
     try:
         datetime.strptime(text, "%Y-%m-%d" if len(text) == 10 else "%Y-%m")
     except ValueError:
@@ -218,14 +229,16 @@ def parse_catalog(data: dict, path: str) -> Catalog:
     if not isinstance(raw_instances, list) or not raw_instances:
         raise UserError(f"{_where(path, None, 'instance')}: no [[instance]] entries")
     instances: list[Instance] = []
+    seen: set[str] = set()  # a set: a list scan per instance is quadratic at 100k
     warnings: list[str] = []
     for i, raw in enumerate(raw_instances):
         name = raw.get("name") if isinstance(raw, dict) else None
         if not isinstance(name, str) or not name:
             raise UserError(f"{path}: instance #{i + 1}: missing field 'name'")
         _text(name, f"{path}: instance #{i + 1}, field 'name'")
-        if any(inst.name == name for inst in instances):
+        if name in seen:
             raise UserError(f"{_where(path, name, 'name')}: duplicate instance")
+        seen.add(name)
         assert isinstance(raw, dict)  # a name was read from it
         instances.append(_instance(raw, name, path, spot_word, warnings))
     if default_gpu is not None and not any(i.gpu_type == default_gpu for i in instances):

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from tfvariants.plan.pinning import PinPlan, plan_pinning
 from tfvariants.plan.topology import Topology, read_topology
+from tfvariants.variants import cachefiles
 from tfvariants.variants.census import cache_dir, file_hash, known_compiled_for, tensorflow_dir
 from tfvariants.variants.peak import gpu, theory
 from workloads import peakprobe
-from workloads.protocol import write_json_atomic
 
 if TYPE_CHECKING:
     from tfvariants.variants.registry import Variant
@@ -71,9 +71,10 @@ def cache_key(binary: str, variant: Variant, plan: PinPlan, cpu: theory.Cpu) -> 
     }
 
 
-def cache_path(key: dict[str, Any]) -> Path:
+def cache_path(key: dict[str, Any]) -> Path | None:
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]
-    return cache_dir() / f"peak-{digest}.json"
+    folder = cache_dir()
+    return folder / f"peak-{digest}.json" if folder else None
 
 
 def _cores(plan: PinPlan, topology: Topology) -> int:
@@ -150,7 +151,7 @@ def measure(
         return record({"measured": False, "why": reason}, variant, plan, topology, cpu)
     binary = binary or binary_identity(variant)
     path = cache_path(cache_key(binary, variant, plan, cpu)) if binary else None
-    cached = _read(path) if path else None
+    cached = cachefiles.read_entry(path, peak_check(variant.device, len(plan.cpus)))
     if cached is not None and not _again(cached):
         return {**record(cached, variant, plan, topology, cpu), "cached": True}
     log(f"peak probe: {variant.name} at {threads} thread(s) (once per binary and CPU set)")
@@ -158,8 +159,8 @@ def measure(
     probed = {**probed, "probed_at": _now()}
     if cached is not None:  # a disturbed peak probed again: the better one is the peak
         probed = _better(cached, probed)
-    if path is not None and probed.get("measured"):
-        write_json_atomic(path, probed)
+    if probed.get("measured"):
+        cachefiles.write_entry(path, probed)
     return {**record(probed, variant, plan, topology, cpu), "cached": False}
 
 
@@ -182,12 +183,69 @@ def _better(cached: dict[str, Any], probed: dict[str, Any]) -> dict[str, Any]:
     return {**best, "probes": probes}
 
 
-def _read(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) and data.get("measured") else None
+# Far above what any device does, far below a poisoned figure: a CPU core retires at
+# most 2 x 512-bit FMAs a cycle (64 FP32 FLOPs) at under 6 GHz, about 400 GFLOP/s; no
+# GPU does 10 PFLOP/s; no memory moves 100 TB/s.
+CORE_GFLOPS_MAX = 500.0
+GPU_GFLOPS_MAX = 1e7
+MEMORY_GB_MAX = 1e5
+
+
+def _priority_ok(value: object) -> bool:
+    """What the probe got of --priority: its nice values are -20 to 19 (shown)."""
+    if value is None or isinstance(value, str):
+        return True
+    return isinstance(value, dict) and all(
+        value.get(k) is None or cachefiles.number(value[k], -20, 19, whole=True)
+        for k in ("nice", "autogroup_nice", "value")
+    )
+
+
+def peak_check(device: str, cpus: int) -> cachefiles.Check:
+    """The check a cached peak must pass: measured, every number finite and possible
+    on this device (a peak of 1e6 GFLOP/s on 2 cores is not a measurement)."""
+    top = GPU_GFLOPS_MAX if device == "gpu" else CORE_GFLOPS_MAX * max(cpus, 1)
+
+    def check(record: dict[str, Any]) -> str | None:
+        if record.get("measured") is not True:
+            return "not a measured peak"
+        if not cachefiles.number(record.get("gflops_per_s"), 0, top) or not (
+            record["gflops_per_s"] > 0
+        ):
+            return f"gflops_per_s is {str(record.get('gflops_per_s'))[:40]!r}, not 0 to {top:g}"
+        kernels = record.get("kernels") or {}
+        memory = record.get("memory") or {}
+        if not isinstance(kernels, dict) or not isinstance(memory, dict):
+            return "'kernels' or 'memory' is not a table"
+        for name, kernel in kernels.items():
+            if not isinstance(kernel, dict) or not cachefiles.optional_number(
+                kernel.get("gflops_per_s"), 0, top
+            ):
+                return f"kernel {str(name)[:40]!r} has no possible gflops_per_s"
+        return cachefiles.bad_fields(
+            {**record, "gb_per_s": memory.get("gb_per_s")},
+            {
+                "gb_per_s": lambda v: cachefiles.optional_number(v, 0, MEMORY_GB_MAX),
+                "others_share": lambda v: cachefiles.optional_number(v, 0, 1),
+                "probes": lambda v: v is None or cachefiles.number(v, 1, MAX_PROBES, whole=True),
+                "wall_s": lambda v: cachefiles.optional_number(v, 0, 1e6),
+                "priority": _priority_ok,
+                "intra_op": lambda v: v is None or cachefiles.number(v, 1, 4096, whole=True),
+                "inter_op": lambda v: v is None or cachefiles.number(v, 1, 4096, whole=True),
+                "affinity": lambda v: (
+                    v is None
+                    or (
+                        isinstance(v, list)
+                        and all(cachefiles.number(c, 0, 1 << 16, whole=True) for c in v)
+                    )
+                ),
+                **dict.fromkeys(
+                    ("best_kernel", "onednn_isa", "why", "probed_at", "gpu_name"), cachefiles.text
+                ),
+            },
+        )
+
+    return check
 
 
 def measure_all(
