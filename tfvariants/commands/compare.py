@@ -293,7 +293,9 @@ def _run_matrix(
     # One policy (one stopping rule) for every executor; on Ray each round is a wave.
     before = stored.adaptive
     spent_before = (before.spent_s if before is not None else None) or 0.0
-    next_round, rule = rounds.adaptive_hook(spec, args.baseline, console, spent_before)
+    # The looks' times (run.json "looks_made" at_s) count this command's probes too.
+    spent = spent_before + policy.run_clock() - args.began
+    next_round, rule = rounds.adaptive_hook(spec, args.baseline, console, spent)
     options_for = cell_options(spec, lambda: getattr(next_round, "window_plan", None))
     resume = rounds.resume_command(args.argv, out)
     held = not opts.at_least_first_look  # else the planned cells run past the budget
