@@ -125,7 +125,7 @@ def test_compare_on_a_busy_machine_stops_within_its_budget_and_resumes_to_the_fi
     assert run["adaptive"]["spent_s"] <= 1200 and len(_cells(Path("res"))) == 10
 
 
-def test_adaptive_rounds_under_a_growing_load_end_within_the_budget(clock, monkeypatch):
+def test_adaptive_rounds_under_a_load_that_starts_mid_run_end_within_the_budget(clock, monkeypatch):
     # 20 s cells until the first look, 60 s after it (the rounds' estimate, a median of
     # cells before, is too short); identical configurations: undecided
     slow = SlowCells(clock, 20.0, jump=3.0, after=10, same=True)
