@@ -81,8 +81,9 @@ def test_a_first_look_that_cannot_fit_is_said_in_one_line(
     lines = [ln for ln in capsys.readouterr().err.splitlines() if "first look (" in ln]
     assert lines == [
         "compare: the first look (after 5 more round(s), 30 cells) will take about 6.2 min "
-        "of the 5.0 min budget, past the budget: no adaptive round will run (estimated from 6.5 s "
-        "outside a 6 s steady window per cell)"
+        "of the 5.0 min budget, past the budget: the run stops at the budget before it, "
+        "with the resume command that reaches it (--at-least-first-look runs on instead) "
+        "(estimated from 6.5 s outside a 6 s steady window per cell)"
     ]
 
 
@@ -244,8 +245,9 @@ def test_any_compare_with_a_budget_says_when_its_first_look_cannot_fit(
     # 2 configurations x 2 workloads x 5 rounds x 12.5 s = 250 s: over half of 2 min.
     expected = [
         "compare: the first look (after 5 more round(s), 20 cells) will take about 4.2 min of "
-        "the 2.0 min budget, past the budget: no adaptive round will run (estimated from 6.5 s "
-        "outside a 6 s steady window per cell)"
+        "the 2.0 min budget, past the budget: the run stops at the budget before it, "
+        "with the resume command that reaches it (--at-least-first-look runs on instead) "
+        "(estimated from 6.5 s outside a 6 s steady window per cell)"
     ]
     assert lines == (expected if said else [])
 

@@ -499,7 +499,7 @@ def test_what_a_resume_does_with_an_option_is_said_in_its_declaration():
         "epochs", "samples", "steps_per_epoch", "data", "seed",
         "min_steady_s", "min_steady_steps", "warmup_max_s", "quick",
     ]  # fmt: skip
-    assert set(RESUMABLE) == {"timeout_s", "budget_s", "max_repeats"}
+    assert set(RESUMABLE) == {"timeout_s", "budget_s", "max_repeats", "at_least_first_look"}
     stored = {"timeout_s": 60.0, "data_dir": "/elsewhere", "seed": 7, "budget_s": 300.0}
     got = declare.resolve(TrainingOptions, {}, stored, {})
     assert (got["timeout_s"], got["data_dir"]) == (1800.0, None)  # this command's

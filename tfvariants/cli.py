@@ -57,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # a resume command repeats it
     # SIGHUP (the terminal closed) like SIGTERM: stop cleanly, keep what is finished.
     handled = (signal.SIGTERM, signal.SIGHUP) if _main_thread() else ()
     previous = {sig: signal.signal(sig, _terminate) for sig in handled}

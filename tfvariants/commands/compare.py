@@ -36,6 +36,8 @@ from tfvariants.commands.matrix_args import (  # noqa: F401 (quick_scale: the co
 from tfvariants.commands.outdir import check_writable, out_dir
 from tfvariants.commands.variant_probe import probe_variants
 from tfvariants.errors import UserError
+from tfvariants.execute import policy
+from tfvariants.execute.policy import Policy
 from tfvariants.options import argtypes, declare
 from tfvariants.options.cell import SCALE
 from tfvariants.options.limits import MAX_THREADS
@@ -215,6 +217,9 @@ def run(args: argparse.Namespace) -> int:
         variant_objs = compare_cluster.with_engine(variant_objs, args.engine)
     else:
         variant_objs = ready_variants(variant_objs, args.engine)
+    # The budget's clock starts here, the environments ready: the folder's checks, the
+    # probes, the census and the peaks before the first cell count in it.
+    args.began = policy.run_clock()
     console = Console(stderr=True, soft_wrap=True)
 
     report_to = _ReportTo(report_path, _settings(args, pricing), args.csv, args.verbose)
@@ -261,6 +266,7 @@ def _prepare(
     if not (args.no_peak or args.no_probe) and args.executor != "ray":  # cached, like the census
         priority = spec.options.priority
         measure_peaks(out, variant_objs, spec.configurations(), priority)
+    rounds.said_probes(spec.options.budget_s, policy.run_clock() - args.began, console)
     rounds.announce(spec, out, moved, console)
     return matrix
 
@@ -279,7 +285,6 @@ def _run_matrix(
     one by one or in duets, or on Ray in waves, with the adaptive rounds when there is a
     budget); the MatrixOutcome, with its lines said. A store error while the cells run
     (not while the folder is checked) renders what was stored first (``report_to``)."""
-    from tfvariants.execute.policy import Policy
     from tfvariants.store.runfolder import StoreError
 
     matrix = _prepare(args, spec, variant_objs, out, console)
@@ -288,18 +293,25 @@ def _run_matrix(
     # One policy (one stopping rule) for every executor; on Ray each round is a wave.
     before = stored.adaptive
     spent_before = (before.spent_s if before is not None else None) or 0.0
-    next_round, rule = rounds.adaptive_hook(spec, args.baseline, console, spent_before)
+    # The looks' times (run.json "looks_made" at_s) count this command's probes too.
+    spent = spent_before + policy.run_clock() - args.began
+    next_round, rule = rounds.adaptive_hook(spec, args.baseline, console, spent)
     options_for = cell_options(spec, lambda: getattr(next_round, "window_plan", None))
-    policy: Policy[Cell] = Policy(next_round, opts.budget_s, spent_before)
+    resume = rounds.resume_command(args.argv, out)
+    held = not opts.at_least_first_look  # else the planned cells run past the budget
+    run_policy: Policy[Cell] = Policy(
+        next_round, opts.budget_s, spent_before, held, began=args.began, resume=resume,
+        clock=policy.run_clock,
+    )  # fmt: skip
     if args.executor == "ray":  # disturbed cells are judged on this host's CPUs only
         executor: Executor[Cell] = compare_cluster.ray_waves(
             args, spec, variant_objs, report_to.settings.pricing, out, console, options_for
         )
     else:
-        policy = dataclasses.replace(policy, **rounds.retry_options(spec, quiet_gate))
+        run_policy = dataclasses.replace(run_policy, **rounds.retry_options(spec, quiet_gate))
         executor = _local(spec, variant_objs, options_for, quiet_gate, console, duet_at)
     try:
-        outcome = matrix.run(executor=executor, policy=policy, console=console)
+        outcome = matrix.run(executor=executor, policy=run_policy, console=console)
     except StoreError:
         report_to.write_quietly(out)
         raise

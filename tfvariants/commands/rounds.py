@@ -6,13 +6,14 @@ the closing summary."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tfvariants.analyze.statistics import adaptive, interference
 from tfvariants.analyze.statistics.verdict import Verdict
 from tfvariants.errors import UserError
+from tfvariants.execute.eta import fmt_s
 from tfvariants.options import declare
 from tfvariants.options.decision import DecisionOptions
 from tfvariants.options.training import COMPARE_DECISION, INTERFERENCE, TrainingOptions
@@ -271,13 +272,44 @@ def summary(analysis: RunFrame, out: Path, console: Console) -> None:
     ]
     if undecided:
         stopped = analysis.run.adaptive.stopped if analysis.run.adaptive else None
+        reach = (stopped or "").partition("to reach it, ")[2]
         if adaptive.at_last_look(stopped):  # more budget would not help: record() said why
             step = "the run reached its last look: see 'next' above"
+        elif reach:  # stopped at the budget before the first look: the command that reaches it
+            step = f"the first look was not reached; continue with: {reach}"
         else:
             step = f"continue with: tfvariants compare --resume --out {out} --budget 10m"
         console.print(
             f"  undecided against the baseline: {', '.join(undecided)} (the report says about "
             f"how many more repeats would decide; {step})",
+            highlight=False,
+            markup=False,
+        )
+
+
+def resume_command(argv: Sequence[str], out: Path) -> str:
+    """The command line that continues this run, before its ``--budget``: the same
+    arguments, with ``--resume --out OUT`` in place of any given."""
+    import shlex
+
+    kept: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in ("--budget", "--out"):
+            skip = True
+        elif arg != "--resume" and not arg.startswith(("--budget=", "--out=")):
+            kept.append(arg)
+    return "tfvariants " + shlex.join([*kept, "--resume", "--out", str(out)])
+
+
+def said_probes(budget_s: float | None, seconds: float, console: Console) -> None:
+    """What the checks, probes and census before the first cell took of the budget (they
+    count in it: the budget is the whole command's time)."""
+    if budget_s:
+        console.print(
+            f"probes and census: {fmt_s(seconds)} of the {fmt_s(budget_s)} budget",
             highlight=False,
             markup=False,
         )

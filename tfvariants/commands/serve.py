@@ -27,6 +27,7 @@ from tfvariants.commands.serve_spec import (
 from tfvariants.commands.serve_spec import LOADGEN_SPEC as LOADGEN_SPEC
 from tfvariants.commands.serve_spec import with_loadgen as with_loadgen
 from tfvariants.errors import UserError
+from tfvariants.execute import policy
 from tfvariants.options import declare
 from tfvariants.options.decision import ADAPTIVE, JUDGED, DecisionOptions
 from tfvariants.options.serving import COMMAND_LINE, ServingOptions
@@ -237,6 +238,7 @@ def run(args: argparse.Namespace) -> int:
         for m in spec.models:
             check_target(args.target, args.target_model or m, m, spec.options.input_shape)
     variant_objs = ready_variants(with_loadgen(spec.scenarios, variant_objs), args.engine)
+    args.began = policy.run_clock()  # the budget's clock: the environments ready, the checks count
     out = args.out or Path("results") / f"serve-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     report_path = args.report or Path("reports") / out.name / "index.html"
     if args.resume and not (out / "run.json").is_file():
@@ -306,6 +308,7 @@ def _run_matrix(
 ) -> MatrixOutcome:
     """Run the serving cells (adaptive rounds when there is a budget); the MatrixOutcome,
     with its lines said."""
+    from tfvariants.commands.rounds import resume_command
     from tfvariants.execute.matrix import Matrix
     from tfvariants.execute.policy import Policy
     from tfvariants.execute.serve_runner import run_serve_cell
@@ -333,13 +336,17 @@ def _run_matrix(
     o = spec.options
     if o.budget_s:
         next_round = _next_round_hook(spec, pricing, args.baseline, console)
-    policy = Policy(
+    run_policy = Policy(
         next_round,
         o.budget_s,
         (before.spent_s if before is not None else None) or 0.0,
-        budget_covers_plan=True,  # the default run's promise: an answer within the budget
+        # The default run's promise: an answer within the budget, unless asked otherwise.
+        budget_covers_plan=not o.at_least_first_look,
+        began=args.began,
+        resume=resume_command(args.argv, out),
+        clock=policy.run_clock,
     )
-    outcome = matrix.run(run_one, policy=policy, resume=args.resume, console=console)
+    outcome = matrix.run(run_one, policy=run_policy, resume=args.resume, console=console)
     if next_round is not None:
         _record(out, next_round, spec, before, outcome, console)
     console.print(
@@ -351,15 +358,6 @@ def _run_matrix(
     for cid in outcome.problems[:20]:
         reason = outcome.reasons.get(cid, "")
         console.print(f"  [red]{outcome.statuses[cid]}[/] {cid}: {reason}", highlight=False)
-    if outcome.missing and outcome.stopped.startswith("budget"):
-        more = (outcome.spent_s + 600) / 60
-        console.print(
-            f"the budget ran out with {outcome.missing} planned cell(s) not run: the report "
-            "says what the cells that ran decide; continue with: tfvariants serve --resume "
-            f"--out {out} --budget {more:.0f}m (same arguments; the budget counts the time "
-            "already spent)",
-            highlight=False,
-        )
     return outcome
 
 

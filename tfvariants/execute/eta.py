@@ -4,6 +4,7 @@ that says when the planned rounds will overrun the budget at the pace measured."
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -46,6 +47,14 @@ class EtaModel:
                 return statistics.median(samples)
         return None
 
+    def longest(self, cell: PlannedCell) -> float | None:
+        """The longest finished cell of the cell's workload (else of the run), or its
+        estimate when longer: what the budget holds a cell to before it starts."""
+        samples = self._by_workload.get(cell.workload) or self._all
+        if not samples:
+            return None
+        return max(max(samples), self.estimate(cell) or 0.0)
+
     def remaining(self, cells: Iterable[PlannedCell]) -> float | None:
         estimates = [self.estimate(c) for c in cells]
         known = [e for e in estimates if e is not None]
@@ -54,18 +63,35 @@ class EtaModel:
         return float(sum(known))
 
 
+# The budget a resume is told to give to reach the first look: the estimated end at the
+# pace measured, with room for the rule that no cell starts unless it ends inside the
+# budget at 1.25x its workload's longest cell, and for the resumed command's probes.
+RESUME_MARGIN = 1.25
+
+
+def resume_budget_min(end_s: float, budget_s: float) -> int:
+    """Whole minutes of --budget (the whole run's, time spent included) that reach the
+    first look estimated to end at ``end_s``; always more than ``budget_s``."""
+    return max(math.ceil(end_s * RESUME_MARGIN / 60), math.floor(budget_s / 60) + 1)
+
+
 @dataclass
 class PaceWatch:
-    """Says once, during the planned rounds of a run with a budget and adaptive rounds,
-    that at the pace measured so far they will end past the budget. The estimate said
-    before the run (rounds/firstlook.py) is a quiet machine's; under a load the cells
-    run slower, and nothing can be decided before the planned rounds end (issue 26: an
-    unprivileged compare under bursts took 9.5 min of an 8 min budget, silently)."""
+    """Says once, after the first round of a run with a budget and adaptive rounds,
+    that at the pace measured so far the first look will end past the budget. The
+    estimate said before the run (rounds/firstlook.py) is a quiet machine's; under a load
+    the cells run slower, and nothing can be decided before the first look (issue 26: an
+    unprivileged compare under bursts took 9.5 min of an 8 min budget, silently). When
+    the budget ``holds`` (the default), the line says the run stops at the budget and
+    the ``resume`` command that reaches the first look; else (--at-least-first-look)
+    that the run overruns the budget to reach it."""
 
     budget_s: float
     spent: Callable[[], float]
-    after: int  # cells to finish before the pace says anything (two rounds)
+    after: int  # cells to finish before the pace says anything (one round)
     console: Console | None
+    holds: bool = True
+    resume: str | None = None  # the command line before its --budget
     finished: int = 0
     said: str | None = None
 
@@ -78,10 +104,10 @@ class PaceWatch:
         spent: Callable[[], float],
         console: Console | None,
     ) -> PaceWatch:
-        """The watch of ``cells`` planned cells in ``repeats`` rounds. It speaks after two
-        rounds: one round's pace holds the first cell's wait for quiet and the retries of
-        a burst (under bursts one round said 8m48s for a first look that ended at 6m12s)."""
-        return cls(budget_s, spent, 2 * max(1, cells // max(1, repeats)), console)
+        """The watch of ``cells`` planned cells in ``repeats`` rounds: it speaks after the
+        first round, when each configuration has a cell time (under bursts one round
+        once said 8m48s for a first look that ended at 6m12s: the line says "about")."""
+        return cls(budget_s, spent, max(1, cells // max(1, repeats)), console)
 
     def check(self, remaining_s: float | None) -> None:
         self.finished += 1
@@ -92,11 +118,19 @@ class PaceWatch:
         end = self.spent() + remaining_s
         if end <= self.budget_s:
             return
-        self.said = (
-            f"at this run's pace the first look will end after about {fmt_s(end)}, past the "
-            f"{fmt_s(self.budget_s)} budget: the run overruns it to reach the first look, "
-            "where the first verdicts come, and no adaptive round follows (the cells run "
-            "slower than planned: the machine is busy); a larger --budget or a quieter "
-            "machine leaves room to decide"
-        )
+        if self.holds:
+            more = resume_budget_min(end, self.budget_s)
+            to = f": {self.resume} --budget {more}m" if self.resume else ""
+            self.said = (
+                f"the first look cannot fit the {fmt_s(self.budget_s)} budget: at this run's "
+                f"pace it ends after about {fmt_s(end)} (the machine is busy); the run stops "
+                f"at the budget with every cell stored, and a resume reaches it{to}"
+            )
+        else:
+            self.said = (
+                f"at this run's pace the first look will end after about {fmt_s(end)}, past the "
+                f"{fmt_s(self.budget_s)} budget: the run overruns it to reach the first look "
+                "(--at-least-first-look), where the first verdicts come, and no adaptive round "
+                "follows (the cells run slower than planned: the machine is busy)"
+            )
         self.console.print(f"note: {self.said}", highlight=False, markup=False)

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, cast
 
 from tfvariants.errors import one_line
-from tfvariants.execute.eta import EtaModel, PaceWatch, fmt_s
+from tfvariants.execute.eta import EtaModel, PaceWatch, fmt_s, resume_budget_min
 from tfvariants.execute.executors import Executor, Finished, RunCell, Sequential
-from tfvariants.execute.policy import Policy, Retry, budget_stop
+from tfvariants.execute.policy import Policy, Retry, budget_stop, cell_fits
 from tfvariants.execute.progress import Display
 from tfvariants.options.declare import RunOptionsBase
 from tfvariants.plan.task import CellT, MatrixPlan, PlannedCell
@@ -180,7 +180,8 @@ class _Loop(Generic[CellT]):
         self.held = held
         self.eta = EtaModel()
         self.clock = policy.clock
-        self.started = self.clock()
+        # From the command's start when it says (its probes count), else from here.
+        self.started = self.clock() if policy.began is None else policy.began
         self.retry = Retry(policy.disturbed, self._next_attempt) if policy.disturbed else None
 
     def spent(self) -> float:  # this run's time so far, an interrupted one's included
@@ -200,18 +201,16 @@ class _Loop(Generic[CellT]):
         return again
 
     def planned(self, todo: list[CellT], planned: int) -> None:
-        """The planned cells: held to the budget when it covers the plan, else watched
-        for a pace that would overrun it before the first look."""
+        """The planned cells (the first look's, with a budget): held to the budget when
+        it covers the plan, and watched for a pace that would overrun it."""
         p = self.policy
-        deadline = None
-        if p.budget_covers_plan and p.budget_s is not None:
-            deadline = (self.started + p.budget_s - p.spent_before, p.budget_s)
         pace = None
-        if p.next_round is not None and p.budget_s is not None and deadline is None and todo:
+        if p.next_round is not None and p.budget_s is not None and todo:
             repeats = self.matrix.spec.repeats
             console = self.display.console
             pace = PaceWatch.of_plan(planned, repeats, p.budget_s, self.spent, console)
-        self.cells(todo, deadline, pace)
+            pace.holds, pace.resume = p.budget_covers_plan, p.resume
+        self.cells(todo, p.budget_covers_plan, pace, planned=True)
 
     def adaptive_rounds(self) -> None:
         """Ask ``next_round`` which cells the next round needs until the answer is none,
@@ -232,7 +231,7 @@ class _Loop(Generic[CellT]):
             outcome.planned += len(more)
             self.display.add(len(more))
             t0 = self.clock()
-            self.cells(more)
+            self.cells(more, hold=True)
             outcome.rounds.append({"repeat": more[0].repeat, "cells": len(more),
                                    "seconds": round(self.clock() - t0, 1),
                                    **self.executor.round_fields})  # fmt: skip
@@ -240,19 +239,19 @@ class _Loop(Generic[CellT]):
     def cells(
         self,
         todo: Sequence[CellT],
-        deadline: tuple[float, float] | None = None,  # (clock time, budget_s)
+        hold: bool = False,
         pace: PaceWatch | None = None,
+        planned: bool = False,
     ) -> None:
-        """A round's cells, slot by slot; a disturbed cell's next attempt right after."""
+        """A round's cells, slot by slot; a disturbed cell's next attempt right after.
+        ``hold``: no slot starts that the budget cannot hold (policy.cell_fits)."""
         todo, outcome, eta, width = list(todo), self.outcome, self.eta, self.executor.width
         i = 0
         while i < len(todo):
             cell = todo[i]
             slot = self.executor.take(todo, i)
-            need = sum(eta.estimate(c) or 0.0 for c in slot)
-            if deadline is not None and self.clock() + need > deadline[0]:
-                outcome.stopped = (f"budget: the next cell would overrun the {fmt_s(deadline[1])} "
-                                   f"budget ({len(todo) - i} planned cell(s) not run)")  # fmt: skip
+            if hold and not self._fits(slot):
+                outcome.stopped = self._held(todo[i:], planned)
                 return
             i += 1
             rest = eta.remaining(todo[i - 1 :]) if width else None  # a wave: timed on its nodes
@@ -268,6 +267,34 @@ class _Loop(Generic[CellT]):
                 if again is not None:
                     # Same round, next attempt, right away: it stays beside its round.
                     todo.insert(i, again)
+
+    def _fits(self, slot: Sequence[CellT]) -> bool:
+        """The budget holds the slot: it ends inside it at ``CELL_MARGIN`` x the longest
+        cells seen. A duet's pair is charged half its wall per cell (``_finish``): the
+        pair takes their sum; a wave's cells run at once on their nodes: the longest."""
+        budget = self.policy.budget_s
+        each = [self.eta.longest(c) or 0.0 for c in slot]
+        need = max(each, default=0.0) if self.executor.width == 0 else sum(each)
+        return budget is None or cell_fits(self.spent(), need, budget)
+
+    def _held(self, rest: Sequence[CellT], planned: bool) -> str:
+        """Why the loop stopped at the budget with ``rest`` not run; in the planned
+        cells (the first look's), the command that reaches the first look."""
+        p, spent = self.policy, self.spent()
+        budget = p.budget_s or 0.0
+        why = f"budget: the next cell would overrun the {fmt_s(budget)} budget ({len(rest)} "
+        if not planned:  # an adaptive round's cells were never owed: not missing
+            self.outcome.planned -= len(rest)
+            return why + "cell(s) of this round not run)"
+        why += "planned cell(s) not run)"
+        left = self.eta.remaining(rest)
+        if left is None or not p.resume:
+            return why
+        more = resume_budget_min(spent + left, budget)
+        return (
+            f"{why}; the first look needs about {fmt_s(spent + left)} at this run's pace: "
+            f"to reach it, {p.resume} --budget {more}m"
+        )
 
     def _slot(self, slot: list[CellT]) -> list[CellT | None] | None:
         """The slot submitted and each cell finished as it ends; the next attempts of

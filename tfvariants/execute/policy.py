@@ -26,9 +26,11 @@ class Policy(Generic[CellT]):
     ``next_round(stored results)`` (adaptive repeats: the stopping rule and order seed
     live in the hook, rounds/) returns the cells of one more round and why, or no cells
     and why it stops; ``budget_s`` caps the whole run's time (``spent_before``: the time
-    an interrupted run already used). With ``budget_covers_plan`` the planned cells are
-    held to the budget too: no cell starts whose estimated time would overrun it (the
-    rest stay pending for --resume).
+    an interrupted run already used; ``began``: the clock time the command began its
+    work, so the probes before the first cell count). Every adaptive round's cells are
+    held to the budget (:func:`cell_fits`), and with ``budget_covers_plan`` the planned
+    cells too (the rest stay pending for --resume, the command that reaches the first
+    look said with ``resume``: the command line before its ``--budget``).
 
     ``disturbed(result)`` says why a finished cell was disturbed (or None): such a cell
     is kept and run again at once as its next attempt, at most ``retries`` times, only
@@ -39,10 +41,30 @@ class Policy(Generic[CellT]):
     budget_s: float | None = None
     spent_before: float = 0.0
     budget_covers_plan: bool = False
+    began: float | None = None
+    resume: str | None = None  # e.g. "tfvariants compare --resume --out DIR"
     disturbed: Disturbed | None = None
     retries: int = 0
     retry_now: Callable[[], bool] | None = None
     clock: Callable[[], float] = time.monotonic
+
+
+def run_clock() -> float:
+    """The clock a command's budget is counted on, from the command's start (tests give
+    the commands a fake one here)."""
+    return time.monotonic()
+
+
+# A running cell is never killed, so a cell starts only when it would end inside the
+# budget at this many times the longest cell of its workload (or its estimate, when
+# longer): a cell may run that much slower than the slowest one before it and the run
+# still ends within the budget; one slower still overruns it by its excess alone.
+CELL_MARGIN = 1.25
+
+
+def cell_fits(spent_s: float, longest_s: float, budget_s: float) -> bool:
+    """Whether a cell whose longest expected time is ``longest_s`` may start."""
+    return spent_s + CELL_MARGIN * longest_s <= budget_s
 
 
 def budget_stop(spent_s: float, next_s: float, budget_s: float | None, why: str) -> str | None:

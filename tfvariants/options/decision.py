@@ -69,13 +69,24 @@ class DecisionOptions(RunOptionsBase):
         "--budget",
         resume=CHANGEABLE,
     )
+    at_least_first_look: bool | None = option(
+        None,
+        "with --budget: run past the budget, if need be, until the first look (the "
+        "repeats before it, all configurations) is stored; without it the run ends "
+        "within 10%% of the budget, the first look or not",
+        flag="--at-least-first-look",
+        switch=True,
+        problem=bounds.flag,
+        resume=CHANGEABLE,
+        omit_none=True,  # run.json as before unless given
+    )
 
 
 # The decision options on compare's and serve's command lines, in the order --help lists
 # them: the adaptive rounds' limit (compare lists its steady window after it), then the
 # settings a comparison is judged with. A new setting is declared above and named in
 # JUDGED; both commands then take it (options/training.py, commands/serve.py).
-ADAPTIVE = ("max_repeats",)
+ADAPTIVE = ("max_repeats", "at_least_first_look")
 JUDGED = ("min_effect", "equivalence_band", "confidence")
 
 

@@ -94,6 +94,7 @@ class FirstLook:
     seconds: float
     budget_s: float
     times: CellTimes
+    holds: bool = True  # the budget holds the planned cells (no --at-least-first-look)
 
     @property
     def fits(self) -> bool:
@@ -101,8 +102,13 @@ class FirstLook:
 
     def line(self) -> str:
         """One line: how long the first look will take, and why."""
-        if self.seconds > self.budget_s:
-            left = "past the budget: no adaptive round will run"
+        if self.seconds > self.budget_s and self.holds:
+            left = (
+                "past the budget: the run stops at the budget before it, with the resume "
+                "command that reaches it (--at-least-first-look runs on instead)"
+            )
+        elif self.seconds > self.budget_s:
+            left = "past the budget: the run overruns it to reach it, and no adaptive round follows"
         elif self.fits:
             left = "leaving half of it or more for the adaptive rounds"
         else:
@@ -175,7 +181,8 @@ def announce(spec: MatrixSpec, out: Path | None, estimate_from: Path | None) -> 
     # A duet runs a round's cells two at a time: its slots take about a cell each.
     slots = -(-configs // 2) if o.duet else configs
     look = first_look(times, spec.workloads, slots, rounds=rounds, budget_s=o.budget_s)
-    look = replace(look, cells=rounds * configs * len(spec.workloads))
+    cells = rounds * configs * len(spec.workloads)
+    look = replace(look, cells=cells, holds=not o.at_least_first_look)
     return None if look.fits else look.line()
 
 
