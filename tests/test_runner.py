@@ -306,6 +306,37 @@ def test_a_huge_output_is_cut_in_the_middle_of_the_log(tmp_path):
     assert f"[tfvariants: {cut} bytes of output cut here".encode() in log
 
 
+def test_a_log_on_a_full_disk_ends_the_cell_as_a_runner_error(tmp_path, monkeypatch):
+    """A workload printing 100 MB onto a full disk: the failed write is the cell's
+    recorded reason and the worker is stopped at once (nothing else drains its pipe, so
+    it would hang to the cell timeout); no thread dies with a traceback."""
+    import contextlib
+    import errno
+    import threading
+
+    class FullDisk:
+        def write(self, data: bytes) -> int:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        def flush(self) -> None:
+            pass
+
+    @contextlib.contextmanager
+    def full_log(self, cid):  # noqa: ANN001, ANN202
+        yield FullDisk()
+
+    died: list = []
+    monkeypatch.setattr(threading, "excepthook", died.append)
+    monkeypatch.setattr(RunFolder, "log_file", full_log)
+    body = "for _ in range(1600):\n    sys.stdout.write('x' * 65536)\nwrite_ok()\n"
+    t0 = time.monotonic()
+    result, path = run(tmp_path, body, timeout=120)
+    assert time.monotonic() - t0 < 30, "the worker was left to its timeout"
+    assert result["status"] == "failed", result.get("reason")
+    assert "runner error: cannot write the cell's log: No space left on device" in result["reason"]
+    assert died == [] and load_result(path)["status"] == "failed"
+
+
 def test_the_capped_log_holds_a_bounded_amount_whatever_is_printed():
     import io
 
