@@ -666,6 +666,15 @@ CASES = [
         "inside the results folder",
     ),
     ("compare-out-empty", None, [*COMPARE[:-1], ""], E, "--out"),
+    # issue 43: a results folder through a loop of links is one line, as -o is
+    ("compare-out-symlink-loop", link_loop, [*COMPARE[:-1], "loop1/run"], E, "loop of symbolic"),
+    (
+        "run-out-symlink-loop",
+        link_loop,
+        ["run", "mnist_mlp", "--threads", "1", "--out", "loop1/run"],
+        E,
+        "loop of",
+    ),
     (
         "compare-logs-a-link",
         lambda root: (root / "R" / "logs").symlink_to(root),

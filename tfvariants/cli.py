@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import signal
 import sys
 from typing import NoReturn
@@ -57,6 +58,12 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
+    try:  # every relative path (a default results folder too) hangs off it
+        os.getcwd()
+    except OSError as exc:
+        print(f"tfvariants: error: the working folder is gone ({exc.strerror}): cd into "
+              "an existing folder and run again", file=sys.stderr)  # fmt: skip
+        return 2
     # SIGHUP (the terminal closed) like SIGTERM: stop cleanly, keep what is finished.
     handled = (signal.SIGTERM, signal.SIGHUP) if _main_thread() else ()
     previous = {sig: signal.signal(sig, _terminate) for sig in handled}
@@ -69,8 +76,6 @@ def main(argv: list[str] | None = None) -> int:
         print("tfvariants: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # e.g. `tfvariants prices | head`: the reader left, not an error
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     finally:

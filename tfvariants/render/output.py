@@ -92,7 +92,7 @@ def write_text_atomic(path: Path, text: str) -> None:
     reader sees the old file or the new one, and a failure (a read-only or full file
     system) leaves the old file and no temp file behind: one line."""
     target, straight = output_target(path)
-    data = text.encode("utf-8")
+    data = text.encode("utf-8", "replace")  # a folder name not in UTF-8 shows as "?"
     if straight:
         write_through(target, data)
         return
