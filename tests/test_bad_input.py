@@ -394,6 +394,13 @@ CASES = [
     ("import-onto-a-cell", prices_csv, [*IMPORT, f"R/cells/{CELL}.json"], E, "refused"),
     ("import-onto-a-log", with_log, [*IMPORT, f"R/logs/{CELL}.log"], E, "refused"),
     ("import-onto-its-input", prices_csv, [*IMPORT, "in.csv"], E, "input CSV"),
+    (  # issue 43: an existing catalog is not replaced without a word
+        "import-over-a-catalog",
+        lambda root: (prices_csv(root), (root / "cat.toml").write_text("mine")),
+        [*IMPORT, "cat.toml"],
+        E,
+        "--force replaces it",
+    ),
     # a path component longer than the file system allows: one line, not a traceback
     ("report-o-name-too-long", None, ["report", "R", "-o", f"{LONG}.html"], E, "longer than"),
     (
@@ -1387,7 +1394,7 @@ def test_prices_import_on_a_full_or_read_only_disk(failure, tmp_path, monkeypatc
 
     monkeypatch.setattr(os, "fsync", broken_fsync)
     before = sorted(os.listdir(tmp_path))
-    assert main([*IMPORT, "cat.toml"]) == 2
+    assert main([*IMPORT, "cat.toml", "--force"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and os.strerror(failure) in err
     assert (tmp_path / "cat.toml").read_text() == "the previous catalog"

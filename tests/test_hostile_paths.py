@@ -57,3 +57,30 @@ def test_stdin_closed_when_a_resume_would_ask(stdin, tmp_path, monkeypatch):
         monkeypatch.setattr("sys.stdin", None)
     with pytest.raises(UserError, match="--trust-workloads"):
         workloadfiles.check_resume(stored)
+
+
+@pytest.mark.parametrize("limit", [None, 100], ids=["read", "bounded"])
+def test_prices_import_reads_a_pipe_within_the_bound(limit, tmp_path, monkeypatch, capsys):
+    """``prices import /dev/stdin``: a pipe is a fair input, read to its end, bounded
+    like a file."""
+    from tfvariants.analyze.cost import catalog_import
+
+    if limit is not None:
+        monkeypatch.setattr(catalog_import, "CSV_BYTES", limit)
+    monkeypatch.chdir(tmp_path)
+    csv = "instance,vcpus,gpu,on_demand,spot,region,date\n" + "".join(
+        f"c{i},1,,0.05,,r1,2026-01\n" for i in range(10)
+    )
+    r, w = os.pipe()
+    os.write(w, csv.encode())
+    os.close(w)
+    try:
+        rc = main(["prices", "import", f"/dev/fd/{r}", "-o", "o.toml"])
+    finally:
+        os.close(r)
+    err = capsys.readouterr().err
+    if limit is None:
+        assert rc == 0 and 'name = "c9"' in (tmp_path / "o.toml").read_text(), err
+    else:
+        assert rc == 2 and "larger than 100 bytes" in err and err.count("\n") == 1, err
+        assert not (tmp_path / "o.toml").exists()
