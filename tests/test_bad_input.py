@@ -673,6 +673,22 @@ CASES = [
         "inside the results folder",
     ),
     ("compare-out-empty", None, [*COMPARE[:-1], ""], E, "--out"),
+    ("compare-budget-a-nanosecond", None, ["compare", "--budget", "1e-9s"], E, "at least 1s"),
+    ("serve-budget-half-a-second", None, [*SERVE, "--budget", "0.5s"], E, "at least 1s"),
+    (
+        "compare-resume-dry-run-of-nothing",
+        None,
+        ["compare", "--resume", "--out", "nothere", "--dry-run"],
+        E,
+        "nothing to resume",
+    ),
+    (
+        "serve-resume-dry-run-of-nothing",
+        None,
+        [*SERVE[:-1], "nothere", "--resume", "--dry-run"],
+        E,
+        "nothing to resume",
+    ),
     # issue 43: a results folder through a loop of links is one line, as -o is
     ("compare-out-symlink-loop", link_loop, [*COMPARE[:-1], "loop1/run"], E, "loop of symbolic"),
     (

@@ -84,3 +84,11 @@ def test_prices_import_reads_a_pipe_within_the_bound(limit, tmp_path, monkeypatc
     else:
         assert rc == 2 and "larger than 100 bytes" in err and err.count("\n") == 1, err
         assert not (tmp_path / "o.toml").exists()
+
+
+@pytest.mark.parametrize("argv", [["variants"], ["prices"], ["prices", "--json"]])
+def test_a_listing_with_stdout_closed_is_not_a_success(argv, monkeypatch, capsys):
+    """``tfvariants variants >&-``: what it shows is lost, and the exit code says so."""
+    monkeypatch.setattr("sys.stdout", None)
+    assert main(argv) == 2
+    assert "standard output is closed" in capsys.readouterr().err

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import io
 import os
 import signal
 import sys
@@ -67,8 +68,16 @@ def main(argv: list[str] | None = None) -> int:
     # SIGHUP (the terminal closed) like SIGTERM: stop cleanly, keep what is finished.
     handled = (signal.SIGTERM, signal.SIGHUP) if _main_thread() else ()
     previous = {sig: signal.signal(sig, _terminate) for sig in handled}
+    closed = sys.stdout is None  # started with standard output closed (`>&-`)
+    if closed:
+        sys.stdout = io.StringIO()  # what would have been shown: lost, and said so
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        if closed and code == 0 and sys.stdout.tell():
+            print("tfvariants: error: standard output is closed: nothing could be shown",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+        return code
     except UserError as exc:
         print(f"tfvariants: error: {one_line(exc)}", file=sys.stderr)
         return exc.exit_code
@@ -80,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     finally:
         lock.release_all()  # the run folders this command held (tfvariants.store.lock)
+        if closed:
+            sys.stdout = None
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 

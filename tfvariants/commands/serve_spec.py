@@ -207,7 +207,7 @@ def _serving_options(
     budget_text = str(v["budget"]).strip().lower()
     budget_s = None
     if budget_text not in ("off", "none", "0"):
-        budget_s = checked("budget", argtypes.duration, budget_text)
+        budget_s = checked("budget", argtypes.budget, budget_text)
     if budget_s is not None and budget_s > 366 * 86400:
         raise UserError(f"--budget: at most a year, got {v['budget']}")
     max_repeats = args.max_repeats
