@@ -92,3 +92,37 @@ def test_a_listing_with_stdout_closed_is_not_a_success(argv, monkeypatch, capsys
     monkeypatch.setattr("sys.stdout", None)
     assert main(argv) == 2
     assert "standard output is closed" in capsys.readouterr().err
+
+
+def test_a_quarantine_rerun_keeps_the_quarantined_cells_log(tmp_path, monkeypatch, capsys):
+    """``--resume --quarantine``: the unreadable cell's log goes to quarantine/ with it,
+    not replaced by the re-run's."""
+    import json
+
+    import resultfactory as rf
+
+    from tfvariants.execute import runner
+    from tfvariants.execute.record import StoredCell
+    from tfvariants.store.runfile import local_host
+
+    monkeypatch.chdir(tmp_path)
+
+    def fake_run_cell(cell, variant, options, folder, at=None):  # noqa: ANN001, ANN202
+        result = rf.make_result(cell.variant, cell.threads, cell.workload, cell.repeat)
+        result["runner"]["host_id"] = local_host()["host_id"]
+        with folder.log_file(cell.cell_id) as log:
+            log.write(b"the re-run's log")
+        path = folder.cells_dir / f"{cell.cell_id}.json"
+        path.write_text(json.dumps(result))
+        return StoredCell.written(cell.cell_id, result, path)
+
+    monkeypatch.setattr(runner, "run_cell", fake_run_cell)
+    argv = ["compare", "--threads", "1", "--workloads", "mnist_mlp", "--repeats", "2"]
+    argv += ["--no-probe", "--pricing", "none", "--out", "R"]
+    assert main(argv) == 0, capsys.readouterr().err
+    cid = "mnist_mlp__local__t1__r1"
+    (tmp_path / "R" / "logs" / f"{cid}.log").write_text("the measured run's log")
+    (tmp_path / "R" / "cells" / f"{cid}.json").write_text("{tampered")
+    assert main([*argv, "--resume", "--quarantine"]) == 0, capsys.readouterr().err
+    assert (tmp_path / "R" / "quarantine" / f"{cid}.log").read_text() == "the measured run's log"
+    assert (tmp_path / "R" / "logs" / f"{cid}.log").read_text() == "the re-run's log"

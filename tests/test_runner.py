@@ -337,6 +337,28 @@ def test_a_log_on_a_full_disk_ends_the_cell_as_a_runner_error(tmp_path, monkeypa
     assert died == [] and load_result(path)["status"] == "failed"
 
 
+@pytest.mark.parametrize("held", ["finished", "unreadable"])
+def test_a_cell_whose_slot_is_taken_runs_nothing_and_keeps_the_log(held, tmp_path):
+    """A tampered file at a planned cell's name: refused before the worker runs, its
+    log not replaced by a run whose result could never be stored."""
+    from tfvariants.store.runfolder import StoreError
+
+    cell = Cell(variant="stub", threads=1, workload="mnist_mlp", repeat=0)
+    out = tmp_path / "run"
+    (out / "cells").mkdir(parents=True)
+    (out / "logs").mkdir()
+    ok = {"schema_version": 1, "kind": "tfvariants.cell", "cell": cell.to_dict(), "status": "ok"}
+    ok["timing"] = {"epoch_times_s": [1.0, 0.5]}
+    text = json.dumps(ok) if held == "finished" else "{tampered"
+    (out / "cells" / f"{cell.cell_id}.json").write_text(text)
+    (out / "logs" / f"{cell.cell_id}.log").write_text("the measured run's log")
+    variant = stub_variant(tmp_path, "write_ok()\n")
+    with pytest.raises(StoreError):
+        run_cell(cell, variant, RunOptions(timeout_s=30), RunFolder(out), topology=TOPO)
+    assert (out / "logs" / f"{cell.cell_id}.log").read_text() == "the measured run's log"
+    assert sorted(p.name for p in (out / "logs").iterdir()) == [f"{cell.cell_id}.log"]
+
+
 def test_the_capped_log_holds_a_bounded_amount_whatever_is_printed():
     import io
 

@@ -381,6 +381,7 @@ def run_request(
         }
         return StoredCell.written(cid, result, folder.write_cell(cid, result))
 
+    folder.check_cell_slot(cid)  # before its log is replaced for a result never stored
     # Private to us (0700): a container's user is ours (see variants.engine.user_flags).
     with folder.scratch(cid) as scratch:
         request = job.make_request(scratch / "result.json")

@@ -218,6 +218,15 @@ class RunFolder:
     def write_cell(self, cid: str, result: dict[str, Any]) -> Path:
         """cells/<cid>.json, atomically. Never over a finished result or a file that
         cannot be read (a resume moves those aside first, with --quarantine)."""
+        path = self.check_cell_slot(cid)
+        with _storing(path):
+            write_bytes_atomic(path, _json_bytes(result))
+        return path
+
+    def check_cell_slot(self, cid: str) -> Path:
+        """cells/<cid>.json, which a new result may take: StoreError when it holds a
+        finished result or a file that cannot be read. Checked before a cell runs too,
+        so that its log is not replaced for a result that could not be stored."""
         path = self._dir(CELLS_DIR) / f"{cid}.json"
         if os.path.lexists(path):
             self._refuse_link(path)
@@ -229,8 +238,6 @@ class RunFolder:
                 raise StoreError(
                     f"{path} already holds a finished result ({old}): results are never overwritten"
                 )
-        with _storing(path):
-            write_bytes_atomic(path, _json_bytes(result))
         return path
 
     @contextmanager
