@@ -215,8 +215,7 @@ def watch(
             group.join()
 
     owned = Ownership()
-    halt = threading.Event()  # the log failed: the worker is stopped, not left to hang
-    log = CappedLog(sink, on_error=halt.set)
+    log = CappedLog(sink, on_error=(halt := threading.Event()).set)  # stops the worker
     started = time.monotonic()
     try:
         with SPAWN_LOCK:  # no other cell's sweep runs while this one forks and execs

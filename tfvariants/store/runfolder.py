@@ -182,8 +182,7 @@ class RunFolder:
     # ---- folders: made on first write, never through a link ----
 
     def _dir(self, rel: str, mode: int = 0o755) -> Path:
-        """``root/rel``, created if missing; refused if it is a link or not a folder
-        (writing through it could land anywhere)."""
+        """``root/rel``, made if missing; a link or a non-folder is refused (writes would stray)."""
         self._check_writer()
         path = self.root / rel
         try:
@@ -216,17 +215,13 @@ class RunFolder:
             write_bytes_atomic(self.run_file, _json_bytes(record))
 
     def write_cell(self, cid: str, result: dict[str, Any]) -> Path:
-        """cells/<cid>.json, atomically. Never over a finished result or a file that
-        cannot be read (a resume moves those aside first, with --quarantine)."""
-        path = self.check_cell_slot(cid)
-        with _storing(path):
+        """cells/<cid>.json, atomically, where check_cell_slot allows (checked again)."""
+        with _storing(path := self.check_cell_slot(cid)):
             write_bytes_atomic(path, _json_bytes(result))
         return path
 
     def check_cell_slot(self, cid: str) -> Path:
-        """cells/<cid>.json, which a new result may take: StoreError when it holds a
-        finished result or a file that cannot be read. Checked before a cell runs too,
-        so that its log is not replaced for a result that could not be stored."""
+        """cells/<cid>.json; StoreError if it holds a finished result or an unreadable file."""
         path = self._dir(CELLS_DIR) / f"{cid}.json"
         if os.path.lexists(path):
             self._refuse_link(path)
@@ -235,9 +230,8 @@ class RunFolder:
             except ResultError as exc:
                 raise StoreError(f"{path} cannot be read ({exc}): not writing over it") from None
             if old in DONE_STATUSES:
-                raise StoreError(
-                    f"{path} already holds a finished result ({old}): results are never overwritten"
-                )
+                never = "results are never overwritten"
+                raise StoreError(f"{path} already holds a finished result ({old}): {never}")
         return path
 
     @contextmanager
