@@ -432,6 +432,13 @@ CASES = [
     ("import-onto-a-cell", prices_csv, [*IMPORT, f"R/cells/{CELL}.json"], E, "refused"),
     ("import-onto-a-log", with_log, [*IMPORT, f"R/logs/{CELL}.log"], E, "refused"),
     ("import-onto-its-input", prices_csv, [*IMPORT, "in.csv"], E, "input CSV"),
+    (  # issue 43: an existing catalog is not replaced without a word
+        "import-over-a-catalog",
+        lambda root: (prices_csv(root), (root / "cat.toml").write_text("mine")),
+        [*IMPORT, "cat.toml"],
+        E,
+        "--force replaces it",
+    ),
     # a path component longer than the file system allows: one line, not a traceback
     ("report-o-name-too-long", None, ["report", "R", "-o", f"{LONG}.html"], E, "longer than"),
     (
@@ -704,6 +711,31 @@ CASES = [
         "inside the results folder",
     ),
     ("compare-out-empty", None, [*COMPARE[:-1], ""], E, "--out"),
+    ("compare-budget-a-nanosecond", None, ["compare", "--budget", "1e-9s"], E, "at least 1s"),
+    ("serve-budget-half-a-second", None, [*SERVE, "--budget", "0.5s"], E, "at least 1s"),
+    (
+        "compare-resume-dry-run-of-nothing",
+        None,
+        ["compare", "--resume", "--out", "nothere", "--dry-run"],
+        E,
+        "nothing to resume",
+    ),
+    (
+        "serve-resume-dry-run-of-nothing",
+        None,
+        [*SERVE[:-1], "nothere", "--resume", "--dry-run"],
+        E,
+        "nothing to resume",
+    ),
+    # issue 43: a results folder through a loop of links is one line, as -o is
+    ("compare-out-symlink-loop", link_loop, [*COMPARE[:-1], "loop1/run"], E, "loop of symbolic"),
+    (
+        "run-out-symlink-loop",
+        link_loop,
+        ["run", "mnist_mlp", "--threads", "1", "--out", "loop1/run"],
+        E,
+        "loop of",
+    ),
     (
         "compare-logs-a-link",
         lambda root: (root / "R" / "logs").symlink_to(root),
@@ -1491,7 +1523,7 @@ def test_prices_import_on_a_full_or_read_only_disk(failure, tmp_path, monkeypatc
 
     monkeypatch.setattr(os, "fsync", broken_fsync)
     before = sorted(os.listdir(tmp_path))
-    assert main([*IMPORT, "cat.toml"]) == 2
+    assert main([*IMPORT, "cat.toml", "--force"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and os.strerror(failure) in err
     assert (tmp_path / "cat.toml").read_text() == "the previous catalog"

@@ -86,7 +86,7 @@ def test_import_skypilot_csv(tmp_path, capsys):
     assert cat.billing.minimum_seconds == 60
     # --match picks instances; a SkyPilot file needs a region
     assert main(["prices", "import", str(src), "-o", str(out), "--region", "us-central1",
-                 "--match", "n2d-*"]) == 0  # fmt: skip
+                 "--match", "n2d-*", "--force"]) == 0  # fmt: skip
     assert [i.name for i in load_catalog(str(out)).instances] == ["n2d-highcpu-64"]
     assert main(["prices", "import", str(src), "-o", str(tmp_path / "x.toml")]) == 2
     assert "choose one with --region" in capsys.readouterr().err
@@ -370,7 +370,8 @@ def test_import_reads_skypilots_current_gcp_layout(tmp_path, capsys):
     assert (g2.vcpus, g2.gpu_type, g2.prices[0].on_demand, g2.prices[0].preemptible) == (
         8, None, 0.29358, 0.11747)  # fmt: skip
     # a row with an empty on-demand price in another region keeps the spot one
-    assert main(["prices", "import", str(src), "-o", str(out), "--region", "asia-northeast2"]) == 0
+    assert main(["prices", "import", str(src), "-o", str(out), "--region", "asia-northeast2",
+                 "--force"]) == 0  # fmt: skip
     n4 = load_catalog(str(out)).instance("n4-standard-32").prices[0]
     assert (n4.on_demand, n4.preemptible) == (None, 0.77892)
 
@@ -458,7 +459,8 @@ def test_import_reads_skypilots_current_aws_layout(tmp_path, capsys):
     assert (g5.prices[0].on_demand, g5.prices[0].preemptible) == (1.212, 0.6067)
     assert "zones differ" in g5.prices[0].note
     # a zone without a spot price (us-west-2) leaves on-demand only
-    assert main(["prices", "import", str(src), "-o", str(out), "--region", "us-west-2"]) == 0
+    assert main(["prices", "import", str(src), "-o", str(out), "--region", "us-west-2",
+                 "--force"]) == 0  # fmt: skip
     g6 = load_catalog(str(out)).instance("g6.2xlarge").prices[0]
     assert (g6.on_demand, g6.preemptible) == (0.9776, None)
 

@@ -306,6 +306,59 @@ def test_a_huge_output_is_cut_in_the_middle_of_the_log(tmp_path):
     assert f"[tfvariants: {cut} bytes of output cut here".encode() in log
 
 
+def test_a_log_on_a_full_disk_ends_the_cell_as_a_runner_error(tmp_path, monkeypatch):
+    """A workload printing 100 MB onto a full disk: the failed write is the cell's
+    recorded reason and the worker is stopped at once (nothing else drains its pipe, so
+    it would hang to the cell timeout); no thread dies with a traceback."""
+    import contextlib
+    import errno
+    import threading
+
+    class FullDisk:
+        def write(self, data: bytes) -> int:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        def flush(self) -> None:
+            pass
+
+    @contextlib.contextmanager
+    def full_log(self, cid):  # noqa: ANN001, ANN202
+        yield FullDisk()
+
+    died: list = []
+    monkeypatch.setattr(threading, "excepthook", died.append)
+    monkeypatch.setattr(RunFolder, "log_file", full_log)
+    body = "for _ in range(1600):\n    sys.stdout.write('x' * 65536)\nwrite_ok()\n"
+    t0 = time.monotonic()
+    result, path = run(tmp_path, body, timeout=120)
+    assert time.monotonic() - t0 < 30, "the worker was left to its timeout"
+    assert result["status"] == "failed", result.get("reason")
+    assert "runner error: cannot write the cell's log: No space left on device" in result["reason"]
+    assert died == [] and load_result(path)["status"] == "failed"
+
+
+@pytest.mark.parametrize("held", ["finished", "unreadable"])
+def test_a_cell_whose_slot_is_taken_runs_nothing_and_keeps_the_log(held, tmp_path):
+    """A tampered file at a planned cell's name: refused before the worker runs, its
+    log not replaced by a run whose result could never be stored."""
+    from tfvariants.store.runfolder import StoreError
+
+    cell = Cell(variant="stub", threads=1, workload="mnist_mlp", repeat=0)
+    out = tmp_path / "run"
+    (out / "cells").mkdir(parents=True)
+    (out / "logs").mkdir()
+    ok = {"schema_version": 1, "kind": "tfvariants.cell", "cell": cell.to_dict(), "status": "ok"}
+    ok["timing"] = {"epoch_times_s": [1.0, 0.5]}
+    text = json.dumps(ok) if held == "finished" else "{tampered"
+    (out / "cells" / f"{cell.cell_id}.json").write_text(text)
+    (out / "logs" / f"{cell.cell_id}.log").write_text("the measured run's log")
+    variant = stub_variant(tmp_path, "write_ok()\n")
+    with pytest.raises(StoreError):
+        run_cell(cell, variant, RunOptions(timeout_s=30), RunFolder(out), topology=TOPO)
+    assert (out / "logs" / f"{cell.cell_id}.log").read_text() == "the measured run's log"
+    assert sorted(p.name for p in (out / "logs").iterdir()) == [f"{cell.cell_id}.log"]
+
+
 def test_the_capped_log_holds_a_bounded_amount_whatever_is_printed():
     import io
 

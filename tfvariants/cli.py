@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import io
+import os
 import signal
 import sys
 from typing import NoReturn
@@ -58,11 +60,25 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     args.argv = list(sys.argv[1:] if argv is None else argv)  # a resume command repeats it
+    try:  # every relative path (a default results folder too) hangs off it
+        os.getcwd()
+    except OSError as exc:
+        print(f"tfvariants: error: the working folder is gone ({exc.strerror}): cd into "
+              "an existing folder and run again", file=sys.stderr)  # fmt: skip
+        return 2
     # SIGHUP (the terminal closed) like SIGTERM: stop cleanly, keep what is finished.
     handled = (signal.SIGTERM, signal.SIGHUP) if _main_thread() else ()
     previous = {sig: signal.signal(sig, _terminate) for sig in handled}
+    closed = sys.stdout is None  # started with standard output closed (`>&-`)
+    if closed:
+        sys.stdout = io.StringIO()  # what would have been shown: lost, and said so
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        if closed and code == 0 and sys.stdout.tell():
+            print("tfvariants: error: standard output is closed: nothing could be shown",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+        return code
     except UserError as exc:
         print(f"tfvariants: error: {one_line(exc)}", file=sys.stderr)
         return exc.exit_code
@@ -70,12 +86,12 @@ def main(argv: list[str] | None = None) -> int:
         print("tfvariants: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # e.g. `tfvariants prices | head`: the reader left, not an error
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     finally:
         lock.release_all()  # the run folders this command held (tfvariants.store.lock)
+        if closed:
+            sys.stdout = None
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tfvariants.commands.outdir import check_name_lengths, check_writable
+from tfvariants.commands.outdir import check_name_lengths, check_no_loop, check_writable
 from tfvariants.errors import UserError, one_line
 from tfvariants.render.output import output_target
 from tfvariants.render.terminal import print_table as print_table  # where commands look
@@ -206,6 +206,7 @@ def check_output_file(path: Path, option: str, *, results_dirs: Sequence[Path] =
         return
     resolved = target.resolve()
     for d in results_dirs:
+        check_no_loop(Path(d))
         d = Path(d).resolve()
         if d in resolved.parents and resolved.relative_to(d).parts[0] in EVIDENCE:
             why = f"that is inside the results folder {d}'s evidence"

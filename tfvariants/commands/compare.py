@@ -182,6 +182,8 @@ def run(args: argparse.Namespace) -> int:
         if args.out is None:
             raise UserError("--resume needs --out RESULTS_DIR (the run to continue)")
         stored = load_run(args.out) or None
+        if stored is None and args.dry_run:  # a real resume says it when it opens the run
+            raise UserError(f"--resume: {args.out / 'run.json'} not found (nothing to resume)")
         if stored:  # a results folder is data: its workload files are confirmed first
             named = (args.workloads or "").split(",")
             workloadfiles.check_resume(stored, named=named, trusted=args.trust_workloads)

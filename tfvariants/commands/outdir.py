@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 from datetime import datetime
 from pathlib import Path
@@ -52,9 +53,21 @@ def out_dir(text: str) -> Path:
     return Path(text)
 
 
+def check_no_loop(path: Path, option: str = "") -> None:
+    """One line when ``path`` passes through a loop of symbolic links (pathlib's
+    exists() says False there, and resolve() raises)."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            where = f"{option} {path}" if option else f"cannot write to {path}"
+            raise UserError(f"{where}: a loop of symbolic links") from None
+
+
 def check_writable(path: Path) -> None:
     """Fail with one line if ``path`` cannot be created or written, creating nothing."""
     check_name_lengths(path)
+    check_no_loop(path)
     probe = path
     while not probe.exists():
         parent = probe.parent

@@ -39,6 +39,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
         ("--as-of", "import: price date for SkyPilot files, YYYY-MM[-DD] (default today)"),
     ):
         p.add_argument(flag, default=None, help=words)
+    p.add_argument("--force", action="store_true", help="import: replace an existing -o file")
     p.add_argument(
         "--minimum-seconds",
         type=argtypes.positive_float,
@@ -128,6 +129,8 @@ def run_import(args: argparse.Namespace) -> int:
     same = args.output.exists() and args.csv.exists() and args.output.samefile(args.csv)
     if same or args.output.resolve() == args.csv.resolve():
         raise UserError(f"-o {args.output}: that is the input CSV; give another file")
+    if args.output.is_file() and not args.force:  # a device or FIFO is written into, not replaced
+        raise UserError(f"-o {args.output}: exists; --force replaces it (nothing was written)")
     name = args.name if args.name is not None else args.output.stem
     if not name.strip() or not name.isprintable() or len(name) > 200:
         # The name lands in a TOML string, tables and one-line messages.

@@ -228,12 +228,14 @@ def run(args: argparse.Namespace) -> int:
     if args.estimate_from is not None and not args.dry_run:
         raise UserError("--estimate-from is for --dry-run")
     console = Console(stderr=True, soft_wrap=True)
+    if args.resume and args.out is None:
+        raise UserError("--resume needs --out RESULTS_DIR (the run to continue)")
+    if args.resume and not (args.out / "run.json").is_file():  # a dry run too
+        raise UserError(f"--resume: {args.out / 'run.json'} not found (nothing to resume)")
     if args.dry_run:
         return _dry_run(spec, pricing, console, args.estimate_from)
     if not spec.options.oversubscribe:
         check_fits_host("serve", spec.configurations(), spec.variant_info, spec.threads)
-    if args.resume and args.out is None:
-        raise UserError("--resume needs --out RESULTS_DIR (the run to continue)")
     if args.target:
         for m in spec.models:
             check_target(args.target, args.target_model or m, m, spec.options.input_shape)
@@ -241,8 +243,6 @@ def run(args: argparse.Namespace) -> int:
     args.began = policy.run_clock()  # the budget's clock: the environments ready, the checks count
     out = args.out or Path("results") / f"serve-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     report_path = args.report or Path("reports") / out.name / "index.html"
-    if args.resume and not (out / "run.json").is_file():
-        raise UserError(f"--resume: {out / 'run.json'} not found (nothing to resume)")
     if args.resume:  # its model files are named again: each must be the file it measured
         from tfvariants.store import workloadfiles
         from tfvariants.store.runfile import load_run

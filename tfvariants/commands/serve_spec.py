@@ -175,6 +175,12 @@ def _axes(
     if input_shape and not args.target:
         raise UserError("--input-shape is for --target (a served model's own shape is known)")
     if args.target:
+        from workloads.serving.http_client import Endpoint, redact
+
+        try:  # the URL's form, before anything (a dry run too) shows or records it
+            Endpoint(args.target, "m")
+        except ValueError as exc:
+            raise UserError(f"--target {redact(args.target)}: {exc}") from None
         for m in model_names:
             if models.is_file(m):
                 raise UserError(
@@ -201,7 +207,7 @@ def _serving_options(
     budget_text = str(v["budget"]).strip().lower()
     budget_s = None
     if budget_text not in ("off", "none", "0"):
-        budget_s = checked("budget", argtypes.duration, budget_text)
+        budget_s = checked("budget", argtypes.budget, budget_text)
     if budget_s is not None and budget_s > 366 * 86400:
         raise UserError(f"--budget: at most a year, got {v['budget']}")
     max_repeats = args.max_repeats
@@ -239,19 +245,19 @@ def check_target(url: str, model: str, builtin: str, shape: list[int] | None) ->
     """The target answers for the model, and its input shape is known: given, a
     built-in model's, or from the server's metadata."""
     from workloads.serving import models
-    from workloads.serving.http_client import Endpoint, ServingError
+    from workloads.serving.http_client import Endpoint, ServingError, redact
 
     try:
         endpoint = Endpoint(url, model)
-        endpoint.check(timeout_s=5)
+        endpoint.check()
         if shape is None and models.input_shape_of(builtin) is None:
-            if endpoint.metadata_shape(timeout_s=5) is None:
+            if endpoint.metadata_shape() is None:
                 raise ServingError(
                     f"the model metadata (GET {endpoint.status_path}/metadata) gives no fully "
                     "defined input shape: name one with --input-shape H,W,C"
                 )
     except (ValueError, ServingError) as exc:
-        raise UserError(f"--target {url}: {exc}") from None
+        raise UserError(f"--target {redact(url)}: {exc}") from None
 
 
 LOADGEN_SPEC = "mlcommons-loadgen>=6.0"  # as the serve extra (setup.cfg)

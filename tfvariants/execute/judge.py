@@ -42,6 +42,8 @@ def judge(
     code = outcome.exit_code
     if outcome.start_error is not None:
         return failed("failed", outcome.start_error)
+    if outcome.log_error is not None:  # whatever the worker wrote: its output is lost
+        return failed("failed", f"runner error: {outcome.log_error}; the worker was stopped")
     if outcome.timed_out:
         return failed("timeout", f"no result within the {timeout_s:g} s timeout")
     if code is not None and code == -signal.SIGILL:

@@ -33,7 +33,7 @@ import os
 import signal
 import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import IO, Any
 
@@ -106,6 +106,7 @@ class ProcessOutcome:
     priority: Priority | None = None
     killed: tuple[Leftover, ...] = ()
     log_cut_bytes: int = 0  # output cut from the middle of the log
+    log_error: str | None = None  # the log could not be written: the worker was stopped
     tail: str = ""  # the end of the output (decoded), for a failure's stderr_tail
 
     def runner_fields(self) -> dict[str, Any]:
@@ -147,6 +148,22 @@ class CappedLog:
     _tail: bytearray = field(default_factory=bytearray)
     _last: bytearray = field(default_factory=bytearray)
     closed: bool = False  # finished: a reader still running (a writer not killed) stops
+    # A write to the sink failed (a full disk): said here, the reader keeps draining the
+    # pipe (a worker blocked on it would hang to its timeout) and ``on_error`` runs once.
+    error: str | None = None
+    on_error: Callable[[], None] | None = None
+
+    def _write(self, data: bytes) -> bool:
+        if self.error is not None:
+            return False
+        try:
+            self.sink.write(data)
+            return True
+        except (OSError, ValueError) as exc:  # ValueError: the sink was closed
+            self.error = f"cannot write the cell's log: {getattr(exc, 'strerror', None) or exc}"
+            if self.on_error is not None:
+                self.on_error()
+            return False
 
     def feed(self, chunk: bytes) -> None:
         if self.closed:
@@ -157,8 +174,8 @@ class CappedLog:
             del self._last[: len(self._last) - _LAST_BYTES]
         room = self.head_bytes - self.written
         if room > 0:
-            self.sink.write(chunk[:room])
-            self.written += min(room, len(chunk))
+            if self._write(chunk[:room]):
+                self.written += min(room, len(chunk))
             chunk = chunk[room:]
         if chunk:
             self._tail += chunk
@@ -185,12 +202,16 @@ class CappedLog:
         self.closed = True
         tail = bytes(self._tail[-self.tail_bytes :]) if self.tail_bytes else b""
         if self.cut:
-            self.sink.write(
+            self._write(
                 f"\n[tfvariants: {self.cut} bytes of output cut here; the log keeps the first "
                 f"{self.written} and the last {len(tail)} bytes]\n".encode()
             )
-        self.sink.write(tail)
-        self.sink.flush()
+        self._write(tail)
+        if self.error is None:
+            try:
+                self.sink.flush()
+            except OSError as exc:
+                self.error = f"cannot write the cell's log: {exc.strerror or exc}"
 
     def last_text(self) -> str:
         return bytes(self._last[-_LAST_BYTES:]).decode("utf-8", errors="replace")

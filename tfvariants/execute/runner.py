@@ -140,9 +140,13 @@ def _die_with_parent() -> None:
 
 
 def _wait_blocking(
-    proc: subprocess.Popen[bytes], timeout_s: float, stop: threading.Event | None = None
+    proc: subprocess.Popen[bytes],
+    timeout_s: float,
+    stop: threading.Event | None = None,
+    halt: threading.Event | None = None,
 ) -> tuple[int | None, bool]:
-    """Wait for the worker without polling; stop its group if it outlives the timeout.
+    """Wait for the worker without polling; stop its group if it outlives the timeout,
+    or once ``stop`` (a duet's partner ended) or ``halt`` (its log failed) is set.
 
     ``Popen.wait(timeout=...)`` polls every few milliseconds, which on a 2-core host
     took a visible share of the CPUs being measured; a blocking waitpid costs nothing,
@@ -159,18 +163,21 @@ def _wait_blocking(
     timer = threading.Timer(timeout_s, on_timeout)
     timer.daemon = True
     timer.start()
-    if stop is not None:  # a duet's filler: stopped as soon as its partner's cell ended
+    for event in (stop, halt):
+        if event is not None:
 
-        def on_stop() -> None:
-            if stop.wait(timeout_s) and not finished.is_set():
-                stop_groups([proc.pid], finished.wait)
+            def on_event(event: threading.Event = event) -> None:
+                if event.wait(timeout_s) and not finished.is_set():
+                    stop_groups([proc.pid], finished.wait)
 
-        threading.Thread(target=on_stop, name="worker-stop", daemon=True).start()
+            threading.Thread(target=on_event, name="worker-stop", daemon=True).start()
     try:
         code = proc.wait()
     finally:
         finished.set()
         timer.cancel()
+        if halt is not None:
+            halt.set()  # its waiting thread ends now, not at the timeout
     return code, timed_out.is_set()
 
 
@@ -208,7 +215,7 @@ def watch(
             group.join()
 
     owned = Ownership()
-    log = CappedLog(sink)
+    log = CappedLog(sink, on_error=(halt := threading.Event()).set)  # stops the worker
     started = time.monotonic()
     try:
         with SPAWN_LOCK:  # no other cell's sweep runs while this one forks and execs
@@ -241,7 +248,7 @@ def watch(
         else prio.container(launch.priority)
     )
     try:
-        code, timed_out = _wait_blocking(proc, timeout_s, stop)
+        code, timed_out = _wait_blocking(proc, timeout_s, stop, halt)
         if interrupted():  # stopped by a Ctrl-C on the main thread: not a result
             raise KeyboardInterrupt
     except KeyboardInterrupt:
@@ -262,6 +269,7 @@ def watch(
         priority=got,
         killed=killed,
         log_cut_bytes=log.cut,
+        log_error=log.error,
         tail=log.last_text(),
     )
 
@@ -372,6 +380,7 @@ def run_request(
         }
         return StoredCell.written(cid, result, folder.write_cell(cid, result))
 
+    folder.check_cell_slot(cid)  # before its log is replaced for a result never stored
     # Private to us (0700): a container's user is ours (see variants.engine.user_flags).
     with folder.scratch(cid) as scratch:
         request = job.make_request(scratch / "result.json")

@@ -118,6 +118,15 @@ def duration(text: str) -> float:
     return value
 
 
+def budget(text: str) -> float:
+    """A run's time budget: a duration of at least 1 s (a smaller one would be shown,
+    and planned, as 0 s)."""
+    value = duration(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1s, got {shown(text)}")
+    return value
+
+
 def _fraction_value(text: str) -> float:
     t = text.strip()
     value = decimal(t[:-1]) if t.endswith("%") else decimal(t)

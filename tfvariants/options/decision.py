@@ -68,6 +68,7 @@ class DecisionOptions(RunOptionsBase):
         "the whole run (e.g. 10m; default with --quick: 10m)",
         "--budget",
         resume=CHANGEABLE,
+        parse=argtypes.budget,
     )
     at_least_first_look: bool | None = option(
         None,

@@ -73,4 +73,5 @@ def seconds(default: T, help: str, flag: str, **more: Any) -> T:
 
 def duration(default: T, help: str, flag: str, **more: Any) -> T:
     """A time given as a duration (``--flag 10m``), bounded as every stored time."""
-    return seconds(default, help, flag, parse=argtypes.duration, metavar="DURATION", **more)
+    more.setdefault("parse", argtypes.duration)
+    return seconds(default, help, flag, metavar="DURATION", **more)

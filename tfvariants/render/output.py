@@ -22,7 +22,7 @@ import stat
 from pathlib import Path
 
 from tfvariants.errors import UserError
-from tfvariants.store.runfolder import write_bytes_atomic
+from tfvariants.store.atomic import write_bytes_atomic
 
 _SPECIAL_TREES = ("/dev/", "/proc/")
 
@@ -92,7 +92,7 @@ def write_text_atomic(path: Path, text: str) -> None:
     reader sees the old file or the new one, and a failure (a read-only or full file
     system) leaves the old file and no temp file behind: one line."""
     target, straight = output_target(path)
-    data = text.encode("utf-8")
+    data = text.encode("utf-8", "replace")  # a folder name not in UTF-8 shows as "?"
     if straight:
         write_through(target, data)
         return

@@ -43,9 +43,18 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def read_input(path: str | os.PathLike[str], limit: int) -> bytes:
+def _anonymous_pipe(fd: int) -> bool:
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:")
+    except OSError:
+        return False
+
+
+def read_input(path: str | os.PathLike[str], limit: int, *, pipe: bool = False) -> bytes:
     """The bytes of the regular file ``path`` (a link to one is followed), at most
-    ``limit`` bytes; InputError (one line, exit 2) for anything else."""
+    ``limit`` bytes; InputError (one line, exit 2) for anything else. ``pipe``: a shell's
+    pipe (``/dev/stdin``) is read too, to its end, within the same limit (a named FIFO
+    is not: it may have no writer yet)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
@@ -53,7 +62,9 @@ def read_input(path: str | os.PathLike[str], limit: int) -> bytes:
         raise InputError(path, f"cannot read ({reason})") from None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
+        if pipe and stat.S_ISFIFO(st.st_mode) and _anonymous_pipe(fd):
+            os.set_blocking(fd, True)  # a writer still writing: wait for it, not EAGAIN
+        elif not stat.S_ISREG(st.st_mode):
             raise InputError(path, f"cannot read: {_kind(st.st_mode)}, not a regular file")
         if st.st_size > limit:
             raise InputError(path, f"larger than {_size(limit)}: not read")
@@ -74,10 +85,10 @@ def read_input(path: str | os.PathLike[str], limit: int) -> bytes:
         os.close(fd)
 
 
-def read_input_text(path: str | os.PathLike[str], limit: int) -> str:
+def read_input_text(path: str | os.PathLike[str], limit: int, *, pipe: bool = False) -> str:
     """``read_input`` decoded as UTF-8; a byte order mark at the start is dropped
     (spreadsheets write one), anything not UTF-8 is one line."""
-    raw = read_input(path, limit)
+    raw = read_input(path, limit, pipe=pipe)
     try:
         return raw.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError:

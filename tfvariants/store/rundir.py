@@ -38,7 +38,13 @@ from tfvariants.store.runfile import (
     new_run,
     write_run,
 )
-from tfvariants.store.runfolder import CELLS_DIR, DONE_STATUSES, QUARANTINE_DIR, RunFolder
+from tfvariants.store.runfolder import (
+    CELLS_DIR,
+    DONE_STATUSES,
+    LOGS_DIR,
+    QUARANTINE_DIR,
+    RunFolder,
+)
 
 # ---- cells/ ----
 
@@ -304,6 +310,9 @@ def quarantine_unreadable(contents: RunContents) -> list[str]:
     for p in contents.problems:
         dest = folder.quarantine(p.file)
         moved.append(f"{p.file} -> {dest} ({p.reason})")
+        log = f"{LOGS_DIR}/{Path(p.file).stem}.log"  # goes with its cell: a re-run writes anew
+        if p.file.startswith(f"{CELLS_DIR}/") and (contents.results_dir / log).is_file():
+            moved.append(f"{log} -> {folder.quarantine(log)} (the log of {p.file})")
     contents.problems = []
     return moved
 

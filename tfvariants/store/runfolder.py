@@ -32,6 +32,7 @@ from typing import IO, Any
 
 from tfvariants.errors import UserError
 from tfvariants.store import cleanup, lock, stamp
+from tfvariants.store.atomic import write_bytes_atomic
 from tfvariants.store.result import ResultError, load_result
 
 RUN_FILE = "run.json"
@@ -68,46 +69,6 @@ def _storing(path: Path) -> Iterator[None]:
         yield
     except OSError as exc:
         raise StoreError(f"cannot write {path}: {exc.strerror or exc}") from None
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass  # some file systems cannot: the rename itself is still atomic
-    finally:
-        os.close(fd)
-
-
-def write_bytes_atomic(path: Path, data: bytes, *, mode: int = 0o644) -> None:
-    """``data`` as ``path``: temp file in the same folder (created exclusively, so never
-    through a link), fsync, rename over the directory entry (a link there is replaced,
-    not followed). An OSError leaves no temp file and the old file untouched."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:100]}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    _fsync_dir(path.parent)
-
-
-def _umask() -> int:
-    current = os.umask(0)
-    os.umask(current)
-    return current
 
 
 def _json_bytes(obj: object) -> bytes:
@@ -182,8 +143,7 @@ class RunFolder:
     # ---- folders: made on first write, never through a link ----
 
     def _dir(self, rel: str, mode: int = 0o755) -> Path:
-        """``root/rel``, created if missing; refused if it is a link or not a folder
-        (writing through it could land anywhere)."""
+        """``root/rel``, made if missing; a link or a non-folder is refused (writes would stray)."""
         self._check_writer()
         path = self.root / rel
         try:
@@ -216,9 +176,15 @@ class RunFolder:
             write_bytes_atomic(self.run_file, _json_bytes(record))
 
     def write_cell(self, cid: str, result: dict[str, Any]) -> Path:
-        """cells/<cid>.json (stamped: store/stamp.py), atomically. Never over a finished
-        result or an unreadable file (a resume moves those aside, with --quarantine)."""
+        """cells/<cid>.json (stamped: store/stamp.py), atomically, where check_cell_slot
+        allows (checked again)."""
         result = stamp.stamped(result, self.run_file)
+        with _storing(path := self.check_cell_slot(cid)):
+            write_bytes_atomic(path, _json_bytes(result))
+        return path
+
+    def check_cell_slot(self, cid: str) -> Path:
+        """cells/<cid>.json; StoreError if it holds a finished result or an unreadable file."""
         path = self._dir(CELLS_DIR) / f"{cid}.json"
         if os.path.lexists(path):
             self._refuse_link(path)
@@ -227,11 +193,8 @@ class RunFolder:
             except ResultError as exc:
                 raise StoreError(f"{path} cannot be read ({exc}): not writing over it") from None
             if old in DONE_STATUSES:
-                raise StoreError(
-                    f"{path} already holds a finished result ({old}): results are never overwritten"
-                )
-        with _storing(path):
-            write_bytes_atomic(path, _json_bytes(result))
+                never = "results are never overwritten"
+                raise StoreError(f"{path} already holds a finished result ({old}): {never}")
         return path
 
     @contextmanager

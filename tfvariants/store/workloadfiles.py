@@ -72,7 +72,15 @@ def _ask_on_terminal(question: str) -> bool:
     print(question, end=" ", file=sys.stderr, flush=True)
     try:
         return input().strip().lower() in ("y", "yes")
-    except EOFError:
+    except (EOFError, OSError, ValueError, RuntimeError):  # stdin closed while asking
+        return False
+
+
+def _on_terminal() -> bool:
+    """stdin and stderr are a terminal: False when either is closed (``0<&-``)."""
+    try:
+        return bool(sys.stdin and sys.stdin.isatty() and sys.stderr and sys.stderr.isatty())
+    except (OSError, ValueError):
         return False
 
 
@@ -94,7 +102,7 @@ def check_resume(
     shown = "; ".join(
         f"{n} -> {os.path.realpath(n)} (sha256 {fingerprint(n)})" for n in unconfirmed
     )
-    if ask is None and sys.stdin.isatty() and sys.stderr.isatty():
+    if ask is None and _on_terminal():
         ask = _ask_on_terminal
     question = f"--resume will run these workload files: {one_line(shown)}. Run them? [y/N]"
     if ask is not None and ask(question):

@@ -91,10 +91,10 @@ def _check_spot(row: Row, warnings: list[str]) -> Row:
 
 def read_csv(path: Path, *, region: str | None, as_of: str, match: list[str]) -> Imported:
     """Rows from either CSV flavour (detected from the header)."""
-    # A regular file of bounded size (never /dev/zero or a FIFO), without a spreadsheet's
+    # A regular file or a pipe, of bounded size (never /dev/zero), without a spreadsheet's
     # byte order mark; newline="" so that only CSV's own line ends split records (a
     # U+2028 inside a quoted name stays in the name, and is refused there).
-    text = read_input_text(path, CSV_BYTES)
+    text = read_input_text(path, CSV_BYTES, pipe=True)
     reader = csv.DictReader(io.StringIO(text, newline=""))
     try:
         header = tuple(reader.fieldnames or ())
