@@ -61,6 +61,7 @@ class Answer:
     subject_header: str = "workload"
     ratio_header: str = "time vs baseline"
     cost_header: str = "cost per run"
+    noise: str | None = None  # the noise decomposition's line (analyze/training/decomposition.py)
 
     @property
     def has_headroom(self) -> bool:
@@ -131,6 +132,7 @@ def answer_of(
         else ("model" if not workloads else "workload / model"),
         ratio_header=_ratio_header(workloads, serving),
         cost_header="cost per run" if serving is None else "cost",
+        noise=_noise(training),
     )
 
 
@@ -277,6 +279,11 @@ def _legend(rows: list[Row]) -> list[str]:
         word = what.get(frozenset(unsure), "fastest or cheapest")
         out.append(f"? not decided against the next {word}")
     return out
+
+
+def _noise(training: Analysis | None) -> str | None:
+    noise = training.noise if training is not None else None
+    return noise.decomposition.sentence() if noise and noise.decomposition else None
 
 
 def _caveats(frame: RunFrame, other: OtherRuns | None) -> list[str]:
