@@ -43,6 +43,9 @@ def test_the_rule_follows_the_largest_part_with_its_thresholds() -> None:
     assert choose(parts(0.0, 0.51, 0.49)).kind == MORE_PROCESSES
     assert choose(parts(0.1, 0.5, 0.4)).kind == MORE_PROCESSES
     assert "only more processes help" in choose(parts(0.1, 0.5, 0.4)).reason
+    # sigma 10 % -> 9 per side: a run that stops at 8 is told what would reach it.
+    short = choose(Decomposition(0.01, 0.0, 0.01, 0.0, 0.001, 30, 6, 20), max_repeats=8)
+    assert "about 9 repeats per side" in short.reason and "--max-repeats 9" in short.reason
     assert choose(parts(0.6, 0.2, 0.2)).kind == AS_PLANNED
     assert choose(None).kind == AS_PLANNED
 

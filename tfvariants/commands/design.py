@@ -79,7 +79,8 @@ class DesignChoice:
         more, why = self.hook(stored)
         at = self.hook.last
         if self.design is None and at is not None and at.look is not None:
-            self.design = choose(decompose(cells_of_results(stored)), self.fits)
+            found = decompose(cells_of_results(stored))
+            self.design = choose(found, self.fits, self.hook.rule.max_repeats)
             if self.design.switched:
                 self.executor.switch()
             self.console.print(self.design.line(), highlight=False, markup=False)

@@ -73,9 +73,12 @@ def design_of(recorded: Mapping[str, Any] | None) -> Design | None:
     )
 
 
-def choose(d: Decomposition | None, side_by_side: str | None = None) -> Design:
+def choose(
+    d: Decomposition | None, side_by_side: str | None = None, max_repeats: int | None = None
+) -> Design:
     """The design for the rounds after the first look. ``side_by_side``: why the duet
-    cannot run here (None: it can); the rule still says what the noise asks for."""
+    cannot run here (None: it can); the rule still says what the noise asks for.
+    ``max_repeats``: where the run's rounds stop (said when more processes need more)."""
     if d is None:
         return Design(AS_PLANNED, "too few repeats to split the noise")
     time, between = d.share(d.over_time), d.share(d.between)
@@ -91,7 +94,8 @@ def choose(d: Decomposition | None, side_by_side: str | None = None) -> Design:
             return Design(
                 SIDE_BY_SIDE,
                 f"{split}: the compared builds now run side by side, so a neighbour's burst "
-                f"slows both alike ({gain})",
+                f"slows both alike ({gain}); the first look's rounds ran one cell at a time, "
+                "each round's sides alike either way",
                 switched=True,
             )
         return Design(
@@ -99,10 +103,17 @@ def choose(d: Decomposition | None, side_by_side: str | None = None) -> Design:
             f"{split}: side by side would cancel the part over time ({gain}), but {side_by_side}",
         )
     if between >= PROCESS_SHARE:
+        n = d.repeats_for()
+        beyond = (
+            f"; this run stops at {max_repeats}: --max-repeats {n} with the budget it needs "
+            "would reach it"
+            if max_repeats is not None and n > max_repeats
+            else ""
+        )
         return Design(
             MORE_PROCESSES,
-            f"{split}: only more processes help, about {d.repeats_for()} repeats per side "
-            f"for +/-{TARGET_BAND:.0%}",
+            f"{split}: only more processes help, about {n} repeats per side for "
+            f"+/-{TARGET_BAND:.0%}{beyond}",
         )
     return Design(AS_PLANNED, f"{split}: the planned steady window answers the larger part")
 
