@@ -83,6 +83,14 @@ def test_one_configuration_or_one_repeat_each_decomposes_nothing() -> None:
     assert decompose(synth(0.001, 0.001, 0.001, rounds=1)) is None
 
 
+def test_without_windows_the_process_parts_are_not_told_apart() -> None:
+    cells = [Cell(c.config, c.round, c.started, c.log_time) for c in synth(0.001, 0.002, 0.0)]
+    d = decompose(cells)
+    assert d is not None and not d.windowed and d.within == 0
+    assert "within or between processes" in d.sentence()
+    assert "within or between" not in decompose(synth(0.001, 0.002, 0.0)).sentence()
+
+
 def test_repeats_for_ten_percent_from_a_cells_variance() -> None:
     # sigma 10 %: 2 * (1.96 * 0.1 / log 1.1)^2 = 8.46 -> 9 per side; half of it shared
     # by consecutive cells: 4.23 -> 5 side by side.
@@ -90,6 +98,6 @@ def test_repeats_for_ten_percent_from_a_cells_variance() -> None:
     assert d.repeats_for() == 9
     assert d.repeats_for(side_by_side=True) == 5
     line = d.sentence()
-    assert "about 10.0%" in line and "10% within processes" in line
-    assert "40% between them, 50% over time (+/-10%)" in line
-    assert "+/-10% needs about 9 repeats per side, 5 side by side" in line
+    assert line.startswith("noise: a cell varied by about 10.0% (10% within processes, ")
+    assert "40% between, 50% over time +/-10%); " in line
+    assert line.endswith("+/-10% needs about 9 repeats per side, 5 side by side")

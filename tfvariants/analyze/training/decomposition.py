@@ -68,6 +68,7 @@ class Decomposition:
     cells: int
     configs: int
     pairs: int  # consecutive cells of one round and different configurations
+    windowed: bool = True  # some cell had windows: else the within part is in "between"
 
     def share(self, part: float) -> float:
         return part / self.total if self.total > 0 else 0.0
@@ -79,22 +80,37 @@ class Decomposition:
         var = self.total - (self.over_time if side_by_side else 0.0)
         return max(2, math.ceil(2 * (Z * math.sqrt(max(var, 0.0)) / math.log1p(band)) ** 2))
 
-    def split(self) -> str:
-        """The split and what it implies, in few words (the report's noise sentence holds
-        it; a page of many configurations must not grow by a paragraph)."""
+    @property
+    def spread(self) -> float:
+        """A cell's standard deviation on the log scale (about a relative spread)."""
+        return math.sqrt(self.total)
+
+    def parts(self) -> str:
+        """The split in few words (the report's noise sentence holds it: a page of many
+        configurations must not grow by a paragraph)."""
         within, between, time = (self.share(x) for x in (self.within, self.between, self.over_time))
-        n, paired = self.repeats_for(), self.repeats_for(side_by_side=True)
         se = self.share(self.over_time_se)
-        return (
-            f"{within:.0%} within processes, {between:.0%} between them, {time:.0%} over time"
-            + (f" (+/-{se:.0%})" if math.isfinite(se) else " (too few pairs to tell)")
-            + f"; +/-{TARGET_BAND:.0%} needs about {n} repeats per side"
-            + (f", {paired} side by side" if paired < n else "")
+        processes = (
+            f"{within:.0%} within processes, {between:.0%} between"
+            if self.windowed
+            else f"{between:.0%} within or between processes"  # no windows to tell them apart
+        )
+        sure = f"+/-{se:.0%}" if math.isfinite(se) else "(too few pairs to tell)"
+        return f"{processes}, {time:.0%} over time {sure}"
+
+    def implication(self) -> str:
+        """What the spread implies for the repeats, one after another and side by side."""
+        n, paired = self.repeats_for(), self.repeats_for(side_by_side=True)
+        return f"+/-{TARGET_BAND:.0%} needs about {n} repeats per side" + (
+            f", {paired} side by side" if paired < n else ""
         )
 
     def sentence(self) -> str:
         """The terminal's noise line: a cell's spread, where it comes from, what it implies."""
-        return f"noise: a cell varied by about {math.sqrt(self.total):.1%}: {self.split()}"
+        return (
+            f"noise: a cell varied by about {self.spread:.1%} ({self.parts()}); "
+            f"{self.implication()}"
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -106,6 +122,7 @@ class Decomposition:
             "cells": self.cells,
             "configs": self.configs,
             "pairs": self.pairs,
+            "windowed": self.windowed,
         }
 
 
@@ -167,6 +184,7 @@ def decompose(cells: Sequence[Cell]) -> Decomposition | None:
         cells=len(used),
         configs=len(kept),
         pairs=pairs,
+        windowed=any(len(c.window_logs) >= 2 for c in used),
     )
 
 

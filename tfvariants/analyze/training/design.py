@@ -112,8 +112,10 @@ def choose(
         )
         return Design(
             MORE_PROCESSES,
-            f"{split}: only more processes help, about {n} repeats per side for "
-            f"+/-{TARGET_BAND:.0%}{beyond}",
+            f"{split}: only more processes help"
+            # without windows the part within a process is in this one
+            + ("" if d.windowed else " (or, for what varies inside one, longer windows)")
+            + f", about {n} repeats per side for +/-{TARGET_BAND:.0%}{beyond}",
         )
     return Design(AS_PLANNED, f"{split}: the planned steady window answers the larger part")
 

@@ -65,13 +65,15 @@ class HostNoise:
     def sentence(self) -> str:
         if self.spread is None:
             return "Too few repeats to estimate this host's run-to-run noise."
-        # Where it comes from, when the cells tell (analyze/training/decomposition.py)
-        how = (
-            self.decomposition.split()
-            if self.decomposition is not None
-            else f"median absolute deviation of the log times, {self.repeats} repeats each"
-        )
-        text = f"Identical configurations varied by about {self.spread:.1%} from run to run ({how})"
+        text = f"Identical configurations varied by about {self.spread:.1%} "
+        d = self.decomposition  # where it comes from, when the cells tell (decomposition.py)
+        if d is not None:
+            text += f"(median), {d.spread:.1%} (standard deviation: {d.parts()}); {d.implication()}"
+        else:
+            text += (
+                "from run to run (median absolute deviation of the log times, "
+                f"{self.repeats} repeats each)"
+            )
         if self.resolvable is not None:
             text += (
                 f"; {self.repeats} repeats per side resolve differences of about "
