@@ -1,6 +1,6 @@
 """Does the quick compare decide on a machine with a noisy neighbour? A real benchmark.
 
-    python benchmarks/noise.py [--scenarios bursts,nice] [--runs 1] [--budget DURATION]
+    python benchmarks/noise.py [--scenarios bursts,nice,membw] [--runs 1] [--budget DURATION]
         [--user NAME [--user-caps sys_nice]] [--no-quiet | --one-quiet] [--dry-run]
 
 Each run is the built-in quick compare of mnist_cnn and cifar10_cnn at 1 and 2 threads
@@ -13,6 +13,11 @@ CPUs:
   about 40 % of the time), in a seeded random sequence;
 * nice: one busy process per CPU at `nice 19` for the whole compare (a sustained
   low-priority background load);
+* membw: a memory-bandwidth and last-level-cache hog (noise_hog.py) for the whole
+  compare: numpy copying buffers of 4x the LLC, one process on each CPU the cells do not
+  use, or on theirs at nice 19 where they use them all (a 2-core host at 1 and 2
+  threads). The priority shield takes the CPU time back, not the memory bus: the noisy
+  neighbour of a shared cloud VM;
 * quiet: no hog at all, and no second quiet run before it (the A/A twin on a quiet
   machine: it should end "equivalent", issue 25).
 
@@ -63,7 +68,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from noise_hog import Hog
+from noise_hog import Hog, llc_bytes, membw_plan
 from noise_plan import DEFAULT_BUDGET, budget_of, plan, twin_later, yardstick
 from noise_report import comparison_words, share_table, twin_words
 from noise_user import User, against_quiet, as_user, find_user, give, preflight
@@ -75,7 +80,7 @@ description = "local, again: an A/A control"
 """
 
 # "quiet" alone: quiet runs only (issue 25's A/A twin, which should end "equivalent").
-SCENARIOS = ("quiet", "bursts", "nice")
+SCENARIOS = ("quiet", "bursts", "nice", "membw")
 
 
 @dataclass
@@ -272,7 +277,7 @@ def run_one(
         load = [float(x) for x in fh.read().split()[:3]]
     print(f"== {name} run {run}: {' '.join(command)}", flush=True)
     seed = args.seed * 1000 + run * 10 + (kind == "nice")
-    with Hog(kind, hog_cpus(threads), seed=seed, max_s=args.max_s) as hog:
+    with _hog(kind, threads, seed, args.max_s) as hog:
         t0 = time.monotonic()
         try:
             code = subprocess.run(command, env=env, timeout=args.max_s).returncode
@@ -301,12 +306,21 @@ def run_one(
     return summary
 
 
+def _hog(kind: str, threads: Sequence[int], seed: int, max_s: float) -> Hog:
+    """The scenario's hog: the CPU hogs on the cells' CPUs; membw beside them."""
+    if kind != "membw":
+        return Hog(kind, hog_cpus(threads), seed=seed, max_s=max_s)
+    cpus, nice, size = membw_plan(sorted(os.sched_getaffinity(0)), hog_cpus(threads), llc_bytes())
+    return Hog(kind, cpus, seed=seed, max_s=max_s, nice=nice, buffer_bytes=size)
+
+
 def parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument(
         "--scenarios",
         default="bursts,nice",
-        help="any of quiet (no hog: the A/A twin's 'equivalent'), bursts, nice",
+        help="any of quiet (no hog: the A/A twin's 'equivalent'), bursts, nice, membw (a "
+        "memory-bandwidth and cache hog beside the cells, or at nice 19 on their CPUs)",
     )
     p.add_argument("--runs", type=int, default=1, help="runs per scenario")
     p.add_argument("--workloads", default="mnist_cnn,cifar10_cnn")

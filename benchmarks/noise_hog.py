@@ -1,9 +1,19 @@
-"""The bounded CPU hog of `make bench-noise` (benchmarks/noise.py): bursts at normal
-priority, or a sustained load at nice 19, pinned to the cells' CPUs; every process ends
-by itself."""
+"""The bounded hogs of `make bench-noise` (benchmarks/noise.py): CPU bursts at normal
+priority, or a sustained CPU load at nice 19, pinned to the cells' CPUs; or a memory
+hog (membw) streaming over buffers larger than the last-level cache on the CPUs the
+cells do not use (on the cells' own CPUs at nice 19 where they use them all). Every
+process ends by itself.
+
+The memory hog is the neighbour the priority shield cannot hold off: a raised worker
+takes the CPU time back from a nice-19 process, not the cache and the memory bus
+(docs/methods.md, "Interference"). Alone, beside any command:
+
+    python benchmarks/noise_hog.py membw --seconds 900 [--cpus 1]
+"""
 
 from __future__ import annotations
 
+import argparse
 import os
 import random
 import subprocess
@@ -20,15 +30,75 @@ HOG_CODE = (
     "    for _ in range(20000):\n"
     "        pass\n"
 )
+# Copies one large array into another until argv[1] seconds have passed: a stream over
+# argv[2] bytes, twice per copy, that no cache holds (numpy: pure Python is too slow to
+# reach the memory bus's bandwidth).
+MEMBW_CODE = (
+    "import sys, time\n"
+    "import numpy as np\n"
+    "end = time.monotonic() + float(sys.argv[1])\n"
+    "src = np.ones(int(sys.argv[2]) // 8)\n"
+    "dst = np.empty_like(src)\n"
+    "while time.monotonic() < end:\n"
+    "    np.copyto(dst, src)\n"
+)
+# Each buffer holds this many times the last-level cache (at least MIN_BUFFER): a copy
+# evicts the cells' working set and streams from memory.
+LLC_TIMES = 4
+MIN_BUFFER = 64 << 20
+LLC_FALLBACK = 32 << 20  # where sysfs says nothing (a container, another OS)
 BURST_S = (2.0, 8.0)
 OFF_S = (3.0, 12.0)  # mean 7.5 s off against 5 s on: about 40 % on
 
 
-class Hog:
-    """A bounded CPU hog on ``cpus``: bursts at normal priority, or sustained at nice 19."""
+def llc_bytes(root: str = "/sys/devices/system/cpu/cpu0/cache") -> int:
+    """The largest cache of CPU 0 (the last level), from sysfs; LLC_FALLBACK unknown."""
+    sizes = []
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return LLC_FALLBACK
+    for name in names:
+        try:
+            with open(os.path.join(root, name, "size"), encoding="ascii") as fh:
+                text = fh.read().strip()
+        except OSError:
+            continue
+        units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+        if text[:-1].isdigit() and text[-1] in units:
+            sizes.append(int(text[:-1]) * units[text[-1]])
+    return max(sizes, default=LLC_FALLBACK)
 
-    def __init__(self, kind: str, cpus: Sequence[int], *, seed: int, max_s: float) -> None:
+
+def membw_plan(
+    all_cpus: Sequence[int], cell_cpus: Sequence[int], llc: int
+) -> tuple[list[int], int, int]:
+    """(CPUs, nice, buffer bytes) of the memory hog: one streamer on each CPU the cells do
+    not use, at normal priority; where they use them all, one on each of theirs at nice
+    19 (the shield then holds off its CPU time, not its traffic)."""
+    others = sorted(set(all_cpus) - set(cell_cpus))
+    buffer = max(LLC_TIMES * llc, MIN_BUFFER)
+    if others:
+        return others, 0, buffer
+    return sorted(set(cell_cpus)), 19, buffer
+
+
+class Hog:
+    """A bounded hog on ``cpus``: CPU bursts at normal priority, a sustained CPU load at
+    nice 19, or the memory streamer (membw: at ``nice``, over ``buffer_bytes``)."""
+
+    def __init__(
+        self,
+        kind: str,
+        cpus: Sequence[int],
+        *,
+        seed: int,
+        max_s: float,
+        nice: int = 0,
+        buffer_bytes: int = MIN_BUFFER,
+    ) -> None:
         self.kind, self.cpus, self.max_s = kind, list(cpus), max_s
+        self.nice, self.buffer_bytes = nice, buffer_bytes
         self.rng = random.Random(seed)
         self.stop_event = threading.Event()
         self.on_s = 0.0
@@ -38,6 +108,12 @@ class Hog:
         self.procs: list[subprocess.Popen[bytes]] = []
         self.lock = threading.Lock()
         self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def command(self, seconds: float) -> list[str]:
+        """One hog process's command line."""
+        if self.kind == "membw":
+            return [sys.executable, "-c", MEMBW_CODE, f"{seconds:.2f}", str(self.buffer_bytes)]
+        return [sys.executable, "-c", HOG_CODE, f"{seconds:.2f}"]
 
     def _spawn(self, seconds: float, nice: int) -> list[subprocess.Popen[bytes]]:
         procs = []
@@ -50,7 +126,7 @@ class Hog:
 
             procs.append(
                 subprocess.Popen(
-                    [sys.executable, "-c", HOG_CODE, f"{seconds:.2f}"],
+                    self.command(seconds),
                     # Its own session, like a job started from another terminal (with
                     # autogroup scheduling, nice then ranks it only within its session).
                     preexec_fn=pin,
@@ -66,9 +142,9 @@ class Hog:
         if self.kind == "quiet":  # the quiet run before a scenario: no load at all
             return
         deadline = self.started + self.max_s
-        if self.kind == "nice":
-            self.on_since = time.monotonic()  # on from its launch
-            procs = self._spawn(self.max_s, 19)
+        if self.kind in ("nice", "membw"):  # sustained, from its launch
+            self.on_since = time.monotonic()
+            procs = self._spawn(self.max_s, 19 if self.kind == "nice" else self.nice)
             self.bursts = 1
             for p in procs:
                 p.wait()
@@ -105,3 +181,44 @@ class Hog:
         elapsed = now - self.started
         on = self.on_s + (now - self.on_since if self.on_since is not None else 0.0)
         return on / elapsed if elapsed > 0 else 0.0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The memory hog alone, for a command run beside it (e.g. make compare-compiled)."""
+    p = argparse.ArgumentParser(description="a bounded noisy neighbour (benchmarks/noise_hog.py)")
+    p.add_argument("kind", choices=("membw", "nice"))
+    p.add_argument("--seconds", type=float, default=900.0, help="how long it runs (it ends itself)")
+    p.add_argument("--cpus", help="CPUs to pin to, e.g. 1 or 0-1 (default: all, nice 19)")
+    args = p.parse_args(argv)
+    every = sorted(os.sched_getaffinity(0))
+    if args.cpus is None:
+        cpus, nice, size = membw_plan(every, every, llc_bytes())
+    else:
+        cpus = parse_cpus(args.cpus)
+        if not cpus or not set(cpus) <= set(every):
+            print(f"noise_hog.py: --cpus {args.cpus}: not among {every}", file=sys.stderr)
+            return 2
+        cpus, nice, size = membw_plan(every, sorted(set(every) - set(cpus)), llc_bytes())
+    print(f"{args.kind} on CPUs {cpus} at nice {nice}, {size >> 20} MiB buffers, "
+          f"{args.seconds:.0f} s", flush=True)  # fmt: skip
+    with Hog(args.kind, cpus, seed=0, max_s=args.seconds, nice=nice, buffer_bytes=size) as hog:
+        try:
+            hog.thread.join()
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+def parse_cpus(text: str) -> list[int]:
+    """ "0-1,3" -> [0, 1, 3]; [] for anything else."""
+    out: set[int] = set()
+    for part in text.split(","):
+        lo, _, hi = part.strip().partition("-")
+        if not lo.isdigit() or (hi and not hi.isdigit()):
+            return []
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return sorted(out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -313,3 +313,32 @@ def test_a_comparison_without_an_interval_is_not_set_against_the_quiet_ratio() -
     ratio = SimpleNamespace(value=1.34, lo=1.34, hi=1.34, has_interval=False)
     assert noise._interval(ratio) is None
     assert noise._interval(SimpleNamespace(lo=1.2, hi=1.5, has_interval=True)) == [1.2, 1.5]
+
+
+def test_the_memory_hog_streams_beyond_the_cache_beside_the_cells_or_at_nice_19(tmp_path):
+    from noise_hog import MEMBW_CODE, llc_bytes, membw_plan, parse_cpus
+
+    llc = 36 << 20
+    # A CPU the cells leave free: the hog there, at normal priority.
+    assert membw_plan([0, 1, 2, 3], [0, 1], llc) == ([2, 3], 0, 4 * llc)
+    # A 2-core host at 1 and 2 threads: on the cells' own CPUs, at nice 19.
+    assert membw_plan([0, 1], [0, 1], llc) == ([0, 1], 19, 4 * llc)
+    assert membw_plan([0, 1], [0], 1 << 20)[2] == 64 << 20  # never a buffer a cache holds
+    hog = noise.Hog("membw", [1], seed=0, max_s=5, nice=19, buffer_bytes=4 * llc)
+    command = hog.command(2.5)
+    assert command[1:] == ["-c", MEMBW_CODE, "2.50", str(4 * llc)]
+    assert "np.copyto" in MEMBW_CODE
+    (tmp_path / "index0").mkdir()
+    (tmp_path / "index0" / "size").write_text("48K\n")
+    (tmp_path / "index3").mkdir()
+    (tmp_path / "index3" / "size").write_text("36608K\n")
+    assert llc_bytes(str(tmp_path)) == 36608 << 10
+    assert parse_cpus("0-1,3") == [0, 1, 3] and parse_cpus("x") == []
+
+
+def test_the_memory_scenario_runs_its_hog_beside_the_cells(tmp_path, capsys):
+    assert "membw" in noise.SCENARIOS
+    assert noise.plan(["membw"], 1, True) == [("quiet", "quiet-membw", 1), ("membw", "membw", 1)]
+    hog = noise._hog("membw", [1], seed=0, max_s=1)
+    assert hog.kind == "membw" and hog.buffer_bytes >= 64 << 20
+    assert set(hog.cpus).isdisjoint(noise.hog_cpus([1])) or hog.nice == 19

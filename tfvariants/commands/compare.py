@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tfvariants.commands import common, compare_cluster, presets, rounds
+from tfvariants.commands import common, compare_cluster, design, presets, rounds
 from tfvariants.commands.compare_spec import build_spec as build_spec
 from tfvariants.commands.compare_spec import (
     check_baseline,
@@ -305,6 +305,7 @@ def _run_matrix(
         next_round, opts.budget_s, spent_before, held, began=args.began, resume=resume,
         clock=policy.run_clock,
     )  # fmt: skip
+    chosen = None
     if args.executor == "ray":  # disturbed cells are judged on this host's CPUs only
         executor: Executor[Cell] = compare_cluster.ray_waves(
             args, spec, variant_objs, report_to.settings.pricing, out, console, options_for
@@ -312,13 +313,23 @@ def _run_matrix(
     else:
         run_policy = dataclasses.replace(run_policy, **rounds.retry_options(spec, quiet_gate))
         executor = _local(spec, variant_objs, options_for, quiet_gate, console, duet_at)
+        if next_round is not None and design.chooses(spec, args.executor, next_round):
+            # The compiled preset: sequential to its first look, then the design it chose.
+            def duet(plans: DuetPlans) -> Executor[Cell]:  # said when the design chooses it
+                return _duet(plans, spec, variant_objs, options_for, quiet_gate, console, False)
+
+            pinned = {name: v.pins_on_host() for name, v in variant_objs.items()}
+            chosen = design.choosing(spec, pinned, (executor, duet), next_round, stored, console)
+            executor = chosen.executor
+            run_policy = dataclasses.replace(run_policy, next_round=chosen)
     try:
         outcome = matrix.run(executor=executor, policy=run_policy, console=console)
     except StoreError:
         report_to.write_quietly(out)
         raise
     if rule is not None:
-        rounds.record(out, rule, spec, before, outcome, console, next_round)
+        said = chosen.design if chosen is not None else None
+        rounds.record(out, rule, spec, before, outcome, console, next_round, said)
     rounds.print_outcome(outcome, console)
     return outcome
 
@@ -352,8 +363,10 @@ def _duet(
     options_for: Callable[[Cell], RunOptions],
     gate: QuietGate | None,
     console: Console,
+    say: bool = True,
 ) -> Duet[Cell]:
-    """The run's duet on the plans check_duet found, said on the console."""
+    """The run's duet on the plans check_duet found, said on the console (``say``; a
+    design's duet is said when it is chosen)."""
     from tfvariants.analyze.statistics import interference
     from tfvariants.execute import runner
     from tfvariants.execute.duet import Duet
@@ -371,7 +384,8 @@ def _duet(
         return runner.run_cell(cell, variant_objs[cell.variant], options_for(cell), folder,
                                at=at, plan=plan)  # fmt: skip
 
-    console.print(duet_line(plans), highlight=False, markup=False)
+    if say:
+        console.print(duet_line(plans), highlight=False, markup=False)
     return Duet(plans, run_on, gate, interference.rule_of(spec.options.record()))
 
 

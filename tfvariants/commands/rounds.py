@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from tfvariants.analyze.shared.frame import RunFrame
+    from tfvariants.analyze.training.design import Design
     from tfvariants.execute.matrix import MatrixOutcome
     from tfvariants.execute.quiet import QuietGate
 
@@ -158,9 +159,10 @@ def record(
     outcome: MatrixOutcome,
     console: Console,
     hook: NextRoundHook | None = None,
+    design: Design | None = None,
 ) -> None:
     """run.json's "adaptive": the rule, the budget, every round and look so far, why it
-    stopped."""
+    stopped, the design chosen at the first look (commands/design.py)."""
     from tfvariants.store.rundir import update_run
 
     # what a resumed run recorded before (typed at the store), then this command's
@@ -178,6 +180,9 @@ def record(
             "spent_s": round(outcome.spent_s, 1),
             "window_plan": getattr(hook, "window_plan", None)
             or (before.window_plan if before is not None else None),
+            "design": design.to_json()
+            if design is not None
+            else (before.design if before is not None else None),
         },
     )
     if outcome.stopped:

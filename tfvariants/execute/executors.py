@@ -108,3 +108,42 @@ class Sequential(Generic[CellT]):
             except Exception as exc:  # a runner bug must not stop the matrix
                 stored = record_crash(cell, exc, folder)
             yield Finished(cell, stored)
+
+
+class Switchable(Generic[CellT]):
+    """One executor until ``switch()``, another after it: a run whose measurement design
+    is chosen at its first look (commands/design.py) starts one cell at a time and runs
+    its remaining rounds side by side. The loop reads ``width`` once per round, so a
+    switch between rounds takes effect at the next round."""
+
+    all_hosts = False
+
+    def __init__(self, first: Executor[CellT], then: Executor[CellT], switched: bool) -> None:
+        self.first, self.then, self.switched = first, then, switched
+        self.width, self.round_fields = self.now.width, self.now.round_fields
+
+    @property
+    def now(self) -> Executor[CellT]:
+        return self.then if self.switched else self.first
+
+    def switch(self) -> None:
+        self.switched = True
+        self.width, self.round_fields = self.now.width, self.now.round_fields
+
+    def __enter__(self) -> Switchable[CellT]:
+        self.first.__enter__()
+        self.then.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.then.__exit__(*exc)
+        self.first.__exit__(*exc)
+
+    def take(self, todo: list[CellT], i: int) -> list[CellT]:
+        return self.now.take(todo, i)
+
+    def estimate(self, cells: Sequence[CellT], eta: EtaModel) -> float:
+        return self.now.estimate(cells, eta)
+
+    def submit(self, cells: Sequence[CellT], folder: RunFolder) -> Results[CellT]:
+        return self.now.submit(cells, folder)

@@ -87,14 +87,16 @@ def table_lines(answer: Answer) -> list[str]:
 
 
 def notes(answer: Answer) -> list[str]:
-    """Below the table: the one next step, the marks' meaning, the caveats (one line
-    each, cut to WIDTH)."""
+    """Below the table: the one next step, the marks' meaning, the noise line, the
+    caveats (one line each, cut to WIDTH)."""
     step = f"next, for what is undecided: {answer.next_step}" if answer.next_step else ""
     lines = textwrap.wrap(step, WIDTH, subsequent_indent="  ", break_on_hyphens=False)
     if answer.next_command:
         lines += command_lines(answer.next_command)
-    cut = [*answer.legend, *(f"caution: {c}" for c in answer.caveats)]
-    return lines + [_one_line(line) for line in cut]
+    lines += [_one_line(line) for line in answer.legend]
+    if answer.noise:  # what the noise implies for the repeats: in full, not cut
+        lines += textwrap.wrap(answer.noise, WIDTH, subsequent_indent="  ")
+    return lines + [_one_line(f"caution: {c}") for c in answer.caveats]
 
 
 def command_lines(command: str) -> list[str]:

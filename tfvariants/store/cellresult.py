@@ -195,6 +195,9 @@ class CellResult(AnyResult):
     steady_windows_s: tuple[float, ...]  # mean step time of each steady window (ok only)
     raw: Mapping[str, Any]  # the validated dict: for display only, never recomputed from
     undisturbed_only: str | None = None  # why its times are its clean steps' (disturbance.py)
+    # When its worker started (ISO 8601, seconds): the cells' order in time, for the noise
+    # that moves consecutive cells together (analyze/training/decomposition.py)
+    started_at: str | None = None
     workload = FromKey[str]()
     variant = FromKey[str]()
     threads = FromKey[int]()
@@ -323,6 +326,7 @@ def parse_training(
         steady_windows_s=steady_windows(result) if ok and not clean else (),  # not: mixed
         raw=result,
         undisturbed_only=clean.note(disturbed_share) if clean else None,
+        started_at=_text(result.get("started_at")),
     )
 
 

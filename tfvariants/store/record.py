@@ -90,6 +90,8 @@ class AdaptiveRecord:
     spent_s: float | None = None
     window_plan: Mapping[str, Any] | None = None
     look_plan: Mapping[str, Any] | None = None
+    # The measurement design the first look chose (analyze/training/design.py design_of)
+    design: Mapping[str, Any] | None = None
 
 
 def _adaptive(record: Mapping[str, Any]) -> AdaptiveRecord:
@@ -106,6 +108,7 @@ def _adaptive(record: Mapping[str, Any]) -> AdaptiveRecord:
         spent_s=_number(record.get("spent_s")),
         window_plan=window if isinstance(window, dict) else None,
         look_plan=look if isinstance(look, dict) else None,
+        design=_dict(record.get("design")) or None,
     )
 
 

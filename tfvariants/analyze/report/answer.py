@@ -41,6 +41,7 @@ class Answer:
     subject_header: str = "workload"
     ratio_header: str = "time vs baseline"
     cost_header: str = "cost per run"
+    noise: str | None = None  # the noise decomposition's line (analyze/training/decomposition.py)
 
     @property
     def has_headroom(self) -> bool:
@@ -96,6 +97,7 @@ def answer_of(
         subject_header=" / ".join(p.words.subject for p in showing),
         ratio_header=ratio,
         cost_header=parts[0].words.cost if len(parts) == 1 else "cost",
+        noise=next((a.noise for _, a in given if a.noise), None),
     )
 
 

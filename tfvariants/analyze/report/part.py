@@ -67,6 +67,7 @@ class AnswerPart:
     compared: tuple[Comparison, ...]  # the comparisons against the baseline the rows show
     keys: tuple[tuple[str, int, str], ...]  # (variant, threads, device) of its configurations
     round_seconds: float | None = None  # one more round's wall time, when the part knows it
+    noise: str | None = None  # where its noise comes from, one line (training: decomposition)
 
 
 @dataclass(frozen=True)

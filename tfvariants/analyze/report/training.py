@@ -144,7 +144,9 @@ class TrainingPart:
         if compiled is not None:
             names = [str(compiled.stock), *compiled.builds]
         seconds = round_seconds(workloads, names) if workloads else None
-        return AnswerPart(tuple(rows), tuple(cmps), keys, seconds)
+        noise = self.analysis.noise
+        said = noise.decomposition.sentence() if noise and noise.decomposition else None
+        return AnswerPart(tuple(rows), tuple(cmps), keys, seconds, said)
 
     def csv(self) -> CsvTable | None:
         if not self.analysis.workloads:

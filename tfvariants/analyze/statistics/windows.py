@@ -81,18 +81,6 @@ class Components:
             "window_s": round(self.window_s, 3),
         }
 
-    def sentence(self) -> str:
-        """The split in words: relative spread of a window and of a process."""
-        cell_within = math.sqrt(self.sigma2_window / self.windows)
-        return (
-            f"Steady step time: one {self.window_s:.1f} s window varied by about "
-            f"{math.sqrt(self.sigma2_window):.1%} inside a process (so a cell's "
-            f"{self.windows} windows by about {cell_within:.1%}), processes by about "
-            f"{math.sqrt(self.sigma2_between):.1%} beyond that; each cell also cost "
-            f"{self.fixed_s:.0f} s outside its steady window ({self.cells} cells, "
-            f"{self.configs} configurations)."
-        )
-
 
 def components(results: Iterable[CellResult]) -> Components | None:
     """Within- and between-process variance of the log steady step time, from ok cells

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from tfvariants.analyze.baseline import parse_baseline
 from tfvariants.analyze.cost.pricing import CellCost, Pricing
@@ -32,6 +33,7 @@ from tfvariants.analyze.statistics.verdicts import (
 )
 from tfvariants.analyze.training import loadlabel, repeatcost
 from tfvariants.analyze.training.conclusions import conclude
+from tfvariants.analyze.training.design import design_of
 from tfvariants.analyze.training.groups import Group, WorkloadReport
 from tfvariants.analyze.training.noise import HostNoise, host_noise
 from tfvariants.analyze.training.summary import apply_verdicts, summarise_group
@@ -177,6 +179,7 @@ def analyze_contents(contents: RunContents, report: ReportSettings, settings: Se
         window_plan=windows.plan_sentence(run.adaptive.window_plan if run.adaptive else None),
         later=later_sentence(training.later if training else None, cells),
         duet=duet_sentence(training.duet if training else None),
+        design=_design_line(run.adaptive.design if run.adaptive else None),
     )
     all_warnings += noise.warnings
     if quiet.disturbed:
@@ -278,6 +281,11 @@ def _summarise_groups(
         configs = ", ".join(dict.fromkeys(labels))
         out.insert(0, cautions.oversubscribed_warning(configs, threads, inputs.cpus or 0))
     return replace(inputs, groups=groups), out
+
+
+def _design_line(recorded: Mapping[str, Any] | None) -> str | None:
+    chosen = design_of(recorded)
+    return chosen.line() if chosen is not None else None
 
 
 def _workload_report(

@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING
 
 from tfvariants.analyze.shared.cautions import StatWarning
 from tfvariants.analyze.shared.fields import median_of
-from tfvariants.analyze.statistics import bands, ranktests, stats, windows
+from tfvariants.analyze.statistics import bands, ranktests, stats
 from tfvariants.analyze.statistics import looks as looks_mod
 from tfvariants.analyze.statistics.decide import Settings
 from tfvariants.analyze.statistics.looks import Looks
+from tfvariants.analyze.training.decomposition import Decomposition, cells_of, decompose
 from tfvariants.store.disturbance import worker_shielded
 
 if TYPE_CHECKING:
@@ -46,10 +47,12 @@ class HostNoise:
     bimodal: list[str] = field(default_factory=list)  # "workload config: words"
     others_share: float | None = None  # median share of the pinned CPUs used by others
     steal_share: float | None = None
-    windows: str | None = None  # within- vs between-process variance of the step time
+    # Within a process, between processes, over time: the report's and terminal's noise line
+    decomposition: Decomposition | None = None
     window_plan: str | None = None  # the steady window the adaptive rounds chose
     later: str | None = None  # when the --later variants started, in words
     duet: str | None = None  # how a duet run (--duet) measured, in words
+    design: str | None = None  # the design the first look chose (analyze/training/design.py)
     warnings: list[StatWarning] = field(default_factory=list)
     # About how many repeats per side would call an equal pair "equivalent" (None: unknown)
     equivalent_from: int | None = None
@@ -62,10 +65,15 @@ class HostNoise:
     def sentence(self) -> str:
         if self.spread is None:
             return "Too few repeats to estimate this host's run-to-run noise."
-        text = (
-            f"Identical configurations varied by about {self.spread:.1%} from run to run "
-            f"(median absolute deviation of the log times, {self.repeats} repeats each)"
-        )
+        text = f"Identical configurations varied by about {self.spread:.1%} "
+        d = self.decomposition  # where it comes from, when the cells tell (decomposition.py)
+        if d is not None:
+            text += f"(median), {d.spread:.1%} (standard deviation: {d.parts()}); {d.implication()}"
+        else:
+            text += (
+                "from run to run (median absolute deviation of the log times, "
+                f"{self.repeats} repeats each)"
+            )
         if self.resolvable is not None:
             text += (
                 f"; {self.repeats} repeats per side resolve differences of about "
@@ -178,7 +186,6 @@ def host_noise(groups: Sequence[Group], settings: Settings) -> HostNoise:
         else {}
     )
     ok = [r for g in groups for r in g.ok]
-    comp = windows.components(ok)
     others_share = median_of(r.others_share for r in ok)
     steal_share = median_of(r.steal_share for r in ok)
     parts = []
@@ -211,7 +218,7 @@ def host_noise(groups: Sequence[Group], settings: Settings) -> HostNoise:
         ),
         equivalent_by_workload=by_workload,
         bimodal=[f"{g.workload} {g.label}: {g.bimodal}" for g in groups if g.bimodal],
-        windows=comp.sentence() if comp else None,
+        decomposition=decompose(cells_of(groups)),
         others_share=others_share,
         steal_share=steal_share,
         warnings=warnings,
