@@ -39,8 +39,10 @@ else:
     cell = json.loads(args[args.index("--cell") + 1])
 control = {control!r}
 hang = os.path.join(control, "hang-" + str(cell["threads"]) + "-" + str(cell["repeat"]))
-if os.path.exists(hang):
-    os.remove(hang)  # hang once: the rerun after --resume finishes
+forever = os.path.join(control, "always-" + str(cell["threads"]) + "-" + str(cell["repeat"]))
+if os.path.exists(forever) or os.path.exists(hang):
+    if os.path.exists(hang):
+        os.remove(hang)  # hang once: the rerun (after a node loss or --resume) finishes
     with open(os.path.join(control, "pid"), "w") as fh:
         fh.write(str(os.getpid()))
     time.sleep(120)
@@ -155,7 +157,8 @@ def _alive(pid: int) -> bool:
 def test_matrix_across_two_instance_types_node_loss_and_resume(cluster, setup):
     tmp_path, control, variants, catalog = setup
     (control / "hang-1-0").touch()  # the first sim-1 cell hangs until its node is killed
-    proc = _compare(cluster, tmp_path, variants, catalog, "--threads", "1,2", "--repeats", "3")
+    proc = _compare(cluster, tmp_path, variants, catalog, "--threads", "1,2", "--repeats", "3",
+                    "--preempt-retries", "0")  # fmt: skip
     pid_file = control / "pid"
     deadline = time.monotonic() + 90
     while not pid_file.exists() and time.monotonic() < deadline and proc.poll() is None:
@@ -223,6 +226,65 @@ def test_matrix_across_two_instance_types_node_loss_and_resume(cluster, setup):
     assert after["mnist_mlp__stub__t1__r0"]["status"] == "ok"
     assert {cid: _digest(out / "cells" / f"{cid}.json") for cid in cells} == before
     assert "1 run now" in stderr
+
+
+def _wait_for_pid(control: Path, proc) -> int:
+    pid_file = control / "pid"
+    deadline = time.monotonic() + 90
+    while not pid_file.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert pid_file.exists(), proc.communicate()[1]
+    time.sleep(0.3)
+    pid = int(pid_file.read_text())
+    pid_file.unlink()
+    return pid
+
+
+def _replace_node(cluster, inst: str) -> None:
+    """The node of ``inst`` is lost (a spot preemption); a replacement joins."""
+    cluster.remove_node(cluster.test_nodes[inst])
+    cluster.test_nodes[inst] = cluster.add_node(
+        num_cpus=1, resources={inst: 1}, node_ip_address="127.0.0.1"
+    )
+
+
+def test_a_node_lost_mid_cell_reruns_the_cell_on_a_replacement(cluster, setup):
+    tmp_path, control, variants, catalog = setup
+    (control / "hang-1-0").touch()
+    proc = _compare(cluster, tmp_path, variants, catalog, "--threads", "1", "--repeats", "2")
+    _wait_for_pid(control, proc)
+    time.sleep(1.0)  # the lost attempt ran this long at least
+    _replace_node(cluster, "sim-1")
+    _stdout, stderr = proc.communicate(timeout=150)
+    assert proc.returncode == 0, stderr
+    cells = _cells(tmp_path / "run")
+    assert {r["status"] for r in cells.values()} == {"ok"}
+    rerun = cells["mnist_mlp__stub__t1__r0"]
+    (lost,) = rerun["attempts"]
+    assert lost["instance"] == "sim-1" and lost["reason"].startswith("node lost mid-cell")
+    assert 1.0 <= lost["lost_s"] < 120
+    assert "attempts" not in cells["mnist_mlp__stub__t1__r1"]
+    assert "rerunning on another sim-1 node (1/3)" in stderr
+    assert f"preemptions: 1 preemption (sim-1), {lost['lost_s']:.0f} s lost" in stderr
+    html = (tmp_path / "report" / "index.html").read_text()
+    assert "1 preemption (sim-1), " in html and " s lost ($0.0" in html
+
+
+def test_every_node_of_a_type_lost_fails_the_cell_past_the_limit(cluster, setup):
+    tmp_path, control, variants, catalog = setup
+    (control / "always-1-0").touch()  # every attempt hangs until its node goes
+    proc = _compare(cluster, tmp_path, variants, catalog, "--threads", "1", "--repeats", "1",
+                    "--preempt-retries", "2")  # fmt: skip
+    for _ in range(3):
+        _wait_for_pid(control, proc)
+        _replace_node(cluster, "sim-1")
+    _stdout, stderr = proc.communicate(timeout=150)
+    assert proc.returncode == 1, stderr
+    failed = _cells(tmp_path / "run")["mnist_mlp__stub__t1__r0"]
+    assert failed["status"] == "failed"
+    assert "node lost mid-cell (sim-1) 3 times, past the limit of 2 reruns" in failed["reason"]
+    assert [a["attempt"] for a in failed["attempts"]] == [1, 2, 3]
+    assert "preemptions: 3 preemptions (sim-1)" in stderr
 
 
 def test_missing_node_type_and_missing_variant_fail_with_reasons(cluster, setup):

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
+from tfvariants.analyze.cost.preemption import run_preemptions
 from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.report.answer import Answer, answer_of, notes_below
 from tfvariants.analyze.report.otherruns import OtherRuns
@@ -88,6 +89,7 @@ class Environments:
     where_ran: tuple[WhereRan, ...]
     environments: Mapping[str, Mapping[str, str]]
     raw_environments: Mapping[str, list[tuple[str, str]]]
+    preemptions: tuple[str, ...] = ()  # per node type, priced (analyze/cost/preemption.py)
 
 
 @dataclass(frozen=True)
@@ -140,7 +142,14 @@ def sections_of(
         Roofline(shared.roofline) if shared.roofline is not None else None,
         _variant_probes(frame.run),
         Serving(serving) if serving is not None else None,
-        Environments(tuple(where_ran(workloads)), frame.environments, frame.raw_environments),
+        Environments(
+            tuple(where_ran(workloads)),
+            frame.environments,
+            frame.raw_environments,
+            tuple(
+                run_preemptions(frame.store.results.values() if frame.store else (), frame.pricing)
+            ),
+        ),
         Prices(frame.pricing) if frame.pricing is not None else None,
     ]
     return tuple(s for s in out if s is not None)
