@@ -91,13 +91,19 @@ def _ray():
 
 
 @pytest.fixture(scope="module")
-def cluster():
+def cluster(tmp_path_factory):
     Cluster = _ray()
     # A shell starts background jobs with SIGINT ignored, and an ignored signal stays
     # ignored across exec: the Ray processes and the compare driver would then never see
     # the Ctrl-C this file sends (CI ran it that way; the Ctrl-C test hung). A Python
     # handler here is reset to the default in every child, as in an interactive shell.
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    # The nodes build requirement-spec environments into one cache (they share this
+    # machine's disk, so its file lock is the one concurrent cells of a node wait on),
+    # and no package index answers: only local wheels install.
+    saved = {k: os.environ.get(k) for k in ("TFVARIANTS_ENVS", "PIP_INDEX_URL")}
+    os.environ["TFVARIANTS_ENVS"] = str(tmp_path_factory.mktemp("envs"))
+    os.environ["PIP_INDEX_URL"] = "http://127.0.0.1:9/simple"
     local = {"node_ip_address": "127.0.0.1", "include_dashboard": False}
     c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, **local})
     nodes = {
@@ -109,6 +115,11 @@ def cluster():
     yield c
     c.shutdown()
     signal.signal(signal.SIGINT, previous)
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
 
 
 @pytest.fixture
@@ -375,3 +386,61 @@ def test_study_preset_with_budget_runs_waves_and_the_report_says_where(cluster, 
         row = next(r for r in section.split("<tr>") if f"stub@{threads}<" in r)
         assert f"sim-{threads}" in row and "simulated node" in row
     assert "Adaptive repeats: looks after" in html
+
+
+def _stub_wheel(folder: Path) -> Path:
+    """A tiny wheel whose 'tensorflow' and 'keras' import slowly (8 s): the build's
+    import check then holds the environment's lock long enough to be waited on."""
+    import zipfile
+
+    files = {
+        "tensorflow/__init__.py": "import time\ntime.sleep(6)\n__version__ = '0.0+stub'\n",
+        "keras/__init__.py": "__version__ = '0.0+stub'\n",
+        "tfstub-0.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: tfstub\nVersion: 0.1\n",
+        "tfstub-0.1.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\n"
+        "Root-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    path = folder / "tfstub-0.1-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as z:
+        for name, text in files.items():
+            z.writestr(name, text)
+        z.writestr(
+            "tfstub-0.1.dist-info/RECORD",
+            "".join(f"{n},,\n" for n in [*files, "tfstub-0.1.dist-info/RECORD"]),
+        )
+    return path
+
+
+def test_a_requirement_spec_variant_is_built_on_the_nodes_once(cluster, setup):
+    """Cells of a requirement-spec variant start together on two nodes (one machine,
+    one environment cache): one builds it, the other waits on the lock and reuses it;
+    both results name the environment. A spec no package index serves fails each of its
+    cells with a one-line reason, quickly."""
+    tmp_path, _control, variants, catalog = setup
+    wheel = _stub_wheel(tmp_path)
+    variants.write_text(
+        variants.read_text()
+        + f'[variants.req]\nkind = "requirements"\nrequirements = ["tfstub @ {wheel.as_uri()}"]\n'
+        + '[variants.noindex]\nkind = "requirements"\nrequirements = ["tensorflow-cpu==2.14.0"]\n'
+    )
+    started = time.monotonic()
+    proc = _compare(cluster, tmp_path, variants, catalog, "--threads", "1,2", "--repeats", "1",
+                    names="req,stub,noindex")  # fmt: skip
+    _o, stderr = proc.communicate(timeout=300)
+    assert time.monotonic() - started < 240, stderr
+    cells = _cells(tmp_path / "run")
+    assert {cells[f"mnist_mlp__stub__t{t}__r0"]["status"] for t in (1, 2)} == {"ok"}
+    envs = [cells[f"mnist_mlp__req__t{t}__r0"]["node"]["environment"] for t in (1, 2)]
+    assert envs[0]["key"] == envs[1]["key"] and len(envs[0]["key"]) == 16
+    assert envs[0]["import_check"] == "tensorflow 0.0+stub keras 0.0+stub imports"
+    done = sorted(e["this_cell"] for e in envs)
+    assert done[0].startswith("built ") and done[1].endswith("(built meanwhile)"), done
+    logs = [(tmp_path / "run" / "logs" / f"mnist_mlp__req__t{t}__r0.log").read_text()
+            for t in (1, 2)]  # fmt: skip
+    assert sum("[build] installing tfstub" in log for log in logs) == 1
+    for t in (1, 2):
+        failed = cells[f"mnist_mlp__noindex__t{t}__r0"]
+        assert failed["status"] == "failed"
+        reason = failed["reason"]
+        assert "variant 'noindex': building its environment:" in reason, reason
+        assert "\n" not in reason and "Connection refused" in reason

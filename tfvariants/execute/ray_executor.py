@@ -265,7 +265,9 @@ class RayWaves:
             file=sys.stderr,
         )
 
-    def _finish(self, payload: dict | BaseException, cell: Cell, attempts: Attempts) -> Finished[Cell]:
+    def _finish(
+        self, payload: dict | BaseException, cell: Cell, attempts: Attempts
+    ) -> Finished[Cell]:
         inst = attempts.instance
         if isinstance(payload, BaseException):
             if node_lost(payload) and attempts.lost:
