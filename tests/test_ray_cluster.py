@@ -389,7 +389,7 @@ def test_study_preset_with_budget_runs_waves_and_the_report_says_where(cluster, 
 
 
 def _stub_wheel(folder: Path) -> Path:
-    """A tiny wheel whose 'tensorflow' and 'keras' import slowly (8 s): the build's
+    """A tiny wheel whose 'tensorflow' and 'keras' import slowly (6 s): the build's
     import check then holds the environment's lock long enough to be waited on."""
     import zipfile
 
