@@ -82,8 +82,8 @@ def check(args: argparse.Namespace) -> None:
     """Option combinations that make no sense, before anything else happens."""
     if args.executor != "ray" and (args.ray_address or args.node_wait or args.preempt_retries):
         raise UserError("--ray-address/--node-wait/--preempt-retries need --executor ray")
-    if args.preempt_rate is not None and not args.dry_run:
-        raise UserError("--preempt-rate is for --dry-run")
+    if args.preempt_rate is not None and not (args.dry_run and args.executor == "ray"):
+        raise UserError("--preempt-rate is for --executor ray --dry-run")
     if args.estimate_from is not None and not args.dry_run:
         raise UserError("--estimate-from is for --dry-run")
     no_pricing = not args.pricing or args.pricing.strip().lower() == "none"
@@ -136,14 +136,23 @@ def _shape_for(spec: MatrixSpec) -> Callable[[str], CellShape]:
 
 
 def dry_run(
-    args: argparse.Namespace, spec: MatrixSpec, pricing: Pricing | None, console: Console
+    args: argparse.Namespace,
+    spec: MatrixSpec,
+    pricing: Pricing | None,
+    console: Console,
+    kinds: dict[str, str],
 ) -> int:
     """Print cells per node type and the estimated bill (the one dry run of every task,
+    ``kinds``: each variant's kind, for what a cluster's nodes build or skip;
     analyze/cost/dryrun.py; training's cells and times: analyze/training/dryrun.py).
     Writes nothing."""
     dry = training_dry_run(spec, pricing, args.estimate_from, _shape_for(spec))
     where = "on a Ray cluster" if args.executor == "ray" else "billed as"
     print_dry_run(dry, console, f"{dry.cells} cells {where}")
+    if args.executor == "ray":  # what the nodes build, skip and may lose
+        from tfvariants.commands.nodeprep import print_node_prep
+
+        print_node_prep(args, dry, kinds, console)
     return 0
 
 
