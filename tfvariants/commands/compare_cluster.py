@@ -61,7 +61,9 @@ def register(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="R",
         help="--dry-run: expected preemptions per node-hour, priced into the bill "
-        f"(default {DEFAULT_PREEMPT_RATE:g}: {PREEMPT_RATE_SOURCE}; 0 for on-demand)",
+        f"(default {DEFAULT_PREEMPT_RATE:g}: "
+        + PREEMPT_RATE_SOURCE.replace("%", "%%")  # argparse formats help with %
+        + "; 0 for on-demand)",
     )
     g.add_argument(
         "--dry-run",
