@@ -301,10 +301,12 @@ def test_every_node_of_a_type_lost_fails_the_cell_past_the_limit(cluster, setup)
 def test_missing_node_type_and_missing_variant_fail_with_reasons(cluster, setup):
     tmp_path, control, variants, catalog = setup
     variants.write_text(
-        variants.read_text() + '[variants.nowhere]\nkind = "venv"\npython = "/no/such/python"\n'
+        variants.read_text()
+        + '[variants.nowhere]\nkind = "venv"\npython = "/no/such/python"\n'
+        + '[variants.img]\nkind = "image"\nimage = "tfvariants-test-absent:1"\nengine = "docker"\n'
     )
     proc = _compare(cluster, tmp_path, variants, catalog, "--threads", "2,4", "--repeats", "1",
-                    "--node-wait", "1", names="stub,nowhere")  # fmt: skip
+                    "--node-wait", "1", names="stub,nowhere,img")  # fmt: skip
     _o, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 1, stderr
     cells = _cells(tmp_path / "run")
@@ -316,6 +318,9 @@ def test_missing_node_type_and_missing_variant_fail_with_reasons(cluster, setup)
     assert missing["status"] == "failed"
     assert "variant 'nowhere' is not available on node" in missing["reason"]
     assert "interpreter not found: /no/such/python" in missing["reason"]
+    image = cells["mnist_mlp__img__t2__r0"]  # the dry run said: skipped on the nodes
+    assert image["status"] == "skipped", image["reason"]
+    assert "variant 'img' is not available on node" in image["reason"]
 
 
 def test_ctrl_c_stops_the_cells_in_flight_and_resume_finishes(cluster, setup):

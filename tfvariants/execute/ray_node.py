@@ -153,9 +153,11 @@ def run_on_node(cell: Cell, variant: Launchable, options: RunOptions, instance: 
         problem = problem or _variant_problem(variant)
         log = ""
         if problem:
+            # An image the node lacks is skipped, as the dry run says (the recipes load
+            # none); anything else missing on a node is a failure to look into.
             result = host_result(
                 cell.to_dict(),
-                "failed",
+                "skipped" if variant.kind == "image" else "failed",
                 f"variant {variant.name!r} is not available on node {facts['node_id'][:8]} "
                 f"({facts['hostname']}): {problem}",
             )
