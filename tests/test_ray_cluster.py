@@ -394,12 +394,15 @@ def test_study_preset_with_budget_runs_waves_and_the_report_says_where(cluster, 
 
 
 def _stub_wheel(folder: Path) -> Path:
-    """A tiny wheel whose 'tensorflow' and 'keras' import slowly (6 s): the build's
-    import check then holds the environment's lock long enough to be waited on."""
+    """A tiny wheel whose 'tensorflow' and 'keras' import slowly in the build's import
+    check (20 s): the build then holds the environment's lock long enough for the other
+    node's cell to wait on it, whatever its worker's start-up takes."""
     import zipfile
 
     files = {
-        "tensorflow/__init__.py": "import time\ntime.sleep(6)\n__version__ = '0.0+stub'\n",
+        # slow only in the build's import check (python -c), not in the cells' workers
+        "tensorflow/__init__.py": "import sys, time\nif sys.argv[:1] == ['-c']:\n"
+        "    time.sleep(20)\n__version__ = '0.0+stub'\n",
         "keras/__init__.py": "__version__ = '0.0+stub'\n",
         "tfstub-0.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: tfstub\nVersion: 0.1\n",
         "tfstub-0.1.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\n"
