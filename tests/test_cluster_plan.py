@@ -468,15 +468,19 @@ def test_import_reads_skypilots_current_aws_layout(tmp_path, capsys):
 def test_study_preset_dry_run_plans_the_2017_study_on_todays_cloud(capsys):
     assert main(["compare", "--preset", "study-2017", "--executor", "ray", "--dry-run"]) == 0
     out = capsys.readouterr().out
-    # six workloads x (pip and compiled at 8/16/32/64 + the GPU once) x 5 repeats
-    assert "dry run: 270 cells" in out and "gce-2026" in out
+    # six workloads x (the stock wheel and two compiled builds at 8/16/32/64 + the GPU
+    # once) x 5 repeats
+    assert "dry run: 390 cells" in out and "gce-2026" in out
     assert "2017 study's training times" in out  # --estimate-from study-2017 by default
     lines = out.splitlines()
-    per_type = {ln.split()[0]: ln.split() for ln in lines if ln.startswith(("n2d-", "a2-"))}
+    per_type: dict[str, list[str]] = {}  # the bill's rows (the node-build table follows)
+    for ln in lines:
+        if ln.startswith(("n2d-", "a2-")):
+            per_type.setdefault(ln.split()[0], ln.split())
     assert set(per_type) == {"n2d-highcpu-8", "n2d-highcpu-16", "n2d-highcpu-32",
                              "n2d-highcpu-64", "a2-highgpu-1g"}  # fmt: skip
     assert per_type["a2-highgpu-1g"][4] == "30"  # one GPU configuration per workload
-    assert all(per_type[t][3] == "60" for t in per_type if t.startswith("n2d-"))
+    assert all(per_type[t][3] == "90" for t in per_type if t.startswith("n2d-"))
     assert all("spot" in row for row in per_type.values())
     assert "estimated bill: $" in out
     # what the user gives wins
@@ -484,6 +488,43 @@ def test_study_preset_dry_run_plans_the_2017_study_on_todays_cloud(capsys):
                  "--threads", "8", "--pricing", "aws-2026"]) == 0  # fmt: skip
     out = capsys.readouterr().out
     assert "dry run: 15 cells" in out and "aws-2026" in out and "c7i.2xlarge" in out
+
+
+def test_study_preset_on_ray_plans_the_compiled_builds_their_node_builds_and_preemptions(
+    capsys,
+):
+    assert main(["compare", "--preset", "study-2017", "--executor", "ray", "--dry-run",
+                 "--workloads", "mnist_mlp", "--threads", "8"]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    configs = {ln.split()[1] for ln in out.splitlines() if ln.startswith("mnist_mlp ")}
+    assert configs == {"tf-2.14@8", "intel-2.14@8", "intel-avx512-2.14@8", "gpu@12"}
+    assert "on the nodes: intel-2.14, intel-avx512-2.14, tf-2.14 (requirement specs)" in out
+    assert "image variant(s) gpu: the recipes load no images, so their cells will be SKIPPED" in out
+    # 30 min at $0.0518 an hour
+    assert "  n2d-highcpu-8: builds tf-2.14, intel-2.14, intel-avx512-2.14 (30 min, $0.0259)" in out
+    assert "  a2-highgpu-1g: builds nothing; expected preemptions" in out
+    assert "expected preemptions at 0.004 per node-hour" in out and "5-15 %" in out
+    total = out.split("estimated bill with the node builds and preemptions: ")[1].split()
+    # no preemptions expected: the lost cost is nothing
+    assert main(["compare", "--preset", "study-2017", "--executor", "ray", "--dry-run",
+                 "--workloads", "mnist_mlp", "--threads", "8",
+                 "--preempt-rate", "0"]) == 0  # fmt: skip
+    none = capsys.readouterr().out.split("estimated bill with the node builds and preemptions: ")
+    assert none[1].split()[4] == "$0" and total[4] != "$0"
+
+
+def test_preempt_options_are_refused_where_they_mean_nothing(capsys):
+    for argv, msg in (
+        (["--preempt-retries", "2"], "--preempt-retries need --executor ray"),
+        (
+            ["--executor", "ray", "--preempt-rate", "0.1"],
+            "--preempt-rate is for --executor ray --dry-run",
+        ),
+        (["--executor", "ray", "--dry-run", "--preempt-rate", "-1"], "--preempt-rate: expected"),
+    ):
+        assert main(["compare", "--preset", "study-2017", *argv]) == 2
+        err = capsys.readouterr().err
+        assert msg in err and len(err.strip().splitlines()) == 1, err
 
 
 def test_instance_family_on_ec2_names():

@@ -120,7 +120,7 @@ def test_ray_cells_after_the_first_look_measure_the_planned_window(monkeypatch):
 
     monkeypatch.setattr(ray_executor, "RayWaves", FakeRayWaves)
     monkeypatch.setattr(compare_cluster, "placement", lambda spec, pricing: {})
-    args = argparse.Namespace(node_wait=None, ray_address=None)
+    args = argparse.Namespace(node_wait=None, ray_address=None, preempt_retries=None)
     options_for = matrix_args.cell_options(spec, lambda: plan)
     compare_cluster.ray_waves(args, spec, {}, None, None, _Quiet(), options_for)
     given = captured["options_for"]

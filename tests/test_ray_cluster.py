@@ -39,8 +39,10 @@ else:
     cell = json.loads(args[args.index("--cell") + 1])
 control = {control!r}
 hang = os.path.join(control, "hang-" + str(cell["threads"]) + "-" + str(cell["repeat"]))
-if os.path.exists(hang):
-    os.remove(hang)  # hang once: the rerun after --resume finishes
+forever = os.path.join(control, "always-" + str(cell["threads"]) + "-" + str(cell["repeat"]))
+if os.path.exists(forever) or os.path.exists(hang):
+    if os.path.exists(hang):
+        os.remove(hang)  # hang once: the rerun (after a node loss or --resume) finishes
     with open(os.path.join(control, "pid"), "w") as fh:
         fh.write(str(os.getpid()))
     time.sleep(120)
@@ -89,13 +91,19 @@ def _ray():
 
 
 @pytest.fixture(scope="module")
-def cluster():
+def cluster(tmp_path_factory):
     Cluster = _ray()
     # A shell starts background jobs with SIGINT ignored, and an ignored signal stays
     # ignored across exec: the Ray processes and the compare driver would then never see
     # the Ctrl-C this file sends (CI ran it that way; the Ctrl-C test hung). A Python
     # handler here is reset to the default in every child, as in an interactive shell.
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    # The nodes build requirement-spec environments into one cache (they share this
+    # machine's disk, so its file lock is the one concurrent cells of a node wait on),
+    # and no package index answers: only local wheels install.
+    saved = {k: os.environ.get(k) for k in ("TFVARIANTS_ENVS", "PIP_INDEX_URL")}
+    os.environ["TFVARIANTS_ENVS"] = str(tmp_path_factory.mktemp("envs"))
+    os.environ["PIP_INDEX_URL"] = "http://127.0.0.1:9/simple"
     local = {"node_ip_address": "127.0.0.1", "include_dashboard": False}
     c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, **local})
     nodes = {
@@ -107,6 +115,11 @@ def cluster():
     yield c
     c.shutdown()
     signal.signal(signal.SIGINT, previous)
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
 
 
 @pytest.fixture
@@ -155,7 +168,8 @@ def _alive(pid: int) -> bool:
 def test_matrix_across_two_instance_types_node_loss_and_resume(cluster, setup):
     tmp_path, control, variants, catalog = setup
     (control / "hang-1-0").touch()  # the first sim-1 cell hangs until its node is killed
-    proc = _compare(cluster, tmp_path, variants, catalog, "--threads", "1,2", "--repeats", "3")
+    proc = _compare(cluster, tmp_path, variants, catalog, "--threads", "1,2", "--repeats", "3",
+                    "--preempt-retries", "0")  # fmt: skip
     pid_file = control / "pid"
     deadline = time.monotonic() + 90
     while not pid_file.exists() and time.monotonic() < deadline and proc.poll() is None:
@@ -225,13 +239,74 @@ def test_matrix_across_two_instance_types_node_loss_and_resume(cluster, setup):
     assert "1 run now" in stderr
 
 
+def _wait_for_pid(control: Path, proc) -> int:
+    pid_file = control / "pid"
+    deadline = time.monotonic() + 90
+    while not pid_file.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert pid_file.exists(), proc.communicate()[1]
+    time.sleep(0.3)
+    pid = int(pid_file.read_text())
+    pid_file.unlink()
+    return pid
+
+
+def _replace_node(cluster, inst: str) -> None:
+    """The node of ``inst`` is lost (a spot preemption); a replacement joins."""
+    cluster.remove_node(cluster.test_nodes[inst])
+    cluster.test_nodes[inst] = cluster.add_node(
+        num_cpus=1, resources={inst: 1}, node_ip_address="127.0.0.1"
+    )
+
+
+def test_a_node_lost_mid_cell_reruns_the_cell_on_a_replacement(cluster, setup):
+    tmp_path, control, variants, catalog = setup
+    (control / "hang-1-0").touch()
+    proc = _compare(cluster, tmp_path, variants, catalog, "--threads", "1", "--repeats", "2")
+    _wait_for_pid(control, proc)
+    time.sleep(1.0)  # the lost attempt ran this long at least
+    _replace_node(cluster, "sim-1")
+    _stdout, stderr = proc.communicate(timeout=150)
+    assert proc.returncode == 0, stderr
+    cells = _cells(tmp_path / "run")
+    assert {r["status"] for r in cells.values()} == {"ok"}
+    rerun = cells["mnist_mlp__stub__t1__r0"]
+    (lost,) = rerun["attempts"]
+    assert lost["instance"] == "sim-1" and lost["reason"].startswith("node lost mid-cell")
+    assert 1.0 <= lost["lost_s"] < 120
+    assert "attempts" not in cells["mnist_mlp__stub__t1__r1"]
+    assert "rerunning on another sim-1 node (1/3)" in stderr
+    assert f"preemptions: 1 preemption (sim-1), {lost['lost_s']:.0f} s lost" in stderr
+    html = (tmp_path / "report" / "index.html").read_text()
+    assert "1 preemption (sim-1), " in html and " s lost ($0.0" in html
+
+
+def test_every_node_of_a_type_lost_fails_the_cell_past_the_limit(cluster, setup):
+    tmp_path, control, variants, catalog = setup
+    (control / "always-1-0").touch()  # every attempt hangs until its node goes
+    proc = _compare(cluster, tmp_path, variants, catalog, "--threads", "1", "--repeats", "1",
+                    "--preempt-retries", "2")  # fmt: skip
+    for _ in range(3):
+        _wait_for_pid(control, proc)
+        _replace_node(cluster, "sim-1")
+    _stdout, stderr = proc.communicate(timeout=150)
+    assert proc.returncode == 1, stderr
+    failed = _cells(tmp_path / "run")["mnist_mlp__stub__t1__r0"]
+    assert failed["status"] == "failed"
+    assert "node lost mid-cell (sim-1) 3 times, past the limit of 2 reruns" in failed["reason"]
+    assert [a["attempt"] for a in failed["attempts"]] == [1, 2, 3]
+    assert "preemptions: 3 preemptions (sim-1)" in stderr
+
+
 def test_missing_node_type_and_missing_variant_fail_with_reasons(cluster, setup):
     tmp_path, control, variants, catalog = setup
     variants.write_text(
-        variants.read_text() + '[variants.nowhere]\nkind = "venv"\npython = "/no/such/python"\n'
+        variants.read_text()
+        + '[variants.nowhere]\nkind = "venv"\npython = "/no/such/python"\n'
+        + '[variants.img]\nkind = "image"\nimage = "tfvariants-test-absent:1"\nengine = "docker"\n'
     )
     proc = _compare(cluster, tmp_path, variants, catalog, "--threads", "2,4", "--repeats", "1",
-                    "--node-wait", "1", names="stub,nowhere")  # fmt: skip
+                    "--node-wait", "1", names="stub,nowhere,img")  # fmt: skip
     _o, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 1, stderr
     cells = _cells(tmp_path / "run")
@@ -243,6 +318,9 @@ def test_missing_node_type_and_missing_variant_fail_with_reasons(cluster, setup)
     assert missing["status"] == "failed"
     assert "variant 'nowhere' is not available on node" in missing["reason"]
     assert "interpreter not found: /no/such/python" in missing["reason"]
+    image = cells["mnist_mlp__img__t2__r0"]  # the dry run said: skipped on the nodes
+    assert image["status"] == "skipped", image["reason"]
+    assert "variant 'img' is not available on node" in image["reason"]
 
 
 def test_ctrl_c_stops_the_cells_in_flight_and_resume_finishes(cluster, setup):
@@ -313,3 +391,64 @@ def test_study_preset_with_budget_runs_waves_and_the_report_says_where(cluster, 
         row = next(r for r in section.split("<tr>") if f"stub@{threads}<" in r)
         assert f"sim-{threads}" in row and "simulated node" in row
     assert "Adaptive repeats: looks after" in html
+
+
+def _stub_wheel(folder: Path) -> Path:
+    """A tiny wheel whose 'tensorflow' and 'keras' import slowly in the build's import
+    check (20 s): the build then holds the environment's lock long enough for the other
+    node's cell to wait on it, whatever its worker's start-up takes."""
+    import zipfile
+
+    files = {
+        # slow only in the build's import check (python -c), not in the cells' workers
+        "tensorflow/__init__.py": "import sys, time\nif sys.argv[:1] == ['-c']:\n"
+        "    time.sleep(20)\n__version__ = '0.0+stub'\n",
+        "keras/__init__.py": "__version__ = '0.0+stub'\n",
+        "tfstub-0.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: tfstub\nVersion: 0.1\n",
+        "tfstub-0.1.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\n"
+        "Root-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    path = folder / "tfstub-0.1-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as z:
+        for name, text in files.items():
+            z.writestr(name, text)
+        z.writestr(
+            "tfstub-0.1.dist-info/RECORD",
+            "".join(f"{n},,\n" for n in [*files, "tfstub-0.1.dist-info/RECORD"]),
+        )
+    return path
+
+
+def test_a_requirement_spec_variant_is_built_on_the_nodes_once(cluster, setup):
+    """Cells of a requirement-spec variant start together on two nodes (one machine,
+    one environment cache): one builds it, the other waits on the lock and reuses it;
+    both results name the environment. A spec no package index serves fails each of its
+    cells with a one-line reason, quickly."""
+    tmp_path, _control, variants, catalog = setup
+    wheel = _stub_wheel(tmp_path)
+    variants.write_text(
+        variants.read_text()
+        + f'[variants.req]\nkind = "requirements"\nrequirements = ["tfstub @ {wheel.as_uri()}"]\n'
+        + '[variants.noindex]\nkind = "requirements"\nrequirements = ["tensorflow-cpu==2.14.0"]\n'
+    )
+    started = time.monotonic()
+    proc = _compare(cluster, tmp_path, variants, catalog, "--threads", "1,2", "--repeats", "1",
+                    names="req,stub,noindex")  # fmt: skip
+    _o, stderr = proc.communicate(timeout=300)
+    assert time.monotonic() - started < 240, stderr
+    cells = _cells(tmp_path / "run")
+    assert {cells[f"mnist_mlp__stub__t{t}__r0"]["status"] for t in (1, 2)} == {"ok"}
+    envs = [cells[f"mnist_mlp__req__t{t}__r0"]["node"]["environment"] for t in (1, 2)]
+    assert envs[0]["key"] == envs[1]["key"] and len(envs[0]["key"]) == 16
+    assert envs[0]["import_check"] == "tensorflow 0.0+stub keras 0.0+stub imports"
+    done = sorted(e["this_cell"] for e in envs)
+    assert done[0].startswith("built ") and done[1].endswith("(built meanwhile)"), done
+    logs = [(tmp_path / "run" / "logs" / f"mnist_mlp__req__t{t}__r0.log").read_text()
+            for t in (1, 2)]  # fmt: skip
+    assert sum("[build] installing tfstub" in log for log in logs) == 1
+    for t in (1, 2):
+        failed = cells[f"mnist_mlp__noindex__t{t}__r0"]
+        assert failed["status"] == "failed"
+        reason = failed["reason"]
+        assert "variant 'noindex': building its environment:" in reason, reason
+        assert "\n" not in reason and "Connection refused" in reason

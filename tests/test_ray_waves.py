@@ -96,3 +96,56 @@ def test_a_node_type_no_node_offers_fails_its_cells_with_that_reason(tmp_path, m
     assert out.statuses == {"mnist_mlp__local__t1__r0": "ok", "mnist_mlp__local__t2__r0": "failed"}
     assert "no node of type c2-standard-60 joined" in out.reasons["mnist_mlp__local__t2__r0"]
     assert ray.cancelled and ray.shut
+
+
+class NodeDiedError(Exception):
+    """Named as Ray's: the node running the task died."""
+
+
+class LosingRay(FakeRay):
+    """The first ``losses`` attempts of every cell lose their node."""
+
+    def __init__(self, losses):
+        super().__init__()
+        self.losses, self.seen = losses, {}
+
+    def get(self, ref):
+        n = self.seen[ref[1]] = self.seen.get(ref[1], 0) + 1
+        if n <= self.losses:
+            raise NodeDiedError("the node it was running on is dead")
+        return super().get(ref)
+
+
+def _one_cell(tmp_path, ray, monkeypatch, retries):
+    spec = MatrixSpec(("local",), (1,), ("mnist_mlp",), 1)
+    waves = _waves(tmp_path, ray, monkeypatch, {("local", 1): "n2-standard-8"})
+    waves.settings = RaySettings(node_wait_s=0.0, preempt_retries=retries)
+    matrix = Matrix(spec, tmp_path / "run")
+    matrix.prepare(hosts=[])
+    return matrix.run(executor=waves)
+
+
+def test_a_lost_node_reruns_the_cell_and_records_the_attempt(tmp_path, monkeypatch, capsys):
+    ray = LosingRay(losses=2)
+    out = _one_cell(tmp_path, ray, monkeypatch, retries=3)
+    assert out.statuses == {"mnist_mlp__local__t1__r0": "ok"} and len(ray.submitted) == 3
+    stored = load_run_dir(tmp_path / "run", allow_mixed_hosts=True).results
+    attempts = stored["mnist_mlp__local__t1__r0"]["attempts"]
+    assert [(a["attempt"], a["instance"]) for a in attempts] == [
+        (1, "n2-standard-8"),
+        (2, "n2-standard-8"),
+    ]
+    assert all(a["reason"] == "node lost mid-cell: NodeDiedError" for a in attempts)
+    err = capsys.readouterr().err
+    assert "rerunning on another n2-standard-8 node (2/3)" in err
+    assert "preemptions: 2 preemptions (n2-standard-8), 0 s lost" in err
+
+
+def test_past_the_limit_the_cell_fails_with_the_count(tmp_path, monkeypatch):
+    ray = LosingRay(losses=5)
+    out = _one_cell(tmp_path, ray, monkeypatch, retries=1)
+    assert out.statuses == {"mnist_mlp__local__t1__r0": "failed"} and len(ray.submitted) == 2
+    reason = out.reasons["mnist_mlp__local__t1__r0"]
+    assert reason.startswith(
+        "node lost mid-cell (n2-standard-8) 2 times, past the limit of 1 rerun"
+    )

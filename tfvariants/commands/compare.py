@@ -207,7 +207,8 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         if duet_at is not None:
             print(duet_line(duet_at), file=sys.stderr)
-        return compare_cluster.dry_run(args, spec, pricing, Console(soft_wrap=True))
+        kinds = {n: v.kind for n, v in variant_objs.items()}
+        return compare_cluster.dry_run(args, spec, pricing, Console(soft_wrap=True), kinds)
     if args.executor == "ray":
         compare_cluster.placement(spec, pricing)  # a cell with no node type: stop now
     name = ("quick-" if opts.quick else "compare-") + datetime.now().strftime("%Y%m%d-%H%M%S")

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tfvariants.analyze.cost import dryrun
+from tfvariants.analyze.cost.preemption import DEFAULT_PREEMPT_RATE, PREEMPT_RATE_SOURCE
 from tfvariants.analyze.training.dryrun import training_dry_run
 from tfvariants.errors import UserError
 from tfvariants.plan.cell import config_label
@@ -49,6 +50,22 @@ def register(p: argparse.ArgumentParser) -> None:
         help="seconds a cell waits for a node of its type to join (default 900)",
     )
     g.add_argument(
+        "--preempt-retries",
+        default=None,
+        metavar="N",
+        help="reruns of a cell whose node is lost mid-cell (a spot preemption), each on "
+        "another node of its type, before it fails (default 3)",
+    )
+    g.add_argument(
+        "--preempt-rate",
+        default=None,
+        metavar="R",
+        help="--dry-run: expected preemptions per node-hour, priced into the bill "
+        f"(default {DEFAULT_PREEMPT_RATE:g}: "
+        + PREEMPT_RATE_SOURCE.replace("%", "%%")  # argparse formats help with %
+        + "; 0 for on-demand)",
+    )
+    g.add_argument(
         "--dry-run",
         action="store_true",
         help="print the planned cells per node type and the estimated bill; run nothing",
@@ -65,8 +82,10 @@ def register(p: argparse.ArgumentParser) -> None:
 
 def check(args: argparse.Namespace) -> None:
     """Option combinations that make no sense, before anything else happens."""
-    if args.executor != "ray" and (args.ray_address or args.node_wait):
-        raise UserError("--ray-address/--node-wait need --executor ray")
+    if args.executor != "ray" and (args.ray_address or args.node_wait or args.preempt_retries):
+        raise UserError("--ray-address/--node-wait/--preempt-retries need --executor ray")
+    if args.preempt_rate is not None and not (args.dry_run and args.executor == "ray"):
+        raise UserError("--preempt-rate is for --executor ray --dry-run")
     if args.estimate_from is not None and not args.dry_run:
         raise UserError("--estimate-from is for --dry-run")
     no_pricing = not args.pricing or args.pricing.strip().lower() == "none"
@@ -119,14 +138,23 @@ def _shape_for(spec: MatrixSpec) -> Callable[[str], CellShape]:
 
 
 def dry_run(
-    args: argparse.Namespace, spec: MatrixSpec, pricing: Pricing | None, console: Console
+    args: argparse.Namespace,
+    spec: MatrixSpec,
+    pricing: Pricing | None,
+    console: Console,
+    kinds: dict[str, str],
 ) -> int:
     """Print cells per node type and the estimated bill (the one dry run of every task,
+    ``kinds``: each variant's kind, for what a cluster's nodes build or skip;
     analyze/cost/dryrun.py; training's cells and times: analyze/training/dryrun.py).
     Writes nothing."""
     dry = training_dry_run(spec, pricing, args.estimate_from, _shape_for(spec))
     where = "on a Ray cluster" if args.executor == "ray" else "billed as"
     print_dry_run(dry, console, f"{dry.cells} cells {where}")
+    if args.executor == "ray":  # what the nodes build, skip and may lose
+        from tfvariants.commands.nodeprep import print_node_prep
+
+        print_node_prep(args, dry, kinds, console)
     return 0
 
 
@@ -142,6 +170,7 @@ def ray_waves(
     """The matrix loop's Ray executor for this run (each cell with ``options_for(cell)``,
     matrix_args.cell_options, as a local run's), its node types said on the console."""
     from tfvariants.commands.matrix_args import checked
+    from tfvariants.execute.preempt import DEFAULT_RETRIES
     from tfvariants.execute.ray_executor import DEFAULT_NODE_WAIT_S, RaySettings, RayWaves
     from tfvariants.options import argtypes
 
@@ -151,7 +180,12 @@ def ray_waves(
         else DEFAULT_NODE_WAIT_S
     )
     placed = {k: inst.name for k, (inst, _) in placement(spec, pricing).items()}
-    settings = RaySettings(address=args.ray_address or "auto", node_wait_s=node_wait)
+    retries = (
+        checked("preempt-retries", lambda t: argtypes.whole_number(t, 0, 20), args.preempt_retries)
+        if args.preempt_retries is not None
+        else DEFAULT_RETRIES
+    )
+    settings = RaySettings(args.ray_address or "auto", node_wait, retries)
     by_type: dict[str, list[str]] = {}
     for (variant, threads), name in placed.items():
         by_type.setdefault(name, []).append(config_label(variant, threads))

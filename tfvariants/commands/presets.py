@@ -35,6 +35,10 @@ STUDY = "study-2017"
 PRESETS = (PRESET, STUDY)
 # The study's matrix: its three configurations kinds, its thread counts, today's prices.
 STUDY_VARIANTS = "pip,compiled,gpu"
+# On a Ray cluster: the stock wheel and the compiled builds as requirement specs (each
+# node builds them on first use and skips those its CPU cannot run: the ISA gate), and
+# the GPU (an image: loaded by the recipes, else skipped, as the dry run says).
+STUDY_VARIANTS_RAY = ",".join([COMPILED_STOCK, *COMPILED_BUILDS, "gpu"])
 STUDY_THREADS = [8, 16, 32, 64]
 STUDY_PRICING = "gce-2026"
 DEFAULT_PRICING = "gce-2017"  # compare's --pricing default: the preset replaces only it
@@ -228,7 +232,7 @@ def _explanatory_that_fit(
 def _study(args: argparse.Namespace) -> dict[str, Any]:
     """The 2017 study's matrix on today's prices; what the user gave stays."""
     if args.variants is None:
-        args.variants = STUDY_VARIANTS
+        args.variants = STUDY_VARIANTS_RAY if args.executor == "ray" else STUDY_VARIANTS
     if args.workloads is None:
         args.workloads = "all"
     if args.threads is None:

@@ -1,12 +1,13 @@
 """What the executor needs of a variant, as a protocol: its name and kind, the env and
 compile options a worker gets, how to launch ``python -m module`` in it, whether it pins
-on the host, and whether it can run here. tfvariants.variants.Variant is one (checked by
+on the host, whether it can run here, and how to make it ready (a Ray node builds a
+requirement-spec environment on first use). tfvariants.variants.Variant is one (checked by
 mypy where commands pass it in), so execute/ and variants/ stay side by side: neither
 imports the other."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -49,3 +50,5 @@ class Launchable(Protocol):
     def readiness(self) -> tuple[bool, str]: ...
 
     def skip_reason(self) -> str | None: ...
+
+    def prepare(self, log: Callable[[str], None]) -> dict[str, Any] | None: ...

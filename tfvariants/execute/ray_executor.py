@@ -5,8 +5,10 @@ Node types are Ray custom resources named after catalog instances (a node of typ
 ``n2-highcpu-16`` offers ``{"n2-highcpu-16": 1}``; a cell asks for all of it, so nothing
 else runs there meanwhile). Results come back to this driver, which stores them in the
 run folder exactly like local cells (``cells/<cell_id>.json``, ``logs/<cell_id>.log``).
-Node loss, task failure and missing node types become results with reasons; Ctrl-C
-cancels what is in flight (those cells are not recorded: --resume reruns them).
+A node lost mid-cell (a spot preemption) reruns the cell on another node of its type, up
+to --preempt-retries times, each loss recorded in the result (execute/preempt.py); task
+failure, missing node types and losses past the limit become results with reasons;
+Ctrl-C cancels what is in flight (those cells are not recorded: --resume reruns them).
 
 This is an executor of the one matrix loop (execute/matrix.py, execute/executors.py):
 with --budget, adaptive repeats run as waves, the same ``next_round`` hook and budget
@@ -25,8 +27,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from tfvariants.analyze.cost.preemption import preempted
 from tfvariants.errors import UserError
 from tfvariants.execute.executors import Finished, Results
+from tfvariants.execute.preempt import DEFAULT_RETRIES, Attempts, node_lost
 from tfvariants.execute.ray_node import REAL_INSTANCE_LABEL, run_on_node
 from tfvariants.execute.record import StoredCell
 from tfvariants.execute.runner import KILL_GRACE_S, RunOptions
@@ -44,6 +48,7 @@ POLL_S = 2.0
 class RaySettings:
     address: str = "auto"  # an existing cluster; never a throwaway local instance
     node_wait_s: float = DEFAULT_NODE_WAIT_S
+    preempt_retries: int = DEFAULT_RETRIES  # reruns of a cell whose node was lost
 
 
 def _import_ray() -> ModuleType:
@@ -145,6 +150,7 @@ class RayWaves:
         self.settings, self.placement = settings, placement
         self.variants, self.options_for = variants, options_for
         self.ray: ModuleType | None = None
+        self.lost: list[dict[str, Any]] = []  # every lost attempt of the run, for its summary
 
     def __enter__(self) -> RayWaves:
         self.ray = _import_ray()
@@ -154,6 +160,11 @@ class RayWaves:
     def __exit__(self, *exc: object) -> None:
         if self.ray is not None:
             self.ray.shutdown()
+        if self.lost:  # what the spot nodes' losses cost (priced in the report)
+            import sys
+
+            lines = "; ".join(p.line for p in preempted([{"attempts": self.lost}]))
+            print(f"preemptions: {lines}", file=sys.stderr)
 
     def take(self, todo: list[Cell], i: int) -> list[Cell]:
         slot = todo[i:]
@@ -197,37 +208,79 @@ class RayWaves:
         return max(per_type.values(), default=0.0)
 
     def submit(self, cells: Sequence[Cell], folder: RunFolder) -> Results[Cell]:
-        """One wave: every cell a retry-free task (a rerun after node loss is the user's
-        --resume); each stored as it ends. A Ctrl-C (or the loop leaving early) cancels
-        what is in flight."""
+        """One wave: every cell a task; a cell whose node is lost is submitted again (to
+        a node of its type) up to ``preempt_retries`` times; each stored as it ends. A
+        Ctrl-C (or the loop leaving early) cancels what is in flight."""
         ray = self.ray
         assert ray is not None, "entered first"
         instances = {self.placement[(c.variant, c.threads)] for c in cells}
         declare_hosts(self.out, _node_entries(_alive_nodes(ray), instances))
-        task = ray.remote(num_cpus=0, max_retries=0)(run_on_node)
-        pending: dict[Any, tuple[Cell, str]] = {}
+        pending: dict[Any, tuple[Cell, Attempts]] = {}
         for cell in cells:
-            inst = self.placement[(cell.variant, cell.threads)]
-            ref = task.options(resources={inst: 1}, name=f"tfvariants {cell.cell_id}").remote(
-                cell, self.variants[cell.variant], self.options_for(cell), inst
-            )
-            pending[ref] = (cell, inst)
+            attempts = Attempts(self.placement[(cell.variant, cell.threads)])
+            pending[self._launch(ray, cell, attempts.instance)] = (cell, attempts)
+        free_since: dict[str, float] = {}  # node type -> when its last cell ended
         waiting_since: dict[str, float] = {}
         try:
             while pending:
                 ready, _ = ray.wait(list(pending), num_returns=1, timeout=POLL_S)
                 for ref in ready:
-                    cell, inst = pending.pop(ref)
-                    yield self._finish(ray, ref, cell, inst)
+                    cell, attempts = pending.pop(ref)
+                    inst = attempts.instance
+                    try:
+                        payload = ray.get(ref)
+                    except Exception as exc:  # Ray's errors: node death, worker crash, task error
+                        retry = (
+                            node_lost(exc) and len(attempts.lost) < self.settings.preempt_retries
+                        )
+                        if node_lost(exc):
+                            attempts.record(exc, free_since.get(inst, 0.0))
+                        if retry:
+                            self._say_rerun(cell, attempts)
+                            pending[self._launch(ray, cell, inst)] = (cell, attempts)
+                            continue
+                        payload = exc
+                    free_since[inst] = time.monotonic()
+                    yield self._finish(payload, cell, attempts)
                 if not ready:
                     yield from self._check_node_types(ray, pending, waiting_since)
         except (KeyboardInterrupt, GeneratorExit):
             self._cancel(ray, pending)
             raise
 
-    def _finish(self, ray: ModuleType, ref: object, cell: Cell, inst: str) -> Finished[Cell]:
-        try:
-            payload = ray.get(ref)
+    def _launch(self, ray: ModuleType, cell: Cell, inst: str) -> object:
+        task = ray.remote(num_cpus=0, max_retries=0)(run_on_node)  # reruns are ours
+        return task.options(resources={inst: 1}, name=f"tfvariants {cell.cell_id}").remote(
+            cell, self.variants[cell.variant], self.options_for(cell), inst
+        )
+
+    def _say_rerun(self, cell: Cell, attempts: Attempts) -> None:
+        """The rerun and the preemptions so far, on the driver's terminal."""
+        import sys
+
+        (line,) = [p.line for p in preempted([{"attempts": attempts.lost[-1:]}])]
+        print(
+            f"{cell.cell_id}: {line}; rerunning on another {attempts.instance} node "
+            f"({len(attempts.lost)}/{self.settings.preempt_retries})",
+            file=sys.stderr,
+        )
+
+    def _finish(
+        self, payload: dict | BaseException, cell: Cell, attempts: Attempts
+    ) -> Finished[Cell]:
+        inst = attempts.instance
+        if isinstance(payload, BaseException):
+            if node_lost(payload) and attempts.lost:
+                reason, full = (
+                    attempts.failed_reason(self.settings.preempt_retries),
+                    (f"{type(payload).__name__}: {payload}"),
+                )
+            else:
+                reason, full = _error_reason(payload, inst)
+            result = host_result(cell.to_dict(), "failed", reason)
+            result["node"] = {"executor": "ray", "instance": inst}
+            log = full
+        else:
             result, log = payload["result"], payload.get("log", "")
             node = result.get("node") or {}
             if node.get("node_id"):
@@ -242,11 +295,9 @@ class RayWaves:
                         )
                     ],
                 )
-        except Exception as exc:  # Ray's errors: node death, worker crash, task error
-            reason, full = _error_reason(exc, inst)
-            result = host_result(cell.to_dict(), "failed", reason)
-            result["node"] = {"executor": "ray", "instance": inst}
-            log = full
+        if attempts.lost:
+            result["attempts"] = attempts.lost
+            self.lost += attempts.lost
         stored = self._store(cell, result, log)
         wall = (stored.raw.get("runner") or {}).get("wall_s") or 0.0
         return Finished(cell, stored, float(wall))
@@ -254,7 +305,7 @@ class RayWaves:
     def _check_node_types(
         self,
         ray: ModuleType,
-        pending: dict[Any, tuple[Cell, str]],
+        pending: dict[Any, tuple[Cell, Attempts]],
         waiting_since: dict[str, float],
     ) -> Results[Cell]:
         """Cells whose instance type no live node offers wait up to node_wait_s (an
@@ -263,7 +314,7 @@ class RayWaves:
         for n in _alive_nodes(ray):
             offered |= set(n.get("Resources") or {})
         now = time.monotonic()
-        for inst in {i for _c, i in pending.values()}:
+        for inst in {a.instance for _c, a in pending.values()}:
             if inst in offered:
                 waiting_since.pop(inst, None)
                 continue
@@ -274,16 +325,19 @@ class RayWaves:
                 f"no node of type {inst} joined the cluster within "
                 f"{self.settings.node_wait_s:g} s (declare it as a Ray custom resource)"
             )
-            for ref, (cell, i) in list(pending.items()):
-                if i != inst:
+            for ref, (cell, a) in list(pending.items()):
+                if a.instance != inst:
                     continue
                 ray.cancel(ref, force=False)
                 pending.pop(ref)
                 result = host_result(cell.to_dict(), "failed", reason)
                 result["node"] = {"executor": "ray", "instance": inst}
+                if a.lost:
+                    result["attempts"] = a.lost
+                    self.lost += a.lost
                 yield Finished(cell, self._store(cell, result, reason + "\n"), 0.0)
 
-    def _cancel(self, ray: ModuleType, pending: dict[Any, tuple[Cell, str]]) -> None:
+    def _cancel(self, ray: ModuleType, pending: dict[Any, tuple[Cell, Attempts]]) -> None:
         """Ctrl-C: ask every task to stop (the node stops its worker), then force."""
         refs = list(pending)
         for ref in refs:

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tfvariants.errors import UserError
 from tfvariants.execute.containers import remove_container
 from tfvariants.execute.launchable import Launchable
 from tfvariants.execute.runner import (
@@ -132,18 +133,31 @@ def _run_interruptibly(
     return box["result"]
 
 
+def _prepare(variant: Launchable, lines: list[str]) -> tuple[dict | None, str | None]:
+    """(the environment's identity, why it could not be made ready): a requirement-spec
+    variant is built here on first use, once per node (envbuild's file lock)."""
+    try:
+        return variant.prepare(lambda line: lines.append(f"[build] {line}")), None
+    except UserError as exc:
+        return None, str(exc).strip().splitlines()[-1]
+
+
 def run_on_node(cell: Cell, variant: Launchable, options: RunOptions, instance: str) -> dict:
     """The body of the Ray task: returns {"result": dict, "log": str}."""
     started = time.time()
     facts = node_facts(instance)
     work = Path(tempfile.mkdtemp(prefix="tfvariants-node-"))
     try:
-        problem = _variant_problem(variant)
+        build_lines: list[str] = []
+        environment, problem = _prepare(variant, build_lines)
+        problem = problem or _variant_problem(variant)
         log = ""
         if problem:
+            # An image the node lacks is skipped, as the dry run says (the recipes load
+            # none); anything else missing on a node is a failure to look into.
             result = host_result(
                 cell.to_dict(),
-                "failed",
+                "skipped" if variant.kind == "image" else "failed",
                 f"variant {variant.name!r} is not available on node {facts['node_id'][:8]} "
                 f"({facts['hostname']}): {problem}",
             )
@@ -153,6 +167,8 @@ def run_on_node(cell: Cell, variant: Launchable, options: RunOptions, instance: 
             if log_path.is_file():
                 log = log_path.read_text(encoding="utf-8", errors="replace")
         result["node"] = {**facts, "task_started_at": started, "task_finished_at": time.time()}
-        return {"result": result, "log": log}
+        if environment is not None:
+            result["node"]["environment"] = environment
+        return {"result": result, "log": "".join(f"{x}\n" for x in build_lines) + log}
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -157,6 +157,9 @@ _PIP_TO_UV = (
 )
 
 
+_NETWORK_BOUNDS = (("PIP_DEFAULT_TIMEOUT", "20"), ("PIP_RETRIES", "1"), ("UV_HTTP_TIMEOUT", "20"))
+
+
 def uv_env(env: dict[str, str]) -> dict[str, str]:
     out = dict(env)
     for pip_var, uv_var in _PIP_TO_UV:
@@ -278,6 +281,10 @@ def _install(variant: Variant, folder: Path, log: Callable[[str], None]) -> dict
     started = time.monotonic()
     python = base_python(variant)
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    # An unreachable package index (a node without network) ends the build in
+    # about a minute, not pip's 5 retries x 15 s per request.
+    for var, value in _NETWORK_BOUNDS:
+        env.setdefault(var, value)
     uv = find_uv()
     if uv:
         env = uv_env(env)

@@ -98,6 +98,10 @@ class Kind:
         how = f": run `{variant.build}`" if variant.build else ""
         raise UserError(f"variant '{variant.name}' ({self.name}) is not built by tfvariants{how}")
 
+    def identity(self, variant: Variant) -> dict[str, Any]:
+        """What names a built variant's environment in a cell's result."""
+        return {"where": self.where(variant)}
+
     def interpreter(self, variant: Variant) -> str:
         raise ValueError(f"variant {variant.name} ({self.name}) has no host interpreter")
 
@@ -243,6 +247,12 @@ class RequirementsKind(Kind):
 
     def build(self, variant: Variant, log: Callable[[str], None]) -> str:
         return envbuild.build(variant, log)
+
+    def identity(self, variant: Variant) -> dict[str, Any]:
+        """What names the built environment in a cell's result (its content key)."""
+        info = envbuild.built_info(variant) or {}
+        keep = ("key", "built_at", "build_s", "installer", "import_check")
+        return {"where": str(envbuild.env_dir(variant)), **{k: info.get(k) for k in keep}}
 
 
 @register

@@ -124,6 +124,17 @@ class Variant:
         """Why a cell of this variant cannot run on this host (:func:`skip_reason`)."""
         return skip_reason(self)
 
+    def prepare(self, log: Callable[[str], None]) -> dict[str, Any] | None:
+        """Make the variant ready here when tfvariants builds it (requirement specs: on
+        first use, under the environment's file lock, so concurrent cells wait for one
+        build); return the environment's identity (None: a kind with nothing to build).
+        Raises UserError when the build fails."""
+        if not self.kind_impl.buildable:
+            return None
+        done = ensure_built(self, log)
+        info = self.kind_impl.identity(self)
+        return {**info, "this_cell": done or "reused (already built)"}
+
 
 def _finite_json(value: Any) -> bool:
     """JSON without NaN or infinity (TOML dates are not JSON either)."""

@@ -95,7 +95,8 @@ def _study_seconds(workload: str, variant: str, threads: int, device: str) -> fl
     pip, compiled, gpu = row
     if device == "gpu":
         return gpu
-    column = compiled if variant.startswith("compiled") else pip
+    # the study's compiled build: the `compiled` image, or a compiled wheel (intel-*)
+    column = compiled if variant.startswith(("compiled", "intel")) else pip
     nearest = min(range(4), key=lambda i: abs(STUDY_2017_THREADS[i] - threads))
     return column[nearest]
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from tfvariants.analyze.cost.preemption import run_preemptions
 from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.report.answer import answer_of, notes_below
 from tfvariants.analyze.report.part import Section, Shared, TaskPart
@@ -54,6 +55,7 @@ class Environments:
     where_ran: tuple[WhereRan, ...]
     environments: Mapping[str, Mapping[str, str]]
     raw_environments: Mapping[str, list[tuple[str, str]]]
+    preemptions: tuple[str, ...] = ()  # per node type, priced (analyze/cost/preemption.py)
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,9 @@ def sections_of(frame: RunFrame, parts: Sequence[TaskPart], shared: Shared) -> t
             tuple(w for p in parts for w in p.where_ran()),
             frame.environments,
             frame.raw_environments,
+            tuple(
+                run_preemptions(frame.store.results.values() if frame.store else (), frame.pricing)
+            ),
         ),
         Prices(frame.pricing) if frame.pricing is not None else None,
     ]
