@@ -65,6 +65,13 @@ POWER = 0.90
 # fires on many clean runs says nothing when it fires on a wandering one.
 WANDER_ALARM = 0.10
 CLEAN = ("A/A log-normal 10%", "A/A Student-t 10%", "A/A bimodal 1.85x")
+# The warning "tail" on identical configurations (the same law both sides): heavy-tailed and
+# very noisy ones included, where two noisy point estimates disagree most often.
+IDENTICAL = (*CLEAN, "A/A Student-t scale 0.1", "A/A log-normal 30%")
+TAIL_FOUND = 0.80  # the warning "tail" on a configuration taking 2x in 10 % of its runs
+# The displayed interval's misses may exceed 1 - its label by this much (the audit's 1.5
+# points: a simulation's margin at a few thousand trials is about 0.5-1 point).
+COVERAGE_SLACK = 0.015
 # 1.2x with 5 % outliers: 87.8 % of 2,000 trials found it with the rule before issue 25; 90 %
 # is at the edge of these rank tests with early looks (docs/measurements.md). The issue asks for
 # "power as before": that value less the simulation's 95 % margin at the trials run.
@@ -88,6 +95,7 @@ class Outcome:
     repeats: int
     warned: bool = False  # the named warning of the scenario's kind
     wandering: bool = False  # the warning "wandering", whatever the scenario (false alarms)
+    tail: bool = False  # the warning "tail", whatever the scenario (false alarms)
     series: dict[str, Rounds] = field(default_factory=dict)  # every side's values by round
 
 
@@ -136,8 +144,9 @@ def run_adaptive(scn: Scenario, method: str, key: str, rule: adaptive.StoppingRu
     final = run.comparison
     warned = _warned(scn, final)
     wandering = any(w.startswith(pairing.WANDERING) for w in final.warnings)
+    tailed = any(w.startswith(pairing.TAIL) for w in final.warnings)
     series = {"A": run.series["A"], "B": run.series["B"], "C": run.series["C"]}
-    return Outcome(final.verdict, final.ratio, run.repeats, warned, wandering, series)
+    return Outcome(final.verdict, final.ratio, run.repeats, warned, wandering, tailed, series)
 
 
 def outside_band(scn: Scenario) -> bool:
@@ -180,6 +189,9 @@ def score(scn: Scenario, method: str, trials: int, seed: int, rule: adaptive.Sto
         "with_interval": len(with_iv),
         "warned": sum(o.warned for o in outs) / trials,
         "wandering": sum(o.wandering for o in outs) / trials,
+        "tail": sum(o.tail for o in outs) / trials,
+        # withheld with a named reason: undecided, carrying the scenario's warning
+        "withheld": sum(o.warned and o.verdict == Verdict.UNDECIDED for o in outs) / trials,
         "mean_repeats": sum(o.repeats for o in outs) / trials,
         "median_ratio": statistics.median(o.ratio.value for o in outs),
     }
@@ -260,23 +272,50 @@ def no_stop_miss(method: str, trials: int, seed: int, rule: adaptive.StoppingRul
     return missed / trials
 
 
+def coverage_check(r: dict) -> Check:
+    """The displayed interval (the look's, where the run stopped) holds the true ratio at
+    its label's rate (95 % over all looks together), within COVERAGE_SLACK: one-sided, as
+    repeated confidence intervals cover at least their label."""
+    limit = 1 - stats.CONFIDENCE + COVERAGE_SLACK
+    miss = r["interval_miss"]
+    what = "interval misses the true ratio"
+    return r["name"], what, miss, f"<= {limit:.1%} (label {stats.CONFIDENCE:.0%})", miss <= limit
+
+
+def wander_check(r: dict) -> Check:
+    """False "different" <= 5 % and the interval's coverage within COVERAGE_SLACK of its
+    label, or the verdict withheld with the named warning in >= 90 % of runs."""
+    name, fd, withheld = r["name"], r["false_different"], r["withheld"]
+    what = "false 'different', miss (or withheld)"
+    covered = coverage_check(r)[-1]
+    status = f"miss {r['interval_miss']:.1%}, withheld {withheld:.0%}"
+    if name in STRESS:
+        return name, what, fd, f"{status}; {STRESS[name]}", None
+    limit = f"<= 5 % and miss <= {1 - stats.CONFIDENCE + COVERAGE_SLACK:.1%} or withheld >= 90 %"
+    ok = (fd <= LIMIT and bool(covered)) or withheld >= POWER
+    return name, what, fd, f"{limit}: {status}", ok
+
+
 def checks(rows: list[dict], method: str) -> list[Check]:
     """The PASS/FAIL table for one method's rows."""
     out: list[Check] = []
     for r in (r for r in rows if r["method"] == method):
-        name, fd, warned = r["name"], r["false_different"], r["warned"]
+        name, fd = r["name"], r["false_different"]
         if r["kind"] == "wander":
-            what, limit = "false 'different' (or warned >= 90 %)", f"<= 5 % or warned {warned:.0%}"
-            if name in STRESS:
-                out.append((name, what, fd, f"warned {warned:.0%}; {STRESS[name]}", None))
-            else:
-                out.append((name, what, fd, limit, fd <= LIMIT or warned >= POWER))
+            out.append(wander_check(r))
             continue
         if name in CLEAN:
             fa = r["wandering"]
             out.append(
                 (name, "'wandering' warned (false alarm)", fa, "<= 10 %", fa <= WANDER_ALARM)
             )
+        if name in IDENTICAL:
+            ta = r["tail"]
+            out.append((name, "'tail' warned (false alarm)", ta, "<= 5 %", ta <= LIMIT))
+        if r["kind"] == "tail":
+            out.append((name, "'tail' warned", r["warned"], ">= 80 %", r["warned"] >= TAIL_FOUND))
+        elif r["kind"] == "plain":
+            out.append(coverage_check(r))
         if r["aa"] or fd > 0:
             what = "false 'different'" + (" (typical runs)" if r["kind"] == "tail" else "")
             out.append((name, what, fd, "<= 5 %", fd <= LIMIT))

@@ -75,8 +75,11 @@ class SimulatedCells:
             BASELINE: scn.b,
             COMPANION_SIDE: lambda r: COMPANION * companion(r),
         }
-        self.wander = _Wander(*scn.wander) if scn.wander[0] else None
+        # Every configuration wanders, each on its own rounds (the audit's case: a wander
+        # on one side only is diluted in the ratio by the other's independent noise).
+        self.wander = {c: _Wander(*scn.wander) for c in SIDES} if scn.wander[0] else {}
         self.disturbed: dict[int, bool] = {}  # round -> the machine disturbed it
+        self.first: dict[str, int] = {}  # each side's first round (a --later one starts late)
         self.series: dict[str, Rounds] = {c: {} for c in SIDES}
 
     def __call__(self, cell: Cell, folder: RunFolder) -> StoredCell:
@@ -85,8 +88,8 @@ class SimulatedCells:
             self.disturbed[rnd] = self.rngs["rounds"].random() < self.scn.machine.disturbed
         rng = self.rngs[side]
         v = self.draws[side](rng) * self.scn.machine.cell(rng, rnd, self.disturbed[rnd])
-        if side == UNDER_TEST and self.wander is not None:
-            v *= self.wander.step(rng, rnd == 0)
+        if side in self.wander:
+            v *= self.wander[side].step(rng, rnd == self.first.setdefault(side, rnd))
         self.series[side][rnd] = v
         result = simulated_result(cell, v)
         return StoredCell.written(cell.cell_id, result, folder.write_cell(cell.cell_id, result))
@@ -178,7 +181,10 @@ def method(name: str) -> Iterator[None]:
     real_method, real_statistic = verdicts.ROUND_METHOD, verdicts.statistic
 
     def pooled(
-        base: Mapping[int, float], other: Mapping[int, float], settings: Any
+        base: Mapping[int, float],
+        other: Mapping[int, float],
+        settings: Any,
+        dependence_r: float | None = None,  # the product's; pooled repeats have no rounds
     ) -> stats.Comparison:
         return stats.compare(
             list(other.values()),

@@ -65,7 +65,8 @@ class Scenario:
     power: bool = False  # a power check of the done criteria
     min_effect: float = stats.MIN_EFFECT
     band: float = stats.EQUIVALENCE_BAND
-    wander: tuple[float, float] = (0.0, 0.0)  # A's AR(1) log noise: (phi, stationary sd)
+    # Every configuration's AR(1) log noise over its own rounds: (phi, stationary sd)
+    wander: tuple[float, float] = (0.0, 0.0)
     kind: str = "plain"  # "wander", "tail": their own checks
 
     @property
@@ -82,6 +83,10 @@ def scenarios() -> list[Scenario]:
         Scenario("A/A log-normal 10%", ln(10, 0.10), ln(10, 0.10), 1.0),
         Scenario("A/A Student-t 10%", t(10, 0.10), t(10, 0.10), 1.0),
         Scenario("A/A bimodal 1.85x", bimodal(10), bimodal(10), 1.0),
+        # The audit's: Student-t 3 at scale 0.1 (its sd is sqrt(3) times that)
+        Scenario(
+            "A/A Student-t scale 0.1", t(10, 0.1 * math.sqrt(3)), t(10, 0.1 * math.sqrt(3)), 1.0
+        ),
         Scenario("A/A log-normal 30%", ln(10, 0.30), ln(10, 0.30), 1.0),
         Scenario("A/A --min-effect 0", ln(10, 0.10), ln(10, 0.10), 1.0, min_effect=0.0),
         Scenario("A/A noise 2% vs 50%", ln(10, 0.02), ln(10, 0.50), 1.0),
@@ -93,7 +98,7 @@ def scenarios() -> list[Scenario]:
             Scenario(
                 f"A/A wander AR(1) {phi}",
                 ln(10, 0),
-                ln(10, 0.10),
+                ln(10, 0),
                 1.0,
                 wander=(phi, 0.10),
                 kind="wander",
