@@ -67,7 +67,8 @@ class Scenario:
     band: float = stats.EQUIVALENCE_BAND
     # Every configuration's AR(1) log noise over its own rounds: (phi, stationary sd)
     wander: tuple[float, float] = (0.0, 0.0)
-    kind: str = "plain"  # "wander", "tail": their own checks
+    kind: str = "plain"  # "wander", "tail", "ranking": their own checks
+    rivals: tuple[float, ...] = ()  # further configurations, each this many times B
 
     @property
     def aa(self) -> bool:
@@ -125,4 +126,13 @@ def scenarios() -> list[Scenario]:
         Scenario("1.2x, interference", ln(12, 0.10), ln(10, 0.10), 1.2, bursts),
         Scenario("1.3x, drift", ln(13, 0.10), ln(10, 0.10), 1.3, drift),
         Scenario("2x, bimodal", bimodal(20), bimodal(10), 2.0),
+        # Five configurations: A clearly the fastest (0.8x B), the rest 1-1.15x B; the
+        # ranking sentence "A was the fastest" (family.lead) is scored
+        Scenario(
+            "0.8x of 5, ranking", ln(8, 0.10), ln(10, 0.10), 0.8, kind="ranking", rivals=(1.1, 1.15)
+        ),
+        # Five identical configurations at 30 % noise: any "X was the fastest" is wrong
+        Scenario(
+            "A/A of 5, ranking", ln(10, 0.30), ln(10, 0.30), 1.0, kind="ranking", rivals=(1.0, 1.0)
+        ),
     ]
