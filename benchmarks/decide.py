@@ -16,8 +16,9 @@ over all looks together.
 The machine: log-normal, Student-t (3 degrees of freedom) or bimodal noise per
 configuration; drift (every cell of round r is (1 + drift)^r slower); outliers (a share
 of cells slowed 1.5-3x); intermittent interference (a share of rounds in which every
-cell is slowed by its own 1-2x); a wandering A (its log noise an AR(1) series over its
-own rounds); a tail (A takes 2x in 10 % of its runs: mean +10 %, median equal).
+cell is slowed by its own 1-2x); a wander on every configuration (each one's log noise
+an AR(1) series over its own rounds); a tail (A takes 2x in 10 % of its runs: mean +10 %,
+median equal).
 
 Methods: auto (pairing.compare_rounds' default, what the report uses), paired, common
 (Mann-Whitney on the common rounds), pooled (stats.compare on all repeats of each side);
@@ -26,12 +27,17 @@ the others than auto are set in the product's verdicts for the run (decide_run.m
 Checks, for the first method (the PASS/FAIL table): false "different" <= 5 % where the
 typical ratio is 1; false "equivalent" <= 5 % wherever the truth lies on the band's edge
 (1.05x for +/-5 %, 1.10x for the compiled preset's +/-10 %: the hardest case for the two
-one-sided tests "equivalent" is judged by) or beyond it (1.1x, 1.12x, ...); a wandering A
-(AR(1) 0.5, the audit's): false "different" <= 5 % or the named warning in >= 90 % of runs
-(AR(1) 0.8 is reported, marked INFO, not checked: STRESS); the tail: verdicts are
-about typical runs (the report's settings line and its "equivalent" sentences say so)
-and a false "different" <= 5 %; power: a 20 % slowdown at 10 % noise found within 20 repeats in
->= 90 % of runs (plain, drift); with 5 % outliers "as before" (POWER_BEFORE; also printed:
+one-sided tests "equivalent" is judged by) or beyond it (1.1x, 1.12x, ...); the displayed
+interval misses the truth at most 1.5 points more often than its label allows (every
+plain scenario); the wander on every configuration (AR(1) 0.5, the audit's): false
+"different" <= 5 % with that coverage, or the verdict withheld with the named warning in
+>= 90 % of runs (AR(1) 0.8 is reported, marked INFO, not checked: STRESS); the tail:
+verdicts are about typical runs and a false "different" <= 5 %, the warning "tail" in
+>= 80 % of runs where A takes 2x in 10 % of its runs and in <= 5 % on identical
+configurations; five configurations: "X was the fastest" wrong in <= 5 % of runs, the
+clearly fastest (0.8x) named in >= 80 %; power: a 20 % slowdown at 10 % noise found
+within 20 repeats in >= 90 % of runs (plain, drift); with 5 % outliers "as before"
+(POWER_BEFORE; also printed:
 the one-look ceiling, the most any stopping rule reaches); the compiled preset's settings
 (min effect 0, band 10 %): A/A and 1.12x as above, 1.07x settled; the warning
 "wandering" on clean A/A runs (iid log-normal, Student-t, bimodal): <= 10 % of runs.
@@ -65,6 +71,14 @@ POWER = 0.90
 # fires on many clean runs says nothing when it fires on a wandering one.
 WANDER_ALARM = 0.10
 CLEAN = ("A/A log-normal 10%", "A/A Student-t 10%", "A/A bimodal 1.85x")
+# The warning "tail" on identical configurations (the same law both sides): heavy-tailed and
+# very noisy ones included, where two noisy point estimates disagree most often.
+IDENTICAL = (*CLEAN, "A/A Student-t scale 0.1", "A/A log-normal 30%")
+NAMED = 0.80  # the clearly fastest of five called "the fastest"
+TAIL_FOUND = 0.80  # the warning "tail" on a configuration taking 2x in 10 % of its runs
+# The displayed interval's misses may exceed 1 - its label by this much (the audit's 1.5
+# points: a simulation's margin at a few thousand trials is about 0.5-1 point).
+COVERAGE_SLACK = 0.015
 # 1.2x with 5 % outliers: 87.8 % of 2,000 trials found it with the rule before issue 25; 90 %
 # is at the edge of these rank tests with early looks (docs/measurements.md). The issue asks for
 # "power as before": that value less the simulation's 95 % margin at the trials run.
@@ -88,6 +102,8 @@ class Outcome:
     repeats: int
     warned: bool = False  # the named warning of the scenario's kind
     wandering: bool = False  # the warning "wandering", whatever the scenario (false alarms)
+    tail: bool = False  # the warning "tail", whatever the scenario (false alarms)
+    named: str | None = None  # the configuration called "the fastest" (family.lead)
     series: dict[str, Rounds] = field(default_factory=dict)  # every side's values by round
 
 
@@ -136,8 +152,11 @@ def run_adaptive(scn: Scenario, method: str, key: str, rule: adaptive.StoppingRu
     final = run.comparison
     warned = _warned(scn, final)
     wandering = any(w.startswith(pairing.WANDERING) for w in final.warnings)
-    series = {"A": run.series["A"], "B": run.series["B"], "C": run.series["C"]}
-    return Outcome(final.verdict, final.ratio, run.repeats, warned, wandering, series)
+    tailed = any(w.startswith(pairing.TAIL) for w in final.warnings)
+    series = dict(run.series)
+    return Outcome(
+        final.verdict, final.ratio, run.repeats, warned, wandering, tailed, run.named, series
+    )
 
 
 def outside_band(scn: Scenario) -> bool:
@@ -157,8 +176,12 @@ def score(scn: Scenario, method: str, trials: int, seed: int, rule: adaptive.Sto
     with_iv = [o for o in outs if o.ratio.has_interval]
     missed = sum(not (o.ratio.lo <= scn.truth <= o.ratio.hi) for o in with_iv)
     false_diff = different if scn.aa else different - right
-    # Every truth is 1 or > 1: a wrong "different" says 1 or less.
-    wrong = (o for o in outs if o.verdict == Verdict.DIFFERENT and (scn.aa or o.ratio.value <= 1))
+    # A wrong "different": any, where the truth is 1; else the wrong direction.
+    wrong = (
+        o
+        for o in outs
+        if o.verdict == Verdict.DIFFERENT and (scn.aa or (o.ratio.value > 1) != (scn.truth > 1))
+    )
     at_first = sum(o.repeats == rule.looks[0] for o in wrong)
     false_eq = equivalent if outside_band(scn) else 0
     return {
@@ -180,6 +203,14 @@ def score(scn: Scenario, method: str, trials: int, seed: int, rule: adaptive.Sto
         "with_interval": len(with_iv),
         "warned": sum(o.warned for o in outs) / trials,
         "wandering": sum(o.wandering for o in outs) / trials,
+        "tail": sum(o.tail for o in outs) / trials,
+        # "X was the fastest": A (the truly fastest where truth < 1), or wrongly (any other;
+        # where A ties with B, D and E, any at all)
+        "named": sum(o.named == "A" for o in outs) / trials,
+        "named_wrong": sum(o.named is not None and (scn.aa or o.named != "A") for o in outs)
+        / trials,
+        # withheld with a named reason: undecided, carrying the scenario's warning
+        "withheld": sum(o.warned and o.verdict == Verdict.UNDECIDED for o in outs) / trials,
         "mean_repeats": sum(o.repeats for o in outs) / trials,
         "median_ratio": statistics.median(o.ratio.value for o in outs),
     }
@@ -260,23 +291,64 @@ def no_stop_miss(method: str, trials: int, seed: int, rule: adaptive.StoppingRul
     return missed / trials
 
 
+def coverage_check(r: dict) -> Check:
+    """The displayed interval (the look's, where the run stopped) holds the true ratio at
+    its label's rate (95 % over all looks together), within COVERAGE_SLACK: one-sided, as
+    repeated confidence intervals cover at least their label."""
+    limit = 1 - stats.CONFIDENCE + COVERAGE_SLACK
+    miss = r["interval_miss"]
+    what = "interval misses the true ratio"
+    return r["name"], what, miss, f"<= {limit:.1%} (label {stats.CONFIDENCE:.0%})", miss <= limit
+
+
+def wander_check(r: dict) -> Check:
+    """False "different" <= 5 % and the interval's coverage within COVERAGE_SLACK of its
+    label, or the verdict withheld with the named warning in >= 90 % of runs."""
+    name, fd, withheld = r["name"], r["false_different"], r["withheld"]
+    what = "false 'different', miss (or withheld)"
+    covered = coverage_check(r)[-1]
+    status = f"miss {r['interval_miss']:.1%}, withheld {withheld:.0%}"
+    if name in STRESS:
+        return name, what, fd, f"{status}; {STRESS[name]}", None
+    limit = f"<= 5 % and miss <= {1 - stats.CONFIDENCE + COVERAGE_SLACK:.1%} or withheld >= 90 %"
+    ok = (fd <= LIMIT and bool(covered)) or withheld >= POWER
+    return name, what, fd, f"{limit}: {status}", ok
+
+
+def ranking_checks(r: dict) -> list[Check]:
+    """ "X was the fastest" errs in <= 5 % of runs (the family's error); the clearly
+    fastest (0.8x of the baseline) is named in >= 80 %."""
+    name, wrong = r["name"], r["named_wrong"]
+    out: list[Check] = [(name, "'fastest' wrong (family error)", wrong, "<= 5 %", wrong <= LIMIT)]
+    if not r["aa"]:
+        named = r["named"]
+        out.append((name, "the fastest named", named, ">= 80 %", named >= NAMED))
+    return out
+
+
 def checks(rows: list[dict], method: str) -> list[Check]:
     """The PASS/FAIL table for one method's rows."""
     out: list[Check] = []
     for r in (r for r in rows if r["method"] == method):
-        name, fd, warned = r["name"], r["false_different"], r["warned"]
+        name, fd = r["name"], r["false_different"]
         if r["kind"] == "wander":
-            what, limit = "false 'different' (or warned >= 90 %)", f"<= 5 % or warned {warned:.0%}"
-            if name in STRESS:
-                out.append((name, what, fd, f"warned {warned:.0%}; {STRESS[name]}", None))
-            else:
-                out.append((name, what, fd, limit, fd <= LIMIT or warned >= POWER))
+            out.append(wander_check(r))
             continue
         if name in CLEAN:
             fa = r["wandering"]
             out.append(
                 (name, "'wandering' warned (false alarm)", fa, "<= 10 %", fa <= WANDER_ALARM)
             )
+        if name in IDENTICAL:
+            ta = r["tail"]
+            out.append((name, "'tail' warned (false alarm)", ta, "<= 5 %", ta <= LIMIT))
+        if r["kind"] == "ranking":
+            out += ranking_checks(r)
+            continue
+        if r["kind"] == "tail":
+            out.append((name, "'tail' warned", r["warned"], ">= 80 %", r["warned"] >= TAIL_FOUND))
+        elif r["kind"] == "plain":
+            out.append(coverage_check(r))
         if r["aa"] or fd > 0:
             what = "false 'different'" + (" (typical runs)" if r["kind"] == "tail" else "")
             out.append((name, what, fd, "<= 5 %", fd <= LIMIT))

@@ -15,6 +15,7 @@ import contextlib
 import math
 import os
 import random
+import statistics
 import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from typing import Any
 
 from decide_scenarios import COMPANION, Draw, Scenario
 
-from tfvariants.analyze.statistics import adaptive, stats, verdicts
+from tfvariants.analyze.statistics import adaptive, family, stats, verdicts
 from tfvariants.execute.matrix import Matrix
 from tfvariants.execute.policy import Policy
 from tfvariants.execute.record import StoredCell
@@ -38,6 +39,14 @@ from tfvariants.store.runfolder import RunFolder
 WORKLOAD = "sim"
 BASELINE, UNDER_TEST, COMPANION_SIDE = "B", "A", "C"  # variants; B is the baseline
 SIDES = (BASELINE, UNDER_TEST, COMPANION_SIDE)
+RIVALS = "DEFGH"  # a ranking scenario's further configurations (Scenario.rivals)
+
+
+def sides_of(scn: Scenario) -> tuple[str, ...]:
+    """The scenario's variants: B, A, C and its rivals."""
+    return (*SIDES, *RIVALS[: len(scn.rivals)])
+
+
 ORDER_SEED = 1  # the rounds' order (each side draws from its own stream: order is moot)
 # Where the run folders go: memory-backed where the host has it (a run writes a file per
 # cell, and the loop reads each back once).
@@ -68,16 +77,22 @@ class SimulatedCells:
 
     def __init__(self, scn: Scenario, key: str) -> None:
         self.scn = scn
-        self.rngs = {c: random.Random(f"{key}/{c}") for c in (*SIDES, "rounds")}
+        sides = sides_of(scn)
+        self.rngs = {c: random.Random(f"{key}/{c}") for c in (*sides, "rounds")}
         companion = scn.b
         self.draws: dict[str, Draw] = {
             UNDER_TEST: scn.a,
             BASELINE: scn.b,
             COMPANION_SIDE: lambda r: COMPANION * companion(r),
         }
-        self.wander = _Wander(*scn.wander) if scn.wander[0] else None
+        for side, times in zip(RIVALS, scn.rivals, strict=False):
+            self.draws[side] = lambda r, times=times: times * companion(r)
+        # Every configuration wanders, each on its own rounds (the audit's case: a wander
+        # on one side only is diluted in the ratio by the other's independent noise).
+        self.wander = {c: _Wander(*scn.wander) for c in sides} if scn.wander[0] else {}
         self.disturbed: dict[int, bool] = {}  # round -> the machine disturbed it
-        self.series: dict[str, Rounds] = {c: {} for c in SIDES}
+        self.first: dict[str, int] = {}  # each side's first round (a --later one starts late)
+        self.series: dict[str, Rounds] = {c: {} for c in sides}
 
     def __call__(self, cell: Cell, folder: RunFolder) -> StoredCell:
         rnd, side = cell.repeat, cell.variant
@@ -85,8 +100,8 @@ class SimulatedCells:
             self.disturbed[rnd] = self.rngs["rounds"].random() < self.scn.machine.disturbed
         rng = self.rngs[side]
         v = self.draws[side](rng) * self.scn.machine.cell(rng, rnd, self.disturbed[rnd])
-        if side == UNDER_TEST and self.wander is not None:
-            v *= self.wander.step(rng, rnd == 0)
+        if side in self.wander:
+            v *= self.wander[side].step(rng, rnd == self.first.setdefault(side, rnd))
         self.series[side][rnd] = v
         result = simulated_result(cell, v)
         return StoredCell.written(cell.cell_id, result, folder.write_cell(cell.cell_id, result))
@@ -126,7 +141,7 @@ def spec_of(
         order_seed=ORDER_SEED,
         plan_window=False,
     )
-    return MatrixSpec(SIDES, (1,), (WORKLOAD,), rule.looks[0], options)
+    return MatrixSpec(sides_of(scn), (1,), (WORKLOAD,), rule.looks[0], options)
 
 
 @dataclass
@@ -137,6 +152,7 @@ class Run:
     comparison: stats.Comparison
     repeats: int
     series: dict[str, Rounds]
+    named: str | None = None  # the configuration "was the fastest" names (family.lead)
 
 
 def run_matrix(scn: Scenario, key: str, rule: adaptive.StoppingRule) -> Run:
@@ -166,7 +182,23 @@ def run_matrix(scn: Scenario, key: str, rule: adaptive.StoppingRule) -> Run:
     (wv,) = at.verdicts
     verdict = wv.verdicts[ConfigKey(WORKLOAD, UNDER_TEST, 1)]
     assert verdict.comparison is not None
-    return Run(verdict.comparison, len(cells.series[UNDER_TEST]), cells.series)
+    named = fastest_named(cells.series, hook.settings)
+    return Run(verdict.comparison, len(cells.series[UNDER_TEST]), cells.series, named)
+
+
+def fastest_named(series: Mapping[str, Rounds], settings: Any) -> str | None:
+    """The configuration the report names "the fastest" (conclusions: the one with the
+    shortest estimate, when its lead over every other is decided at the family's level),
+    or None; the estimate here is its median ratio to the baseline on common rounds."""
+    base = series[BASELINE]
+
+    def speed(side: str) -> float:
+        common = set(base) & set(series[side])
+        return statistics.median(series[side][r] / base[r] for r in common) if common else 1.0
+
+    best = min(series, key=speed)
+    rivals = {side: values for side, values in series.items() if side != best}
+    return best if family.lead(series[best], rivals, settings).decided else None
 
 
 @contextlib.contextmanager
@@ -178,7 +210,10 @@ def method(name: str) -> Iterator[None]:
     real_method, real_statistic = verdicts.ROUND_METHOD, verdicts.statistic
 
     def pooled(
-        base: Mapping[int, float], other: Mapping[int, float], settings: Any
+        base: Mapping[int, float],
+        other: Mapping[int, float],
+        settings: Any,
+        dependence_r: float | None = None,  # the product's; pooled repeats have no rounds
     ) -> stats.Comparison:
         return stats.compare(
             list(other.values()),

@@ -65,8 +65,10 @@ class Scenario:
     power: bool = False  # a power check of the done criteria
     min_effect: float = stats.MIN_EFFECT
     band: float = stats.EQUIVALENCE_BAND
-    wander: tuple[float, float] = (0.0, 0.0)  # A's AR(1) log noise: (phi, stationary sd)
-    kind: str = "plain"  # "wander", "tail": their own checks
+    # Every configuration's AR(1) log noise over its own rounds: (phi, stationary sd)
+    wander: tuple[float, float] = (0.0, 0.0)
+    kind: str = "plain"  # "wander", "tail", "ranking": their own checks
+    rivals: tuple[float, ...] = ()  # further configurations, each this many times B
 
     @property
     def aa(self) -> bool:
@@ -82,6 +84,10 @@ def scenarios() -> list[Scenario]:
         Scenario("A/A log-normal 10%", ln(10, 0.10), ln(10, 0.10), 1.0),
         Scenario("A/A Student-t 10%", t(10, 0.10), t(10, 0.10), 1.0),
         Scenario("A/A bimodal 1.85x", bimodal(10), bimodal(10), 1.0),
+        # The audit's: Student-t 3 at scale 0.1 (its sd is sqrt(3) times that)
+        Scenario(
+            "A/A Student-t scale 0.1", t(10, 0.1 * math.sqrt(3)), t(10, 0.1 * math.sqrt(3)), 1.0
+        ),
         Scenario("A/A log-normal 30%", ln(10, 0.30), ln(10, 0.30), 1.0),
         Scenario("A/A --min-effect 0", ln(10, 0.10), ln(10, 0.10), 1.0, min_effect=0.0),
         Scenario("A/A noise 2% vs 50%", ln(10, 0.02), ln(10, 0.50), 1.0),
@@ -93,7 +99,7 @@ def scenarios() -> list[Scenario]:
             Scenario(
                 f"A/A wander AR(1) {phi}",
                 ln(10, 0),
-                ln(10, 0.10),
+                ln(10, 0),
                 1.0,
                 wander=(phi, 0.10),
                 kind="wander",
@@ -120,4 +126,13 @@ def scenarios() -> list[Scenario]:
         Scenario("1.2x, interference", ln(12, 0.10), ln(10, 0.10), 1.2, bursts),
         Scenario("1.3x, drift", ln(13, 0.10), ln(10, 0.10), 1.3, drift),
         Scenario("2x, bimodal", bimodal(20), bimodal(10), 2.0),
+        # Five configurations: A clearly the fastest (0.8x B), the rest 1-1.15x B; the
+        # ranking sentence "A was the fastest" (family.lead) is scored
+        Scenario(
+            "0.8x of 5, ranking", ln(8, 0.10), ln(10, 0.10), 0.8, kind="ranking", rivals=(1.1, 1.15)
+        ),
+        # Five identical configurations at 30 % noise: any "X was the fastest" is wrong
+        Scenario(
+            "A/A of 5, ranking", ln(10, 0.30), ln(10, 0.30), 1.0, kind="ranking", rivals=(1.0, 1.0)
+        ),
     ]

@@ -62,20 +62,20 @@ def floor_r(factor: float) -> float:
 def widened_at_least(factor: float) -> Iterator[None]:
     """Within the block, pairing.compare_rounds widens every interval by >= ``factor``.
 
-    compare_rounds widens by the inflation of the lag-1 r of the per-round ratios when
-    r >= WANDER_R; here r is floored at floor_r(factor), WANDER_R lowered to that floor
-    and the 7-round minimum lifted, so the widening applies at every look (where the
-    ratios' own lag-1 is larger, from 7 rounds on, the rule's larger widening stands).
+    compare_rounds widens by the inflation of the dependence r of the per-round ratios
+    (pairing.dependence) when r >= WANDER_R; here r is floored at floor_r(factor), WANDER_R
+    lowered to that floor and the 7-round minimum lifted, so the widening applies at every
+    look (where r is larger, from 7 rounds on, the rule's larger widening stands).
     The paired/unpaired choice (which reads the lag-1 of the round sums) is made first
     with the real lag1, so only the width changes."""
     if factor <= 1.0:
         yield
         return
-    real_cr, real_lag1, real_wander_r = pairing.compare_rounds, pairing.lag1, pairing.WANDER_R
+    real_cr, real_dep, real_wander_r = pairing.compare_rounds, pairing.dependence, pairing.WANDER_R
     r_min = floor_r(factor)
 
-    def floored(d: Sequence[float]) -> float | None:
-        r = real_lag1(d) if len(d) >= pairing.WANDER_MIN_ROUNDS else None
+    def floored(series: Sequence[Sequence[float]]) -> float | None:
+        r = real_dep(series)
         return max(r_min, r) if r is not None else r_min
 
     def compare(base: Mapping[int, float], other: Mapping[int, float], **kw: Any) -> Any:
@@ -91,11 +91,13 @@ def widened_at_least(factor: float) -> Iterator[None]:
                 lo_o, lo_b, stats.smallest_decidable_n(alpha, paired=True)
             )
         # The rule widens from r >= WANDER_R on; the floor must count below it too.
-        pairing.lag1, pairing.WANDER_R = floored, min(real_wander_r, r_min)
+        pairing.dependence, pairing.WANDER_R = floored, min(real_wander_r, r_min)
+        given = kw.get("dependence_r")  # a workload's pooled dependence, floored alike
+        dep = max(r_min, given) if given is not None else None
         try:
-            return real_cr(base, other, **{**kw, "method": method})
+            return real_cr(base, other, **{**kw, "method": method, "dependence_r": dep})
         finally:
-            pairing.lag1, pairing.WANDER_R = real_lag1, real_wander_r
+            pairing.dependence, pairing.WANDER_R = real_dep, real_wander_r
 
     pairing.compare_rounds = compare  # type: ignore[assignment]
     try:

@@ -50,6 +50,9 @@ def _aa_row(name: str, wandering: float) -> dict:
         "false_equivalent": 0.0,
         "warned": 0.0,
         "wandering": wandering,
+        "tail": 0.0,
+        "interval_miss": 0.03,
+        "withheld": 0.0,
     }
 
 
@@ -84,21 +87,47 @@ def test_false_equivalent_is_checked_on_the_bands_edge_and_beyond_it():
     ]
 
 
-def _wander_row(name: str, fd: float, warned: float) -> dict:
-    return {**_aa_row(name, warned), "kind": "wander", "false_different": fd, "warned": warned}
+def _wander_row(name: str, fd: float, withheld: float, miss: float = 0.03) -> dict:
+    row = {**_aa_row(name, withheld), "kind": "wander", "false_different": fd}
+    return {**row, "withheld": withheld, "interval_miss": miss}
 
 
 def test_the_audits_wander_is_checked_and_the_stronger_one_reported_not_checked():
-    """AR(1) 0.5 (the audit's wandering configuration) passes on <= 5 % or a warning in
-    >= 90 %; AR(1) 0.8, shown beyond any rule within 20 repeats, is a row marked None
-    (printed INFO), and the whole run's verdict ignores it but still fails on a real FAIL."""
+    """AR(1) 0.5 on every configuration (the audit's) passes on <= 5 % false "different"
+    with the interval's coverage within 1.5 points of its label, or the verdict withheld
+    with the warning in >= 90 %; AR(1) 0.8, beyond any rule within 20 repeats, is a row
+    marked None (printed INFO), and the run's verdict ignores it but fails on a real FAIL."""
     (check,) = decide.checks([_wander_row("A/A wander AR(1) 0.5", 0.06, 0.5)], "auto")
     assert check[-1] is False
     (check,) = decide.checks([_wander_row("A/A wander AR(1) 0.5", 0.06, 0.92)], "auto")
     assert check[-1] is True
+    (check,) = decide.checks([_wander_row("A/A wander AR(1) 0.5", 0.04, 0.1)], "auto")
+    assert check[-1] is True
+    # a false "different" rate within its limit is not enough: the interval must cover
+    (check,) = decide.checks([_wander_row("A/A wander AR(1) 0.5", 0.04, 0.1, 0.10)], "auto")
+    assert check[-1] is False
     (stress,) = decide.checks([_wander_row("A/A wander AR(1) 0.8", 0.12, 0.28)], "auto")
-    assert stress[-1] is None and stress[2] == 0.12 and "warned 28%" in stress[3]
+    assert stress[-1] is None and stress[2] == 0.12 and "withheld 28%" in stress[3]
     assert set(decide.STRESS) <= {scn.name for scn in decide.scenarios()}
+
+
+def test_coverage_and_the_tail_warning_are_checked():
+    """Every plain scenario's displayed interval misses the truth at most 1.5 points more
+    than its label allows; the warning "tail" fires on identical configurations in <= 5 %
+    of runs and on the 2x-in-10 % configuration in >= 80 %."""
+
+    def table(row: dict) -> dict[str, bool | None]:
+        return {what: ok for _, what, _, _, ok in decide.checks([row], "auto")}
+
+    assert table(_aa_row("A/A log-normal 30%", 0.0))["interval misses the true ratio"]
+    missed = {**_aa_row("A/A log-normal 30%", 0.0), "interval_miss": 0.07}
+    assert table(missed)["interval misses the true ratio"] is False
+    tailed = {**_aa_row("A/A Student-t scale 0.1", 0.0), "tail": 0.06}
+    assert table(tailed)["'tail' warned (false alarm)"] is False
+    tail = {**_aa_row("A/A tail 2x in 10%", 0.0), "kind": "tail"}
+    assert table({**tail, "warned": 0.79})["'tail' warned"] is False
+    assert table({**tail, "warned": 0.81})["'tail' warned"] is True
+    assert set(decide.IDENTICAL) <= {scn.name for scn in decide.scenarios()}
 
 
 def test_a_stress_row_prints_info_and_leaves_the_verdict_to_the_checks(capsys):

@@ -156,6 +156,24 @@ def test_fastest_and_cheapest_only_when_decided(tmp_path):
     assert "x cheaper than local@1" in next(c for c in w.conclusions if c.startswith("Cheapest:"))
 
 
+def test_the_baseline_is_called_the_fastest_by_the_family_rule_not_the_runner_up_alone(
+    tmp_path, monkeypatch
+):
+    """ "X was the fastest" rests on X against every other at the family's level
+    (family.lead), the baseline as any other: its comparison with the runner-up, decided at
+    the pair's level, is not enough when the family's comparisons are not all decided."""
+    from tfvariants.analyze.statistics import family
+
+    def undecided(best, rivals, settings):
+        return family.Lead(False, {}, settings, settings.confidence)
+
+    monkeypatch.setattr(family, "lead", undecided)
+    (w,) = _two_configs(tmp_path / "b", 6.0, 0.02).workloads  # 3x apart: the pair decided
+    assert "was the fastest" not in w.conclusions[0]
+    assert "the baseline local@2 had the shortest estimated time" in w.conclusions[0]
+    assert "Against the next best: " in " ".join(w.conclusions)  # the pair, as decided
+
+
 def test_a_single_configuration_is_not_called_the_fastest(tmp_path):
     from tfvariants.analyze.training.analysis import analyze
 

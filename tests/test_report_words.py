@@ -44,7 +44,13 @@ def _has(text: str, figure: str) -> bool:
 # Said once for the run on purpose (issue 41): the old answer box gave each undecided
 # comparison its own next step; cifar10_cnn intel-avx512-2.14's "--max-repeats 23" is
 # now the run's one next step ("--max-repeats 39", for the comparison that needs most).
-DROPPED = {"23"}
+# Changed on purpose (issue 42): intervals on fewer than 7 rounds are widened (too few
+# rounds to show whether they wander), the cost intervals of cifar10_cnn by its pooled
+# dependence, and the old "tail" caution (means vs medians, no run far from the typical
+# one) with its figures is gone: these bounds and the caution's figures are not shown.
+WIDENED = {"0.741", "0.745", "0.758", "0.776", "0.819", "0.892", "0.894", "0.981", "0.989"}
+WIDENED |= {"1.32", "1.55", "90", "201"}
+DROPPED = {"23"} | WIDENED
 
 
 def test_every_figure_of_the_old_page_is_still_in_the_page(tmp_path):
@@ -52,7 +58,7 @@ def test_every_figure_of_the_old_page_is_still_in_the_page(tmp_path):
     text = re.sub(r"generated\s+\S+", " ", text)  # the clock is no figure of the run
     figures = (GOLDEN / "expected" / "compiled" / "figures.txt").read_text().split()
     assert len(figures) > 150
-    assert [f for f in figures if not _has(text, f)] == sorted(DROPPED)
+    assert sorted(f for f in figures if not _has(text, f)) == sorted(DROPPED)
 
 
 def test_every_per_configuration_figure_of_the_csv_is_in_the_page(tmp_path):

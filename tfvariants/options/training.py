@@ -101,7 +101,9 @@ class TrainingOptions(CellOptions, DecisionOptions):
     later: list[str] | None = option(
         None,
         "variants whose rounds start only once every other comparison is settled, in the "
-        "budget left (configurations that explain rather than answer; needs a budget)",
+        "budget left (configurations that explain rather than answer; needs a budget); "
+        "fewer rounds, less power: a 1.2x at 10 percent noise is found in about 3 of 4 runs, "
+        "not 19 of 20",
         flag="--later",
         parse=argtypes.names,
         problem=argtypes.names_problem,

@@ -85,7 +85,7 @@ class Interval:
     hi: float
     # "order-statistics" | "min-max" | "single" | "exact" | "propagated" | "hodges-lehmann"
     # | "paired" (pairing.compare_rounds); "-approx" when the rank distribution was
-    # approximated; "-widened" when stretched for wandering rounds (pairing.py)
+    # approximated; "-widened[-why]" when stretched for wandering rounds (pairing.py)
     method: str
     n: int = 0
     coverage: float | None = None  # the interval's actual coverage (None: no interval)
@@ -127,9 +127,9 @@ class Interval:
             words.append(f"each end alone {percent((1 + held) / 2)}")
         looks = f"{' per look' if together else ''} ({'; '.join(words)})" if words else ""
         looks += ": the two one-sided tests of 'equivalent'" if self.one_sided else ""
-        base, widened = self.method.removesuffix("-widened"), self.method.endswith("-widened")
+        base, widened, why = self.method.partition("-widened")
         approx = ", normal approximation" if base.endswith("approx") else ""
-        approx += ", widened for rounds that wander" if widened else ""
+        approx += f", widened for {why[1:] or 'rounds that wander'}" if widened else ""
         if base in ("hodges-lehmann", "hodges-lehmann-approx"):
             return f"Hodges-Lehmann ratio; {cov} Mann-Whitney interval{looks}{approx}"
         if base in ("paired", "paired-approx"):

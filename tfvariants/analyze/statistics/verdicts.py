@@ -16,6 +16,7 @@ on disk and in the report's tables.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -66,9 +67,15 @@ def round_values(
 ROUND_METHOD = "auto"
 
 
-def statistic(base: RoundValues, other: RoundValues, settings: Settings) -> stats.Comparison:
+def statistic(
+    base: RoundValues,
+    other: RoundValues,
+    settings: Settings,
+    dependence_r: float | None = None,
+) -> stats.Comparison:
     """The statistic, on the rounds both sides have (the caller checks there is one):
-    :func:`tfvariants.analyze.statistics.pairing.compare_rounds` with :data:`ROUND_METHOD`."""
+    :func:`tfvariants.analyze.statistics.pairing.compare_rounds` with :data:`ROUND_METHOD`
+    (``dependence_r``: the workload's between-round dependence, :func:`dependence`)."""
     return pairing.compare_rounds(
         base,
         other,
@@ -77,7 +84,22 @@ def statistic(base: RoundValues, other: RoundValues, settings: Settings) -> stat
         looks=settings.looks,
         method=ROUND_METHOD,
         equivalence_band=settings.band,
+        dependence_r=dependence_r,
     )
+
+
+def dependence(values: Mapping[ConfigKey, RoundValues], baseline: ConfigKey) -> float | None:
+    """The between-round dependence of a workload, pooled over every configuration's
+    per-round log ratios to the baseline (pairing.dependence): a machine whose
+    configurations each wander is seen sooner and surer in all of them than in one pair
+    (one pair's lag-1 at 10 rounds flags an AR(1) 0.5 wander in few runs)."""
+    base = values.get(baseline) or {}
+    series = []
+    for c, mine in values.items():
+        rounds = sorted(set(base) & set(mine)) if c != baseline else []
+        if all(base[r] > 0 and mine[r] > 0 for r in rounds):
+            series.append([math.log(mine[r] / base[r]) for r in rounds])
+    return pairing.dependence(series)
 
 
 @dataclass(frozen=True)
@@ -116,12 +138,14 @@ def compare_with(
     out: dict[ConfigKey, Judgement] = {}
     if baseline not in ran:
         return out
+    pooled = dependence(values, baseline)
     for c in configs:
         if c == baseline or c not in ran:
             continue
         mine = values.get(c) or {}
         rounds = tuple(sorted(set(base) & set(mine)))
-        out[c] = Judgement(c, baseline, rounds, statistic(base, mine, settings) if rounds else None)
+        cmp = statistic(base, mine, settings, pooled) if rounds else None
+        out[c] = Judgement(c, baseline, rounds, cmp)
     return out
 
 

@@ -247,11 +247,12 @@ def _fastest_sentences(
         others = [g for g in with_time if g is not b]
         runner_up = min(others, key=lambda g: _speed(g, b)) if others else None
         cmp = _cmp(b, runner_up, settings, "time") if runner_up is not None else None
-        # "Fastest" only when the comparison with the next best decided it; otherwise the
-        # estimate is shortest and the next sentence says why that is not (yet) a claim.
+        # "Fastest" only when decided against every other at the family's level (as for
+        # any other configuration, family.lead), not against the runner-up alone;
+        # otherwise the estimate is shortest and the next sentence says why.
         if runner_up is None:
             lead = f"only the baseline {b.label} ran successfully for {wr.name}"
-        elif cmp is not None and cmp.verdict == Verdict.DIFFERENT and cmp.direction == "lower":
+        elif wr.fastest_decided:
             lead = f"the baseline {b.label} was the fastest for {wr.name}"
         else:
             lead = f"the baseline {b.label} had the shortest estimated time for {wr.name}"
