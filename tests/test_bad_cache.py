@@ -169,8 +169,11 @@ def _verdict_path(variant: Variant) -> Path:
         {"reason": 42},
         {"reason": ["its TensorFlow is compiled for AVX512, which this CPU lacks (x)"]},
         {"framework_sha256": "0" * 64},
+        # In the gate's own words, for this very binary: only what made it can confirm it.
+        {"reason": "its TensorFlow is compiled for AVX512F, which this CPU lacks (forged)"},
+        {"reason": "importing its TensorFlow dies of SIGILL: forged"},
     ],
-    ids=["words", "number", "list", "other-binary"],
+    ids=["words", "number", "list", "other-binary", "forged-isa", "forged-sigill"],
 )
 def test_a_poisoned_gate_verdict_does_not_skip_a_variant(stored, tmp_path, capsys):
     variant = Variant(
@@ -187,7 +190,18 @@ def test_a_poisoned_gate_verdict_does_not_skip_a_variant(stored, tmp_path, capsy
         is None
     )
     assert probes, "probed again"
-    _one_warning(capsys.readouterr().err, "not")
+    _one_warning(capsys.readouterr().err, "ignored")
+    assert json.loads(path.read_text())["reason"] is None, "the true verdict stored again"
+
+
+def test_a_true_cached_skip_is_kept_and_confirmed_by_the_import(tmp_path, capsys):
+    python = _fake_python(tmp_path, import_dies="sigill")
+    variant = Variant(name="v", kind="venv", python=str(python))
+    first = census.gate(variant, flags=AVX2_HOST)
+    assert first and "SIGILL" in first
+    capsys.readouterr()
+    assert census.gate(variant, flags=AVX2_HOST) == first
+    assert capsys.readouterr().err == "", "a confirmed skip is not warned about"
 
 
 @pytest.mark.parametrize("place", ["fifo", "dev-zero", "folder", "nested"])
