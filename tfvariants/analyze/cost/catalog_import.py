@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 from tfvariants.analyze.cost.catalog import MAX_VCPUS, valid_date
 from tfvariants.errors import UserError
@@ -226,37 +227,54 @@ def _q(text: str) -> str:
     return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
-def to_toml(imported: Imported, *, name: str, source: str, minimum_s: float) -> str:
-    """The catalog text (spot tier named "spot"; per-second billing with a minimum). Its
-    default date is the latest row's, so every row's price is selected."""
-    as_of = max(r.as_of for r in imported.rows)
-    lines = [
-        f"# Imported by `tfvariants prices import` on {date.today().isoformat()}.",
-        f"name = {_q(name)}",
-        f"source = {_q(source)}",
-        'currency = "USD"',
-        "",
-        "[billing]",
-        'rule = "per_second"',
-        f"minimum_seconds = {minimum_s:g}",
-        "",
-        "[default]",
-        f"as_of = {_q(as_of)}",
-        'tier = "spot"',
-    ]
+def to_data(imported: Imported, *, name: str, source: str, minimum_s: float) -> dict[str, Any]:
+    """The catalog (spot tier named "spot"; per-second billing with a minimum), as
+    `parse_catalog` reads it. Its default date is the latest row's, so every row's price
+    is selected."""
+    default: dict[str, Any] = {"as_of": max(r.as_of for r in imported.rows), "tier": "spot"}
     gpus = sorted({r.gpu_type for r in imported.rows if r.gpu_type})
     if gpus:
-        lines.append(f"gpu = {_q(gpus[0])}")
+        default["gpu"] = gpus[0]
+    instances = []
     for r in imported.rows:
-        lines += ["", "[[instance]]", f"name = {_q(r.instance)}", f"vcpus = {r.vcpus}"]
+        inst: dict[str, Any] = {"name": r.instance, "vcpus": r.vcpus}
         if r.gpu_type:
-            lines.append(f"gpu = {{ type = {_q(r.gpu_type)}, count = {r.gpu_count} }}")
-        point = [f"as_of = {_q(r.as_of)}"]
-        if r.on_demand is not None:
-            point.append(f"on_demand = {r.on_demand!r}")
-        if r.spot is not None:
-            point.append(f"spot = {r.spot!r}")
+            inst["gpu"] = {"type": r.gpu_type, "count": r.gpu_count}
+        point: dict[str, Any] = {"as_of": r.as_of, "on_demand": r.on_demand, "spot": r.spot}
         if r.note:
-            point.append(f"note = {_q(r.note)}")
-        lines.append(f"prices = [{{ {', '.join(point)} }}]")
+            point["note"] = r.note
+        inst["prices"] = [{k: v for k, v in point.items() if v is not None}]
+        instances.append(inst)
+    return {
+        "name": name,
+        "source": source,
+        "currency": "USD",
+        "billing": {"rule": "per_second", "minimum_seconds": minimum_s},
+        "default": default,
+        "instance": instances,
+    }
+
+
+def _value(value: object) -> str:
+    """A TOML value of the shapes `to_data` makes."""
+    if isinstance(value, str):
+        return _q(value)
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_value(v)}" for k, v in value.items()) + " }"
+    assert isinstance(value, list)
+    return "[" + ", ".join(_value(v) for v in value) + "]"
+
+
+def to_toml(data: dict[str, Any]) -> str:
+    """`to_data`'s catalog as TOML text."""
+    lines = [f"# Imported by `tfvariants prices import` on {date.today().isoformat()}."]
+    lines += [f"{k} = {_value(data[k])}" for k in ("name", "source", "currency")]
+    for table in ("billing", "default"):
+        lines += ["", f"[{table}]", *(f"{k} = {_value(v)}" for k, v in data[table].items())]
+    for inst in data["instance"]:
+        lines += ["", "[[instance]]", *(f"{k} = {_value(v)}" for k, v in inst.items())]
     return "\n".join(lines) + "\n"
