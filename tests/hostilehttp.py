@@ -1,6 +1,6 @@
 """A hostile HTTP server on 127.0.0.1 for the ``serve --target`` client: every request
-(GET or POST) gets the same wrong reply, chosen by mode, written on a raw socket so it can
-break HTTP itself (a garbage status line, endless headers, a body that never ends)."""
+(or every POST) gets the same wrong reply, chosen by mode, written on a raw socket so it
+can break HTTP itself (a garbage status line, endless headers, a body that never ends)."""
 
 from __future__ import annotations
 
@@ -62,7 +62,9 @@ def _reply(mode: str, conn: socket.socket, stop: threading.Event) -> None:
         raise ValueError(mode)
 
 
-def _serve(mode: str, conn: socket.socket, stop: threading.Event, paths: list[str]) -> None:
+def _serve(
+    mode: str, conn: socket.socket, stop: threading.Event, paths: list[str], posts_only: bool
+) -> None:
     with conn:
         try:
             conn.settimeout(5)
@@ -78,14 +80,16 @@ def _serve(mode: str, conn: socket.socket, stop: threading.Event, paths: list[st
             length = int(lengths[0].split(b":")[1]) if lengths else 0
             while len(body) < length:
                 body += conn.recv(65536)
-            _reply(mode, conn, stop)
+            # posts_only: the up-front check's GETs pass, the measurement's POSTs meet it
+            _reply("ok" if posts_only and head.startswith(b"GET ") else mode, conn, stop)
         except OSError:
             pass  # the client hung up, as it should
 
 
 @contextlib.contextmanager
-def hostile_server(mode: str) -> Iterator[tuple[str, list[str]]]:
-    """Serve in threads for the ``with`` block; yields (base URL, the paths requested)."""
+def hostile_server(mode: str, *, posts_only: bool = False) -> Iterator[tuple[str, list[str]]]:
+    """Serve in threads for the ``with`` block; yields (base URL, the paths requested).
+    With ``posts_only`` a GET is answered well: only predictions meet ``mode``."""
     listener = socket.create_server(("127.0.0.1", 0))
     listener.settimeout(0.1)
     stop = threading.Event()
@@ -99,7 +103,9 @@ def hostile_server(mode: str) -> Iterator[tuple[str, list[str]]]:
                 continue
             except OSError:
                 return
-            threading.Thread(target=_serve, args=(mode, conn, stop, paths), daemon=True).start()
+            threading.Thread(
+                target=_serve, args=(mode, conn, stop, paths, posts_only), daemon=True
+            ).start()
 
     threading.Thread(target=accept, daemon=True).start()
     try:

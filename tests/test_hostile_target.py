@@ -5,6 +5,7 @@ credentials are never printed, its path is used and its query refused."""
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
@@ -111,3 +112,36 @@ def test_a_path_prefix_is_used(tmp_path, monkeypatch):
     with hostile_server("ok") as (url, paths):
         http_client.Endpoint(url + "/tfs/", "m").check()
     assert paths == ["/tfs/v1/models/m"]
+
+
+# A request's deadline in a measurement is --max-duration + 30 s: the replies that never
+# end take that long, so they run with the serving tests (CI), the rest here.
+SLOW = {"slow-loris", "trickled-body"}
+MEASURE = ["--threads", "1", "--repeats", "1", "--min-duration", "0.2s", "--max-duration", "1s"]
+MEASURE += ["--min-queries", "5", "--pricing", "none"]
+
+
+@pytest.mark.parametrize(
+    "mode, words",
+    [pytest.param(m, w, marks=[pytest.mark.serve] if m in SLOW else []) for m, w in CASES],
+    ids=[c[0] for c in CASES],
+)
+def test_a_server_that_turns_hostile_during_the_measurement(mode, words, tmp_path, capsys):
+    """The up-front check passes (its GETs are answered well); the measurement's
+    predictions meet the hostile reply: the cell fails with it as a one-line reason and
+    the command ends non-zero, by the request deadline, with no traceback."""
+    out = tmp_path / "R"
+    argv = [*SERVE[:-4], *MEASURE, "--out", str(out)]
+    with hostile_server(mode, posts_only=True) as (url, paths):
+        box, took = within(31 + 60, lambda: main([*argv, "--target", url]))
+    err = capsys.readouterr().err
+    assert "error" not in box, box.get("error")
+    assert box["value"] == 1, err
+    assert "Traceback" not in err
+    assert any(p.startswith("/v1/models/") and ":predict" in p for p in paths), paths
+    paths_ = sorted((out / "cells").glob("*.json"))
+    assert len(paths_) == 1, paths_
+    cell = json.loads(paths_[0].read_text())
+    assert cell["status"] == "failed" and "\n" not in cell["reason"], cell
+    deadline = words.replace(f"{DEADLINE_S:g} s", "31 s")  # --max-duration 1s + 30 s
+    assert re.search(deadline, cell["reason"]), cell["reason"]
