@@ -154,17 +154,22 @@ def add_options(p: argparse.ArgumentParser) -> None:
 
 
 def measure_peaks(
-    out: Path, variant_objs: dict[str, Any], configs: list[tuple[str, int]], priority: str
+    out: Path,
+    variant_objs: dict[str, Any],
+    configs: list[tuple[str, int]],
+    priority: str,
+    again: bool = True,
 ) -> None:
     """Each configuration's attainable and theoretical peak, into run.json (before its
-    first timed cell, at the cells' priority; tfvariants.variants.peak)."""
+    first timed cell, at the cells' priority; tfvariants.variants.peak). ``again``:
+    whether a busy host's cached peak is probed again (not inside a budget)."""
     from functools import partial
 
     from tfvariants.execute.probe import peak_probe
     from tfvariants.variants.peak import measure_all, store_peaks
 
     probe = partial(peak_probe, priority=priority)
-    store_peaks(out, measure_all(variant_objs, configs, probe))
+    store_peaks(out, measure_all(variant_objs, configs, probe, again=again))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -268,7 +273,8 @@ def _prepare(
     store_variant_info(out, spec.variant_info)
     if not (args.no_peak or args.no_probe) and args.executor != "ray":  # cached, like the census
         priority = spec.options.priority
-        measure_peaks(out, variant_objs, spec.configurations(), priority)
+        # a run with a budget keeps a busy host's cached peak (variants/peak/run.py)
+        measure_peaks(out, variant_objs, spec.configurations(), priority, not spec.options.budget_s)
     rounds.said_probes(spec.options.budget_s, policy.run_clock() - args.began, console)
     rounds.announce(spec, out, moved, console)
     return matrix
