@@ -153,23 +153,18 @@ def add_options(p: argparse.ArgumentParser) -> None:
 # ---- argument parsing (UserError, one line, before anything is written) ----
 
 
-def measure_peaks(
-    out: Path,
-    variant_objs: dict[str, Any],
-    configs: list[tuple[str, int]],
-    priority: str,
-    again: bool = True,
-) -> None:
+def measure_peaks(out: Path, variant_objs: dict[str, Any], spec: MatrixSpec) -> None:
     """Each configuration's attainable and theoretical peak, into run.json (before its
-    first timed cell, at the cells' priority; tfvariants.variants.peak). ``again``:
-    whether a busy host's cached peak is probed again (not inside a budget)."""
+    first timed cell, at the cells' priority; tfvariants.variants.peak); a run with a
+    budget keeps a busy host's cached peak rather than probe it again."""
     from functools import partial
 
     from tfvariants.execute.probe import peak_probe
     from tfvariants.variants.peak import measure_all, store_peaks
 
-    probe = partial(peak_probe, priority=priority)
-    store_peaks(out, measure_all(variant_objs, configs, probe, again=again))
+    probe = partial(peak_probe, priority=spec.options.priority)
+    again = not spec.options.budget_s
+    store_peaks(out, measure_all(variant_objs, spec.configurations(), probe, again=again))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -272,9 +267,7 @@ def _prepare(
     )
     store_variant_info(out, spec.variant_info)
     if not (args.no_peak or args.no_probe) and args.executor != "ray":  # cached, like the census
-        priority = spec.options.priority
-        # a run with a budget keeps a busy host's cached peak (variants/peak/run.py)
-        measure_peaks(out, variant_objs, spec.configurations(), priority, not spec.options.budget_s)
+        measure_peaks(out, variant_objs, spec)
     rounds.said_probes(spec.options.budget_s, policy.run_clock() - args.began, console)
     rounds.announce(spec, out, moved, console)
     return matrix
