@@ -417,6 +417,24 @@ def test_a_disturbed_peak_is_probed_again_and_the_best_kept(tmp_path, monkeypatc
     assert peakrun.measure(local, 1, **kw)["cached"]
 
 
+def test_a_run_with_a_budget_keeps_a_busy_hosts_cached_peak(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(peakrun, "known_compiled_for", lambda v: None)
+    monkeypatch.setattr(peakrun, "binary_identity", lambda v: "sha256:busy")
+    calls = []
+
+    def probe(variant, plan):  # a neighbour that stays: every probe is busy
+        calls.append(1)
+        return {"measured": True, "gflops_per_s": 40.0, "others_share": 0.3, "kernels": {}}
+
+    kw = {"topology": TOPO, "cpu": CPU, "probe": probe}
+    local = Variant("local", "local")
+    assert not peakrun.measure(local, 1, **kw)["cached"]
+    # inside a budget the busy peak stands (its probe would cost the comparisons' time)
+    assert peakrun.measure(local, 1, again=False, **kw)["cached"] and len(calls) == 1
+    assert not peakrun.measure(local, 1, **kw)["cached"] and len(calls) == 2
+
+
 @pytest.mark.parametrize(
     ("body", "why"),
     [

@@ -153,18 +153,18 @@ def add_options(p: argparse.ArgumentParser) -> None:
 # ---- argument parsing (UserError, one line, before anything is written) ----
 
 
-def measure_peaks(
-    out: Path, variant_objs: dict[str, Any], configs: list[tuple[str, int]], priority: str
-) -> None:
+def measure_peaks(out: Path, variant_objs: dict[str, Any], spec: MatrixSpec) -> None:
     """Each configuration's attainable and theoretical peak, into run.json (before its
-    first timed cell, at the cells' priority; tfvariants.variants.peak)."""
+    first timed cell, at the cells' priority; tfvariants.variants.peak); a run with a
+    budget keeps a busy host's cached peak rather than probe it again."""
     from functools import partial
 
     from tfvariants.execute.probe import peak_probe
     from tfvariants.variants.peak import measure_all, store_peaks
 
-    probe = partial(peak_probe, priority=priority)
-    store_peaks(out, measure_all(variant_objs, configs, probe))
+    probe = partial(peak_probe, priority=spec.options.priority)
+    again = not spec.options.budget_s
+    store_peaks(out, measure_all(variant_objs, spec.configurations(), probe, again=again))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -267,8 +267,7 @@ def _prepare(
     )
     store_variant_info(out, spec.variant_info)
     if not (args.no_peak or args.no_probe) and args.executor != "ray":  # cached, like the census
-        priority = spec.options.priority
-        measure_peaks(out, variant_objs, spec.configurations(), priority)
+        measure_peaks(out, variant_objs, spec)
     rounds.said_probes(spec.options.budget_s, policy.run_clock() - args.began, console)
     rounds.announce(spec, out, moved, console)
     return matrix

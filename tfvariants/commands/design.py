@@ -1,9 +1,10 @@
 """The compiled preset's measurement design, chosen at its first look (the rule:
 analyze/training/design.py): where consecutive cells move together, the remaining
 rounds run the compared builds side by side (the duet, execute/duet.py, each side on
-half the CPUs); where processes differ, it says that only more processes help. One
-line on the console at the first look and in the report; run.json's
-"adaptive.design" keeps it for a resume. A user's own --duet or a run without a budget
+half the CPUs); where processes differ, the remaining rounds measure cheaper processes
+(analyze/training/processcells.py), so more of them fit the budget. One line on the
+console at the first look and in the report; run.json's "adaptive.design" keeps it for
+a resume. A user's own --duet or a run without a budget
 (no first look) is never changed."""
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from tfvariants.analyze.report.compiled import PRESET
+from tfvariants.analyze.training import processcells
 from tfvariants.analyze.training.decomposition import decompose
 from tfvariants.analyze.training.design import Design, cells_of_results, choose, design_of
-from tfvariants.store.cellresult import AnyResult
+from tfvariants.store.cellresult import AnyResult, training
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -62,7 +64,9 @@ def side_by_side(
 class DesignChoice:
     """The adaptive rounds' hook with the design chosen at the first look: the hook's
     answer, unchanged; at the first look the rule's design, said in one line and, when
-    it is side by side, the executor switched for the rounds that follow."""
+    it is side by side, the executor switched for the rounds that follow; when it is
+    more processes, the hook's window plan (what the cells after the first look
+    measure) made the design's cheaper cells, after every look (the hook plans anew)."""
 
     def __init__(
         self,
@@ -80,11 +84,35 @@ class DesignChoice:
         at = self.hook.last
         if self.design is None and at is not None and at.look is not None:
             found = decompose(cells_of_results(stored))
-            self.design = choose(found, self.fits, self.hook.rule.max_repeats)
+            self.design = choose(
+                found,
+                self.fits,
+                self.hook.rule.max_repeats,
+                self._cheaper(stored, at.look),
+                (self._left_s(), len(more)),
+            )
             if self.design.switched:
                 self.executor.switch()
             self.console.print(self.design.line(), highlight=False, markup=False)
+        if self.design is not None and self.design.cells is not None:
+            self.hook.window_plan = self.design.cells.window_plan(self.hook.window_plan)
         return more, why
+
+    def _cheaper(
+        self, stored: Mapping[str, AnyResult], look: int
+    ) -> processcells.ProcessCells | None:
+        """The cheaper processes, planned from the first look's cells (None where the
+        user chose the window: --min-steady-s)."""
+        o = self.hook.spec.options
+        if not o.plan_window:
+            return None
+        first = [r for r in training(stored.values()) if r.round < look]
+        return processcells.plan(first, look, o.min_steady_s, o.min_steady_steps)
+
+    def _left_s(self) -> float:
+        hook = self.hook
+        spent = hook.spent_before + hook.clock() - hook.started
+        return max((hook.spec.options.budget_s or 0.0) - spent, 0.0)
 
 
 def stored_design(record: RunRecord) -> Design | None:

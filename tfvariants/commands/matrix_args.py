@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import sys
 from collections.abc import Callable, Mapping
 from functools import partial
@@ -73,12 +74,18 @@ def run_options_for(
     repeats from the window plan's round on measure the planned steady window."""
     o = spec.options
     scale = (o.per_workload or {}).get(workload, {})
-    steady_s = o.min_steady_s
+    steady_s, steps, warmup_max = o.min_steady_s, o.min_steady_steps, o.warmup_max_s
     if window_plan and repeat >= int(window_plan.get("from_repeat", 1 << 30)):
         steady_s = float(window_plan["min_steady_s"])
+        # the more-processes design's cheaper cells (analyze/training/processcells.py)
+        steps = int(window_plan.get("min_steady_steps") or steps)
+        cap = (window_plan.get("warmup_max_s") or {}).get(workload)
+        if cap is not None:
+            warmup_max = min(float(cap), warmup_max or math.inf)
         back = (window_plan.get("back") or {}).get(workload)  # the plan did not pay here
         if back and repeat >= int(back["from_repeat"]):
-            steady_s = float(back["min_steady_s"])
+            steady_s, steps = float(back["min_steady_s"]), o.min_steady_steps
+            warmup_max = o.warmup_max_s
     # Every cell option as the run declares it; the scale and the window of this cell.
     run_options = CellOptions(**{k: getattr(o, k) for k in declare.declared(CellOptions)})
     return dataclasses.replace(
@@ -86,6 +93,8 @@ def run_options_for(
         epochs=o.epochs or scale.get("epochs"),
         samples=o.samples or scale.get("samples"),
         min_steady_s=steady_s,
+        min_steady_steps=steps,
+        warmup_max_s=warmup_max,
     )
 
 

@@ -16,7 +16,9 @@ A pure rule, with its thresholds stated here:
   is noise must not switch a run's design);
 - more processes when the between-process part is at least PROCESS_SHARE: neither a
   longer window nor a partner cancels it, only more repeats average it out; the number
-  for +/-10 % is said;
+  for +/-10 % is said, and the rounds after the first look measure cheaper processes
+  (analyze/training/processcells.py), with the repeats they fit in what is left of the
+  budget;
 - else as planned: the within-process part is the larger, which the planned steady
   window (analyze/statistics/windows.py) already answers.
 """
@@ -28,11 +30,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tfvariants.analyze.training import processcells
 from tfvariants.analyze.training.decomposition import (
     TARGET_BAND,
     Cell,
     Decomposition,
 )
+from tfvariants.analyze.training.processcells import ProcessCells
 from tfvariants.store.cellresult import AnyResult, CellResult
 
 TIME_SHARE = 0.5
@@ -53,12 +57,14 @@ class Design:
     kind: str  # one of KINDS
     reason: str
     switched: bool = False  # the remaining rounds run side by side (the duet)
+    cells: ProcessCells | None = None  # more processes: the cheaper cells after the first look
 
     def line(self) -> str:
         return f"design: {self.kind}: {self.reason}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "reason": self.reason, "switched": self.switched}
+        cells = {"cells": self.cells.to_json()} if self.cells is not None else {}
+        return {"kind": self.kind, "reason": self.reason, "switched": self.switched, **cells}
 
 
 def design_of(recorded: Mapping[str, Any] | None) -> Design | None:
@@ -70,15 +76,23 @@ def design_of(recorded: Mapping[str, Any] | None) -> Design | None:
         str(recorded["kind"]),
         reason if isinstance(reason, str) else "",
         recorded.get("switched") is True,
+        processcells.of_json(recorded.get("cells")),
     )
 
 
 def choose(
-    d: Decomposition | None, side_by_side: str | None = None, max_repeats: int | None = None
+    d: Decomposition | None,
+    side_by_side: str | None = None,
+    max_repeats: int | None = None,
+    cells: ProcessCells | None = None,
+    left: tuple[float, int] | None = None,
 ) -> Design:
     """The design for the rounds after the first look. ``side_by_side``: why the duet
     cannot run here (None: it can); the rule still says what the noise asks for.
-    ``max_repeats``: where the run's rounds stop (said when more processes need more)."""
+    ``max_repeats``: where the run's rounds stop (said when more processes need more).
+    ``cells``: the cheaper processes more processes would measure (None: the run keeps
+    its window, e.g. the user's --min-steady-s); ``left``: the budget's seconds left and
+    the cells of a round, for the repeats they fit."""
     if d is None:
         return Design(AS_PLANNED, "too few repeats to split the noise")
     time, between = d.share(d.over_time), d.share(d.between)
@@ -115,9 +129,25 @@ def choose(
             f"{split}: only more processes help"
             # without windows the part within a process is in this one
             + ("" if d.windowed else " (or, for what varies inside one, longer windows)")
-            + f", about {n} repeats per side for +/-{TARGET_BAND:.0%}{beyond}",
+            + f", about {n} repeats per side for +/-{TARGET_BAND:.0%}"
+            + (f"; {_cheaper(cells, left)}" if cells is not None else "")
+            + beyond,
+            cells=cells,
         )
     return Design(AS_PLANNED, f"{split}: the planned steady window answers the larger part")
+
+
+def _cheaper(cells: ProcessCells, left: tuple[float, int] | None) -> str:
+    """The cheaper cells in words, with the repeats they fit in the budget left."""
+    if left is None:
+        return cells.words()
+    left_s, per_round = left
+    now = processcells.rounds_in(left_s, per_round, cells.cell_s)
+    was = processcells.rounds_in(left_s, per_round, cells.was_s)
+    return (
+        f"{cells.words()}: about {now} more repeats in the {left_s / 60:.1f} min left "
+        f"({was} at the first look's cells)"
+    )
 
 
 def cells_of_results(stored: Mapping[str, AnyResult]) -> list[Cell]:

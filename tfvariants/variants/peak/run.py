@@ -138,9 +138,13 @@ def measure(
     probe: Probe,
     log: Log = lambda _m: None,
     binary: str | None = None,
+    again: bool = True,
 ) -> dict[str, Any]:
     """One variant's peaks at ``threads``: from the cache, else measured by ``probe``
-    (then cached). ``binary``: its binary_identity when the caller has it."""
+    (then cached). ``binary``: its binary_identity when the caller has it. ``again``:
+    whether a cached peak measured on a busy host is probed again (a run with a budget
+    keeps it: under a neighbour that stays, each probe is as busy, and its start-up and
+    seconds come out of the budget the comparisons need)."""
     from tfvariants.variants import skip_reason
 
     topology = topology or read_topology()
@@ -152,7 +156,7 @@ def measure(
     binary = binary or binary_identity(variant)
     path = cache_path(cache_key(binary, variant, plan, cpu)) if binary else None
     cached = cachefiles.read_entry(path, peak_check(variant.device, len(plan.cpus)))
-    if cached is not None and not _again(cached):
+    if cached is not None and not (again and _again(cached)):
         return {**record(cached, variant, plan, topology, cpu), "cached": True}
     log(f"peak probe: {variant.name} at {threads} thread(s) (once per binary and CPU set)")
     probed = probe(variant, plan)
@@ -253,9 +257,11 @@ def measure_all(
     configurations: Iterable[tuple[str, int]],
     probe: Probe,
     log: Log | None = None,
+    again: bool = True,
 ) -> dict[str, dict[str, Any]]:
     """{variant: {threads (as text): peaks}} for every configuration of a matrix, each
-    not cached measured by ``probe`` (the caller's: at the priority the cells run at)."""
+    not cached measured by ``probe`` (the caller's: at the priority the cells run at);
+    ``again``: as :func:`measure`'s."""
     say = log or (lambda m: print(m, file=sys.stderr))
     topology, cpu = read_topology(), theory.read_cpu()
     out: dict[str, dict[str, Any]] = {}
@@ -273,6 +279,7 @@ def measure_all(
                 probe=probe,
                 log=say,
                 binary=binaries[name],
+                again=again,
             )
             out.setdefault(name, {})[str(threads)] = found
     return out
