@@ -32,8 +32,9 @@ from tfvariants.analyze.statistics.decide import Settings
 from tfvariants.analyze.statistics.verdict import Verdict
 from tfvariants.plan.serve import ServeCell, ServeKey, ServeSpec, plan_serve_cells
 from tfvariants.rounds.decide import Judged, next_round, same_basis
-from tfvariants.store.cellresult import AnyResult, ServeResult, serving
+from tfvariants.store.cellresult import AnyResult
 from tfvariants.store.record import RunRecord
+from tfvariants.store.serving import ServeResult, serving
 
 if TYPE_CHECKING:
     from tfvariants.analyze.serving.configs import Config

@@ -33,7 +33,8 @@ from tfvariants.analyze.training.decomposition import (
     Cell,
     Decomposition,
 )
-from tfvariants.store.cellresult import AnyResult, CellResult
+from tfvariants.store.cellresult import AnyResult
+from tfvariants.store.training import CellResult
 
 TIME_SHARE = 0.5
 EVIDENCE_SE = 2.0
