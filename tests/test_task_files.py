@@ -104,8 +104,8 @@ def test_the_store_looks_a_task_up_by_name():
 
 
 # The report's and the outputs' own modules: they iterate over the tasks' parts
-# (analyze/report/part.py) and import no task's module; build.py's PARTS names each
-# task's builder, its one line per task.
+# (analyze/report/part.py) and import no task's module; build.py finds each task's
+# builder by the task's stem.
 GENERIC = (
     "analyze/report/part.py",
     "analyze/report/answer.py",
