@@ -345,3 +345,20 @@ def test_a_toy_task_registers_itself(tmp_path, monkeypatch):
         tasks.cache_clear()
         for where in TOY:
             sys.modules.pop(f"tfvariants.{where.replace('/', '.')}.toy", None)
+
+
+def test_the_envelope_carries_a_tasks_own_request_as_its_payload():
+    """One generic payload instead of a field per task: serving's worker reads its
+    ServeRequest from it, and refuses an envelope without one."""
+    from workloads.protocol import WorkerRequest
+    from workloads.serving.request import ServeRequest, serve_request_of
+    from workloads.serving.worker import parse_args
+
+    serve = ServeRequest(model="m", scenario="single_stream", min_duration_s=2.0).to_dict()
+    base = dict(workload="/models/m", cell={"task": "serve"}, result="/r.json", intra_op=1)
+    wreq = parse_args(["--request", WorkerRequest(task="serve", payload=serve, **base).to_json()])
+    assert serve_request_of(wreq).min_duration_s == 2.0
+    assert serve_request_of(wreq).model == "/models/m"  # the envelope's (a launcher rewrites it)
+    with pytest.raises(SystemExit) as exc:
+        parse_args(["--request", WorkerRequest(task="serve", **base).to_json()])
+    assert exc.value.code == 2
