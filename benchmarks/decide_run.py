@@ -33,8 +33,9 @@ from tfvariants.plan.cell import Cell
 from tfvariants.plan.spec import MatrixSpec
 from tfvariants.rounds.training import NextRoundHook, look_verdicts
 from tfvariants.store import lock
-from tfvariants.store.cellresult import AnyResult, ConfigKey
+from tfvariants.store.cellresult import AnyResult
 from tfvariants.store.runfolder import RunFolder
+from tfvariants.store.training import ConfigKey
 
 WORKLOAD = "sim"
 BASELINE, UNDER_TEST, COMPANION_SIDE = "B", "A", "C"  # variants; B is the baseline

@@ -51,8 +51,8 @@ def share_table(dirs: Sequence[Path]) -> list[str]:
     measurement behind --disturbed-share, repeated on every run of this benchmark)."""
     from statistics import median
 
-    from tfvariants.store.cellresult import CellResult
     from tfvariants.store.rundir import load_run_dir
+    from tfvariants.store.training import CellResult
 
     by: dict[tuple[str, int], list[tuple[float, float]]] = {}
     for d in dirs:

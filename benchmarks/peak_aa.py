@@ -91,8 +91,8 @@ def compare_command(args: argparse.Namespace, out: Path, peak: bool) -> list[str
 
 def cell_rows(folder: Path) -> list[dict[str, Any]]:
     """Each training cell of a run folder: what it recorded of its own times."""
-    from tfvariants.store.cellresult import training
     from tfvariants.store.rundir import load_run_dir
+    from tfvariants.store.training import training
 
     contents = load_run_dir(folder)
     rows = []

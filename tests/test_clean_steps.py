@@ -14,8 +14,8 @@ from rich.console import Console
 from tfvariants.analyze.statistics import interference
 from tfvariants.analyze.statistics.verdicts import round_values
 from tfvariants.commands import rounds
-from tfvariants.store.cellresult import parse_training
 from tfvariants.store.disturbance import result_disturbance, undisturbed_steps
+from tfvariants.store.training import parse_training
 
 QUIET_STEP_S, BURST_STEP_S = 0.116, 0.2
 WARMUP_STEPS, FULL_STEPS, FULL_EPOCHS, GAP_S = 5, 5625, 12, 0.9

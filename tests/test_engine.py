@@ -225,7 +225,7 @@ def test_the_serving_envelope_is_the_training_one(tmp_path: Path) -> None:
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     serve = {"scenario": "offline", "model": "ignored"}
-    request = _request(scratch / "result.json", task="serve", workload=str(model), serve=serve)
+    request = _request(scratch / "result.json", task="serve", workload=str(model), payload=serve)
     cmd = _command(tmp_path, request=request, module="workloads.serving.worker")
     inner = WorkerRequest.from_json(cmd[-1], task="serve")
     assert inner.workload == "/opt/tfvariants-user/m.keras" and inner.result == "/out/result.json"

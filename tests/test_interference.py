@@ -16,9 +16,9 @@ from tfvariants.options.interference import DISTURBED_SHARE
 from tfvariants.options.training import TrainingOptions
 from tfvariants.plan.cell import Cell, cell_id, cell_id_of
 from tfvariants.plan.spec import MatrixSpec, plan_cells
-from tfvariants.store.cellresult import parse_training
 from tfvariants.store.disturbance import disturbed_limit
 from tfvariants.store.rundir import load_run_dir
+from tfvariants.store.training import parse_training
 from workloads import cpuload
 
 

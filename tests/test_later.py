@@ -186,7 +186,7 @@ def test_a_dry_run_counts_the_first_look_without_the_later_variants(
 
 def test_the_report_says_when_the_later_variants_started() -> None:
     from tfvariants.analyze.training.analysis import later_sentence
-    from tfvariants.store.cellresult import CellResult
+    from tfvariants.store.training import CellResult
 
     stored = _stored({("local", 2): range(9), ("twin", 2): range(5, 9)})
     cells = [r for r in stored.values() if isinstance(r, CellResult)]

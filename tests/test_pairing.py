@@ -9,7 +9,7 @@ import pytest
 
 from tfvariants.analyze.statistics import family, pairing, stats, verdicts
 from tfvariants.analyze.statistics.decide import Settings
-from tfvariants.store.cellresult import ConfigKey
+from tfvariants.store.training import ConfigKey
 
 
 def _logs(values):

@@ -131,7 +131,7 @@ def test_gate_skips_the_wait_only_after_a_shielded_clean_cell():
 def test_the_report_says_what_the_priority_did():
     from resultfactory import make_result
 
-    from tfvariants.store.cellresult import parse_training
+    from tfvariants.store.training import parse_training
 
     def cell(r: int, got: dict, quiet: dict | None = None) -> object:
         raw = make_result(repeat=r)

@@ -112,7 +112,7 @@ def test_a_failed_or_unmeasured_cell_says_nothing_about_the_wait():
 def test_the_summary_says_why_cells_started_without_a_wait():
     from resultfactory import make_result
 
-    from tfvariants.store.cellresult import parse_training
+    from tfvariants.store.training import parse_training
 
     def one(r: int, skipped: str | None) -> object:
         raw = make_result(repeat=r)
@@ -194,7 +194,7 @@ def test_the_last_second_counts_each_sampled_step_for_its_stride():
 def test_the_summary_counts_the_cells_started_after_a_quiet_end():
     from resultfactory import make_result
 
-    from tfvariants.store.cellresult import parse_training
+    from tfvariants.store.training import parse_training
 
     def one(r: int, ended: bool) -> object:
         raw = make_result(repeat=r)

@@ -22,10 +22,10 @@ from tfvariants.rounds.serving import (
     plan_last_look,
     round_cost,
 )
-from tfvariants.store.cellresult import serving
 from tfvariants.store.result import write_json_atomic
 from tfvariants.store.rundir import load_run_dir, update_run
 from tfvariants.store.runfile import new_run, write_run
+from tfvariants.store.serving import serving
 
 
 def _spec(max_repeats: int | None = None, budget_s: float = 600.0) -> ServeSpec:

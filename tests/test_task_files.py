@@ -1,7 +1,8 @@
 """docs/ARCHITECTURE.md lists the files a new task type and a new decision setting touch:
 each file it names exists (a task's own new files by serving's, the example in brackets),
-a decision setting stays at 3 files, and the store reads a run's or cell's task through
-plan/tasks.py instead of branching on its name."""
+a new task edits no shared file (it registers itself: the shared modules find it by
+discovery and name none; a toy task defined only here reaches the store, the command line
+and every output), and a decision setting stays at 3 files."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+import pytest
 import resultfactory as rf
 
-from tfvariants.analyze.report.build import PARTS, assemble, build_report
+from tfvariants.analyze.report.build import assemble, build_report, parts
 from tfvariants.analyze.report.part import AnswerPart, CsvTable, Placed, Row, Shared, Words
 from tfvariants.analyze.report.provenance import WhereRan
 from tfvariants.analyze.report.training import TrainingPart
@@ -21,7 +23,7 @@ from tfvariants.analyze.shared.frame import RunFrame
 from tfvariants.commands.report import print_long
 from tfvariants.options.serving import ServingOptions
 from tfvariants.options.training import TrainingOptions
-from tfvariants.plan.tasks import TASKS, task_of
+from tfvariants.plan.tasks import task_of, tasks
 from tfvariants.render.answertext import answer_of_report
 from tfvariants.render.csvout import write_report_csv
 from tfvariants.render.html import render_html
@@ -65,13 +67,17 @@ def test_a_new_task_types_files_exist():
     rows = _table_rows(_section("A new task type"))
     assert len(rows) >= 10
     named = [n for row in rows for n in _named(row)]
-    assert "plan/tasks.py" in named and "options/serving.py" in named
+    assert "plan/serve.py" in named and "store/serving.py" in named
+    # every file is the task's own and new: no shared file is edited to add a task
+    edited = [row for row in rows if not row.split(" | ")[1].startswith("new")]
+    assert not edited, edited
     missing = [n for n in named if not _path(n).exists()]
     assert not missing, missing
     # the count the section states is the table's (each file of a first column)
     files = [n for row in rows for n in re.findall(r"`([^`]+)`", row.partition(" | ")[0])]
     stated = re.search(r"That is (\d+) files", _section("A new task type"))
     assert stated is not None and int(stated.group(1)) == len(files) == len(set(files))
+    assert len(files) <= 11
 
 
 def test_a_new_decision_setting_touches_three_files():
@@ -87,7 +93,7 @@ def test_the_store_looks_a_task_up_by_name():
     assert task_of({"task": "serve"}).options is ServingOptions
     assert task_of({"task": "serve"}).result_kind == SERVE_RESULT_KIND
     assert task_of({"task": "train"}).result_kind == RESULT_KIND
-    assert set(TASKS) == {"train", "serve"}
+    assert set(tasks()) == {"train", "serve"}
     branches = [
         f"{p.relative_to(ROOT)}:{i}"
         for p in sorted((ROOT / "tfvariants" / "store").rglob("*.py"))
@@ -98,8 +104,8 @@ def test_the_store_looks_a_task_up_by_name():
 
 
 # The report's and the outputs' own modules: they iterate over the tasks' parts
-# (analyze/report/part.py) and import no task's module; build.py's PARTS names each
-# task's builder, its one line per task.
+# (analyze/report/part.py) and import no task's module; build.py finds each task's
+# builder by the task's stem.
 GENERIC = (
     "analyze/report/part.py",
     "analyze/report/answer.py",
@@ -133,7 +139,7 @@ def _names_a_task(path: Path) -> list[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     said = [m for m, _ in _imports(path) if TASK_MODULES.match(m)]
     for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and node.value in set(TASKS) | {"training", "serving"}:
+        if isinstance(node, ast.Constant) and node.value in set(tasks()) | {"training", "serving"}:
             said.append(repr(node.value))
         elif isinstance(node, ast.Attribute) and node.attr in {"training", "serving"}:
             said.append(f".{node.attr}")
@@ -141,15 +147,8 @@ def _names_a_task(path: Path) -> list[str]:
 
 
 def test_the_report_and_its_outputs_name_no_task():
-    build = ROOT / "tfvariants" / "analyze" / "report" / "build.py"
-    builders = {name for m, names in _imports(build) if TASK_MODULES.match(m) for name in names}
-    assert builders == {"build_training", "build_serving"}  # the PARTS registry
-    assert {b.__name__ for b in PARTS} == builders
-    said = {
-        f: s
-        for f in GENERIC
-        if (s := [n for n in _names_a_task(_path(f)) if f != "analyze/report/build.py"])
-    }
+    assert [b.__name__ for b in parts()] == ["build_training", "build_serving"]  # found
+    said = {f: s for f in GENERIC if (s := _names_a_task(_path(f)))}
     assert not said, said
     # the scan sees what it looks for
     assert _names_a_task(_path("analyze/report/serving.py"))
@@ -226,3 +225,140 @@ def test_a_toy_tasks_part_reaches_every_output(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "toy toybox:\n  the toy squeaked\na toy's note\n" in out
     assert out.index("mnist_mlp:") < out.index("toy toybox:")
+
+
+# Every module a new task must not edit: the store (but each task's own store/<stem>.py),
+# the task table, the matrix loop, the command line and the worker envelope.
+SHARED = (
+    *(
+        str(p.relative_to(ROOT / "tfvariants"))
+        for p in sorted((ROOT / "tfvariants" / "store").glob("*.py"))
+        if p.stem not in ("training", "serving")
+    ),
+    "plan/tasks.py",
+    "execute/matrix.py",
+    "execute/policy.py",
+    "execute/executors.py",
+    "cli.py",
+)
+
+
+def test_no_shared_module_names_a_task():
+    said = {f: s for f in SHARED if (s := _names_a_task(_path(f)))}
+    assert not said, said
+    # the envelope: training, the first task, is its default (its requests predate the
+    # field); it names no other task
+    protocol = _names_a_task(ROOT / "workloads" / "protocol.py")
+    assert protocol and set(protocol) == {"'train'"}
+    # the scan sees what it looks for
+    assert _names_a_task(_path("store/serving.py"))
+
+
+TOY = {
+    "plan": """
+from tfvariants.options.training import TrainingOptions
+from tfvariants.plan.tasks import Task
+
+TASK = Task("toy", "toy", 9, TrainingOptions, "toy.cell", lambda c: (f"toy-{c['n']}",) * 2)
+""",
+    "store": """
+from dataclasses import dataclass
+
+from tfvariants.store.cellresult import AnyResult
+from tfvariants.store.result import ResultError
+
+
+@dataclass(frozen=True)
+class ToyResult(AnyResult):
+    status: str
+    squeak: int
+    device: str
+
+
+def validate(data, source="result"):
+    if not isinstance(data.get("squeak"), int):
+        raise ResultError(f"{source}: field 'squeak': expected a whole number")
+    return data
+
+
+def parse(result, facts):
+    return ToyResult(result["status"], result["squeak"], facts.device)
+""",
+    "analyze/report": """
+BUILT = []
+
+
+def build_toy(contents, report, settings):
+    BUILT.append(contents)
+    return None
+""",
+    "commands": """
+HELP = "squeak"
+ORDER = 99
+DESCRIPTION = "A toy's command."
+
+
+def add_options(parser):
+    pass
+
+
+def run(args):
+    return 0
+""",
+}
+
+
+def test_a_toy_task_registers_itself(tmp_path, monkeypatch):
+    """A task's own files, in its own modules (here: beside the packages), are all the
+    task table, the store's validate and parse, the report and the command line need."""
+    import importlib
+    import sys
+
+    from tfvariants.cli import build_parser
+    from tfvariants.store.cellresult import parse_result
+    from tfvariants.store.result import ResultError, validate_result
+    from tfvariants.store.rundir import load_run_dir
+
+    for where, text in TOY.items():
+        folder = tmp_path / where.replace("/", "_")
+        folder.mkdir()
+        (folder / "toy.py").write_text(text, encoding="utf-8")
+        package = importlib.import_module(f"tfvariants.{where.replace('/', '.')}")
+        monkeypatch.setattr(package, "__path__", [*package.__path__, str(folder)])
+        monkeypatch.delitem(sys.modules, f"{package.__name__}.toy", raising=False)
+    tasks.cache_clear()
+    try:
+        assert list(tasks()) == ["train", "serve", "toy"]
+        toy = {"kind": "toy.cell", "status": "ok", "cell": {"task": "toy", "n": 1}, "squeak": 3}
+        assert validate_result(dict(toy)) == toy
+        with pytest.raises(ResultError, match="squeak"):
+            validate_result({**toy, "squeak": "loud"})
+        rf.write_results(tmp_path / "res", [rf.make_result("pip", 2, "mnist_mlp", 0)])
+        run = load_run_dir(tmp_path / "res").run
+        parsed = parse_result(run, toy, {})
+        assert type(parsed).__name__ == "ToyResult" and parsed.ok and parsed.squeak == 3
+        report = build_report(tmp_path / "res")
+        assert len(sys.modules["tfvariants.analyze.report.toy"].BUILT) == 1  # asked for its part
+        assert report.part(TrainingPart) is not None
+        assert "toy" in build_parser().format_help()
+    finally:
+        tasks.cache_clear()
+        for where in TOY:
+            sys.modules.pop(f"tfvariants.{where.replace('/', '.')}.toy", None)
+
+
+def test_the_envelope_carries_a_tasks_own_request_as_its_payload():
+    """One generic payload instead of a field per task: serving's worker reads its
+    ServeRequest from it, and refuses an envelope without one."""
+    from workloads.protocol import WorkerRequest
+    from workloads.serving.request import ServeRequest, serve_request_of
+    from workloads.serving.worker import parse_args
+
+    serve = ServeRequest(model="m", scenario="single_stream", min_duration_s=2.0).to_dict()
+    base = dict(workload="/models/m", cell={"task": "serve"}, result="/r.json", intra_op=1)
+    wreq = parse_args(["--request", WorkerRequest(task="serve", payload=serve, **base).to_json()])
+    assert serve_request_of(wreq).min_duration_s == 2.0
+    assert serve_request_of(wreq).model == "/models/m"  # the envelope's (a launcher rewrites it)
+    with pytest.raises(SystemExit) as exc:
+        parse_args(["--request", WorkerRequest(task="serve", **base).to_json()])
+    assert exc.value.code == 2

@@ -20,14 +20,10 @@ from tfvariants.plan.spec import MatrixSpec
 from tfvariants.render.csvout import csv_rows
 from tfvariants.render.html import render_html
 from tfvariants.rounds import training as rounds
-from tfvariants.store.cellresult import (
-    CellResult,
-    ConfigKey,
-    parse_results,
-    parse_training,
-)
+from tfvariants.store.cellresult import parse_results
 from tfvariants.store.record import EMPTY_RUN, run_record
 from tfvariants.store.rundir import load_run_dir
+from tfvariants.store.training import CellResult, ConfigKey, parse_training
 
 RULE = adaptive.stopping_rule(5, 20)  # looks after 5, 7, 10, 15, 20 repeats
 
@@ -195,7 +191,7 @@ def test_device_comes_from_the_run_or_the_results_never_the_variant_name():
 
 
 def test_a_serving_result_is_typed_too():
-    from tfvariants.store.cellresult import ServeResult
+    from tfvariants.store.serving import ServeResult
 
     cell = {"task": "serve", "variant": "local", "threads": 2, "model": "noop",
             "scenario": "concurrency", "concurrency": 4, "path": "http", "repeat": 1,

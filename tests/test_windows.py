@@ -4,7 +4,7 @@ import random
 import pytest
 
 from tfvariants.analyze.statistics import windows
-from tfvariants.store.cellresult import parse_training
+from tfvariants.store.training import parse_training
 
 
 def raw(threads, repeat, means, *, wall_s=20.0, steady_s=10.0, status="ok"):

@@ -1,8 +1,10 @@
 """Command-line entry point: argparse wiring only.
 
-Each subcommand lives in ``tfvariants/commands/<name>.py`` and exposes
-``HELP``, ``DESCRIPTION``, ``add_options(parser)`` and ``run(args) -> int``; the
-subcommand's parser is made here, the same way for each. Nothing here (or in any command
+Each subcommand lives in ``tfvariants/commands/<name>.py`` and exposes ``HELP``,
+``ORDER`` (its place in --help), ``DESCRIPTION``, ``add_options(parser)`` and
+``run(args) -> int``; it is found here by discovery (a module of tfvariants.commands
+with a ``HELP``), so adding one edits no shared file, and its parser is made here, the
+same way for each. Nothing here (or in any command
 module at import time) imports TensorFlow, so ``tfvariants --help`` stays fast.
 """
 
@@ -12,16 +14,25 @@ import argparse
 import importlib
 import io
 import os
+import pkgutil
 import signal
 import sys
+from types import ModuleType
 from typing import NoReturn
 
+import tfvariants.commands
 from tfvariants import __version__
 from tfvariants.errors import UserError, one_line
 from tfvariants.store import lock
 
-# Order is the order shown in --help.
-COMMANDS = ["env", "run", "variants", "compare", "serve", "report", "prices"]
+
+def commands() -> list[ModuleType]:
+    """Every command module, in --help order: those of tfvariants.commands with a HELP."""
+    found = [
+        importlib.import_module(f"tfvariants.commands.{info.name}")
+        for info in pkgutil.iter_modules(tfvariants.commands.__path__)
+    ]
+    return sorted((m for m in found if hasattr(m, "HELP")), key=lambda m: m.ORDER)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -37,13 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"tfvariants {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"tfvariants.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"tfvariants.commands.{name}":
-                continue  # command not part of this build
-            raise
+    for module in commands():
+        name = module.__name__.rsplit(".", 1)[1]
         p = sub.add_parser(name, help=module.HELP, description=module.DESCRIPTION)
         module.add_options(p)
         p.set_defaults(func=module.run)

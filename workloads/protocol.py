@@ -78,10 +78,10 @@ def request_fields(text: str, kind: str, cls: type, what: str) -> dict[str, Any]
 
 
 REQUEST_KIND = "tfvariants.worker_request"
-# What a worker process is asked to do, and the module that does it: a training cell,
-# a serving cell, or a probe of the variant (workloads.envprobe, workloads.onednn,
-# which take only ``--result``).
-TASKS = ("train", "serve", "probe")
+# The one task the envelope itself knows: a probe of the variant (workloads.envprobe,
+# workloads.onednn, which take only ``--result``). Every other task is a name its own
+# worker checks (``from_json(text, task)``); none is listed here.
+PROBE = "probe"
 
 
 class RequestError(ValueError):
@@ -96,8 +96,8 @@ class WorkerRequest:
     (``dataclasses.replace``), never by re-parsing a command line.
 
     ``task`` says which worker reads it: "train" (workloads.worker: the training fields
-    below), "serve" (workloads.serving.worker: ``workload`` is the model, ``serve`` the
-    ServeRequest's fields) or "probe" (only ``result``).
+    below), a task's name (its worker, e.g. workloads.serving.worker: ``workload`` is the
+    model, ``payload`` its own request's fields) or "probe" (only ``result``).
 
     ``intra_op`` is the size of the backend's intra-op pool (for TensorFlow,
     ``intra_op_parallelism_threads``); the cell's ``threads`` is the vCPU count it
@@ -124,19 +124,19 @@ class WorkerRequest:
     warmup_max_s: float | None = None  # the warm-up ends within this many seconds
     requested: dict[str, Any] = field(default_factory=dict)  # the host's pinning plan
     backend: str | None = None  # Keras backend: tensorflow, jax, torch (None: $KERAS_BACKEND)
-    task: str = "train"  # TASKS
-    serve: dict[str, Any] | None = None  # task "serve": the ServeRequest's fields
+    task: str = "train"  # the task's name, whose worker reads it (or PROBE)
+    payload: dict[str, Any] | None = None  # the task's own request, as its worker reads it
 
     @classmethod
     def probe(cls, result: str) -> WorkerRequest:
         """A probe of the variant (its modules take only where to write their result)."""
-        return cls(workload="", cell={}, result=result, intra_op=1, task="probe")
+        return cls(workload="", cell={}, result=result, intra_op=1, task=PROBE)
 
     def to_json(self) -> str:
         return request_json(self, REQUEST_KIND)
 
     def to_argv(self) -> list[str]:
-        if self.task == "probe":
+        if self.task == PROBE:
             return ["--result", self.result]
         return ["--request", self.to_json()]
 
@@ -147,8 +147,8 @@ class WorkerRequest:
         asked = data.get("task", "train")
         if asked != task:
             raise RequestError(f"worker request: task {asked!r}, this worker runs {task!r}")
-        if task == "serve" and not isinstance(data.get("serve"), dict):
-            raise RequestError("worker request: 'serve' must be an object")
+        if data.get("payload") is not None and not isinstance(data["payload"], dict):
+            raise RequestError("worker request: 'payload' must be an object")
         for name in ("workload", "result"):
             if not isinstance(data.get(name), str) or not data[name]:
                 raise RequestError(f"worker request: '{name}' must be a non-empty string")

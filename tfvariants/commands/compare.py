@@ -69,6 +69,7 @@ if TYPE_CHECKING:
     from tfvariants.variants.registry import Variant
 
 
+ORDER = 4  # its place in --help (cli.py finds a command by its HELP)
 HELP = "run the matrix of variants x threads x workloads and write a report"
 DESCRIPTION = (
     "Run every cell (variant x threads x workload x repeat) in interleaved "

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from tfvariants.variants import Variant
 
 
+ORDER = 1  # its place in --help (cli.py finds a command by its HELP)
 HELP = "show this host's CPU/topology and a variant's TensorFlow build"
 DESCRIPTION = (
     "Probe the host (CPU, ISA flags, topology, pinning plans) and, in a "

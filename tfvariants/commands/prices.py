@@ -14,6 +14,7 @@ from tfvariants.commands import common
 from tfvariants.errors import UserError, one_line
 from tfvariants.options import argtypes
 
+ORDER = 7  # its place in --help (cli.py finds a command by its HELP)
 HELP = "show a cloud pricing catalog, or import one from a CSV"
 DESCRIPTION = (
     "Print a pricing catalog (built-in name or TOML file) as a table. "

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # the analysis is imported only when a report is made (start-
 LOUD_KINDS = ("unreadable", "duplicate", "foreign_host", "mixed_hosts", "incomplete", "no_price")
 
 
+ORDER = 6  # its place in --help (cli.py finds a command by its HELP)
 HELP = "write the HTML report (and optionally a CSV) from stored results"
 DESCRIPTION = (
     "Read RESULTS_DIR/run.json and RESULTS_DIR/cells/*.json and write one "

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from tfvariants.variants import Variant
 
 
+ORDER = 2  # its place in --help (cli.py finds a command by its HELP)
 HELP = "run one workload in one variant at one thread count"
 DESCRIPTION = (
     "Run one cell in a fresh, pinned worker and write its result JSON to OUT/cells/<cell>.json."

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from tfvariants.variants.registry import Variant
 
 
+ORDER = 5  # its place in --help (cli.py finds a command by its HELP)
 HELP = (
     "measure serving throughput and tail latency (LoadGen + closed loop) and cost per "
     "million predictions"

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from tfvariants.variants.registry import Variant
 
 
+ORDER = 3  # its place in --help (cli.py finds a command by its HELP)
 HELP = "list the configured variants and whether each is ready; build one"
 DESCRIPTION = (
     "List the built-in variants and those in the variants file, with "

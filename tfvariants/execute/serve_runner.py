@@ -70,7 +70,7 @@ def run_serve_cell(
             inter_op=plan.inter_op,
             cpus=tuple(plan.cpus),
             requested=plan.to_dict(),
-            serve=req.to_dict(),
+            payload=req.to_dict(),
         )
 
     def keep(scratch: Path, result: dict[str, Any]) -> None:

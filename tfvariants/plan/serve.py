@@ -7,6 +7,7 @@ matrix's progress, ETA and resume treat it like any other cell.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -14,6 +15,8 @@ from typing import Any, NamedTuple
 from tfvariants.options.serving import RESUMABLE, ServingOptions
 from tfvariants.plan.cell import encode_part, make_id, name_part
 from tfvariants.plan.spec import logical_cpus, round_order
+from tfvariants.plan.tasks import Task
+from workloads.serving.request import SERVE_RESULT_KIND
 
 DEFAULT_BATCH_TIMEOUT_MS = 2.0
 
@@ -201,3 +204,12 @@ def serve_cell(cell: dict[str, Any]) -> ServeCell:
         int(cell.get("max_batch_size", 1)),
         float(cell.get("batch_timeout_ms", DEFAULT_BATCH_TIMEOUT_MS)),
     )
+
+
+def _serving_ids(c: Mapping[str, Any]) -> tuple[str, str]:
+    cell = serve_cell(dict(c))
+    return cell.cell_id, cell.legacy_cell_id
+
+
+# Serving's record among the tasks (plan/tasks.py finds it).
+TASK = Task("serve", "serving", 1, ServingOptions, SERVE_RESULT_KIND, _serving_ids)

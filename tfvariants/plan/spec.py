@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import os
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from tfvariants.options import limits
 from tfvariants.options.training import TrainingOptions
-from tfvariants.plan.cell import Cell
+from tfvariants.plan.cell import Cell, cell_id_of, legacy_cell_id
+from tfvariants.plan.tasks import Task
+from workloads.protocol import RESULT_KIND
 
 MAX_REPEATS = limits.MAX_REPEATS
 
@@ -117,3 +120,13 @@ def round_order(cells: list[CellT], seed: int | None, repeat: int) -> list[CellT
 def new_order_seed() -> int:
     """A fresh seed for a new run's order (stored in run.json, so a resume keeps it)."""
     return random.SystemRandom().randrange(2**31)
+
+
+def _training_ids(c: Mapping[str, Any]) -> tuple[str, str]:
+    key = (c["variant"], c["threads"], c["workload"], c.get("repeat", 0))
+    return cell_id_of(dict(c)), legacy_cell_id(*key)
+
+
+# Training's record among the tasks (plan/tasks.py finds it): first, so it leads a report
+# and is the task of a record that names none.
+TASK = Task("train", "training", 0, TrainingOptions, RESULT_KIND, _training_ids)

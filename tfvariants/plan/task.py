@@ -7,8 +7,9 @@ implement these protocols, so the matrix (execute/matrix.py), the runner
 checked by the type checker rather than by duck typing. What the store looks up by a
 stored task's name is plan/tasks.py's ``Task``. The rest of a task's interface lives in
 the stage that owns it: the worker request payload (execute/runner.py
-``worker_request``, execute/serve_runner.py ``serve_request``), the result type
-(store/cellresult.py: ``CellResult`` / ``ServeResult``, each an ``AnyResult``), the
+``worker_request``, execute/serve_runner.py ``serve_request``), the result type, its
+parser and validator (store/training.py ``CellResult``, store/serving.py ``ServeResult``,
+each an ``AnyResult``), the
 analysis and dry run (analyze/training/ and analyze/serving/, over one loaded folder:
 analyze/report/build.py ``build_report``); docs/ARCHITECTURE.md "A new task type".
 """

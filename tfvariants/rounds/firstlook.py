@@ -67,8 +67,8 @@ def walls_of(folder: Path) -> tuple[dict[str, list[float]], int]:
     holds (empty and 0 when it has none or cannot be read: the estimate then falls back
     to the default)."""
     from tfvariants.errors import UserError
-    from tfvariants.store.cellresult import training
     from tfvariants.store.rundir import load_run_dir
+    from tfvariants.store.training import training
 
     if not (folder / "cells").is_dir():
         return {}, 0

@@ -30,10 +30,12 @@ from tfvariants.analyze.serving.sentences import look_plan_sentence
 from tfvariants.analyze.statistics import adaptive
 from tfvariants.analyze.statistics.decide import Settings
 from tfvariants.analyze.statistics.verdict import Verdict
+from tfvariants.options.serving import ServingOptions
 from tfvariants.plan.serve import ServeCell, ServeKey, ServeSpec, plan_serve_cells
 from tfvariants.rounds.decide import Judged, next_round, same_basis
-from tfvariants.store.cellresult import AnyResult, ServeResult, serving
+from tfvariants.store.cellresult import AnyResult
 from tfvariants.store.record import RunRecord
+from tfvariants.store.serving import ServeResult, serving
 
 if TYPE_CHECKING:
     from tfvariants.analyze.serving.configs import Config
@@ -208,7 +210,7 @@ def order_seed(out: Path, resume: bool) -> int | None:
 
         # run.json alone: the matrix loads the cells (once) when it resumes
         options = read_run(out).options
-        stored = options.order_seed if options is not None else None
+        stored = options.order_seed if isinstance(options, ServingOptions) else None
         return stored if isinstance(stored, int) and not isinstance(stored, bool) else None
     return new_order_seed()
 
@@ -225,7 +227,8 @@ def stored_max_repeats(out: Path, resume: bool) -> int | None:
     run = read_run(out)
     plan = run.adaptive.look_plan if run.adaptive is not None else None
     planned = plan.get("last_look") if plan is not None else None
-    for stored in (run.options.max_repeats if run.options is not None else None, planned):
+    options = run.options if isinstance(run.options, ServingOptions) else None
+    for stored in (options.max_repeats if options is not None else None, planned):
         if isinstance(stored, int) and not isinstance(stored, bool):
             return stored
     return None

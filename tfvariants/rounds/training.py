@@ -31,7 +31,8 @@ from tfvariants.analyze.statistics.verdicts import (
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.spec import MatrixSpec
 from tfvariants.rounds.decide import Judged, next_round, same_basis
-from tfvariants.store.cellresult import AnyResult, CellResult, ConfigKey, training
+from tfvariants.store.cellresult import AnyResult
+from tfvariants.store.training import CellResult, ConfigKey, training
 
 
 @dataclass(frozen=True)

@@ -12,14 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, cast
+from typing import Any
 
-from tfvariants.options.declare import declared
-from tfvariants.options.serving import ServingOptions
-from tfvariants.options.training import TrainingOptions
+from tfvariants.options.declare import RunOptionsBase, declared
 from tfvariants.plan.tasks import task_of
 
-RunOptions = TrainingOptions | ServingOptions
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
@@ -162,7 +159,7 @@ class RunRecord:
 
     present: bool = False
     task: str | None = None  # "serve"; None: training
-    options: RunOptions | None = None  # None: the run stored no options
+    options: RunOptionsBase | None = None  # None: the run stored no options
     stored_options: tuple[str, ...] = ()  # the declared option names run.json holds
     variants: tuple[str, ...] = ()
     threads: tuple[int, ...] = ()
@@ -201,7 +198,7 @@ def run_record(data: Mapping[str, Any]) -> RunRecord:
     if not data:
         return EMPTY_RUN
     stored = _dict(data.get("options"))
-    cls = cast("type[RunOptions]", task_of(data).options)  # the task's class (plan/tasks.py)
+    cls = task_of(data).options  # the task's class (plan/tasks.py)
     logical = _int(data.get("logical_cpus"))
     return RunRecord(
         present=True,

@@ -8,18 +8,18 @@ the field instead of a traceback (or a wrong number) three modules later.
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, cast
 
 from tfvariants.options.limits import MAX_THREADS
 from tfvariants.plan.spec import MAX_REPEATS
-from tfvariants.plan.tasks import task_of
+from tfvariants.plan.tasks import task_of, tasks
 from tfvariants.store.inputs import InputError, read_input
-from workloads.protocol import RESULT_KIND, SCHEMA_VERSION, STATUSES, write_json_atomic
-from workloads.serving.request import SERVE_RESULT_KIND
+from workloads.protocol import SCHEMA_VERSION, STATUSES, write_json_atomic
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -87,11 +87,11 @@ def _too_deep(data: object) -> bool:
     return False
 
 
-def _is_int(v: object) -> TypeGuard[int]:
+def is_int(v: object) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _check_number(v: object, where: str, *, seconds: bool) -> None:
+def check_number(v: object, where: str, *, seconds: bool) -> None:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise ResultError(f"{where}: expected a number, got {json.dumps(v)[:40]}")
     if abs(v) > 1e300 or not math.isfinite(v) or v < 0:  # a huge int: no float holds it
@@ -114,10 +114,10 @@ def _check_value(value: object, source: str, path: str, duration: bool, in_list:
     elif value is None and not (duration and in_list):
         return  # not measured
     elif duration or (isinstance(value, (int, float)) and not isinstance(value, bool)):
-        _check_number(value, f"{source}: field '{path}'", seconds=duration)
+        check_number(value, f"{source}: field '{path}'", seconds=duration)
 
 
-def _check_numbers(
+def check_numbers(
     table: object, source: str, name: str, *, required: tuple[str, ...] = ()
 ) -> dict[str, Any]:
     """Every number in a table, nested ones too: finite and >= 0; a duration (a key
@@ -134,7 +134,7 @@ def _check_numbers(
     return table
 
 
-def _check_cell(cell: object, source: str) -> None:
+def check_cell(cell: object, source: str) -> None:
     if not isinstance(cell, dict):
         raise ResultError(f"{source}: field 'cell': expected an object, got {type(cell).__name__}")
     for key in ("variant", "workload"):
@@ -143,7 +143,7 @@ def _check_cell(cell: object, source: str) -> None:
                 f"{source}: field 'cell.{key}': expected a name, got {cell.get(key)!r}"
             )
     threads = cell.get("threads")
-    if not _is_int(threads) or not 1 <= threads <= MAX_THREADS:
+    if not is_int(threads) or not 1 <= threads <= MAX_THREADS:
         raise ResultError(
             f"{source}: field 'cell.threads': expected a whole number from 1 to {MAX_THREADS}, "
             f"got {json.dumps(threads)[:40]}"
@@ -151,7 +151,7 @@ def _check_cell(cell: object, source: str) -> None:
     for key in ("repeat", "attempt"):
         value = cell.get(key, 0)
         # A huge integer would make a cell id of thousands of digits.
-        if not _is_int(value) or not 0 <= value < MAX_REPEATS:
+        if not is_int(value) or not 0 <= value < MAX_REPEATS:
             raise ResultError(
                 f"{source}: field 'cell.{key}': expected a whole number from 0 to "
                 f"{MAX_REPEATS - 1}, got {str(value)[:40]}"
@@ -161,110 +161,20 @@ def _check_cell(cell: object, source: str) -> None:
 def validate_result(data: object, source: str = "result") -> dict[str, Any]:
     """The result if it is one this tfvariants can use, else ResultError naming the field.
 
-    There is one schema version so far; when a second comes, its migration goes here
-    (asv's update_to_N pattern) and the check below accepts the older number."""
+    Its kind names the task (plan/tasks.py ``result_kind``); the task's ``validate``
+    (store/<stem>.py) checks the rest. There is one schema version so far; when a second
+    comes, its migration goes there (asv's update_to_N pattern)."""
     if not isinstance(data, dict):
         raise ResultError(f"{source}: not a tfvariants result (top level is not an object)")
     if _too_deep(data):
         raise ResultError(f"{source}: JSON nested too deeply (over {MAX_DEPTH} levels)")
-    if data.get("kind") == SERVE_RESULT_KIND:
-        return validate_serve_result(data, source)
-    if data.get("kind") != RESULT_KIND:
+    task = next((t for t in tasks().values() if t.result_kind == data.get("kind")), None)
+    if task is None:
         raise ResultError(
             f"{source}: not a tfvariants result (kind={str(data.get('kind'))[:40]!r})"
         )
-    version = data.get("schema_version")
-    if not _is_int(version) or version < 1:
-        raise ResultError(f"{source}: missing or invalid schema_version")
-    if version > SCHEMA_VERSION:
-        raise ResultError(
-            f"{source}: schema_version {version} is newer than this tfvariants "
-            f"understands ({SCHEMA_VERSION}); upgrade tfvariants"
-        )
-    if data.get("status") not in STATUSES:
-        raise ResultError(f"{source}: unknown status {str(data.get('status'))[:40]!r}")
-    _check_cell(data.get("cell"), source)
-    _check_cpu(data, source)
-    _check_metrics(data, source)
-    for key in ("environment", "runner", "requested", "config"):
-        if data.get(key) is not None and not isinstance(data[key], dict):
-            raise ResultError(f"{source}: field {key!r}: expected an object")
-    if data["status"] == "ok":
-        timing = _check_numbers(data.get("timing"), source, "timing", required=("epoch_times_s",))
-        epochs = timing["epoch_times_s"]
-        if not isinstance(epochs, list) or not epochs:
-            raise ResultError(f"{source}: field 'timing.epoch_times_s': expected a non-empty list")
-        if data.get("schedule") is not None:
-            _check_numbers(data["schedule"], source, "schedule")
-        _check_measured(data, source)
-        if data.get("memory") is not None:
-            _check_numbers(data["memory"], source, "memory")
-        for key in ("gflops_per_s", "flops_per_step"):
-            if data.get(key) is not None:
-                _check_number(data[key], f"{source}: field {key!r}", seconds=False)
-    return data
-
-
-# The times every figure of an ok cell is made of: none of them can be 0 s (a 0-second
-# cell would cost nothing and divide by zero in every ratio); refused like a negative one.
-MEASURED_TIMES = (
-    ("timing", "epoch_times_s"),
-    ("timing", "steady_epoch_s"),
-    ("timing", "steady_step_s"),
-    ("schedule", "projected_full_s"),
-)
-
-
-def _check_measured(data: dict[str, Any], source: str) -> None:
-    for table, key in MEASURED_TIMES:
-        value = (data.get(table) or {}).get(key)
-        values = value if isinstance(value, list) else [value]
-        for i, v in enumerate(values):
-            if v is not None and v <= 0:
-                where = f"{table}.{key}" + (f"[{i}]" if isinstance(value, list) else "")
-                raise ResultError(
-                    f"{source}: field '{where}': a measured time must be greater than 0, got {v}"
-                )
-
-
-def validate_serve_result(data: dict[str, Any], source: str = "result") -> dict[str, Any]:
-    """A serving cell's result (kind tfvariants.serve_cell, docs/serving.md)."""
-    version = data.get("schema_version")
-    if not isinstance(version, int) or version > SCHEMA_VERSION:
-        raise ResultError(f"{source}: unsupported serving schema_version {version!r}")
-    if data.get("status") not in STATUSES:
-        raise ResultError(f"{source}: unknown status {data.get('status')!r}")
-    cell = data.get("cell")
-    need = {"task", "variant", "threads", "model", "scenario", "path", "workload"}
-    # its cell is of the task whose results are of this kind (plan/tasks.py)
-    if (
-        not isinstance(cell, dict)
-        or task_of(cell).result_kind != data.get("kind")
-        or need - set(cell)
-    ):
-        raise ResultError(f"{source}: missing or incomplete serving 'cell'")
-    if data["status"] == "ok" and not isinstance(data.get("metrics"), dict):
-        raise ResultError(f"{source}: status ok but no metrics")
-    _check_cpu(data, source)
-    return data
-
-
-def _check_metrics(data: dict[str, Any], source: str) -> None:
-    """The final metrics: finite numbers; an accuracy 0 to 1 (one is checked against
-    chance, and a NaN one would pass every check)."""
-    metrics = data.get("metrics")
-    if not isinstance(metrics, dict):
-        return
-    for key, value in metrics.items():
-        if value is None or isinstance(value, str):
-            continue
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if not number or not math.isfinite(value) or ("accuracy" in key and not 0 <= value <= 1):
-            raise ResultError(
-                f"{source}: field 'metrics.{key}': expected a finite number"
-                + (" from 0 to 1" if "accuracy" in key else "")
-                + f", got {str(value)[:40]}"
-            )
+    validate = importlib.import_module(f"tfvariants.store.{task.stem}").validate
+    return cast("dict[str, Any]", validate(data, source))
 
 
 # A share of a cell's CPUs that others (or the hypervisor) used: 0 to 1. NaN, -1 or
@@ -272,11 +182,11 @@ def _check_metrics(data: dict[str, Any], source: str) -> None:
 SHARES = ("others_share", "steal_share")
 
 
-def _check_cpu(data: dict[str, Any], source: str) -> None:
+def check_cpu(data: dict[str, Any], source: str) -> None:
     """The cell's CPU record (``cpu``): every number finite and >= 0, each share <= 1."""
     if data.get("cpu") is None:
         return
-    cpu = _check_numbers(data["cpu"], source, "cpu")
+    cpu = check_numbers(data["cpu"], source, "cpu")
     for key in SHARES:
         value = cpu.get(key)
         if value is not None and value > 1:

@@ -103,7 +103,8 @@ class ServeRequest:
 
 def serve_request_of(envelope: WorkerRequest) -> ServeRequest:
     """The ServeRequest a serving cell's envelope carries (``task`` "serve"), its model
-    being the envelope's ``workload`` (a path a container launcher may have rewritten)."""
+    being the envelope's ``workload`` (a path a container launcher may have rewritten)
+    and the rest its ``payload``."""
     return ServeRequest.from_json(
-        json.dumps({**(envelope.serve or {}), "model": envelope.workload})
+        json.dumps({**(envelope.payload or {}), "model": envelope.workload})
     )

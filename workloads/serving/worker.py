@@ -39,7 +39,10 @@ def parse_args(argv: list[str] | None) -> WorkerRequest:
     p.add_argument("--request", required=True, help="the WorkerRequest (task serve) as JSON")
     args = p.parse_args(argv)
     try:
-        return WorkerRequest.from_json(args.request, task="serve")
+        wreq = WorkerRequest.from_json(args.request, task="serve")
+        if not isinstance(wreq.payload, dict):  # serving's own request: required
+            raise RequestError("worker request: task 'serve' carries no 'payload'")
+        return wreq
     except RequestError as exc:
         p.error(str(exc))
         raise  # unreachable: error() exits
@@ -409,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
         "status": "failed",
         "reason": None,
         "stderr_tail": None,
-        "config": dict(wreq.serve or {}),
+        "config": dict(wreq.payload or {}),
         "requested": wreq.requested,
         "started_at": _now(),
     }

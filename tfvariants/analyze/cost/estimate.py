@@ -20,7 +20,7 @@ from typing import Any
 from tfvariants.analyze.cost.catalog import Instance
 from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.errors import UserError
-from tfvariants.store.cellresult import ConfigKey, training
+from tfvariants.store.training import ConfigKey, training
 
 # Full-schedule training seconds in the 2017 study: (pip x 8/16/32/64, compiled x
 # 8/16/32/64, K80 GPU). imdb_bilstm = imdb_bidirectional_lstm, text_generation =

@@ -1,9 +1,11 @@
 """A report, built: the run folder loaded once, each task's part (analyze/report/part.py)
 made over the loaded records, and the list of sections the renderer lays out (render/
-only formats). Nothing here names a task: a task is one builder in :data:`PARTS`."""
+only formats). Nothing here names a task: each task's builder is found by its name
+(:func:`parts`)."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,19 +22,24 @@ from tfvariants.analyze.report.part import (
     shared_of,
 )
 from tfvariants.analyze.report.sections import sections_of
-from tfvariants.analyze.report.serving import build_serving
-from tfvariants.analyze.report.training import build_training
 from tfvariants.analyze.shared.frame import RunFrame
 from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.analyze.statistics.decide import Settings, run_settings
+from tfvariants.plan.tasks import tasks
 from tfvariants.store.rundir import RunContents, load_run_dir
 
-# Each task's part of a report, in the report's order (the first leads: its frame is
-# the header's); a builder gives None when the folder holds none of its task's cells.
-PARTS: tuple[Callable[[RunContents, ReportSettings, Settings], TaskPart | None], ...] = (
-    build_training,
-    build_serving,
-)
+Builder = Callable[[RunContents, ReportSettings, Settings], TaskPart | None]
+
+
+def parts() -> tuple[Builder, ...]:
+    """Each task's part builder, in the tasks' order (the first leads: its frame is the
+    header's): ``build_<stem>`` of analyze/report/<stem>.py, by the task's stem. A
+    builder gives None when the folder holds none of its task's cells."""
+    return tuple(
+        getattr(importlib.import_module(f"tfvariants.analyze.report.{t.stem}"), f"build_{t.stem}")
+        for t in tasks().values()
+    )
+
 
 P = TypeVar("P")
 
@@ -73,7 +80,7 @@ def build_report(results_dir: Path, report: ReportSettings | None = None) -> Rep
     contents = load_run_dir(Path(results_dir), allow_mixed_hosts=report.allow_mixed_hosts)
     report = with_preset_baseline(report, contents.run)
     settings = run_settings(contents.run, report.decision)
-    built = [build(contents, report, settings) for build in PARTS]
+    built = [build(contents, report, settings) for build in parts()]
     return assemble(*(p for p in built if p is not None))
 
 

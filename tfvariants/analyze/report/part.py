@@ -1,7 +1,7 @@
 """A task's part of a report: what one task (training, serving) supplies, so the report's
 build, its sections, its answer and every output (render/) iterate over the parts and
-never name a task. A task's part lives in ``analyze/report/<task>.py``, registered in
-``build.py PARTS``; docs/ARCHITECTURE.md "A new task type" lists the rest.
+never name a task. A task's part lives in ``analyze/report/<stem>.py`` as ``build_<stem>``, found by
+``build.py parts``; docs/ARCHITECTURE.md "A new task type" lists the rest.
 """
 
 from __future__ import annotations

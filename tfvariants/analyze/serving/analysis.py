@@ -33,10 +33,11 @@ from tfvariants.analyze.statistics.verdict import Verdict
 from tfvariants.analyze.statistics.verdicts import Requested, pick_baseline
 from tfvariants.options.serving import ServingOptions
 from tfvariants.plan.serve import ServeKey
-from tfvariants.store.cellresult import ConfigKey, ServeResult, serving
 from tfvariants.store.rawfields import finite_number
 from tfvariants.store.record import RunRecord
 from tfvariants.store.rundir import RunContents, load_run_dir
+from tfvariants.store.serving import ServeResult, serving
+from tfvariants.store.training import ConfigKey
 
 
 def analyze_serving(

@@ -21,9 +21,10 @@ from tfvariants.analyze.statistics.decide import Settings
 from tfvariants.analyze.statistics.verdicts import statistic
 from tfvariants.plan.cell import config_label
 from tfvariants.plan.serve import ServeKey
-from tfvariants.store.cellresult import PERCENTILES, FromKey, ServeResult
+from tfvariants.store.cellresult import FromKey
 from tfvariants.store.record import RunRecord
 from tfvariants.store.rundir import RunContents
+from tfvariants.store.serving import PERCENTILES, ServeResult
 
 PCTS = PERCENTILES
 

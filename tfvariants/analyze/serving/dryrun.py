@@ -41,8 +41,8 @@ def rough_serve_seconds(cell: ServeCell, options: ServingOptions) -> float:
 def serve_times_from_run(run_dir: Path) -> dict[tuple[str, str, int] | tuple[str], list[float]]:
     """Wall times of an earlier run's successful serving cells, keyed (workload label,
     variant, threads) and (workload label,) for fallbacks."""
-    from tfvariants.store.cellresult import serving
     from tfvariants.store.rundir import load_run_dir
+    from tfvariants.store.serving import serving
 
     if not Path(run_dir, "cells").is_dir():
         raise UserError(f"--estimate-from {run_dir}: not a results folder (no cells/)")

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from tfvariants.store.cellresult import CellResult
+from tfvariants.store.training import CellResult
 
 SPREAD_K = 4.0
 ACC_FLOOR = 0.05  # absolute accuracy

@@ -27,8 +27,8 @@ from typing import Any
 
 from tfvariants.options.interference import DISTURBED_SHARE, POLICIES, SHIELDED_SHARE
 from tfvariants.store import disturbance as rule
-from tfvariants.store.cellresult import CellResult
 from tfvariants.store.rawfields import finite_number, get_path
+from tfvariants.store.training import CellResult
 
 __all__ = ["Interference", "disturbance", "summarise"]
 

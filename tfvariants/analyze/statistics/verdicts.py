@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from tfvariants.analyze.statistics import pairing, stats
 from tfvariants.analyze.statistics.decide import Settings, choose_baseline
 from tfvariants.analyze.statistics.verdict import Verdict
-from tfvariants.store.cellresult import CellResult, ConfigKey
+from tfvariants.store.training import CellResult, ConfigKey
 
 RoundValues = Mapping[int, float]  # round (repeat index) -> one value of that round
 Requested = tuple[str, int | None]  # --baseline VARIANT[@THREADS]

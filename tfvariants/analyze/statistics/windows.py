@@ -31,8 +31,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from tfvariants.store.cellresult import CellResult, ConfigKey
 from tfvariants.store.rawfields import finite_number
+from tfvariants.store.training import CellResult, ConfigKey
 
 # The window the host may choose, in seconds of steady steps per cell.
 MIN_WINDOW_S = 3.0

@@ -39,9 +39,9 @@ from tfvariants.analyze.training.noise import HostNoise, host_noise
 from tfvariants.analyze.training.summary import apply_verdicts, summarise_group
 from tfvariants.errors import UserError
 from tfvariants.options.training import TrainingOptions
-from tfvariants.store.cellresult import CellResult, ConfigKey
 from tfvariants.store.record import RunRecord
 from tfvariants.store.rundir import RunContents, load_run_dir
+from tfvariants.store.training import CellResult, ConfigKey
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -37,7 +37,8 @@ from tfvariants.analyze.training.decomposition import (
     Decomposition,
 )
 from tfvariants.analyze.training.processcells import ProcessCells
-from tfvariants.store.cellresult import AnyResult, CellResult
+from tfvariants.store.cellresult import AnyResult
+from tfvariants.store.training import CellResult
 
 TIME_SHARE = 0.5
 EVIDENCE_SE = 2.0

@@ -12,7 +12,7 @@ from tfvariants.analyze.shared.parity import VariantParity
 from tfvariants.analyze.statistics import stats
 from tfvariants.analyze.statistics.verdict import Verdict
 from tfvariants.analyze.statistics.verdicts import Judgement
-from tfvariants.store.cellresult import CellResult, ConfigKey
+from tfvariants.store.training import CellResult, ConfigKey
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from tfvariants.analyze.training.noise import busy_at_raised_priority
 
 if TYPE_CHECKING:
     from tfvariants.analyze.training.groups import Group
-    from tfvariants.store.cellresult import CellResult
+    from tfvariants.store.training import CellResult
 
 QUIET_MAY_DIFFER = "on a quiet machine the ratio may differ"
 

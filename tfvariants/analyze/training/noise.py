@@ -23,7 +23,7 @@ from tfvariants.store.disturbance import worker_shielded
 
 if TYPE_CHECKING:
     from tfvariants.analyze.training.groups import Group
-    from tfvariants.store.cellresult import CellResult
+    from tfvariants.store.training import CellResult
 
 NOISY_SHARE = 0.10  # other processes or steal above this share of the pinned CPUs
 # A multi-thread worker at raised priority still lost speed when other processes filled

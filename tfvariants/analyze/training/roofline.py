@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from tfvariants.analyze.shared.format import sig3
 from tfvariants.plan.cell import config_label
-from tfvariants.store.cellresult import ConfigKey
 from tfvariants.store.record import RunRecord
+from tfvariants.store.training import ConfigKey
 
 if TYPE_CHECKING:
     from tfvariants.analyze.training.groups import WorkloadReport

@@ -18,7 +18,7 @@ from tfvariants.analyze.statistics.decide import Settings
 from tfvariants.analyze.statistics.verdict import Verdict
 from tfvariants.analyze.statistics.verdicts import Judgement, round_values, statistic
 from tfvariants.analyze.training.groups import Group, Measurements
-from tfvariants.store.cellresult import CellResult, ConfigKey
+from tfvariants.store.training import CellResult, ConfigKey
 
 
 def _explain_spread(warning: cautions.StatWarning, ok: list[CellResult]) -> cautions.StatWarning:
