@@ -20,7 +20,7 @@ from tfvariants.analyze.training.design import MORE_PROCESSES, choose, design_of
 from tfvariants.cli import main
 from tfvariants.commands.matrix_args import run_options_for
 from tfvariants.execute import runner
-from tfvariants.store.cellresult import CellResult, parse_training
+from tfvariants.store.training import CellResult, parse_training
 
 
 def timed(r: dict[str, Any], *, steady_s: float, steps: int, warmup_s: float, wall_s: float):

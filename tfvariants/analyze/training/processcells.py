@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tfvariants.store.cellresult import CellResult
+from tfvariants.store.training import CellResult
 from tfvariants.store.rawfields import finite_number
 
 PROCESS_WINDOWS = 2  # of the first look's windows
