@@ -191,7 +191,7 @@ def parse_catalog(data: dict, path: str) -> Catalog:
         name = raw.get("name") if isinstance(raw, dict) else None
         if not isinstance(name, str) or not name:
             raise UserError(f"{path}: instance #{i + 1}: missing field 'name'")
-        printable(name, lambda i=i: f"{path}: instance #{i + 1}, field 'name'")
+        printable(name, functools.partial("{}: instance #{}, field 'name'".format, path, i + 1))
         if name in seen:
             raise UserError(f"{field_at(path, name, 'name')}: duplicate instance")
         seen.add(name)
@@ -285,7 +285,7 @@ def _instance(raw: dict, name: str, path: str, spot_word: str, warnings: list[st
     points: list[PricePoint] = []
     for j, rp in enumerate(raw_prices):
         point, warning = _price_point(
-            rp, lambda j=j: field_at(path, name, f"prices[{j}]"), spot_word
+            rp, functools.partial(field_at, path, name, f"prices[{j}]"), spot_word
         )
         if any(p.as_of == point.as_of for p in points):
             raise UserError(

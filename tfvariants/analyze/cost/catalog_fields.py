@@ -58,9 +58,16 @@ def printable(value: object, where: Where, *, required: bool = True) -> str:
 
 def known_fields(table: dict, fields: tuple[str, ...], where: Where) -> None:
     """Refuse a key the catalog format does not have (a typo would be silently ignored)."""
+    if table.keys() <= _field_set(fields):  # one set test per table, in C, at 100k tables
+        return
     unknown = [k for k in table if k not in fields]
     if unknown:
         raise UserError(f"{at(where)}: unknown field {unknown[0]!r} (fields: {', '.join(fields)})")
+
+
+@functools.lru_cache(maxsize=64)
+def _field_set(fields: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(fields)
 
 
 def valid_date(text: object) -> TypeGuard[str]:
