@@ -20,11 +20,12 @@ from test_peak import CPU, TOPO
 
 from tfvariants.errors import UserError
 from tfvariants.plan.pinning import plan_pinning
+from tfvariants.store import cachefiles
 from tfvariants.store.cellresult import parse_training
 from tfvariants.store.record import run_record
 from tfvariants.store.result import ResultError, validate_result
 from tfvariants.store.runfile import validate_run
-from tfvariants.variants import cachefiles, census, envbuild
+from tfvariants.variants import census, envbuild
 from tfvariants.variants.peak import run as peakrun
 from tfvariants.variants.registry import Variant
 from workloads import isacensus

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import tomllib
 
+from tfvariants.analyze.cost import catalog_cache
 from tfvariants.analyze.cost.catalog_fields import (
     Where,
     at,
@@ -385,7 +386,15 @@ def load_catalog(name_or_path: str) -> Catalog:
             )
     form = "JSON" if path.suffix == ".json" else "TOML"
     try:
-        text = read_input(path, CATALOG_BYTES).decode("utf-8")
+        raw = read_input(path, CATALOG_BYTES)
+        entry = catalog_cache.entry_for(raw) if form == "TOML" else None
+        kept = catalog_cache.tables(entry)
+        if kept is not None and entry is not None:
+            try:
+                return parse_catalog(kept, str(path))
+            except UserError as exc:  # validated as the file is: the file is the truth
+                catalog_cache.refuse(entry, str(exc))
+        text = raw.decode("utf-8")
         # JSON: what `prices import -o X.json` writes for a whole cloud, read 10x faster.
         data = json.loads(text) if form == "JSON" else tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:  # its message carries "(at line L, column C)"
@@ -398,4 +407,6 @@ def load_catalog(name_or_path: str) -> Catalog:
         raise UserError(f"{path}: invalid {form}: {exc}") from None
     if not isinstance(data, dict):
         raise UserError(f"{path}: invalid JSON: expected an object at the top")
-    return parse_catalog(data, str(path))
+    catalog = parse_catalog(data, str(path))
+    catalog_cache.keep(entry, data)
+    return catalog
