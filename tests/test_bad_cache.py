@@ -19,7 +19,8 @@ from test_isacensus import AVX2_HOST, _fake_python
 from test_peak import CPU, TOPO
 
 from tfvariants.errors import UserError
-from tfvariants.variants import cachefiles, census, envbuild
+from tfvariants.store import cachefiles
+from tfvariants.variants import census, envbuild
 from tfvariants.variants.peak import run as peakrun
 from tfvariants.variants.registry import Variant
 

@@ -9,17 +9,23 @@ from __future__ import annotations
 import contextlib
 import gc
 import io
+import json
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+import tomllib
 from test_bad_input import GOOD_CATALOG, make_run
 
-from tfvariants.analyze.cost.catalog import Catalog, parse_catalog
+from tfvariants.analyze.cost import catalog_cache
+from tfvariants.analyze.cost.catalog import Catalog, load_catalog, parse_catalog
 from tfvariants.cli import main
 from tfvariants.commands import compare
+from tfvariants.errors import UserError
+from tfvariants.store import cachefiles
 
 SMALL, LARGE = 2_500, 10_000  # 4x
 
@@ -125,3 +131,70 @@ def test_commands_on_a_big_catalog_take_time_in_proportion(command, tmp_path, mo
 
         times.append(cpu_s(run, tries=2))
     assert linear(*times), times
+
+
+# ---- a big TOML catalog parsed once ----
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(cachefiles, "_said", set())
+    return tmp_path / "cache" / "tfvariants" / "catalogs"
+
+
+def _big_toml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A catalog "big" enough to be kept: the bar lowered, as tomllib's share of a read
+    is the same at any size (a MiB of TOML would take seconds per test)."""
+    path = tmp_path / "big.toml"
+    path.write_text(_toml(3_000))
+    monkeypatch.setattr(catalog_cache, "CACHED_FROM", path.stat().st_size)
+    return path
+
+
+def test_a_small_catalog_is_not_kept(cache):
+    load_catalog("gce-2017")
+    assert not cache.exists()
+
+
+def test_a_big_toml_catalog_is_parsed_once_then_read_as_json(cache, tmp_path, monkeypatch):
+    path = _big_toml(tmp_path, monkeypatch)
+
+    def cold() -> None:
+        shutil.rmtree(cache, ignore_errors=True)
+        load_catalog(str(path))
+
+    first, again = cpu_s(cold), cpu_s(lambda: load_catalog(str(path)))
+    assert again < first / 2, (first, again)  # tomllib is most of a big catalog's read
+    parsed: list[int] = []
+    monkeypatch.setattr(tomllib, "loads", lambda text: parsed.append(1))
+    assert load_catalog(str(path)) == load_catalog(str(path)) and not parsed
+    path.write_text(path.read_text().replace("0.05", "0.06", 1))  # an edit: a new entry
+    with pytest.raises(UserError):  # tomllib, patched, gives no tables
+        load_catalog(str(path))
+    assert parsed
+
+
+@pytest.mark.parametrize(
+    "forge",
+    [
+        lambda e: e.write_text("[]"),
+        lambda e: e.write_text(json.dumps({"sha256": "0" * 64, "tables": {}})),
+        lambda e: e.write_text(json.dumps({**json.loads(e.read_text()), "tables": []})),
+        # shaped right, for this file, and not a valid catalog: validated as the file is
+        lambda e: e.write_text(e.read_text().replace('"on_demand": 0.05', '"on_demand": -1', 1)),
+    ],
+    ids=["not-an-object", "another-file", "tables-a-list", "invalid-price"],
+)
+def test_a_forged_catalog_entry_is_warned_once_and_parsed_again(
+    forge, cache, tmp_path, monkeypatch, capsys
+):
+    path = _big_toml(tmp_path, monkeypatch)
+    true = load_catalog(str(path))
+    (entry,) = cache.iterdir()
+    forge(entry)
+    capsys.readouterr()
+    assert load_catalog(str(path)) == true
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(entry) in err[0] and "ignored" in err[0], err
+    assert load_catalog(str(path)) == true and capsys.readouterr().err == "", "kept again"

@@ -1,5 +1,6 @@
 """Every number the tool reads back, poisoned: each numeric field of a cell, of run.json
-and of each cache record (census, peak, environment) set to NaN, +-inf, -1 and 1e308.
+and of each cache record (census, gate verdict, peak, environment) set to NaN, +-inf, -1
+and 1e308.
 Each either is refused with a message naming the field (a cell or a cache entry is then
 left out with a named warning, run.json is one line), or changes nothing that a verdict
 is made of. Never a traceback."""
@@ -19,11 +20,12 @@ from test_peak import CPU, TOPO
 
 from tfvariants.errors import UserError
 from tfvariants.plan.pinning import plan_pinning
+from tfvariants.store import cachefiles
 from tfvariants.store.record import run_record
 from tfvariants.store.result import ResultError, validate_result
 from tfvariants.store.runfile import validate_run
 from tfvariants.store.training import parse_training
-from tfvariants.variants import cachefiles, census, envbuild
+from tfvariants.variants import census, envbuild
 from tfvariants.variants.peak import run as peakrun
 from tfvariants.variants.registry import Variant
 from workloads import isacensus
@@ -240,3 +242,15 @@ def test_a_poisoned_environment_number_is_ignored(case, cache, capsys):
     path, bad = case
     check = lambda info: envbuild._info_problem(info, "k")  # noqa: E731
     assert read_back(cache, poisoned(ENV_INFO, path, bad), check, capsys) is None
+
+
+# The gate's verdict has no number of its own: a number in either of its fields (a
+# forged entry) is no verdict of the gate, so it never skips a variant.
+VERDICT = {"framework_sha256": "a" * 64, "reason": None}
+
+
+@pytest.mark.parametrize("field,bad", [(f, b) for f in VERDICT for b in BAD], ids=lambda v: str(v))
+def test_a_number_in_a_gate_verdict_is_ignored(field, bad, cache, capsys):
+    check = lambda v: census.verdict_problem(v, "a" * 64)  # noqa: E731
+    assert read_back(cache, VERDICT, check, capsys) == VERDICT  # the true one is taken
+    assert read_back(cache, {**VERDICT, field: bad}, check, capsys) is None

@@ -123,7 +123,8 @@ def run_import(args: argparse.Namespace) -> int:
     import tomllib
 
     from tfvariants.analyze.cost import catalog_import as ci
-    from tfvariants.analyze.cost.catalog import parse_catalog, valid_date
+    from tfvariants.analyze.cost.catalog import parse_catalog
+    from tfvariants.analyze.cost.catalog_fields import valid_date
     from tfvariants.render.output import write_text_atomic
 
     if args.csv is None or args.output is None:

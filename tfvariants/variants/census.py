@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tfvariants.variants import cachefiles
+from tfvariants.store import cachefiles
 from workloads import isacensus
 
 if TYPE_CHECKING:

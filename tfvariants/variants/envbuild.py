@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tfvariants.errors import UserError, one_line
-from tfvariants.variants import cachefiles
+from tfvariants.store import cachefiles
 from tfvariants.variants.census import died_of_sigill, run_code
 from workloads.protocol import write_json_atomic
 

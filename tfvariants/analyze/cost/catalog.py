@@ -11,14 +11,21 @@ import functools
 import json
 import math
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
-from typing import TypeGuard
 
 import tomllib
 
+from tfvariants.analyze.cost import catalog_cache
+from tfvariants.analyze.cost.catalog_fields import (
+    Where,
+    at,
+    field_at,
+    finite_number,
+    known_fields,
+    printable,
+    valid_date,
+)
 from tfvariants.errors import UserError
 from tfvariants.store.inputs import CATALOG_BYTES, read_input
 
@@ -36,7 +43,6 @@ def normalize_tier(tier: str | None) -> str | None:
 
 _RULE_UNITS = {"per_second": 1, "per_minute": 60, "per_hour": 3600}
 MAX_MINIMUM_S = 24 * 3600.0
-_DATE = re.compile(r"\d{4}-\d{2}(-\d{2})?", re.ASCII)
 
 
 @dataclass(frozen=True)
@@ -146,69 +152,6 @@ class Catalog:
         return None
 
 
-def _where(path: str, inst: str | None, fld: str) -> str:
-    return f"{path}: instance {inst!r}, field {fld!r}" if inst else f"{path}: field {fld!r}"
-
-
-# Where a value sits, for an error: a string, or a function making it only when an error
-# is raised (formatting it for each of a whole cloud's 100k instances costs seconds).
-Where = str | Callable[[], str]
-
-
-def _at(where: Where) -> str:
-    return where if isinstance(where, str) else where()
-
-
-def _number(value: object, where: Where, *, positive: bool = True) -> float:
-    """A finite number: > 0 (a price), or >= 0 with ``positive=False`` (a minimum)."""
-    if type(value) is float and 0 < value <= 1e300:  # the common case, checked first
-        return value
-    where = _at(where)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise UserError(f"{where}: expected a number, got {value!r}")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise UserError(f"{where}: expected a finite number, got {value!r}")
-    if abs(value) > 1e300:  # tomllib reads integers of any size; no float holds 10**400
-        raise UserError(f"{where}: expected a plausible number, got {str(value)[:40]}")
-    if value < 0 or (positive and value == 0):
-        raise UserError(
-            f"{where}: must be {'greater than 0' if positive else '0 or more'}, got {value!r}"
-        )
-    return float(value) + 0.0  # -0.0 -> 0.0
-
-
-def _text(value: object, where: Where, *, required: bool = True) -> str:
-    """A catalog's text: a string of printable characters (no newline, no escape
-    sequence: it lands in one-line messages, tables and the report)."""
-    if not isinstance(value, str) or (required and not value.strip()):
-        raise UserError(f"{_at(where)}: expected a non-empty string, got {str(value)[:40]!r}")
-    if not value.isprintable():
-        raise UserError(f"{_at(where)}: control characters are not allowed, got {value[:40]!r}")
-    return value
-
-
-def _known(table: dict, fields: tuple[str, ...], where: Where) -> None:
-    """Refuse a key the catalog format does not have (a typo would be silently ignored)."""
-    unknown = [k for k in table if k not in fields]
-    if unknown:
-        raise UserError(f"{_at(where)}: unknown field {unknown[0]!r} (fields: {', '.join(fields)})")
-
-
-def valid_date(text: object) -> TypeGuard[str]:
-    """YYYY-MM or YYYY-MM-DD naming a real month (and day)."""
-    return isinstance(text, str) and bool(_DATE.fullmatch(text)) and _real_date(text)
-
-
-@functools.lru_cache(maxsize=4096)
-def _real_date(text: str) -> bool:
-    # Memoised: a catalog of 100k instances names a few dozen dates (strptime is slow).
-    try:
-        datetime.strptime(text, "%Y-%m-%d" if len(text) == 10 else "%Y-%m")
-    except ValueError:
-        return False
-    return True
-
-
 CATALOG_FIELDS = ("name", "title", "source", "currency", "billing", "default", "instance")
 BILLING_FIELDS = ("rule", "minimum_seconds")
 DEFAULT_FIELDS = ("as_of", "tier", "gpu")
@@ -224,16 +167,16 @@ def parse_catalog(data: dict, path: str) -> Catalog:
 
     A price point whose spot price is above its on-demand price keeps on-demand only,
     with a note and a warning in ``Catalog.warnings`` (as ``prices import`` does)."""
-    _known(data, CATALOG_FIELDS, path)
+    known_fields(data, CATALOG_FIELDS, path)
     for key in ("name", "source"):
         if not isinstance(data.get(key), str) or not data[key].strip():
-            raise UserError(f"{_where(path, None, key)}: missing or not a string")
-        _text(data[key], _where(path, None, key))
-    title = _text(data.get("title", data["name"]), _where(path, None, "title"))
+            raise UserError(f"{field_at(path, None, key)}: missing or not a string")
+        printable(data[key], field_at(path, None, key))
+    title = printable(data.get("title", data["name"]), field_at(path, None, "title"))
     currency = data.get("currency", "USD")
     if not isinstance(currency, str) or not _CURRENCY.fullmatch(currency):
         raise UserError(
-            f"{_where(path, None, 'currency')}: expected a 3-letter currency code like USD "
+            f"{field_at(path, None, 'currency')}: expected a 3-letter currency code like USD "
             f"or EUR, got {str(currency)[:40]!r}"
         )
     billing = _billing(data, path)
@@ -241,7 +184,7 @@ def parse_catalog(data: dict, path: str) -> Catalog:
     tier, as_of, default_gpu = _defaults(data, path, spot_word)
     raw_instances = data.get("instance")
     if not isinstance(raw_instances, list) or not raw_instances:
-        raise UserError(f"{_where(path, None, 'instance')}: no [[instance]] entries")
+        raise UserError(f"{field_at(path, None, 'instance')}: no [[instance]] entries")
     instances: list[Instance] = []
     seen: set[str] = set()  # a set: a list scan per instance is quadratic at 100k
     warnings: list[str] = []
@@ -249,16 +192,16 @@ def parse_catalog(data: dict, path: str) -> Catalog:
         name = raw.get("name") if isinstance(raw, dict) else None
         if not isinstance(name, str) or not name:
             raise UserError(f"{path}: instance #{i + 1}: missing field 'name'")
-        _text(name, lambda i=i: f"{path}: instance #{i + 1}, field 'name'")
+        printable(name, functools.partial("{}: instance #{}, field 'name'".format, path, i + 1))
         if name in seen:
-            raise UserError(f"{_where(path, name, 'name')}: duplicate instance")
+            raise UserError(f"{field_at(path, name, 'name')}: duplicate instance")
         seen.add(name)
         assert isinstance(raw, dict)  # a name was read from it
         instances.append(_instance(raw, name, path, spot_word, warnings))
     if default_gpu is not None and not any(i.gpu_type == default_gpu for i in instances):
         gpus = sorted({i.gpu_type for i in instances if i.gpu_type})
         raise UserError(
-            f"{_where(path, None, 'default.gpu')}: no instance has GPU {default_gpu!r} "
+            f"{field_at(path, None, 'default.gpu')}: no instance has GPU {default_gpu!r} "
             f"(have: {', '.join(gpus) or 'none'})"
         )
     return Catalog(
@@ -280,22 +223,22 @@ def parse_catalog(data: dict, path: str) -> Catalog:
 def _billing(data: dict, path: str) -> Billing:
     billing_raw = data.get("billing")
     if not isinstance(billing_raw, dict):
-        raise UserError(f"{_where(path, None, 'billing')}: missing table [billing]")
-    _known(billing_raw, BILLING_FIELDS, _where(path, None, "billing"))
+        raise UserError(f"{field_at(path, None, 'billing')}: missing table [billing]")
+    known_fields(billing_raw, BILLING_FIELDS, field_at(path, None, "billing"))
     rule = billing_raw.get("rule")
     if rule not in _RULE_UNITS:
         raise UserError(
-            f"{_where(path, None, 'billing.rule')}: expected one of "
+            f"{field_at(path, None, 'billing.rule')}: expected one of "
             f"{', '.join(_RULE_UNITS)}, got {rule!r}"
         )
-    minimum = _number(
+    minimum = finite_number(
         billing_raw.get("minimum_seconds", 0),
-        _where(path, None, "billing.minimum_seconds"),
+        field_at(path, None, "billing.minimum_seconds"),
         positive=False,
     )
     if minimum > MAX_MINIMUM_S:
         raise UserError(
-            f"{_where(path, None, 'billing.minimum_seconds')}: at most {MAX_MINIMUM_S:g} "
+            f"{field_at(path, None, 'billing.minimum_seconds')}: at most {MAX_MINIMUM_S:g} "
             f"(a day), got {minimum:g}"
         )
     return Billing(rule, minimum)
@@ -305,46 +248,49 @@ def _defaults(data: dict, path: str, spot_word: str) -> tuple[str, str | None, s
     """The [default] table: (tier, as_of, gpu)."""
     default = data.get("default", {})
     if not isinstance(default, dict):
-        raise UserError(f"{_where(path, None, 'default')}: expected a table")
-    _known(default, DEFAULT_FIELDS, _where(path, None, "default"))
+        raise UserError(f"{field_at(path, None, 'default')}: expected a table")
+    known_fields(default, DEFAULT_FIELDS, field_at(path, None, "default"))
     tier = normalize_tier(default.get("tier", "on_demand"))
     if tier not in TIERS:
         raise UserError(
-            f"{_where(path, None, 'default.tier')}: expected {spot_word} or on_demand, "
+            f"{field_at(path, None, 'default.tier')}: expected {spot_word} or on_demand, "
             f"got {default.get('tier')!r}"
         )
     as_of = default.get("as_of")
     if as_of is not None and not valid_date(as_of):
         raise UserError(
-            f"{_where(path, None, 'default.as_of')}: expected YYYY-MM or YYYY-MM-DD, got {as_of!r}"
+            f"{field_at(path, None, 'default.as_of')}: expected YYYY-MM or YYYY-MM-DD, "
+            f"got {as_of!r}"
         )
     default_gpu = default.get("gpu")
     if default_gpu is not None:
-        _text(default_gpu, _where(path, None, "default.gpu"))
+        printable(default_gpu, field_at(path, None, "default.gpu"))
     return tier, as_of, default_gpu
 
 
 def _instance(raw: dict, name: str, path: str, spot_word: str, warnings: list[str]) -> Instance:
     """One [[instance]]; a dropped spot price adds to ``warnings``."""
-    _known(raw, INSTANCE_FIELDS, lambda: f"{path}: instance {name!r}")
+    known_fields(raw, INSTANCE_FIELDS, lambda: f"{path}: instance {name!r}")
     if "cpu" in raw:
-        _text(raw["cpu"], lambda: _where(path, name, "cpu"))
+        printable(raw["cpu"], lambda: field_at(path, name, "cpu"))
     vcpus = raw.get("vcpus")
     if isinstance(vcpus, bool) or not isinstance(vcpus, int) or not 1 <= vcpus <= MAX_VCPUS:
         raise UserError(
-            f"{_where(path, name, 'vcpus')}: expected a whole number from 1 to {MAX_VCPUS}, "
+            f"{field_at(path, name, 'vcpus')}: expected a whole number from 1 to {MAX_VCPUS}, "
             f"got {vcpus!r}"
         )
-    gpu_type, gpu_count = _gpu(raw.get("gpu", "none"), lambda: _where(path, name, "gpu"))
+    gpu_type, gpu_count = _gpu(raw.get("gpu", "none"), lambda: field_at(path, name, "gpu"))
     raw_prices = raw.get("prices")
     if not isinstance(raw_prices, list) or not raw_prices:
-        raise UserError(f"{_where(path, name, 'prices')}: expected a list of price points")
+        raise UserError(f"{field_at(path, name, 'prices')}: expected a list of price points")
     points: list[PricePoint] = []
     for j, rp in enumerate(raw_prices):
-        point, warning = _price_point(rp, lambda j=j: _where(path, name, f"prices[{j}]"), spot_word)
+        point, warning = _price_point(
+            rp, functools.partial(field_at, path, name, f"prices[{j}]"), spot_word
+        )
         if any(p.as_of == point.as_of for p in points):
             raise UserError(
-                f"{_where(path, name, f'prices[{j}]')}: a second price point as of "
+                f"{field_at(path, name, f'prices[{j}]')}: a second price point as of "
                 f"{point.as_of} (which one applies would be ambiguous)"
             )
         points.append(point)
@@ -367,14 +313,12 @@ def _gpu(gpu: object, where: Where) -> tuple[str | None, int]:
             or not 1 <= gpu_count <= 64
         ):
             raise UserError(
-                f'{_at(where)}: expected {{type = "K80", count = 1}} (1 to 64 GPUs) or "none", '
+                f'{at(where)}: expected {{type = "K80", count = 1}} (1 to 64 GPUs) or "none", '
                 f"got {gpu!r}"
             )
         return gpu_type, gpu_count
     if gpu not in ("none", None):
-        raise UserError(
-            f'{_at(where)}: expected {{type = ..., count = ...}} or "none", got {gpu!r}'
-        )
+        raise UserError(f'{at(where)}: expected {{type = ..., count = ...}} or "none", got {gpu!r}')
     return None, 0
 
 
@@ -382,25 +326,25 @@ def _price_point(rp: object, where: Where, spot_word: str) -> tuple[PricePoint, 
     """One dated price point, and a warning when its spot price was dropped. Errors name
     the field by the catalog's own word (spot or preemptible)."""
     if not isinstance(rp, dict):
-        raise UserError(f"{_at(where)}: expected a table")
+        raise UserError(f"{at(where)}: expected a table")
     if "spot" in rp and "preemptible" in rp:
-        raise UserError(f"{_at(where)}: give spot or preemptible, not both (one tier)")
+        raise UserError(f"{at(where)}: give spot or preemptible, not both (one tier)")
     word = "spot" if "spot" in rp else "preemptible" if "preemptible" in rp else spot_word
     fields = ("as_of", "on_demand", word, "note")
-    _known(rp, fields, where)
+    known_fields(rp, fields, where)
     date = rp.get("as_of")
     if not valid_date(date):
-        raise UserError(f"{_at(where)}.as_of: expected YYYY-MM or YYYY-MM-DD, got {date!r}")
+        raise UserError(f"{at(where)}.as_of: expected YYYY-MM or YYYY-MM-DD, got {date!r}")
     od, pe = rp.get("on_demand"), rp.get(word)
     if od is None and pe is None:
-        raise UserError(f"{_at(where)}: needs on_demand and/or {word}")
-    on_demand = None if od is None else _number(od, lambda: f"{_at(where)}.on_demand")
-    spot = None if pe is None else _number(pe, lambda: f"{_at(where)}.{word}")
-    note = _text(rp.get("note", ""), lambda: f"{_at(where)}.note", required=False)
+        raise UserError(f"{at(where)}: needs on_demand and/or {word}")
+    on_demand = None if od is None else finite_number(od, lambda: f"{at(where)}.on_demand")
+    spot = None if pe is None else finite_number(pe, lambda: f"{at(where)}.{word}")
+    note = printable(rp.get("note", ""), lambda: f"{at(where)}.note", required=False)
     warning = None
     if on_demand is not None and spot is not None and spot > on_demand:
         # As `prices import` does with such rows: keep the on-demand price, say so.
-        warning = f"{_at(where)}: {word} {spot:g} above on-demand {on_demand:g}: {word} dropped"
+        warning = f"{at(where)}: {word} {spot:g} above on-demand {on_demand:g}: {word} dropped"
         note = f"{note}; {word} {spot:g} > on-demand dropped".lstrip("; ")
         spot = None
     return PricePoint(date, on_demand, spot, note), warning
@@ -442,7 +386,15 @@ def load_catalog(name_or_path: str) -> Catalog:
             )
     form = "JSON" if path.suffix == ".json" else "TOML"
     try:
-        text = read_input(path, CATALOG_BYTES).decode("utf-8")
+        raw = read_input(path, CATALOG_BYTES)
+        entry = catalog_cache.entry_for(raw) if form == "TOML" else None
+        kept = catalog_cache.tables(entry)
+        if kept is not None and entry is not None:
+            try:
+                return parse_catalog(kept, str(path))
+            except UserError as exc:  # validated as the file is: the file is the truth
+                catalog_cache.refuse(entry, str(exc))
+        text = raw.decode("utf-8")
         # JSON: what `prices import -o X.json` writes for a whole cloud, read 10x faster.
         data = json.loads(text) if form == "JSON" else tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:  # its message carries "(at line L, column C)"
@@ -455,4 +407,6 @@ def load_catalog(name_or_path: str) -> Catalog:
         raise UserError(f"{path}: invalid {form}: {exc}") from None
     if not isinstance(data, dict):
         raise UserError(f"{path}: invalid JSON: expected an object at the top")
-    return parse_catalog(data, str(path))
+    catalog = parse_catalog(data, str(path))
+    catalog_cache.keep(entry, data)
+    return catalog

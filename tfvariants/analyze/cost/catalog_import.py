@@ -17,7 +17,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from tfvariants.analyze.cost.catalog import MAX_VCPUS, valid_date
+from tfvariants.analyze.cost.catalog import MAX_VCPUS
+from tfvariants.analyze.cost.catalog_fields import valid_date
 from tfvariants.errors import UserError
 from tfvariants.options.limits import decimal
 from tfvariants.store.inputs import CSV_BYTES, read_input_text

@@ -15,8 +15,8 @@ from tfvariants.analyze.cost.catalog import (
     Instance,
     load_catalog,
     normalize_tier,
-    valid_date,
 )
+from tfvariants.analyze.cost.catalog_fields import valid_date
 from tfvariants.errors import UserError
 from tfvariants.plan.cell import config_label
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from tfvariants.plan.pinning import PinPlan, plan_pinning
 from tfvariants.plan.topology import Topology, read_topology
-from tfvariants.variants import cachefiles
+from tfvariants.store import cachefiles
 from tfvariants.variants.census import cache_dir, file_hash, known_compiled_for, tensorflow_dir
 from tfvariants.variants.peak import gpu, theory
 from workloads import peakprobe
