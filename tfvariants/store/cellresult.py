@@ -49,6 +49,23 @@ class ConfigKey(NamedTuple):
         return config_label(self.variant, self.threads)
 
 
+class OfConfig:
+    """A record about one configuration (fields ``workload``, ``variant``, ``threads``):
+    its key and label, said once for every such record."""
+
+    workload: str
+    variant: str
+    threads: int
+
+    @property
+    def key(self) -> ConfigKey:
+        return ConfigKey(self.workload, self.variant, self.threads)
+
+    @property
+    def label(self) -> str:
+        return self.key.label
+
+
 def host_of(result: Mapping[str, Any]) -> str | None:
     """The host a cell ran on: the runner's record first (a container's own host_id is
     the container's), else the worker's, unless it ran in a container; None = unknown."""
