@@ -11,6 +11,7 @@ from tfvariants.commands import common, rounds
 from tfvariants.errors import UserError, one_line
 from tfvariants.options import declare
 from tfvariants.options.decision import DecisionOptions
+from tfvariants.options.serving import ServingOptions
 
 if TYPE_CHECKING:  # the analysis is imported only when a report is made (start-up time)
     from tfvariants.analyze.report.build import Report
@@ -50,12 +51,9 @@ def add_options(p: argparse.ArgumentParser) -> None:
     common.add_allow_mixed_hosts(p)
     common.add_beside(p)
     rounds.add_disturbed_policy(p)
-    p.add_argument(
-        "--p99",
-        default=None,
-        help="serving runs: the latency bound for the cheapest answer (default: the run's, "
-        "else 100ms)",
-    )
+    # serving runs: the latency bound for the cheapest answer
+    words = {"p99_bound_ms": "the run's, else 100ms"}
+    declare.add_arguments(p, ServingOptions, ("p99_bound_ms",), words, parse_later=True)
 
 
 def print_store_warnings(analysis: RunFrame) -> None:
@@ -98,14 +96,7 @@ def run(args: argparse.Namespace) -> int:
         from tfvariants.analyze.report.otherruns import check_beside
 
         check_beside(beside)
-    p99_ms = None
-    if args.p99 is not None:
-        from tfvariants.options.argtypes import milliseconds  # as serve's --p99
-
-        try:
-            p99_ms = milliseconds(args.p99)
-        except argparse.ArgumentTypeError as exc:
-            raise UserError(f"--p99: {exc}") from None
+    p99_ms = declare.given_value(ServingOptions, "p99_bound_ms", args.p99_bound_ms)
     from tfvariants.analyze.shared.settings import ReportSettings
     from tfvariants.options.decision import Override
     from tfvariants.render.answertext import answer_of_report, print_answer

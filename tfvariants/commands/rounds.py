@@ -46,6 +46,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
         TrainingOptions,
         ("budget_s", *COMPARE_DECISION),
         default_words={
+            "budget_s": "off; --quick 10m",
             "min_steady_s": "10, also with --quick; not given, the adaptive rounds after the first "
             "look measure a window planned from the first rounds",
             "min_steady_steps": "100; --quick 50",

@@ -65,10 +65,12 @@ class DecisionOptions(RunOptionsBase):
         None,
         "adaptive repeats: after --repeats rounds, keep running rounds of the "
         "undecided comparisons until decided, --max-repeats, or this much time for "
-        "the whole run (e.g. 10m; default with --quick: 10m)",
+        "the whole run (e.g. 10m); off: exactly --repeats rounds",
         "--budget",
         resume=CHANGEABLE,
         parse=argtypes.budget,
+        metavar="DURATION|off",
+        off="off",
     )
     at_least_first_look: bool | None = option(
         None,
