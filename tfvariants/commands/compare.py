@@ -387,7 +387,7 @@ def _duet(
 
     if say:
         console.print(duet_line(plans), highlight=False, markup=False)
-    return Duet(plans, run_on, gate, interference.rule_of(spec.options.record()))
+    return Duet(plans, run_on, gate, interference.rule_of(spec.options))
 
 
 @dataclasses.dataclass(frozen=True)

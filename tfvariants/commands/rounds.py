@@ -209,7 +209,7 @@ def quiet_gate(spec: MatrixSpec) -> QuietGate | None:
     return QuietGate(
         limit=o.quiet_share,
         max_wait_s=wait_s,
-        disturbed=interference.rule_of(spec.options.record()),
+        disturbed=interference.rule_of(spec.options),
         budget_s=o.budget_s,  # the waits take at most a share of it
     )
 
@@ -219,7 +219,7 @@ def retry_options(spec: MatrixSpec, gate: QuietGate | None = None) -> dict[str, 
     classification, the retry count, and no retries while the gate finds the load
     sustained (they would be disturbed too)."""
     return {
-        "disturbed": interference.rule_of(spec.options.record()),
+        "disturbed": interference.rule_of(spec.options),
         "retries": spec.options.disturbed_retries or 0,
         "retry_now": (lambda: not gate.sustained) if gate is not None else None,
     }

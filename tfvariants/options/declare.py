@@ -155,9 +155,9 @@ class RunOptionsBase:
     def from_record(cls: type[OptionsT], values: Mapping[str, Any]) -> OptionsT:
         """The options structured from a stored run's record (run.json's "options",
         checked by store/runfile.py validate_run) or a test's few values: declared
-        names only, the rest at their defaults."""
+        names only, the rest at their defaults (a stored null is "not set": the default)."""
         known = declared(cls)
-        return cls(**{k: v for k, v in values.items() if k in known})
+        return cls(**{k: v for k, v in values.items() if k in known and v is not None})
 
 
 def resolve(

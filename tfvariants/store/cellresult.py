@@ -27,10 +27,9 @@ from tfvariants.store.celltimes import (
     warmup_time_s,
 )
 from tfvariants.store.disturbance import (
-    disturbed_limit,
+    limits_of,
     result_disturbance,
     scaled,
-    shielded_limit,
     undisturbed_steps,
 )
 from tfvariants.store.rawfields import finite_number, first_of, get_path
@@ -299,7 +298,7 @@ def parse_training(
     """A validated training result as a CellResult (``device``: the variant's, see
     :func:`variant_devices`; ``run_cpus``: the run host's CPUs, for old results;
     ``disturbed_share``, ``shielded_share``: the run's limits, see
-    :func:`tfvariants.store.disturbance.disturbed_limit` and ``shielded_limit``)."""
+    :func:`tfvariants.store.disturbance.limits_of`)."""
     c = result["cell"]
     key = ConfigKey(str(c["workload"]), str(c["variant"]), int(c["threads"]))
     status = str(result["status"])
@@ -421,8 +420,7 @@ def parse_result(
     """One validated result of a run folder, with the run-level facts (``devices``: of
     every variant, :func:`variant_devices` over the whole folder's results)."""
     run_cpus = run.logical_cpus if run.logical_cpus and run.logical_cpus > 0 else None
-    stored = {"options": run.options_as_stored()}  # the rule's reader of the stored limits
-    limit, shielded = disturbed_limit(stored), shielded_limit(stored)
+    limit, shielded = limits_of(run.options)
     device = devices.get(str(get_path(result, "cell", "variant")), "cpu")
     parse = _PARSERS[task_of(result["cell"]).name]
     return parse(result, _RunFacts(device, run_cpus, limit, shielded))
