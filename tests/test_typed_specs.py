@@ -79,3 +79,45 @@ def test_readers_of_run_options_take_the_typed_options():
 def test_the_parameter_scan_sees_a_mapping_of_options():
     tree = ast.parse("def f(options: Mapping[str, Any], x: dict) -> None: ...\n")
     assert _mapping_options_parameters(tree) == ["f(options: Mapping[str, Any])"]
+
+
+# run.json's record fields (store/runfile.py validate_run, store/record.py RunRecord);
+# not logical_cpus, which a host's topology (`tfvariants env`) names too.
+RUN_JSON_FIELDS = {
+    "options", "adaptive", "variant_info", "hosts", "fixed_threads",
+    "schema_version", "workload_files", "started_at", "window_plan", "look_plan",
+}  # fmt: skip
+
+
+def _string_key_reads(tree: ast.AST, keys: set[str]) -> list[str]:
+    """Each ``x["key"]`` read or ``x.get("key")`` call naming one of ``keys``."""
+    out = []
+    for n in ast.walk(tree):
+        key = None
+        if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load):
+            key = n.slice.value if isinstance(n.slice, ast.Constant) else None
+        elif isinstance(n, ast.Call) and getattr(n.func, "attr", None) == "get" and n.args:
+            key = n.args[0].value if isinstance(n.args[0], ast.Constant) else None
+        if key in keys:
+            out.append(f"line {n.lineno}: {ast.unparse(n)}")
+    return out
+
+
+def test_no_string_key_read_of_run_json_outside_the_store():
+    """run.json is structured once, at the store's boundary: every other stage reads the
+    typed record (RunRecord, the options classes), never its fields by name."""
+    found = [
+        f"{p.relative_to(ROOT)}: {hit}"
+        for p in sorted((ROOT / "tfvariants").rglob("*.py"))
+        if p.relative_to(ROOT).parts[1] != "store"
+        for hit in _string_key_reads(ast.parse(p.read_text(encoding="utf-8")), RUN_JSON_FIELDS)
+    ]
+    assert found == []
+
+
+def test_the_key_scan_sees_reads_not_writes():
+    tree = ast.parse('a = r.get("adaptive")\nb = r["options"]["x"]\nr["hosts"] = []\n')
+    assert _string_key_reads(tree, RUN_JSON_FIELDS) == [
+        "line 1: r.get('adaptive')",
+        "line 2: r['options']",
+    ]

@@ -161,7 +161,8 @@ def measure_peaks(
     from functools import partial
 
     from tfvariants.execute.probe import peak_probe
-    from tfvariants.variants.peak import measure_all, store_peaks
+    from tfvariants.store.runfile import store_peaks
+    from tfvariants.variants.peak import measure_all
 
     probe = partial(peak_probe, priority=priority)
     store_peaks(out, measure_all(variant_objs, configs, probe))

@@ -96,7 +96,10 @@ def run(args: argparse.Namespace) -> int:
         from tfvariants.analyze.report.otherruns import check_beside
 
         check_beside(beside)
-    p99_ms = declare.given_value(ServingOptions, "p99_bound_ms", args.p99_bound_ms)
+    p99_ms = None  # the run's
+    if args.p99_bound_ms is not None:  # parsed as declared: one line when it does not parse
+        given = {"p99_bound_ms": args.p99_bound_ms}
+        p99_ms = declare.resolve(ServingOptions, given, {}, {})["p99_bound_ms"]
     from tfvariants.analyze.shared.settings import ReportSettings
     from tfvariants.options.decision import Override
     from tfvariants.render.answertext import answer_of_report, print_answer

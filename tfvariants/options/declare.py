@@ -127,7 +127,7 @@ def _parser(o: Option) -> Callable[[str], Any]:
     return lambda text: off if says_off(o, text) else parse(text)
 
 
-def says_off(o: Option, value: Any) -> bool:
+def says_off(o: Option, value: object) -> bool:
     """The value is the option's ``off`` word (as the command line gave it)."""
     return o.off is not None and isinstance(value, str) and value.strip().lower() == o.off
 
@@ -191,13 +191,7 @@ def resolve(
     return out
 
 
-def given_value(cls: type[RunOptionsBase], name: str, value: Any) -> Any:
-    """One option's value as given (text parsed as declared; one line naming the flag
-    when it does not parse), for a command that takes it without a run's options."""
-    return _parsed(declared(cls)[name], value)
-
-
-def _parsed(o: Option, value: Any) -> Any:
+def _parsed(o: Option, value: object) -> object:
     from tfvariants.errors import UserError
 
     if value is not None and isinstance(value, str) and o.parse is not None:
