@@ -31,7 +31,8 @@ def test_options_are_not_mappings_and_a_stored_record_structures_back():
 
 
 def test_no_of_call_and_no_mapping_options_in_plan():
-    sources = [p for p in (ROOT / "tfvariants").rglob("*") if p.suffix in (".py", ".html")]
+    code = [p for folder in ("tfvariants", "workloads") for p in (ROOT / folder).rglob("*")]
+    sources = [p for p in code if p.suffix in (".py", ".html")]
     calls = [f"{p}: {m}" for p in sources for m in re.findall(r".*\.of\(", p.read_text())]
     assert calls == []
     plan = [p.read_text() for p in (ROOT / "tfvariants" / "plan").glob("*.py")]
