@@ -11,7 +11,8 @@ from tfvariants.commands import common, rounds
 from tfvariants.errors import UserError, one_line
 from tfvariants.options import declare
 from tfvariants.options.decision import DecisionOptions
-from tfvariants.options.serving import ServingOptions
+from tfvariants.options.declare import RunOptionsBase
+from tfvariants.plan.tasks import TASKS
 
 if TYPE_CHECKING:  # the analysis is imported only when a report is made (start-up time)
     from tfvariants.analyze.report.build import Report
@@ -51,9 +52,15 @@ def add_options(p: argparse.ArgumentParser) -> None:
     common.add_allow_mixed_hosts(p)
     common.add_beside(p)
     rounds.add_disturbed_policy(p)
-    # serving runs: the latency bound for the cheapest answer
+    # the latency bound for the cheapest answer, as the task that measures it declares it
     words = {"p99_bound_ms": "the run's, else 100ms"}
-    declare.add_arguments(p, ServingOptions, ("p99_bound_ms",), words, parse_later=True)
+    declare.add_arguments(p, _declaring("p99_bound_ms"), ("p99_bound_ms",), words, parse_later=True)
+
+
+def _declaring(name: str) -> type[RunOptionsBase]:
+    """The task's options class that declares ``name`` (a report option is taken as its
+    task declares it, naming no task here)."""
+    return next(t.options for t in TASKS.values() if name in declare.declared(t.options))
 
 
 def print_store_warnings(analysis: RunFrame) -> None:
@@ -99,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     p99_ms = None  # the run's
     if args.p99_bound_ms is not None:  # parsed as declared: one line when it does not parse
         given = {"p99_bound_ms": args.p99_bound_ms}
-        p99_ms = declare.resolve(ServingOptions, given, {}, {})["p99_bound_ms"]
+        p99_ms = declare.resolve(_declaring("p99_bound_ms"), given, {}, {})["p99_bound_ms"]
     from tfvariants.analyze.shared.settings import ReportSettings
     from tfvariants.options.decision import Override
     from tfvariants.render.answertext import answer_of_report, print_answer
