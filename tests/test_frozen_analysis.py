@@ -5,6 +5,7 @@ stage adds a derived fact), checked on the source."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,3 +53,32 @@ def test_the_scan_sees_every_spelling_of_a_mutable_dataclass():
         "class F: pass\n"
     )
     assert mutable_dataclasses(source) == ["A", "B", "C"]
+
+
+# How a module would read run.json itself rather than the report's typed records.
+RAW_RUN = re.compile(
+    r"\bload_run\b|\bread_json_file\b|\bjson\.loads?\(|store\.runfile|run\.json|"
+    r"\brun\.(options|adaptive|variant_info|preset|hosts)\b"
+)
+
+
+def raw_run_reads(text: str) -> list[str]:
+    return [m.group(0) for m in RAW_RUN.finditer(text)]
+
+
+def test_render_and_templates_read_no_raw_run_json():
+    """render/ and its templates format the frozen report (issue 40): no run.json read,
+    no run record's options or adaptive record reached through ``.run``."""
+    sources = [p for p in (ROOT / "tfvariants" / "render").rglob("*") if p.is_file()]
+    found = [
+        f"{p.relative_to(ROOT)}: {hit}"
+        for p in sources
+        if p.suffix in (".py", ".html")
+        for hit in raw_run_reads(p.read_text(encoding="utf-8"))
+    ]
+    assert found == []
+
+
+def test_the_raw_read_scan_sees_each_spelling():
+    text = "load_run(d)\n{{ a.run.options.min_effect }}\njson.loads(t)\n{{ a.header.adaptive }}\n"
+    assert raw_run_reads(text) == ["load_run", "run.options", "json.loads("]

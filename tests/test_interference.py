@@ -16,7 +16,7 @@ from tfvariants.options.interference import DISTURBED_SHARE
 from tfvariants.options.training import TrainingOptions
 from tfvariants.plan.cell import Cell, cell_id, cell_id_of
 from tfvariants.plan.spec import MatrixSpec, plan_cells
-from tfvariants.store.disturbance import disturbed_limit
+from tfvariants.store.disturbance import limits_of
 from tfvariants.store.rundir import load_run_dir
 from tfvariants.store.training import parse_training
 from workloads import cpuload
@@ -95,8 +95,8 @@ def test_the_run_sets_the_limit():
     r = disturbed_result(0, others=0.3)
     assert parse_training(r).disturbed
     assert not parse_training(r, disturbed_share=0.5).disturbed
-    assert disturbed_limit({"options": {"disturbed_share": 0.5}}) == 0.5
-    assert disturbed_limit({}) == DISTURBED_SHARE
+    assert limits_of(TrainingOptions(disturbed_share=0.5))[0] == 0.5
+    assert limits_of(None)[0] == DISTURBED_SHARE
 
 
 def test_summary_counts_waits_from_the_runner_record():
@@ -104,7 +104,7 @@ def test_summary_counts_waits_from_the_runner_record():
     results[0]["runner"]["quiet"] = {"waited_s": 12.0, "quiet": True}
     results[1]["runner"]["quiet"] = {"waited_s": 30.0, "quiet": False}
     results[2]["runner"]["quiet"] = {"waited_s": 1.0, "quiet": False, "sustained": True}
-    summary = interference.summarise(parsed(results), options={"quiet_wait_s": 30})
+    summary = interference.summarise(parsed(results), options=TrainingOptions(quiet_wait_s=30))
     assert summary.waited_s == 43.0 and summary.not_quiet == 2 and summary.sustained == 1
     text = summary.sentence()
     assert "waited 43 s" in text and "2 started without it (the wait of 30 s ran out)" in text

@@ -15,6 +15,7 @@ from tfvariants.analyze.training import roofline
 from tfvariants.commands.report import write_report
 from tfvariants.execute import probe as probe_mod
 from tfvariants.plan.topology import LogicalCpu, Topology
+from tfvariants.store import runfile
 from tfvariants.store.record import run_record
 from tfvariants.variants.peak import run as peakrun
 from tfvariants.variants.peak import theory
@@ -305,7 +306,7 @@ def test_a_run_without_peaks_has_no_section(tmp_path):
 
 def test_store_peaks_keeps_other_thread_counts_on_resume(tmp_path):
     folder = _run_with_peaks(tmp_path)
-    peakrun.store_peaks(folder, {"local": {"4": {"attainable_gflops_per_s": 1.0}}})
+    runfile.store_peaks(folder, {"local": {"4": {"attainable_gflops_per_s": 1.0}}})
     stored = json.loads((folder / "run.json").read_text())["variant_info"]["local"]["peak"]
     assert sorted(stored) == ["1", "2", "4"]
 

@@ -366,7 +366,7 @@ def test_warmup_max_caps_the_cut_at_the_steps_within_that_much_training_time():
 def test_the_window_comes_from_the_request_by_name():
     req = WorkerRequest("mnist_mlp", {}, "r.json", 1, min_steady_s=3.0, warmup_max_s=20.0)
     again = WorkerRequest.from_json(req.to_json())
-    assert steady.Window.of(again) == steady.Window(3.0, 100, 20.0)
+    assert steady.Window.requested(again) == steady.Window(3.0, 100, 20.0)
     for bad in (0, -1, "10", True):
         text = req.to_json().replace('"warmup_max_s": 20.0', f'"warmup_max_s": {json.dumps(bad)}')
         with pytest.raises(RequestError, match="warmup_max_s"):

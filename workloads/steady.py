@@ -277,7 +277,7 @@ class Window:
     warmup_max_s: float | None = None  # the warm-up ends within this many seconds
 
     @classmethod
-    def of(cls, request: Any) -> Window:
+    def requested(cls, request: Any) -> Window:
         """The window a worker request (workloads.protocol) asks for."""
         given = {f.name: getattr(request, f.name) for f in fields(cls) if hasattr(request, f.name)}
         return cls(**given)

@@ -233,7 +233,7 @@ def run(req: WorkerRequest, result: dict[str, Any]) -> None:
     build_s = time.perf_counter() - t0
 
     full_samples = spec.get("train_samples") or n_train
-    window = steady.Window.of(req)
+    window = steady.Window.requested(req)
     sampler = stepload.Sampler(req.cpus)
     if req.epochs is None:
         # Steady-window mode: stop once the window is met; on a sample of the data, run
@@ -285,7 +285,7 @@ def _record(req: WorkerRequest, spec: dict[str, Any], fit: _Fitted, result: dict
     """The result of a fitted cell: timing, the steady state, the projection to the
     full schedule, CPU use, FLOPs and the final metrics; status ok."""
     timer, batch_size, n_train = fit.timer, fit.batch_size, fit.n_train
-    window = steady.Window.of(req)
+    window = steady.Window.requested(req)
     full_samples, full_epochs = fit.full_samples, fit.full_epochs
     epoch_times, train_times = timer.epoch_times, timer.train_times
     steps_per_epoch = len(timer.steps[0]) if timer.steps else 0

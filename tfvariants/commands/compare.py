@@ -161,7 +161,8 @@ def measure_peaks(out: Path, variant_objs: dict[str, Any], spec: MatrixSpec) -> 
     from functools import partial
 
     from tfvariants.execute.probe import peak_probe
-    from tfvariants.variants.peak import measure_all, store_peaks
+    from tfvariants.store.runfile import store_peaks
+    from tfvariants.variants.peak import measure_all
 
     probe = partial(peak_probe, priority=spec.options.priority)
     again = not spec.options.budget_s
@@ -387,7 +388,7 @@ def _duet(
 
     if say:
         console.print(duet_line(plans), highlight=False, markup=False)
-    return Duet(plans, run_on, gate, interference.rule_of(spec.options.record()))
+    return Duet(plans, run_on, gate, interference.rule_of(spec.options))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,7 +16,8 @@ from tfvariants.analyze.report.compiled import PRESET
 from tfvariants.analyze.training import processcells
 from tfvariants.analyze.training.decomposition import decompose
 from tfvariants.analyze.training.design import Design, cells_of_results, choose, design_of
-from tfvariants.store.cellresult import AnyResult, training
+from tfvariants.store.cellresult import AnyResult
+from tfvariants.store.training import training
 
 if TYPE_CHECKING:
     from rich.console import Console

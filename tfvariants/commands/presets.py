@@ -189,9 +189,13 @@ def _explanatory_that_fit(
     from tfvariants.analyze.statistics.stats import DEFAULT_REPEATS
     from tfvariants.commands.matrix_args import parse_names
     from tfvariants.commands.rounds import QUICK_BUDGET_S, QUICK_WINDOW
+    from tfvariants.options import declare
+    from tfvariants.options.training import TrainingOptions
     from tfvariants.rounds import firstlook
 
     quick = args.quick or layer.get("quick", False)
+    if declare.says_off(declare.declared(TrainingOptions)["budget_s"], args.budget_s):
+        return list(EXPLANATORY), None  # --budget off: as without a budget
     budget = args.budget_s or layer.get("budget_s") or (QUICK_BUDGET_S if quick else None)
     if budget is None:
         return list(EXPLANATORY), None  # no budget: every round runs whatever it takes

@@ -11,6 +11,8 @@ from tfvariants.commands import common, rounds
 from tfvariants.errors import UserError, one_line
 from tfvariants.options import declare
 from tfvariants.options.decision import DecisionOptions
+from tfvariants.options.declare import RunOptionsBase
+from tfvariants.plan.tasks import tasks
 
 if TYPE_CHECKING:  # the analysis is imported only when a report is made (start-up time)
     from tfvariants.analyze.report.build import Report
@@ -51,12 +53,15 @@ def add_options(p: argparse.ArgumentParser) -> None:
     common.add_allow_mixed_hosts(p)
     common.add_beside(p)
     rounds.add_disturbed_policy(p)
-    p.add_argument(
-        "--p99",
-        default=None,
-        help="serving runs: the latency bound for the cheapest answer (default: the run's, "
-        "else 100ms)",
-    )
+    # the latency bound for the cheapest answer, as the task that measures it declares it
+    words = {"p99_bound_ms": "the run's, else 100ms"}
+    declare.add_arguments(p, _declaring("p99_bound_ms"), ("p99_bound_ms",), words, parse_later=True)
+
+
+def _declaring(name: str) -> type[RunOptionsBase]:
+    """The task's options class that declares ``name`` (a report option is taken as its
+    task declares it, naming no task here)."""
+    return next(t.options for t in tasks().values() if name in declare.declared(t.options))
 
 
 def print_store_warnings(analysis: RunFrame) -> None:
@@ -99,14 +104,10 @@ def run(args: argparse.Namespace) -> int:
         from tfvariants.analyze.report.otherruns import check_beside
 
         check_beside(beside)
-    p99_ms = None
-    if args.p99 is not None:
-        from tfvariants.options.argtypes import milliseconds  # as serve's --p99
-
-        try:
-            p99_ms = milliseconds(args.p99)
-        except argparse.ArgumentTypeError as exc:
-            raise UserError(f"--p99: {exc}") from None
+    p99_ms = None  # the run's
+    if args.p99_bound_ms is not None:  # parsed as declared: one line when it does not parse
+        given = {"p99_bound_ms": args.p99_bound_ms}
+        p99_ms = declare.resolve(_declaring("p99_bound_ms"), given, {}, {})["p99_bound_ms"]
     from tfvariants.analyze.shared.settings import ReportSettings
     from tfvariants.options.decision import Override
     from tfvariants.render.answertext import answer_of_report, print_answer

@@ -46,6 +46,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
         TrainingOptions,
         ("budget_s", *COMPARE_DECISION),
         default_words={
+            "budget_s": "off; --quick 10m",
             "min_steady_s": "10, also with --quick; not given, the adaptive rounds after the first "
             "look measure a window planned from the first rounds",
             "min_steady_steps": "100; --quick 50",
@@ -208,7 +209,7 @@ def quiet_gate(spec: MatrixSpec) -> QuietGate | None:
     return QuietGate(
         limit=o.quiet_share,
         max_wait_s=wait_s,
-        disturbed=interference.rule_of(spec.options.record()),
+        disturbed=interference.rule_of(spec.options),
         budget_s=o.budget_s,  # the waits take at most a share of it
     )
 
@@ -218,7 +219,7 @@ def retry_options(spec: MatrixSpec, gate: QuietGate | None = None) -> dict[str, 
     classification, the retry count, and no retries while the gate finds the load
     sustained (they would be disturbed too)."""
     return {
-        "disturbed": interference.rule_of(spec.options.record()),
+        "disturbed": interference.rule_of(spec.options),
         "retries": spec.options.disturbed_retries or 0,
         "retry_now": (lambda: not gate.sustained) if gate is not None else None,
     }

@@ -180,14 +180,9 @@ def _add_load_options(p: argparse.ArgumentParser) -> None:
         help=f"repeats per configuration (default {d['repeats']}; with --budget: before the first "
         "look)",
     )
-    p.add_argument(
-        "--budget",
-        default=None,
-        metavar="DURATION|off",
-        help="adaptive repeats as in compare: after --repeats rounds, more rounds of the "
-        "configurations whose comparisons are undecided, until decided, --max-repeats, "
-        f"or this much time for the whole run (default {d['budget']}, off when --repeats is "
-        "given; off: exactly --repeats)",
+    budget_words = f"{d['budget_s']}, off when --repeats is given; --preset study off"
+    declare.add_arguments(
+        p, DecisionOptions, ("budget_s",), {"budget_s": budget_words}, parse_later=True
     )
     declare.add_arguments(
         p,

@@ -28,7 +28,7 @@ DEFAULTS: dict[str, str | None] = {
     "path": "http",
     "encoding": "b64",
     "repeats": "5",
-    "budget": "10m",
+    "budget_s": "10m",
     "min_duration_s": "3s",
     "max_duration_s": "60s",
     "min_queries": "auto",
@@ -47,7 +47,7 @@ PRESETS: dict[str, dict[str, str | None]] = {
         "path": "http",
         "encoding": "b64",
         "repeats": "5",
-        "budget": "off",
+        "budget_s": "off",
         "min_duration_s": "10s",
     },
 }
@@ -64,8 +64,8 @@ def resolved(args: argparse.Namespace) -> dict[str, Any]:
         k: getattr(args, k) if getattr(args, k) is not None else preset.get(k, v)
         for k, v in DEFAULTS.items()
     }
-    if args.repeats is not None and args.budget is None:  # --repeats N alone: exactly N
-        out["budget"] = "off"
+    if args.repeats is not None and args.budget_s is None:  # --repeats N alone: exactly N
+        out["budget_s"] = "off"
     return out
 
 
@@ -203,31 +203,24 @@ def _serving_options(
     from tfvariants.analyze.statistics import adaptive
 
     given = {name: getattr(args, name, None) for name in declare.declared(ServingOptions)}
-    given.update({name: v[name] for name in PRESET_OPTIONS})
-    budget_text = str(v["budget"]).strip().lower()
-    budget_s = None
-    if budget_text not in ("off", "none", "0"):
-        budget_s = checked("budget", argtypes.budget, budget_text)
-    if budget_s is not None and budget_s > 366 * 86400:
-        raise UserError(f"--budget: at most a year, got {v['budget']}")
-    max_repeats = args.max_repeats
-    if max_repeats is None and budget_s is None:  # exactly --repeats: no look to plan
-        max_repeats = max(adaptive.DEFAULT_MAX_REPEATS, repeats)
-    # else None: the last look is planned from the budget at the first look
-    # (rounds/serving.py)
-    if max_repeats is not None and max_repeats < repeats:
-        raise UserError(f"--max-repeats {max_repeats} is below --repeats {repeats}")
+    # and the budget, whose quick-scale default (10m) is serve's own, not the declared one
+    given.update({name: v[name] for name in (*PRESET_OPTIONS, "budget_s")})
     if str(v["encoding"]) not in ("json", "b64"):
         raise UserError(f"--encoding: expected json or b64, got {v['encoding']!r}")
     given.update(
         target_url=args.target,
         target_model=args.target_model,
         input_shape=input_shape,
-        budget_s=budget_s,
-        max_repeats=max_repeats,
         order_seed=None,  # drawn by serve (rounds/serving.py order_seed)
     )
-    o = ServingOptions(**declare.resolve(ServingOptions, given, {}, {}))
+    values = declare.resolve(ServingOptions, given, {}, {})
+    if values["max_repeats"] is None and values["budget_s"] is None:
+        # exactly --repeats: no look to plan; else the last look is planned from the
+        # budget at the first look (rounds/serving.py)
+        values["max_repeats"] = max(adaptive.DEFAULT_MAX_REPEATS, repeats)
+    if values["max_repeats"] is not None and values["max_repeats"] < repeats:
+        raise UserError(f"--max-repeats {values['max_repeats']} is below --repeats {repeats}")
+    o = ServingOptions(**values)
     if o.min_duration_s > o.max_duration_s:
         raise UserError(
             f"--min-duration {o.min_duration_s:g}s is longer than "

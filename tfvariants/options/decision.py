@@ -1,13 +1,11 @@
 """The decision options every task shares (the smallest effect that matters, the
 intervals' confidence, the adaptive rounds' limits), declared once, with their bounds
-(:func:`stored_value`) and a report's command-line override. The statistics read them
+and a report's command-line override. The statistics read them
 (analyze/statistics/decide.py ``Settings.from_options``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from tfvariants.options import argtypes, bounds, limits, shared
 from tfvariants.options.declare import CHANGEABLE, REJUDGED, RunOptionsBase, option
@@ -65,10 +63,12 @@ class DecisionOptions(RunOptionsBase):
         None,
         "adaptive repeats: after --repeats rounds, keep running rounds of the "
         "undecided comparisons until decided, --max-repeats, or this much time for "
-        "the whole run (e.g. 10m; default with --quick: 10m)",
+        "the whole run (e.g. 10m); off: exactly --repeats rounds",
         "--budget",
         resume=CHANGEABLE,
         parse=argtypes.budget,
+        metavar="DURATION|off",
+        off="off",
     )
     at_least_first_look: bool | None = option(
         None,
@@ -89,17 +89,6 @@ class DecisionOptions(RunOptionsBase):
 # JUDGED; both commands then take it (options/training.py, commands/serve.py).
 ADAPTIVE = ("max_repeats", "at_least_first_look")
 JUDGED = ("min_effect", "equivalence_band", "confidence")
-
-
-def stored_value(options: Mapping[str, Any], name: str) -> Any:
-    """A stored decision option if it is within its declared bounds, else its default
-    (a report of a hand-edited run.json still opens; the loader names bad values)."""
-    value = options.get(name)
-    default = DecisionOptions.__dataclass_fields__[name].default
-    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
-        return default
-    problem = DecisionOptions.__dataclass_fields__[name].metadata["option"].problem
-    return default if problem is not None and problem(value) else value
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,9 @@ class Option:
     metavar: str | None = None
     default_words: str = ""  # the help's "(default ...)"; a command may say its own
     switch: bool = False  # a flag that takes no value (given: True)
+    # The word that gives the option no value (--budget off): it wins over the stored,
+    # preset and default layers, where not giving the option lets them speak.
+    off: str | None = None
 
     def __post_init__(self) -> None:
         assert self.resume in RESUMES, self.resume
@@ -106,12 +109,27 @@ def add_arguments(
         p.add_argument(
             o.flag,
             dest=name,
-            type=str if parse_later else o.parse or str,
+            type=str if parse_later else _parser(o),
             default=None,
             choices=o.choices,
             metavar=o.metavar,
             help=text,
         )
+
+
+def _parser(o: Option) -> Callable[[str], Any]:
+    """The command line's parser of an option: its declared one, and its ``off`` word
+    kept as text for :func:`resolve`."""
+    parse = o.parse or str
+    if o.off is None:
+        return parse
+    off = o.off
+    return lambda text: off if says_off(o, text) else parse(text)
+
+
+def says_off(o: Option, value: object) -> bool:
+    """The value is the option's ``off`` word (as the command line gave it)."""
+    return o.off is not None and isinstance(value, str) and value.strip().lower() == o.off
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,9 +155,9 @@ class RunOptionsBase:
     def from_record(cls: type[OptionsT], values: Mapping[str, Any]) -> OptionsT:
         """The options structured from a stored run's record (run.json's "options",
         checked by store/runfile.py validate_run) or a test's few values: declared
-        names only, the rest at their defaults."""
+        names only, the rest at their defaults (a stored null is "not set": the default)."""
         known = declared(cls)
-        return cls(**{k: v for k, v in values.items() if k in known})
+        return cls(**{k: v for k, v in values.items() if k in known and v is not None})
 
 
 def resolve(
@@ -153,18 +171,16 @@ def resolve(
     value from a test or a preset may be text), else the stored run's (a resume; not
     for an option declared ``THIS_COMMAND``), else the ``preset``'s (a command's
     --preset: its own defaults), else ``fallback`` (a default that depends on other
-    options), else the declared default."""
-    from tfvariants.errors import UserError
-
+    options), else the declared default. An option given as its ``off`` word is None,
+    whatever the other layers hold."""
     out: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
         o = f.metadata["option"]
         value = given.get(f.name)
-        if value is not None and isinstance(value, str) and o.parse is not None:
-            try:
-                value = o.parse(value)
-            except argparse.ArgumentTypeError as exc:
-                raise UserError(f"{o.flag}: {exc}") from None
+        if says_off(o, value):
+            out[f.name] = None
+            continue
+        value = _parsed(o, value)
         if value is None and o.resume != THIS_COMMAND:
             value = stored.get(f.name)
         if value is None and preset is not None:
@@ -173,6 +189,17 @@ def resolve(
             value = fallback.get(f.name, f.default)
         out[f.name] = value
     return out
+
+
+def _parsed(o: Option, value: object) -> object:
+    from tfvariants.errors import UserError
+
+    if value is not None and isinstance(value, str) and o.parse is not None:
+        try:
+            return o.parse(value)
+        except argparse.ArgumentTypeError as exc:
+            raise UserError(f"{o.flag}: {exc}") from None
+    return value
 
 
 def kept_changes(

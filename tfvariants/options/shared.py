@@ -74,4 +74,5 @@ def seconds(default: T, help: str, flag: str, **more: Any) -> T:
 def duration(default: T, help: str, flag: str, **more: Any) -> T:
     """A time given as a duration (``--flag 10m``), bounded as every stored time."""
     more.setdefault("parse", argtypes.duration)
-    return seconds(default, help, flag, metavar="DURATION", **more)
+    more.setdefault("metavar", "DURATION")
+    return seconds(default, help, flag, **more)

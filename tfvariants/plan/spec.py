@@ -72,7 +72,7 @@ class MatrixSpec:
             **self.identity(),
             # The identity's set values first: run.json's key order as it always was.
             "options": {
-                **{k: v for k, v in self.identity()["options"].items() if v is not None},
+                **{k: v for k, v in self.options.identity().items() if v is not None},
                 **self.options.record(),
             },
             "variant_info": self.variant_info,

@@ -171,7 +171,7 @@ class NextServeRound:
                     baseline=self.baseline,
                     bound_ms=self.options.p99_bound_ms,
                     # the run's decision settings by the one reader the report uses
-                    settings=Settings.from_options(self.spec.options.record(), rule.looks),
+                    settings=Settings.from_options(self.spec.options, rule.looks),
                 )
                 self.judged = basis, [(a, b, c) for rep in reports for a, b, c in watched(rep)]
             pairs = self.judged[1]

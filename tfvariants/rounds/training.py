@@ -87,7 +87,7 @@ def look_verdicts(
         return dataclasses.replace(at, verdicts=earlier.verdicts)
     seen = [r for r in mine if r.round < look]
     # Disturbed cells as the report treats them (the run's policy, over what is stored).
-    quiet = interference.summarise(seen, policy=interference.policy_of(spec.options.record()))
+    quiet = interference.summarise(seen, policy=interference.policy_of(spec.options))
     values = round_values(seen, include_disturbed=quiet.included)
     ran = measured(seen)
     verdicts = tuple(
@@ -124,7 +124,7 @@ class NextRoundHook:
     ) -> None:
         self.spec, self.rule, self.baseline = spec, rule, baseline
         # The run's decision settings by the one reader the report uses, at the rule's looks.
-        self.settings = Settings.from_options(spec.options.record(), rule.looks)
+        self.settings = Settings.from_options(spec.options, rule.looks)
         configs = spec.configurations()
         self.order = {
             ConfigKey(w, v, t): (spec.workloads.index(w), configs.index((v, t)))

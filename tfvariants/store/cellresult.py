@@ -18,8 +18,7 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast
 from tfvariants.plan.task import PlannedCell
 from tfvariants.plan.tasks import task_of
 from tfvariants.store.disturbance import (
-    disturbed_limit,
-    shielded_limit,
+    limits_of,
 )
 from tfvariants.store.rawfields import get_path
 from tfvariants.store.record import RunRecord
@@ -145,8 +144,7 @@ def parse_result(
     """One validated result of a run folder, with the run-level facts (``devices``: of
     every variant, :func:`variant_devices` over the whole folder's results)."""
     run_cpus = run.logical_cpus if run.logical_cpus and run.logical_cpus > 0 else None
-    stored = {"options": run.options_as_stored()}  # the rule's reader of the stored limits
-    limit, shielded = disturbed_limit(stored), shielded_limit(stored)
+    limit, shielded = limits_of(run.options)
     device = devices.get(str(get_path(result, "cell", "variant")), "cpu")
     task = importlib.import_module(f"tfvariants.store.{task_of(result['cell']).stem}")
     return cast(AnyResult, task.parse(result, RunFacts(device, run_cpus, limit, shielded)))

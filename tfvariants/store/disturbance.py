@@ -10,7 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tfvariants.options.declare import RunOptionsBase
 from tfvariants.options.interference import DISTURBED_SHARE, SHIELDED_SHARE
+from tfvariants.options.training import TrainingOptions
 from tfvariants.store.rawfields import finite_number, get_path
 
 # The limits' defaults and why: options/interference.py.
@@ -190,14 +192,10 @@ def worker_shielded(result: Mapping[str, Any]) -> bool:
     return get_path(result, "runner", "priority", "shielded") is True
 
 
-def shielded_limit(run: Mapping[str, Any]) -> float:
-    """The run's limit for shielded workers (run.json options.shielded_share), else
-    SHIELDED_SHARE."""
-    v = finite_number(get_path(run, "options", "shielded_share"))
-    return v if v is not None and 0 <= v < 1 else SHIELDED_SHARE
-
-
-def disturbed_limit(run: Mapping[str, Any]) -> float:
-    """The run's limit (run.json options.disturbed_share), else DISTURBED_SHARE."""
-    v = finite_number(get_path(run, "options", "disturbed_share"))
-    return v if v is not None and 0 <= v < 1 else DISTURBED_SHARE
+def limits_of(options: RunOptionsBase | None) -> tuple[float, float]:
+    """The run's limits, (disturbed, shielded): a training run's options
+    (--disturbed-share, --shielded-share; run.json's, bounded by its loader), else
+    DISTURBED_SHARE and SHIELDED_SHARE."""
+    if isinstance(options, TrainingOptions):
+        return options.disturbed_share, options.shielded_share
+    return DISTURBED_SHARE, SHIELDED_SHARE

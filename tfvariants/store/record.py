@@ -44,7 +44,7 @@ def _int(value: object) -> int | None:
 @dataclass(frozen=True)
 class VariantInfo:
     """What compare learned about one variant before the sweep (commands/variant_probe.py)
-    and the peaks measured for it (variants/peak/run.py ``store_peaks``)."""
+    and the peaks measured for it (store/runfile.py ``store_peaks``)."""
 
     device: str | None = None  # cpu | gpu, when declared
     backend: str | None = None  # None: its probe never ran
@@ -204,7 +204,7 @@ def run_record(data: Mapping[str, Any]) -> RunRecord:
         present=True,
         task=_text(data.get("task")),
         options=cls.from_record(stored) if stored else None,
-        stored_options=tuple(n for n in stored if n in declared(cls)),
+        stored_options=tuple(n for n, v in stored.items() if n in declared(cls) and v is not None),
         variants=tuple(str(v) for v in _tuple(data.get("variants"))),
         threads=tuple(t for t in _tuple(data.get("threads")) if _int(t) is not None),
         workloads=tuple(str(w) for w in _tuple(data.get("workloads"))),

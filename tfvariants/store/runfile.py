@@ -157,3 +157,14 @@ def new_run(
 def write_run(results_dir: Path, record: dict[str, Any]) -> None:
     validate_run(record, RUN_FILE)  # never write what we could not read back
     RunFolder(results_dir).write_run(record)
+
+
+def store_peaks(results_dir: Path, peaks: dict[str, dict[str, Any]]) -> None:
+    """Into run.json's ``variant_info[variant]["peak"][threads]`` (variants/peak: a
+    resume adds the thread counts it measured now and keeps the others)."""
+    record = load_run(results_dir)
+    info = {k: dict(v) for k, v in (record.get("variant_info") or {}).items()}
+    for name, by_threads in peaks.items():
+        entry = info.setdefault(name, {})
+        entry["peak"] = {**(entry.get("peak") or {}), **by_threads}
+    write_run(results_dir, {**record, "variant_info": info})

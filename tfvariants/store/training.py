@@ -45,6 +45,23 @@ class ConfigKey(NamedTuple):
         return config_label(self.variant, self.threads)
 
 
+class OfConfig:
+    """A record about one configuration (fields ``workload``, ``variant``, ``threads``):
+    its key and label, said once for every such record."""
+
+    workload: str
+    variant: str
+    threads: int
+
+    @property
+    def key(self) -> ConfigKey:
+        return ConfigKey(self.workload, self.variant, self.threads)
+
+    @property
+    def label(self) -> str:
+        return self.key.label
+
+
 def _machine_cpus(result: Mapping[str, Any]) -> int | None:
     """The logical CPUs of the machine that ran the cell, as its worker probed them."""
     cpus = get_path(result, "environment", "cpu", "logical_cpus")
@@ -124,7 +141,7 @@ def parse_training(
     """A validated training result as a CellResult (``device``: the variant's, see
     :func:`variant_devices`; ``run_cpus``: the run host's CPUs, for old results;
     ``disturbed_share``, ``shielded_share``: the run's limits, see
-    :func:`tfvariants.store.disturbance.disturbed_limit` and ``shielded_limit``)."""
+    :func:`tfvariants.store.disturbance.limits_of`)."""
     c = result["cell"]
     key = ConfigKey(str(c["workload"]), str(c["variant"]), int(c["threads"]))
     status = str(result["status"])

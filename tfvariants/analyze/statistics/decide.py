@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from tfvariants.analyze.statistics import bands, stats
 from tfvariants.analyze.statistics import looks as looks_mod
 from tfvariants.analyze.statistics.looks import Looks
-from tfvariants.options.decision import Override, stored_value
+from tfvariants.options.decision import DecisionOptions, Override
 from tfvariants.store.record import RunRecord
 
 
@@ -31,23 +30,18 @@ class Settings:
 
     @classmethod
     def from_options(
-        cls, options: Mapping[str, Any] | None, looks: Looks = 1, override: Override | None = None
+        cls, options: DecisionOptions | None, looks: Looks = 1, override: Override | None = None
     ) -> Settings:
-        """The decision settings: ``override``'s, else the run's options (stored, or the
-        resolved options of a run being made), else the defaults."""
-        stored = options if isinstance(options, Mapping) else {}
+        """The decision settings: ``override``'s, else the run's options (stored and
+        bounded by run.json's loader, or the resolved options of a run being made), else
+        the defaults."""
+        o = options if options is not None else DecisionOptions()
         given = override or Override()
-
-        def value(name: str) -> float:
-            mine = getattr(given, name)
-            return float(mine if mine is not None else stored_value(stored, name))
-
-        band = stored_value(stored, "equivalence_band")
+        effect = given.min_effect if given.min_effect is not None else o.min_effect
+        confidence = given.confidence if given.confidence is not None else o.confidence
+        band = o.equivalence_band
         return cls(
-            value("min_effect"),
-            value("confidence"),
-            looks,
-            float(band) if band is not None else None,
+            float(effect), float(confidence), looks, float(band) if band is not None else None
         )
 
     @property
@@ -102,7 +96,8 @@ def _different_words(min_effect: float) -> str:
 def run_settings(run: RunRecord, override: Override | None = None) -> Settings:
     """A stored run's decision settings (:meth:`Settings.from_options`), with the looks of
     its stopping rule: what its report decides with, training and serving alike."""
-    return Settings.from_options(run.options_as_stored(), run_looks(run), override)
+    options = run.options if isinstance(run.options, DecisionOptions) else None
+    return Settings.from_options(options, run_looks(run), override)
 
 
 def run_looks(run: RunRecord) -> Looks:

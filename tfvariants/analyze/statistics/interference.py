@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tfvariants.options.interference import DISTURBED_SHARE, POLICIES, SHIELDED_SHARE
+from tfvariants.options.training import TrainingOptions
 from tfvariants.store import disturbance as rule
 from tfvariants.store.rawfields import finite_number, get_path
 from tfvariants.store.training import CellResult
@@ -174,15 +175,13 @@ def summarise(
     results: Iterable[CellResult],
     *,
     policy: str = "auto",
-    options: Mapping[str, Any] | None = None,
+    options: TrainingOptions | None = None,
 ) -> Interference:
     """The run's disturbed cells, waits, and whether the verdicts use disturbed cells
-    under ``policy`` (one of POLICIES; see the module). ``options``: run.json's."""
+    under ``policy`` (one of POLICIES; see the module). ``options``: the run's."""
     if policy not in POLICIES:
         raise ValueError(f"disturbed policy {policy!r}: expected one of {', '.join(POLICIES)}")
-    options = options or {}
-    limit = rule.disturbed_limit({"options": options})
-    shielded_limit = rule.shielded_limit({"options": options})
+    limit, shielded_limit = rule.limits_of(options)
     results = list(results)
     ok = [r for r in results if r.ok]
     rounds: dict[tuple[Any, int], list[CellResult]] = {}
@@ -211,7 +210,7 @@ def summarise(
         cells=len(ok),
         unclean_rounds=unclean,
         config_rounds=len(rounds),
-        quiet_wait_s=finite_number(options.get("quiet_wait_s")),
+        quiet_wait_s=options.quiet_wait_s if options is not None else None,
         **_waits(results),
         **_priorities(results),
     )
@@ -265,21 +264,14 @@ def _priorities(results: list[CellResult]) -> dict[str, Any]:
     }
 
 
-def policy_of(options: Mapping[str, Any], given: str | None = None) -> str:
+def policy_of(options: TrainingOptions | None, given: str | None = None) -> str:
     """The disturbed policy: given (command line), else the run's, else "auto"."""
-    stored = options.get("disturbed_policy")
-    return given or (str(stored) if stored in POLICIES else "auto")
+    return given or (options.disturbed_policy if options is not None else "auto")
 
 
-def limit_of(options: Mapping[str, Any]) -> float:
-    """The run's disturbed limit (run.json options.disturbed_share), else the default."""
-    return rule.disturbed_limit({"options": options})
-
-
-def rule_of(options: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], str | None]:
+def rule_of(options: TrainingOptions) -> Callable[[Mapping[str, Any]], str | None]:
     """The run's disturbed rule over a result dict, with both its limits."""
-    limit = limit_of(options)
-    shielded = rule.shielded_limit({"options": options})
+    limit, shielded = rule.limits_of(options)
     return lambda result: disturbance(result, limit, shielded)
 
 

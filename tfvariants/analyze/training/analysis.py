@@ -152,10 +152,9 @@ def analyze_contents(contents: RunContents, report: ReportSettings, settings: Se
     cpus = run.logical_cpus
     if cpus is None:
         cpus = next((r.machine_cpus for r in cells if r.machine_cpus), None)
-    opts = run.options_as_stored()  # the stored ones: an absent one is the rule's default
     training = run.options if isinstance(run.options, TrainingOptions) else None
     quiet = interference.summarise(
-        cells, policy=interference.policy_of(opts, report.disturbed), options=opts
+        cells, policy=interference.policy_of(training, report.disturbed), options=training
     )
     inputs = _inputs(
         cells,

@@ -12,7 +12,7 @@ from tfvariants.analyze.shared.parity import VariantParity
 from tfvariants.analyze.statistics import stats
 from tfvariants.analyze.statistics.verdict import Verdict
 from tfvariants.analyze.statistics.verdicts import Judgement
-from tfvariants.store.training import CellResult, ConfigKey
+from tfvariants.store.training import CellResult, OfConfig
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class Measurements:
 
 
 @dataclass(frozen=True)
-class Group:
+class Group(OfConfig):
     """All repeats of one (workload, variant, threads)."""
 
     workload: str
@@ -63,14 +63,6 @@ class Group:
     def chance(self) -> float | None:
         """Accuracy by guessing (the workload's), as accuracy parity reads it."""
         return self.measured.chance
-
-    @property
-    def key(self) -> ConfigKey:
-        return ConfigKey(self.workload, self.variant, self.threads)
-
-    @property
-    def label(self) -> str:
-        return self.key.label
 
     @property
     def ok(self) -> list[CellResult]:

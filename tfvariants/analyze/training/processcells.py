@@ -29,8 +29,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tfvariants.store.training import CellResult
 from tfvariants.store.rawfields import finite_number
+from tfvariants.store.training import CellResult
 
 PROCESS_WINDOWS = 2  # of the first look's windows
 MIN_WINDOW_S = 1.0

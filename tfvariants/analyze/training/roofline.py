@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from tfvariants.analyze.shared.format import sig3
 from tfvariants.plan.cell import config_label
 from tfvariants.store.record import RunRecord
-from tfvariants.store.training import ConfigKey
+from tfvariants.store.training import OfConfig
 
 if TYPE_CHECKING:
     from tfvariants.analyze.training.groups import WorkloadReport
@@ -60,7 +60,7 @@ class Peak:
 
 
 @dataclass(frozen=True)
-class Share:
+class Share(OfConfig):
     """One configuration of one workload against the peaks of its thread count."""
 
     workload: str
@@ -72,14 +72,6 @@ class Share:
     cpu_theoretical: float | None  # the highest theoretical of any build at these threads
     device: str = "cpu"  # a GPU configuration against the GPU's peaks
     note: str | None = None  # why its own build's peak has no figure (the CSV's peak_note)
-
-    @property
-    def key(self) -> ConfigKey:
-        return ConfigKey(self.workload, self.variant, self.threads)
-
-    @property
-    def label(self) -> str:
-        return self.key.label
 
     def share(self, peak: float | None) -> float | None:
         """Achieved as a fraction of ``peak``."""

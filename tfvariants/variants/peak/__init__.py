@@ -9,6 +9,6 @@ CPU set and the thread pools. The theoretical peak is computed from the CPU
 (:mod:`tfvariants.variants.peak.theory`).
 """
 
-from tfvariants.variants.peak.run import measure, measure_all, store_peaks
+from tfvariants.variants.peak.run import measure, measure_all
 
-__all__ = ["measure", "measure_all", "store_peaks"]
+__all__ = ["measure", "measure_all"]

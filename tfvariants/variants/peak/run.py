@@ -283,16 +283,3 @@ def measure_all(
             )
             out.setdefault(name, {})[str(threads)] = found
     return out
-
-
-def store_peaks(out_dir: Path, peaks: dict[str, dict[str, Any]]) -> None:
-    """Into run.json's ``variant_info[variant]["peak"][threads]`` (a resume adds the
-    thread counts it measured now and keeps the others)."""
-    from tfvariants.store.runfile import load_run, write_run
-
-    record_ = load_run(out_dir)
-    info = {k: dict(v) for k, v in (record_.get("variant_info") or {}).items()}
-    for name, by_threads in peaks.items():
-        entry = info.setdefault(name, {})
-        entry["peak"] = {**(entry.get("peak") or {}), **by_threads}
-    write_run(out_dir, {**record_, "variant_info": info})
