@@ -362,10 +362,13 @@ def test_compiled_preset_picks_what_this_cpu_can_run_and_opens_with_the_answer(
     first = out.splitlines()[0]
     if host == "avx512":
         assert "a compiled build differed from the stock wheel tf-2.14 (decided)" in first
-        # One line per build: each workload's answer in it.
+        # One line per build: each workload's answer in it. Not at the first look (98.4 %,
+        # the old stop): "intel-avx512-2.14 was the fastest" rests on its comparisons with
+        # both other builds at the family's split level, which 5 against 5 rounds cannot
+        # decide, so its sides run on beside the explanatory ones' rounds.
         faster = (
-            r"^ *intel-avx512-2.14: mnist_cnn faster by 1.3\dx \(98.4% interval 1.3\d-1.3\dx\); "
-            r"cifar10_cnn faster by 1.3\dx"
+            r"^ *intel-avx512-2.14: mnist_cnn faster by 1.3\dx "
+            r"\(98.(?!4)\d% interval 1.3\d-1.3\dx\); cifar10_cnn faster by 1.3\dx"
         )
         assert re.search(faster, out, re.M), out
         assert re.search(r"^ *intel-2.14: mnist_cnn equivalent within \+/-10%", out, re.M)

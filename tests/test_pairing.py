@@ -172,6 +172,27 @@ def test_a_lead_decided_pair_by_pair_can_stay_undecided_for_the_family():
     assert not lead.decided
 
 
+def test_the_ranking_stays_open_only_on_rivals_more_rounds_can_put_behind_the_leader():
+    """The leader of five rounds against rivals it beats pair by pair: at the family's
+    split the comparisons stay undecided, so its sides run on; once decided, or with a
+    tied (equivalent) rival that no number of rounds makes slower, nothing stays open."""
+    best = _rounds([1.00, 1.01, 1.02, 1.03, 1.07])
+    rival = _rounds([1.10, 1.12, 1.14, 1.16, 1.18])
+    rivals = {f"r{i}": rival for i in range(4)}
+    assert family.open_rivals(best, rivals, Settings()) == ["r0", "r1", "r2", "r3"]
+    rng = random.Random(3)
+    fast = _rounds(10 * math.exp(rng.gauss(0, 0.01)) for _ in range(12))
+    slow = {f"s{i}": _rounds(13 * math.exp(rng.gauss(0, 0.01)) for _ in range(12)) for i in (1, 2)}
+    assert family.lead(fast, slow, Settings()).decided
+    assert family.open_rivals(fast, slow, Settings()) == []
+    tie = _rounds(10 * math.exp(rng.gauss(0, 0.01)) for _ in range(12))
+    with_tie = {"s1": slow["s1"], "tie": tie}
+    assert family.lead(fast, with_tie, Settings()).comparisons["tie"].verdict == "equivalent"
+    assert family.open_rivals(fast, with_tie, Settings()) == []
+    # one rival: the baseline comparison is the whole ranking
+    assert family.open_rivals(best, {"r0": rival}, Settings()) == []
+
+
 def test_the_comparisons_named_warnings_reach_the_reports_warnings():
     from types import SimpleNamespace
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tfvariants.analyze.statistics import adaptive, interference, windows
+from tfvariants.analyze.statistics import adaptive, family, interference, windows
 from tfvariants.analyze.statistics.decide import Settings
 from tfvariants.analyze.statistics.verdict import Verdict
 from tfvariants.analyze.statistics.verdicts import (
@@ -46,6 +46,9 @@ class Look:
     # What the verdicts were judged on (rounds/decide.py ``same_basis``): the look, each
     # variant's device, the oversubscribed configurations, every training result before it.
     basis: tuple[Any, ...] = ()
+    # The sides "X was the fastest" still waits on, per workload: its leader and the
+    # rivals still undecided against it at the family's level (family.open_rivals).
+    ranking: tuple[tuple[ConfigKey, ...], ...] = ()
 
     def judged_as(self, earlier: Look | None) -> bool:
         return earlier is not None and same_basis(self.basis, earlier.basis)
@@ -103,7 +106,45 @@ def look_verdicts(
         )
         for w in spec.workloads
     )
-    return dataclasses.replace(at, verdicts=verdicts)
+    asked = {k: v for k, v in values.items() if k.variant not in explanatory(spec)}
+    ranking = tuple(o for wv in verdicts if (o := open_ranking(wv, asked, settings)))
+    return dataclasses.replace(at, verdicts=verdicts, ranking=ranking)
+
+
+def open_ranking(
+    wv: WorkloadVerdicts, values: Mapping[ConfigKey, Mapping[int, float]], settings: Settings
+) -> tuple[ConfigKey, ...]:
+    """The leader (the shortest estimate against the baseline, as the report ranks)
+    and the rivals its "was the fastest" still waits on; () when it waits on none.
+    ``values``: the configurations the question is about (a preset's explanatory ones
+    and --later's run only once it is answered, so they do not hold the rounds open)."""
+    if wv.baseline is None or wv.baseline not in values:
+        return ()
+    ratio = {wv.baseline: 1.0}
+    ratio.update(
+        (k, v.comparison.ratio.value)
+        for k, v in wv.verdicts.items()
+        if v.comparison is not None and k in values
+    )
+    leader = min(ratio, key=ratio.__getitem__)
+    # Only a leader its baseline comparisons already set apart (faster than the baseline,
+    # or the baseline ahead of every other): while one of those is open its own rounds
+    # run anyway, and a leader by noise alone should not hold the others' rounds open.
+    apart = [v for k, v in wv.verdicts.items() if k == leader or leader == wv.baseline]
+    if not apart or any(
+        v.comparison is None or v.comparison.verdict != Verdict.DIFFERENT for v in apart
+    ):
+        return ()
+    rivals = {k: values[k] for k in ratio if k != leader}
+    rest = family.open_rivals(values[leader], {str(k): v for k, v in rivals.items()}, settings)
+    return (leader, *(k for k in rivals if str(k) in rest)) if rest else ()
+
+
+def explanatory(spec: MatrixSpec) -> frozenset[str]:
+    """The variants that wait while a comparison the answer is about is open: a
+    preset's explanatory ones and the ``later`` ones (--later)."""
+    o = spec.options
+    return frozenset((o.preset or {}).get("explanatory") or ()) | frozenset(o.later or ())
 
 
 class NextRoundHook:
@@ -137,12 +178,10 @@ class NextRoundHook:
         # The steady window of the rounds after the first look (None: not planned): a
         # value of this run, recorded in run.json "adaptive", never written into the spec.
         self.window_plan: dict[str, Any] | None = None
-        o = spec.options
-        preset = o.preset or {}
         # Explanatory configurations wait while a comparison the question is about is
         # open; the ``later`` ones (--later) are not even in the first look.
-        self.later = frozenset(o.later or ())
-        self.explanatory = frozenset(preset.get("explanatory") or ()) | self.later
+        self.later = frozenset(spec.options.later or ())
+        self.explanatory = explanatory(spec)
 
     def __call__(self, stored: Mapping[str, AnyResult]) -> tuple[list[Cell], str]:
         spec, rule, earlier = self.spec, self.rule, self.last
@@ -166,12 +205,19 @@ class NextRoundHook:
         # each later configuration that has no verdict yet starts beside its baseline.
         waiting = [] if main else self._not_started(at)
         sides = {k for v in open_verdicts for k in (v.config, v.baseline)}
+        # The ranking's sentence may wait on a few sides (its leader and closest rivals)
+        # whose own comparisons are settled: they run on beside the open ones, so the
+        # leader's rounds keep up with its rivals', at the rule's looks.
+        ranking = list(at.ranking)
+        sides |= {k for r in ranking for k in r}
         active = sorted(sides | {k for pair in waiting for k in pair}, key=self.order.__getitem__)
         judged = Judged(
             at.rounds,
             at.look,
-            sum(len(wv.verdicts) for wv in at.verdicts) + len(waiting),
-            len(open_verdicts) + len(waiting),
+            sum(len(wv.verdicts) for wv in at.verdicts)
+            + len(waiting)
+            + sum(len(r) - 1 for r in ranking),
+            len(open_verdicts) + len(waiting) + sum(len(r) - 1 for r in ranking),
             active,
             at.present,
             self._starts(active, at),

@@ -70,3 +70,32 @@ def lead(best: RoundValues, rivals: Mapping[str, RoundValues], settings: Setting
         for c in comparisons.values()
     )
     return Lead(decided, comparisons, each, settings.confidence)
+
+
+def open_rivals(
+    best: RoundValues, rivals: Mapping[str, RoundValues], settings: Settings
+) -> list[str]:
+    """The rivals that more rounds of ``best`` and them could still put behind it, while
+    "``best`` was the fastest" is not yet decided: its comparisons with them are
+    undecided at the family's level. Empty when the lead is decided, or when it cannot
+    be: a rival equivalent to ``best``, ahead of it, or without a common round.
+
+    The baseline comparisons stop at the look that decides them, which for a clear
+    leader comes before its Bonferroni-split comparisons with its closest rivals have
+    an interval that excludes 1; the rounds keep those few sides running, at the rule's
+    planned looks (so within the family's error), until the sentence is decided or
+    cannot be."""
+    if len(rivals) < 2:
+        return []  # one rival: the baseline comparison is the whole ranking
+    found = lead(best, rivals, settings)
+    if found.decided:
+        return []
+    undecided = []
+    for name, c in found.comparisons.items():
+        if c is None or c.verdict == Verdict.EQUIVALENT:
+            return []
+        if c.verdict == Verdict.DIFFERENT and c.direction != "lower":
+            return []
+        if c.verdict == Verdict.UNDECIDED:
+            undecided.append(name)
+    return undecided
