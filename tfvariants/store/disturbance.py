@@ -8,11 +8,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from tfvariants.options.declare import RunOptionsBase
 from tfvariants.options.interference import DISTURBED_SHARE, SHIELDED_SHARE
-from tfvariants.options.training import TrainingOptions
 from tfvariants.store.rawfields import finite_number, get_path
 
 # The limits' defaults and why: options/interference.py.
@@ -192,10 +191,18 @@ def worker_shielded(result: Mapping[str, Any]) -> bool:
     return get_path(result, "runner", "priority", "shielded") is True
 
 
+@runtime_checkable
+class SharesLimited(Protocol):
+    """Options of a task whose cells carry CPU shares (--disturbed-share,
+    --shielded-share): named by what they hold, so the store names no task."""
+
+    disturbed_share: float
+    shielded_share: float
+
+
 def limits_of(options: RunOptionsBase | None) -> tuple[float, float]:
-    """The run's limits, (disturbed, shielded): a training run's options
-    (--disturbed-share, --shielded-share; run.json's, bounded by its loader), else
-    DISTURBED_SHARE and SHIELDED_SHARE."""
-    if isinstance(options, TrainingOptions):
+    """The run's limits, (disturbed, shielded): its options' (run.json's, bounded by its
+    loader) where it has them, else DISTURBED_SHARE and SHIELDED_SHARE."""
+    if isinstance(options, SharesLimited):
         return options.disturbed_share, options.shielded_share
     return DISTURBED_SHARE, SHIELDED_SHARE
