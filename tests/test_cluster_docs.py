@@ -90,3 +90,14 @@ def test_the_bill_shown_is_the_dry_runs(sealed: Path, capsys) -> None:
         for part in line.split("..."):
             part = " ".join(part.split())
             assert part in printed, f"docs/cluster.md shows {part!r}; the dry run does not"
+
+
+@pytest.mark.parametrize("recipe", ["gcp.yaml", "aws.yaml"])
+def test_the_recipes_load_no_images_as_the_docs_and_dry_run_say(recipe: str) -> None:
+    """docs/cluster.md and the dry run (commands/nodeprep.py) say the recipes load no
+    images, so an image variant's cells are skipped: a recipe that starts loading one
+    must change both."""
+    text = (ROOT / "docs" / "cluster" / recipe).read_text(encoding="utf-8")
+    assert not re.search(r"\b(podman|docker)\s+(load|pull|build|import)\b", text), recipe
+    said = "the recipes load none: the dry run says those cells will be skipped"
+    assert said in " ".join(DOC.split())

@@ -452,3 +452,49 @@ def test_a_requirement_spec_variant_is_built_on_the_nodes_once(cluster, setup):
         reason = failed["reason"]
         assert "variant 'noindex': building its environment:" in reason, reason
         assert "\n" not in reason and "Connection refused" in reason
+
+
+# A TensorFlow build compiled for an extension no CPU here has (AVX512_FP16 stands for
+# it): its package folder holds a framework library, and importing it stops in
+# TensorFlow's cpu_feature_guard with the guard's own message.
+UNRUNNABLE = """#!{python}
+import sys
+code = sys.argv[2] if sys.argv[1:2] == ["-c"] else ""
+if "submodule_search_locations" in code:
+    print({tf_dir!r})
+elif code == "import tensorflow":
+    sys.stderr.write("F cpu_feature_guard.cc:218] The TensorFlow library was compiled to use "
+                     "AVX512_FP16 instructions, but these aren't available on your machine.\\n")
+    sys.exit(134)
+elif code:
+    sys.exit(0)  # found by the readiness probe
+else:
+    sys.exit("this build runs no cell: the gate skips it")
+"""
+
+
+def test_the_isa_gate_runs_on_the_node_and_skips_a_build_it_cannot_run(cluster, setup, monkeypatch):
+    """The gate is the node's: with it off on the driver, a build the node's CPU cannot
+    run is still recorded as skipped by the node, with the guard's reason."""
+    tmp_path, _control, variants, catalog = setup
+    tf_dir = tmp_path / "unrunnable" / "tensorflow"
+    tf_dir.mkdir(parents=True)
+    (tf_dir / "libtensorflow_framework.so.2").write_text("a stand-in: tests/test_ray_cluster.py")
+    python = tmp_path / "unrunnable" / "python"
+    python.write_text(UNRUNNABLE.format(python=sys.executable, tf_dir=str(tf_dir)))
+    python.chmod(python.stat().st_mode | stat.S_IXUSR)
+    variants.write_text(
+        variants.read_text() + f'[variants.fp16]\nkind = "venv"\npython = "{python}"\n'
+    )
+    monkeypatch.setenv("TFVARIANTS_ISA_GATE", "off")  # the driver's; the nodes keep theirs
+    proc = _compare(cluster, tmp_path, variants, catalog, "--threads", "1,2", "--repeats", "1",
+                    names="fp16,stub")  # fmt: skip
+    _o, stderr = proc.communicate(timeout=180)
+    assert proc.returncode == 0, stderr
+    cells = _cells(tmp_path / "run")
+    for t, inst in ((1, "sim-1"), (2, "sim-2")):
+        assert cells[f"mnist_mlp__stub__t{t}__r0"]["status"] == "ok"
+        skipped = cells[f"mnist_mlp__fp16__t{t}__r0"]
+        assert skipped["status"] == "skipped", skipped.get("reason")
+        assert skipped["reason"].startswith("its TensorFlow is compiled for AVX512_FP16, which ")
+        assert skipped["node"]["instance"] == inst and skipped["node"]["node_id"]

@@ -4,6 +4,8 @@ type no node offers fails its cells with that reason. (The real cluster: test_ra
 
 from __future__ import annotations
 
+import json
+
 import resultfactory as rf
 
 from tfvariants.execute import ray_executor
@@ -149,3 +151,20 @@ def test_past_the_limit_the_cell_fails_with_the_count(tmp_path, monkeypatch):
     assert reason.startswith(
         "node lost mid-cell (n2-standard-8) 2 times, past the limit of 1 rerun"
     )
+
+
+def test_preempted_node_seconds_count_in_the_budget_check_of_the_next_wave(tmp_path, monkeypatch):
+    """A lost attempt's node-seconds are spent time: the estimate the budget checks
+    before a wave adds, per node type, what its preemptions cost per stored cell."""
+    ray = LosingRay(losses=1)
+    _one_cell(tmp_path, ray, monkeypatch, retries=3)
+    path = tmp_path / "run" / "cells" / "mnist_mlp__local__t1__r0.json"
+    result = json.loads(path.read_text())
+    (attempt,) = result["attempts"]
+    attempt["lost_s"] = 100.0  # a node lost 100 s into the cell (the fake loses it at once)
+    path.write_text(json.dumps(result))
+    placement = {("local", 1): "n2-standard-8", ("local", 2): "c2-standard-60"}
+    waves = _waves(tmp_path, ray, monkeypatch, placement)
+    again = [Cell("local", 1, "mnist_mlp", 1), Cell("local", 1, "mnist_mlp", 2)]
+    assert waves.estimate(again, None) == 2 * (3.0 + 100.0)
+    assert waves.estimate([Cell("local", 2, "mnist_mlp", 1)], None) == 3.0  # no loss there

@@ -182,14 +182,24 @@ class RayWaves:
 
     def estimate(self, cells: Sequence[Cell], eta: object) -> float:
         """A wave's wall time, as if one node per type: per type, the sum of its cells'
-        last measured wall times (the median of the configuration's stored cells); the
-        slowest type decides. Unknown configurations count as the slowest known cell."""
+        last measured wall times (the median of the configuration's stored cells) plus
+        the node-seconds its preemptions cost per stored cell so far (spent time, like
+        the cells'); the slowest type decides. Unknown configurations count as the
+        slowest known cell."""
         from statistics import median
 
         stored = load_run_dir(self.out, allow_mixed_hosts=True).results
         walls: dict[tuple[str, str, int], list[float]] = {}
+        lost: dict[str, float] = {}  # node type -> node-seconds its preemptions cost
+        seen: dict[str, int] = {}  # node type -> stored cells
         for r in stored.values():
             cell, runner = r.get("cell") or {}, r.get("runner") or {}
+            inst = self.placement.get((str(cell.get("variant")), int(cell.get("threads") or 0)))
+            if inst is not None:
+                seen[inst] = seen.get(inst, 0) + 1
+                lost[inst] = lost.get(inst, 0.0) + sum(
+                    float(a.get("lost_s") or 0.0) for a in r.get("attempts") or ()
+                )
             if isinstance(runner.get("wall_s"), (int, float)):
                 key = (
                     str(cell.get("workload")),
@@ -202,8 +212,10 @@ class RayWaves:
         per_type: dict[str, float] = {}
         for c in cells:
             inst = self.placement[(c.variant, c.threads)]
-            per_type[inst] = per_type.get(inst, 0.0) + typical.get(
-                (c.workload, c.variant, c.threads), fallback
+            per_type[inst] = (
+                per_type.get(inst, 0.0)
+                + typical.get((c.workload, c.variant, c.threads), fallback)
+                + lost.get(inst, 0.0) / seen.get(inst, 1)
             )
         return max(per_type.values(), default=0.0)
 
