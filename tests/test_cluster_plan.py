@@ -499,7 +499,12 @@ def test_study_preset_on_ray_plans_the_compiled_builds_their_node_builds_and_pre
     configs = {ln.split()[1] for ln in out.splitlines() if ln.startswith("mnist_mlp ")}
     assert configs == {"tf-2.14@8", "intel-2.14@8", "intel-avx512-2.14@8", "gpu@12"}
     assert "on the nodes: intel-2.14, intel-avx512-2.14, tf-2.14 (requirement specs)" in out
-    assert "image variant(s) gpu: the recipes load no images, so their cells will be SKIPPED" in out
+    said = "image variant(s) gpu: the recipes load no images, so their 5 cell(s) will be SKIPPED"
+    assert said in out
+    # the bill still counts them, and says how much: the GPU row's cells (5 x 1.1 min)
+    skipped = float(out.split("the bill above still counts them (about $")[1].split(")")[0])
+    gpu_row = next(ln.split() for ln in out.splitlines() if ln.startswith("a2-highgpu-1g "))
+    assert skipped == pytest.approx(float(gpu_row[-2].lstrip("$")), rel=0.05)
     # 30 min at $0.0518 an hour
     assert "  n2d-highcpu-8: builds tf-2.14, intel-2.14, intel-avx512-2.14 (30 min, $0.0259)" in out
     assert "  a2-highgpu-1g: builds nothing; expected preemptions" in out

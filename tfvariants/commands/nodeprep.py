@@ -47,14 +47,25 @@ def print_node_prep(
             highlight=False,
         )
     if images:
+        cells, cost = _skipped_share(dry, set(images))
         console.print(
             f"image variant(s) {', '.join(images)}: the recipes load no images, so their "
-            "cells will be SKIPPED on the nodes (load or build the images in the recipe's "
+            f"{cells} cell(s) will be SKIPPED on the nodes; the bill above still counts "
+            f"them (about {money(cost, dry.pricing.catalog.currency)}) "
+            "(load or build the images in the recipe's "
             "setup_commands, or name a variant the nodes have, e.g. cuda from "
             "docs/cluster/variants.toml)",
             highlight=False,
         )
     _print_table(dry, builds, rate, console)
+
+
+def _skipped_share(dry: DryRun, variants: set[str]) -> tuple[int, float]:
+    """(cells, their cost at the node types' hourly prices) of ``variants``: what the
+    bill counts for cells the nodes will skip."""
+    per_hour = {r.instance.name: r.per_hour or 0.0 for r in dry.rows}
+    mine = [e for e in dry.estimates if e.variant in variants]
+    return len(mine), sum(e.seconds * per_hour.get(e.instance, 0.0) / 3600 for e in mine)
 
 
 def _checked_rate(args: argparse.Namespace) -> float:
