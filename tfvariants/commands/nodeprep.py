@@ -61,11 +61,11 @@ def print_node_prep(
 
 
 def _skipped_share(dry: DryRun, variants: set[str]) -> tuple[int, float]:
-    """(cells, their cost at the node types' hourly prices) of ``variants``: what the
-    bill counts for cells the nodes will skip."""
-    per_hour = {r.instance.name: r.per_hour or 0.0 for r in dry.rows}
+    """(cells, their cost, billed as the bill bills them) of ``variants``: what the bill
+    counts for cells the nodes will skip."""
+    placed = {r.instance.name: r.instance for r in dry.rows}
     mine = [e for e in dry.estimates if e.variant in variants]
-    return len(mine), sum(e.seconds * per_hour.get(e.instance, 0.0) / 3600 for e in mine)
+    return len(mine), sum(r.cells_cost or 0.0 for r in est.bill(mine, placed, dry.pricing))
 
 
 def _checked_rate(args: argparse.Namespace) -> float:

@@ -270,23 +270,18 @@ def _gate_verdict(
     log: Log,
 ) -> str | None:
     stored = cachefiles.read_entry(verdict_path, lambda v: verdict_problem(v, digest))
-    census = cached_census(framework)
     if stored is not None and stored["reason"] is None:
         return None
-    if stored is not None:
-        # A skip is taken from the cache only when what made it still says so: the
-        # census's needs against these flags, or the import failing now (seconds). A
-        # cached file anyone can write must never silently drop a variant that runs.
-        if _confirmed(variant, census, flags, probe):
-            return stored["reason"]
-        cachefiles.warn_once(
-            f"cache entry {verdict_path}: ignored (a skip neither the census nor the "
-            "import confirms); found again"
-        )
+    # A cached skip is taken only when what made it still says so (the census's needs
+    # against these flags, or the import failing now): a cached file anyone can write
+    # must never silently drop a variant that runs.
+    census = cached_census(framework)
     reason = judge(0, "", census, flags, variant.name) if census else None
     if reason is None:
         code, text = (probe or _import_probe)(variant.interpreter())
         if code != 0:
+            if stored is not None and judge(code, text, census, flags, variant.name):
+                return stored["reason"]  # the import confirms it: no new census needed
             # Only now is a census worth a minute: it names what the CPU lacks.
             if died_of_sigill(code) and census is None:
                 try:
@@ -294,21 +289,15 @@ def _gate_verdict(
                 except (OSError, RuntimeError):
                     census = None
             reason = judge(code, text, census, flags, variant.name)
+    if stored is not None:
+        if reason is not None:
+            return stored["reason"]  # the census confirms it
+        cachefiles.warn_once(
+            f"cache entry {verdict_path}: ignored (a skip neither the census nor the "
+            "import confirms); found again"
+        )
     cachefiles.write_entry(verdict_path, {"framework_sha256": digest, "reason": reason})
     return reason
-
-
-def _confirmed(
-    variant: Variant,
-    census: dict[str, Any] | None,
-    flags: set[str],
-    probe: Callable[[str], tuple[int, str]] | None,
-) -> bool:
-    """Whether a cached skip still holds, without the minute a new census costs."""
-    if census is not None and judge(0, "", census, flags, variant.name):
-        return True
-    code, text = (probe or _import_probe)(variant.interpreter())
-    return code != 0 and judge(code, text, census, flags, variant.name) is not None
 
 
 # The sentences ``judge`` writes: a cached verdict saying anything else is not its own.
