@@ -38,7 +38,6 @@ def probe_variants(
     """Once per variant, before the sweep (never inside a timed cell: oneDNN's verbose
     output is large): its backend and overlays, the oneDNN ISA it uses against this
     host's default, and which overlay settings are no-ops here."""
-    from tfvariants.commands.env import probe_variant
     from tfvariants.variants import skip_reason
     from tfvariants.variants.noop import judge
 
@@ -55,11 +54,28 @@ def probe_variants(
         if not probe or skip_reason(variant):
             continue
         entry["compiled_for"] = compiled_for(variant, count=count_isa)
-        print(f"probing oneDNN in {name} (once, outside timed cells)", file=sys.stderr)
-        try:
-            result = probe_variant(variant, module="workloads.onednn")
-        except UserError as exc:
-            result = {"error": str(exc)}
+        result = _onednn(name, variant)
         entry["onednn"] = judge(variant.overlay_env, variant.backend, result)
         for line in entry["onednn"]["noop"] + entry["onednn"]["unknown"]:
             print(f"  {name}: {line}", file=sys.stderr)
+
+
+def _onednn(name: str, variant: Variant) -> dict[str, Any]:
+    """The oneDNN probe's record: cached per binary, settings and CPU (about 11 s a
+    variant otherwise, out of the run's budget)."""
+    from tfvariants.commands.env import probe_variant
+    from tfvariants.variants import onednn
+    from tfvariants.variants.peak.run import binary_identity
+    from tfvariants.variants.peak.theory import read_cpu
+
+    def probe() -> dict[str, Any]:
+        print(
+            f"probing oneDNN in {name} (once per binary and CPU, outside timed cells)",
+            file=sys.stderr,
+        )
+        try:
+            return probe_variant(variant, module="workloads.onednn")
+        except UserError as exc:
+            return {"error": str(exc)}
+
+    return onednn.probed(variant, binary_identity(variant), read_cpu(), probe)[0]

@@ -1,5 +1,6 @@
 """The tool's caches (``$XDG_CACHE_HOME/tfvariants``: census, ISA gate verdicts, peaks,
-environments, big TOML catalogs' tables), read by the rule every input follows.
+oneDNN probes, environments, big TOML catalogs' tables), read by the rule every input
+follows.
 
 A cache entry is an input like any other: the bounded reader (regular file only, never
 a FIFO's hang or ``/dev/zero``'s memory), then JSON, then a check of every field's type
