@@ -225,3 +225,27 @@ def test_a_resume_keeps_the_last_look_its_run_fixed(tmp_path):
     assert stored_max_repeats(tmp_path, resume=False) is None
     write_run(tmp_path, new_run(_spec(20), []))
     assert stored_max_repeats(tmp_path, resume=True) == 20  # --max-repeats as stored
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"), [("auto", "decided"), ("exclude", "nothing to compare")]
+)
+def test_the_rounds_judge_by_the_runs_disturbed_policy(tmp_path, policy, expected):
+    """A neighbour that stayed for the whole run: every cell disturbed. The hook judges
+    as the report does: "auto" compares them (under load) and stops when decided;
+    "exclude" has nothing to compare (what every serving run did before)."""
+    import dataclasses
+    import json
+
+    _store(tmp_path, 5, 1.8)
+    for path in (tmp_path / "cells").glob("*.json"):
+        r = json.loads(path.read_text())
+        r["cpu"] = {"others_share": 0.5, "steal_share": 0.0}
+        write_json_atomic(path, r)
+    spec = _spec(max_repeats=5)
+    spec = dataclasses.replace(
+        spec, options=dataclasses.replace(spec.options, disturbed_policy=policy)
+    )
+    hook = NextServeRound(spec, adaptive.stopping_rule(5, 5), pricing=None, baseline=None)
+    cells, why = hook(load_run_dir(tmp_path).parsed)
+    assert cells == [] and expected in why

@@ -431,7 +431,7 @@ def test_serving_costs_are_in_the_catalogs_currency(tmp_path):
     assert any(re.search(r"[\d.]+ EUR per million", c) for m in sa.models for c in m.conclusions)
 
 
-def test_disturbed_cells_stay_in_the_tables_and_leave_the_verdicts(tmp_path):
+def _all_disturbed(tmp_path):
     steady = [1.0, 1.02, 0.98, 1.01, 0.99]
     _with_devices(
         tmp_path,
@@ -444,13 +444,55 @@ def test_disturbed_cells_stay_in_the_tables_and_leave_the_verdicts(tmp_path):
         r = json.loads(path.read_text())
         r["cpu"] = {"others_share": 0.6, "steal_share": 0.0}
         write_json_atomic(path, r)
-    (rep,) = analyze_serving(tmp_path, pricing=parse_pricing_option("gce-2017")).models
+
+
+def test_disturbed_cells_stay_in_the_tables_and_leave_the_verdicts_when_excluded(tmp_path):
+    from tfvariants.analyze.shared.settings import ReportSettings
+
+    _all_disturbed(tmp_path)
+    report = ReportSettings(pricing=parse_pricing_option("gce-2017"), disturbed="exclude")
+    (rep,) = analyze_serving(tmp_path, report).models
     assert rep.configs[0].throughput_under_bound.n == 5  # the tables keep them
     assert rep.cheapest_cmp is None and not rep.cheapest_decided  # no verdict from them
+    assert not rep.under_load
     assert any(
         c.startswith("10 of 10 successful cells were disturbed (other processes used 60% of")
+        and c.endswith("left out of every comparison, as in training.")
         for c in rep.conclusions
     )
+
+
+def test_a_load_that_never_left_is_compared_under_load(tmp_path):
+    """As training's "auto": when most configuration-rounds have no undisturbed repeat
+    (a neighbour that stayed for the whole run), leaving them out would leave no answer
+    at all; the comparisons use them and every one says it was measured under load."""
+    _all_disturbed(tmp_path)
+    (rep,) = analyze_serving(tmp_path, pricing=parse_pricing_option("gce-2017")).models
+    assert rep.under_load and rep.cheapest_decided
+    said = " ".join(rep.conclusions)
+    assert "in 10 of 10 configuration-rounds every repeat was" in said
+    assert "--disturbed exclude leaves them out" in said
+    cheapest = next(c for c in rep.conclusions if "serves it cheapest" in c)
+    assert "under load; on a quiet machine the ratio may differ" in cheapest
+
+
+def test_a_few_disturbed_cells_still_leave_the_verdicts(tmp_path):
+    """Under "auto", two disturbed repeats of ten are an exception: left out, no label."""
+    steady = [1.0, 1.02, 0.98, 1.01, 0.99]
+    _with_devices(
+        tmp_path,
+        {
+            ("local", 1, "cpu"): [(50 * j, 40) for j in steady],
+            ("local", 2, "cpu"): [(90 * j, 30) for j in steady],
+        },
+    )
+    for path in sorted((tmp_path / "cells").glob("*.json"))[:2]:
+        r = json.loads(path.read_text())
+        r["cpu"] = {"others_share": 0.6, "steal_share": 0.0}
+        write_json_atomic(path, r)
+    (rep,) = analyze_serving(tmp_path, pricing=parse_pricing_option("gce-2017")).models
+    assert not rep.under_load
+    assert any(c.endswith("left out of every comparison, as in training.") for c in rep.conclusions)
 
 
 def test_serving_and_training_share_one_baseline_rule(tmp_path):

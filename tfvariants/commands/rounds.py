@@ -63,7 +63,7 @@ def add_interference_options(p: argparse.ArgumentParser) -> None:
 
 
 def add_disturbed_policy(p: argparse.ArgumentParser) -> None:
-    declare.add_arguments(p, TrainingOptions, ("disturbed_policy",))
+    declare.add_arguments(p, DecisionOptions, ("disturbed_policy",))
 
 
 def training_options(

@@ -187,7 +187,7 @@ def _add_load_options(p: argparse.ArgumentParser) -> None:
     declare.add_arguments(
         p,
         DecisionOptions,
-        (*ADAPTIVE, *JUDGED),
+        (*ADAPTIVE, *JUDGED, "disturbed_policy"),
         # rounds/serving.py: the last look the budget holds at the first look's round cost
         {"max_repeats": "the rounds the budget holds at the first look's round cost, at most 50"},
     )

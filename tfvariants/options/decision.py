@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tfvariants.options import argtypes, bounds, limits, shared
+from tfvariants.options import argtypes, bounds, interference, limits, shared
 from tfvariants.options.declare import CHANGEABLE, REJUDGED, RunOptionsBase, option
 from tfvariants.options.limits import MAX_REPEATS
 
@@ -49,6 +49,15 @@ class DecisionOptions(RunOptionsBase):
         problem=limits.equivalence_band_problem,
         default_words="5%%, or --min-effect when larger",
         omit_none=True,  # run.json as before unless given
+    )
+    disturbed_policy: str = option(
+        "auto",
+        "disturbed cells in the verdicts: exclude, include, or auto (default: excluded "
+        "unless most configuration-rounds of the run were disturbed: then the load is the "
+        "machine's normal state, they are used, and the verdicts say 'under load')",
+        flag="--disturbed",
+        choices=interference.POLICIES,
+        resume=REJUDGED,
     )
     max_repeats: int | None = option(
         None,

@@ -78,14 +78,6 @@ class TrainingOptions(CellOptions, DecisionOptions):
         problem=bounds.whole(0, 10),
         default_words=str(interference.DISTURBED_RETRIES),
     )
-    disturbed_policy: str = option(
-        "auto",
-        "disturbed cells in the verdicts: exclude, include, or auto (default: excluded "
-        "unless most cells of the run were disturbed)",
-        flag="--disturbed",
-        choices=interference.POLICIES,
-        resume=REJUDGED,
-    )
     priority: str = option(
         interference.PRIORITY_DEFAULT,
         "raised (default): each worker's session at the lowest nice permitted (-20 with "

@@ -147,7 +147,7 @@ class NextServeRound:
         return self.rule
 
     def __call__(self, stored: Mapping[str, AnyResult]) -> tuple[list[ServeCell], str]:
-        from tfvariants.analyze.serving.analysis import model_reports
+        from tfvariants.analyze.serving.analysis import disturbed_of, model_reports
         from tfvariants.analyze.serving.configs import watched
 
         cells = serving(stored.values())
@@ -164,14 +164,16 @@ class NextServeRound:
             if not same_basis(basis, self.judged[0]):
                 # Judged at the looks only: until the next look (or a change before this
                 # one), the comparisons are the ones made at this look.
+                judged_cells = [r for r in cells if r.round < look]
                 reports = model_reports(
-                    [r for r in cells if r.round < look],
+                    judged_cells,
                     RunRecord(variants=tuple(self.spec.variants)),
                     pricing=self.pricing,
                     baseline=self.baseline,
                     bound_ms=self.options.p99_bound_ms,
                     # the run's decision settings by the one reader the report uses
                     settings=Settings.from_options(self.spec.options, rule.looks),
+                    disturbed=disturbed_of(judged_cells, self.options.disturbed_policy),
                 )
                 self.judged = basis, [(a, b, c) for rep in reports for a, b, c in watched(rep)]
             pairs = self.judged[1]

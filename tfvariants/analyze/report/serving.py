@@ -103,10 +103,15 @@ def _row(m: ModelReport, c: Config, currency: str) -> Row:
     """A serving configuration: the cost per million predictions within the p99 bound,
     against the baseline's."""
     cost = c.cost_per_million
+    word, ratio, interval = against_baseline(c.is_baseline, c.cost_cmp, "no verdict", COST_WORDS)
+    if m.under_load and c.cost_cmp is not None:  # as training's table (its loadlabel.word)
+        word = f"{word} under load"
     return Row(
         m.model,
         c.label,
-        *against_baseline(c.is_baseline, c.cost_cmp, "no verdict", COST_WORDS),
+        word,
+        ratio,
+        interval,
         cost=f"{money(cost.value, currency)}/M" if cost is not None else "",
         headroom="",
         best=best(False, False, c is m.cheapest, m.cheapest_decided),

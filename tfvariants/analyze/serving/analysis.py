@@ -19,6 +19,7 @@ from tfvariants.analyze.baseline import parse_baseline
 from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.serving.configs import (
     Config,
+    Disturbed,
     ModelReport,
     ServingAnalysis,
     compare_lower,
@@ -29,6 +30,7 @@ from tfvariants.analyze.serving.configs import (
 from tfvariants.analyze.serving.sentences import conclude_model, last_look_sentence
 from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.analyze.statistics.decide import Settings, run_settings
+from tfvariants.analyze.statistics.interference import unclean_rounds, uses_disturbed
 from tfvariants.analyze.statistics.verdict import Verdict
 from tfvariants.analyze.statistics.verdicts import Requested, pick_baseline
 from tfvariants.options.serving import ServingOptions
@@ -64,8 +66,18 @@ def analyze_serving_contents(
     stored = run.options.p99_bound_ms if isinstance(run.options, ServingOptions) else None
     bound = report.p99_bound_ms or finite_number(stored) or 100.0
     pricing = report.pricing
+    policy = report.disturbed or (
+        run.options.disturbed_policy if isinstance(run.options, ServingOptions) else "auto"
+    )
+    disturbed = disturbed_of(cells, policy)
     reports = model_reports(
-        cells, run, pricing=pricing, baseline=report.baseline, bound_ms=bound, settings=settings
+        cells,
+        run,
+        pricing=pricing,
+        baseline=report.baseline,
+        bound_ms=bound,
+        settings=settings,
+        disturbed=disturbed,
     )
     counts: dict[str, int] = {}
     for r in cells:
@@ -81,7 +93,15 @@ def analyze_serving_contents(
         only_serving,
         contents,
         settings,
+        disturbed,
     )
+
+
+def disturbed_of(cells: list[ServeResult], policy: str) -> Disturbed:
+    """The disturbed policy over a run's serving cells: each cell is one
+    configuration-round (serving runs no attempt again)."""
+    unclean, rounds = unclean_rounds([r for r in cells if r.ok], lambda r: r.cell)
+    return Disturbed(policy, uses_disturbed(policy, unclean, rounds), unclean, rounds)
 
 
 def model_reports(
@@ -92,11 +112,14 @@ def model_reports(
     baseline: str | None,
     bound_ms: float,
     settings: Settings,
+    disturbed: Disturbed | None = None,
 ) -> list[ModelReport]:
     """Configurations, operating points, costs and every comparison, per model: the one
-    analysis the report shows and the adaptive rounds judge by."""
+    analysis the report shows and the adaptive rounds judge by. ``disturbed``: what the
+    run's disturbed policy makes of its cells (:func:`disturbed_of`; None: excluded)."""
+    use_disturbed = disturbed is not None and disturbed.used
     configs = {
-        key: price_config(operating_point(_config(key, results), bound_ms), pricing)
+        key: price_config(operating_point(_config(key, results, use_disturbed), bound_ms), pricing)
         for key, results in _by_config(cells).items()
     }
 
@@ -116,6 +139,7 @@ def model_reports(
             bound_ms,
             pricing,
             settings,
+            disturbed,
         )
         for m in models
     ]
@@ -137,7 +161,7 @@ def _by_config(cells: list[ServeResult]) -> dict[ServeKey, list[ServeResult]]:
 _SCENARIOS = ("single_stream", "server", "server_search", "offline", "concurrency")
 
 
-def _config(key: ServeKey, results: list[ServeResult]) -> Config:
+def _config(key: ServeKey, results: list[ServeResult], use_disturbed: bool) -> Config:
     """One configuration's rows (each summarised), in the scenarios' order."""
     by_row: dict[tuple[str, int], list[ServeResult]] = {}
     shared = None
@@ -147,7 +171,7 @@ def _config(key: ServeKey, results: list[ServeResult]) -> Config:
             cpus = ",".join(str(x) for x in r.server_cpus)
             shared = f"server and load generator share CPUs {cpus}"
     rows = sorted(
-        (summarise_row(sc, n, rs) for (sc, n), rs in by_row.items()),
+        (summarise_row(sc, n, rs, use_disturbed) for (sc, n), rs in by_row.items()),
         key=lambda x: (
             _SCENARIOS.index(x.scenario) if x.scenario in _SCENARIOS else 9,
             x.concurrency,
@@ -243,6 +267,7 @@ def _model_report(
     bound: float,
     pricing: Pricing | None,
     settings: Settings,
+    disturbed: Disturbed | None,
 ) -> ModelReport:
     baseline = _pick_baseline(cfgs, base, variants)
     if baseline is not None:
@@ -254,7 +279,12 @@ def _model_report(
         ((c, iv) for c in cfgs if (iv := c.cost_per_million) is not None), key=lambda m: m[1].value
     )
     met = [c for c, _ in priced]
-    rep = ModelReport(model, cfgs, baseline, met[0] if met else None)
+    # measured under load: a repeat its comparisons use was disturbed (said in its
+    # sentences and verdict words)
+    under_load = (disturbed is not None and disturbed.used) and any(
+        r.disturbed for c in cfgs for row in c.rows for r in row.compared()
+    )
+    rep = ModelReport(model, cfgs, baseline, met[0] if met else None, under_load=under_load)
     if len(met) > 1:
         cmp = compare_lower(met[0].costs, met[1].costs, settings)
         rep = replace(
@@ -265,4 +295,4 @@ def _model_report(
             and cmp.verdict == Verdict.DIFFERENT
             and cmp.direction == "lower",
         )
-    return replace(rep, conclusions=conclude_model(rep, bound, pricing, settings))
+    return replace(rep, conclusions=conclude_model(rep, bound, pricing, settings, disturbed))

@@ -75,27 +75,32 @@ class Row:
     # against the baseline configuration's same row (None for the baseline itself)
     throughput_cmp: stats.Comparison | None = None  # as time per prediction
     p99_cmp: stats.Comparison | None = None
+    # the run's disturbed policy uses disturbed repeats (analyze/statistics/interference.py)
+    use_disturbed: bool = False
 
     @property
     def ok(self) -> list[ServeResult]:
         return [r for r in self.results if r.ok]
 
+    def compared(self) -> list[ServeResult]:
+        """The repeats comparisons use: successful, and undisturbed unless the policy
+        uses disturbed ones (as training's verdicts)."""
+        return [r for r in self.ok if self.use_disturbed or not r.disturbed]
+
     def p99_by_round(self) -> RoundValues:
-        """Per round, the p99 of the successful, undisturbed repeats (as training's
-        verdicts leave disturbed cells out)."""
+        """Per round, the p99 of the repeats comparisons use."""
         return {
             r.round: v
-            for r in self.ok
-            if not r.disturbed
+            for r in self.compared()
             if (v := r.percentiles_ms.get("p99_ms")) is not None and v > 0
         }
 
     def seconds_per_prediction(self) -> RoundValues:
         """Per round, 1 / throughput (the Server search: 1 / its highest QPS)."""
         out = {}
-        for r in self.ok:
+        for r in self.compared():
             v = r.max_qps_under_bound if self.scenario == "server_search" else r.throughput_per_s
-            if v is not None and v > 0 and not r.disturbed:
+            if v is not None and v > 0:
                 out[r.round] = 1 / v
         return out
 
@@ -170,9 +175,22 @@ class ModelReport:
     runner_up: Config | None = None  # the next cheapest
     cheapest_cmp: stats.Comparison | None = None  # cheapest vs runner-up ($ per million)
     cheapest_decided: bool = False  # the claim "cheapest" holds: decided against the next
+    under_load: bool = False  # its comparisons use disturbed repeats (the run's policy)
 
     def batch_sizes(self) -> list[int]:
         return sorted({c.max_batch_size for c in self.configs})
+
+
+@dataclass(frozen=True)
+class Disturbed:
+    """The run's disturbed policy over its serving cells: "exclude", "include" or
+    "auto" (analyze/statistics/interference.py), whether the comparisons use disturbed
+    repeats, and the configuration-rounds with no undisturbed repeat, of all."""
+
+    policy: str
+    used: bool
+    unclean: int
+    rounds: int
 
 
 @dataclass(frozen=True)
@@ -187,6 +205,7 @@ class ServingAnalysis:
     only_serving: bool = True  # no training cells in the folder
     store: RunContents | None = None  # the run folder as loaded, with its named problems
     settings: Settings = field(default_factory=Settings)
+    disturbed: Disturbed | None = None  # what the disturbed policy did (None: no cells)
 
     @property
     def look_plan(self) -> str | None:
@@ -197,13 +216,16 @@ class ServingAnalysis:
         return look_plan_sentence(adaptive.look_plan) if adaptive is not None else None
 
 
-def summarise_row(scenario: str, concurrency: int, results: list[ServeResult]) -> Row:
+def summarise_row(
+    scenario: str, concurrency: int, results: list[ServeResult], use_disturbed: bool = False
+) -> Row:
     """One (configuration, scenario, concurrency)'s repeats and their medians."""
     ok = [r for r in results if r.ok]
     return Row(
         scenario,
         concurrency,
         results,
+        use_disturbed=use_disturbed,
         throughput=_interval(r.throughput_per_s for r in ok),
         percentiles={k: _median(r.percentiles_ms.get(k) for r in ok) for k in PCTS},
         validity=[r.validity for r in ok if r.validity],

@@ -7,27 +7,35 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from tfvariants.analyze.cost.pricing import Pricing
-from tfvariants.analyze.serving.configs import Config, ModelReport, compare_lower
+from tfvariants.analyze.serving.configs import Config, Disturbed, ModelReport, compare_lower
 from tfvariants.analyze.shared.format import money, sig3
 from tfvariants.analyze.statistics import adaptive as adaptive_rule
 from tfvariants.analyze.statistics.decide import Settings
+from tfvariants.analyze.statistics.stats import Comparison
 from tfvariants.analyze.statistics.verdict import Verdict
+from tfvariants.analyze.training import loadlabel
 from tfvariants.analyze.training.conclusions import phrase
+from tfvariants.analyze.training.loadlabel import QUIET_MAY_DIFFER
 from tfvariants.options.interference import DISTURBED_SHARE
 from tfvariants.store.rawfields import finite_number
 from tfvariants.store.record import AdaptiveRecord
 
 
 def conclude_model(
-    rep: ModelReport, bound: float, pricing: Pricing | None, settings: Settings
+    rep: ModelReport,
+    bound: float,
+    pricing: Pricing | None,
+    settings: Settings,
+    disturbed: Disturbed | None = None,
 ) -> list[str]:
-    """Every sentence of one model's report, in reading order."""
+    """Every sentence of one model's report, in reading order (``disturbed``: what the
+    run's disturbed policy made of its cells)."""
     within = f"p99 within {bound:g} ms"
     lines: list[str] = []
     _cheapest_sentence(rep, within, pricing, lines)
     _gpu_sentences(rep, settings, within, lines)
     _thread_sentences(rep, settings, within, lines)
-    _disturbed_sentence(rep, lines)
+    _disturbed_sentence(rep, disturbed, lines)
     _shared_sentences(rep, lines)
     return lines
 
@@ -69,7 +77,7 @@ def _cheapest_sentence(
             f"{model}: {c.label} is the only configuration that served it with {within}: {facts}."
         )
         return
-    against = phrase(c, nxt, cmp, "cost") if cmp is not None else "no comparison"
+    against = _phrase(rep, c, nxt, cmp, "cost") if cmp is not None else "no comparison"
     if rep.cheapest_decided:
         lead = f"{c.label} serves it cheapest with {within}"
     elif cmp is not None and cmp.verdict == Verdict.EQUIVALENT:
@@ -85,12 +93,19 @@ def _cheapest_sentence(
     lines.append(f"{model}: {lead}: {facts}; against the next cheapest: {against}.")
 
 
-def _disturbed_sentence(rep: ModelReport, lines: list[str]) -> None:
+def _phrase(rep: ModelReport, a: Config, b: Config, cmp: Comparison, what: str) -> str:
+    """a versus b in words (training's phrase), said to be under load when the model's
+    comparisons use disturbed repeats."""
+    text = phrase(a, b, cmp, what)
+    return loadlabel.inside(text, f"under load; {QUIET_MAY_DIFFER}") if rep.under_load else text
+
+
+def _disturbed_sentence(rep: ModelReport, disturbed: Disturbed | None, lines: list[str]) -> None:
     ok = [r for c in rep.configs for row in c.rows for r in row.ok]
-    disturbed = [r for r in ok if r.disturbed]
-    if not disturbed:
+    hit = [r for r in ok if r.disturbed]
+    if not hit:
         return
-    shares = sorted(r.others_share for r in disturbed if r.others_share is not None)
+    shares = sorted(r.others_share for r in hit if r.others_share is not None)
     span = (
         "more than a quarter"
         if not shares
@@ -98,11 +113,21 @@ def _disturbed_sentence(rep: ModelReport, lines: list[str]) -> None:
         if f"{shares[0]:.0%}" == f"{shares[-1]:.0%}"
         else f"{shares[0]:.0%}-{shares[-1]:.0%}"
     )
-    lines.append(
-        f"{len(disturbed)} of {len(ok)} successful cells were disturbed (other processes "
-        f"used {span} of their CPUs during the load; the limit is {DISTURBED_SHARE:.0%}): "
-        "they are in the tables and left out of every comparison, as in training."
+    text = (
+        f"{len(hit)} of {len(ok)} successful cells were disturbed (other processes "
+        f"used {span} of their CPUs during the load; the limit is {DISTURBED_SHARE:.0%})"
     )
+    if disturbed is None or not disturbed.used:
+        text += ": they are in the tables and left out of every comparison, as in training"
+    elif disturbed.policy == "auto":
+        text += (
+            f": in {disturbed.unclean} of {disturbed.rounds} configuration-rounds every repeat "
+            "was, more than half, so the load was this machine's normal state and the "
+            "comparisons use them, marked 'under load' (--disturbed exclude leaves them out)"
+        )
+    else:
+        text += ": used in the comparisons (--disturbed include), marked 'under load'"
+    lines.append(text + ".")
 
 
 def _shared_sentences(rep: ModelReport, lines: list[str]) -> None:
@@ -146,7 +171,7 @@ def _gpu_sentences(rep: ModelReport, settings: Settings, within: str, lines: lis
     parts = []
     t = compare_lower(gpu.operating_seconds(), fastest.operating_seconds(), settings)
     if t is not None:
-        parts.append(f"throughput with {within}: " + phrase(gpu, fastest, t, "time"))
+        parts.append(f"throughput with {within}: " + _phrase(rep, gpu, fastest, t, "time"))
     costed = [c for c in cpus if c.costs]
     if gpu.costs and costed:
         cheap = min(costed, key=_cost_value)
@@ -154,7 +179,7 @@ def _gpu_sentences(rep: ModelReport, settings: Settings, within: str, lines: lis
         if cc is not None:
             parts.append(
                 "cost per million against the cheapest CPU configuration: "
-                + phrase(gpu, cheap, cc, "cost")
+                + _phrase(rep, gpu, cheap, cc, "cost")
             )
     if parts:
         lines.insert(
@@ -174,7 +199,7 @@ def _thread_sentences(rep: ModelReport, settings: Settings, within: str, lines: 
         lo, hi = min(cs, key=lambda c: c.threads), max(cs, key=lambda c: c.threads)
         cmp = compare_lower(hi.operating_seconds(), lo.operating_seconds(), settings)
         if cmp is not None:
-            lines.append(f"Threads ({within}): {phrase(hi, lo, cmp, 'time')}.")
+            lines.append(f"Threads ({within}): {_phrase(rep, hi, lo, cmp, 'time')}.")
             continue
         # No operating point on one side: the throughput at the most requests in
         # flight both ran, said to be outside the bound.
@@ -191,7 +216,7 @@ def _thread_sentences(rep: ModelReport, settings: Settings, within: str, lines: 
             n, at_n = found[-1]
             lines.append(
                 f"Threads (at {n} in flight; {missing} kept no point with "
-                f"{within}): {phrase(hi, lo, at_n, 'time')}."
+                f"{within}): {_phrase(rep, hi, lo, at_n, 'time')}."
             )
         else:
             rows_ok = [r for c in (hi, lo) for r in c.rows if r.ok]

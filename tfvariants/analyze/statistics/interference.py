@@ -21,9 +21,9 @@ alike). The limits were measured on this project's machines: docs/methods.md,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from tfvariants.options.interference import DISTURBED_SHARE, POLICIES, SHIELDED_SHARE
 from tfvariants.options.training import TrainingOptions
@@ -171,6 +171,34 @@ class Interference:
         return text + "." + (f" To get more: {self.advice}." if self.advice else "")
 
 
+class Judged(Protocol):
+    """A successful result of any task, as the disturbed policy counts it."""
+
+    @property
+    def disturbed(self) -> bool: ...
+
+
+J = TypeVar("J", bound=Judged)
+
+
+def unclean_rounds(ok: Iterable[J], round_of: Callable[[J], Hashable]) -> tuple[int, int]:
+    """(configuration-rounds with no undisturbed attempt, configuration-rounds) among
+    the successful results ``ok``; ``round_of``: a result's configuration-round (its
+    attempts share it)."""
+    rounds: dict[Hashable, bool] = {}
+    for r in ok:
+        k = round_of(r)
+        rounds[k] = rounds.get(k, True) and r.disturbed
+    return sum(rounds.values()), len(rounds)
+
+
+def uses_disturbed(policy: str, unclean: int, config_rounds: int) -> bool:
+    """Whether the verdicts use disturbed results: "include", or "auto" when more than
+    half of the configuration-rounds have no undisturbed attempt (the load was the
+    machine's normal state, see the module)."""
+    return policy == "include" or (policy == "auto" and 2 * unclean > config_rounds)
+
+
 def summarise(
     results: Iterable[CellResult],
     *,
@@ -184,17 +212,13 @@ def summarise(
     limit, shielded_limit = rule.limits_of(options)
     results = list(results)
     ok = [r for r in results if r.ok]
-    rounds: dict[tuple[Any, int], list[CellResult]] = {}
-    for r in ok:
-        rounds.setdefault((r.key, r.round), []).append(r)
-    unclean = sum(1 for rs in rounds.values() if all(r.disturbed for r in rs))
+    unclean, config_rounds = unclean_rounds(ok, lambda r: (r.key, r.round))
     clean = [r for r in ok if not r.disturbed and r.undisturbed_only]
     return Interference(
         limit=limit,
         policy=policy,
         shielded_limit=shielded_limit,
-        # auto: most configuration-rounds have no undisturbed attempt -> the load was normal.
-        included=policy == "include" or (policy == "auto" and 2 * unclean > len(rounds)),
+        included=uses_disturbed(policy, unclean, config_rounds),
         disturbed=[
             (r.cell_id, disturbance(r.raw, limit, shielded_limit) or "disturbed")
             for r in ok
@@ -209,7 +233,7 @@ def summarise(
         ),
         cells=len(ok),
         unclean_rounds=unclean,
-        config_rounds=len(rounds),
+        config_rounds=config_rounds,
         quiet_wait_s=options.quiet_wait_s if options is not None else None,
         **_waits(results),
         **_priorities(results),

@@ -78,8 +78,11 @@ def qualify(text: str, a: object, b: object) -> str:
     """A sentence about a versus b (ending in its parenthesis, conclusions.phrase) with
     the load note inside that parenthesis when the comparison rests on disturbed cells."""
     said = note(under_load(a, b))
-    if not said:
-        return text
+    return inside(text, said) if said else text
+
+
+def inside(text: str, said: str) -> str:
+    """``said`` inside the closing parenthesis of ``text`` (or in one of its own)."""
     if text.endswith(")"):
         return f"{text[:-1]}; {said})"
     return f"{text} ({said})"
