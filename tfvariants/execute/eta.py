@@ -63,16 +63,21 @@ class EtaModel:
         return float(sum(known))
 
 
-# The budget a resume is told to give to reach the first look: the estimated end at the
-# pace measured, with room for the rule that no cell starts unless it ends inside the
-# budget at 1.25x its workload's longest cell, and for the resumed command's probes.
-RESUME_MARGIN = 1.25
+# A running cell is never killed, so a cell starts only when it would end inside the
+# budget at this many times the longest cell of its workload (or its estimate, when
+# longer): a cell may run that much slower than the slowest one before it and the run
+# still ends within the budget; one slower still overruns it by its excess alone
+# (execute/policy.py cell_fits).
+CELL_MARGIN = 1.25
 
 
 def resume_budget_min(end_s: float, budget_s: float) -> int:
     """Whole minutes of --budget (the whole run's, time spent included) that reach the
-    first look estimated to end at ``end_s``; always more than ``budget_s``."""
-    return max(math.ceil(end_s * RESUME_MARGIN / 60), math.floor(budget_s / 60) + 1)
+    first look estimated to end at ``end_s``; always more than ``budget_s``. The
+    estimated end gets the cells' own margin: at the end of the run, the last cells
+    start only if they fit at ``CELL_MARGIN`` x their longest (that room also covers
+    the resumed command's probes)."""
+    return max(math.ceil(end_s * CELL_MARGIN / 60), math.floor(budget_s / 60) + 1)
 
 
 @dataclass

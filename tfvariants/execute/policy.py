@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic
 
-from tfvariants.execute.eta import fmt_s
+from tfvariants.execute.eta import CELL_MARGIN, fmt_s
 from tfvariants.plan.task import CellT, PlannedCell
 from tfvariants.store.cellresult import AnyResult
 
@@ -53,13 +53,6 @@ def run_clock() -> float:
     """The clock a command's budget is counted on, from the command's start (tests give
     the commands a fake one here)."""
     return time.monotonic()
-
-
-# A running cell is never killed, so a cell starts only when it would end inside the
-# budget at this many times the longest cell of its workload (or its estimate, when
-# longer): a cell may run that much slower than the slowest one before it and the run
-# still ends within the budget; one slower still overruns it by its excess alone.
-CELL_MARGIN = 1.25
 
 
 def cell_fits(spent_s: float, longest_s: float, budget_s: float) -> bool:
