@@ -14,7 +14,7 @@ from test_compare import FakeRunCell, _no_onednn_probe  # noqa: F401 (autouse: n
 from tfvariants.analyze.cost.catalog import load_catalog
 from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.report.answer import Answer, heading
-from tfvariants.analyze.report.compiled import _head
+from tfvariants.analyze.training.compiled import _head
 from tfvariants.cli import main
 from tfvariants.execute import runner
 from tfvariants.render.answertext import WIDTH, answer_lines, answer_of_report, command_lines

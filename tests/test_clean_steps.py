@@ -197,8 +197,8 @@ def test_the_verdicts_use_the_clean_projection_and_the_summary_counts_the_cells(
 
 def test_the_report_lists_the_cells_measured_on_their_undisturbed_steps(tmp_path, capsys):
     from tfvariants.analyze.report.build import assemble
-    from tfvariants.analyze.report.training import training_part
     from tfvariants.analyze.training.analysis import analyze
+    from tfvariants.analyze.training.part import training_part
     from tfvariants.cli import main
     from tfvariants.render.html import render_html
 

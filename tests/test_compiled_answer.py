@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from tfvariants.analyze.report.compiled import answer
 from tfvariants.analyze.statistics import stats
+from tfvariants.analyze.training.compiled import answer
 from tfvariants.analyze.training.groups import Group, WorkloadReport
 from tfvariants.store.record import run_record
 

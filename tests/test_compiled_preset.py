@@ -121,7 +121,7 @@ def test_a_given_min_effect_is_kept_by_the_preset(
 
 
 def test_the_answer_box_names_the_explanatory_configurations_left_out() -> None:
-    from tfvariants.analyze.report.compiled import answer
+    from tfvariants.analyze.training.compiled import answer
     from tfvariants.store.record import run_record
 
     note = "left out the explanatory configuration(s) local so that ... --budget 25m)"

@@ -113,8 +113,8 @@ def test_summary_counts_waits_from_the_runner_record():
 
 def test_report_leaves_disturbed_cells_out_and_lists_them(tmp_path):
     from tfvariants.analyze.report.build import assemble
-    from tfvariants.analyze.report.training import training_part
     from tfvariants.analyze.training.analysis import analyze
+    from tfvariants.analyze.training.part import training_part
     from tfvariants.render.html import render_html
 
     results = [make_result("local", t, "mnist_cnn", r, steady_epoch_s=2.0 * (3 - t))

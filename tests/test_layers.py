@@ -15,6 +15,8 @@ import graphlib
 from collections.abc import Iterator
 from pathlib import Path
 
+from tfvariants.plan.tasks import tasks
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # tfvariants/<stage>/ or tfvariants/<stage>.py -> its rank. "tfvariants" is the package's
@@ -36,15 +38,16 @@ STAGES = {
 }
 
 # tfvariants/analyze/<room>/ or <room>.py -> its rank ("analyze": the package's __init__).
+# Above the report's room, each task's own (tfvariants.analyze.<stem>, a package or one
+# module), found as the report finds them, in the tasks' order.
 ROOMS = {
     "analyze": 0,
     "statistics": 0,
     "cost": 1,
     "baseline": 2,
     "shared": 3,
-    "training": 4,
-    "serving": 5,
-    "report": 6,
+    "report": 4,
+    **{t.stem: 5 + i for i, t in enumerate(tasks().values())},
 }
 
 

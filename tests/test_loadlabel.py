@@ -24,8 +24,8 @@ def loaded_run(tmp_path, disturbed_rounds):
 
 def test_a_verdict_that_rests_on_disturbed_cells_says_so_wherever_it_is_shown(tmp_path):
     from tfvariants.analyze.report.build import assemble
-    from tfvariants.analyze.report.training import training_part
     from tfvariants.analyze.training.analysis import analyze
+    from tfvariants.analyze.training.part import training_part
     from tfvariants.render.csvout import csv_rows
     from tfvariants.render.html import render_html
 
@@ -46,8 +46,8 @@ def test_a_verdict_that_rests_on_disturbed_cells_says_so_wherever_it_is_shown(tm
 
 def test_a_clean_verdict_carries_no_load_label_and_a_partly_loaded_one_counts(tmp_path):
     from tfvariants.analyze.report.build import assemble
-    from tfvariants.analyze.report.training import training_part
     from tfvariants.analyze.training.analysis import analyze
+    from tfvariants.analyze.training.part import training_part
     from tfvariants.render.csvout import csv_rows
 
     clean = analyze(loaded_run(tmp_path / "clean", ()))

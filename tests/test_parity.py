@@ -5,8 +5,8 @@ from __future__ import annotations
 import resultfactory as rf
 
 from tfvariants.analyze.report.build import assemble
-from tfvariants.analyze.report.training import training_part
 from tfvariants.analyze.training.analysis import analyze
+from tfvariants.analyze.training.part import training_part
 from tfvariants.render.html import render_html
 
 

@@ -7,9 +7,9 @@ import resultfactory as rf
 from tfvariants.analyze.cost.catalog import load_catalog
 from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.report.build import assemble
-from tfvariants.analyze.report.training import training_part
 from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.analyze.training.analysis import analyze
+from tfvariants.analyze.training.part import training_part
 from tfvariants.commands.report import write_report
 from tfvariants.errors import UserError
 from tfvariants.options.decision import Override
@@ -385,9 +385,9 @@ def test_sections_in_reading_order_and_only_those_with_something_to_say(study, g
     """The report is its list of sections (analyze/report/sections.py): the template
     loops over them, so what a report shows is decided here, not in the template."""
     from tfvariants.analyze.report import sections as sec
-    from tfvariants.analyze.report import training as tr
     from tfvariants.analyze.report.answer import Answer
     from tfvariants.analyze.report.build import build_report
+    from tfvariants.analyze.training import part as tr
 
     report = build_report(study, ReportSettings(pricing=gce))
     kinds = [type(s) for s in report.sections]

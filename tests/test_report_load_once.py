@@ -67,9 +67,9 @@ def test_a_report_of_training_and_serving_cells_loads_its_folder_once(tmp_path, 
 
 def test_both_analyses_decide_with_the_one_reading_of_the_settings(tmp_path):
     from tfvariants.analyze.report.build import build_report
-    from tfvariants.analyze.report.serving import ServingPart
-    from tfvariants.analyze.report.training import TrainingPart
+    from tfvariants.analyze.serving.part import ServingPart
     from tfvariants.analyze.shared.settings import ReportSettings
+    from tfvariants.analyze.training.part import TrainingPart
     from tfvariants.options.decision import Override
 
     report = build_report(

@@ -11,7 +11,7 @@ import resultfactory as rf
 
 from tfvariants.analyze.cost.catalog import load_catalog
 from tfvariants.analyze.cost.pricing import Pricing
-from tfvariants.analyze.report.serving import ServingPart
+from tfvariants.analyze.serving.part import ServingPart
 from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.cli import main
 from tfvariants.commands.report import write_report
@@ -186,7 +186,7 @@ def test_a_single_configuration_is_not_called_the_fastest(tmp_path):
 
 def test_summary_table_flags_an_undecided_lead_and_the_baseline_bar_is_solid(tmp_path):
     from tfvariants.analyze.report.build import assemble
-    from tfvariants.analyze.report.training import training_part
+    from tfvariants.analyze.training.part import training_part
     from tfvariants.render.html import render_html
 
     a = _two_configs(tmp_path / "a", 2.0, 0.2)  # undecided
@@ -204,8 +204,8 @@ def test_summary_table_flags_an_undecided_lead_and_the_baseline_bar_is_solid(tmp
 
 def test_steady_step_of_seconds_reads_in_ms_without_exponent(tmp_path):
     from tfvariants.analyze.report.build import assemble
-    from tfvariants.analyze.report.training import training_part
     from tfvariants.analyze.training.analysis import analyze
+    from tfvariants.analyze.training.part import training_part
     from tfvariants.render.html import render_html
 
     results = []

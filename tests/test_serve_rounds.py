@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tfvariants.analyze.cost.pricing import parse_pricing_option
-from tfvariants.analyze.report.serving import ServingPart
+from tfvariants.analyze.serving.part import ServingPart
 from tfvariants.analyze.serving.sentences import look_plan_sentence
 from tfvariants.analyze.statistics import adaptive
 from tfvariants.options.serving import ServingOptions

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from tfvariants.analyze.cost.pricing import parse_pricing_option
-from tfvariants.analyze.report.serving import ServingPart
 from tfvariants.analyze.serving.analysis import analyze_serving
+from tfvariants.analyze.serving.part import ServingPart
 from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.options.serving import ServingOptions
 from tfvariants.plan.serve import ServeCell, ServeSpec, plan_serve_cells
@@ -502,7 +502,7 @@ def test_serving_and_training_share_one_baseline_rule(tmp_path):
     import resultfactory as rf
 
     from tfvariants.analyze.report.build import build_report
-    from tfvariants.analyze.report.training import TrainingPart
+    from tfvariants.analyze.training.part import TrainingPart
 
     train = [
         rf.make_result(v, t, "mnist_mlp", r, logical_cpus=8)

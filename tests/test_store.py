@@ -15,9 +15,9 @@ import resultfactory as rf
 from tfvariants.analyze.cost.catalog import load_catalog
 from tfvariants.analyze.cost.pricing import Pricing, parse_pricing_option
 from tfvariants.analyze.report.build import assemble
-from tfvariants.analyze.report.training import CSV_COLUMNS, training_part
 from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.analyze.training.analysis import analyze
+from tfvariants.analyze.training.part import CSV_COLUMNS, training_part
 from tfvariants.cli import main
 from tfvariants.commands.report import write_report
 from tfvariants.errors import UserError

@@ -18,8 +18,8 @@ import resultfactory as rf
 from tfvariants.analyze.report.build import assemble, build_report, parts
 from tfvariants.analyze.report.part import AnswerPart, CsvTable, Placed, Row, Shared, Words
 from tfvariants.analyze.report.provenance import WhereRan
-from tfvariants.analyze.report.training import TrainingPart
 from tfvariants.analyze.shared.frame import RunFrame
+from tfvariants.analyze.training import TrainingPart
 from tfvariants.commands.report import print_long
 from tfvariants.options.serving import ServingOptions
 from tfvariants.options.training import TrainingOptions
@@ -65,7 +65,7 @@ def _named(row: str) -> list[str]:
 
 def test_a_new_task_types_files_exist():
     rows = _table_rows(_section("A new task type"))
-    assert len(rows) >= 10
+    assert len(rows) >= 8
     named = [n for row in rows for n in _named(row)]
     assert "plan/serve.py" in named and "store/serving.py" in named
     # every file is the task's own and new: no shared file is edited to add a task
@@ -77,7 +77,7 @@ def test_a_new_task_types_files_exist():
     files = [n for row in rows for n in re.findall(r"`([^`]+)`", row.partition(" | ")[0])]
     stated = re.search(r"That is (\d+) files", _section("A new task type"))
     assert stated is not None and int(stated.group(1)) == len(files) == len(set(files))
-    assert len(files) <= 11
+    assert len(files) <= 9
 
 
 def test_a_new_decision_setting_touches_three_files():
@@ -103,14 +103,15 @@ def test_the_store_looks_a_task_up_by_name():
     assert not branches, branches
 
 
-# The report's and the outputs' own modules: they iterate over the tasks' parts
-# (analyze/report/part.py) and import no task's module; build.py finds each task's
-# builder by the task's stem.
+# The report's and the outputs' own modules (every module of analyze/report/: the
+# compiled preset's record, other runs and where cells ran too): they iterate over the
+# tasks' parts (analyze/report/part.py) and import no task's module; build.py finds each
+# task's builder by the task's stem.
 GENERIC = (
-    "analyze/report/part.py",
-    "analyze/report/answer.py",
-    "analyze/report/sections.py",
-    "analyze/report/build.py",
+    *(
+        f"analyze/report/{p.name}"
+        for p in sorted((ROOT / "tfvariants/analyze/report").glob("*.py"))
+    ),
     "render/html.py",
     "render/csvout.py",
     "render/answertext.py",
@@ -118,7 +119,7 @@ GENERIC = (
 )
 TASK_MODULES = re.compile(
     r"^(workloads\.serving|tfvariants\.(options|rounds|analyze)\.(training|serving)"
-    r"|tfvariants\.analyze\.report\.(training|serving)|tfvariants\.plan\.serve)\b"
+    r"|tfvariants\.plan\.serve)\b"
 )
 
 
@@ -151,7 +152,7 @@ def test_the_report_and_its_outputs_name_no_task():
     said = {f: s for f in GENERIC if (s := _names_a_task(_path(f)))}
     assert not said, said
     # the scan sees what it looks for
-    assert _names_a_task(_path("analyze/report/serving.py"))
+    assert _names_a_task(_path("analyze/serving/part.py"))
 
 
 @dataclass(frozen=True)
@@ -284,7 +285,7 @@ def validate(data, source="result"):
 def parse(result, facts):
     return ToyResult(result["status"], result["squeak"], facts.device)
 """,
-    "analyze/report": """
+    "analyze": """
 BUILT = []
 
 
@@ -338,7 +339,7 @@ def test_a_toy_task_registers_itself(tmp_path, monkeypatch):
         parsed = parse_result(run, toy, {})
         assert type(parsed).__name__ == "ToyResult" and parsed.ok and parsed.squeak == 3
         report = build_report(tmp_path / "res")
-        assert len(sys.modules["tfvariants.analyze.report.toy"].BUILT) == 1  # asked for its part
+        assert len(sys.modules["tfvariants.analyze.toy"].BUILT) == 1  # asked for its part
         assert report.part(TrainingPart) is not None
         assert "toy" in build_parser().format_help()
     finally:

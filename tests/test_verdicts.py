@@ -9,11 +9,11 @@ import pytest
 import resultfactory as rf
 
 from tfvariants.analyze.report.build import assemble
-from tfvariants.analyze.report.training import training_part
 from tfvariants.analyze.statistics import adaptive
 from tfvariants.analyze.statistics.decide import Settings
 from tfvariants.analyze.statistics.verdicts import round_values, workload_verdicts
 from tfvariants.analyze.training.analysis import analyze
+from tfvariants.analyze.training.part import training_part
 from tfvariants.options.interference import DISTURBED_SHARE
 from tfvariants.options.training import TrainingOptions
 from tfvariants.plan.spec import MatrixSpec

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from tfvariants.analyze.report.compiled import PRESET
+from tfvariants.analyze.report.preset import PRESET
 from tfvariants.analyze.training import processcells
 from tfvariants.analyze.training.decomposition import decompose
 from tfvariants.analyze.training.design import Design, cells_of_results, choose, design_of

@@ -7,7 +7,7 @@ left out, with its reason, and named in the report), plus ``local`` and the oneD
 caps (the cheap stand-in for an ISA build on today's TensorFlow), on the two
 convolutional workloads of the 2017 study, at the quick scale, at this host's CPU count,
 against the stock wheel. The report opens with the answer for this CPU
-(tfvariants.analyze.report.compiled).
+(tfvariants.analyze.training.compiled).
 
 ``study-2017``: the 2017 study (minimaxir's deep-learning-cpu-gpu-benchmark) planned on
 today's cloud: its six workloads, the pip wheel, the compiled build and the GPU, CPU
@@ -25,7 +25,7 @@ import math
 import sys
 from typing import TYPE_CHECKING, Any
 
-from tfvariants.analyze.report.compiled import PRESET
+from tfvariants.analyze.report.preset import PRESET
 from tfvariants.variants.recipes import COMPILED_BUILDS, COMPILED_STOCK
 
 if TYPE_CHECKING:

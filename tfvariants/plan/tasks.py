@@ -29,7 +29,7 @@ class Task:
     """What the ground stages need to know of one task, by its stored name."""
 
     name: str  # as run.json and a cell record it ("train", "serve")
-    stem: str  # its modules' name in every stage ("training": analyze/report/training.py)
+    stem: str  # its modules' name in every stage ("training": tfvariants.analyze.training)
     order: int  # its place in a report and a listing (the first leads a report)
     options: type[RunOptionsBase]  # the class a stored run's options are checked against
     result_kind: str  # the "kind" of its cells' result files

@@ -9,13 +9,14 @@ comparison per row, analyze/statistics), each number one the report already show
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from tfvariants.analyze.report.compiled import compiled_preset, next_step
 from tfvariants.analyze.report.otherruns import OtherRuns
 from tfvariants.analyze.report.part import AnswerPart, Row, TaskPart, lead
+from tfvariants.analyze.report.preset import compiled_preset
 from tfvariants.analyze.shared.format import ratio_interval, sig3, verdict_word
 from tfvariants.analyze.shared.frame import RunFrame
 from tfvariants.analyze.statistics import adaptive
@@ -149,7 +150,7 @@ def _step(
     compiled: PresetRecord | None,
     command: str,
 ) -> tuple[str | None, str | None]:
-    """One next step for the whole run: the report's own (compiled.next_step) for the
+    """One next step for the whole run: the report's own (:func:`next_step`) for the
     undecided comparison that needs the most repeats, as a command to paste."""
     undecided = [c for c in cmps if c.verdict == Verdict.UNDECIDED]
     if not undecided:
@@ -165,6 +166,33 @@ def _step(
     extra = extra if extra.startswith("--") else ""  # "with more --budget": no figure
     paste = f"tfvariants {command} --resume --out {frame.results_dir}"
     return why or step, f"{paste} {extra}".strip()
+
+
+def next_step(cmp: Comparison, round_s: float | None, last_look: int | None = None) -> str:
+    """The single most useful next step of an undecided comparison (``last_look``: the
+    run stopped at its planned last look, which more budget cannot pass)."""
+    more = cmp.more_repeats
+    if last_look is not None and more:
+        return (
+            f"a new run with --max-repeats {max(2 * last_look, last_look + more)} planned "
+            f"from the start: about {more} more repeats than this run's last look"
+        )
+    if not more:
+        return (
+            "a quieter machine: at this noise no practical number of repeats would settle it "
+            f"(the ratio sits near {_edges(cmp)})"
+        )
+    if round_s is None:
+        return f"--resume with more --budget: about {more} more repeats"
+    minutes = max(1, math.ceil(more * round_s / 60))
+    return f"--resume --budget {minutes}m: about {more} more repeats"
+
+
+def _edges(cmp: Comparison) -> str:
+    """Where a verdict changes: "different" beyond +-min effect (1 itself when there is
+    none), "equivalent" inside the band."""
+    different = "1" if cmp.min_effect == 0 else f"the {cmp.min_effect:.0%} threshold"
+    return f"{different} or the +/-{cmp.equivalence_band:.0%} band's edge"
 
 
 def _legend(rows: list[Row]) -> list[str]:

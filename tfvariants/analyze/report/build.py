@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from tfvariants.analyze.report.compiled import with_preset_baseline
 from tfvariants.analyze.report.otherruns import OtherRuns
 from tfvariants.analyze.report.part import (
     Headline,
@@ -21,6 +20,7 @@ from tfvariants.analyze.report.part import (
     headline_of,
     shared_of,
 )
+from tfvariants.analyze.report.preset import with_preset_baseline
 from tfvariants.analyze.report.sections import sections_of
 from tfvariants.analyze.shared.frame import RunFrame
 from tfvariants.analyze.shared.settings import ReportSettings
@@ -33,10 +33,11 @@ Builder = Callable[[RunContents, ReportSettings, Settings], TaskPart | None]
 
 def parts() -> tuple[Builder, ...]:
     """Each task's part builder, in the tasks' order (the first leads: its frame is the
-    header's): ``build_<stem>`` of analyze/report/<stem>.py, by the task's stem. A
-    builder gives None when the folder holds none of its task's cells."""
+    header's): ``build_<stem>`` of ``tfvariants.analyze.<stem>`` (a task's analyze side,
+    a module or a package), by the task's stem. A builder gives None when the folder
+    holds none of its task's cells."""
     return tuple(
-        getattr(importlib.import_module(f"tfvariants.analyze.report.{t.stem}"), f"build_{t.stem}")
+        getattr(importlib.import_module(f"tfvariants.analyze.{t.stem}"), f"build_{t.stem}")
         for t in tasks().values()
     )
 

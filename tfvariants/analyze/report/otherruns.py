@@ -32,28 +32,33 @@ chance; the section counts the pairs it looked at.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from tfvariants.analyze.report.compiled import with_preset_baseline
+from tfvariants.analyze.report.preset import with_preset_baseline
 from tfvariants.analyze.shared.format import ratio_end, sig3
 from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.analyze.statistics import stats
-from tfvariants.analyze.statistics.decide import run_settings
+from tfvariants.analyze.statistics.decide import Settings, run_settings
 from tfvariants.analyze.statistics.verdict import Verdict
-from tfvariants.analyze.training.analysis import Analysis, analyze_contents
 from tfvariants.errors import UserError
 from tfvariants.options.declare import RunOptionsBase, declared
-from tfvariants.options.serving import ServingOptions
-from tfvariants.options.training import TrainingOptions
+from tfvariants.plan.tasks import task_of
 from tfvariants.store.record import RunRecord
 from tfvariants.store.rundir import RunContents, load_run_dir
 from tfvariants.store.runfile import load_run
 from tfvariants.store.runfolder import StoreError
 
 MAX_BESIDE = 24  # run folders named at most: each is analysed, and a report stays quick
+
+# What a run's task tells of its comparisons, the one record two runs are set side by side
+# by: (subject, configuration, baseline) -> the report's comparison of the two.
+Key = tuple[str, str, str]
+Compared = Mapping[Key, stats.Comparison]
+# How a task reads a named run: its comparisons, as that run's own report judges them.
+ReadRun = Callable[[RunContents, ReportSettings, Settings], Compared]
 
 
 @dataclass(frozen=True)
@@ -189,19 +194,13 @@ def describe(r: Reading) -> str:
     return f"{r.word} {r.span}".strip()
 
 
-def readings(analysis: Analysis, run: str, started_at: str, this: bool) -> dict[tuple, Reading]:
-    """(workload, config, baseline) -> the run's reading, for decided-or-not comparisons."""
-    out = {}
-    for w in analysis.workloads:
-        if w.baseline is None:
-            continue
-        for g in w.groups:
-            cmp = g.verdict.comparison if g.verdict is not None else None
-            if g.is_baseline or cmp is None or cmp.verdict == Verdict.BASELINE:
-                continue
-            key = (w.name, g.label, w.baseline.label)
-            out[key] = Reading(run, started_at, cmp.verdict, cmp.ratio, this)
-    return out
+def readings(compared: Compared, run: str, started_at: str, this: bool) -> dict[Key, Reading]:
+    """A run's reading of each of its comparisons (the baselines' own left out)."""
+    return {
+        k: Reading(run, started_at, cmp.verdict, cmp.ratio, this)
+        for k, cmp in compared.items()
+        if cmp.verdict != Verdict.BASELINE
+    }
 
 
 def check_beside(folders: Sequence[Path]) -> None:
@@ -241,7 +240,7 @@ def _load(folder: Path) -> RunContents:
 
 
 def _options_class(run: RunRecord) -> type[RunOptionsBase]:
-    return ServingOptions if run.task == "serve" else TrainingOptions
+    return task_of({"task": run.task}).options
 
 
 def _identity(run: RunRecord) -> dict[str, Any]:
@@ -282,8 +281,8 @@ def difference(mine: RunContents, theirs: RunContents) -> str | None:
 
 
 def _read(
-    folder: Path, mine: RunContents, report: ReportSettings
-) -> tuple[RunContents, Analysis] | str:
+    folder: Path, mine: RunContents, report: ReportSettings, read: ReadRun
+) -> tuple[RunContents, Compared] | str:
     """A named run as its own report reads it (its decision settings), or why it is set
     apart. Checked when the command started: a folder gone bad since is said here, not
     a traceback that loses the report."""
@@ -297,7 +296,7 @@ def _read(
     report = with_preset_baseline(report, contents.run)
     try:
         settings = run_settings(contents.run, report.decision)
-        return contents, analyze_contents(contents, report, settings)
+        return contents, read(contents, report, settings)
     except (StoreError, UserError, OSError, ValueError) as exc:
         return f"cannot be analysed: {exc}"
 
@@ -315,29 +314,32 @@ def _named(folders: Iterable[Path], here: Path) -> list[Path]:
     return list(out.values())
 
 
-def other_runs(analysis: Analysis, report: ReportSettings) -> OtherRuns | None:
-    """The section for ``analysis`` (this run) beside the runs named in ``report.beside``,
-    or None when none is named."""
-    here = Path(analysis.results_dir).resolve()
+def other_runs(
+    mine: RunContents, compared: Compared, report: ReportSettings, read: ReadRun
+) -> OtherRuns | None:
+    """The section for this run (``mine``, its comparisons ``compared``) beside the runs
+    named in ``report.beside``, each read by its task's ``read``, or None when none is
+    named."""
+    here = Path(mine.results_dir).resolve()
     folders = _named(report.beside, here)
-    if not folders or analysis.store is None:
+    if not folders:
         return None
-    mine = readings(analysis, here.name, str(analysis.run.started_at or ""), True)
+    this = readings(compared, here.name, str(mine.run.started_at or ""), True)
     # The other runs are read with this run's baseline choice and nothing else of its
     # report's (no pricing: time comparisons only).
     theirs = ReportSettings(baseline=report.baseline)
-    by_key: dict[tuple, list[Reading]] = {k: [] for k in mine}
+    by_key: dict[Key, list[Reading]] = {k: [] for k in this}
     found: list[tuple[str, str]] = []  # (started_at, name) of the runs in common
     apart: list[Apart] = []
     for folder in folders:
-        read = _read(folder, analysis.store, theirs)
-        if isinstance(read, str):
-            apart.append(Apart(folder.name, read))
+        got = _read(folder, mine, theirs, read)
+        if isinstance(got, str):
+            apart.append(Apart(folder.name, got))
             continue
-        contents, other = read
+        contents, other = got
         started = str(contents.run.started_at or "")
         theirs_of = readings(other, folder.name, started, False)
-        common = [k for k in mine if k in theirs_of]
+        common = [k for k in this if k in theirs_of]
         if not common:
             apart.append(Apart(folder.name, "no comparison in common with this run"))
         for k in common:
@@ -347,7 +349,7 @@ def other_runs(analysis: Analysis, report: ReportSettings) -> OtherRuns | None:
     newest = sorted(found, reverse=True)
     order = {name: i for i, (_, name) in enumerate(newest)}
     comparisons = tuple(
-        Across(k[0], k[1], k[2], (mine[k], *sorted(rs, key=lambda r: order[r.run])))
+        Across(k[0], k[1], k[2], (this[k], *sorted(rs, key=lambda r: order[r.run])))
         for k, rs in by_key.items()
         if rs
     )

@@ -1,7 +1,8 @@
 """A task's part of a report: what one task (training, serving) supplies, so the report's
 build, its sections, its answer and every output (render/) iterate over the parts and
-never name a task. A task's part lives in ``analyze/report/<stem>.py`` as ``build_<stem>``, found by
-``build.py parts``; docs/ARCHITECTURE.md "A new task type" lists the rest.
+never name a task. A task's part is ``build_<stem>`` of its analyze side,
+``tfvariants.analyze.<stem>``, found by ``build.py parts``; docs/ARCHITECTURE.md "A new
+task type" lists the rest.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ class Words:
 
 
 class TaskPart(Protocol):
-    """One task's part of a report (analyze/report/<task>.py)."""
+    """One task's part of a report (``tfvariants.analyze.<stem>``)."""
 
     name: ClassVar[str]  # the task's name in the report's words ("serving")
     words: ClassVar[Words]

@@ -5,10 +5,10 @@ cells' ``node`` records, so a report made later says the same."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
-from tfvariants.analyze.training.groups import WorkloadReport
 from tfvariants.plan.cell import config_label
 
 
@@ -36,15 +36,14 @@ class WhereRan:
         return f"mixed: {self.real} cell(s) real, {self.simulated} simulated"
 
 
-def where_ran(workloads: Sequence[WorkloadReport]) -> list[WhereRan]:
-    """One row per configuration that ran on Ray nodes (empty for a local run)."""
+def where_ran(cells: Iterable[tuple[str, int, Mapping[str, Any]]]) -> list[WhereRan]:
+    """One row per configuration that ran on Ray nodes (empty for a local run), from
+    each stored cell's (variant, threads, result dict)."""
     nodes: dict[tuple[str, int], list[dict]] = {}  # configuration -> its cells' Ray nodes
-    for w in workloads:
-        for g in w.groups:
-            for r in g.results:
-                node = r.raw.get("node")
-                if isinstance(node, dict) and node.get("executor") == "ray":
-                    nodes.setdefault((g.variant, g.threads), []).append(node)
+    for variant, threads, raw in cells:
+        node = raw.get("node")
+        if isinstance(node, dict) and node.get("executor") == "ray":
+            nodes.setdefault((variant, threads), []).append(node)
     return [_where(config, nodes[config]) for config in sorted(nodes)]
 
 

@@ -2,7 +2,7 @@
 template loops over (each names its template, ``render/templates/sections/<name>``).
 
 A section of every run is one class here, one line in :func:`sections_of` and one
-template file; a task's sections are its part's (analyze/report/<task>.py, placed by
+template file; a task's sections are its part's (``tfvariants.analyze.<stem>``, placed by
 ``TaskPart.sections``): the renderer does not change. What a section holds is analysed
 data; how it looks (charts, number formats) is the renderer's.
 """

@@ -1,2 +1,17 @@
-"""The serving analysis: configurations, curves, operating points under the p99 bound,
-cost per million predictions and every comparison."""
+"""Serving's analyze side, one importable name for the stages above (a task's
+``tfvariants.analyze.<stem>``, docs/ARCHITECTURE.md "A new task type"): its analysis
+(configurations, curves, operating points under the p99 bound, cost per million
+predictions and every comparison), its dry run and its part of a report
+(``build_serving``, found by the report by the task's stem)."""
+
+from tfvariants.analyze.serving.analysis import analyze_serving, analyze_serving_contents
+from tfvariants.analyze.serving.dryrun import serving_dry_run
+from tfvariants.analyze.serving.part import ServingPart, build_serving
+
+__all__ = [
+    "ServingPart",
+    "analyze_serving",
+    "analyze_serving_contents",
+    "build_serving",
+    "serving_dry_run",
+]

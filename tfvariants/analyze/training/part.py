@@ -11,16 +11,17 @@ from typing import Any, ClassVar
 
 from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.report.answer import against_baseline, best
-from tfvariants.analyze.report.compiled import answer, round_seconds
-from tfvariants.analyze.report.otherruns import OtherRuns, other_runs
+from tfvariants.analyze.report.otherruns import Compared, Key, OtherRuns, other_runs
 from tfvariants.analyze.report.part import AnswerPart, CsvTable, Placed, Row, Shared, Words
 from tfvariants.analyze.report.provenance import WhereRan, where_ran
 from tfvariants.analyze.shared.format import money, sig3
 from tfvariants.analyze.shared.frame import RunFrame
 from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.analyze.statistics.decide import Settings
+from tfvariants.analyze.statistics.stats import Comparison
 from tfvariants.analyze.training import loadlabel
 from tfvariants.analyze.training.analysis import Analysis, analyze_contents
+from tfvariants.analyze.training.compiled import answer, round_seconds
 from tfvariants.analyze.training.groups import Group, WorkloadReport
 from tfvariants.analyze.training.roofline import CSV_COLUMNS as PEAK_COLUMNS
 from tfvariants.analyze.training.roofline import Roofline, csv_columns, roofline
@@ -127,7 +128,11 @@ class TrainingPart:
         )
 
     def where_ran(self) -> tuple[WhereRan, ...]:
-        return tuple(where_ran(self.analysis.workloads))
+        workloads = self.analysis.workloads
+        cells = (
+            (g.variant, g.threads, r.raw) for w in workloads for g in w.groups for r in g.results
+        )
+        return tuple(where_ran(cells))
 
     def answer(self, currency: str, compiled: PresetRecord | None) -> AnswerPart:
         rows: list[Row] = []
@@ -187,7 +192,26 @@ def build_training(
     if contents.results and not any(isinstance(r, CellResult) for r in parsed):
         return None
     analysis = analyze_contents(contents, report, settings)
-    return training_part(analysis, other_runs(analysis, report))
+    return training_part(analysis, other_runs(contents, compared(analysis), report, _read))
+
+
+def compared(analysis: Analysis) -> dict[Key, Comparison]:
+    """Each workload's comparisons against its baseline, as other runs are set beside
+    this one by them (analyze/report/otherruns.py)."""
+    out = {}
+    for w in analysis.workloads:
+        if w.baseline is None:
+            continue
+        for g in w.groups:
+            cmp = g.verdict.comparison if g.verdict is not None else None
+            if not g.is_baseline and cmp is not None:
+                out[(w.name, g.label, w.baseline.label)] = cmp
+    return out
+
+
+def _read(contents: RunContents, report: ReportSettings, settings: Settings) -> Compared:
+    """A named run's comparisons, as its own report judges them."""
+    return compared(analyze_contents(contents, report, settings))
 
 
 def _groups(wr: WorkloadReport, compiled: PresetRecord | None) -> list[Group]:

@@ -8,13 +8,12 @@ study's finding. Plain data (sentences) for the HTML report and the terminal.
 
 from __future__ import annotations
 
-import math
 import statistics
-from dataclasses import replace
 
+from tfvariants.analyze.report.answer import next_step
+from tfvariants.analyze.report.preset import compiled_preset
 from tfvariants.analyze.shared.fields import get_path
 from tfvariants.analyze.shared.format import sig3
-from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.analyze.statistics import adaptive
 from tfvariants.analyze.statistics.stats import Comparison
 from tfvariants.analyze.statistics.verdict import Verdict
@@ -22,36 +21,13 @@ from tfvariants.analyze.training import loadlabel
 from tfvariants.analyze.training.conclusions import interval_words
 from tfvariants.analyze.training.groups import Group, WorkloadReport
 from tfvariants.analyze.training.roofline import Roofline, headroom
-from tfvariants.options.training import TrainingOptions
 from tfvariants.store.record import PresetRecord, RunRecord
 
-PRESET = "compiled"
 STUDY = (
     "The 2017 study (TensorFlow 1.2, Keras 2, Google Compute Engine) found TensorFlow "
     "compiled for the CPU's instructions (SSE4.2/AVX/FMA) 30-40 % faster than the stock "
     "pip wheel."
 )
-
-
-def preset_stock(run: RunRecord) -> str | None:
-    """The stock wheel a ``--preset compiled`` run compares against: its report's
-    baseline unless --baseline says otherwise."""
-    training = isinstance(run.options, TrainingOptions)
-    return run.preset.stock if training and run.preset is not None else None
-
-
-def compiled_preset(run: RunRecord) -> PresetRecord | None:
-    """A ``--preset compiled`` run's preset record (None for any other run)."""
-    preset = run.preset if isinstance(run.options, TrainingOptions) else None
-    return preset if preset is not None and preset.name == PRESET else None
-
-
-def with_preset_baseline(report: ReportSettings, run: RunRecord) -> ReportSettings:
-    """``report`` with its baseline: the one given, else a compiled-preset run's stock
-    wheel (the one rule every report of a run folder reads it by)."""
-    if not report.baseline and (stock := preset_stock(run)):
-        return replace(report, baseline=stock)
-    return report
 
 
 def _cpu_words(workloads: list[WorkloadReport]) -> str:
@@ -98,33 +74,6 @@ def round_seconds(workloads: list[WorkloadReport], names: list[str]) -> float | 
     return total or None
 
 
-def next_step(cmp: Comparison, round_s: float | None, last_look: int | None = None) -> str:
-    """The single most useful next step of an undecided comparison (``last_look``: the
-    run stopped at its planned last look, which more budget cannot pass)."""
-    more = cmp.more_repeats
-    if last_look is not None and more:
-        return (
-            f"a new run with --max-repeats {max(2 * last_look, last_look + more)} planned "
-            f"from the start: about {more} more repeats than this run's last look"
-        )
-    if not more:
-        return (
-            "a quieter machine: at this noise no practical number of repeats would settle it "
-            f"(the ratio sits near {_edges(cmp)})"
-        )
-    if round_s is None:
-        return f"--resume with more --budget: about {more} more repeats"
-    minutes = max(1, math.ceil(more * round_s / 60))
-    return f"--resume --budget {minutes}m: about {more} more repeats"
-
-
-def _edges(cmp: Comparison) -> str:
-    """Where a verdict changes: "different" beyond +-min effect (1 itself when there is
-    none), "equivalent" inside the band."""
-    different = "1" if cmp.min_effect == 0 else f"the {cmp.min_effect:.0%} threshold"
-    return f"{different} or the +/-{cmp.equivalence_band:.0%} band's edge"
-
-
 def _per_workload(
     g: Group, base: Group, cmp: Comparison, round_s: float | None, last_look: int | None
 ) -> str:
@@ -162,8 +111,8 @@ def answer(
     """The opening sentences of a compiled-preset run (None for any other run): a head,
     ONE line per compiled build (each workload: faster by X, equivalent within the band,
     or undecided with the next step), the band and why, the builds not run."""
-    preset = run.preset if isinstance(run.options, TrainingOptions) else None
-    if preset is None or preset.name != PRESET:
+    preset = compiled_preset(run)
+    if preset is None:
         return None
     stock = str(preset.stock)
     builds = list(preset.builds)
