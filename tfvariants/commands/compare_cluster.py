@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from tfvariants.analyze.cost import dryrun
 from tfvariants.analyze.cost.preemption import DEFAULT_PREEMPT_RATE, PREEMPT_RATE_SOURCE
-from tfvariants.analyze.training.dryrun import training_dry_run
+from tfvariants.analyze.training import training_dry_run
 from tfvariants.errors import UserError
 from tfvariants.plan.cell import config_label
 from tfvariants.render.dryrun import print_dry_run

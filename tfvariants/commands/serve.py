@@ -278,7 +278,7 @@ def _dry_run(
     """The serving cells per node type and the estimated bill (the one dry run of every
     task, analyze/cost/dryrun.py; serving's cells and times: analyze/serving/dryrun.py).
     Writes nothing."""
-    from tfvariants.analyze.serving.dryrun import serving_dry_run
+    from tfvariants.analyze.serving import serving_dry_run
     from tfvariants.render.dryrun import print_dry_run
 
     dry = serving_dry_run(spec, pricing, estimate_from)

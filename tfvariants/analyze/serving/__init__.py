@@ -2,12 +2,29 @@
 ``tfvariants.analyze.<stem>``, docs/ARCHITECTURE.md "A new task type"): its analysis
 (configurations, curves, operating points under the p99 bound, cost per million
 predictions and every comparison), its dry run and its part of a report
-(``build_serving``, found by the report by the task's stem)."""
+(``build_serving``, found by the report by the task's stem).
 
-from tfvariants.analyze.serving.analysis import analyze_serving, analyze_serving_contents
-from tfvariants.analyze.serving.dryrun import serving_dry_run
-from tfvariants.analyze.serving.part import ServingPart, build_serving
+Its names are imported on first use (a command's start-up, e.g. ``tfvariants --help``,
+does not pay for the whole analysis).
+"""
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tfvariants.analyze.serving.analysis import analyze_serving, analyze_serving_contents
+    from tfvariants.analyze.serving.dryrun import serving_dry_run
+    from tfvariants.analyze.serving.part import ServingPart, build_serving
+
+_MODULE = {
+    "analyze_serving": "analysis",
+    "analyze_serving_contents": "analysis",
+    "serving_dry_run": "dryrun",
+    "ServingPart": "part",
+    "build_serving": "part",
+}
 __all__ = [
     "ServingPart",
     "analyze_serving",
@@ -15,3 +32,9 @@ __all__ = [
     "build_serving",
     "serving_dry_run",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _MODULE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_MODULE[name]}"), name)

@@ -3,12 +3,31 @@
 (stored training cells grouped by workload, variant and threads, with statistics, costs
 and comparisons to each workload's baseline; the machine's noise across them, the labels
 of verdicts measured under load and the report's sentences), its dry run and its part of
-a report (``build_training``, found by the report by the task's stem)."""
+a report (``build_training``, found by the report by the task's stem).
 
-from tfvariants.analyze.training.analysis import Analysis, analyze, analyze_contents
-from tfvariants.analyze.training.dryrun import training_dry_run
-from tfvariants.analyze.training.part import TrainingPart, build_training, training_part
+Its names are imported on first use (a command's start-up, e.g. ``tfvariants --help``,
+does not pay for the whole analysis).
+"""
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tfvariants.analyze.training.analysis import Analysis, analyze, analyze_contents
+    from tfvariants.analyze.training.dryrun import training_dry_run
+    from tfvariants.analyze.training.part import TrainingPart, build_training, training_part
+
+_MODULE = {
+    "Analysis": "analysis",
+    "analyze": "analysis",
+    "analyze_contents": "analysis",
+    "training_dry_run": "dryrun",
+    "TrainingPart": "part",
+    "build_training": "part",
+    "training_part": "part",
+}
 __all__ = [
     "Analysis",
     "TrainingPart",
@@ -18,3 +37,9 @@ __all__ = [
     "training_dry_run",
     "training_part",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _MODULE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_MODULE[name]}"), name)
