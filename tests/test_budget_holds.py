@@ -16,7 +16,7 @@ import resultfactory as rf
 
 from tfvariants.cli import main
 from tfvariants.commands import compare, serve
-from tfvariants.execute import policy, runner, serve_runner
+from tfvariants.execute import policy, runner
 from tfvariants.execute.record import StoredCell
 from tfvariants.store.result import write_json_atomic
 
@@ -212,7 +212,7 @@ class SlowServeCells:
 def test_serve_holds_its_budget_and_resumes_to_the_first_look(clock, monkeypatch, capsys):
     monkeypatch.setattr(serve, "ready_variants", lambda objs, engine: objs)
     slow = SlowServeCells(clock, 20.0)  # 10 planned cells of 20 s against 2 minutes
-    monkeypatch.setattr(serve_runner, "run_serve_cell", slow)
+    monkeypatch.setattr(runner, "run_cell", slow)
     argv = ["serve", "--models", "noop", "--variants", "local", "--threads", "1,2",
             "--scenarios", "concurrency", "--concurrency", "1", "--path", "inprocess",
             "--budget", "2m", "--out", "res"]  # fmt: skip

@@ -224,6 +224,7 @@ def test_warmup_max_goes_from_the_command_line_to_the_worker_request_and_run_jso
     from tfvariants.execute.runner import worker_request
     from tfvariants.plan.cell import Cell
     from tfvariants.plan.pinning import plan_pinning
+    from tfvariants.plan.spec import training_order
     from tfvariants.plan.topology import read_topology
     from tfvariants.variants import get_variant
 
@@ -250,7 +251,9 @@ def test_warmup_max_goes_from_the_command_line_to_the_worker_request_and_run_jso
     assert options.warmup_max_s == 30.0
     cell = Cell("local", 1, "mnist_mlp")
     plan = plan_pinning(1, read_topology())
-    request = worker_request(cell, plan, options, get_variant("local"), tmp_path / "x")
+    local = get_variant("local")
+    order = training_order(cell, options, local.keras, local.backend)
+    request = worker_request(cell, order, plan, tmp_path / "x")
     assert request.warmup_max_s == 30.0 and request.min_steady_s == options.min_steady_s
     assert json.loads((tmp_path / "res/run.json").read_text())["options"]["warmup_max_s"] == 30
     # part of what a cell measures: a resume may not change it, and keeps it when not given
@@ -399,10 +402,9 @@ def test_the_serving_request_defaults_are_the_serving_options():
     import dataclasses
 
     from tfvariants.commands.serve_spec import DEFAULTS, PRESET_OPTIONS
-    from tfvariants.execute.serve_runner import serve_request
     from tfvariants.options import declare
     from tfvariants.options.serving import ServingOptions
-    from tfvariants.plan.serve import ServeCell
+    from tfvariants.plan.serve import ServeCell, serve_request
     from workloads.serving.request import MIN_QUERIES, ServeRequest
 
     options = ServingOptions()

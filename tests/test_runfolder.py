@@ -511,7 +511,7 @@ def test_a_serving_resume_refuses_another_model_file_under_the_same_ids(
     """serve --models m/net.keras records the file's SHA-256 (run.json keeps the name
     under `models`); resumed from another folder whose m/net.keras differs, it refuses
     before any cell runs; from where it started, it resumes."""
-    from tfvariants.execute import serve_runner
+    from tfvariants.execute import runner
     from tfvariants.store import workloadfiles
 
     calls: list[str] = []
@@ -520,7 +520,7 @@ def test_a_serving_resume_refuses_another_model_file_under_the_same_ids(
         calls.append(cell.cell_id)
         raise RuntimeError("no model loaded in this test")
 
-    monkeypatch.setattr(serve_runner, "run_serve_cell", crashing_cell)
+    monkeypatch.setattr(runner, "run_cell", crashing_cell)
     for where, content in (("a", b"the measured model"), ("b", b"another model")):
         (tmp_path / where / "m").mkdir(parents=True)
         (tmp_path / where / "m" / "net.keras").write_bytes(content)

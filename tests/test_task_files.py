@@ -24,6 +24,7 @@ from tfvariants.commands.report import print_long
 from tfvariants.options.serving import ServingOptions
 from tfvariants.options.training import TrainingOptions
 from tfvariants.plan.tasks import task_of, tasks
+from tfvariants.plan.topology import LogicalCpu, Topology
 from tfvariants.render.answertext import answer_of_report
 from tfvariants.render.csvout import write_report_csv
 from tfvariants.render.html import render_html
@@ -77,7 +78,7 @@ def test_a_new_task_types_files_exist():
     files = [n for row in rows for n in re.findall(r"`([^`]+)`", row.partition(" | ")[0])]
     stated = re.search(r"That is (\d+) files", _section("A new task type"))
     assert stated is not None and int(stated.group(1)) == len(files) == len(set(files))
-    assert len(files) <= 9
+    assert len(files) <= 8
 
 
 def test_a_new_decision_setting_touches_three_files():
@@ -258,9 +259,14 @@ def test_no_shared_module_names_a_task():
 TOY = {
     "plan": """
 from tfvariants.options.training import TrainingOptions
-from tfvariants.plan.tasks import Task
+from tfvariants.plan.tasks import Task, WorkerOrder
 
-TASK = Task("toy", "toy", 9, TrainingOptions, "toy.cell", lambda c: (f"toy-{c['n']}",) * 2)
+TASK = Task(
+    "toy", "toy", 9, TrainingOptions, "toy.cell", lambda c: (f"toy-{c['n']}",) * 2,
+    lambda cell, options, keras, backend: WorkerOrder(
+        "toy.worker", "toybox", {}, options.timeout_s, payload={"n": cell.n}
+    ),
+)
 """,
     "store": """
 from dataclasses import dataclass
@@ -309,6 +315,30 @@ def run(args):
 }
 
 
+@dataclass(frozen=True)
+class _ToyCell:
+    """A toy's planned cell (plan/task.py ``PlannedCell``)."""
+
+    n: int = 1
+    variant: str = "local"
+    threads: int = 1
+    repeat: int = 0
+
+    @property
+    def cell_id(self) -> str:
+        return f"toy-{self.n}"
+
+    @property
+    def workload(self) -> str:
+        return "toybox"
+
+    def to_dict(self) -> dict:
+        return {"task": "toy", "n": self.n}
+
+
+TOPOLOGY = Topology((LogicalCpu(0, 0, 0, 0), LogicalCpu(1, 1, 0, 0)))
+
+
 def test_a_toy_task_registers_itself(tmp_path, monkeypatch):
     """A task's own files, in its own modules (here: beside the packages), are all the
     task table, the store's validate and parse, the report and the command line need."""
@@ -316,6 +346,8 @@ def test_a_toy_task_registers_itself(tmp_path, monkeypatch):
     import sys
 
     from tfvariants.cli import build_parser
+    from tfvariants.execute.runner import worker_request
+    from tfvariants.plan.pinning import plan_pinning
     from tfvariants.store.cellresult import parse_result
     from tfvariants.store.result import ResultError, validate_result
     from tfvariants.store.rundir import load_run_dir
@@ -342,6 +374,12 @@ def test_a_toy_task_registers_itself(tmp_path, monkeypatch):
         assert len(sys.modules["tfvariants.analyze.toy"].BUILT) == 1  # asked for its part
         assert report.part(TrainingPart) is not None
         assert "toy" in build_parser().format_help()
+        # the runner sends the toy's own order: its worker, workload and payload
+        cell = _ToyCell()
+        order = tasks()["toy"].worker(cell, TrainingOptions(), {}, "tensorflow")
+        request = worker_request(cell, order, plan_pinning(1, TOPOLOGY), Path("/r/result.json"))
+        assert (request.task, request.workload, request.payload) == ("toy", "toybox", {"n": 1})
+        assert order.module == "toy.worker"
     finally:
         tasks.cache_clear()
         for where in TOY:

@@ -307,7 +307,7 @@ def _run_matrix(
     from tfvariants.commands.rounds import resume_command
     from tfvariants.execute.matrix import Matrix
     from tfvariants.execute.policy import Policy
-    from tfvariants.execute.serve_runner import run_serve_cell
+    from tfvariants.execute.runner import run_cell
     from tfvariants.plan.serve import ServeCell
 
     cells = spec.cells()
@@ -319,7 +319,7 @@ def _run_matrix(
     )
 
     def run_one(cell: ServeCell, folder: RunFolder) -> StoredCell:
-        return run_serve_cell(cell, variant_objs[cell.variant], spec.options, folder)
+        return run_cell(cell, variant_objs[cell.variant], spec.options, folder)
 
     matrix = Matrix(spec, out)
     before = None

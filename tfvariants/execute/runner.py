@@ -15,9 +15,9 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from tfvariants.errors import one_line
 from tfvariants.execute import priority as prio
@@ -36,12 +36,13 @@ from tfvariants.execute.process import (
 from tfvariants.execute.quiet import QuietWait
 from tfvariants.execute.record import StoredCell
 from tfvariants.options.cell import CellOptions
-from tfvariants.plan.cell import Cell
+from tfvariants.options.declare import RunOptionsBase
 from tfvariants.plan.pinning import PinPlan, plan_pinning
 from tfvariants.plan.task import PlannedCell
+from tfvariants.plan.tasks import WorkerOrder, task_of
 from tfvariants.plan.topology import Topology, read_topology
 from tfvariants.store.result import host_result
-from tfvariants.store.runfolder import RunFolder
+from tfvariants.store.runfolder import ARTIFACTS_DIR, RunFolder
 from workloads.envprobe import host_id
 from workloads.protocol import WorkerRequest
 
@@ -77,23 +78,22 @@ def worker_env(variant: Launchable, plan: PinPlan) -> dict[str, str]:
 
 
 def worker_request(
-    cell: Cell, plan: PinPlan, options: RunOptions, variant: Launchable, result_path: Path
+    cell: PlannedCell, order: WorkerOrder, plan: PinPlan, result_path: Path
 ) -> WorkerRequest:
-    """What the worker is asked to do, with host paths (a container launcher rewrites
-    them on the object)."""
-    # Every option the request declares under the same name goes to the worker as is.
-    wanted = {f.name for f in fields(WorkerRequest)}
+    """What the worker is asked to do (its task's ``order``), with host paths (a
+    container launcher rewrites them on the object)."""
+    payload = dict(order.payload) if order.payload is not None else None
     return WorkerRequest(
-        **{k: v for k, v in asdict(options).items() if k in wanted},
-        workload=cell.workload,
+        **order.fields,
+        workload=order.workload,
         cell=cell.to_dict(),
         result=str(result_path),
         intra_op=plan.intra_op,
         inter_op=plan.inter_op,
         cpus=tuple(plan.cpus),
-        keras_options=dict(variant.keras),
         requested=plan.to_dict(),
-        backend=variant.backend,
+        task=task_of(cell.to_dict()).name,
+        payload=payload,
     )
 
 
@@ -308,63 +308,45 @@ class Conditions:
     stop: threading.Event | None = None
 
 
-@dataclass(frozen=True)
-class WorkerJob:
-    """What one cell's worker is given and what is kept of it (the task's part of a
-    cell's life): ``make_request(result_path)`` is its request, ``python -m module`` the
-    worker, ``config`` what its result records, ``timeout_s`` its limit; ``keep(scratch,
-    result)`` may copy what the worker left beside its result before the scratch goes."""
-
-    make_request: Callable[[Path], WorkerRequest]
-    config: dict[str, Any]
-    timeout_s: float
-    module: str = "workloads.worker"
-    keep: Callable[[Path, dict[str, Any]], None] | None = None
-
-
 def run_cell(
-    cell: Cell,
+    cell: PlannedCell,
     variant: Launchable,
-    options: RunOptions,
+    options: RunOptionsBase,
     folder: RunFolder,
     topology: Topology | None = None,
     at: Conditions = Conditions(),
     *,
     plan: PinPlan | None = None,
 ) -> StoredCell:
-    """Run one training cell in a fresh worker; write its result and return the record of it.
+    """Run one cell of any task in a fresh worker; write its result and return the record of it.
 
     The result is stored as ``cells/<cell_id>.json`` of ``folder``, the worker's
-    combined log (capped) as ``logs/<cell_id>.log``. ``plan``: its CPUs and pools (a
-    duet's second side; default the usual plan on ``topology``); ``at``: its wait for
-    quiet, priority and stop (Conditions).
+    combined log (capped) as ``logs/<cell_id>.log``, what its task keeps of the worker's
+    files under ``artifacts/<cell_id>/``. ``plan``: its CPUs and pools (a duet's second
+    side; default the task's pools on the usual plan on ``topology``); ``at``: its wait
+    for quiet, priority and stop (Conditions).
     """
-    pinned = plan or plan_pinning(cell.threads, topology or read_topology())
-    config = asdict(options)
-    config["keras_options"] = dict(variant.keras)
-
-    def make_request(result_path: Path) -> WorkerRequest:
-        return worker_request(cell, pinned, options, variant, result_path)
-
-    job = WorkerJob(make_request, config, options.timeout_s)
-    return run_request(cell, variant, pinned, job, folder=folder, at=at)
+    task = task_of(cell.to_dict())
+    pinned = plan or task.pinning(plan_pinning(cell.threads, topology or read_topology()))
+    order = task.worker(cell, options, variant.keras, variant.backend)
+    return run_request(cell, variant, pinned, order, folder=folder, at=at)
 
 
 def run_request(
     cell: PlannedCell,
     variant: Launchable,
     plan: PinPlan,
-    job: WorkerJob,
+    order: WorkerOrder,
     *,
     folder: RunFolder,
     at: Conditions = Conditions(),
 ) -> StoredCell:
     """The one life of a cell, whatever it measures: skipped here, or one fresh worker
-    (``job``: its request, module and limit) on ``plan`` under the conditions ``at``, and
+    (``order``: its request, module and limit) on ``plan`` under the conditions ``at``, and
     exactly one result stored as ``cells/<cell_id>.json`` of ``folder``; returned is the
     record of what was stored, with how the worker's process ended (None when none ran).
     What the cell left running is killed and recorded as ``runner.killed``."""
-    config, timeout_s, quiet = job.config, job.timeout_s, at.quiet
+    config, timeout_s, quiet = dict(order.config), order.timeout_s, at.quiet
     cid = cell.cell_id
     with SPAWN_LOCK:  # a venv's readiness runs its interpreter: not during another's sweep
         reason = variant.skip_reason()
@@ -383,12 +365,12 @@ def run_request(
     folder.check_cell_slot(cid)  # before its log is replaced for a result never stored
     # Private to us (0700): a container's user is ours (see variants.engine.user_flags).
     with folder.scratch(cid) as scratch:
-        request = job.make_request(scratch / "result.json")
+        request = worker_request(cell, order, plan, scratch / "result.json")
         # A launch may run a helper process: never while another cell in flight (a
         # duet's) sweeps, which would take it for that cell's leftover.
         with SPAWN_LOCK:
             command, env = variant.launch(
-                request, worker_env(variant, plan), plan.cpus, scratch, module=job.module
+                request, worker_env(variant, plan), plan.cpus, scratch, module=order.module
             )
         on_host = variant.pins_on_host()
         cpus = tuple(plan.cpus) if on_host else ()
@@ -409,10 +391,21 @@ def run_request(
         warning = outcome.warning(cid)
         if warning:
             print(f"tfvariants: warning: {one_line(warning)}", file=sys.stderr)
-        if job.keep is not None:
-            job.keep(scratch, result)
+        kept = folder.keep_artifacts(cid, _left(scratch, order.keep))
+        if kept:
+            result["artifacts"] = kept
         path = folder.write_cell(cid, result)
         observe = getattr(quiet, "observe", None)
         if observe is not None:
             observe(result)
         return StoredCell.written(cid, result, path, outcome)
+
+
+def _left(scratch: Path, keep: Sequence[str]) -> dict[str, Path]:
+    """What a worker leaves worth keeping: its artifacts (e.g. LoadGen's logs) and the
+    files its task names (a model server's log), by the name they get in
+    <run>/artifacts/<cell_id>/."""
+    src = scratch / ARTIFACTS_DIR
+    found = {p.name: p for p in sorted(src.iterdir())} if src.is_dir() else {}
+    found.update((name, scratch / name) for name in keep)
+    return found

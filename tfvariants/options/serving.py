@@ -7,7 +7,7 @@ commands/serve_spec.py), a few defaults from ``--preset`` (commands/serve_spec.p
 ``DEFAULTS``/``PRESETS``); the decision options are the shared declarations
 (decision.py). The serving request (workloads/serving/request.py
 ``ServeRequest``) takes every field declared here under the same name
-(execute/serve_runner.py ``serve_request``). A resume may change only the options
+(plan/serve.py ``serve_request``). A resume may change only the options
 declared changeable or the command's own (``RESUMABLE``: the timeout and the adaptive
 budget and last look); it takes the same arguments, so every other option is part of
 the run's identity.

@@ -14,9 +14,13 @@ from typing import Any, NamedTuple
 
 from tfvariants.options.serving import RESUMABLE, ServingOptions
 from tfvariants.plan.cell import encode_part, make_id, name_part
+from tfvariants.plan.pinning import for_serving
 from tfvariants.plan.spec import logical_cpus, round_order
-from tfvariants.plan.tasks import Task
-from workloads.serving.request import SERVE_RESULT_KIND
+from tfvariants.plan.tasks import Task, WorkerOrder
+from workloads.serving.models import is_file as model_is_file
+from workloads.serving.request import MIN_QUERIES, SERVE_RESULT_KIND, ServeRequest
+
+SERVING_MODULE = "workloads.serving.worker"
 
 DEFAULT_BATCH_TIMEOUT_MS = 2.0
 
@@ -211,5 +215,53 @@ def _serving_ids(c: Mapping[str, Any]) -> tuple[str, str]:
     return cell.cell_id, cell.legacy_cell_id
 
 
+def serve_request(cell: ServeCell, options: ServingOptions) -> ServeRequest:
+    """The worker's request: the cell's coordinates + the run's shared settings. A
+    minimum query count left to the scale (None) is the scenario's own
+    (``MIN_QUERIES``: what LoadGen's early-stopping estimate needs)."""
+    wanted = ServeRequest.__dataclass_fields__
+    shared = {k: v for k, v in options.record().items() if k in wanted}
+    if shared.get("min_queries") is None:
+        shared["min_queries"] = MIN_QUERIES[cell.scenario]
+        shared["max_queries"] = max(shared.get("max_queries") or 0, shared["min_queries"])
+    shared.update(max_batch_size=cell.max_batch_size, batch_timeout_ms=cell.batch_timeout_ms)
+    req = ServeRequest(
+        model=cell.model,
+        scenario=cell.scenario,
+        path=cell.path,
+        concurrency=cell.concurrency,
+        **shared,
+    )
+    req.check()
+    return req
+
+
+def serving_order(
+    cell: ServeCell, options: ServingOptions, keras: Mapping[str, Any], backend: str
+) -> WorkerOrder:
+    """A serving cell's worker order: its ServeRequest as the payload; kept beside the
+    LoadGen logs, the model server's log."""
+    req = serve_request(cell, options)
+    # A model file goes by its absolute path: a container launcher mounts it from there.
+    model = str(Path(cell.model).resolve()) if model_is_file(cell.model) else cell.model
+    return WorkerOrder(
+        SERVING_MODULE,
+        model,
+        req.to_dict(),
+        options.timeout_s,
+        payload=req.to_dict(),
+        keep=("server.log",),
+    )
+
+
 # Serving's record among the tasks (plan/tasks.py finds it).
-TASK = Task("serve", "serving", 1, ServingOptions, SERVE_RESULT_KIND, _serving_ids)
+TASK = Task(
+    "serve",
+    "serving",
+    1,
+    ServingOptions,
+    SERVE_RESULT_KIND,
+    _serving_ids,
+    serving_order,
+    pinning=for_serving,
+)

@@ -12,14 +12,17 @@ from __future__ import annotations
 import os
 import random
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, TypeVar
 
 from tfvariants.options import limits
+from tfvariants.options.cell import CellOptions
 from tfvariants.options.training import TrainingOptions
 from tfvariants.plan.cell import Cell, cell_id_of, legacy_cell_id
-from tfvariants.plan.tasks import Task
-from workloads.protocol import RESULT_KIND
+from tfvariants.plan.tasks import Task, WorkerOrder
+from workloads.protocol import RESULT_KIND, WorkerRequest
+
+TRAINING_MODULE = "workloads.worker"
 
 MAX_REPEATS = limits.MAX_REPEATS
 
@@ -127,6 +130,22 @@ def _training_ids(c: Mapping[str, Any]) -> tuple[str, str]:
     return cell_id_of(dict(c)), legacy_cell_id(*key)
 
 
+def training_order(
+    cell: Cell, options: CellOptions, keras: Mapping[str, Any], backend: str
+) -> WorkerOrder:
+    """A training cell's worker order: every option the envelope declares under the same
+    name goes to the worker as is, with the variant's compile options and backend."""
+    wanted = {f.name for f in fields(WorkerRequest)}
+    given = {k: v for k, v in asdict(options).items() if k in wanted}
+    return WorkerOrder(
+        TRAINING_MODULE,
+        cell.workload,
+        {**asdict(options), "keras_options": dict(keras)},
+        options.timeout_s,
+        fields={**given, "keras_options": dict(keras), "backend": backend},
+    )
+
+
 # Training's record among the tasks (plan/tasks.py finds it): first, so it leads a report
 # and is the task of a record that names none.
-TASK = Task("train", "training", 0, TrainingOptions, RESULT_KIND, _training_ids)
+TASK = Task("train", "training", 0, TrainingOptions, RESULT_KIND, _training_ids, training_order)

@@ -5,9 +5,10 @@ and serving (:class:`tfvariants.plan.serve.ServeSpec`, :class:`ServeCell`) both
 implement these protocols, so the matrix (execute/matrix.py), the runner
 (execute/runner.py ``run_request``) and the run store (``prepare_run_dir``) take either,
 checked by the type checker rather than by duck typing. What the store looks up by a
-stored task's name is plan/tasks.py's ``Task``. The rest of a task's interface lives in
-the stage that owns it: the worker request payload (execute/runner.py
-``worker_request``, execute/serve_runner.py ``serve_request``), the result type, its
+stored task's name is plan/tasks.py's ``Task``, with what a cell's worker is asked
+(``Task.worker``: a ``WorkerOrder``, e.g. plan/serve.py ``serving_order``; the runner,
+execute/runner.py ``run_cell``, sends it). The rest of a task's interface lives in
+the stage that owns it: the result type, its
 parser and validator (store/training.py ``CellResult``, store/serving.py ``ServeResult``,
 each an ``AnyResult``), the
 analysis and dry run (analyze/training/ and analyze/serving/, over one loaded folder:

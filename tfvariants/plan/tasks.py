@@ -3,7 +3,8 @@ records: run.json's and a cell's ``task`` ("serve"; absent on training's, which 
 first). The store reads a stored run and its cells through this table instead of
 branching on a task's name: the options class the run's stored options are checked
 against (store/runfile.py), a stored cell's file name (store/rundir.py) and the kind of
-result the host writes for a cell whose worker wrote none (store/result.py).
+result the host writes for a cell whose worker wrote none (store/result.py), and what a
+cell's worker is asked (``worker``: pure data the runner, execute/runner.py, sends).
 
 A task registers itself: its plan module (the one holding its spec and cells) defines
 ``TASK``, a :class:`Task`, and is found here by discovery over ``tfvariants.plan``; no
@@ -16,12 +17,37 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
 import tfvariants.plan
 from tfvariants.options.declare import RunOptionsBase
+from tfvariants.plan.pinning import PinPlan
+
+
+@dataclass(frozen=True)
+class WorkerOrder:
+    """What one cell's worker is asked and what is kept of it: pure data its task builds
+    from the planned cell, the options it runs with and its variant's compile options and
+    Keras backend. The runner (execute/runner.py ``run_cell``) adds the host's part: the
+    result's path, the CPUs and pools, the envelope (workloads/protocol.py)."""
+
+    module: str  # the worker: python -m <module>
+    workload: str  # the envelope's workload (a model file's path a launcher may rewrite)
+    config: Mapping[str, Any]  # what its result records as the cell's settings
+    timeout_s: float
+    fields: Mapping[str, Any] = field(default_factory=dict)  # envelope fields the task sets
+    payload: Mapping[str, Any] | None = None  # the task's own request (its worker reads it)
+    keep: tuple[str, ...] = ()  # files its worker leaves beside its result, kept with its artifacts
+
+
+# (planned cell, the options it runs with, its variant's compile options, its backend)
+Order = Callable[[Any, Any, Mapping[str, Any], str], WorkerOrder]
+
+
+def as_planned(plan: PinPlan) -> PinPlan:
+    return plan
 
 
 @dataclass(frozen=True)
@@ -35,6 +61,8 @@ class Task:
     result_kind: str  # the "kind" of its cells' result files
     # a stored cell dict's id (its file stem) and the legacy id older folders used
     stored_ids: Callable[[Mapping[str, Any]], tuple[str, str]]
+    worker: Order  # what a cell's worker is asked (a WorkerOrder)
+    pinning: Callable[[PinPlan], PinPlan] = as_planned  # its pools on a cell's planned CPUs
 
 
 @cache

@@ -12,7 +12,7 @@ does not pay for the whole analysis).
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tfvariants.analyze.training.analysis import Analysis, analyze, analyze_contents
@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name not in _MODULE:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return getattr(importlib.import_module(f"{__name__}.{_MODULE[name]}"), name)
