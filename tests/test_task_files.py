@@ -230,7 +230,7 @@ def test_a_toy_tasks_part_reaches_every_output(tmp_path, capsys):
 
 
 # Every module a new task must not edit: the store (but each task's own store/<stem>.py),
-# the task table, the matrix loop, the command line and the worker envelope.
+# the task table, the matrix loop, the runner, the command line and the worker envelope.
 SHARED = (
     *(
         str(p.relative_to(ROOT / "tfvariants"))
@@ -239,6 +239,7 @@ SHARED = (
     ),
     "plan/tasks.py",
     "execute/matrix.py",
+    "execute/runner.py",
     "execute/policy.py",
     "execute/executors.py",
     "cli.py",
