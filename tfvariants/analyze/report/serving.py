@@ -72,7 +72,7 @@ class ServingPart:
         rows, cmps = [], []
         for m in self.analysis.models:
             for c in m.configs:
-                rows.append(_row(m, c, currency))
+                rows.append(_row(m, c, currency, self.analysis.p99_bound_ms))
                 if c.cost_cmp is not None and not c.is_baseline:
                     cmps.append(c.cost_cmp)
         keys = tuple(
@@ -99,13 +99,12 @@ def build_serving(
     return ServingPart(analysis) if analysis is not None else None
 
 
-def _row(m: ModelReport, c: Config, currency: str) -> Row:
+def _row(m: ModelReport, c: Config, currency: str, bound_ms: float) -> Row:
     """A serving configuration: the cost per million predictions within the p99 bound,
-    against the baseline's."""
+    against the baseline's (no point within the bound: that is why there is none)."""
     cost = c.cost_per_million
-    word, ratio, interval = against_baseline(c.is_baseline, c.cost_cmp, "no verdict", COST_WORDS)
-    if m.under_load and c.cost_cmp is not None:  # as training's table (its loadlabel.word)
-        word = f"{word} under load"
+    missing = "no verdict" if c.operating_row is not None else f"p99 over {bound_ms:g} ms"
+    word, ratio, interval = against_baseline(c.is_baseline, c.cost_cmp, missing, COST_WORDS)
     return Row(
         m.model,
         c.label,
@@ -115,6 +114,7 @@ def _row(m: ModelReport, c: Config, currency: str) -> Row:
         cost=f"{money(cost.value, currency)}/M" if cost is not None else "",
         headroom="",
         best=best(False, False, c is m.cheapest, m.cheapest_decided),
+        under_load=m.under_load and c.cost_cmp is not None,  # marked as training's are
     )
 
 
