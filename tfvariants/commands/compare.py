@@ -293,7 +293,7 @@ def _run_matrix(
     # The looks' times (run.json "looks_made" at_s) count this command's probes too.
     spent = spent_before + policy.run_clock() - args.began
     next_round, rule = rounds.adaptive_hook(spec, args.baseline, console, spent)
-    options_for = cell_options(spec, lambda: getattr(next_round, "window_plan", None))
+    options_for = cell_options(spec, lambda: next_round.window_plan if next_round else None)
     resume = rounds.resume_command(args.argv, out)
     held = not opts.at_least_first_look  # else the planned cells run past the budget
     run_policy: Policy[Cell] = Policy(

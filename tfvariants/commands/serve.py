@@ -385,9 +385,9 @@ def _record(
     rule = hook.rule or StoppingRule(spec.repeats, spec.repeats, ())
     rounds.record(out, rule, spec, before, outcome, console)
     stored_plan = before.look_plan if before is not None else None
-    plan = hook.plan.to_json() if hook.plan is not None else stored_plan
+    plan = hook.plan if hook.plan is not None else stored_plan
     if plan is not None:
-        update_adaptive(out, look_plan=plan)
+        update_adaptive(out, look_plan=plan.to_json())
 
 
 def _report(

@@ -16,6 +16,7 @@ from typing import Any
 
 from tfvariants.options.declare import RunOptionsBase, declared
 from tfvariants.plan.tasks import task_of
+from tfvariants.store.adaptiveplans import LookPlan, WindowPlan, look_plan, window_plan
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
@@ -85,15 +86,14 @@ class AdaptiveRecord:
     looks_made: tuple[Mapping[str, Any], ...] = ()
     stopped: str | None = None
     spent_s: float | None = None
-    window_plan: Mapping[str, Any] | None = None
-    look_plan: Mapping[str, Any] | None = None
+    window_plan: WindowPlan | None = None
+    look_plan: LookPlan | None = None
     # The measurement design the first look chose (analyze/training/design.py design_of)
     design: Mapping[str, Any] | None = None
 
 
 def _adaptive(record: Mapping[str, Any]) -> AdaptiveRecord:
     looks = record.get("looks")
-    window, look = record.get("window_plan"), record.get("look_plan")
     return AdaptiveRecord(
         min_repeats=_int(record.get("min_repeats")),
         max_repeats=_int(record.get("max_repeats")),
@@ -103,8 +103,8 @@ def _adaptive(record: Mapping[str, Any]) -> AdaptiveRecord:
         looks_made=tuple(_dict(r) for r in _tuple(record.get("looks_made"))),
         stopped=record.get("stopped") if isinstance(record.get("stopped"), str) else None,
         spent_s=_number(record.get("spent_s")),
-        window_plan=window if isinstance(window, dict) else None,
-        look_plan=look if isinstance(look, dict) else None,
+        window_plan=window_plan(record.get("window_plan")),
+        look_plan=look_plan(record.get("look_plan")),
         design=_dict(record.get("design")) or None,
     )
 
