@@ -9,14 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-
-def _number(value: object) -> float | None:
-    ok = isinstance(value, int | float) and not isinstance(value, bool)
-    return float(value) if ok else None  # type: ignore[arg-type]
-
-
-def _whole(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+from tfvariants.store.rawfields import finite_number as _number
+from tfvariants.store.rawfields import whole_number as _whole
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from typing import Any
 from tfvariants.options.declare import RunOptionsBase, declared
 from tfvariants.plan.tasks import task_of
 from tfvariants.store.adaptiveplans import LookPlan, WindowPlan, look_plan, window_plan
+from tfvariants.store.rawfields import whole_number as _int
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
@@ -36,10 +37,6 @@ def _text(value: object) -> str | None:
 def _number(value: object) -> float | None:
     ok = isinstance(value, int | float) and not isinstance(value, bool)
     return float(value) if ok else None  # type: ignore[arg-type]
-
-
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 @dataclass(frozen=True)
