@@ -258,7 +258,7 @@ def _prepare(
         spec.variant_info,
         variant_objs,
         probe=not args.no_probe and args.executor != "ray",
-        count_isa=(spec.options.preset or {}).get("name") == presets.PRESET,
+        count_isa=spec.options.preset is not None and spec.options.preset.name == presets.PRESET,
     )
     store_variant_info(out, spec.variant_info)
     if not (args.no_peak or args.no_probe) and args.executor != "ray":  # cached, like the census

@@ -145,7 +145,7 @@ def explanatory(spec: MatrixSpec) -> frozenset[str]:
     """The variants that wait while a comparison the answer is about is open: a
     preset's explanatory ones and the ``later`` ones (--later)."""
     o = spec.options
-    return frozenset((o.preset or {}).get("explanatory") or ()) | frozenset(o.later or ())
+    return frozenset(o.preset.explanatory if o.preset else ()) | frozenset(o.later or ())
 
 
 class NextRoundHook:

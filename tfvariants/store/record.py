@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 from tfvariants.options.declare import RunOptionsBase, declared
+from tfvariants.options.preset import PresetRecord, preset_record
 from tfvariants.plan.tasks import task_of
 from tfvariants.store.adaptiveplans import LookPlan, WindowPlan, look_plan, window_plan
 from tfvariants.store.rawfields import whole_number as _int
@@ -107,40 +108,6 @@ def _adaptive(record: Mapping[str, Any]) -> AdaptiveRecord:
 
 
 @dataclass(frozen=True)
-class PresetRecord:
-    """The preset a run started with: a training run's record (commands/presets.py: the
-    compiled preset's stock wheel, builds, those skipped and why, its band), or a
-    serving run's preset name."""
-
-    name: str | None = None
-    stock: str | None = None
-    builds: tuple[str, ...] = ()
-    skipped: Mapping[str, str] = field(default_factory=dict)  # build -> why it was not run
-    explanatory: tuple[str, ...] = ()
-    band: float | None = None
-    min_effect: float | None = None
-    left_out: str | None = None  # the explanatory builds the budget left out, in words
-
-
-def _preset(value: object) -> PresetRecord | None:
-    if isinstance(value, str) and value:
-        return PresetRecord(name=value)
-    if not isinstance(value, dict):
-        return None
-    left_out = value.get("left_out")
-    return PresetRecord(
-        name=_text(value.get("name")),
-        stock=_text(value.get("stock")),
-        builds=tuple(str(b) for b in _tuple(value.get("builds"))),
-        skipped={str(k): str(v) for k, v in _dict(value.get("skipped")).items()},
-        explanatory=tuple(str(b) for b in _tuple(value.get("explanatory"))),
-        band=_number(value.get("band")),
-        min_effect=_number(value.get("min_effect")),
-        left_out=left_out if isinstance(left_out, str) else None,
-    )
-
-
-@dataclass(frozen=True)
 class Host:
     """A host the run declared (store/runfile.py ``local_host``, store/runhosts.py)."""
 
@@ -220,7 +187,7 @@ def run_record(data: Mapping[str, Any]) -> RunRecord:
             if isinstance(entry, dict)
         },
         adaptive=_adaptive(data["adaptive"]) if _dict(data.get("adaptive")) else None,
-        preset=_preset(stored.get("preset")),
+        preset=preset_record(stored.get("preset")),
         hosts=tuple(
             Host(str(h["host_id"]), str(h["kind"]), str(h.get("label") or ""))
             for h in _tuple(data.get("hosts"))

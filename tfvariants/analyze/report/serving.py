@@ -20,7 +20,7 @@ from tfvariants.analyze.shared.header import header_of
 from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.analyze.statistics.decide import Settings
 from tfvariants.analyze.statistics.verdict import COST_WORDS
-from tfvariants.store.record import PresetRecord
+from tfvariants.options.preset import PresetRecord
 from tfvariants.store.rundir import RunContents
 
 
