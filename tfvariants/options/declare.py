@@ -56,7 +56,7 @@ class Option:
     def __post_init__(self) -> None:
         assert self.resume in RESUMES, self.resume
 
-    def as_written(self, stored: Any) -> Any:
+    def as_written(self, stored: object) -> object:
         """A stored value as this version writes it (a record's older form, read and
         written again), so that a resume compares like with like."""
         if stored is None or self.of_json is None or self.to_json is None:
