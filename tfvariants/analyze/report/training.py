@@ -109,7 +109,7 @@ class TrainingPart:
         return tuple(
             (w.name, w.baseline.label)
             for w in self.analysis.workloads
-            if w.baseline and w.baseline.label != frame.baseline_label
+            if w.baseline and w.baseline.key._replace(workload="") != frame.baseline
         )
 
     def sections(self, shared: Shared) -> Placed:
