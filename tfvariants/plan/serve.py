@@ -40,10 +40,18 @@ class ServeKey(NamedTuple):
 def serve_label(key: ServeKey) -> str:
     """A serving configuration as people read it, ``VARIANT@THREADS PATH`` and its
     batching: the one place it is formatted (beside plan/cell.py ``config_label``)."""
-    wait = f" batch {key.max_batch_size}/{key.batch_timeout_ms:g} ms"
+    batching = batching_words(key)
     return f"{config_label(key.variant, key.threads)} {key.path}" + (
-        wait if key.max_batch_size > 1 else ""
+        f" {batching}" if batching else ""
     )
+
+
+def batching_words(key: ServeKey) -> str:
+    """A configuration's batching as people read it: "" without, else "batch 8/2 ms"
+    (at most 8 instances a model call, waiting up to 2 ms for more)."""
+    if key.max_batch_size <= 1:
+        return ""
+    return f"batch {key.max_batch_size}/{key.batch_timeout_ms:g} ms"
 
 
 @dataclass(frozen=True)
