@@ -15,6 +15,7 @@ from tfvariants.analyze.serving.analysis import analyze_serving
 from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.options.serving import ServingOptions
 from tfvariants.plan.serve import ServeCell, ServeSpec, plan_serve_cells
+from tfvariants.render.labels import config_words
 from tfvariants.store.result import write_json_atomic
 from tfvariants.store.runfile import new_run, write_run
 
@@ -521,7 +522,7 @@ def test_serving_and_training_share_one_baseline_rule(tmp_path):
     report = build_report(tmp_path, ReportSettings(parse_pricing_option("gce-2017")))
     training, serving = report.part(TrainingPart), report.part(ServingPart)
     assert training is not None and serving is not None
-    assert training.analysis.baseline_label == "pip@4"
+    assert config_words(training.analysis.baseline) == "pip@4"
     assert training.analysis.workloads[0].baseline.label == "pip@4"
     (model,) = serving.analysis.models
     assert model.baseline is not None and model.baseline.label == "pip@4 inprocess"
@@ -529,7 +530,7 @@ def test_serving_and_training_share_one_baseline_rule(tmp_path):
     report = build_report(tmp_path, ReportSettings(baseline="compiled"))
     training, serving = report.part(TrainingPart), report.part(ServingPart)
     assert training is not None and serving is not None
-    assert training.analysis.baseline_label == "compiled@2"
+    assert config_words(training.analysis.baseline) == "compiled@2"
     assert serving.analysis.models[0].baseline.label == "compiled@2 inprocess"
 
 

@@ -292,10 +292,8 @@ def build_toy(contents, report, settings):
     BUILT.append(contents)
     return None
 """,
-    "commands": """
-HELP = "squeak"
-ORDER = 99
-DESCRIPTION = "A toy's command."
+    "commands": """\"\"\"A toy's command.\"\"\"
+from tfvariants.commands.command import Command
 
 
 def add_options(parser):
@@ -304,6 +302,9 @@ def add_options(parser):
 
 def run(args):
     return 0
+
+
+COMMAND = Command(99, "squeak", add_options, run)
 """,
 }
 

@@ -22,8 +22,9 @@ from tfvariants.analyze.training import loadlabel
 from tfvariants.analyze.training.conclusions import interval_words
 from tfvariants.analyze.training.groups import Group, WorkloadReport
 from tfvariants.analyze.training.roofline import Roofline, headroom
+from tfvariants.options.preset import PresetRecord
 from tfvariants.options.training import TrainingOptions
-from tfvariants.store.record import PresetRecord, RunRecord
+from tfvariants.store.record import RunRecord
 
 PRESET = "compiled"
 STUDY = (

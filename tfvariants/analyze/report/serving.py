@@ -20,7 +20,7 @@ from tfvariants.analyze.shared.header import header_of
 from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.analyze.statistics.decide import Settings
 from tfvariants.analyze.statistics.verdict import COST_WORDS
-from tfvariants.store.record import PresetRecord
+from tfvariants.options.preset import PresetRecord
 from tfvariants.store.rundir import RunContents
 
 
@@ -150,12 +150,12 @@ def serving_frame(sa: ServingAnalysis) -> RunFrame:
     """The report's frame (header, warnings, environments) for a run with no training
     cells: a RunFrame, not a training analysis with nothing in it."""
     envs, raw = environments_of(sa.cells, dict.fromkeys(r.variant for r in sa.cells), ok_only=True)
-    base = next((m.baseline.label for m in sa.models if m.baseline), "n/a")
+    base = next((m.baseline.key for m in sa.models if m.baseline), None)
     notices = sa.store.notices() if sa.store is not None else []
     return RunFrame(
         results_dir=sa.results_dir,
         run=sa.run,
-        baseline_label=base,
+        baseline=base,
         pricing=sa.pricing,
         environments=envs,
         raw_environments=raw,

@@ -195,7 +195,7 @@ def analyze_contents(contents: RunContents, report: ReportSettings, settings: Se
         results_dir=str(contents.results_dir),
         run=run,
         workloads=reports,
-        baseline_label=run_base.label,
+        baseline=run_base,
         pricing=report.pricing,
         environments=envs,
         raw_environments=raw_envs,

@@ -23,12 +23,14 @@ the cheaper cells do not pay.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tfvariants.store.adaptiveplans import WindowPlan
 from tfvariants.store.rawfields import finite_number
 from tfvariants.store.training import CellResult
 
@@ -74,20 +76,21 @@ class ProcessCells:
             f"{self.was_s:.0f} s"
         )
 
-    def window_plan(self, plan: Mapping[str, Any] | None) -> dict[str, Any]:
+    def window_plan(self, plan: WindowPlan | None) -> WindowPlan:
         """The window rule's plan (run.json "adaptive.window_plan") with these cells: the
-        rule's per-workload check ("back") kept."""
-        rule = (plan or {}).get("reason")
-        return {
-            **(plan or {}),
-            "from_repeat": self.from_repeat,
-            "min_steady_s": self.min_steady_s,
-            "previous_s": self.previous_s,
-            "min_steady_steps": self.min_steady_steps,
-            "warmup_max_s": dict(self.warmup_max_s),
-            "reason": f"the more-processes design: {self.words()}"
-            + (f"; the window rule: {rule}" if rule else ""),
-        }
+        rule's per-workload check (``back``) kept."""
+        reason = f"the more-processes design: {self.words()}" + (
+            f"; the window rule: {plan.reason}" if plan is not None and plan.reason else ""
+        )
+        return dataclasses.replace(
+            plan or WindowPlan(self.min_steady_s, self.previous_s, self.from_repeat, reason),
+            from_repeat=self.from_repeat,
+            min_steady_s=self.min_steady_s,
+            previous_s=self.previous_s,
+            min_steady_steps=self.min_steady_steps,
+            warmup_max_s=dict(self.warmup_max_s),
+            reason=reason,
+        )
 
 
 def of_json(recorded: Mapping[str, Any] | None) -> ProcessCells | None:
