@@ -21,7 +21,7 @@ from tfvariants.analyze.training.design import MORE_PROCESSES, choose, design_of
 from tfvariants.cli import main
 from tfvariants.commands.matrix_args import run_options_for
 from tfvariants.execute import runner
-from tfvariants.store.adaptiveplans import WindowBack, WindowPlan
+from tfvariants.store.adaptiveplans import WindowBack, WindowPlan, design_record
 from tfvariants.store.training import CellResult, parse_training
 
 
@@ -81,7 +81,7 @@ def test_processes_that_differ_get_shorter_cells_and_more_repeats_in_the_budget(
     assert "about 5 more repeats in the 5.0 min left (3 at the first look's cells)" in (
         design.reason
     )
-    assert design_of(design.to_json()) == design  # a resume keeps the cells
+    assert design_of(design_record(design.to_json())) == design  # a resume keeps the cells
 
 
 def test_the_next_rounds_cells_run_the_cheaper_window_and_the_earlier_ones_do_not() -> None:

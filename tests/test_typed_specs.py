@@ -86,7 +86,7 @@ def test_the_parameter_scan_sees_a_mapping_of_options():
 # not logical_cpus, which a host's topology (`tfvariants env`) names too.
 RUN_JSON_FIELDS = {
     "options", "adaptive", "variant_info", "hosts", "fixed_threads",
-    "schema_version", "workload_files", "started_at", "window_plan", "look_plan",
+    "schema_version", "workload_files", "started_at", "window_plan", "look_plan", "design",
 }  # fmt: skip
 
 
@@ -120,8 +120,12 @@ def test_no_string_key_read_of_run_json_outside_the_store():
     assert found == []
 
 
-# The adaptive rounds' plans' own fields (store/adaptiveplans.py), as run.json keeps them.
-PLAN_FIELDS = {"from_repeat", "back", "last_look", "first_look", "round_s"}
+# The adaptive rounds' plans' own fields (store/adaptiveplans.py), as run.json keeps them:
+# the window and look plans, the design and its cheaper cells.
+PLAN_FIELDS = {
+    "from_repeat", "back", "last_look", "first_look", "round_s",
+    "switched", "warmup_max_s", "cell_s", "was_s", "previous_s",
+}  # fmt: skip
 
 
 def test_no_string_key_read_of_the_adaptive_plans_outside_the_store():

@@ -1,5 +1,5 @@
 """The adaptive rounds' plans as run.json keeps them ("adaptive.window_plan",
-"adaptive.look_plan"): typed records, made by the rounds (rounds/training.py,
+"adaptive.look_plan", "adaptive.design"): typed records, made by the rounds (rounds/training.py,
 rounds/serving.py), written with ``to_json`` and structured here once when run.json is
 read (store/record.py), so that no reader outside store/ reads them by string keys."""
 
@@ -126,3 +126,68 @@ def look_plan(recorded: object) -> LookPlan | None:
         return None
     margin, cap = _number(recorded.get("margin")), _whole(recorded.get("cap"))
     return LookPlan(round_s, budget_s, last, first or 0, margin or 0.0, cap or last)
+
+
+@dataclass(frozen=True)
+class CellsRecord:
+    """The more-processes design's cheaper cells (analyze/training/processcells.py
+    ``ProcessCells``, which adds their words): the steady window and warm-up cap of the
+    rounds from ``from_repeat`` on, and what a cell is expected to cost."""
+
+    from_repeat: int
+    min_steady_s: float
+    min_steady_steps: int
+    warmup_max_s: Mapping[str, float]  # per workload
+    cell_s: float  # expected wall time of a cell from here (median)
+    was_s: float  # a first-look cell's (median)
+    previous_s: float  # the steady window the first look measured
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "from_repeat": self.from_repeat,
+            "min_steady_s": self.min_steady_s,
+            "min_steady_steps": self.min_steady_steps,
+            "warmup_max_s": dict(self.warmup_max_s),
+            "cell_s": self.cell_s,
+            "was_s": self.was_s,
+            "previous_s": self.previous_s,
+        }
+
+
+def cells_record(recorded: object) -> CellsRecord | None:
+    """run.json's record of the cheaper cells (in the design), typed; None when absent
+    or not whole."""
+    if not isinstance(recorded, Mapping):
+        return None
+    caps = recorded.get("warmup_max_s")
+    at, steps = _whole(recorded.get("from_repeat")), _whole(recorded.get("min_steady_steps"))
+    seconds = [_number(recorded.get(k)) for k in ("min_steady_s", "cell_s", "was_s", "previous_s")]
+    if not isinstance(caps, Mapping) or at is None or steps is None or None in seconds:
+        return None
+    steady_s, cell_s, was_s, previous_s = (float(n or 0) for n in seconds)
+    warm = {str(w): float(c) for w, c in caps.items() if _number(c) is not None}
+    return CellsRecord(at, steady_s, steps, warm, cell_s, was_s, previous_s)
+
+
+@dataclass(frozen=True)
+class DesignRecord:
+    """The measurement design a training run's first look chose, as run.json keeps it
+    (analyze/training/design.py ``Design``, which says it)."""
+
+    kind: str
+    reason: str
+    switched: bool  # the rounds after the first look ran side by side
+    cells: CellsRecord | None  # more processes: the cheaper cells
+
+
+def design_record(recorded: object) -> DesignRecord | None:
+    """run.json's "adaptive.design", typed; None when absent or without a kind."""
+    if not isinstance(recorded, Mapping) or not isinstance(recorded.get("kind"), str):
+        return None
+    reason = recorded.get("reason")
+    return DesignRecord(
+        recorded["kind"],
+        reason if isinstance(reason, str) else "",
+        recorded.get("switched") is True,
+        cells_record(recorded.get("cells")),
+    )

@@ -17,7 +17,14 @@ from typing import Any
 from tfvariants.options.declare import RunOptionsBase, declared
 from tfvariants.options.preset import PresetRecord, preset_record
 from tfvariants.plan.tasks import task_of
-from tfvariants.store.adaptiveplans import LookPlan, WindowPlan, look_plan, window_plan
+from tfvariants.store.adaptiveplans import (
+    DesignRecord,
+    LookPlan,
+    WindowPlan,
+    design_record,
+    look_plan,
+    window_plan,
+)
 from tfvariants.store.rawfields import whole_number as _int
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -87,7 +94,7 @@ class AdaptiveRecord:
     window_plan: WindowPlan | None = None
     look_plan: LookPlan | None = None
     # The measurement design the first look chose (analyze/training/design.py design_of)
-    design: Mapping[str, Any] | None = None
+    design: DesignRecord | None = None
 
 
 def _adaptive(record: Mapping[str, Any]) -> AdaptiveRecord:
@@ -103,7 +110,7 @@ def _adaptive(record: Mapping[str, Any]) -> AdaptiveRecord:
         spent_s=_number(record.get("spent_s")),
         window_plan=window_plan(record.get("window_plan")),
         look_plan=look_plan(record.get("look_plan")),
-        design=_dict(record.get("design")) or None,
+        design=design_record(record.get("design")),
     )
 
 
