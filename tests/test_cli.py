@@ -113,3 +113,20 @@ def test_run_refuses_a_variant_that_is_not_ready_before_writing(
     assert err.startswith(f"tfvariants: error: variant '{name}' is not ready: no TensorFlow in")
     assert err.count("\n") == 1
     assert list(work.iterdir()) == []
+
+
+def test_every_command_is_one_declared_record():
+    """A command module declares one Command (no loose ORDER/HELP/DESCRIPTION headers);
+    its --help description is its docstring, and each is found and ordered by it."""
+    from tfvariants.cli import build_parser, commands
+    from tfvariants.commands.command import Command
+
+    found = commands()
+    names = [m.__name__.rsplit(".", 1)[1] for m in found]
+    assert names == ["env", "run", "variants", "compare", "serve", "report", "prices"]
+    for module in found:
+        assert isinstance(module.COMMAND, Command)
+        assert not {"ORDER", "HELP", "DESCRIPTION"} & set(vars(module))
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    assert sub.choices["env"].description == commands()[0].__doc__
+    assert sub.choices["env"].description.startswith("Probe the host")

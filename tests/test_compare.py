@@ -408,15 +408,15 @@ def test_the_first_look_plans_the_steady_window_of_the_later_rounds():
     hook(rf.typed(stored))
     plan = hook.window_plan  # the run's value: the frozen spec is not written to
     assert plan is not None and "window_plan" not in spec.options.record()
-    assert plan["from_repeat"] == 5 and plan["min_steady_s"] == 3.0
-    assert "more repeats" in plan["reason"] and plan["components"]["cells"] == 10
+    assert plan.from_repeat == 5 and plan.min_steady_s == 3.0 and plan.components is not None
+    assert "more repeats" in plan.reason and plan.components["cells"] == 10
     assert run_options_for(spec, "mnist_cnn", 4, plan).min_steady_s == 10.0  # the first rounds
     assert run_options_for(spec, "mnist_cnn", 5, plan).min_steady_s == 3.0
     for res in stored.values():  # disturbed cells, left out of verdicts, plan nothing
         res.setdefault("cpu", {})["others_share"] = 0.9
     hook(rf.typed(stored))
-    assert hook.window_plan["min_steady_s"] == 10.0
-    assert "kept" in hook.window_plan["reason"]
+    assert hook.window_plan is not None and hook.window_plan.min_steady_s == 10.0
+    assert "kept" in hook.window_plan.reason
     # --min-steady-s given: the user's window stays
     fixed = MatrixSpec(
         ("local",),

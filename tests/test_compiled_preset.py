@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tfvariants.cli import main
+from tfvariants.options.preset import PresetRecord
 from tfvariants.options.training import TrainingOptions
 from tfvariants.rounds import firstlook
 
@@ -196,7 +197,7 @@ def test_explanatory_configurations_wait_while_a_main_comparison_is_open(
 
     variants = ("tf-2.14", "intel-2.14", "isa-sse41")
     info = {v: {"kind": "requirements", "device": "cpu"} for v in variants}
-    preset = {"name": "compiled", "explanatory": ["isa-sse41"]}
+    preset = PresetRecord(name="compiled", explanatory=("isa-sse41",))
     options = TrainingOptions(preset=preset, equivalence_band=0.10)
     spec = MatrixSpec(variants, (2,), ("mnist_cnn",), 5, options, info)
     stored = {}

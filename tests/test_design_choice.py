@@ -27,6 +27,7 @@ from tfvariants.cli import main
 from tfvariants.execute import runner
 from tfvariants.execute.record import StoredCell
 from tfvariants.plan.topology import LogicalCpu, Topology
+from tfvariants.store.adaptiveplans import design_record
 
 FOUR_CORES = Topology(tuple(LogicalCpu(i, i, 0, 0) for i in range(4)))
 
@@ -59,7 +60,8 @@ def test_where_side_by_side_cannot_run_it_says_why_and_switches_nothing() -> Non
     d = choose(parts(0.1, 0.3, 0.6), "two 2-thread cells at once need 4 CPUs")
     assert d.kind == AS_PLANNED and not d.switched
     assert "side by side would cancel" in d.reason and "need 4 CPUs" in d.reason
-    assert design_of(d.to_json()) == d and design_of({"kind": "other"}) is None
+    assert design_of(design_record(d.to_json())) == d
+    assert design_of(design_record({"kind": "other"})) is None
 
 
 class NoisyHost:

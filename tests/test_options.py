@@ -11,6 +11,7 @@ from test_compare import FakeRunCell, _no_onednn_probe  # noqa: F401 (autouse: n
 
 from tfvariants.cli import main
 from tfvariants.execute import runner
+from tfvariants.store.adaptiveplans import WindowPlan
 
 
 def test_min_effect_zero_is_judged_with_zero_by_the_rounds_and_the_report(
@@ -111,7 +112,7 @@ def test_ray_cells_after_the_first_look_measure_the_planned_window(monkeypatch):
         TrainingOptions(min_steady_s=10.0, min_steady_steps=50, plan_window=True),
         {"local": {"kind": "local", "device": "cpu"}},
     )
-    plan = {"min_steady_s": 3.0, "from_repeat": 5, "reason": "test"}
+    plan = WindowPlan(3.0, 10.0, 5, "test")
     captured = {}
 
     class FakeRayWaves:

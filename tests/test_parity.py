@@ -8,6 +8,7 @@ from tfvariants.analyze.report.build import assemble
 from tfvariants.analyze.training.analysis import analyze
 from tfvariants.analyze.training.part import training_part
 from tfvariants.render.html import render_html
+from tfvariants.render.labels import config_words
 
 
 def _run(variants: list[str], info: dict | None = None) -> dict:
@@ -164,7 +165,7 @@ def test_each_workload_judged_against_its_own_baseline(tmp_path) -> None:
         "workloads": ["mnist_mlp", "mnist_cnn"],
     }
     a = analyze(rf.write_results(tmp_path / "r", results, run))
-    assert a.baseline_label == "gpu@2"
+    assert config_words(a.baseline) == "gpu@2"
     cnn = a.workloads[1]
     assert cnn.name == "mnist_cnn" and cnn.baseline is not None
     assert cnn.baseline.label == "local@2"

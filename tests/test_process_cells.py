@@ -4,6 +4,7 @@ measured by the rounds after the first look through compare's own loop (a fake r
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -20,6 +21,7 @@ from tfvariants.analyze.training.design import MORE_PROCESSES, choose, design_of
 from tfvariants.cli import main
 from tfvariants.commands.matrix_args import run_options_for
 from tfvariants.execute import runner
+from tfvariants.store.adaptiveplans import WindowBack, WindowPlan, design_record
 from tfvariants.store.training import CellResult, parse_training
 
 
@@ -79,13 +81,13 @@ def test_processes_that_differ_get_shorter_cells_and_more_repeats_in_the_budget(
     assert "about 5 more repeats in the 5.0 min left (3 at the first look's cells)" in (
         design.reason
     )
-    assert design_of(design.to_json()) == design  # a resume keeps the cells
+    assert design_of(design_record(design.to_json())) == design  # a resume keeps the cells
 
 
 def test_the_next_rounds_cells_run_the_cheaper_window_and_the_earlier_ones_do_not() -> None:
     cells = processcells.plan(first_look({"mnist_cnn": 3.0}), 5, 6.0, 50)
     assert cells is not None
-    plan = cells.window_plan({"min_steady_s": 3.0, "from_repeat": 5, "reason": "K* = 1.3"})
+    plan = cells.window_plan(WindowPlan(3.0, 6.0, 5, "K* = 1.3"))
 
     class Spec:
         options = rf_options()
@@ -94,12 +96,9 @@ def test_the_next_rounds_cells_run_the_cheaper_window_and_the_earlier_ones_do_no
     after = run_options_for(Spec, "mnist_cnn", 5, plan)
     assert (before.min_steady_s, before.min_steady_steps, before.warmup_max_s) == (6.0, 50, None)
     assert (after.min_steady_s, after.min_steady_steps, after.warmup_max_s) == (2.7, 44, 3.0)
-    assert (
-        "more-processes design" in plan["reason"]
-        and "the window rule: K* = 1.3" in (plan["reason"])
-    )
+    assert "more-processes design" in plan.reason and "the window rule: K* = 1.3" in (plan.reason)
     # Where the window rule's check found the cheaper cells did not pay: all back.
-    back = {**plan, "back": {"mnist_cnn": {"min_steady_s": 6.0, "from_repeat": 7}}}
+    back = dataclasses.replace(plan, back={"mnist_cnn": WindowBack(6.0, 7, 1.2)})
     again = run_options_for(Spec, "mnist_cnn", 7, back)
     assert (again.min_steady_s, again.min_steady_steps, again.warmup_max_s) == (6.0, 50, None)
 

@@ -14,6 +14,7 @@ from tfvariants.commands.report import write_report
 from tfvariants.errors import UserError
 from tfvariants.options.decision import Override
 from tfvariants.render.html import render_html
+from tfvariants.render.labels import config_words
 from tfvariants.render.svgchart import Bar, bar_chart
 
 EVIL = "<script>alert(1)</script>"
@@ -37,7 +38,7 @@ def group(wr, label):
 def test_default_baseline_is_the_gpu_then_most_threads_never_empty(tmp_path, gce):
     results, run = rf.study_like_results(repeats=5)
     a = analyze(rf.write_results(tmp_path / "res", results, run), pricing=gce)
-    assert a.baseline_label == "gpu@16"  # a GPU ran: it is the reference
+    assert config_words(a.baseline) == "gpu@16"  # a GPU ran: it is the reference
     mlp, cnn = a.workloads
     assert mlp.name == "mnist_mlp" and mlp.baseline.label == "gpu@16"
     assert [g.label for g in mlp.groups] == [
@@ -105,7 +106,7 @@ def test_conclusions_only_claim_what_the_data_shows(tmp_path):
         )
     d = rf.write_results(tmp_path / "q", results)
     a = analyze(d)
-    assert a.baseline_label == "local@2"
+    assert config_words(a.baseline) == "local@2"
     by_name = {w.name: w for w in a.workloads}
     cnn_text = " ".join(by_name["mnist_cnn"].conclusions)
     assert "On 2 logical CPUs" in cnn_text
@@ -131,7 +132,7 @@ def test_the_workloads_default_baseline_is_not_an_oversubscribed_configuration(t
         for t in (1, 2, 8)
     ]
     a = analyze(rf.write_results(tmp_path / "res", results))
-    assert a.baseline_label == "local@2"
+    assert config_words(a.baseline) == "local@2"
     assert a.workloads[0].baseline.label == "local@2"
 
 

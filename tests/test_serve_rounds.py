@@ -22,6 +22,7 @@ from tfvariants.rounds.serving import (
     plan_last_look,
     round_cost,
 )
+from tfvariants.store.adaptiveplans import look_plan
 from tfvariants.store.result import write_json_atomic
 from tfvariants.store.rundir import load_run_dir, update_run
 from tfvariants.store.runfile import new_run, write_run
@@ -75,10 +76,10 @@ def test_the_last_look_holds_the_budget_at_the_measured_round_cost():
     assert plan.last_look == int(600 // (13.7 * ROUND_MARGIN)) == 39
     assert plan_last_look(5, 3600.0, 13.7).last_look == MAX_PLANNED_LAST
     assert plan_last_look(5, 60.0, 13.7).last_look == 5  # not even the first look fits
-    sentence = look_plan_sentence(plan.to_json())
+    sentence = look_plan_sentence(look_plan(plan.to_json()))
     assert sentence is not None and "last look (39 repeats)" in sentence
     assert "10 min at about 15.1 s per round" in sentence
-    assert look_plan_sentence(None) is None and look_plan_sentence({"round_s": "x"}) is None
+    assert look_plan_sentence(None) is None and look_plan({"round_s": "x"}) is None
 
 
 def test_round_cost_is_the_sum_of_each_cells_median_wall(tmp_path):
@@ -214,12 +215,17 @@ def test_run_json_records_the_plan_and_a_run_stopped_before_its_first_look(tmp_p
     assert record["spent_s"] == 80.0
 
 
+# A look plan as run.json keeps it: 39 repeats from a 10-minute budget.
+LOOK_PLAN_39 = {"round_s": 15.1, "budget_s": 600.0, "last_look": 39, "first_look": 5,
+                "margin": 1.1, "cap": 50}  # fmt: skip
+
+
 def test_a_resume_keeps_the_last_look_its_run_fixed(tmp_path):
     from tfvariants.rounds.serving import stored_max_repeats
 
     write_run(tmp_path, new_run(_spec(), []))
     assert stored_max_repeats(tmp_path, resume=True) is None  # before its first look
-    update_run(tmp_path, adaptive={"looks": [5, 16, 28, 39], "look_plan": {"last_look": 39}})
+    update_run(tmp_path, adaptive={"looks": [5, 16, 28, 39], "look_plan": LOOK_PLAN_39})
     # planned from a 10-minute budget: a resume with another --budget keeps 39
     assert stored_max_repeats(tmp_path, resume=True) == 39
     assert stored_max_repeats(tmp_path, resume=False) is None

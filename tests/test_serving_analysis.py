@@ -15,6 +15,7 @@ from tfvariants.analyze.serving.part import ServingPart
 from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.options.serving import ServingOptions
 from tfvariants.plan.serve import ServeCell, ServeSpec, plan_serve_cells
+from tfvariants.render.labels import config_words
 from tfvariants.store.result import write_json_atomic
 from tfvariants.store.runfile import new_run, write_run
 
@@ -521,7 +522,7 @@ def test_serving_and_training_share_one_baseline_rule(tmp_path):
     report = build_report(tmp_path, ReportSettings(parse_pricing_option("gce-2017")))
     training, serving = report.part(TrainingPart), report.part(ServingPart)
     assert training is not None and serving is not None
-    assert training.analysis.baseline_label == "pip@4"
+    assert config_words(training.analysis.baseline) == "pip@4"
     assert training.analysis.workloads[0].baseline.label == "pip@4"
     (model,) = serving.analysis.models
     assert model.baseline is not None and model.baseline.label == "pip@4 inprocess"
@@ -529,5 +530,23 @@ def test_serving_and_training_share_one_baseline_rule(tmp_path):
     report = build_report(tmp_path, ReportSettings(baseline="compiled"))
     training, serving = report.part(TrainingPart), report.part(ServingPart)
     assert training is not None and serving is not None
-    assert training.analysis.baseline_label == "compiled@2"
+    assert config_words(training.analysis.baseline) == "compiled@2"
     assert serving.analysis.models[0].baseline.label == "compiled@2 inprocess"
+
+
+def test_the_answer_says_why_a_configuration_has_no_cost_verdict(tmp_path):
+    """A configuration that kept no point within the p99 bound has no cost to compare:
+    its row says so ("p99 over 100 ms"), not a bare "no verdict"."""
+    from tfvariants.analyze.serving.part import ServingPart
+
+    steady = [1.0, 1.02, 0.98, 1.01, 0.99]
+    _with_devices(
+        tmp_path,
+        {
+            ("local", 1, "cpu"): [(50 * j, 140) for j in steady],  # p99 140 ms: over
+            ("local", 2, "cpu"): [(90 * j, 30) for j in steady],
+        },
+    )
+    sa = analyze_serving(tmp_path, pricing=parse_pricing_option("gce-2017"))
+    rows = {r.config: r.verdict for r in ServingPart(sa).answer("USD", None).rows}
+    assert rows == {"local@1 inprocess": "p99 over 100 ms", "local@2 inprocess": "baseline"}

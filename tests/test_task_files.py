@@ -300,10 +300,8 @@ def build_toy(contents, report, settings):
     BUILT.append(contents)
     return None
 """,
-    "commands": """
-HELP = "squeak"
-ORDER = 99
-DESCRIPTION = "A toy's command."
+    "commands": """\"\"\"A toy's command.\"\"\"
+from tfvariants.commands.command import Command
 
 
 def add_options(parser):
@@ -312,6 +310,9 @@ def add_options(parser):
 
 def run(args):
     return 0
+
+
+COMMAND = Command(99, "squeak", add_options, run)
 """,
 }
 

@@ -86,12 +86,13 @@ def test_the_parameter_scan_sees_a_mapping_of_options():
 # not logical_cpus, which a host's topology (`tfvariants env`) names too.
 RUN_JSON_FIELDS = {
     "options", "adaptive", "variant_info", "hosts", "fixed_threads",
-    "schema_version", "workload_files", "started_at", "window_plan", "look_plan",
+    "schema_version", "workload_files", "started_at", "window_plan", "look_plan", "design",
 }  # fmt: skip
 
 
 def _string_key_reads(tree: ast.AST, keys: set[str]) -> list[str]:
-    """Each ``x["key"]`` read or ``x.get("key")`` call naming one of ``keys``."""
+    """Each ``x["key"]`` read, ``x.get("key")`` or ``getattr(x, "key")`` call naming one
+    of ``keys``."""
     out = []
     for n in ast.walk(tree):
         key = None
@@ -99,6 +100,9 @@ def _string_key_reads(tree: ast.AST, keys: set[str]) -> list[str]:
             key = n.slice.value if isinstance(n.slice, ast.Constant) else None
         elif isinstance(n, ast.Call) and getattr(n.func, "attr", None) == "get" and n.args:
             key = n.args[0].value if isinstance(n.args[0], ast.Constant) else None
+        elif isinstance(n, ast.Call) and getattr(n.func, "id", None) == "getattr":
+            name = n.args[1] if len(n.args) > 1 else None
+            key = name.value if isinstance(name, ast.Constant) else None
         if key in keys:
             out.append(f"line {n.lineno}: {ast.unparse(n)}")
     return out
@@ -116,9 +120,33 @@ def test_no_string_key_read_of_run_json_outside_the_store():
     assert found == []
 
 
+# The adaptive rounds' plans' own fields (store/adaptiveplans.py), as run.json keeps them:
+# the window and look plans, the design and its cheaper cells.
+PLAN_FIELDS = {
+    "from_repeat", "back", "last_look", "first_look", "round_s",
+    "switched", "warmup_max_s", "cell_s", "was_s", "previous_s",
+}  # fmt: skip
+
+
+def test_no_string_key_read_of_the_adaptive_plans_outside_the_store():
+    """The window and look plans are typed records from the rounds to run.json and back:
+    nothing reads them (or a hook's plan) by name."""
+    found = [
+        f"{p.relative_to(ROOT)}: {hit}"
+        for p in sorted((ROOT / "tfvariants").rglob("*.py"))
+        if p.relative_to(ROOT).parts[1] != "store"
+        for hit in _string_key_reads(ast.parse(p.read_text(encoding="utf-8")), PLAN_FIELDS)
+    ]
+    assert found == []
+
+
 def test_the_key_scan_sees_reads_not_writes():
-    tree = ast.parse('a = r.get("adaptive")\nb = r["options"]["x"]\nr["hosts"] = []\n')
-    assert _string_key_reads(tree, RUN_JSON_FIELDS) == [
+    tree = ast.parse(
+        'a = r.get("adaptive")\nb = r["options"]["x"]\nr["hosts"] = []\n'
+        'c = getattr(hook, "window_plan", None)\n'
+    )
+    assert sorted(_string_key_reads(tree, RUN_JSON_FIELDS)) == [
         "line 1: r.get('adaptive')",
         "line 2: r['options']",
+        "line 4: getattr(hook, 'window_plan', None)",
     ]

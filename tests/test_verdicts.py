@@ -19,6 +19,7 @@ from tfvariants.options.training import TrainingOptions
 from tfvariants.plan.spec import MatrixSpec
 from tfvariants.render.csvout import csv_rows
 from tfvariants.render.html import render_html
+from tfvariants.render.labels import config_words
 from tfvariants.rounds import training as rounds
 from tfvariants.store.cellresult import parse_results
 from tfvariants.store.record import EMPTY_RUN, run_record
@@ -116,7 +117,7 @@ def test_default_baseline_agrees_when_the_most_planned_threads_have_no_results(t
     a, look = _report_and_rounds(folder, run, "a", ("a", None))
     assert [w.baseline.label for w in a.workloads] == ["a@2", "a@2"]
     assert [wv.baseline.label for wv in look.verdicts] == ["a@2", "a@2"]
-    assert a.baseline_label == "a@2"
+    assert config_words(a.baseline) == "a@2"
 
 
 def test_verdicts_compare_common_rounds_only(tmp_path):
@@ -261,7 +262,7 @@ def test_every_cell_disturbed_keeps_a_baseline_and_the_comparison_open(tmp_path)
     folder = rf.write_results(tmp_path / "run", results, run)
     a, look = _report_and_rounds(folder, run)
     assert look.verdicts[0].baseline == ("mnist_mlp", "a", 2) == a.workloads[0].baseline.key
-    assert a.baseline_label == "a@2"
+    assert config_words(a.baseline) == "a@2"
     hook = rounds.NextRoundHook(_spec(run), RULE, baseline=None)
     cells, why = hook(load_run_dir(folder).parsed)
     assert len(cells) == 2 and "undecided" in why

@@ -51,16 +51,16 @@ def test_a_workload_whose_short_window_cost_more_goes_back_from_the_second_look(
     hook = rounds.NextRoundHook(spec, rule, baseline=None)
     hook(rf.typed(_stored(5)))  # the first look plans; nothing to check yet
     plan = hook.window_plan
-    assert plan is not None and plan["min_steady_s"] == 3.0 and "back" not in plan
+    assert plan is not None and plan.min_steady_s == 3.0 and plan.back is None
     hook(rf.typed(_stored(7)))  # the second look checks the plan on the cells it made
     plan = hook.window_plan
-    assert plan is not None and plan["min_steady_s"] == 3.0
-    assert set(plan["back"]) == {"cifar10_cnn"}
-    assert plan["back"]["cifar10_cnn"]["from_repeat"] == 7
-    assert plan["back"]["cifar10_cnn"]["ratio"] > 1
-    assert "checked per workload" in plan["reason"]
-    assert "mnist_cnn 0." in plan["reason"] and "7 repeats, kept" in plan["reason"]
-    assert "back to 6 s from repeat 7" in plan["reason"]
+    assert plan is not None and plan.min_steady_s == 3.0 and plan.back is not None
+    assert set(plan.back) == {"cifar10_cnn"}
+    assert plan.back["cifar10_cnn"].from_repeat == 7
+    assert plan.back["cifar10_cnn"].ratio > 1
+    assert "checked per workload" in plan.reason
+    assert "mnist_cnn 0." in plan.reason and "7 repeats, kept" in plan.reason
+    assert "back to 6 s from repeat 7" in plan.reason
     # The cells: each workload's first rounds 6 s, then 3 s; cifar10_cnn 6 s again from 7.
     windows = {
         (w, r): run_options_for(spec, w, r, plan).min_steady_s
@@ -76,13 +76,13 @@ def test_the_check_is_the_same_at_later_looks_and_needs_two_cells_a_configuratio
     stored = rf.typed(_stored(7))
     at7 = rounds.plan_window(spec, stored, (5, 7, 10), 7)
     at10 = rounds.plan_window(spec, stored, (5, 7, 10), 10)
-    assert at10["back"] == at7["back"]  # the same cells, the same answer
-    assert rounds.plan_window(spec, stored, (5, 7, 10), 5).get("back") is None
-    assert rounds.plan_window(spec, stored, (5,), 5).get("back") is None  # one look only
+    assert at10.back == at7.back  # the same cells, the same answer
+    assert rounds.plan_window(spec, stored, (5, 7, 10), 5).back is None
+    assert rounds.plan_window(spec, stored, (5,), 5).back is None  # one look only
     # One round after the first look: no configuration has two planned cells to vary.
     one = {k: v for k, v in stored.items() if not k.endswith("__r6")}
     said = rounds.plan_window(spec, one, (5, 6, 10), 6)
-    assert said.get("back") is None and "checked" not in said["reason"]
+    assert said.back is None and "checked" not in said.reason
 
 
 def test_variance_per_second_pools_configurations_and_takes_the_median_wall() -> None:
@@ -111,8 +111,9 @@ def test_a_workload_kept_at_one_look_is_checked_again_on_more_cells_at_the_next(
     }
     stored = rf.typed(_stored(10, steadies))
     plan = rounds.plan_window(spec, stored, (5, 7, 10), 10)
-    assert plan["back"]["mnist_cnn"]["from_repeat"] == 10  # kept at 7, back from 10
-    assert plan["back"]["cifar10_cnn"]["from_repeat"] == 7
-    assert "mnist_cnn" in plan["reason"] and "back to 6 s from repeat 10" in plan["reason"]
+    assert plan.back is not None
+    assert plan.back["mnist_cnn"].from_repeat == 10  # kept at 7, back from 10
+    assert plan.back["cifar10_cnn"].from_repeat == 7
+    assert "mnist_cnn" in plan.reason and "back to 6 s from repeat 10" in plan.reason
     assert run_options_for(spec, "mnist_cnn", 9, plan).min_steady_s == 3.0
     assert run_options_for(spec, "mnist_cnn", 10, plan).min_steady_s == 6.0

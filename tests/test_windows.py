@@ -4,6 +4,7 @@ import random
 import pytest
 
 from tfvariants.analyze.statistics import windows
+from tfvariants.store.adaptiveplans import window_plan
 from tfvariants.store.training import parse_training
 
 
@@ -74,10 +75,11 @@ def test_older_results_are_cut_from_their_step_times():
 
 def test_plan_sentence_reads_what_run_json_recorded():
     comp = windows.Components(0.0001, 0.01, 5, 10, 2, fixed_s=10.0, window_s=2.0)
-    recorded = {**windows.plan(comp, 10.0).to_json(), "from_repeat": 5}
+    recorded = window_plan({**windows.plan(comp, 10.0).to_json(), "from_repeat": 5})
     text = windows.plan_sentence(recorded)
+    assert text is not None
     assert text.startswith("Steady window: 10 s per cell up to the first look, then 3 s")
-    assert windows.plan_sentence(None) is None and windows.plan_sentence({}) is None
+    assert windows.plan_sentence(None) is None and window_plan({}) is None
 
 
 def test_a_plan_needs_enough_cells_and_never_more_than_doubles_the_window():

@@ -1,11 +1,11 @@
 """Command-line entry point: argparse wiring only.
 
-Each subcommand lives in ``tfvariants/commands/<name>.py`` and exposes ``HELP``,
-``ORDER`` (its place in --help), ``DESCRIPTION``, ``add_options(parser)`` and
-``run(args) -> int``; it is found here by discovery (a module of tfvariants.commands
-with a ``HELP``), so adding one edits no shared file, and its parser is made here, the
-same way for each. Nothing here (or in any command
-module at import time) imports TensorFlow, so ``tfvariants --help`` stays fast.
+Each subcommand lives in ``tfvariants/commands/<name>.py`` and declares a ``COMMAND``
+(tfvariants.commands.command.Command: its place in --help, help, options and run; its
+description is the module's docstring); it is found here by discovery, so adding one
+edits no shared file, and its parser is made here, the same way for each. Nothing here
+(or in any command module at import time) imports TensorFlow, so ``tfvariants --help``
+stays fast.
 """
 
 from __future__ import annotations
@@ -27,12 +27,13 @@ from tfvariants.store import lock
 
 
 def commands() -> list[ModuleType]:
-    """Every command module, in --help order: those of tfvariants.commands with a HELP."""
+    """Every command module, in --help order: those of tfvariants.commands that declare
+    a COMMAND."""
     found = [
         importlib.import_module(f"tfvariants.commands.{info.name}")
         for info in pkgutil.iter_modules(tfvariants.commands.__path__)
     ]
-    return sorted((m for m in found if hasattr(m, "HELP")), key=lambda m: m.ORDER)
+    return sorted((m for m in found if hasattr(m, "COMMAND")), key=lambda m: m.COMMAND.order)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -49,10 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"tfvariants {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for module in commands():
-        name = module.__name__.rsplit(".", 1)[1]
-        p = sub.add_parser(name, help=module.HELP, description=module.DESCRIPTION)
-        module.add_options(p)
-        p.set_defaults(func=module.run)
+        name, command = module.__name__.rsplit(".", 1)[1], module.COMMAND
+        p = sub.add_parser(name, help=command.help, description=module.__doc__)
+        command.add_options(p)
+        p.set_defaults(func=command.run)
     return parser
 
 

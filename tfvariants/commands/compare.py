@@ -1,5 +1,5 @@
-"""`tfvariants compare`: run the matrix (variant x threads x workload x repeat), then
-render the report from the stored results."""
+"""Run every cell (variant x threads x workload x repeat) in interleaved rounds, store one
+result per cell in OUT/cells/, then write the HTML report."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tfvariants.commands import common, compare_cluster, design, presets, rounds
+from tfvariants.commands.command import Command
 from tfvariants.commands.compare_spec import build_spec as build_spec
 from tfvariants.commands.compare_spec import (
     check_baseline,
@@ -67,14 +68,6 @@ if TYPE_CHECKING:
     from tfvariants.plan.pinning import PinPlan
     from tfvariants.plan.spec import MatrixSpec
     from tfvariants.variants.registry import Variant
-
-
-ORDER = 4  # its place in --help (cli.py finds a command by its HELP)
-HELP = "run the matrix of variants x threads x workloads and write a report"
-DESCRIPTION = (
-    "Run every cell (variant x threads x workload x repeat) in interleaved "
-    "rounds, store one result per cell in OUT/cells/, then write the HTML report."
-)
 
 
 def add_options(p: argparse.ArgumentParser) -> None:
@@ -265,7 +258,7 @@ def _prepare(
         spec.variant_info,
         variant_objs,
         probe=not args.no_probe and args.executor != "ray",
-        count_isa=(spec.options.preset or {}).get("name") == presets.PRESET,
+        count_isa=spec.options.preset is not None and spec.options.preset.name == presets.PRESET,
     )
     store_variant_info(out, spec.variant_info)
     if not (args.no_peak or args.no_probe) and args.executor != "ray":  # cached, like the census
@@ -300,7 +293,7 @@ def _run_matrix(
     # The looks' times (run.json "looks_made" at_s) count this command's probes too.
     spent = spent_before + policy.run_clock() - args.began
     next_round, rule = rounds.adaptive_hook(spec, args.baseline, console, spent)
-    options_for = cell_options(spec, lambda: getattr(next_round, "window_plan", None))
+    options_for = cell_options(spec, lambda: next_round.window_plan if next_round else None)
     resume = rounds.resume_command(args.argv, out)
     held = not opts.at_least_first_look  # else the planned cells run past the budget
     run_policy: Policy[Cell] = Policy(
@@ -447,3 +440,8 @@ def _report(out: Path, report_to: _ReportTo, outcome: MatrixOutcome, console: Co
         )
     tail = [f"report: {report_to.path}", *([f"csv: {report_to.csv}"] if report_to.csv else [])]
     print_answer(answer_of_report(report), tail, stderr=True)
+
+
+COMMAND = Command(
+    4, "run the matrix of variants x threads x workloads and write a report", add_options, run
+)

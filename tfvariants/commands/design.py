@@ -34,9 +34,10 @@ if TYPE_CHECKING:
 def chooses(spec: MatrixSpec, executor: str, hook: NextRoundHook | None) -> bool:
     """Whether this run chooses its design at the first look: a compiled-preset run on
     this host with a budget (adaptive rounds) whose user did not ask for --duet."""
-    preset = spec.options.preset or {}
+    preset = spec.options.preset
     return (
-        preset.get("name") == PRESET
+        preset is not None
+        and preset.name == PRESET
         and executor == "local"
         and not spec.options.duet
         and hook is not None

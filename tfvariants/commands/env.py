@@ -1,4 +1,6 @@
-"""`tfvariants env`: what this host is, and what a variant's TensorFlow binary is."""
+"""Probe the host (CPU, ISA flags, topology, pinning plans) and, in a fresh process of the
+variant, its TensorFlow (version, compiler, CUDA, oneDNN, the instructions the binary was
+not compiled for)."""
 
 from __future__ import annotations
 
@@ -7,18 +9,10 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from tfvariants.commands import common
+from tfvariants.commands.command import Command
 
 if TYPE_CHECKING:
     from tfvariants.variants import Variant
-
-
-ORDER = 1  # its place in --help (cli.py finds a command by its HELP)
-HELP = "show this host's CPU/topology and a variant's TensorFlow build"
-DESCRIPTION = (
-    "Probe the host (CPU, ISA flags, topology, pinning plans) and, in a "
-    "fresh process of the variant, its TensorFlow (version, compiler, CUDA, oneDNN, "
-    "the instructions the binary was not compiled for)."
-)
 
 
 def add_options(p: argparse.ArgumentParser) -> None:
@@ -156,3 +150,8 @@ def render(data: dict[str, Any]) -> None:
         rows,
         show_header=False,
     )
+
+
+COMMAND = Command(
+    1, "show this host's CPU/topology and a variant's TensorFlow build", add_options, run
+)

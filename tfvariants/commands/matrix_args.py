@@ -18,6 +18,7 @@ from tfvariants.plan.cell import Cell
 
 if TYPE_CHECKING:
     from tfvariants.execute.runner import RunOptions
+    from tfvariants.store.adaptiveplans import WindowPlan
 
 QUICK_SAMPLES = 2000  # fallback when a workload's SPEC has no quick_samples
 
@@ -68,23 +69,23 @@ def quick_scale(name: str) -> dict[str, int]:
 
 
 def run_options_for(
-    spec: Any, workload: str, repeat: int = 0, window_plan: Mapping[str, Any] | None = None
+    spec: Any, workload: str, repeat: int = 0, window_plan: WindowPlan | None = None
 ) -> RunOptions:
     """RunOptions for a workload's cells: explicit --epochs/--samples beat quick scale;
     repeats from the window plan's round on measure the planned steady window."""
     o = spec.options
     scale = (o.per_workload or {}).get(workload, {})
     steady_s, steps, warmup_max = o.min_steady_s, o.min_steady_steps, o.warmup_max_s
-    if window_plan and repeat >= int(window_plan.get("from_repeat", 1 << 30)):
-        steady_s = float(window_plan["min_steady_s"])
+    if window_plan is not None and repeat >= window_plan.from_repeat:
+        steady_s = window_plan.min_steady_s
         # the more-processes design's cheaper cells (analyze/training/processcells.py)
-        steps = int(window_plan.get("min_steady_steps") or steps)
-        cap = (window_plan.get("warmup_max_s") or {}).get(workload)
+        steps = window_plan.min_steady_steps or steps
+        cap = (window_plan.warmup_max_s or {}).get(workload)
         if cap is not None:
-            warmup_max = min(float(cap), warmup_max or math.inf)
-        back = (window_plan.get("back") or {}).get(workload)  # the plan did not pay here
-        if back and repeat >= int(back["from_repeat"]):
-            steady_s, steps = float(back["min_steady_s"]), o.min_steady_steps
+            warmup_max = min(cap, warmup_max or math.inf)
+        back = (window_plan.back or {}).get(workload)  # the plan did not pay here
+        if back is not None and repeat >= back.from_repeat:
+            steady_s, steps = back.min_steady_s, o.min_steady_steps
             warmup_max = o.warmup_max_s
     # Every cell option as the run declares it; the scale and the window of this cell.
     run_options = CellOptions(**{k: getattr(o, k) for k in declare.declared(CellOptions)})
@@ -99,7 +100,7 @@ def run_options_for(
 
 
 def cell_options(
-    spec: Any, window_plan: Callable[[], Mapping[str, Any] | None]
+    spec: Any, window_plan: Callable[[], WindowPlan | None]
 ) -> Callable[[Cell], RunOptions]:
     """What each training cell runs with, local or on Ray alike: the run's options, and
     the steady window planned at the first look (``window_plan``, asked per cell: the

@@ -21,11 +21,13 @@ Options given on the command line win.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import sys
 from typing import TYPE_CHECKING, Any
 
 from tfvariants.analyze.report.preset import PRESET
+from tfvariants.options.preset import PresetRecord
 from tfvariants.variants.recipes import COMPILED_BUILDS, COMPILED_STOCK
 
 if TYPE_CHECKING:
@@ -113,23 +115,23 @@ def apply(args: argparse.Namespace) -> dict[str, Any] | None:
         explanatory, left_out = _explanatory_that_fit(args, len(runnable), layer)
         args.variants = ",".join([*runnable, *explanatory])
     # (its "band" and "min_effect": the values the run resolved, added by with_settings)
-    layer["preset"] = {
-        "name": PRESET,
-        "stock": COMPILED_STOCK,
-        "builds": [b for b in COMPILED_BUILDS if b not in skipped],
-        "skipped": skipped,
-        "explanatory": explanatory,
-        **({"left_out": left_out} if left_out else {}),
-    }
+    layer["preset"] = PresetRecord(
+        name=PRESET,
+        stock=COMPILED_STOCK,
+        builds=tuple(b for b in COMPILED_BUILDS if b not in skipped),
+        skipped=skipped,
+        explanatory=tuple(explanatory),
+        left_out=left_out or None,
+    )
     return layer
 
 
-def with_settings(record: dict[str, Any], band: float | None, min_effect: float) -> dict[str, Any]:
+def with_settings(record: PresetRecord, band: float | None, min_effect: float) -> PresetRecord:
     """A new compiled-preset run's record with the band and minimum effect it resolved
     (given, else the preset's): what its answer box states."""
-    if record.get("name") != PRESET:
+    if record.name != PRESET:
         return record
-    return {**record, "band": band, "min_effect": min_effect}
+    return dataclasses.replace(record, band=band, min_effect=min_effect)
 
 
 def _builds(args: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
@@ -233,7 +235,7 @@ def _explanatory_that_fit(
     return kept, None
 
 
-def _study(args: argparse.Namespace) -> dict[str, Any]:
+def _study(args: argparse.Namespace) -> PresetRecord:
     """The 2017 study's matrix on today's prices; what the user gave stays."""
     if args.variants is None:
         args.variants = STUDY_VARIANTS_RAY if args.executor == "ray" else STUDY_VARIANTS
@@ -251,9 +253,6 @@ def _study(args: argparse.Namespace) -> dict[str, Any]:
         from tfvariants.analyze.training.dryrun import STUDY as FROM_STUDY
 
         args.estimate_from = Path(FROM_STUDY)
-    return {
-        "name": STUDY,
-        "variants": args.variants,
-        "threads": list(args.threads),
-        "pricing": args.pricing,
-    }
+    return PresetRecord(
+        name=STUDY, variants=args.variants, threads=tuple(args.threads), pricing=args.pricing
+    )

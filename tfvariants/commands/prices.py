@@ -1,4 +1,6 @@
-"""`tfvariants prices`: show a pricing catalog, or build one from a CSV (`prices import`)."""
+"""Print a pricing catalog (built-in name or TOML file) as a table. `prices import CSV -o
+FILE.toml` builds a catalog from a SkyPilot catalog CSV (vms.csv) or a simple CSV with the
+columns instance,vcpus,gpu,on_demand,spot,region,date."""
 
 from __future__ import annotations
 
@@ -11,16 +13,9 @@ from typing import Any
 
 from tfvariants.analyze.cost.catalog import Catalog
 from tfvariants.commands import common
+from tfvariants.commands.command import Command
 from tfvariants.errors import UserError, one_line
 from tfvariants.options import argtypes
-
-ORDER = 7  # its place in --help (cli.py finds a command by its HELP)
-HELP = "show a cloud pricing catalog, or import one from a CSV"
-DESCRIPTION = (
-    "Print a pricing catalog (built-in name or TOML file) as a table. "
-    "`prices import CSV -o FILE.toml` builds a catalog from a SkyPilot catalog CSV "
-    "(vms.csv) or a simple CSV with the columns instance,vcpus,gpu,on_demand,spot,region,date."
-)
 
 
 def add_options(p: argparse.ArgumentParser) -> None:
@@ -173,3 +168,6 @@ def run_import(args: argparse.Namespace) -> int:
         f"tfvariants prices --catalog {args.output}"
     )
     return 0
+
+
+COMMAND = Command(7, "show a cloud pricing catalog, or import one from a CSV", add_options, run)

@@ -1,4 +1,7 @@
-"""`tfvariants report`: statistics + pricing over stored results -> HTML (and CSV)."""
+"""Read RESULTS_DIR/run.json and RESULTS_DIR/cells/*.json and write one self-contained HTML
+file. Nothing is run. Files that cannot be read, copies of a cell and cells from hosts
+run.json does not declare are named as warnings and left out of the figures (the last ones
+unless --allow-mixed-hosts)."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tfvariants.commands import common, rounds
+from tfvariants.commands.command import Command
 from tfvariants.errors import UserError, one_line
 from tfvariants.options import declare
 from tfvariants.options.decision import DecisionOptions
@@ -21,16 +25,6 @@ if TYPE_CHECKING:  # the analysis is imported only when a report is made (start-
 
 # Warnings that change what the figures mean: always printed, not only in the HTML.
 LOUD_KINDS = ("unreadable", "duplicate", "foreign_host", "mixed_hosts", "incomplete", "no_price")
-
-
-ORDER = 6  # its place in --help (cli.py finds a command by its HELP)
-HELP = "write the HTML report (and optionally a CSV) from stored results"
-DESCRIPTION = (
-    "Read RESULTS_DIR/run.json and RESULTS_DIR/cells/*.json and write one "
-    "self-contained HTML file. Nothing is run. Files that cannot be read, copies of a "
-    "cell and cells from hosts run.json does not declare are named as warnings and left "
-    "out of the figures (the last ones unless --allow-mixed-hosts)."
-)
 
 
 def add_options(p: argparse.ArgumentParser) -> None:
@@ -160,3 +154,8 @@ def print_compiled_answer(report: Report) -> None:
     as its HTML shows it (analyze/report/build.py)."""
     for i, line in enumerate(report.compiled):
         print(line if i == 0 else f"  {line}")
+
+
+COMMAND = Command(
+    6, "write the HTML report (and optionally a CSV) from stored results", add_options, run
+)

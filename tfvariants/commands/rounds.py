@@ -169,6 +169,8 @@ def record(
     # what a resumed run recorded before (typed at the store), then this command's
     looks = [dict(x) for x in before.looks_made] if before is not None else []
     looks += hook.looks if hook is not None else []
+    plan = hook.window_plan if hook is not None else None
+    plan = plan or (before.window_plan if before is not None else None)
     done = [dict(r) for r in before.rounds] if before is not None else []
     update_run(
         out,
@@ -179,8 +181,7 @@ def record(
             "looks_made": looks,
             "stopped": outcome.stopped,
             "spent_s": round(outcome.spent_s, 1),
-            "window_plan": getattr(hook, "window_plan", None)
-            or (before.window_plan if before is not None else None),
+            "window_plan": plan.to_json() if plan is not None else None,
             "design": design.to_json()
             if design is not None
             else (before.design if before is not None else None),

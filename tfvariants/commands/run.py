@@ -1,4 +1,5 @@
-"""`tfvariants run`: one cell (workload x variant x threads), one result file."""
+"""Run one cell in a fresh, pinned worker and write its result JSON to
+OUT/cells/<cell>.json."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tfvariants.commands import common
+from tfvariants.commands.command import Command
 from tfvariants.commands.outdir import check_writable, default_run_dir, out_dir
 from tfvariants.errors import UserError
 from tfvariants.options import argtypes, declare
@@ -20,13 +22,6 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from tfvariants.variants import Variant
-
-
-ORDER = 2  # its place in --help (cli.py finds a command by its HELP)
-HELP = "run one workload in one variant at one thread count"
-DESCRIPTION = (
-    "Run one cell in a fresh, pinned worker and write its result JSON to OUT/cells/<cell>.json."
-)
 
 
 def add_options(p: argparse.ArgumentParser) -> None:
@@ -183,3 +178,6 @@ def print_summary(console: Console, result: dict, path: Path, wall_s: float) -> 
             f"  projected full schedule ({sched['full_epochs']} epochs x "
             f"{sched['full_samples']} samples): {sched['projected_full_s']:.0f} s"
         )
+
+
+COMMAND = Command(2, "run one workload in one variant at one thread count", add_options, run)

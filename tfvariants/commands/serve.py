@@ -1,9 +1,10 @@
-"""`tfvariants serve`: serving throughput and tail latency per variant and vCPU count,
-then the report (a serving section) and the cost per million predictions.
+"""Run serving cells (variant x threads x model x scenario [x concurrency] [x batching] x
+path x repeat) in interleaved rounds, each whole inside its variant (model, HTTP server and
+load generator in one pinned worker), store one result per cell in OUT/cells/ and LoadGen's
+logs in OUT/artifacts/, then write the HTML report with a verdict per comparison."""
 
-A separate command rather than ``compare --task serve``: its matrix has other axes
-(models, scenarios, concurrency, paths) and other options (durations, latency bound).
-"""
+# A separate command rather than ``compare --task serve``: its matrix has other axes
+# (models, scenarios, concurrency, paths) and other options (durations, latency bound).
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tfvariants.commands import common
+from tfvariants.commands.command import Command
 from tfvariants.commands.matrix_args import check_fits_host, ready_variants
 from tfvariants.commands.outdir import check_writable, out_dir
 from tfvariants.commands.serve_spec import (
@@ -43,22 +45,6 @@ if TYPE_CHECKING:
     from tfvariants.plan.serve import ServeSpec
     from tfvariants.rounds.serving import NextServeRound
     from tfvariants.variants.registry import Variant
-
-
-ORDER = 5  # its place in --help (cli.py finds a command by its HELP)
-HELP = (
-    "measure serving throughput and tail latency (LoadGen + closed loop) and cost per "
-    "million predictions"
-)
-DESCRIPTION = (
-    "Run serving cells (variant x threads x model x scenario [x concurrency] [x "
-    "batching] x "
-    "path x repeat) in interleaved rounds, each whole inside its variant (model, HTTP server "
-    "and "
-    "load generator in one pinned worker), store one result per cell in OUT/cells/ and "
-    "LoadGen's logs in OUT/artifacts/, then write the HTML report with a verdict per "
-    "comparison."
-)
 
 
 def add_options(p: argparse.ArgumentParser) -> None:
@@ -399,9 +385,9 @@ def _record(
     rule = hook.rule or StoppingRule(spec.repeats, spec.repeats, ())
     rounds.record(out, rule, spec, before, outcome, console)
     stored_plan = before.look_plan if before is not None else None
-    plan = hook.plan.to_json() if hook.plan is not None else stored_plan
+    plan = hook.plan if hook.plan is not None else stored_plan
     if plan is not None:
-        update_adaptive(out, look_plan=plan)
+        update_adaptive(out, look_plan=plan.to_json())
 
 
 def _report(
@@ -427,3 +413,12 @@ def _report(
                 console.print(f"  {line}", highlight=False, markup=False)
     tail = [f"report: {report_path}", *([f"csv: {args.csv}"] if args.csv else [])]
     print_answer(answer_of_report(report), tail, stderr=True)
+
+
+COMMAND = Command(
+    5,
+    "measure serving throughput and tail latency (LoadGen + closed loop) and cost per "
+    "million predictions",
+    add_options,
+    run,
+)

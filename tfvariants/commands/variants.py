@@ -1,7 +1,11 @@
-"""`tfvariants variants`: every configured variant and whether it can run here;
-`tfvariants variants build NAME...`: make variants ready (requirement-spec environments);
-`tfvariants variants census NAME... [--full]`: what each one's TensorFlow binary is
-compiled for (instruction counts, cached per binary)."""
+"""List the built-in variants and those in the variants file, with where each runs and
+whether it is ready (backend installed, environment or image built, GPU present); a variant
+that is not ready shows the command that makes it. `variants build NAME...` builds
+requirement-spec variants (e.g. tf-2.18, keras-jax) into cached environments: the same specs
+reuse the cache. A variant whose TensorFlow needs instructions this CPU lacks is listed as
+skipped, with the reason. `variants census NAME...` counts the instructions in a variant's
+TensorFlow (libtensorflow_framework, under a minute; --full: every TensorFlow library, ~11
+minutes for 2.14), cached by the files' content."""
 
 from __future__ import annotations
 
@@ -11,25 +15,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from tfvariants.commands import common
+from tfvariants.commands.command import Command
 from tfvariants.errors import one_line
 
 if TYPE_CHECKING:
     from tfvariants.variants.registry import Variant
-
-
-ORDER = 3  # its place in --help (cli.py finds a command by its HELP)
-HELP = "list the configured variants and whether each is ready; build one"
-DESCRIPTION = (
-    "List the built-in variants and those in the variants file, with "
-    "where each runs and whether it is ready (backend installed, environment or image "
-    "built, GPU present); a variant that is not ready shows the command that makes it. "
-    "`variants build NAME...` builds requirement-spec variants (e.g. tf-2.18, "
-    "keras-jax) into cached environments: the same specs reuse the cache. "
-    "A variant whose TensorFlow needs instructions this CPU lacks is listed as "
-    "skipped, with the reason. `variants census NAME...` counts the instructions in "
-    "a variant's TensorFlow (libtensorflow_framework, under a minute; --full: every "
-    "TensorFlow library, ~11 minutes for 2.14), cached by the files' content."
-)
 
 
 def add_options(p: argparse.ArgumentParser) -> None:
@@ -197,3 +187,8 @@ def run(args: argparse.Namespace) -> int:
         style=lambda col, v: ("green" if v == "ready" else "yellow") if col == "status" else None,
     )
     return 0
+
+
+COMMAND = Command(
+    3, "list the configured variants and whether each is ready; build one", add_options, run
+)

@@ -48,9 +48,20 @@ class Option:
     # The word that gives the option no value (--budget off): it wins over the stored,
     # preset and default layers, where not giving the option lets them speak.
     off: str | None = None
+    # A value that is a record, not JSON: how run.json holds it, and how it is read back
+    # (from_record; a resume's stored layer is read through it too).
+    to_json: Callable[[Any], Any] | None = None
+    of_json: Callable[[Any], Any] | None = None
 
     def __post_init__(self) -> None:
         assert self.resume in RESUMES, self.resume
+
+    def as_written(self, stored: object) -> object:
+        """A stored value as this version writes it (a record's older form, read and
+        written again), so that a resume compares like with like."""
+        if stored is None or self.of_json is None or self.to_json is None:
+            return stored
+        return self.to_json(self.of_json(stored))
 
     def bound(self) -> Callable[[Any], str | None] | None:
         """The check of a stored value: the declared ``problem``, else the ``choices``."""
@@ -144,7 +155,7 @@ class RunOptionsBase:
         for name, o in declared(type(self)).items():
             value = getattr(self, name)
             if o.stored and not (o.omit_none and value is None):
-                out[name] = value
+                out[name] = o.to_json(value) if o.to_json and value is not None else value
         return out
 
     def identity(self) -> dict[str, Any]:
@@ -157,7 +168,8 @@ class RunOptionsBase:
         checked by store/runfile.py validate_run) or a test's few values: declared
         names only, the rest at their defaults (a stored null is "not set": the default)."""
         known = declared(cls)
-        return cls(**{k: v for k, v in values.items() if k in known and v is not None})
+        read = {k: known[k].of_json or (lambda v: v) for k in values if k in known}
+        return cls(**{k: read[k](v) for k, v in values.items() if k in known and v is not None})
 
 
 def resolve(

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from tfvariants.options import argtypes, bounds, limits, shared
 from tfvariants.options.decision import DecisionOptions
 from tfvariants.options.declare import CHANGEABLE, THIS_COMMAND, declared, option
+from tfvariants.options.preset import PresetRecord
 
 _DURATION = bounds.number(0, limits.MAX_SECONDS, above_lo=True)  # argtypes.duration_s's range
 _COUNT = bounds.whole(1, limits.MAX_COUNT)
@@ -113,7 +114,7 @@ class ServingOptions(DecisionOptions):
         None, "with a target: one instance's shape", problem=bounds.shape
     )
     timeout_s: float = shared.timeout()
-    preset: str | None = option(None, "serve --preset", problem=bounds.text)
+    preset: PresetRecord | None = shared.preset(omit_none=False)
     order_seed: int | None = shared.order_seed()
     oversubscribe: bool | None = shared.oversubscribe()
 

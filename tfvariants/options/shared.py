@@ -9,7 +9,9 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 from tfvariants.options import argtypes, bounds, limits
+from tfvariants.options import preset as presets
 from tfvariants.options.declare import THIS_COMMAND, option
+from tfvariants.options.preset import PresetRecord
 
 T = TypeVar("T")
 
@@ -37,6 +39,22 @@ def order_seed() -> int | None:
         parse=argtypes.seed,
         problem=bounds.whole(0, limits.MAX_SEED),
         omit_none=True,
+    )
+    return field
+
+
+def preset(*, omit_none: bool) -> PresetRecord | None:
+    """``preset``: what the run records about the preset it started with (one record
+    for every task: options/preset.py); a name given as text (serve --preset) is one.
+    ``omit_none``: left out of run.json while unset (as that task's runs wrote it)."""
+    field: PresetRecord | None = option(
+        None,
+        "the preset the run started with",
+        parse=presets.named,
+        problem=presets.problem,
+        omit_none=omit_none,
+        to_json=PresetRecord.to_json,
+        of_json=presets.preset_record,
     )
     return field
 

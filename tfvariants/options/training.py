@@ -8,12 +8,12 @@ record and the check of a stored run follow from the declaration.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from tfvariants.options import argtypes, bounds, interference, shared
 from tfvariants.options.cell import CellOptions
 from tfvariants.options.decision import ADAPTIVE, JUDGED, DecisionOptions
 from tfvariants.options.declare import KEPT, REJUDGED, option
+from tfvariants.options.preset import PresetRecord
 
 
 def _pct(share: float) -> str:
@@ -121,9 +121,7 @@ class TrainingOptions(CellOptions, DecisionOptions):
     per_workload: dict[str, dict[str, int]] | None = option(
         None, "each workload's quick scale", problem=bounds.record, omit_none=True
     )
-    preset: dict[str, Any] | None = option(
-        None, "the preset the run started with", problem=bounds.record, omit_none=True
-    )
+    preset: PresetRecord | None = shared.preset(omit_none=True)
 
 
 # compare's measurement and decision options, in the order --help lists them

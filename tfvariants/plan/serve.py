@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from tfvariants.options.serving import RESUMABLE, ServingOptions
-from tfvariants.plan.cell import encode_part, make_id, name_part
+from tfvariants.plan.cell import config_label, encode_part, make_id, name_part
 from tfvariants.plan.pinning import for_serving
 from tfvariants.plan.spec import logical_cpus, round_order
 from tfvariants.plan.tasks import Task, WorkerOrder
@@ -39,6 +39,23 @@ class ServeKey(NamedTuple):
     path: str
     max_batch_size: int
     batch_timeout_ms: float  # 0 without batching, where the timeout means nothing
+
+
+def serve_label(key: ServeKey) -> str:
+    """A serving configuration as people read it, ``VARIANT@THREADS PATH`` and its
+    batching: the one place it is formatted (beside plan/cell.py ``config_label``)."""
+    batching = batching_words(key)
+    return f"{config_label(key.variant, key.threads)} {key.path}" + (
+        f" {batching}" if batching else ""
+    )
+
+
+def batching_words(key: ServeKey) -> str:
+    """A configuration's batching as people read it: "" without, else "batch 8/2 ms"
+    (at most 8 instances a model call, waiting up to 2 ms for more)."""
+    if key.max_batch_size <= 1:
+        return ""
+    return f"batch {key.max_batch_size}/{key.batch_timeout_ms:g} ms"
 
 
 @dataclass(frozen=True)

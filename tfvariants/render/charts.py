@@ -11,6 +11,7 @@ from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.shared.frame import RunFrame
 from tfvariants.analyze.statistics.verdict import Verdict
 from tfvariants.analyze.training.groups import WorkloadReport
+from tfvariants.render.labels import config_words
 from tfvariants.render.rooflinechart import roofline_chart
 from tfvariants.render.svgchart import PALETTE, Bar, bar_chart
 
@@ -66,7 +67,7 @@ def workload_charts(
 
 def charts_of(wr: WorkloadReport, frame: RunFrame) -> tuple[str, str | None]:
     """A workload's charts against its own baseline, else the run's."""
-    base = wr.baseline.label if wr.baseline else frame.baseline_label
+    base = wr.baseline.label if wr.baseline else config_words(frame.baseline)
     return workload_charts(wr, base, frame.variants, frame.pricing)
 
 

@@ -33,6 +33,7 @@ from tfvariants.analyze.shared.format import (
 from tfvariants.analyze.shared.parity import Metric, VariantParity
 from tfvariants.analyze.statistics.verdict import COST_WORDS, Verdict
 from tfvariants.render import charts, linechart
+from tfvariants.render.labels import config_words
 from tfvariants.render.output import write_text_atomic
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
@@ -109,6 +110,7 @@ def render_html(report: Report) -> str:
     env.filters["repeats_needed"] = repeats_needed
     env.filters["money_sub"] = lambda iv: interval_sub(iv, in_currency).replace("-$", "-")
     env.filters["alike"] = alike
+    env.filters["config_words"] = config_words
     env.filters["parity_rows"] = parity_rows
     env.filters["by_head"] = by_head
     env.filters["groupby_kind"] = lambda ws: [g for _, g in alike_runs(ws)]

@@ -33,6 +33,7 @@ from tfvariants.analyze.statistics.verdict import Verdict
 from tfvariants.options.serving import ServingOptions
 from tfvariants.plan.serve import ServeCell, ServeKey, ServeSpec, plan_serve_cells
 from tfvariants.rounds.decide import Judged, next_round, same_basis
+from tfvariants.store.adaptiveplans import LookPlan
 from tfvariants.store.cellresult import AnyResult
 from tfvariants.store.record import RunRecord
 from tfvariants.store.serving import ServeResult, serving
@@ -51,29 +52,6 @@ ROUND_MARGIN = 1.10
 # repeats + (last - repeats) / 3, and a far second look delays effects the default 20
 # would decide (at 50: the looks after 5, 20, 35, 50).
 MAX_PLANNED_LAST = 50
-
-
-@dataclasses.dataclass(frozen=True)
-class LookPlan:
-    """How the last look was planned from the budget (run.json ``adaptive.look_plan``)."""
-
-    round_s: float  # one round's estimated cost, with the margin
-    budget_s: float
-    last_look: int
-    first_look: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "round_s": round(self.round_s, 1),
-            "budget_s": self.budget_s,
-            "last_look": self.last_look,
-            "first_look": self.first_look,
-            "margin": ROUND_MARGIN,
-            "cap": MAX_PLANNED_LAST,
-        }
-
-    def line(self) -> str:
-        return look_plan_sentence(self.to_json()) or ""
 
 
 def round_cost(cells: Sequence[ServeResult], first_look: int) -> float | None:
@@ -97,7 +75,7 @@ def plan_last_look(first_look: int, budget_s: float, round_s: float) -> LookPlan
     per_round = round_s * ROUND_MARGIN
     fit = int(budget_s // per_round) if per_round > 0 else first_look
     last = max(first_look, min(MAX_PLANNED_LAST, fit))
-    return LookPlan(per_round, budget_s, last, first_look)
+    return LookPlan(per_round, budget_s, last, first_look, ROUND_MARGIN, MAX_PLANNED_LAST)
 
 
 def config_key(cell: ServeCell) -> ServeKey:
@@ -142,7 +120,7 @@ class NextServeRound:
             last = self.plan.last_look
         self.rule = adaptive.stopping_rule(self.spec.repeats, last, confidence=o.confidence)
         if self.say is not None:
-            why = f": {self.plan.line()}" if self.plan is not None else ""
+            why = f": {look_plan_sentence(self.plan)}" if self.plan is not None else ""
             self.say(f"adaptive: looks after {', '.join(map(str, self.rule.looks))} repeats{why}")
         return self.rule
 
@@ -228,7 +206,7 @@ def stored_max_repeats(out: Path, resume: bool) -> int | None:
 
     run = read_run(out)
     plan = run.adaptive.look_plan if run.adaptive is not None else None
-    planned = plan.get("last_look") if plan is not None else None
+    planned = plan.last_look if plan is not None else None
     options = run.options if isinstance(run.options, ServingOptions) else None
     for stored in (options.max_repeats if options is not None else None, planned):
         if isinstance(stored, int) and not isinstance(stored, bool):

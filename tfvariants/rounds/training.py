@@ -31,6 +31,7 @@ from tfvariants.analyze.statistics.verdicts import (
 from tfvariants.plan.cell import Cell
 from tfvariants.plan.spec import MatrixSpec
 from tfvariants.rounds.decide import Judged, next_round, same_basis
+from tfvariants.store import adaptiveplans
 from tfvariants.store.cellresult import AnyResult
 from tfvariants.store.training import CellResult, ConfigKey, training
 
@@ -144,7 +145,7 @@ def explanatory(spec: MatrixSpec) -> frozenset[str]:
     """The variants that wait while a comparison the answer is about is open: a
     preset's explanatory ones and the ``later`` ones (--later)."""
     o = spec.options
-    return frozenset((o.preset or {}).get("explanatory") or ()) | frozenset(o.later or ())
+    return frozenset(o.preset.explanatory if o.preset else ()) | frozenset(o.later or ())
 
 
 class NextRoundHook:
@@ -177,7 +178,7 @@ class NextRoundHook:
         self.last: Look | None = None  # the last call's look (its verdicts, reused until the next)
         # The steady window of the rounds after the first look (None: not planned): a
         # value of this run, recorded in run.json "adaptive", never written into the spec.
-        self.window_plan: dict[str, Any] | None = None
+        self.window_plan: adaptiveplans.WindowPlan | None = None
         # Explanatory configurations wait while a comparison the question is about is
         # open; the ``later`` ones (--later) are not even in the first look.
         self.later = frozenset(spec.options.later or ())
@@ -278,7 +279,7 @@ def plan_window(
     stored: Mapping[str, AnyResult],
     looks: Sequence[int],
     at_look: int | None = None,
-) -> dict[str, Any]:
+) -> adaptiveplans.WindowPlan:
     """The steady window of the rounds after the first look, from the undisturbed cells
     before it, the ones verdicts use (recomputed from the same cells on a resume, so it
     is the same window); from the second look on (``at_look``), checked per workload
@@ -287,17 +288,21 @@ def plan_window(
     first = [r for r in training(stored.values()) if r.round < first_look and not r.disturbed]
     current = spec.options.min_steady_s
     chosen = windows.plan(windows.components(first), current)
-    plan = {**chosen.to_json(), "from_repeat": first_look}
+    plan = adaptiveplans.WindowPlan(
+        round(chosen.min_steady_s, 2),
+        current,
+        first_look,
+        chosen.reason,
+        components=chosen.components.to_json() if chosen.components else None,
+        rule=windows.RULE,
+    )
     reached = [n for n in looks[1:] if at_look is not None and n <= at_look]
     if chosen.min_steady_s == current or not reached:
         return plan
     usable = [r for r in training(stored.values()) if r.ok and not r.disturbed]
     back, words = check_plan(usable, spec.workloads, [first_look, *reached], current)
-    if words:
-        plan["reason"] = f"{plan['reason']}; {words}"
-    if back:
-        plan["back"] = back
-    return plan
+    reason = f"{plan.reason}; {words}" if words else plan.reason
+    return dataclasses.replace(plan, reason=reason, back=back or None)
 
 
 def variance_per_second(results: Sequence[CellResult]) -> tuple[float, float] | None:
@@ -323,7 +328,7 @@ def check_plan(
     workloads: Sequence[str],
     looks: Sequence[int],
     previous_s: float,
-) -> tuple[dict[str, dict[str, float]], str]:
+) -> tuple[dict[str, adaptiveplans.WindowBack], str]:
     """Per workload, whether the planned window paid: its cells (the rounds from the
     first look to each later look reached, in ``looks``) against the first look's, by
     variance x seconds per cell. The plan assumes the windows of one process
@@ -335,7 +340,7 @@ def check_plan(
     cells, at the next look. Stateless: the same cells give the same answer at every
     later look and on a resume."""
     first = looks[0]
-    back: dict[str, dict[str, float]] = {}
+    back: dict[str, adaptiveplans.WindowBack] = {}
     said = []
     for w in workloads:
         before = variance_per_second([r for r in results if r.workload == w and r.round < first])
@@ -350,11 +355,7 @@ def check_plan(
                 continue
             last = look, after[0] * after[1] / (before[0] * before[1])
             if last[1] > 1:
-                back[w] = {
-                    "min_steady_s": previous_s,
-                    "from_repeat": look,
-                    "ratio": round(last[1], 2),
-                }
+                back[w] = adaptiveplans.WindowBack(previous_s, look, round(last[1], 2))
                 break
         if last is None:
             continue

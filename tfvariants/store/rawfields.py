@@ -25,6 +25,11 @@ def finite_number(v: object) -> float | None:
     return float(v) if abs(v) <= 1e300 and math.isfinite(v) else None  # a huge int: no float
 
 
+def whole_number(v: object) -> int | None:
+    """v if it is an int (not a bool), else None."""
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
 def first_of(d: object, *paths: tuple[str, ...]) -> Any:
     for path in paths:
         v = get_path(d, *path)

@@ -15,7 +15,17 @@ from types import MappingProxyType
 from typing import Any
 
 from tfvariants.options.declare import RunOptionsBase, declared
+from tfvariants.options.preset import PresetRecord, preset_record
 from tfvariants.plan.tasks import task_of
+from tfvariants.store.adaptiveplans import (
+    DesignRecord,
+    LookPlan,
+    WindowPlan,
+    design_record,
+    look_plan,
+    window_plan,
+)
+from tfvariants.store.rawfields import whole_number as _int
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
@@ -35,10 +45,6 @@ def _text(value: object) -> str | None:
 def _number(value: object) -> float | None:
     ok = isinstance(value, int | float) and not isinstance(value, bool)
     return float(value) if ok else None  # type: ignore[arg-type]
-
-
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 @dataclass(frozen=True)
@@ -85,15 +91,14 @@ class AdaptiveRecord:
     looks_made: tuple[Mapping[str, Any], ...] = ()
     stopped: str | None = None
     spent_s: float | None = None
-    window_plan: Mapping[str, Any] | None = None
-    look_plan: Mapping[str, Any] | None = None
+    window_plan: WindowPlan | None = None
+    look_plan: LookPlan | None = None
     # The measurement design the first look chose (analyze/training/design.py design_of)
-    design: Mapping[str, Any] | None = None
+    design: DesignRecord | None = None
 
 
 def _adaptive(record: Mapping[str, Any]) -> AdaptiveRecord:
     looks = record.get("looks")
-    window, look = record.get("window_plan"), record.get("look_plan")
     return AdaptiveRecord(
         min_repeats=_int(record.get("min_repeats")),
         max_repeats=_int(record.get("max_repeats")),
@@ -103,43 +108,9 @@ def _adaptive(record: Mapping[str, Any]) -> AdaptiveRecord:
         looks_made=tuple(_dict(r) for r in _tuple(record.get("looks_made"))),
         stopped=record.get("stopped") if isinstance(record.get("stopped"), str) else None,
         spent_s=_number(record.get("spent_s")),
-        window_plan=window if isinstance(window, dict) else None,
-        look_plan=look if isinstance(look, dict) else None,
-        design=_dict(record.get("design")) or None,
-    )
-
-
-@dataclass(frozen=True)
-class PresetRecord:
-    """The preset a run started with: a training run's record (commands/presets.py: the
-    compiled preset's stock wheel, builds, those skipped and why, its band), or a
-    serving run's preset name."""
-
-    name: str | None = None
-    stock: str | None = None
-    builds: tuple[str, ...] = ()
-    skipped: Mapping[str, str] = field(default_factory=dict)  # build -> why it was not run
-    explanatory: tuple[str, ...] = ()
-    band: float | None = None
-    min_effect: float | None = None
-    left_out: str | None = None  # the explanatory builds the budget left out, in words
-
-
-def _preset(value: object) -> PresetRecord | None:
-    if isinstance(value, str) and value:
-        return PresetRecord(name=value)
-    if not isinstance(value, dict):
-        return None
-    left_out = value.get("left_out")
-    return PresetRecord(
-        name=_text(value.get("name")),
-        stock=_text(value.get("stock")),
-        builds=tuple(str(b) for b in _tuple(value.get("builds"))),
-        skipped={str(k): str(v) for k, v in _dict(value.get("skipped")).items()},
-        explanatory=tuple(str(b) for b in _tuple(value.get("explanatory"))),
-        band=_number(value.get("band")),
-        min_effect=_number(value.get("min_effect")),
-        left_out=left_out if isinstance(left_out, str) else None,
+        window_plan=window_plan(record.get("window_plan")),
+        look_plan=look_plan(record.get("look_plan")),
+        design=design_record(record.get("design")),
     )
 
 
@@ -223,7 +194,7 @@ def run_record(data: Mapping[str, Any]) -> RunRecord:
             if isinstance(entry, dict)
         },
         adaptive=_adaptive(data["adaptive"]) if _dict(data.get("adaptive")) else None,
-        preset=_preset(stored.get("preset")),
+        preset=preset_record(stored.get("preset")),
         hosts=tuple(
             Host(str(h["host_id"]), str(h["kind"]), str(h.get("label") or ""))
             for h in _tuple(data.get("hosts"))

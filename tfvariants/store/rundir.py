@@ -266,7 +266,8 @@ def _identity_diffs(
     wanted = spec.identity()
     # Compare exactly what the spec calls its identity (training and serving differ).
     have: dict[str, Any] = {k: stored.get(k) for k in wanted if k != "options"}
-    have["options"] = {k: (stored.get("options") or {}).get(k) for k in wanted["options"]}
+    raw, opts = stored.get("options") or {}, declared(type(spec.options))
+    have["options"] = {k: opts[k].as_written(raw.get(k)) for k in wanted["options"]}
     diffs = []
     flags = {n: o.flag for n, o in declared(CellOptions).items() if o.flag}  # as declared
     for key, value in wanted.items():

@@ -22,7 +22,8 @@ from tfvariants.analyze.shared.frame import RunFrame
 from tfvariants.analyze.statistics import adaptive
 from tfvariants.analyze.statistics.stats import Comparison
 from tfvariants.analyze.statistics.verdict import TIME_WORDS, Verdict
-from tfvariants.store.record import PresetRecord, RunRecord
+from tfvariants.options.preset import PresetRecord
+from tfvariants.store.record import RunRecord
 
 UNDER_LOAD = "*"  # marks a verdict resting partly on rounds from disturbed or busy cells
 

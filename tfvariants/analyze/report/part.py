@@ -16,7 +16,7 @@ from tfvariants.analyze.report.otherruns import OtherRuns
 from tfvariants.analyze.report.provenance import WhereRan
 from tfvariants.analyze.shared.frame import RunFrame
 from tfvariants.analyze.statistics.stats import Comparison
-from tfvariants.store.record import PresetRecord
+from tfvariants.options.preset import PresetRecord
 
 
 class Section(Protocol):

@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tfvariants.analyze.shared.settings import ReportSettings
-from tfvariants.store.record import PresetRecord, RunRecord
+from tfvariants.options.preset import PresetRecord
+from tfvariants.store.record import RunRecord
 
 PRESET = "compiled"
 

@@ -19,8 +19,7 @@ from tfvariants.analyze.shared.format import sig3
 from tfvariants.analyze.statistics import stats
 from tfvariants.analyze.statistics.decide import Settings
 from tfvariants.analyze.statistics.verdicts import statistic
-from tfvariants.plan.cell import config_label
-from tfvariants.plan.serve import ServeKey
+from tfvariants.plan.serve import ServeKey, batching_words, serve_label
 from tfvariants.store.cellresult import FromKey
 from tfvariants.store.record import RunRecord
 from tfvariants.store.rundir import RunContents
@@ -141,14 +140,11 @@ class Config:
 
     @property
     def batching(self) -> str:
-        if self.max_batch_size <= 1:
-            return ""
-        return f"batch {self.max_batch_size}/{self.batch_timeout_ms:g} ms"
+        return batching_words(self.key)
 
     @property
     def label(self) -> str:
-        b = f" {self.batching}" if self.batching else ""
-        return f"{config_label(self.variant, self.threads)} {self.path}{b}"
+        return serve_label(self.key)
 
     def row(self, scenario: str, concurrency: int) -> Row | None:
         return next(

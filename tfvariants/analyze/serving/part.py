@@ -20,7 +20,7 @@ from tfvariants.analyze.shared.header import header_of
 from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.analyze.statistics.decide import Settings
 from tfvariants.analyze.statistics.verdict import COST_WORDS
-from tfvariants.store.record import PresetRecord
+from tfvariants.options.preset import PresetRecord
 from tfvariants.store.rundir import RunContents
 
 
@@ -72,7 +72,7 @@ class ServingPart:
         rows, cmps = [], []
         for m in self.analysis.models:
             for c in m.configs:
-                rows.append(_row(m, c, currency))
+                rows.append(_row(m, c, currency, self.analysis.p99_bound_ms))
                 if c.cost_cmp is not None and not c.is_baseline:
                     cmps.append(c.cost_cmp)
         keys = tuple(
@@ -99,13 +99,12 @@ def build_serving(
     return ServingPart(analysis) if analysis is not None else None
 
 
-def _row(m: ModelReport, c: Config, currency: str) -> Row:
+def _row(m: ModelReport, c: Config, currency: str, bound_ms: float) -> Row:
     """A serving configuration: the cost per million predictions within the p99 bound,
-    against the baseline's."""
+    against the baseline's (no point within the bound: that is why there is none)."""
     cost = c.cost_per_million
-    word, ratio, interval = against_baseline(c.is_baseline, c.cost_cmp, "no verdict", COST_WORDS)
-    if m.under_load and c.cost_cmp is not None:  # as training's table (its loadlabel.word)
-        word = f"{word} under load"
+    missing = "no verdict" if c.operating_row is not None else f"p99 over {bound_ms:g} ms"
+    word, ratio, interval = against_baseline(c.is_baseline, c.cost_cmp, missing, COST_WORDS)
     return Row(
         m.model,
         c.label,
@@ -115,6 +114,7 @@ def _row(m: ModelReport, c: Config, currency: str) -> Row:
         cost=f"{money(cost.value, currency)}/M" if cost is not None else "",
         headroom="",
         best=best(False, False, c is m.cheapest, m.cheapest_decided),
+        under_load=m.under_load and c.cost_cmp is not None,  # marked as training's are
     )
 
 
@@ -150,12 +150,12 @@ def serving_frame(sa: ServingAnalysis) -> RunFrame:
     """The report's frame (header, warnings, environments) for a run with no training
     cells: a RunFrame, not a training analysis with nothing in it."""
     envs, raw = environments_of(sa.cells, dict.fromkeys(r.variant for r in sa.cells), ok_only=True)
-    base = next((m.baseline.label for m in sa.models if m.baseline), "n/a")
+    base = next((m.baseline.key for m in sa.models if m.baseline), None)
     notices = sa.store.notices() if sa.store is not None else []
     return RunFrame(
         results_dir=sa.results_dir,
         run=sa.run,
-        baseline_label=base,
+        baseline=base,
         pricing=sa.pricing,
         environments=envs,
         raw_environments=raw,

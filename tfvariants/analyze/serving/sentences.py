@@ -4,8 +4,6 @@ fewest threads, disturbed cells and shared CPUs."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.serving.configs import Config, Disturbed, ModelReport, compare_lower
 from tfvariants.analyze.shared.format import money, sig3
@@ -17,7 +15,7 @@ from tfvariants.analyze.training import loadlabel
 from tfvariants.analyze.training.conclusions import phrase
 from tfvariants.analyze.training.loadlabel import QUIET_MAY_DIFFER
 from tfvariants.options.interference import DISTURBED_SHARE
-from tfvariants.store.rawfields import finite_number
+from tfvariants.store.adaptiveplans import LookPlan
 from tfvariants.store.record import AdaptiveRecord
 
 
@@ -227,19 +225,15 @@ def _thread_sentences(rep: ModelReport, settings: Settings, within: str, lines: 
             lines.append(f"Threads: {hi.label} vs {lo.label} not compared: {why}.")
 
 
-def look_plan_sentence(plan: object) -> str | None:
-    """run.json's look plan (``adaptive.look_plan``, rounds/serving.py) in words, for the
-    report and the console (None when the run had none)."""
-    if not isinstance(plan, Mapping):
-        return None
-    round_s, budget_s = finite_number(plan.get("round_s")), finite_number(plan.get("budget_s"))
-    last, first = plan.get("last_look"), plan.get("first_look")
-    if round_s is None or budget_s is None or not isinstance(last, int):
+def look_plan_sentence(plan: LookPlan | None) -> str | None:
+    """A serving run's look plan (run.json ``adaptive.look_plan``, rounds/serving.py) in
+    words, for the report and the console (None when the run had none)."""
+    if plan is None:
         return None
     return (
-        f"the last look ({last} repeats) was planned from the budget: {budget_s / 60:.3g} min "
-        f"at about {round_s:.1f} s per round, measured on the first {first} rounds' wall times "
-        "before any verdict was looked at"
+        f"the last look ({plan.last_look} repeats) was planned from the budget: "
+        f"{plan.budget_s / 60:.3g} min at about {plan.round_s:.1f} s per round, measured on "
+        f"the first {plan.first_look} rounds' wall times before any verdict was looked at"
     )
 
 

@@ -18,16 +18,19 @@ from tfvariants.analyze.cost.pricing import Pricing
 from tfvariants.analyze.shared import cautions
 from tfvariants.analyze.shared.fields import environment_summary, flatten
 from tfvariants.analyze.shared.header import Header
+from tfvariants.plan.serve import ServeKey
 from tfvariants.store.cellresult import AnyResult
 from tfvariants.store.record import RunRecord
 from tfvariants.store.rundir import RunContents
+from tfvariants.store.training import ConfigKey
 
 
 @dataclass(frozen=True, kw_only=True)
 class RunFrame:
     results_dir: str
     run: RunRecord  # run.json, typed at the store (store/record.py)
-    baseline_label: str
+    # the run's baseline configuration (None: none was chosen), in words only in render
+    baseline: ConfigKey | ServeKey | None
     pricing: Pricing | None
     environments: dict[str, dict[str, str]]
     raw_environments: dict[str, list[tuple[str, str]]]

@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from tfvariants.store.rawfields import finite_number
+from tfvariants.store.adaptiveplans import WindowPlan as StoredWindowPlan
 from tfvariants.store.training import CellResult, ConfigKey
 
 # The window the host may choose, in seconds of steady steps per cell.
@@ -127,6 +127,10 @@ def components(results: Iterable[CellResult]) -> Components | None:
     )
 
 
+# The rule in words, as run.json keeps it with a plan (store/adaptiveplans.py).
+RULE = "Kalibera & Jones 2013: K* = sqrt(fixed_s * sigma2_window / (window_s * sigma2_between))"
+
+
 @dataclass(frozen=True)
 class WindowPlan:
     """The steady window chosen for the rounds after the first look, and why."""
@@ -142,8 +146,7 @@ class WindowPlan:
             "previous_s": self.previous_s,
             "reason": self.reason,
             "components": self.components.to_json() if self.components else None,
-            "rule": "Kalibera & Jones 2013: K* = sqrt(fixed_s * sigma2_window / "
-            "(window_s * sigma2_between))",
+            "rule": RULE,
         }
 
 
@@ -182,15 +185,11 @@ def plan(
     return WindowPlan(seconds, current_s, why, comp)
 
 
-def plan_sentence(recorded: object) -> str | None:
+def plan_sentence(recorded: StoredWindowPlan | None) -> str | None:
     """run.json's window plan (``adaptive.window_plan``) in words, or None."""
-    if not isinstance(recorded, dict):
-        return None
-    chosen = finite_number(recorded.get("min_steady_s"))
-    previous = finite_number(recorded.get("previous_s"))
-    if chosen is None or previous is None:
+    if recorded is None:
         return None
     return (
-        f"Steady window: {previous:g} s per cell up to the first look, then {chosen:g} s "
-        f"from repeat {recorded.get('from_repeat')} on ({recorded.get('reason')})."
+        f"Steady window: {recorded.previous_s:g} s per cell up to the first look, then "
+        f"{recorded.min_steady_s:g} s from repeat {recorded.from_repeat} on ({recorded.reason})."
     )

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from tfvariants.analyze.baseline import parse_baseline
 from tfvariants.analyze.cost.pricing import CellCost, Pricing
@@ -39,6 +38,7 @@ from tfvariants.analyze.training.noise import HostNoise, host_noise
 from tfvariants.analyze.training.summary import apply_verdicts, summarise_group
 from tfvariants.errors import UserError
 from tfvariants.options.training import TrainingOptions
+from tfvariants.store.adaptiveplans import DesignRecord
 from tfvariants.store.record import RunRecord
 from tfvariants.store.rundir import RunContents, load_run_dir
 from tfvariants.store.training import CellResult, ConfigKey
@@ -195,7 +195,7 @@ def analyze_contents(contents: RunContents, report: ReportSettings, settings: Se
         results_dir=str(contents.results_dir),
         run=run,
         workloads=reports,
-        baseline_label=run_base.label,
+        baseline=run_base,
         pricing=report.pricing,
         environments=envs,
         raw_environments=raw_envs,
@@ -282,7 +282,7 @@ def _summarise_groups(
     return replace(inputs, groups=groups), out
 
 
-def _design_line(recorded: Mapping[str, Any] | None) -> str | None:
+def _design_line(recorded: DesignRecord | None) -> str | None:
     chosen = design_of(recorded)
     return chosen.line() if chosen is not None else None
 

@@ -21,7 +21,8 @@ from tfvariants.analyze.training import loadlabel
 from tfvariants.analyze.training.conclusions import interval_words
 from tfvariants.analyze.training.groups import Group, WorkloadReport
 from tfvariants.analyze.training.roofline import Roofline, headroom
-from tfvariants.store.record import PresetRecord, RunRecord
+from tfvariants.options.preset import PresetRecord
+from tfvariants.store.record import RunRecord
 
 STUDY = (
     "The 2017 study (TensorFlow 1.2, Keras 2, Google Compute Engine) found TensorFlow "

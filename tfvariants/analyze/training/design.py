@@ -37,6 +37,7 @@ from tfvariants.analyze.training.decomposition import (
     Decomposition,
 )
 from tfvariants.analyze.training.processcells import ProcessCells
+from tfvariants.store.adaptiveplans import DesignRecord
 from tfvariants.store.cellresult import AnyResult
 from tfvariants.store.training import CellResult
 
@@ -68,17 +69,12 @@ class Design:
         return {"kind": self.kind, "reason": self.reason, "switched": self.switched, **cells}
 
 
-def design_of(recorded: Mapping[str, Any] | None) -> Design | None:
-    """run.json's record of the design, typed (None: none or not one of KINDS)."""
-    if not recorded or recorded.get("kind") not in KINDS:
+def design_of(record: DesignRecord | None) -> Design | None:
+    """run.json's record of the design (store/adaptiveplans.py), said by this rule; None:
+    none, or not one of KINDS."""
+    if record is None or record.kind not in KINDS:
         return None
-    reason = recorded.get("reason")
-    return Design(
-        str(recorded["kind"]),
-        reason if isinstance(reason, str) else "",
-        recorded.get("switched") is True,
-        processcells.of_json(recorded.get("cells")),
-    )
+    return Design(record.kind, record.reason, record.switched, processcells.of_record(record.cells))
 
 
 def choose(

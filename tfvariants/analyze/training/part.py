@@ -26,7 +26,7 @@ from tfvariants.analyze.training.groups import Group, WorkloadReport
 from tfvariants.analyze.training.roofline import CSV_COLUMNS as PEAK_COLUMNS
 from tfvariants.analyze.training.roofline import Roofline, csv_columns, roofline
 from tfvariants.options.interference import DISTURBED_SHARE
-from tfvariants.store.record import PresetRecord
+from tfvariants.options.preset import PresetRecord
 from tfvariants.store.rundir import RunContents
 from tfvariants.store.training import CellResult, ConfigKey
 
@@ -110,7 +110,7 @@ class TrainingPart:
         return tuple(
             (w.name, w.baseline.label)
             for w in self.analysis.workloads
-            if w.baseline and w.baseline.label != frame.baseline_label
+            if w.baseline and w.baseline.key._replace(workload="") != frame.baseline
         )
 
     def sections(self, shared: Shared) -> Placed:

@@ -23,12 +23,13 @@ the cheaper cells do not pay.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from tfvariants.store.adaptiveplans import CellsRecord, WindowPlan
 from tfvariants.store.rawfields import finite_number
 from tfvariants.store.training import CellResult
 
@@ -40,28 +41,9 @@ MIN_STEPS = 20
 
 
 @dataclass(frozen=True)
-class ProcessCells:
-    """The steady window and warm-up cap of the rounds from ``from_repeat`` on, and what
-    a cell is expected to cost."""
-
-    from_repeat: int
-    min_steady_s: float
-    min_steady_steps: int
-    warmup_max_s: Mapping[str, float]  # per workload
-    cell_s: float  # expected wall time of a cell from here (median)
-    was_s: float  # a first-look cell's (median)
-    previous_s: float  # the steady window the first look measured
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "from_repeat": self.from_repeat,
-            "min_steady_s": self.min_steady_s,
-            "min_steady_steps": self.min_steady_steps,
-            "warmup_max_s": dict(self.warmup_max_s),
-            "cell_s": self.cell_s,
-            "was_s": self.was_s,
-            "previous_s": self.previous_s,
-        }
+class ProcessCells(CellsRecord):
+    """The cheaper cells (their record, run.json's, is store/adaptiveplans.py's), in words
+    and as the window rule's plan."""
 
     def words(self) -> str:
         caps = sorted(self.warmup_max_s.values())
@@ -74,37 +56,28 @@ class ProcessCells:
             f"{self.was_s:.0f} s"
         )
 
-    def window_plan(self, plan: Mapping[str, Any] | None) -> dict[str, Any]:
+    def window_plan(self, plan: WindowPlan | None) -> WindowPlan:
         """The window rule's plan (run.json "adaptive.window_plan") with these cells: the
-        rule's per-workload check ("back") kept."""
-        rule = (plan or {}).get("reason")
-        return {
-            **(plan or {}),
-            "from_repeat": self.from_repeat,
-            "min_steady_s": self.min_steady_s,
-            "previous_s": self.previous_s,
-            "min_steady_steps": self.min_steady_steps,
-            "warmup_max_s": dict(self.warmup_max_s),
-            "reason": f"the more-processes design: {self.words()}"
-            + (f"; the window rule: {rule}" if rule else ""),
-        }
+        rule's per-workload check (``back``) kept."""
+        reason = f"the more-processes design: {self.words()}" + (
+            f"; the window rule: {plan.reason}" if plan is not None and plan.reason else ""
+        )
+        return dataclasses.replace(
+            plan or WindowPlan(self.min_steady_s, self.previous_s, self.from_repeat, reason),
+            from_repeat=self.from_repeat,
+            min_steady_s=self.min_steady_s,
+            previous_s=self.previous_s,
+            min_steady_steps=self.min_steady_steps,
+            warmup_max_s=dict(self.warmup_max_s),
+            reason=reason,
+        )
 
 
-def of_json(recorded: Mapping[str, Any] | None) -> ProcessCells | None:
-    """run.json's record (in the design), typed; None when absent or not whole."""
-    if not recorded:
+def of_record(record: CellsRecord | None) -> ProcessCells | None:
+    """The stored record of the cheaper cells, with their words."""
+    if record is None:
         return None
-    caps = recorded.get("warmup_max_s")
-    numbers = [
-        finite_number(recorded.get(k))
-        for k in ("from_repeat", "min_steady_s", "min_steady_steps", "cell_s", "was_s")
-    ]
-    previous = finite_number(recorded.get("previous_s"))
-    if not isinstance(caps, dict) or previous is None or any(n is None for n in numbers):
-        return None
-    at, seconds, steps, cell_s, was_s = (float(n or 0) for n in numbers)
-    warm = {str(w): float(s) for w, s in caps.items() if finite_number(s) is not None}
-    return ProcessCells(int(at), seconds, int(steps), warm, cell_s, was_s, previous)
+    return ProcessCells(**{f.name: getattr(record, f.name) for f in dataclasses.fields(record)})
 
 
 def plan(
