@@ -152,7 +152,6 @@ def test_different_on_the_minimum_effect_is_held_to_one_side_of_the_error():
     assert ok(0.024) is True and ok(0.026) is False
     (scn,) = [s for s in decide.scenarios() if s.name == "1.05x 4%, band edge"]
     assert decide.score(scn, "auto", 2, 1, decide.adaptive.stopping_rule(5))["on_effect_edge"]
-    assert set(decide_checks.IDENTICAL) <= {scn.name for scn in decide.scenarios()}
 
 
 def test_a_stress_row_prints_info_and_leaves_the_verdict_to_the_checks(capsys):
@@ -196,6 +195,31 @@ def test_the_bench_judges_by_the_products_verdicts(monkeypatch):
     changed = _small_run("1.1x, 10% noise")
     assert changed["mean_repeats"] == 5 < shipped["mean_repeats"]
     assert changed["undecided"] > shipped["undecided"]
+
+
+def test_a_budget_cut_run_is_scored_on_every_round_the_report_has():
+    """The budget ends after 12 rounds (between the looks at 10 and 15): no side runs a
+    13th, and the A vs B comparison scored is the report's over every common round."""
+    from tfvariants.analyze.statistics import adaptive, stats
+
+    rule = adaptive.stopping_rule(stats.DEFAULT_REPEATS)
+    (scn,) = [s for s in decide.scenarios() if s.name == "A/A 10%, budget cut at 12"]
+    for i in range(3):
+        out = decide.run_adaptive(scn, "auto", f"cut/{i}", rule)
+        assert max(len(v) for v in out.series.values()) == 12  # C (1.05x) keeps B going
+        assert out.ratio.n == len(out.series["A"])  # 12 when A is open, not the look's 10
+
+
+def test_a_later_variant_starts_once_the_asked_comparison_is_settled():
+    from tfvariants.analyze.statistics import adaptive, stats
+
+    rule = adaptive.stopping_rule(stats.DEFAULT_REPEATS)
+    (scn,) = [s for s in decide.scenarios() if s.name == "1.2x 10%, --later"]
+    starts = []
+    for i in range(4):
+        a = decide.run_adaptive(scn, "auto", f"later/{i}", rule).series["A"]
+        starts.append(min(a, default=None))
+    assert all(s is None or s >= 5 for s in starts) and any(s is not None for s in starts)
 
 
 def test_jobs_score_the_same_rows_as_one_process():
