@@ -109,7 +109,7 @@ def checks(rows: list[dict], method: str) -> list[Check]:
             out.append((name, "false 'equivalent'", fe, "<= 5 %", fe <= LIMIT))
         if r["power_check"]:
             out.append(power_check(r))
-        elif r["later"] or r["cut"]:
+        elif (r["later"] or r["cut"]) and not (r["aa"] or r["on_effect_edge"]):
             what = "found (reported: " + ("--later's cost)" if r["later"] else "budget cut)")
             out.append((name, what, r["found"], "the same from the start: 1.2x, 10% noise", None))
         if r["on_effect_edge"]:
