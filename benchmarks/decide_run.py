@@ -12,6 +12,7 @@ worker). The final A vs B comparison is read with ``look_verdicts``, the same
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 import random
@@ -22,9 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from decide_scenarios import COMPANION, Draw, Scenario
+from decide_scenarios import Draw, Scenario
 
 from tfvariants.analyze.statistics import adaptive, family, stats, verdicts
+from tfvariants.analyze.statistics.verdict import Verdict
 from tfvariants.execute.matrix import Matrix
 from tfvariants.execute.policy import Policy
 from tfvariants.execute.record import StoredCell
@@ -84,7 +86,7 @@ class SimulatedCells:
         self.draws: dict[str, Draw] = {
             UNDER_TEST: scn.a,
             BASELINE: scn.b,
-            COMPANION_SIDE: lambda r: COMPANION * companion(r),
+            COMPANION_SIDE: lambda r: scn.companion * companion(r),
         }
         for side, times in zip(RIVALS, scn.rivals, strict=False):
             self.draws[side] = lambda r, times=times: times * companion(r)
@@ -141,6 +143,7 @@ def spec_of(
         budget_s=24 * 3600.0,  # a day: never reached (the simulated cells take no time)
         order_seed=ORDER_SEED,
         plan_window=False,
+        later=[UNDER_TEST] if scn.later else None,
     )
     return MatrixSpec(sides_of(scn), (1,), (WORKLOAD,), rule.looks[0], options)
 
@@ -166,7 +169,10 @@ def run_matrix(scn: Scenario, key: str, rule: adaptive.StoppingRule) -> Run:
 
     def next_round(stored: Mapping[str, AnyResult]) -> tuple[list[Cell], str]:
         seen[:] = [stored]  # the last call's: every cell, the run's last round's too
-        return hook(stored)
+        more, why = hook(stored)
+        if scn.cut is not None and more and more[0].repeat >= scn.cut:
+            return [], "budget"  # the budget's stop before a round (execute/policy.py)
+        return more, why
 
     with tempfile.TemporaryDirectory(prefix="tfv-decide-", dir=SCRATCH) as tmp:
         out = Path(tmp) / "run"
@@ -178,13 +184,24 @@ def run_matrix(scn: Scenario, key: str, rule: adaptive.StoppingRule) -> Run:
             # The folder's lock is held until its command ends (the CLI releases it):
             # one process runs thousands of these, so each gives its lock back.
             lock.release(out)
-    # The report's comparison of what was stored, at the last look (every round is one).
-    at = look_verdicts(spec, seen[0], rule, baseline=baseline, settings=hook.settings)
+    # The report's comparison of what was stored, at the last look (every round is one);
+    # cut by the budget between looks, the report's last look is at every stored round.
+    final = rule
+    if scn.cut is not None:
+        final = dataclasses.replace(rule, looks=(max(map(len, cells.series.values())),))
+    at = look_verdicts(spec, seen[0], final, baseline=baseline, settings=hook.settings)
     (wv,) = at.verdicts
-    verdict = wv.verdicts[ConfigKey(WORKLOAD, UNDER_TEST, 1)]
-    assert verdict.comparison is not None
+    verdict = wv.verdicts.get(ConfigKey(WORKLOAD, UNDER_TEST, 1))
     named = fastest_named(cells.series, hook.settings)
-    return Run(verdict.comparison, len(cells.series[UNDER_TEST]), cells.series, named)
+    repeats = len(cells.series[UNDER_TEST])
+    if verdict is None:  # a --later A that never started: nothing said about it
+        return Run(NOT_RUN, repeats, cells.series, named)
+    assert verdict.comparison is not None
+    return Run(verdict.comparison, repeats, cells.series, named)
+
+
+# What a run says of an A that never ran (a --later one whose turn never came): undecided
+NOT_RUN = stats.Comparison(stats.Interval(1.0, 1.0, 1.0, "not run"), Verdict.UNDECIDED)
 
 
 def fastest_named(series: Mapping[str, Rounds], settings: Any) -> str | None:
@@ -192,6 +209,7 @@ def fastest_named(series: Mapping[str, Rounds], settings: Any) -> str | None:
     shortest estimate, when its lead over every other is decided at the family's level),
     or None; the estimate here is its median ratio to the baseline on common rounds."""
     base = series[BASELINE]
+    series = {side: values for side, values in series.items() if values}  # a --later unrun
 
     def speed(side: str) -> float:
         common = set(base) & set(series[side])

@@ -69,6 +69,11 @@ class Scenario:
     wander: tuple[float, float] = (0.0, 0.0)
     kind: str = "plain"  # "wander", "tail", "ranking": their own checks
     rivals: tuple[float, ...] = ()  # further configurations, each this many times B
+    companion: float = COMPANION  # C / B
+    later: bool = False  # A is a --later variant: it starts once C vs B is settled
+    # The run's budget ends after this many rounds (before the planned last look); the
+    # report's comparison over every stored round is scored
+    cut: int | None = None
 
     @property
     def aa(self) -> bool:
@@ -126,6 +131,14 @@ def scenarios() -> list[Scenario]:
         Scenario("1.2x, interference", ln(12, 0.10), ln(10, 0.10), 1.2, bursts),
         Scenario("1.3x, drift", ln(13, 0.10), ln(10, 0.10), 1.3, drift),
         Scenario("2x, bimodal", bimodal(20), bimodal(10), 2.0),
+        # --later A: it starts once C vs B (the question asked, here as hard: 1.2x) is
+        # settled, in the rounds left of the 20; "1.2x, 10% noise" is the same from the start
+        Scenario("1.2x 10%, --later", ln(12, 0.1), ln(10, 0.1), 1.2, companion=1.2, later=True),
+        # The budget ends after 12 rounds, between the looks at 10 and 15: the report's
+        # last look is made at the rounds there are, at the planned looks' level
+        Scenario("A/A 10%, budget cut at 12", ln(10, 0.1), ln(10, 0.1), 1.0, cut=12),
+        Scenario("1.05x 4%, budget cut at 12", ln(10.5, 0.04), ln(10, 0.04), 1.05, cut=12),
+        Scenario("1.2x 10%, budget cut at 12", ln(12, 0.1), ln(10, 0.1), 1.2, cut=12),
         # Five configurations: A clearly the fastest (0.8x B), the rest 1-1.15x B; the
         # ranking sentence "A was the fastest" (family.lead) is scored
         Scenario(

@@ -7,6 +7,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import decide  # noqa: E402  (the benchmark's fake runner)
+import decide_checks  # noqa: E402
 
 
 def _row(name: str, found: float, trials: int) -> dict:
@@ -17,14 +18,14 @@ def test_outliers_power_is_held_to_the_old_rule_less_the_margin_not_to_90():
     """1.2x with 5 % outliers: "as before" = 87.8 % less the 95 % margin (1.43 points at
     2,000 trials), stated in the limit; the other power checks keep 90 %."""
     name = "1.2x, 5% outliers"
-    assert decide.POWER_BEFORE[name] == pytest.approx(0.878)
-    _, _, _, limit, ok = decide.power_check(_row(name, 0.865, 2000))
+    assert decide_checks.POWER_BEFORE[name] == pytest.approx(0.878)
+    _, _, _, limit, ok = decide_checks.power_check(_row(name, 0.865, 2000))
     assert ok and "as before: 87.8 %" in limit and ">= 86.4 %" in limit
-    assert not decide.power_check(_row(name, 0.862, 2000))[-1]
+    assert not decide_checks.power_check(_row(name, 0.862, 2000))[-1]
     # fewer trials, a wider margin: the floor moves down, never up
-    assert decide.power_check(_row(name, 0.85, 300))[-1]
-    assert not decide.power_check(_row("1.2x, drift", 0.89, 2000))[-1]
-    assert decide.power_check(_row("1.2x, drift", 0.90, 2000))[2:] == (0.90, ">= 90 %", True)
+    assert decide_checks.power_check(_row(name, 0.85, 300))[-1]
+    assert not decide_checks.power_check(_row("1.2x, drift", 0.89, 2000))[-1]
+    assert decide_checks.power_check(_row("1.2x, drift", 0.90, 2000))[2:] == (0.90, ">= 90 %", True)
 
 
 def test_only_runs_the_named_scenarios_and_rejects_an_unknown_one(capsys):
@@ -53,6 +54,9 @@ def _aa_row(name: str, wandering: float) -> dict:
         "tail": 0.0,
         "interval_miss": 0.03,
         "withheld": 0.0,
+        "later": False,
+        "cut": None,
+        "on_effect_edge": False,
     }
 
 
@@ -61,14 +65,14 @@ def test_the_wandering_warning_on_clean_rounds_is_a_false_alarm_held_to_10_perce
     its rate on the clean A/A scenarios is checked, not on drift (where sides do move)."""
 
     def alarm(name: str, rate: float) -> list[tuple[float, bool]]:
-        table = decide.checks([_aa_row(name, rate)], "auto")
+        table = decide_checks.checks([_aa_row(name, rate)], "auto")
         return [(value, ok) for _, what, value, _, ok in table if what.startswith("'wandering'")]
 
     assert alarm("A/A log-normal 10%", 0.04) == [(0.04, True)]
     assert alarm("A/A Student-t 10%", 0.12) == [(0.12, False)]
     assert alarm("A/A bimodal 1.85x", 0.10) == [(0.10, True)]
     assert alarm("A/A drift 1%/round", 0.5) == []  # not a clean scenario: no such check
-    assert set(decide.CLEAN) <= {scn.name for scn in decide.scenarios()}
+    assert set(decide_checks.CLEAN) <= {scn.name for scn in decide.scenarios()}
 
 
 def test_false_equivalent_is_checked_on_the_bands_edge_and_beyond_it():
@@ -81,7 +85,7 @@ def test_false_equivalent_is_checked_on_the_bands_edge_and_beyond_it():
     assert not decide.outside_band(by_name["1.07x 4%, preset compiled"])
     assert not decide.outside_band(by_name["A/A 4% (this host)"])
     row = {**_aa_row("1.05x 4%, band edge", 0.0), "aa": False, "outside_band": True}
-    table = decide.checks([{**row, "false_equivalent": 0.06}], "auto")
+    table = decide_checks.checks([{**row, "false_equivalent": 0.06}], "auto")
     assert [(what, ok) for _, what, _, _, ok in table if "equivalent" in what] == [
         ("false 'equivalent'", False)
     ]
@@ -97,18 +101,18 @@ def test_the_audits_wander_is_checked_and_the_stronger_one_reported_not_checked(
     with the interval's coverage within 1.5 points of its label, or the verdict withheld
     with the warning in >= 90 %; AR(1) 0.8, beyond any rule within 20 repeats, is a row
     marked None (printed INFO), and the run's verdict ignores it but fails on a real FAIL."""
-    (check,) = decide.checks([_wander_row("A/A wander AR(1) 0.5", 0.06, 0.5)], "auto")
+    (check,) = decide_checks.checks([_wander_row("A/A wander AR(1) 0.5", 0.06, 0.5)], "auto")
     assert check[-1] is False
-    (check,) = decide.checks([_wander_row("A/A wander AR(1) 0.5", 0.06, 0.92)], "auto")
+    (check,) = decide_checks.checks([_wander_row("A/A wander AR(1) 0.5", 0.06, 0.92)], "auto")
     assert check[-1] is True
-    (check,) = decide.checks([_wander_row("A/A wander AR(1) 0.5", 0.04, 0.1)], "auto")
+    (check,) = decide_checks.checks([_wander_row("A/A wander AR(1) 0.5", 0.04, 0.1)], "auto")
     assert check[-1] is True
     # a false "different" rate within its limit is not enough: the interval must cover
-    (check,) = decide.checks([_wander_row("A/A wander AR(1) 0.5", 0.04, 0.1, 0.10)], "auto")
+    (check,) = decide_checks.checks([_wander_row("A/A wander AR(1) 0.5", 0.04, 0.1, 0.10)], "auto")
     assert check[-1] is False
-    (stress,) = decide.checks([_wander_row("A/A wander AR(1) 0.8", 0.12, 0.28)], "auto")
+    (stress,) = decide_checks.checks([_wander_row("A/A wander AR(1) 0.8", 0.12, 0.28)], "auto")
     assert stress[-1] is None and stress[2] == 0.12 and "withheld 28%" in stress[3]
-    assert set(decide.STRESS) <= {scn.name for scn in decide.scenarios()}
+    assert set(decide_checks.STRESS) <= {scn.name for scn in decide.scenarios()}
 
 
 def test_coverage_and_the_tail_warning_are_checked():
@@ -117,17 +121,37 @@ def test_coverage_and_the_tail_warning_are_checked():
     of runs and on the 2x-in-10 % configuration in >= 80 %."""
 
     def table(row: dict) -> dict[str, bool | None]:
-        return {what: ok for _, what, _, _, ok in decide.checks([row], "auto")}
+        return {what: ok for _, what, _, _, ok in decide_checks.checks([row], "auto")}
 
     assert table(_aa_row("A/A log-normal 30%", 0.0))["interval misses the true ratio"]
     missed = {**_aa_row("A/A log-normal 30%", 0.0), "interval_miss": 0.07}
     assert table(missed)["interval misses the true ratio"] is False
     tailed = {**_aa_row("A/A Student-t scale 0.1", 0.0), "tail": 0.06}
     assert table(tailed)["'tail' warned (false alarm)"] is False
-    tail = {**_aa_row("A/A tail 2x in 10%", 0.0), "kind": "tail"}
-    assert table({**tail, "warned": 0.79})["'tail' warned"] is False
-    assert table({**tail, "warned": 0.81})["'tail' warned"] is True
-    assert set(decide.IDENTICAL) <= {scn.name for scn in decide.scenarios()}
+    # Checked on the runs whose repeats show a 2x run (none can warn of an unseen tail);
+    # of all runs, reported with that reach
+    tail = {**_aa_row("A/A tail 2x in 10%", 0.0), "kind": "tail", "tail_shown": 0.72}
+    shown = "'tail' warned, of runs showing a 2x run"
+    assert table({**tail, "tail_given_shown": 0.79, "warned": 0.7})[shown] is False
+    assert table({**tail, "tail_given_shown": 0.81, "warned": 0.7})[shown] is True
+    assert (
+        table({**tail, "tail_given_shown": 0.81, "warned": 0.7})["'tail' warned, of all runs"]
+        is None
+    )
+
+
+def test_different_on_the_minimum_effect_is_held_to_one_side_of_the_error():
+    """A true 1.05x at a 5 % minimum effect: "different" claims more than 5 %, false,
+    and only that side can err: <= 2.5 % (the audit's watch row)."""
+    edge = {**_aa_row("1.05x 4%, band edge", 0.0), "aa": False, "on_effect_edge": True}
+
+    def ok(different: float) -> bool | None:
+        table = decide_checks.checks([{**edge, "different": different}], "auto")
+        return {what: ok for _, what, _, _, ok in table}["'different' (beyond the min effect)"]
+
+    assert ok(0.024) is True and ok(0.026) is False
+    (scn,) = [s for s in decide.scenarios() if s.name == "1.05x 4%, band edge"]
+    assert decide.score(scn, "auto", 2, 1, decide.adaptive.stopping_rule(5))["on_effect_edge"]
 
 
 def test_a_stress_row_prints_info_and_leaves_the_verdict_to_the_checks(capsys):
@@ -171,6 +195,31 @@ def test_the_bench_judges_by_the_products_verdicts(monkeypatch):
     changed = _small_run("1.1x, 10% noise")
     assert changed["mean_repeats"] == 5 < shipped["mean_repeats"]
     assert changed["undecided"] > shipped["undecided"]
+
+
+def test_a_budget_cut_run_is_scored_on_every_round_the_report_has():
+    """The budget ends after 12 rounds (between the looks at 10 and 15): no side runs a
+    13th, and the A vs B comparison scored is the report's over every common round."""
+    from tfvariants.analyze.statistics import adaptive, stats
+
+    rule = adaptive.stopping_rule(stats.DEFAULT_REPEATS)
+    (scn,) = [s for s in decide.scenarios() if s.name == "A/A 10%, budget cut at 12"]
+    for i in range(3):
+        out = decide.run_adaptive(scn, "auto", f"cut/{i}", rule)
+        assert max(len(v) for v in out.series.values()) == 12  # C (1.05x) keeps B going
+        assert out.ratio.n == len(out.series["A"])  # 12 when A is open, not the look's 10
+
+
+def test_a_later_variant_starts_once_the_asked_comparison_is_settled():
+    from tfvariants.analyze.statistics import adaptive, stats
+
+    rule = adaptive.stopping_rule(stats.DEFAULT_REPEATS)
+    (scn,) = [s for s in decide.scenarios() if s.name == "1.2x 10%, --later"]
+    starts = []
+    for i in range(4):
+        a = decide.run_adaptive(scn, "auto", f"later/{i}", rule).series["A"]
+        starts.append(min(a, default=None))
+    assert all(s is None or s >= 5 for s in starts) and any(s is not None for s in starts)
 
 
 def test_jobs_score_the_same_rows_as_one_process():

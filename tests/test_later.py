@@ -194,6 +194,7 @@ def test_the_report_says_when_the_later_variants_started() -> None:
     assert said is not None
     assert "twin from repeat 6 on (4 round(s))" in said
     assert "compared on the rounds both sides ran" in said
+    assert "less power: a 1.2x difference at 10 % noise" in said and "94 %" in said
     assert "never ran" in (later_sentence(["absent"], cells) or "")
     assert later_sentence(None, cells) is None
 

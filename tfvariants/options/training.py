@@ -94,8 +94,9 @@ class TrainingOptions(CellOptions, DecisionOptions):
         None,
         "variants whose rounds start only once every other comparison is settled, in the "
         "budget left (configurations that explain rather than answer; needs a budget); "
-        "fewer rounds, less power: a 1.2x at 10 percent noise is found in about 3 of 4 runs, "
-        "not 19 of 20",
+        "fewer rounds, less power: a 1.2x at 10 percent noise, started once an equally hard "
+        "comparison is settled, was found in 41 percent of simulated runs, against 94 from "
+        "the start",
         flag="--later",
         parse=argtypes.names,
         problem=argtypes.names_problem,

@@ -39,7 +39,11 @@ a bill sums every run. A configuration that takes 2x in 10 % of its runs is +10 
 mean with an equal median; "equivalent" is then true of typical runs only. Such a tail
 cannot be bounded from 5-20 repeats (none shows in 20 runs 12 % of the time), so the
 verdict says what it is about and the named warning ``tail`` appears when one side's
-repeats show runs far from its typical one and the other side's none (``tail_warning``).
+repeats show runs far from its typical one and the other side's none (``tail_warning``):
+a test of "one law for both sides" that holds its level only under a bound on that law's
+far runs (Student-t 3 puts 0.15 % of its runs beyond TAIL_SPREADS). Without one no test
+can warn on a single far run: given the pooled runs it lies on either side about equally
+often (a permutation test's p-value near n_a / (n_a + n_b)).
 """
 
 from __future__ import annotations
