@@ -10,8 +10,9 @@ does not pay for the whole analysis).
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from tfvariants.analyze.shared.lazy import lazy_names
 
 if TYPE_CHECKING:
     from tfvariants.analyze.serving.analysis import analyze_serving, analyze_serving_contents
@@ -33,8 +34,4 @@ __all__ = [
     "serving_dry_run",
 ]
 
-
-def __getattr__(name: str) -> object:
-    if name not in _MODULE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{_MODULE[name]}"), name)
+__getattr__ = lazy_names(__name__, _MODULE)
