@@ -19,7 +19,10 @@ CPUs:
   threads). The priority shield takes the CPU time back, not the memory bus: the noisy
   neighbour of a shared cloud VM;
 * quiet: no hog at all, and no second quiet run before it (the A/A twin on a quiet
-  machine: it should end "equivalent", issue 25).
+  machine: it should end "equivalent", issue 25);
+* twin-membw: the quiet scenario's question (the twin from the first round, 10 min)
+  under the membw hog: "equivalent" under a neighbour the shield cannot hold off
+  (issue 42).
 
 Each scenario follows a quiet run (the same compare, no hog; --no-quiet: none; --one-quiet:
 one per run, before all its loaded scenarios), so the benchmark says whether each loaded
@@ -42,7 +45,8 @@ Outside the quiet scenario the twin runs with `compare --later twin`: its rounds
 once both 1-vs-2 comparisons are settled, and it is compared with local@2 on the rounds
 both ran. The question there is 1 vs 2 threads, and the twin's cells in the first look
 made it a third longer: under bursts, an unprivileged first look no longer fit the 8 min.
-In the quiet scenario the twin is the question, and runs from the first round.
+In the quiet and twin-membw scenarios the twin is the question, and runs from the first
+round.
 
 The twin's A/A comparison cannot end "different" unless the tool errs, and "equivalent"
 needs an interval inside the 5 % band, so it usually keeps rounds of twin@2 and local@2
@@ -80,7 +84,7 @@ description = "local, again: an A/A control"
 """
 
 # "quiet" alone: quiet runs only (issue 25's A/A twin, which should end "equivalent").
-SCENARIOS = ("quiet", "bursts", "nice", "membw")
+SCENARIOS = ("quiet", "bursts", "nice", "membw", "twin-membw")
 
 
 @dataclass
@@ -320,7 +324,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "--scenarios",
         default="bursts,nice",
         help="any of quiet (no hog: the A/A twin's 'equivalent'), bursts, nice, membw (a "
-        "memory-bandwidth and cache hog beside the cells, or at nice 19 on their CPUs)",
+        "memory-bandwidth and cache hog beside the cells, or at nice 19 on their CPUs), "
+        "twin-membw (the quiet scenario's twin under membw)",
     )
     p.add_argument("--runs", type=int, default=1, help="runs per scenario")
     p.add_argument("--workloads", default="mnist_cnn,cifar10_cnn")
@@ -356,7 +361,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 def targets(summaries: Sequence[RunSummary]) -> list[str]:
     """The closing lines: the issue's targets over the loaded runs."""
-    loaded = [s for s in summaries if not s.scenario.startswith("quiet")]
+    loaded = [
+        s for s in summaries if not s.scenario.startswith("quiet") and s.scenario != "twin-membw"
+    ]
     ok = [s for s in loaded if s.decided and s.twin_ok and s.answer_s <= 8 * 60]
     honest = [s for s in loaded if s.honest]
     cheap = [s for s in loaded if s.waits_share <= 0.10]
@@ -364,6 +371,16 @@ def targets(summaries: Sequence[RunSummary]) -> list[str]:
     quiet = [s for s in summaries if s.scenario.startswith("quiet")]
     same = [s for s in quiet if s.twin_equivalent and s.compare_s <= 10 * 60]
     wrong = [s for s in summaries if not s.twin_ok]
+    hogged = [s for s in summaries if s.scenario == "twin-membw"]
+    hogged_same = [s for s in hogged if s.twin_equivalent and s.compare_s <= 10 * 60]
+    twin_membw = (
+        [
+            f"A/A twin 'equivalent' on every workload within 10 min in {len(hogged_same)} of "
+            f"{len(hogged)} twin-membw run(s) (the same question under the memory hog)"
+        ]
+        if hogged
+        else []
+    )
     return [
         f"target met (decided at a look within 8 min, right direction, the report agreeing, "
         f"twin not different) in {len(ok)} of {n} loaded run(s)",
@@ -372,6 +389,7 @@ def targets(summaries: Sequence[RunSummary]) -> list[str]:
         # Issue 25: the tool must be able to say "the same" (target: 2 of 3 quiet runs).
         f"A/A twin 'equivalent' on every workload within 10 min in {len(same)} of "
         f"{len(quiet)} quiet run(s); 'different' in {len(wrong)} of {len(summaries)} run(s)",
+        *twin_membw,
     ]
 
 

@@ -208,6 +208,14 @@ def test_bench_noise_runs_the_twin_later_except_where_it_is_the_question() -> No
 
     assert noise_plan.twin_later("quiet") is False
     assert all(noise_plan.twin_later(n) for n in ("bursts", "nice", "quiet-loaded", "quiet-nice"))
+    # twin-membw: the twin is the question under the memory hog, with the quiet one's budget
+    assert noise_plan.twin_later("twin-membw") is False
+    assert noise_plan.budget_of(argparse.Namespace(budget=None), "twin-membw") == "10m"
+    assert noise_plan.plan(["twin-membw"], 1, quiet=False) == [("membw", "twin-membw", 1)]
+    assert noise_plan.plan(["membw"], 1, quiet=True) == [
+        ("quiet", "quiet-membw", 1),
+        ("membw", "membw", 1),
+    ]
     args = argparse.Namespace(workloads="mnist_cnn", threads="1,2", seed=1, compare_arg=[])
     cmd = noise.compare_command(args, Path("o"), Path("t"), 1, "8m", later=True)
     assert cmd[cmd.index("--later") + 1] == "twin"

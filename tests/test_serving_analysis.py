@@ -550,3 +550,50 @@ def test_the_answer_says_why_a_configuration_has_no_cost_verdict(tmp_path):
     sa = analyze_serving(tmp_path, pricing=parse_pricing_option("gce-2017"))
     rows = {r.config: r.verdict for r in ServingPart(sa).answer("USD", None).rows}
     assert rows == {"local@1 inprocess": "p99 over 100 ms", "local@2 inprocess": "baseline"}
+
+
+def test_the_answer_over_the_bound_says_so_and_shows_what_was_compared(tmp_path):
+    """No configuration kept p99 within the bound: the heading says that (not "no
+    verdict"), the baseline's row has no "1x" of a cost it does not have, and the one
+    comparison made (throughput at the most requests in flight) is a line under the
+    table, with the run's next step, not only in the collapsed sentences."""
+    from tfvariants.analyze.report.answer import answer_of
+    from tfvariants.analyze.serving.part import ServingPart
+
+    steady = [1.0, 1.02, 0.98, 1.01, 0.99]
+    _with_devices(
+        tmp_path,
+        {
+            ("local", 1, "cpu"): [(50 * j, 140) for j in steady],  # both over 100 ms
+            ("local", 2, "cpu"): [(90 * j, 130) for j in steady],
+        },
+    )
+    sa = analyze_serving(tmp_path, pricing=parse_pricing_option("gce-2017"))
+    part = ServingPart(sa)
+    got = part.answer("USD", None)
+    rows = {r.config: (r.verdict, r.ratio) for r in got.rows}
+    assert rows == {
+        "local@1 inprocess": ("p99 over 100 ms", ""),
+        "local@2 inprocess": ("baseline", ""),
+    }
+    (line,) = got.beyond
+    # 50 against 90 predictions a second, 5 repeats each: decided, in time per prediction
+    assert line.startswith(
+        "m, at 1 in flight (over the bound): local@1 inprocess was 1.80x slower than local@2"
+    )
+    answer = answer_of(part.frame, [part])
+    assert answer is not None
+    assert answer.heading == "No configuration kept p99 within 100 ms"
+    assert answer.beyond == got.beyond
+    # Within the bound on one side: the table's verdicts make the heading, no line
+    _with_devices(
+        tmp_path / "b",
+        {
+            ("local", 1, "cpu"): [(50 * j, 40) for j in steady],
+            ("local", 2, "cpu"): [(90 * j, 30) for j in steady],
+        },
+    )
+    part = ServingPart(analyze_serving(tmp_path / "b", pricing=parse_pricing_option("gce-2017")))
+    got = part.answer("USD", None)
+    assert got.heading is None and got.beyond == ()
+    assert {r.config: r.ratio for r in got.rows}["local@2 inprocess"] == "1x"

@@ -87,10 +87,11 @@ def table_lines(answer: Answer) -> list[str]:
 
 
 def notes(answer: Answer) -> list[str]:
-    """Below the table: the one next step, the marks' meaning, the noise line, the
-    caveats (one line each, cut to WIDTH)."""
+    """Below the table: what the rows cannot show, the one next step, the marks'
+    meaning, the noise line, the caveats (one line each, cut to WIDTH)."""
     step = f"next, for what is undecided: {answer.next_step}" if answer.next_step else ""
-    lines = textwrap.wrap(step, WIDTH, subsequent_indent="  ", break_on_hyphens=False)
+    lines = [w for b in answer.beyond for w in textwrap.wrap(b, WIDTH, subsequent_indent="  ")]
+    lines += textwrap.wrap(step, WIDTH, subsequent_indent="  ", break_on_hyphens=False)
     if answer.next_command:
         lines += command_lines(answer.next_command)
     lines += [_one_line(line) for line in answer.legend]

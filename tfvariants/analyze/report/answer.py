@@ -44,6 +44,7 @@ class Answer:
     ratio_header: str = "time vs baseline"
     cost_header: str = "cost per run"
     noise: str | None = None  # the noise decomposition's line (analyze/training/decomposition.py)
+    beyond: tuple[str, ...] = ()  # what the rows cannot show (AnswerPart.beyond), a line each
 
     @property
     def has_headroom(self) -> bool:
@@ -90,7 +91,8 @@ def answer_of(
     step, paste = _step(cmps, given, frame, compiled, parts[0].words.command)
     return Answer(
         question=_question(frame, parts, [k for _, a in given for k in a.keys], compiled),
-        heading=heading(c.verdict for c in cmps),
+        heading=next((a.heading for _, a in given if a.heading), None)
+        or heading(c.verdict for c in cmps),
         rows=tuple(rows),
         next_step=step,
         next_command=paste,
@@ -100,6 +102,7 @@ def answer_of(
         ratio_header=ratio,
         cost_header=parts[0].words.cost if len(parts) == 1 else "cost",
         noise=next((a.noise for _, a in given if a.noise), None),
+        beyond=tuple(line for _, a in given for line in a.beyond),
     )
 
 

@@ -69,6 +69,10 @@ class AnswerPart:
     keys: tuple[tuple[str, int, str], ...]  # (variant, threads, device) of its configurations
     round_seconds: float | None = None  # one more round's wall time, when the part knows it
     noise: str | None = None  # where its noise comes from, one line (training: decomposition)
+    # Its own heading where the table's verdicts cannot say it (serving: no point kept the
+    # latency bound, so no row has a verdict), and what the rows cannot show, a line each
+    heading: str | None = None
+    beyond: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -12,13 +12,22 @@ from tfvariants.analyze.report.answer import against_baseline, best
 from tfvariants.analyze.report.part import AnswerPart, CsvTable, Placed, Row, Shared, Words
 from tfvariants.analyze.report.provenance import WhereRan
 from tfvariants.analyze.serving.analysis import analyze_serving_contents
-from tfvariants.analyze.serving.configs import PCTS, Config, ModelReport, ServingAnalysis
+from tfvariants.analyze.serving.configs import (
+    PCTS,
+    Config,
+    ModelReport,
+    ServingAnalysis,
+    saturated_row,
+    watched,
+)
+from tfvariants.analyze.serving.sentences import versus
 from tfvariants.analyze.shared import cautions
 from tfvariants.analyze.shared.format import money
 from tfvariants.analyze.shared.frame import RunFrame, environments_of
 from tfvariants.analyze.shared.header import header_of
 from tfvariants.analyze.shared.settings import ReportSettings
 from tfvariants.analyze.statistics.decide import Settings
+from tfvariants.analyze.statistics.stats import Comparison
 from tfvariants.analyze.statistics.verdict import COST_WORDS
 from tfvariants.options.preset import PresetRecord
 from tfvariants.store.rundir import RunContents
@@ -69,16 +78,27 @@ class ServingPart:
         return ()
 
     def answer(self, currency: str, compiled: PresetRecord | None) -> AnswerPart:
-        rows, cmps = [], []
+        bound = self.analysis.p99_bound_ms
+        rows, cmps, beyond = [], [], []
         for m in self.analysis.models:
             for c in m.configs:
-                rows.append(_row(m, c, currency, self.analysis.p99_bound_ms))
+                rows.append(_row(m, c, currency, bound))
                 if c.cost_cmp is not None and not c.is_baseline:
                     cmps.append(c.cost_cmp)
+            for line, cmp in over_the_bound(m):
+                beyond.append(line)
+                cmps.append(cmp)  # its next step is the run's, as the rows' are
         keys = tuple(
             (c.variant, c.threads, c.device) for m in self.analysis.models for c in m.configs
         )
-        return AnswerPart(tuple(rows), tuple(cmps), keys)
+        none_kept = all(c.operating_row is None for m in self.analysis.models for c in m.configs)
+        return AnswerPart(
+            tuple(rows),
+            tuple(cmps),
+            keys,
+            heading=f"No configuration kept p99 within {bound:g} ms" if none_kept else None,
+            beyond=tuple(beyond),
+        )
 
     def csv(self) -> CsvTable:
         rows = csv_rows(self.analysis)
@@ -99,12 +119,29 @@ def build_serving(
     return ServingPart(analysis) if analysis is not None else None
 
 
+def over_the_bound(m: ModelReport) -> list[tuple[str, Comparison]]:
+    """The comparisons with the baseline made where a configuration kept no point within
+    the bound (configs.watched: the throughput at the most requests in flight), each in a
+    line under the table, whose rows can only say "p99 over"."""
+    out = []
+    for c, b, cmp in watched(m):
+        row = saturated_row(c)
+        if c.cost_cmp is not None or c.throughput_cmp is not None or row is None:
+            continue
+        said = versus(m, c, b, cmp, "time")
+        out.append((f"{m.model}, at {row.concurrency} in flight (over the bound): {said}", cmp))
+    return out
+
+
 def _row(m: ModelReport, c: Config, currency: str, bound_ms: float) -> Row:
     """A serving configuration: the cost per million predictions within the p99 bound,
-    against the baseline's (no point within the bound: that is why there is none)."""
+    against the baseline's (no point within the bound: that is why there is none, the
+    baseline's included: it has no cost to be "1x" of)."""
     cost = c.cost_per_million
     missing = "no verdict" if c.operating_row is not None else f"p99 over {bound_ms:g} ms"
     word, ratio, interval = against_baseline(c.is_baseline, c.cost_cmp, missing, COST_WORDS)
+    if c.is_baseline and c.operating_row is None:
+        ratio = ""
     return Row(
         m.model,
         c.label,

@@ -75,7 +75,7 @@ def _cheapest_sentence(
             f"{model}: {c.label} is the only configuration that served it with {within}: {facts}."
         )
         return
-    against = _phrase(rep, c, nxt, cmp, "cost") if cmp is not None else "no comparison"
+    against = versus(rep, c, nxt, cmp, "cost") if cmp is not None else "no comparison"
     if rep.cheapest_decided:
         lead = f"{c.label} serves it cheapest with {within}"
     elif cmp is not None and cmp.verdict == Verdict.EQUIVALENT:
@@ -91,7 +91,7 @@ def _cheapest_sentence(
     lines.append(f"{model}: {lead}: {facts}; against the next cheapest: {against}.")
 
 
-def _phrase(rep: ModelReport, a: Config, b: Config, cmp: Comparison, what: str) -> str:
+def versus(rep: ModelReport, a: Config, b: Config, cmp: Comparison, what: str) -> str:
     """a versus b in words (training's phrase), said to be under load when the model's
     comparisons use disturbed repeats."""
     text = phrase(a, b, cmp, what)
@@ -169,7 +169,7 @@ def _gpu_sentences(rep: ModelReport, settings: Settings, within: str, lines: lis
     parts = []
     t = compare_lower(gpu.operating_seconds(), fastest.operating_seconds(), settings)
     if t is not None:
-        parts.append(f"throughput with {within}: " + _phrase(rep, gpu, fastest, t, "time"))
+        parts.append(f"throughput with {within}: " + versus(rep, gpu, fastest, t, "time"))
     costed = [c for c in cpus if c.costs]
     if gpu.costs and costed:
         cheap = min(costed, key=_cost_value)
@@ -177,7 +177,7 @@ def _gpu_sentences(rep: ModelReport, settings: Settings, within: str, lines: lis
         if cc is not None:
             parts.append(
                 "cost per million against the cheapest CPU configuration: "
-                + _phrase(rep, gpu, cheap, cc, "cost")
+                + versus(rep, gpu, cheap, cc, "cost")
             )
     if parts:
         lines.insert(
@@ -197,7 +197,7 @@ def _thread_sentences(rep: ModelReport, settings: Settings, within: str, lines: 
         lo, hi = min(cs, key=lambda c: c.threads), max(cs, key=lambda c: c.threads)
         cmp = compare_lower(hi.operating_seconds(), lo.operating_seconds(), settings)
         if cmp is not None:
-            lines.append(f"Threads ({within}): {_phrase(rep, hi, lo, cmp, 'time')}.")
+            lines.append(f"Threads ({within}): {versus(rep, hi, lo, cmp, 'time')}.")
             continue
         # No operating point on one side: the throughput at the most requests in
         # flight both ran, said to be outside the bound.
@@ -214,7 +214,7 @@ def _thread_sentences(rep: ModelReport, settings: Settings, within: str, lines: 
             n, at_n = found[-1]
             lines.append(
                 f"Threads (at {n} in flight; {missing} kept no point with "
-                f"{within}): {_phrase(rep, hi, lo, at_n, 'time')}."
+                f"{within}): {versus(rep, hi, lo, at_n, 'time')}."
             )
         else:
             rows_ok = [r for c in (hi, lo) for r in c.rows if r.ok]
