@@ -14,7 +14,7 @@ help:
 	@echo "make compare-compiled  is TensorFlow compiled for this CPU faster? stock 2.14 vs the compiled builds this CPU can run (compare --preset compiled)"
 	@echo "make bench-decide    simulated false-positive rate and power of the verdicts (fake runner)"
 	@echo "make bench-wander-bounds  what widening and warnings reach against a configuration that wanders on its own (~2.5 min)"
-	@echo "make bench-noise     the quick compare (+ an A/A twin) under a CPU hog: bursts, then nice 19, each after a quiet run (~60 min; BENCH_NOISE_ARGS=\"--scenarios quiet --runs 3\": the quiet A/A twin alone; \"--scenarios membw\": a memory-bandwidth and cache hog the priority shield cannot hold off)"
+	@echo "make bench-noise     the quick compare (+ an A/A twin) under a CPU hog: bursts, then nice 19, each after a quiet run (~60 min; BENCH_NOISE_ARGS=\"--scenarios quiet --runs 3\": the quiet A/A twin alone; \"--scenarios membw\": a memory-bandwidth and cache hog at nice 19; \"steal\": a wandering real-time one no priority holds off, root only; \"twin-membw\": the quiet twin under membw)"
 	@echo "make bench-duet     does duet measurement (A and B at once on two CPUs) narrow the interval? 1 thread, A/A (~8 min)"
 	@echo "make build-variant NAME=tf-2.18   environment of a requirement-spec variant (cached)"
 	@echo "make build-pip       container image with the stock TensorFlow wheel"
@@ -66,7 +66,8 @@ bench-wander-bounds: install
 
 # Real cells under a bounded CPU hog on the same CPUs (benchmarks/noise.py): random
 # bursts at normal priority, then a sustained nice-19 load (or, with --scenarios membw,
-# numpy streaming over buffers beyond the last-level cache: benchmarks/noise_hog.py).
+# numpy streaming over buffers beyond the last-level cache, or with --scenarios steal the
+# same at real-time priority for a wandering share of each CPU: benchmarks/noise_hog.py).
 # BENCH_NOISE_ARGS adds options, e.g. BENCH_NOISE_ARGS="--runs 3" or "--workloads mnist_cnn".
 BENCH_NOISE_ARGS ?=
 bench-noise: install

@@ -20,6 +20,9 @@ CPUs:
   neighbour of a shared cloud VM;
 * quiet: no hog at all, and no second quiet run before it (the A/A twin on a quiet
   machine: it should end "equivalent", issue 25);
+* steal: memory streaming at real-time priority on the cells' CPUs for a share of each
+  CPU that wanders (5-35 %, a level held 5-30 s: noise_hog.py STEAL_CODE), which no
+  priority holds off: a neighbour VM on a cloud host's cores (root only);
 * twin-membw: the quiet scenario's question (the twin from the first round, 10 min)
   under the membw hog: "equivalent" under a neighbour the shield cannot hold off
   (issue 42).
@@ -72,7 +75,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from noise_hog import Hog, llc_bytes, membw_plan
+from noise_hog import LLC_TIMES, MIN_BUFFER, Hog, llc_bytes, membw_plan
 from noise_plan import DEFAULT_BUDGET, budget_of, plan, twin_later, yardstick
 from noise_report import comparison_words, share_table, twin_words
 from noise_user import User, against_quiet, as_user, find_user, give, preflight
@@ -84,7 +87,7 @@ description = "local, again: an A/A control"
 """
 
 # "quiet" alone: quiet runs only (issue 25's A/A twin, which should end "equivalent").
-SCENARIOS = ("quiet", "bursts", "nice", "membw", "twin-membw")
+SCENARIOS = ("quiet", "bursts", "nice", "membw", "twin-membw", "steal")
 
 
 @dataclass
@@ -311,7 +314,10 @@ def run_one(
 
 
 def _hog(kind: str, threads: Sequence[int], seed: int, max_s: float) -> Hog:
-    """The scenario's hog: the CPU hogs on the cells' CPUs; membw beside them."""
+    """The scenario's hog: the CPU hogs and steal on the cells' CPUs; membw beside them."""
+    if kind == "steal":
+        size = max(LLC_TIMES * llc_bytes(), MIN_BUFFER)
+        return Hog(kind, hog_cpus(threads), seed=seed, max_s=max_s, buffer_bytes=size)
     if kind != "membw":
         return Hog(kind, hog_cpus(threads), seed=seed, max_s=max_s)
     cpus, nice, size = membw_plan(sorted(os.sched_getaffinity(0)), hog_cpus(threads), llc_bytes())
@@ -325,7 +331,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         default="bursts,nice",
         help="any of quiet (no hog: the A/A twin's 'equivalent'), bursts, nice, membw (a "
         "memory-bandwidth and cache hog beside the cells, or at nice 19 on their CPUs), "
-        "twin-membw (the quiet scenario's twin under membw)",
+        "twin-membw (the quiet scenario's twin under membw), steal (a wandering real-time "
+        "memory streamer on the cells' CPUs, root only)",
     )
     p.add_argument("--runs", type=int, default=1, help="runs per scenario")
     p.add_argument("--workloads", default="mnist_cnn,cifar10_cnn")

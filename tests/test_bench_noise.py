@@ -342,3 +342,35 @@ def test_the_memory_scenario_runs_its_hog_beside_the_cells(tmp_path, capsys):
     hog = noise._hog("membw", [1], seed=0, max_s=1)
     assert hog.kind == "membw" and hog.buffer_bytes >= 64 << 20
     assert set(hog.cpus).isdisjoint(noise.hog_cpus([1])) or hog.nice == 19
+
+
+def test_the_steal_hog_takes_a_bounded_share_at_real_time_priority():
+    """steal: started for real on one CPU, each process runs at SCHED_FIFO (which no nice
+    value holds off), takes a share within its duty range, and ends by itself."""
+    from noise_hog import STEAL_CODE, STEAL_DUTY
+
+    if os.geteuid() != 0:
+        pytest.skip("real-time priority needs root (CI's test step runs as root)")
+    assert "steal" in noise.SCENARIOS
+    hog = noise._hog("steal", [1], seed=3, max_s=3.0)
+    assert hog.kind == "steal" and hog.command(3.0)[2] == STEAL_CODE
+    with hog:
+        time.sleep(1.0)
+        procs = list(hog.procs)
+        assert procs and all(os.sched_getscheduler(p.pid) == os.SCHED_FIFO for p in procs)
+        t0, cpu0 = time.monotonic(), [_cpu_s(p.pid) for p in procs]
+        time.sleep(1.5)
+        share = [
+            (_cpu_s(p.pid) - c) / (time.monotonic() - t0) for p, c in zip(procs, cpu0, strict=True)
+        ]
+        hog.thread.join(timeout=10)
+    assert all(p.poll() is not None for p in procs)  # ended by itself, within its time
+    # Within the drawn duty, with room for the copy that overruns a burst's end
+    assert all(STEAL_DUTY[0] / 2 <= s <= STEAL_DUTY[1] + 0.1 for s in share), share
+
+
+def _cpu_s(pid: int) -> float:
+    """A process's user + system CPU seconds (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
