@@ -24,7 +24,7 @@ CPUs:
   CPU that wanders (5-35 %, a level held 5-30 s: noise_hog.py STEAL_CODE), which no
   priority holds off: a neighbour VM on a cloud host's cores (root only);
 * twin-membw: the quiet scenario's question (the twin from the first round, 10 min)
-  under the membw hog: "equivalent" under a neighbour the shield cannot hold off
+  under the membw hog: "equivalent" beside a neighbour the shield holds off only in part
   (issue 42).
 
 Each scenario follows a quiet run (the same compare, no hog; --no-quiet: none; --one-quiet:
