@@ -206,3 +206,18 @@ def test_the_compiled_box_keeps_only_what_the_table_does_not_say():
         "The 2017 study ...",
     ]
     assert notes_below(lines, run) == [lines[2], lines[3], lines[4], lines[6]]
+
+
+def test_a_parts_own_heading_only_where_it_is_the_tables_only_part():
+    """Serving's "No configuration kept p99 within ..." heads a serving-only answer; beside
+    training's rows the heading counts the verdicts, which that sentence would hide."""
+    from tfvariants.analyze.report.answer import _heading
+    from tfvariants.analyze.report.part import AnswerPart, Row
+
+    row = Row("m", "local@1", "undecided", "", "", "", "", "")
+    serving = AnswerPart((row,), (), (), heading="No configuration kept p99 within 100 ms")
+    training = AnswerPart((row,), (), ())
+    assert _heading([serving], []) == "No configuration kept p99 within 100 ms"
+    assert _heading([training, serving], []) == "No verdict against the baseline"
+    # A part without rows (nothing to show) does not count as a second part
+    assert _heading([serving, AnswerPart((), (), ())], []).startswith("No configuration")

@@ -91,8 +91,7 @@ def answer_of(
     step, paste = _step(cmps, given, frame, compiled, parts[0].words.command)
     return Answer(
         question=_question(frame, parts, [k for _, a in given for k in a.keys], compiled),
-        heading=next((a.heading for _, a in given if a.heading), None)
-        or heading(c.verdict for c in cmps),
+        heading=_heading([a for _, a in given], cmps),
         rows=tuple(rows),
         next_step=step,
         next_command=paste,
@@ -104,6 +103,15 @@ def answer_of(
         noise=next((a.noise for _, a in given if a.noise), None),
         beyond=tuple(line for _, a in given for line in a.beyond),
     )
+
+
+def _heading(given: Sequence[AnswerPart], cmps: Sequence[Comparison]) -> str:
+    """A part's own heading where it is the table's only part (beside training's verdicts
+    serving's "No configuration kept p99 within ..." would hide them), else the count."""
+    shown = [a for a in given if a.rows]
+    if len(shown) == 1 and shown[0].heading:
+        return shown[0].heading
+    return heading(c.verdict for c in cmps)
 
 
 def best(is_fastest: bool, fast_sure: bool, is_cheapest: bool, cheap_sure: bool) -> str:
