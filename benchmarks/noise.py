@@ -75,7 +75,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from noise_hog import LLC_TIMES, MIN_BUFFER, Hog, llc_bytes, membw_plan
+from noise_hog import REALTIME_NEEDS, Hog, buffer_of, llc_bytes, may_take_realtime, membw_plan
 from noise_plan import DEFAULT_BUDGET, budget_of, plan, twin_later, yardstick
 from noise_report import comparison_words, share_table, twin_words
 from noise_user import User, against_quiet, as_user, find_user, give, preflight
@@ -316,7 +316,7 @@ def run_one(
 def _hog(kind: str, threads: Sequence[int], seed: int, max_s: float) -> Hog:
     """The scenario's hog: the CPU hogs and steal on the cells' CPUs; membw beside them."""
     if kind == "steal":
-        size = max(LLC_TIMES * llc_bytes(), MIN_BUFFER)
+        size = buffer_of(llc_bytes())
         return Hog(kind, hog_cpus(threads), seed=seed, max_s=max_s, buffer_bytes=size)
     if kind != "membw":
         return Hog(kind, hog_cpus(threads), seed=seed, max_s=max_s)
@@ -408,6 +408,10 @@ def main(argv: list[str] | None = None) -> int:
             f"noise.py: --scenarios takes {', '.join(SCENARIOS)}; --runs at least 1",
             file=sys.stderr,
         )
+        return 2
+    if "steal" in scenarios and not args.dry_run and not may_take_realtime():
+        # else its hog processes would exit at once and the runs be labelled steal
+        print(f"noise.py: --scenarios steal: {REALTIME_NEEDS}", file=sys.stderr)
         return 2
     user = None
     if args.user is not None:

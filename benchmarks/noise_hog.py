@@ -79,6 +79,7 @@ STEAL_CODE = (
     "            i = (i + chunk) % (len(src) - chunk)\n"
     "        time.sleep((1 - duty) * period)\n"
 )
+REALTIME_NEEDS = "real-time priority needs root (CAP_SYS_NICE)"
 STEAL_DUTY = (0.05, 0.35)
 STEAL_HOLD_S = (5.0, 30.0)
 PERIOD_S = 0.1
@@ -111,6 +112,22 @@ def llc_bytes(root: str = "/sys/devices/system/cpu/cpu0/cache") -> int:
     return max(sizes, default=LLC_FALLBACK)
 
 
+def buffer_of(llc: int) -> int:
+    """A hog's buffer: LLC_TIMES the last-level cache, at least MIN_BUFFER."""
+    return max(LLC_TIMES * llc, MIN_BUFFER)
+
+
+def may_take_realtime() -> bool:
+    """Whether this process may take real-time priority (the steal hog's needs): tried and
+    given back at once."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+    except PermissionError:
+        return False
+    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    return True
+
+
 def membw_plan(
     all_cpus: Sequence[int], cell_cpus: Sequence[int], llc: int
 ) -> tuple[list[int], int, int]:
@@ -118,7 +135,7 @@ def membw_plan(
     not use, at normal priority; where they use them all, one on each of theirs at nice
     19 (the shield then holds off its CPU time, not its traffic)."""
     others = sorted(set(all_cpus) - set(cell_cpus))
-    buffer = max(LLC_TIMES * llc, MIN_BUFFER)
+    buffer = buffer_of(llc)
     if others:
         return others, 0, buffer
     return sorted(set(cell_cpus)), 19, buffer
@@ -272,13 +289,10 @@ def _steal(args: argparse.Namespace, every: list[int]) -> int:
     if not cpus or not set(cpus) <= set(every):
         print(f"noise_hog.py: --cpus {args.cpus}: not among {every}", file=sys.stderr)
         return 2
-    try:
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
-        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
-    except PermissionError:
-        print("noise_hog.py steal: real-time priority needs root (CAP_SYS_NICE)", file=sys.stderr)
+    if not may_take_realtime():
+        print(f"noise_hog.py steal: {REALTIME_NEEDS}", file=sys.stderr)
         return 2
-    size = max(LLC_TIMES * llc_bytes(), MIN_BUFFER)
+    size = buffer_of(llc_bytes())
     lo, hi = STEAL_DUTY
     print(f"steal on CPUs {cpus}: {lo:.0%}-{hi:.0%} of each CPU at real-time priority, held "
           f"{STEAL_HOLD_S[0]:g}-{STEAL_HOLD_S[1]:g} s a level, {size >> 20} MiB buffers, "

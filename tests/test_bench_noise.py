@@ -347,12 +347,9 @@ def test_the_memory_scenario_runs_its_hog_beside_the_cells(tmp_path, capsys):
 def test_the_steal_hog_takes_a_bounded_share_at_real_time_priority():
     """steal: started for real on one CPU, each process runs at SCHED_FIFO (which no nice
     value holds off), takes a share within its duty range, and ends by itself."""
-    from noise_hog import STEAL_CODE, STEAL_DUTY
+    from noise_hog import STEAL_CODE, STEAL_DUTY, may_take_realtime
 
-    try:  # the hog's own check: may this process take real-time priority at all?
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
-        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
-    except PermissionError:
+    if not may_take_realtime():  # the hog's own check
         pytest.skip("real-time priority needs root with CAP_SYS_NICE (CI's test step)")
     assert "steal" in noise.SCENARIOS
     hog = noise._hog("steal", [1], seed=3, max_s=3.0)
@@ -377,3 +374,16 @@ def _cpu_s(pid: int) -> float:
     with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
         fields = fh.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_steal_is_refused_in_one_line_where_real_time_priority_is_not_allowed(
+    tmp_path, monkeypatch, capsys
+):
+    """Without real-time priority the steal hog's processes would exit at once and the
+    runs be labelled steal beside no neighbour: refused before anything runs."""
+    monkeypatch.setattr(noise, "may_take_realtime", lambda: False)
+    out = tmp_path / "out"
+    assert noise.main(["--scenarios", "steal", "--no-quiet", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["noise.py: --scenarios steal: real-time priority needs root (CAP_SYS_NICE)"]
+    assert not out.exists()
