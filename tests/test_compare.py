@@ -139,6 +139,8 @@ def test_quick_compare_end_to_end_with_a_fake_runner(tmp_path, monkeypatch, caps
 def test_adaptive_rounds_run_only_undecided_pairs_and_resume_continues(
     tmp_path, monkeypatch, capsys
 ):
+    from tfvariants.analyze.statistics import adaptive
+
     monkeypatch.chdir(tmp_path)
     fake = FakeRunCell(speedup=0.0, noise=0.3)  # identical configurations: stays undecided
     monkeypatch.setattr(runner, "run_cell", fake)
@@ -153,6 +155,13 @@ def test_adaptive_rounds_run_only_undecided_pairs_and_resume_continues(
     assert [x["after_repeats"] for x in run["adaptive"]["looks_made"]] == [5, 6, 7, 8]
     err = capsys.readouterr().err
     assert "undecided against the baseline: mnist_mlp local@1" in err
+    # At the last look the closing line says the answer's next step: here the comparison
+    # sits at an edge for its noise, so both send it to a quieter machine, neither to a
+    # larger --max-repeats (the figure case: test_serve_rounds).
+    assert f"at the last look (8 repeats), next: {adaptive.QUIETER_NEXT}\n" in err
+    assert "next, for what is undecided: a quieter machine: " in err
+    assert "--max-repeats" not in err
+    assert err.index("at the last look (8 repeats)") < err.index("see 'next' above")
     # a resume with a larger maximum continues from the stored rounds
     again = FakeRunCell(speedup=0.0, noise=0.3)
     monkeypatch.setattr(runner, "run_cell", again)

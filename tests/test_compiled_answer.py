@@ -146,3 +146,38 @@ def test_at_last_look_reads_the_stop_the_rounds_record() -> None:
     assert not adaptive.at_last_look("every comparison was decided by the look after 10 repeats")
     assert not adaptive.at_last_look(None) and not adaptive.at_last_look(20)
     assert "AT_LAST_LOOK" in decide.__dict__  # the rounds word their stop with it
+
+
+@pytest.mark.parametrize(
+    ("mores", "needed", "figure"),
+    [
+        ([8, 31, None], 31, 39),  # the most any undecided one needs, beyond the last look of 8
+        ([3], 3, 16),  # never under twice the last look
+        ([None, None], 0, None),  # none gave a figure: a quieter machine, no --max-repeats
+        ([], None, 16),  # nothing undecided to count from: twice the last look
+    ],
+)
+def test_one_rule_gives_the_last_looks_next_step_its_figure(
+    mores: list[int | None], needed: int | None, figure: int | None
+) -> None:
+    """The answer's next step (answer.next_step, also each compiled build's line) and the
+    closing line and serving sentence (adaptive.last_look_next) say one --max-repeats."""
+    import re
+
+    from tfvariants.analyze.report.answer import next_step
+    from tfvariants.analyze.statistics import adaptive
+
+    cmps = [_cmp("undecided", 0.85, 1.12, more) for more in mores]
+    cmps.append(_cmp("different", 0.70, 0.80, 99))  # decided: not counted
+    assert adaptive.needed_more(cmps) == needed
+    closing = adaptive.last_look_next(needed, 8)
+    if figure is None:
+        assert closing == adaptive.QUIETER_NEXT
+    else:
+        assert re.findall(r"--max-repeats (\d+)", closing)[0] == str(figure)
+    if mores:  # the answer's step for the undecided comparison that needs the most
+        cmp = max(cmps[:-1], key=lambda c: c.more_repeats or 0)
+        step = next_step(cmp, 12.0, 8)
+        assert step.startswith(
+            closing if figure is None else f"a new run with --max-repeats {figure} "
+        )

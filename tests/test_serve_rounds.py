@@ -5,6 +5,7 @@ in run.json and the report; --max-repeats and a resumed run keep theirs."""
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -169,22 +170,45 @@ def test_the_report_states_the_planned_last_look_and_uses_its_looks(tmp_path):
 
 
 def test_a_run_at_its_last_look_says_a_new_run_decides_not_more_budget(tmp_path):
+    """The report's sentence, the answer's next step and serve's closing line give one
+    --max-repeats: the last look plus the most repeats an undecided comparison needs."""
+    from rich.console import Console
+
     from tfvariants.analyze.serving.analysis import analyze_serving
+    from tfvariants.analyze.shared.settings import ReportSettings
+    from tfvariants.commands import rounds
+    from tfvariants.commands.report import write_report
+    from tfvariants.render.answertext import answer_of_report
 
     rule = adaptive.stopping_rule(5, 20)
     _store(tmp_path, 20, 1.08)
     write_run(tmp_path, new_run(_spec(20), []))
     stopped = f"2 comparison(s) {adaptive.AT_LAST_LOOK} 20 repeats"
     update_run(tmp_path, adaptive={**rule.to_json(), "stopped": stopped})
-    (rep,) = analyze_serving(tmp_path, pricing=parse_pricing_option("gce-2017")).models
+    pricing = parse_pricing_option("gce-2017")
+    (rep,) = analyze_serving(tmp_path, pricing=pricing).models
     (i,) = [n for n, line in enumerate(rep.conclusions) if "planned last look" in line]
     assert ": undecided (" in rep.conclusions[i - 1]
     assert "(20 repeats), which more budget cannot pass" in rep.conclusions[i]
-    assert "--max-repeats 40" in rep.conclusions[i]
+    report = write_report(tmp_path, tmp_path / "rep.html", ReportSettings(pricing=pricing))
+    answer = answer_of_report(report)
+    assert answer is not None and answer.needed_more is not None
+    said = io.StringIO()
+    rounds.last_look_next(report.frame, answer, Console(file=said, width=400))
+    figure = adaptive.last_look_repeats(answer.needed_more, 20)
+    assert figure > 40  # the comparison needs more than twice the last look
+    places = [rep.conclusions[i], answer.next_step or "", said.getvalue()]
+    assert [_max_repeats(text) for text in places] == [figure] * 3, places
     # decided at a look, or stopped by the budget: no such line
     update_run(tmp_path, adaptive={**rule.to_json(), "stopped": "budget: 590 s spent"})
     (rep,) = analyze_serving(tmp_path, pricing=parse_pricing_option("gce-2017")).models
     assert not any("planned last look" in line for line in rep.conclusions)
+
+
+def _max_repeats(text: str) -> int:
+    """The --max-repeats a next step gives (the first: each says one)."""
+    (figure, *_) = re.findall(r"--max-repeats (\d+)", text)
+    return int(figure)
 
 
 def test_run_json_records_the_plan_and_a_run_stopped_before_its_first_look(tmp_path):

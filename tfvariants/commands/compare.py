@@ -471,6 +471,8 @@ def _report(out: Path, report_to: _ReportTo, outcome: MatrixOutcome, console: Co
     rounds.print_disturbed(outcome, console)
     report = report_to.write(out)
     analysis = report.frame
+    answer = answer_of_report(report)
+    rounds.last_look_next(analysis, answer, console)
     print_store_warnings(analysis)
     if report_to.verbose:  # the long paragraphs; the report has them always
         rounds.summary(analysis, out, console)
@@ -484,7 +486,7 @@ def _report(out: Path, report_to: _ReportTo, outcome: MatrixOutcome, console: Co
             highlight=False,
         )
     tail = [f"report: {report_to.path}", *([f"csv: {report_to.csv}"] if report_to.csv else [])]
-    print_answer(answer_of_report(report), tail, stderr=True)
+    print_answer(answer, tail, stderr=True)
 
 
 COMMAND = Command(

@@ -25,6 +25,7 @@ from tfvariants.store.record import AdaptiveRecord, RunRecord
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from tfvariants.analyze.report.answer import Answer
     from tfvariants.analyze.shared.frame import RunFrame
     from tfvariants.analyze.training.design import Design
     from tfvariants.execute.matrix import MatrixOutcome
@@ -163,7 +164,8 @@ def record(
     design: Design | None = None,
 ) -> None:
     """run.json's "adaptive": the rule, the budget, every round and look so far, why it
-    stopped, the design chosen at the first look (commands/design.py)."""
+    stopped, the design chosen at the first look (commands/design.py). A stop at the last
+    look gets its next step once the report has its figure (:func:`last_look_next`)."""
     from tfvariants.store.rundir import update_run
 
     # what a resumed run recorded before (typed at the store), then this command's
@@ -194,9 +196,18 @@ def record(
             highlight=False,
             markup=False,
         )
-    if adaptive.at_last_look(outcome.stopped):
-        more = 2 * rule.max_repeats
-        console.print(f"  next: {adaptive.LAST_LOOK_NEXT.format(more=more)}", markup=False)
+
+
+def last_look_next(frame: RunFrame, answer: Answer | None, console: Console) -> None:
+    """A run stopped undecided at its planned last look: the next step in full (a new
+    run, not a --resume), with the --max-repeats the answer's next step gives (one rule,
+    adaptive.last_look_repeats, on the answer's comparisons: no answer, none of them)."""
+    last = adaptive.last_look_of(frame.run.adaptive)
+    if last is None:
+        return
+    needed = answer.needed_more if answer is not None else None
+    step = adaptive.last_look_next(needed, last)
+    console.print(f"at the last look ({last} repeats), next: {step}", highlight=False, markup=False)
 
 
 def quiet_gate(spec: MatrixSpec) -> QuietGate | None:

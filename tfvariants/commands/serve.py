@@ -400,6 +400,7 @@ def _report(
 ) -> None:
     """The report, with each model's first conclusions on the console."""
     from tfvariants.analyze.shared.settings import ReportSettings
+    from tfvariants.commands import rounds
     from tfvariants.commands.report import write_report
     from tfvariants.render.answertext import answer_of_report, print_answer
 
@@ -407,12 +408,14 @@ def _report(
     # The decision settings: the run's, as stored.
     settings = ReportSettings(pricing=pricing, baseline=args.baseline, p99_bound_ms=o.p99_bound_ms)
     report = write_report(out, report_path, settings, csv_path=args.csv)
+    answer = answer_of_report(report)
+    rounds.last_look_next(report.frame, answer, console)
     for part in report.parts if args.verbose else ():
         for _, lines in part.said(report.shared):
             for line in lines[:3]:
                 console.print(f"  {line}", highlight=False, markup=False)
     tail = [f"report: {report_path}", *([f"csv: {args.csv}"] if args.csv else [])]
-    print_answer(answer_of_report(report), tail, stderr=True)
+    print_answer(answer, tail, stderr=True)
 
 
 COMMAND = Command(

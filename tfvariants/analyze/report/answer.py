@@ -45,6 +45,9 @@ class Answer:
     cost_header: str = "cost per run"
     noise: str | None = None  # the noise decomposition's line (analyze/training/decomposition.py)
     beyond: tuple[str, ...] = ()  # what the rows cannot show (AnswerPart.beyond), a line each
+    # The most repeats an undecided comparison needs (adaptive.needed_more: None, none is
+    # undecided; 0, none gave a figure): the next step's, for the command's closing line.
+    needed_more: int | None = None
 
     @property
     def has_headroom(self) -> bool:
@@ -102,6 +105,7 @@ def answer_of(
         cost_header=parts[0].words.cost if len(parts) == 1 else "cost",
         noise=next((a.noise for _, a in given if a.noise), None),
         beyond=tuple(line for _, a in given for line in a.beyond),
+        needed_more=adaptive.needed_more(cmps),
     )
 
 
@@ -185,15 +189,14 @@ def next_step(cmp: Comparison, round_s: float | None, last_look: int | None = No
     run stopped at its planned last look, which more budget cannot pass)."""
     more = cmp.more_repeats
     if last_look is not None and more:
+        # the one rule the closing line and the serving report's sentence use too
+        repeats = adaptive.last_look_repeats(more, last_look)
         return (
-            f"a new run with --max-repeats {max(2 * last_look, last_look + more)} planned "
-            f"from the start: about {more} more repeats than this run's last look"
+            f"a new run with --max-repeats {repeats} planned from the start: about {more} "
+            "more repeats than this run's last look"
         )
     if not more:
-        return (
-            "a quieter machine: at this noise no practical number of repeats would settle it "
-            f"(the ratio sits near {_edges(cmp)})"
-        )
+        return f"{adaptive.QUIETER_NEXT} (the ratio sits near {_edges(cmp)})"
     if round_s is None:
         return f"--resume with more --budget: about {more} more repeats"
     minutes = max(1, math.ceil(more * round_s / 60))

@@ -22,6 +22,7 @@ from tfvariants.analyze.serving.configs import (
     Disturbed,
     ModelReport,
     ServingAnalysis,
+    answered,
     compare_lower,
     operating_point,
     price_config,
@@ -29,6 +30,7 @@ from tfvariants.analyze.serving.configs import (
 )
 from tfvariants.analyze.serving.sentences import conclude_model, last_look_sentence
 from tfvariants.analyze.shared.settings import ReportSettings
+from tfvariants.analyze.statistics.adaptive import needed_more
 from tfvariants.analyze.statistics.decide import Settings, run_settings
 from tfvariants.analyze.statistics.interference import unclean_rounds, uses_disturbed
 from tfvariants.analyze.statistics.verdict import Verdict
@@ -144,8 +146,11 @@ def model_reports(
         for m in models
     ]
     if run.adaptive is not None:
+        # The run's figure, over every model's answered comparisons: one new run decides
+        # them all, and the answer's next step counts it from the same ones.
+        needed = needed_more(c for rep in reports for c in answered(rep))
         reports = [
-            replace(rep, conclusions=last_look_sentence(rep.conclusions, run.adaptive))
+            replace(rep, conclusions=last_look_sentence(rep.conclusions, run.adaptive, needed))
             for rep in reports
         ]
     return reports

@@ -322,3 +322,23 @@ def watched(report: ModelReport) -> list[tuple[Config, Config, stats.Comparison]
         if report.cheapest is not None:
             out.append((report.cheapest, report.runner_up, report.cheapest_cmp))
     return out
+
+
+def beyond_the_bound(report: ModelReport) -> list[tuple[Config, Config, stats.Comparison, Row]]:
+    """The watched comparisons of the configurations with no comparison at a point
+    within the bound, each with the row it was made at (:func:`saturated_row`): the
+    answer's lines under its table, whose rows can only say "p99 over"."""
+    out = []
+    for c, b, cmp in watched(report):
+        row = saturated_row(c)
+        if c.cost_cmp is None and c.throughput_cmp is None and row is not None:
+            out.append((c, b, cmp, row))
+    return out
+
+
+def answered(report: ModelReport) -> list[stats.Comparison]:
+    """A model's comparisons the answer shows (its rows' costs against the baseline,
+    then :func:`beyond_the_bound`'s): one list, so the answer's next step and the
+    report's last-look sentence count their figure from the same comparisons."""
+    costs = [c.cost_cmp for c in report.configs if c.cost_cmp is not None and not c.is_baseline]
+    return costs + [cmp for _, _, cmp, _ in beyond_the_bound(report)]

@@ -17,8 +17,8 @@ from tfvariants.analyze.serving.configs import (
     Config,
     ModelReport,
     ServingAnalysis,
-    saturated_row,
-    watched,
+    answered,
+    beyond_the_bound,
 )
 from tfvariants.analyze.serving.sentences import versus
 from tfvariants.analyze.shared import cautions
@@ -79,15 +79,14 @@ class ServingPart:
 
     def answer(self, currency: str, compiled: PresetRecord | None) -> AnswerPart:
         bound = self.analysis.p99_bound_ms
-        rows, cmps, beyond = [], [], []
+        rows: list[Row] = []
+        cmps: list[Comparison] = []
+        beyond: list[str] = []
         for m in self.analysis.models:
-            for c in m.configs:
-                rows.append(_row(m, c, currency, bound))
-                if c.cost_cmp is not None and not c.is_baseline:
-                    cmps.append(c.cost_cmp)
-            for line, cmp in over_the_bound(m):
-                beyond.append(line)
-                cmps.append(cmp)  # its next step is the run's, as the rows' are
+            rows += [_row(m, c, currency, bound) for c in m.configs]
+            # the lines under the table too: their next step is the run's, as the rows' is
+            cmps += answered(m)
+            beyond += over_the_bound(m)
         keys = tuple(
             (c.variant, c.threads, c.device) for m in self.analysis.models for c in m.configs
         )
@@ -119,18 +118,15 @@ def build_serving(
     return ServingPart(analysis) if analysis is not None else None
 
 
-def over_the_bound(m: ModelReport) -> list[tuple[str, Comparison]]:
+def over_the_bound(m: ModelReport) -> list[str]:
     """The comparisons with the baseline made where a configuration kept no point within
-    the bound (configs.watched: the throughput at the most requests in flight), each in a
-    line under the table, whose rows can only say "p99 over"."""
-    out = []
-    for c, b, cmp in watched(m):
-        row = saturated_row(c)
-        if c.cost_cmp is not None or c.throughput_cmp is not None or row is None:
-            continue
-        said = versus(m, c, b, cmp, "time")
-        out.append((f"{m.model}, at {row.concurrency} in flight (over the bound): {said}", cmp))
-    return out
+    the bound (configs.beyond_the_bound: the throughput at the most requests in flight),
+    each in a line under the table, whose rows can only say "p99 over"."""
+    return [
+        f"{m.model}, at {row.concurrency} in flight (over the bound): "
+        + versus(m, c, b, cmp, "time")
+        for c, b, cmp, row in beyond_the_bound(m)
+    ]
 
 
 def _row(m: ModelReport, c: Config, currency: str, bound_ms: float) -> Row:

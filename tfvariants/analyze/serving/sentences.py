@@ -237,11 +237,12 @@ def look_plan_sentence(plan: LookPlan | None) -> str | None:
     )
 
 
-def last_look_sentence(lines: list[str], adaptive: AdaptiveRecord) -> list[str]:
+def last_look_sentence(lines: list[str], adaptive: AdaptiveRecord, needed: int | None) -> list[str]:
     """A model's sentences with one more after the last undecided one of a run that
     stopped at its planned last look: its "about N more repeats" needs a new run, not
-    more budget (as compare's closing line and answer box say:
-    tfvariants.analyze.statistics.adaptive)."""
+    more budget. ``needed``: the most repeats the run's undecided comparisons need
+    (adaptive.needed_more over every model's, as the answer counts it), so this says the
+    answer's and the closing line's --max-repeats (adaptive.last_look_repeats)."""
     if not adaptive_rule.at_last_look(adaptive.stopped):
         return lines
     undecided = [i for i, line in enumerate(lines) if ": undecided (" in line]
@@ -251,6 +252,6 @@ def last_look_sentence(lines: list[str], adaptive: AdaptiveRecord) -> list[str]:
     at = undecided[-1] + 1
     said = (
         f"This run stopped at its planned last look ({last} repeats), which more budget "
-        f"cannot pass; to decide: {adaptive_rule.LAST_LOOK_NEXT.format(more=2 * last)}."
+        f"cannot pass; to decide: {adaptive_rule.last_look_next(needed, last)}."
     )
     return [*lines[:at], said, *lines[at:]]

@@ -19,10 +19,12 @@ What is judged at a look is the report's own comparison
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tfvariants.analyze.statistics import looks as looks_mod
-from tfvariants.analyze.statistics.stats import smallest_decidable_n
+from tfvariants.analyze.statistics.stats import Comparison, smallest_decidable_n
+from tfvariants.analyze.statistics.verdict import Verdict
 from tfvariants.store.record import AdaptiveRecord
 
 DEFAULT_LOOKS = 4
@@ -83,10 +85,45 @@ def _paired_first(looks: tuple[int, ...], confidence: float, limit: int) -> int:
 # were planned up to --max-repeats. A --resume with a larger --max-repeats adds looks
 # the plan did not have, and the stated confidence no longer holds (docs/methods.md).
 LAST_LOOK_NEXT = (
-    "a new run planned from the start with a larger last look, e.g. --max-repeats {more} "
+    "a new run planned from the start with a larger last look, e.g. --max-repeats {repeats} "
     "(and a --budget that fits it); a --resume with a larger --max-repeats adds looks the "
     "plan did not have and weakens the stated confidence"
 )
+
+
+# What to do when every undecided comparison sits so near an edge for its noise that no
+# practical number of repeats settles it (bands.more_repeats: None): a larger last look
+# would not either.
+QUIETER_NEXT = "a quieter machine: at this noise no practical number of repeats would settle it"
+
+
+def needed_more(cmps: Iterable[Comparison]) -> int | None:
+    """The most repeats per side an undecided comparison needs ("about N more repeats
+    per side"): the figure the run's next step is for. None: no undecided comparison; 0:
+    none of the undecided ones gave a figure (:data:`QUIETER_NEXT`)."""
+    more = [c.more_repeats or 0 for c in cmps if c.verdict == Verdict.UNDECIDED]
+    return max(more) if more else None
+
+
+def last_look_repeats(needed: int | None, last: int) -> int:
+    """The --max-repeats of the new run that decides what stopped undecided at the last
+    look ``last``: ``needed`` (:func:`needed_more`) beyond it, never under twice it
+    (twice it alone when ``needed`` is None: no comparison counted is undecided, or none
+    was counted, e.g. a report with no answer). The one figure the answer's next step,
+    the command's closing line and the serving report's sentence give, so a reader is
+    told one number. The floor: ``needed`` is a rough estimate (an interval's width ~
+    1/sqrt(n)), and a new run planned barely past this one on it would likely stop
+    undecided at its own last look again."""
+    return max(2 * last, last + (needed or 0))
+
+
+def last_look_next(needed: int | None, last: int) -> str:
+    """The next step of a run stopped undecided at its last look, in full (why not a
+    --resume), with :func:`last_look_repeats`' figure; the answer's :data:`QUIETER_NEXT`
+    when the undecided comparisons gave none (``needed`` 0), as its next step says."""
+    if needed == 0:
+        return QUIETER_NEXT
+    return LAST_LOOK_NEXT.format(repeats=last_look_repeats(needed, last))
 
 
 AT_LAST_LOOK = "still undecided after the maximum of"  # in run.json's adaptive.stopped
