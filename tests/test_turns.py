@@ -276,3 +276,42 @@ def test_check_turns_refuses_ray_and_containers():
         check_turns(spec, {"a": pinned}, "ray")  # type: ignore[arg-type]
     with pytest.raises(UserError, match="b run"):
         check_turns(spec, {"a": pinned, "b": boxed}, "local")  # type: ignore[arg-type]
+
+
+def test_resume_cannot_switch_turns_on_and_keeps_them():
+    import argparse
+
+    from tfvariants.commands import rounds
+    from tfvariants.store.record import run_record
+
+    args = argparse.Namespace(quick=True, budget_s=None, turns=True, min_steady_s=None,
+                              data_dir=None)  # fmt: skip
+    with pytest.raises(UserError, match="measured one at a time"):
+        rounds.training_options(args, run_record({"options": {"quick": True}}), repeats=5)
+    args.turns = None
+    kept = rounds.training_options(
+        args, run_record({"options": {"quick": True, "turns": True}}), repeats=5
+    )
+    assert kept.turns is True
+
+
+def test_a_run_that_took_turns_says_so_in_its_report():
+    from tfvariants.analyze.training.analysis import turns_sentence
+
+    assert turns_sentence(None) is None and turns_sentence(False) is None
+    assert "Measured taking turns (--turns)" in (turns_sentence(True) or "")
+
+
+def test_a_slot_holds_what_the_memory_available_holds():
+    from tfvariants.execute.turns import MAX_SIDES, sides_that_fit
+
+    gib = 1 << 30
+    assert sides_that_fit(None) == MAX_SIDES
+    assert sides_that_fit(64 * gib) == MAX_SIDES
+    assert sides_that_fit(4 * gib, gib) == 2  # half of it for everything else
+    assert sides_that_fit(gib // 4, gib) == 1  # never less than the cell itself
+    todo = [C("a"), C("b"), C("c"), C("d"), C("e")]
+    turns = _turns(lambda *a: None)
+    turns.memory = lambda: 6 * (1 << 30)  # 3 workers of 1 GiB
+    assert [c.variant for c in turns.take(todo, 0)] == ["a", "b", "c"]
+    assert [c.variant for c in todo] == ["a", "d", "e"]
