@@ -312,10 +312,7 @@ def _run_matrix(
             args, spec, variant_objs, report_to.settings.pricing, out, console, options_for
         )
     else:
-        retry = rounds.retry_options(spec, quiet_gate)
-        if opts.turns:  # a retry would run alone, away from the turns its round shared
-            retry["retries"] = 0
-        run_policy = dataclasses.replace(run_policy, **retry)
+        run_policy = dataclasses.replace(run_policy, **rounds.retry_options(spec, quiet_gate))
         executor = _local(spec, variant_objs, options_for, quiet_gate, console, duet_at)
         if next_round is not None and design.chooses(spec, args.executor, next_round):
             # The compiled preset: sequential to its first look, then the design it chose.

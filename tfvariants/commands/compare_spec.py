@@ -231,7 +231,7 @@ def check_turns(spec: MatrixSpec, variants: Mapping[str, Variant], executor: str
 
 TURNS_LINE = (
     "turns: a round's cells of each workload run at once on the same CPUs, handing them "
-    "over every few seconds of training, so what comes and goes slows them alike"
+    "over every second of training, so what comes and goes over seconds slows them alike"
 )
 
 

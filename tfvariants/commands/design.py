@@ -51,8 +51,6 @@ def side_by_side(
     words for the design's line: what would let it)."""
     from tfvariants.plan.duet import duet_fit, duet_plans
 
-    if spec.options.turns:  # consecutive cells are already a slot's, living through the same
-        return "its cells already take turns on the same CPUs, which cancels that part"
     configs = spec.configurations()
     threads = [t for _, t in configs]
     fit = duet_fit(threads, len(configs), pinned, topology)

@@ -92,12 +92,6 @@ def training_options(
             "--duet: this run's cells were measured one at a time; a resume cannot change that"
         )
     given["duet"] = duet or None
-    turns = bool(getattr(args, "turns", False))
-    if turns and before is not None and not before.turns:
-        raise UserError(
-            "--turns: this run's cells were measured one at a time; a resume cannot change that"
-        )
-    given["turns"] = turns or None
     fallback = {
         "min_steady_s": window[0],
         "min_steady_steps": window[1],
@@ -283,8 +277,8 @@ def summary(analysis: RunFrame, out: Path, console: Console) -> None:
         # report (a "shielded busy" speed-up may be understated).
         for caution in analysis.noise.warnings:
             console.print(f"  caution: {caution.message}", highlight=False, markup=False)
-        if analysis.noise.arranged:
-            console.print(f"  {analysis.noise.arranged}", highlight=False, markup=False)
+        if analysis.noise.duet:
+            console.print(f"  {analysis.noise.duet}", highlight=False, markup=False)
     quiet = getattr(analysis, "interference", None)
     if quiet is not None and quiet.cells:
         console.print(f"  {quiet.sentence()}", highlight=False, markup=False)

@@ -48,16 +48,10 @@ from tfvariants.plan.task import CellT, PlannedCell
 from tfvariants.store.runfolder import RunFolder
 from workloads.turns import DONE, END, FREE, GO, PGID, READY
 
-# A turn's seconds of steps. Short turns share a neighbour's faster changes, but every
-# hand-over costs the next cell more than its pipe round trip: at 1 s, mnist_cnn's steps
-# at 2 threads took 79-120 ms against 72-89 ms one cell after another (all three builds,
-# quiet host); at 4 s, 70-85 ms, as alone (docs/measurements.md, "Taking turns").
-TURN_S = 4.0
-# Cells alive at once in a slot: each holds its memory while it waits (a mnist_cnn
-# worker peaked at 0.66 GB), so a round of many configurations takes turns in slots of
-# at most this many, and fewer where the memory available would not hold them.
-MAX_SIDES = 4
-WORKER_BYTES = 1 << 30  # a worker's memory, for that check, until one has been seen
+# A turn's seconds of steps: a few steps of the slowest workload at 2 threads (0.1-0.3 s
+# a step), short beside a neighbour's bursts (seconds), long beside a hand-over (a pipe
+# write and a read: tens of microseconds) and the caches a turn starts without.
+TURN_S = 1.0
 POLL_S = 0.2  # how often the baton looks whether a cell has ended without a word
 
 
@@ -76,38 +70,17 @@ class Seat:
 TurnOn = Callable[[CellT, RunFolder, QuietFn | None, Seat], StoredCell]
 
 
-def partners(todo: Sequence[PlannedCell], i: int, most: int = MAX_SIDES) -> list[int]:
+def partners(todo: Sequence[PlannedCell], i: int) -> list[int]:
     """The indexes (after ``i``) of the cells that take turns with ``todo[i]``: the rest
-    of its round's cells of the same workload and thread count, at most ``most`` - 1."""
+    of its round's cells of the same workload and thread count."""
     cell = todo[i]
-    same = [
+    return [
         j
         for j in range(i + 1, len(todo))
         if getattr(todo[j], "repeat", None) == cell.repeat
         and todo[j].workload == cell.workload
         and todo[j].threads == cell.threads
     ]
-    return same[: max(most - 1, 0)]
-
-
-def sides_that_fit(available: int | None, worker: int = WORKER_BYTES) -> int:
-    """How many cells may take turns at once in ``available`` bytes of memory (None:
-    unknown): at least 1, at most MAX_SIDES, half the memory left to everything else."""
-    if available is None:
-        return MAX_SIDES
-    return max(1, min(MAX_SIDES, available // 2 // max(worker, 1)))
-
-
-def available_memory() -> int | None:
-    """MemAvailable of /proc/meminfo in bytes (None where unreadable)."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
 
 
 class Baton:
@@ -236,8 +209,6 @@ class Turns(Generic[CellT]):
         self.plan, self.run_on, self.gate, self.disturbed = plan, run_on, gate, disturbed
         self.turn_s = turn_s
         self.turns_given = 0
-        self.memory: Callable[[], int | None] = available_memory
-        self.peak: int | None = None  # the largest worker peak a cell of the run has shown
 
     def __enter__(self) -> Turns[CellT]:
         return self
@@ -246,10 +217,8 @@ class Turns(Generic[CellT]):
         return None
 
     def take(self, todo: list[CellT], i: int) -> list[CellT]:
-        """``todo[i]`` and its partners of the round (taken out of ``todo``), as many as
-        the memory available holds."""
-        most = sides_that_fit(self.memory(), self.peak or WORKER_BYTES)
-        taken = [todo.pop(j) for j in reversed(partners(todo, i, most))]
+        """``todo[i]`` and its partners of the round (taken out of ``todo``)."""
+        taken = [todo.pop(j) for j in reversed(partners(todo, i))]
         return [todo[i], *reversed(taken)]
 
     def estimate(self, cells: Sequence[CellT], eta: EtaModel) -> float:
@@ -313,8 +282,6 @@ class Turns(Generic[CellT]):
                     driver.join()
                 baton.close()
         out = {s.cell.cell_id: s.result for s in sides if s.result is not None}
-        peaks = [p for r in out.values() if isinstance(r, StoredCell) and (p := _peak(r))]
-        self.peak = max([self.peak or 0, *peaks]) or None
         observe_slot(
             self.gate, self.disturbed, [r for r in out.values() if isinstance(r, StoredCell)]
         )
@@ -334,10 +301,3 @@ class Turns(Generic[CellT]):
         finally:
             me.done.set()
             me.over.set()
-
-
-def _peak(stored: StoredCell) -> int | None:
-    """A cell's worker's peak memory (its result's ``memory.peak_rss_bytes``)."""
-    memory = stored.raw.get("memory")
-    peak = memory.get("peak_rss_bytes") if isinstance(memory, Mapping) else None
-    return peak if isinstance(peak, int) and peak > 0 else None

@@ -147,18 +147,6 @@ def duet_sentence(duet: object) -> str | None:
     )
 
 
-def turns_sentence(turns: object) -> str | None:
-    """What a run whose cells took turns measured (None: they did not)."""
-    if turns is not True:
-        return None
-    return (
-        "Measured taking turns (--turns): each round's cells of a workload ran at once on "
-        "the same CPUs, each training for a few seconds while the others waited stopped, "
-        "so what came and went on the machine reached them alike and the per-round ratios "
-        "cancel it. The waits are in no cell's time or cost."
-    )
-
-
 def analyze_contents(contents: RunContents, report: ReportSettings, settings: Settings) -> Analysis:
     """Group a loaded folder's training cells, compute statistics, costs, comparisons and
     conclusions (serving cells have their own analysis: analyze/serving/), deciding with
@@ -198,8 +186,7 @@ def analyze_contents(contents: RunContents, report: ReportSettings, settings: Se
         host_noise([judged[k] for k in inputs.groups], inputs.settings),
         window_plan=windows.plan_sentence(run.adaptive.window_plan if run.adaptive else None),
         later=later_sentence(training.later if training else None, cells),
-        arranged=duet_sentence(training.duet if training else None)
-        or turns_sentence(training.turns if training else None),
+        duet=duet_sentence(training.duet if training else None),
         design=_design_line(run.adaptive.design if run.adaptive else None),
     )
     all_warnings += noise.warnings

@@ -51,7 +51,7 @@ class HostNoise:
     decomposition: Decomposition | None = None
     window_plan: str | None = None  # the steady window the adaptive rounds chose
     later: str | None = None  # when the --later variants started, in words
-    arranged: str | None = None  # how the cells met in time (--duet, --turns), in words
+    duet: str | None = None  # how a duet run (--duet) measured, in words
     design: str | None = None  # the design the first look chose (analyze/training/design.py)
     warnings: list[StatWarning] = field(default_factory=list)
     # About how many repeats per side would call an equal pair "equivalent" (None: unknown)
