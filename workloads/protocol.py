@@ -88,19 +88,6 @@ class RequestError(ValueError):
     """A worker request that is not valid JSON or lacks a field of the right type."""
 
 
-def _check_turns(turns: Any) -> None:
-    """``turns``: None, or the two pipes' paths and a turn of 0.01 s to an hour."""
-    if turns is None:
-        return
-    if not isinstance(turns, dict) or set(turns) != {"go", "done", "turn_s"}:
-        raise RequestError("worker request: 'turns' must be an object of go, done, turn_s")
-    if not all(isinstance(turns[k], str) and turns[k] for k in ("go", "done")):
-        raise RequestError("worker request: 'turns' go and done must be paths")
-    t = turns["turn_s"]
-    if not isinstance(t, (int, float)) or isinstance(t, bool) or not 0.01 <= t <= 3600:
-        raise RequestError("worker request: 'turns' turn_s must be 0.01-3600 seconds")
-
-
 @dataclass(frozen=True)
 class WorkerRequest:
     """The one envelope of every worker process, whatever its task: built by the host,
@@ -139,9 +126,6 @@ class WorkerRequest:
     backend: str | None = None  # Keras backend: tensorflow, jax, torch (None: $KERAS_BACKEND)
     task: str = "train"  # the task's name, whose worker reads it (or PROBE)
     payload: dict[str, Any] | None = None  # the task's own request, as its worker reads it
-    # Taking turns with the slot's other cells (workloads.turns): the host's two named
-    # pipes and the turn's seconds; None: this cell has its CPUs to itself.
-    turns: dict[str, Any] | None = None
 
     @classmethod
     def probe(cls, result: str) -> WorkerRequest:
@@ -165,7 +149,6 @@ class WorkerRequest:
             raise RequestError(f"worker request: task {asked!r}, this worker runs {task!r}")
         if data.get("payload") is not None and not isinstance(data["payload"], dict):
             raise RequestError("worker request: 'payload' must be an object")
-        _check_turns(data.get("turns"))
         for name in ("workload", "result"):
             if not isinstance(data.get(name), str) or not data[name]:
                 raise RequestError(f"worker request: '{name}' must be a non-empty string")

@@ -35,7 +35,6 @@ from workloads import cpuload, steady
 SAMPLE_S = 0.25  # the shortest sampling interval between batch ends
 CLEAN_LIMIT = 0.10  # a step is clean when others' share of its intervals is at most this
 STEPS, GAP = "steps", "gap"  # what an interval held: training steps, or the epoch gap
-TURN = "turn"  # another cell's turn on our CPUs (workloads.turns): no interval of ours
 
 
 @dataclass(frozen=True)
@@ -130,24 +129,13 @@ class Sampler:
         is under ``2 x sample_s`` (the last steps before validation join the steps before
         them, so a long validation keeps its own share; epochs shorter than ``sample_s``
         do not make one long interval), else the next one (the rest at the end: the one
-        before). A merged interval is a gap only when all its parts were. Another cell's
-        turn (TURN) is left out: its load is that cell's steps, not a neighbour's."""
+        before). A merged interval is a gap only when all its parts were."""
         if not self.available or len(self.readings) < 2:
             return []
-        stretches: list[list[_Part]] = [[]]  # the parts between other cells' turns
-        for a, b in zip(self.readings, self.readings[1:], strict=False):
-            if b.label == TURN:
-                stretches.append([])
-            else:
-                stretches[-1].append(_Part(a, b, b.label))
-        merged = [p for parts in stretches for p in self._merged(parts)]
-        return [self._interval(p.start, p.end, p.label) for p in merged]
-
-    def _merged(self, parts: Sequence[_Part]) -> list[_Part]:
-        """Consecutive parts, the short ones merged (:meth:`intervals`)."""
         out: list[_Part] = []
         pending: _Part | None = None  # a short part waiting for the next
-        for part in parts:
+        for a, b in zip(self.readings, self.readings[1:], strict=False):
+            part = _Part(a, b, b.label)
             if pending is not None:
                 part, pending = pending.join(part), None
             if part.seconds >= self.sample_s:
@@ -161,7 +149,7 @@ class Sampler:
                 out[-1] = out[-1].join(pending)
             else:
                 out.append(pending)
-        return out
+        return [self._interval(p.start, p.end, p.label) for p in out]
 
     def _interval(self, a: Reading, b: Reading, label: str) -> Interval:
         shares = cpuload.busy_shares(a.stat, b.stat, self.cpus)

@@ -34,7 +34,6 @@ from workloads.protocol import (
     exit_now,
     write_json_atomic,
 )
-from workloads.turns import Turns
 
 # Cap on recorded per-step samples: enough for distributions, small enough to read.
 MAX_STEP_SAMPLES = 2000
@@ -76,19 +75,13 @@ def peak_rss_bytes() -> int:
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
-def make_timer(
-    keras: Any,
-    stop_when: Any = None,
-    sampler: stepload.Sampler | None = None,
-    turns: Turns | None = None,
-) -> Any:
+def make_timer(keras: Any, stop_when: Any = None, sampler: stepload.Sampler | None = None) -> Any:
     class EpochStepTimer(keras.callbacks.Callback):
         """Monotonic wall time of every epoch, its training phase, and every step;
         stops training once ``stop_when(all step times)`` is true (checked every 10
         steps: the check is O(steps)), but not before the second epoch. ``sampler``
         (workloads.stepload) takes its readings at batch ends and phase changes, outside
-        the steps' times. ``turns`` (workloads.turns): the CPUs are handed over at batch
-        ends, and the waits are in no step and no epoch."""
+        the steps' times."""
 
         def __init__(self) -> None:
             super().__init__()
@@ -106,14 +99,8 @@ def make_timer(
             self._validated = False
 
         def on_train_begin(self, logs: Any = None) -> None:
-            if turns is not None:
-                turns.begin()
             if sampler is not None:
                 sampler.begin(time.perf_counter())
-
-        def on_train_end(self, logs: Any = None) -> None:
-            if turns is not None:
-                turns.end()
 
         def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
             self.steps.append([])
@@ -149,27 +136,6 @@ def make_timer(
                 if stop_when(self.all_steps):
                     self.model.stop_training = True
                     self.stopped_early = True
-            if turns is not None:
-                self._take_turns()
-
-        def _take_turns(self) -> None:
-            """Hand the CPUs over if this turn is used up; the wait is taken out of the
-            epoch's clock and of the sampler's intervals (a TURN interval: the others'
-            steps on our CPUs, not a neighbour's load)."""
-            assert turns is not None
-            if not turns.due(bool(self.model.stop_training)):
-                return
-            paused = time.perf_counter()
-            if sampler is not None:
-                sampler.mark(paused, stepload.STEPS)
-            turns.hand_over()
-            resumed = time.perf_counter()
-            if sampler is not None:
-                sampler.mark(resumed, stepload.TURN)
-            # As if the clock had stopped: the pause is in no epoch's time or gap.
-            self._epoch_t0 += resumed - paused
-            self._last_train_end += resumed - paused
-            self._next_start = resumed
 
         def on_test_begin(self, logs: Any = None) -> None:
             # Validation inside fit: the steps before it end an interval of their own.
@@ -269,7 +235,6 @@ def run(req: WorkerRequest, result: dict[str, Any]) -> None:
     full_samples = spec.get("train_samples") or n_train
     window = steady.Window.requested(req)
     sampler = stepload.Sampler(req.cpus)
-    turns = Turns(req.turns) if req.turns is not None else None
     if req.epochs is None:
         # Steady-window mode: stop once the window is met; on a sample of the data, run
         # as many epochs as that takes (the full schedule is projected, not run).
@@ -280,13 +245,13 @@ def run(req: WorkerRequest, result: dict[str, Any]) -> None:
             first = len(timer.steps[0])
             return window.met(steps, first)
 
-        timer = make_timer(keras, stop_when, sampler, turns)
+        timer = make_timer(keras, stop_when, sampler)
         tf_module = loaded.extra.get("module") if backend == "tensorflow" else None
         if tf_module is not None:
             iterhold.hold_tf_iterators(tf_module)
             result["applied"]["tf_data_iterators"] = "held until exit (workloads.iterhold)"
     else:
-        timer = make_timer(keras, sampler=sampler, turns=turns)
+        timer = make_timer(keras, sampler=sampler)
     before = cpuload.snapshot()
     history = model.fit(
         x,
@@ -299,9 +264,6 @@ def run(req: WorkerRequest, result: dict[str, Any]) -> None:
         shuffle=True,
     )
     usage = cpuload.usage(before, cpuload.snapshot(), req.cpus)
-    if turns is not None:
-        # Over the turns only: the other cells' turns on these CPUs are not others' load.
-        usage = {**turns.usage(req.cpus), "turns": turns.to_json()}
     seconds = {"import_tf_s": import_s, "data_s": data_s, "build_s": build_s}
     fitted = _Fitted(
         workload,

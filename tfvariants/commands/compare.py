@@ -14,15 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from tfvariants.commands import common, compare_cluster, design, presets, rounds
 from tfvariants.commands.command import Command
+from tfvariants.commands.compare_spec import build_spec as build_spec
 from tfvariants.commands.compare_spec import (
-    TURNS_LINE,
     check_baseline,
     check_duet,
     check_later,
-    check_turns,
     duet_line,
 )
-from tfvariants.commands.compare_spec import build_spec as build_spec
 from tfvariants.commands.compare_spec import parse_threads as parse_threads
 from tfvariants.commands.matrix_args import (  # noqa: F401 (quick_scale: the command's API)
     QUICK_SAMPLES,
@@ -65,7 +63,6 @@ if TYPE_CHECKING:
     from tfvariants.execute.quiet import QuietGate, QuietWait
     from tfvariants.execute.record import StoredCell
     from tfvariants.execute.runner import RunOptions
-    from tfvariants.execute.turns import Turns
     from tfvariants.plan.cell import Cell
     from tfvariants.plan.duet import DuetPlans
     from tfvariants.plan.pinning import PinPlan
@@ -102,7 +99,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="skip the peak probe (attainable GFLOP/s per variant and thread count)",
     )
-    declare.add_arguments(p, TrainingOptions, ("duet", "turns", "oversubscribe"))
+    declare.add_arguments(p, TrainingOptions, ("duet", "oversubscribe"))
     p.add_argument("--workloads", default=None, help="'all' (default) or a comma list")
     p.add_argument(
         "--trust-workloads",
@@ -196,7 +193,6 @@ def run(args: argparse.Namespace) -> int:
     check_later(args.baseline, spec)
     if not (args.dry_run or args.executor == "ray" or opts.oversubscribe):
         check_fits_host("compare", spec.configurations(), spec.variant_info, spec.threads)
-    turns = check_turns(spec, variant_objs, args.executor)  # first: it names --duet too
     duet_at = check_duet(spec, variant_objs, args.executor)
     firstlook.say(spec, args.out if args.resume else None, args.estimate_from)
     if args.beside:  # named inputs: refused in one line before any cell runs
@@ -206,8 +202,6 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         if duet_at is not None:
             print(duet_line(duet_at), file=sys.stderr)
-        if turns:
-            print(TURNS_LINE, file=sys.stderr)
         kinds = {n: v.kind for n, v in variant_objs.items()}
         return compare_cluster.dry_run(args, spec, pricing, Console(soft_wrap=True), kinds)
     if args.executor == "ray":
@@ -349,8 +343,6 @@ def _local(
 
     if duet_at is not None:
         return _duet(duet_at, spec, variant_objs, options_for, gate, console)
-    if spec.options.turns:
-        return _turns(spec, variant_objs, options_for, gate, console)
     at = runner.Conditions(quiet=gate, priority=spec.options.priority)
 
     def run_one(cell: Cell, folder: RunFolder) -> StoredCell:
@@ -390,43 +382,6 @@ def _duet(
     if say:
         console.print(duet_line(plans), highlight=False, markup=False)
     return Duet(plans, run_on, gate, interference.rule_of(spec.options))
-
-
-def _turns(
-    spec: MatrixSpec,
-    variant_objs: dict[str, Variant],
-    options_for: Callable[[Cell], RunOptions],
-    gate: QuietGate | None,
-    console: Console,
-    say: bool = True,
-) -> Turns[Cell]:
-    """The run's cells taking turns on each cell's usual plan, said on the console
-    (``say``; a design's turns are said when it is chosen)."""
-    from tfvariants.analyze.statistics import interference
-    from tfvariants.execute import runner
-    from tfvariants.execute.turns import Seat, Turns
-    from tfvariants.plan.pinning import plan_pinning
-    from tfvariants.plan.topology import read_topology
-
-    priority, topology = spec.options.priority, read_topology()
-
-    def run_on(
-        cell: Cell,
-        folder: RunFolder,
-        quiet: Callable[[Sequence[int]], QuietWait] | None,
-        seat: Seat,
-    ) -> StoredCell:
-        at = runner.Conditions(quiet=quiet, priority=priority, turns=seat)
-        return runner.run_cell(cell, variant_objs[cell.variant], options_for(cell), folder, at=at)
-
-    if say:
-        console.print(TURNS_LINE, highlight=False, markup=False)
-    return Turns(
-        lambda cell: plan_pinning(cell.threads, topology),
-        run_on,
-        gate,
-        interference.rule_of(spec.options),
-    )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -210,31 +210,6 @@ def check_duet(
     return fit
 
 
-def check_turns(spec: MatrixSpec, variants: Mapping[str, Variant], executor: str) -> bool:
-    """--turns fits this plan on this host (one line otherwise, before anything is built
-    or written): this host's executor, host-pinned variants, not with --duet."""
-    o = spec.options
-    if not o.turns:
-        return False
-    if o.duet:
-        raise UserError("--turns and --duet are two ways to measure a round: choose one")
-    if executor != "local":
-        raise UserError("--turns runs on this host's executor only (each Ray task is one cell)")
-    contained = sorted(name for name, v in variants.items() if not v.pins_on_host())
-    if contained:
-        raise UserError(
-            f"--turns needs variants pinned on this host; {', '.join(contained)} run(s) in a "
-            "container, which the cells' turns cannot reach"
-        )
-    return True
-
-
-TURNS_LINE = (
-    "turns: a round's cells of each workload run at once on the same CPUs, handing them "
-    "over every second of training, so what comes and goes over seconds slows them alike"
-)
-
-
 def duet_line(plans: DuetPlans) -> str:
     """The one line that says how a duet run will measure (its dry run's too)."""
     from tfvariants.plan.topology import format_cpu_list

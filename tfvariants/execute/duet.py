@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Generic, Protocol
+from typing import Any, Generic
 
 from tfvariants.execute import process
 from tfvariants.execute.eta import EtaModel
@@ -159,14 +159,12 @@ class Duet(Generic[CellT]):
                 )
                 for (me, other), wait in zip((sides, sides[::-1]), given, strict=True)
             ]
-            start_and_wait(threads, sides)
+            self._start_and_wait(threads, sides)
         out = SlotResult(fillers=sum(s.fillers for s in sides))
         for side in sides:
             if side.cell is not None and side.result is not None:
                 out.stored[side.cell.cell_id] = side.result
-        observe_slot(
-            self.gate, self.disturbed, [r for r in out.stored.values() if isinstance(r, StoredCell)]
-        )
+        self._observe([r for r in out.stored.values() if isinstance(r, StoredCell)])
         return out
 
     def _side(
@@ -209,54 +207,45 @@ class Duet(Generic[CellT]):
             if got.status != "ok" and not other.done.is_set():
                 fills.pop(0)  # it failed on its own: so would it again
 
+    @staticmethod
+    def _start_and_wait(threads: list[threading.Thread], sides: Sequence[_Side[CellT]]) -> None:
+        """Start the sides and wait for both; a Ctrl-C meanwhile (even between the two
+        starts) stops what runs and waits for the sides to end before it propagates.
+        The wait is on each side's own event, not Thread.join: a join that a Ctrl-C
+        interrupted can later return while its thread still runs (CPython 3.11)."""
 
-class Ending(Protocol):
-    """A side of a slot: ``over`` is set once its thread has nothing more to run."""
+        def ended(wait_s: float) -> bool:
+            deadline = time.monotonic() + wait_s
+            for side, t in zip(sides, threads, strict=True):
+                if t.ident is not None:  # started
+                    side.over.wait(max(0.0, deadline - time.monotonic()))
+            return all(s.over.is_set() for s, t in zip(sides, threads, strict=True) if t.ident)
 
-    over: threading.Event
+        try:
+            for t in threads:
+                t.start()
+            while not ended(JOIN_S):
+                pass
+        except KeyboardInterrupt:
+            from tfvariants.execute.runner import stop_groups
 
+            stop_groups(interrupt_live(), ended)
+            while not ended(JOIN_S):
+                pass
+            raise
 
-def start_and_wait(threads: list[threading.Thread], sides: Sequence[Ending]) -> None:
-    """Start the sides and wait for both; a Ctrl-C meanwhile (even between the two
-    starts) stops what runs and waits for the sides to end before it propagates.
-    The wait is on each side's own event, not Thread.join: a join that a Ctrl-C
-    interrupted can later return while its thread still runs (CPython 3.11)."""
-
-    def ended(wait_s: float) -> bool:
-        deadline = time.monotonic() + wait_s
-        for side, t in zip(sides, threads, strict=True):
-            if t.ident is not None:  # started
-                side.over.wait(max(0.0, deadline - time.monotonic()))
-        return all(s.over.is_set() for s, t in zip(sides, threads, strict=True) if t.ident)
-
-    try:
-        for t in threads:
-            t.start()
-        while not ended(JOIN_S):
-            pass
-    except KeyboardInterrupt:
-        from tfvariants.execute.runner import stop_groups
-
-        stop_groups(interrupt_live(), ended)
-        while not ended(JOIN_S):
-            pass
-        raise
-
-
-def observe_slot(
-    gate: QuietGate | None,
-    disturbed: Callable[[Mapping[str, Any]], str | None] | None,
-    results: list[StoredCell],
-) -> None:
-    """The gate sees the slot as one cell: a disturbed one alone (the wait did not
-    pay), else both, the one whose end was not quiet last (the next wait is then
-    not skipped on a quiet end of one set only)."""
-    if gate is None or not results:
-        return
-    raws: list[Mapping[str, Any]] = [dict(r.raw) for r in results]
-    bad = [r for r in raws if disturbed is not None and r.get("status") == "ok" and disturbed(r)]
-    if bad:
-        gate.observe(bad[0])
-        return
-    for raw in sorted(raws, key=lambda r: ended_quiet(r, gate.limit) is not None, reverse=True):
-        gate.observe(raw)
+    def _observe(self, results: list[StoredCell]) -> None:
+        """The gate sees the slot as one cell: a disturbed one alone (the wait did not
+        pay), else both, the one whose end was not quiet last (the next wait is then
+        not skipped on a quiet end of one set only)."""
+        gate = self.gate
+        if gate is None or not results:
+            return
+        raws: list[Mapping[str, Any]] = [dict(r.raw) for r in results]
+        rule = self.disturbed
+        bad = [r for r in raws if rule is not None and r.get("status") == "ok" and rule(r)]
+        if bad:
+            gate.observe(bad[0])
+            return
+        for raw in sorted(raws, key=lambda r: ended_quiet(r, gate.limit) is not None, reverse=True):
+            gate.observe(raw)

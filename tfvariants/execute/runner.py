@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -35,7 +35,6 @@ from tfvariants.execute.process import (
 )
 from tfvariants.execute.quiet import QuietWait
 from tfvariants.execute.record import StoredCell
-from tfvariants.execute.turns import Seat
 from tfvariants.options.cell import CellOptions
 from tfvariants.options.declare import RunOptionsBase
 from tfvariants.plan.pinning import PinPlan, plan_pinning
@@ -307,7 +306,6 @@ class Conditions:
     quiet: QuietGate | None = None
     priority: str = "normal"
     stop: threading.Event | None = None
-    turns: Seat | None = None  # its place in a slot that takes turns (execute/turns.py)
 
 
 def run_cell(
@@ -349,8 +347,6 @@ def run_request(
     record of what was stored, with how the worker's process ended (None when none ran).
     What the cell left running is killed and recorded as ``runner.killed``."""
     config, timeout_s, quiet = dict(order.config), order.timeout_s, at.quiet
-    if at.turns is not None:  # its wall time holds the other cells' turns too
-        timeout_s *= at.turns.sides
     cid = cell.cell_id
     with SPAWN_LOCK:  # a venv's readiness runs its interpreter: not during another's sweep
         reason = variant.skip_reason()
@@ -370,8 +366,6 @@ def run_request(
     # Private to us (0700): a container's user is ours (see variants.engine.user_flags).
     with folder.scratch(cid) as scratch:
         request = worker_request(cell, order, plan, scratch / "result.json")
-        if at.turns is not None:
-            request = replace(request, turns=dict(at.turns.fields))
         # A launch may run a helper process: never while another cell in flight (a
         # duet's) sweeps, which would take it for that cell's leftover.
         with SPAWN_LOCK:

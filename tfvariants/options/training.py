@@ -115,17 +115,6 @@ class TrainingOptions(CellOptions, DecisionOptions):
         switch=True,
         problem=bounds.flag,
     )
-    # Taking turns (execute/turns.py): a round's cells of a workload all at once on the
-    # same CPUs, each running for a second while the others wait. Stored and kept as --duet.
-    turns: bool = option(
-        False,
-        "take turns: run a round's cells of a workload at once on the same CPUs, each "
-        "training for about a second while the others wait, so a neighbour whose load "
-        "comes and goes slows them alike (host-pinned variants; docs/compare.md)",
-        flag="--turns",
-        switch=True,
-        problem=bounds.flag,
-    )
     oversubscribe: bool | None = shared.oversubscribe()
     # A window the user chose stays; else the adaptive rounds' window is planned from the
     # first look's variance components (tfvariants.analyze.statistics.windows).
