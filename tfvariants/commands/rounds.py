@@ -291,7 +291,7 @@ def summary(analysis: RunFrame, out: Path, console: Console) -> None:
     if undecided:
         stopped = analysis.run.adaptive.stopped if analysis.run.adaptive else None
         reach = (stopped or "").partition("to reach it, ")[2]
-        if adaptive.at_last_look(stopped):  # more budget would not help: record() said why
+        if adaptive.at_last_look(stopped):  # more budget would not help: last_look_next said why
             step = "the run reached its last look: see 'next' above"
         elif reach:  # stopped at the budget before the first look: the command that reaches it
             step = f"the first look was not reached; continue with: {reach}"
