@@ -199,6 +199,16 @@ def test_a_run_at_its_last_look_says_a_new_run_decides_not_more_budget(tmp_path)
     assert figure > 40  # the comparison needs more than twice the last look
     places = [rep.conclusions[i], answer.next_step or "", said.getvalue()]
     assert [_max_repeats(text) for text in places] == [figure] * 3, places
+    # a run.json without max_repeats (written before it was kept): both read the last
+    # look through adaptive.last_look_of, so the sentence is there and agrees
+    older = {k: v for k, v in rule.to_json().items() if k != "max_repeats"}
+    update_run(tmp_path, adaptive={**older, "stopped": stopped})
+    report = write_report(tmp_path, tmp_path / "rep.html", ReportSettings(pricing=pricing))
+    (rep,) = report.part(ServingPart).analysis.models
+    said = io.StringIO()
+    rounds.last_look_next(report.frame, answer_of_report(report), Console(file=said, width=400))
+    (line,) = [line for line in rep.conclusions if "planned last look" in line]
+    assert _max_repeats(line) == _max_repeats(said.getvalue()) == figure
     # decided at a look, or stopped by the budget: no such line
     update_run(tmp_path, adaptive={**rule.to_json(), "stopped": "budget: 590 s spent"})
     (rep,) = analyze_serving(tmp_path, pricing=parse_pricing_option("gce-2017")).models

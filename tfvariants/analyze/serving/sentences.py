@@ -243,11 +243,9 @@ def last_look_sentence(lines: list[str], adaptive: AdaptiveRecord, needed: int |
     more budget. ``needed``: the most repeats the run's undecided comparisons need
     (adaptive.needed_more over every model's, as the answer counts it), so this says the
     answer's and the closing line's --max-repeats (adaptive.last_look_repeats)."""
-    if not adaptive_rule.at_last_look(adaptive.stopped):
-        return lines
+    last = adaptive_rule.last_look_of(adaptive)  # the closing line's figure, read alike
     undecided = [i for i, line in enumerate(lines) if ": undecided (" in line]
-    last = adaptive.max_repeats
-    if not undecided or not isinstance(last, int):
+    if last is None or not undecided:
         return lines
     at = undecided[-1] + 1
     said = (
